@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Run the Click benchmark configurations under pronto (and, optionally, any
+other Click-compatible binary on the same machine in the same sitting) and
+print a Markdown table of median Mpps.
+
+Usage (from the repository root, after `cargo build --release`):
+
+    python3 bench/run.py                       # all configs, 5 runs each
+    python3 bench/run.py --runs 3 a_inf_discard c_firewall
+    python3 bench/run.py --baseline /path/to/click   # adds a column for it
+
+Data (about 460 MB of pcaps) is generated once into bench-work/ by
+gen_bench.py and route_confs.py; nothing generated is committed. Each
+configuration prints `PACKETS SECONDS` through its DriverManager; the figure
+is PACKETS / SECONDS.
+"""
+import argparse, csv, os, shutil, statistics, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ORDER = ["a_inf_discard", "b_inf_null10", "b_inf_counter10", "c0_dump_discard",
+         "c1_dump_checkip", "c_firewall", "d_nat", "e0_route_dump_checkip",
+         "e_route_RadixIPLookup", "e_route_DirectIPLookup", "f_classifier_inf",
+         "f_classifier_pcap", "f_tee_inf"]
+# Figures from shared/bench/README.md (Mpps, median of 5, same machine class).
+REFERENCE = {
+    "a_inf_discard": (26.9, 24.2), "b_inf_null10": (11.4, 25.3),
+    "b_inf_counter10": (1.35, None), "c0_dump_discard": (23.5, 28.3),
+    "c1_dump_checkip": (16.9, 21.7), "c_firewall": (9.4, 11.35),
+    "d_nat": (3.45, 4.24), "e0_route_dump_checkip": (16.7, 21.5),
+    "e_route_RadixIPLookup": (3.55, 7.31), "e_route_DirectIPLookup": (3.37, 10.65),
+    "f_classifier_inf": (28.0, 23.7), "f_classifier_pcap": (24.9, 26.0),
+    "f_tee_inf": (30.2, 16.7),
+}
+
+
+def prepare(work, packets):
+    os.makedirs(work, exist_ok=True)
+    shutil.copytree(os.path.join(HERE, "conf"), os.path.join(work, "conf"), dirs_exist_ok=True)
+    if not os.path.exists(os.path.join(work, "route.pcap")):
+        print("generating traces in", work, "(1-2 minutes)", file=sys.stderr)
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py"), str(packets)],
+                       cwd=work, check=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "route_confs.py")], cwd=work, check=True)
+
+
+def run_once(binary, args, conf, work):
+    out = subprocess.run([binary] + args + [os.path.join("conf", conf + ".click")], cwd=work,
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"{conf}: exit {out.returncode}: {out.stderr.strip()[-500:]}")
+    words = out.stdout.split()
+    packets, seconds = int(words[-2]), float(words[-1])
+    return packets / seconds / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("configs", nargs="*", default=ORDER)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--pronto", default=os.path.join(ROOT, "target", "release", "pronto"))
+    ap.add_argument("--baseline", help="another Click-compatible binary to measure alongside")
+    ap.add_argument("--work", default=os.path.join(ROOT, "bench-work"))
+    ap.add_argument("--packets", type=int, default=3_000_000)
+    ap.add_argument("--csv", help="also write the results as CSV here")
+    a = ap.parse_args()
+    prepare(a.work, a.packets)
+    rows = []
+    for conf in a.configs:
+        p, b = [], []
+        for _ in range(a.runs):
+            # Interleave the two binaries so that machine noise hits both.
+            p.append(run_once(a.pronto, ["run"], conf, a.work))
+            if a.baseline:
+                b.append(run_once(a.baseline, [], conf, a.work))
+        pm = statistics.median(p)
+        bm = statistics.median(b) if b else None
+        click, fast = REFERENCE.get(conf, (None, None))
+        rows.append((conf, pm, bm, click, fast))
+        print(f"{conf}: pronto {pm:.2f} Mpps" + (f", baseline {bm:.2f}" if bm else ""), file=sys.stderr)
+    fmt = lambda v: f"{v:.2f}" if v is not None else "—"
+    ratio = lambda x, y: f"{x / y:.2f}×" if (x and y) else "—"
+    print("| config | pronto Mpps | " + ("baseline Mpps | pronto/baseline | " if a.baseline else "")
+          + "Click 2.1 (ref) | FastClick (ref) | pronto/FastClick |")
+    print("|---|---|" + ("---|---|" if a.baseline else "") + "---|---|---|")
+    for conf, pm, bm, click, fast in rows:
+        mid = f"{fmt(bm)} | {ratio(pm, bm)} | " if a.baseline else ""
+        print(f"| {conf} | {fmt(pm)} | {mid}{fmt(click)} | {fmt(fast)} | {ratio(pm, fast)} |")
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["config", "pronto_mpps", "baseline_mpps", "click_ref", "fastclick_ref"])
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()

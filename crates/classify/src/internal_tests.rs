@@ -1,0 +1,223 @@
+//! Differential tests: the optimised decision diagram, the direct
+//! translation and a reference interpreter of the expression IR must agree.
+
+use proptest::prelude::*;
+
+use crate::dd::{self, Compiled, TERM};
+use crate::expr::{Expr, Test};
+use crate::{clsparse, ipparse, Program};
+
+fn avail(t: &Test, s: &[u8]) -> Option<u32> {
+    let off = t.off as usize;
+    let need = t.need() as usize;
+    if off + need > s.len() {
+        return None;
+    }
+    let mut b = [0u8; 4];
+    for (i, x) in b.iter_mut().enumerate() {
+        *x = *s.get(off + i).unwrap_or(&0);
+    }
+    Some(u32::from_be_bytes(b))
+}
+
+fn eval(e: &Expr, sp: &[&[u8]; 2]) -> bool {
+    match e {
+        Expr::Const(b) => *b,
+        Expr::Leaf { test, short } => match avail(test, sp[test.space as usize]) {
+            Some(w) => {
+                let w = w & test.mask;
+                if test.gt {
+                    w > test.value
+                } else {
+                    w == test.value
+                }
+            }
+            None => *short,
+        },
+        Expr::Not(x) => !eval(x, sp),
+        Expr::And(v) => v.iter().all(|x| eval(x, sp)),
+        Expr::Or(v) => v.iter().any(|x| eval(x, sp)),
+        Expr::Ternary(c, a, b) => {
+            if eval(c, sp) {
+                eval(a, sp)
+            } else {
+                eval(b, sp)
+            }
+        }
+    }
+}
+
+fn interp(rules: &[(Expr, Option<usize>)], sp: &[&[u8]; 2]) -> Option<usize> {
+    for (e, o) in rules {
+        if eval(e, sp) {
+            return *o;
+        }
+    }
+    None
+}
+
+fn run(c: &Compiled, ip: bool, data: &[u8], nh: usize) -> Option<usize> {
+    let p = Program {
+        nodes: c.nodes.clone().into_boxed_slice(),
+        cases: c.cases.clone().into_boxed_slice(),
+        root: c.root,
+        noutputs: 0,
+        ip,
+    };
+    p.classify(data, nh)
+}
+
+fn spaces(data: &[u8], nh: usize) -> [&[u8]; 2] {
+    let net = data.get(nh..).unwrap_or(&[]);
+    let tr = match net.first() {
+        Some(&b) => net.get(usize::from(b & 15) * 4..).unwrap_or(&[]),
+        None => &[],
+    };
+    [net, tr]
+}
+
+fn filter_rules(args: &[&str]) -> Vec<(Expr, Option<usize>)> {
+    args.iter()
+        .map(|a| {
+            let w = ipparse::separate_text(a);
+            ipparse::parse_filter_arg(&w).expect("parse")
+        })
+        .map(|(s, e)| (e, s))
+        .collect()
+}
+
+pub(crate) const FIREWALL: &[&str] = &[
+    "deny src net 0.0.0.0/8 or src net 127.0.0.0/8",
+    "1 ip frag",
+    "allow tcp dst port 80 and dst net 93.184.0.0/16",
+    "allow tcp dst port 443",
+    "deny tcp dst port 22 and not src net 10.0.0.0/23",
+    "allow tcp dst port 22",
+    "allow udp dst port 53 and dst net 8.8.0.0/16",
+    "allow udp dst port 123",
+    "allow icmp type echo or icmp type echo-reply",
+    "deny udp dst port 161",
+    "allow src net 192.168.1.0/24 and tcp",
+    "deny all",
+];
+
+const EXTRA: &[&str] = &[
+    "0 tcp dst port www or tcp dst port 443",
+    "1 udp and (src port domain or dst port domain)",
+    "2 icmp type echo",
+    "3 tcp opt syn and not tcp opt ack",
+    "4 ip proto 47 or ip proto 89",
+    "5 src port != 80 and ip ttl <= 64",
+    "6 ip[0:2] & 0x0f00 > 0x0300 ? tcp win > 1000 : ip len < 100",
+    "7 not transp[2:2] >= 1024",
+    "8 dst port 1000-2000",
+    "9 src or dst host 10.0.0.1 and ip tos != 0",
+];
+
+/// Packets that exercise the interesting fields: random bytes with a
+/// plausible IPv4 header prefix, random truncation.
+fn packet() -> impl Strategy<Value = (Vec<u8>, usize)> {
+    (
+        prop::collection::vec(any::<u8>(), 0..80),
+        0usize..4,
+        prop::sample::select(vec![1u8, 6, 17, 47, 89, 2]),
+        prop::sample::select(vec![0x45u8, 0x46, 0x44, 0x4f, 0x50]),
+        prop::sample::select(vec![0u8, 10, 127, 192, 93, 8]),
+        prop::sample::select(vec![0u16, 22, 53, 80, 123, 161, 443, 1500, 0xffff]),
+        0usize..80,
+        any::<bool>(),
+    )
+        .prop_map(|(mut v, nh, proto, vhl, a0, port, cut, unfrag)| {
+            v.resize(80, 0);
+            v[nh] = vhl;
+            v[nh + 9] = proto;
+            v[nh + 12] = a0;
+            if unfrag {
+                v[nh + 6] &= 0xC0;
+                v[nh + 7] = 0;
+            }
+            let th = nh + usize::from(vhl & 15) * 4;
+            if th + 4 <= v.len() {
+                v[th + 2..th + 4].copy_from_slice(&port.to_be_bytes());
+            }
+            v.truncate(cut.max(nh));
+            (v, nh)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn firewall_dd_matches_interpreter((data, nh) in packet()) {
+        for set in [FIREWALL, EXTRA] {
+            let rules = filter_rules(set);
+            let sp = spaces(&data, nh);
+            let want = interp(&rules, &sp);
+            prop_assert_eq!(run(&dd::compile(&rules), true, &data, nh), want);
+            prop_assert_eq!(run(&dd::compile_linear(&rules), true, &data, nh), want);
+        }
+    }
+
+    #[test]
+    fn classifier_dd_matches_interpreter(data in prop::collection::vec(any::<u8>(), 0..40), pats in prop::collection::vec("(!?[0-9]{1,2}/[0-9a-f?]{2,6}( |))+|-", 1..6)) {
+        let mut rules = Vec::new();
+        for (i, p) in pats.iter().enumerate() {
+            if let Ok(e) = clsparse::parse_pattern(p) {
+                rules.push((e, Some(i)));
+            }
+        }
+        let sp = [&data[..], &[][..]];
+        let want = interp(&rules, &sp);
+        prop_assert_eq!(run(&dd::compile(&rules), false, &data, 0), want);
+        prop_assert_eq!(run(&dd::compile_linear(&rules), false, &data, 0), want);
+    }
+}
+
+#[test]
+fn firewall_program_is_small() {
+    let p = Program::ip_filter(FIREWALL).expect("firewall");
+    assert!(p.len() < 200, "{} nodes", p.len());
+    assert_eq!(p.noutputs(), 2);
+}
+
+#[test]
+fn firewall_path_lengths() {
+    let p = Program::ip_filter(FIREWALL).expect("fw");
+    let mk = |proto: u8, src: [u8; 4], dst: [u8; 4], dport: u16| {
+        let mut v = vec![0u8; 50];
+        v[0] = 0x45;
+        v[9] = proto;
+        v[12..16].copy_from_slice(&src);
+        v[16..20].copy_from_slice(&dst);
+        v[22..24].copy_from_slice(&dport.to_be_bytes());
+        v
+    };
+    let pk = [
+        mk(6, [1, 2, 3, 4], [93, 184, 1, 1], 80),
+        mk(6, [1, 2, 3, 4], [5, 5, 5, 5], 443),
+        mk(17, [1, 2, 3, 4], [5, 5, 5, 5], 161),
+        mk(1, [1, 2, 3, 4], [5, 5, 5, 5], 0),
+        mk(6, [192, 168, 1, 1], [5, 5, 5, 5], 5555),
+    ];
+    for d in &pk {
+        let sp = spaces(d, 0);
+        let mut i = p.root;
+        let mut steps = 0;
+        while i & TERM == 0 {
+            let n = &p.nodes[i as usize];
+            let s = sp[n.space as usize];
+            let o = n.off as usize;
+            let w = u32::from_be_bytes([s[o], s[o + 1], s[o + 2], s[o + 3]]) & n.mask;
+            println!(
+                "  test k{} sp{} off{} mask{:08x} val{:08x}",
+                n.kind, n.space, n.off, n.mask, n.value
+            );
+            i = p.step(n, w | (w & !n.mask));
+            steps += 1;
+        }
+        // Same-field tests are merged into switches and implied tests are
+        // pruned, so no firewall packet needs more than 5 node visits.
+        assert!(steps <= 5, "{steps} steps");
+    }
+}

@@ -1,0 +1,302 @@
+//! Packet classification for pronto: the `Classifier`, `IPClassifier` and
+//! `IPFilter` pattern languages, compiled once into a decision program that
+//! classifies packets without allocating.
+//!
+//! # Contract
+//!
+//! * [`Program::classifier`], [`Program::ip_classifier`] and
+//!   [`Program::ip_filter`] parse their configuration arguments (one pattern
+//!   per argument) and compile them. Patterns are tried in order; the first
+//!   matching pattern decides the output. Errors name the 0-based argument
+//!   ([`CompileError::arg`]) and the offending token.
+//! * [`Program::classify`] takes the packet bytes from the current data
+//!   start and, for the IP languages, the offset of the IP header within
+//!   them (the network-header annotation). The transport header is taken to
+//!   start `4 * IHL` bytes after the IP header, as the IP-header marking
+//!   elements set it. It returns the output port, or `None` to drop.
+//! * Length semantics: a test whose bytes lie (partly) beyond the end of the
+//!   packet does not match. Relations such as `!=`, `<=`, `port != 80` also
+//!   fail on such packets, while an explicit `not`/`!` of a failing test
+//!   succeeds. Transport-header tests fail when the packet carries no bytes
+//!   beyond the IP header. `port`, `icmp type`, `tcp opt`, `tcp win` and
+//!   `transp[...]` tests only match first fragments (fragment offset 0).
+//!
+//! # `Classifier` patterns
+//!
+//! A pattern is a space-separated list of clauses `OFFSET/VALUE[%MASK]`,
+//! optionally preceded by `!` (negation). OFFSET is decimal, relative to the
+//! data start; VALUE and MASK are hex with an even number of digits, `?`
+//! meaning "any nibble"; MASK must have as many digits as VALUE. All clauses
+//! must hold. The pattern `-` (or an empty pattern) matches every packet.
+//! Example: `12/0800 !23/06`.
+//!
+//! # IP expressions (`IPClassifier`, `IPFilter`)
+//!
+//! ```text
+//! expr   ::= orexpr | orexpr ? expr : expr
+//! orexpr ::= term { (or | ||) term }
+//! term   ::= factor { [and | &&] factor }      (juxtaposition means and)
+//! factor ::= (not | !) factor | ( expr ) | test
+//! test   ::= true | false | QUALIFIERS [[POS:LEN]] [& MASK] [RELOP] [DATA]
+//! RELOP  ::= = | == | != | < | > | <= | >=
+//! ```
+//!
+//! Primitives: `[src|dst|src or dst|src and dst] host ADDR`,
+//! `[...] net ADDR/LEN` or `net ADDR mask MASK` (or a bare `ADDR/LEN`),
+//! `[...] [tcp|udp] port PORT` (name or number; `port A-B` ranges are a
+//! pronto extension), `ip proto PROTO` or just `tcp`, `udp`, `icmp`,
+//! `igmp`, `ipip`, `gre`, `esp`, `ah`, `ospf`, `sctp`, `dccp`; `ip vers`,
+//! `ip hl`, `ip id`, `ip tos`, `ip dscp`, `ip ttl`, `ip len` with optional
+//! relations; `ip ect`, `ip ce`, `ip frag`, `ip unfrag`; `tcp opt
+//! syn|ack|fin|rst|psh|urg` (or just `syn` ...); `tcp win N`; `icmp type
+//! TYPE` (name or number); `ip[POS:LEN]`, `transp[POS:LEN]`,
+//! `tcp[POS:LEN]`, `udp[...]`, `icmp[...]` with optional `& MASK` and
+//! relation. Omitted qualifiers are inherited from the previous primitive
+//! (`src port 80 or 81`, `tcp dst port www or https`). A whole pattern of
+//! `-`, `any` or `all` matches everything.
+//!
+//! `IPFilter` arguments are `ACTION EXPR` with ACTION `allow` (output 0),
+//! `deny`/`drop` (drop) or an output number. An ACTION alone matches all.
+//!
+//! # Performance
+//!
+//! The compiled program is a flat array of test nodes (offset, mask, value,
+//! match/no-match/short successors) laid out as a reduced shared decision
+//! diagram, evaluated by a tight loop: each distinct test is evaluated at
+//! most once per packet and only tests that can still change the outcome
+//! are visited.
+
+mod clsparse;
+mod dd;
+mod expr;
+mod ipparse;
+mod names;
+
+use dd::{Node, DROP, KIND_GT, KIND_SWITCH, MAX_OUTPUT, TERM};
+use expr::Expr;
+
+/// A compiled classification program.
+#[derive(Clone, Debug)]
+pub struct Program {
+    nodes: Box<[Node]>,
+    cases: Box<[(u32, u32)]>,
+    root: u32,
+    noutputs: usize,
+    ip: bool,
+}
+
+/// A configuration error: which argument and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CompileError {
+    /// 0-based index of the bad argument.
+    pub arg: usize,
+    /// Human-readable message naming the element, pattern and token.
+    pub message: String,
+}
+
+impl CompileError {
+    fn new(element: &str, arg: usize, msg: impl std::fmt::Display) -> Self {
+        CompileError {
+            arg,
+            message: format!("{element} pattern {arg}: {msg}"),
+        }
+    }
+}
+
+impl Program {
+    /// Click `Classifier`: each argument is a pattern list such as
+    /// `12/0800 20/0001%00ff`, `!12/0800` or `-`; offsets are relative to
+    /// the packet data start. Output i for the first matching pattern; no
+    /// match drops.
+    pub fn classifier(args: &[&str]) -> Result<Program, CompileError> {
+        let mut rules = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            let e =
+                clsparse::parse_pattern(a).map_err(|m| CompileError::new("Classifier", i, m))?;
+            rules.push((e, Some(i)));
+        }
+        Self::check_outputs("Classifier", args.len())?;
+        Ok(Self::build(&rules, args.len(), false))
+    }
+
+    /// Click `IPClassifier`: each argument is an IP expression; the output is
+    /// the index of the first matching expression. `-` matches all.
+    pub fn ip_classifier(args: &[&str]) -> Result<Program, CompileError> {
+        let mut rules = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            let text = ipparse::unquote(a);
+            if text.trim().is_empty() {
+                return Err(CompileError::new("IPClassifier", i, "empty pattern"));
+            }
+            let mut words = vec![i.to_string()];
+            words.extend(ipparse::separate_text(&text));
+            let (_, e) = ipparse::parse_filter_arg(&words)
+                .map_err(|m| CompileError::new("IPClassifier", i, m))?;
+            rules.push((e, Some(i)));
+        }
+        Self::check_outputs("IPClassifier", args.len())?;
+        Ok(Self::build(&rules, args.len(), true))
+    }
+
+    /// Click `IPFilter`: each argument is `ACTION EXPR` where ACTION is
+    /// `allow` (output 0), `deny`/`drop`, or an output number. Returns the
+    /// output port; deny/drop/no match → `None`.
+    pub fn ip_filter(args: &[&str]) -> Result<Program, CompileError> {
+        let mut rules = Vec::with_capacity(args.len());
+        let mut noutputs = 1;
+        for (i, a) in args.iter().enumerate() {
+            let words = ipparse::separate_text(&ipparse::unquote(a));
+            let (slot, e) = ipparse::parse_filter_arg(&words)
+                .map_err(|m| CompileError::new("IPFilter", i, m))?;
+            if let Some(s) = slot {
+                if s > MAX_OUTPUT {
+                    return Err(CompileError::new(
+                        "IPFilter",
+                        i,
+                        format!("slot `{s}` out of range"),
+                    ));
+                }
+                noutputs = noutputs.max(s + 1);
+            }
+            rules.push((e, slot));
+        }
+        Ok(Self::build(&rules, noutputs, true))
+    }
+
+    fn check_outputs(element: &str, n: usize) -> Result<(), CompileError> {
+        if n > MAX_OUTPUT + 1 {
+            return Err(CompileError::new(
+                element,
+                MAX_OUTPUT + 1,
+                "too many patterns",
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(rules: &[(Expr, Option<usize>)], noutputs: usize, ip: bool) -> Program {
+        let c = dd::compile(rules);
+        Program {
+            nodes: c.nodes.into_boxed_slice(),
+            cases: c.cases.into_boxed_slice(),
+            root: c.root,
+            noutputs,
+            ip,
+        }
+    }
+
+    /// Number of outputs the program can send to (for IPFilter: 1 + the
+    /// largest numbered output, at least 1).
+    pub fn noutputs(&self) -> usize {
+        self.noutputs
+    }
+
+    /// Number of test nodes in the compiled program (diagnostics).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the program decides without looking at the packet.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Classify one packet. `data` holds the packet's bytes from its current
+    /// data start; `nh` is the offset of the IP header within `data` (unused
+    /// for `Classifier` programs). Returns the output port or `None` (drop).
+    #[inline]
+    pub fn classify(&self, data: &[u8], nh: usize) -> Option<usize> {
+        let mut i = self.root;
+        if i & TERM != 0 {
+            return decode(i);
+        }
+        let (primary, transport): (&[u8], &[u8]) = if self.ip {
+            let net = data.get(nh..).unwrap_or(&[]);
+            let tr = match net.first() {
+                Some(&b) => net.get(usize::from(b & 0x0F) * 4..).unwrap_or(&[]),
+                None => &[],
+            };
+            (net, tr)
+        } else {
+            (data, &[])
+        };
+        let spaces = [primary, transport];
+        let nodes = &self.nodes[..];
+        loop {
+            let n = nodes.get(i as usize)?;
+            let s = spaces[usize::from(n.space & 1)];
+            let off = n.off as usize;
+            i = match s.get(off..off.wrapping_add(4)) {
+                Some(&[a, b, c, d]) => self.step(n, u32::from_be_bytes([a, b, c, d])),
+                _ => self.slow_test(n, s),
+            };
+            if i & TERM != 0 {
+                return decode(i);
+            }
+        }
+    }
+}
+
+impl Program {
+    /// Evaluate node `n` on the loaded word `w`.
+    #[inline(always)]
+    fn step(&self, n: &Node, w: u32) -> u32 {
+        let w = w & n.mask;
+        if n.kind == KIND_SWITCH {
+            let start = n.value as usize;
+            let cases = self
+                .cases
+                .get(start..start + usize::from(n.ncases))
+                .unwrap_or(&[]);
+            if cases.len() <= 16 {
+                let mut t = n.next[1];
+                for &(v, target) in cases {
+                    if v == w {
+                        t = target;
+                    }
+                }
+                t
+            } else {
+                match cases.binary_search_by_key(&w, |&(v, _)| v) {
+                    Ok(k) => cases[k].1,
+                    Err(_) => n.next[1],
+                }
+            }
+        } else {
+            let hit = if n.kind == KIND_GT {
+                w > n.value
+            } else {
+                w == n.value
+            };
+            n.next[usize::from(!hit)]
+        }
+    }
+
+    /// Test near the end of the packet: only the masked bytes must exist.
+    #[cold]
+    fn slow_test(&self, n: &Node, s: &[u8]) -> u32 {
+        let off = n.off as usize;
+        let need = usize::from(n.need);
+        match off.checked_add(need) {
+            Some(end) if end <= s.len() => {
+                let mut b = [0u8; 4];
+                b[..need].copy_from_slice(&s[off..end]);
+                self.step(n, u32::from_be_bytes(b))
+            }
+            _ => n.next[2],
+        }
+    }
+}
+
+#[inline]
+fn decode(t: u32) -> Option<usize> {
+    if t == DROP {
+        None
+    } else {
+        Some((t & !TERM) as usize)
+    }
+}
+
+#[cfg(test)]
+mod internal_tests;

@@ -1,0 +1,96 @@
+//! `pronto`: run Click configurations (`pronto run`, a drop-in for the
+//! `click` command), check them, and document the element library.
+
+mod run;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+pronto: network functions as Click configurations
+
+Usage:
+  pronto run [OPTIONS] [FILE | -] [NAME=VALUE...]   run a configuration (like `click`)
+  pronto check FILE                                 parse, resolve and validate only
+  pronto elements [CLASS]                           list classes, or document one
+  pronto --version
+
+`pronto run` accepts Click's options:
+  -f, --file FILE               read the configuration from FILE
+  -e, --expression EXPR         use EXPR as the configuration
+  -h, --handler ELEMENT.H       print read handler ELEMENT.H after the run (repeatable)
+  -x, --exit-handler ELEMENT.H  exit status from handler ELEMENT.H
+  -o, --output FILE             write the flattened configuration to FILE
+  -q, --quit                    set the router up, do not run it
+  -t, --time                    report how long the run took
+  -w, --no-warnings             do not print warnings
+      --simtime[=SECONDS]       simulated time, starting at SECONDS (default 1000000000)
+      --help                    this message
+  NAME=VALUE after the file sets the configuration's `define`d parameter $NAME.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(1);
+    };
+    let rest = &args[1..];
+    match cmd.as_str() {
+        "run" => run::run(rest),
+        "check" => run::check(rest),
+        "elements" => elements(rest),
+        "--version" | "-v" | "version" => {
+            println!("pronto {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        "--help" | "help" => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!("pronto: unknown command `{other}`\n");
+            eprint!("{USAGE}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn elements(args: &[String]) -> ExitCode {
+    let all = pronto_runtime::all_classes();
+    match args.first() {
+        None => {
+            for e in &all {
+                println!("{}", e.spec.name);
+            }
+            ExitCode::SUCCESS
+        }
+        Some(name) => match all.iter().find(|e| e.spec.name == name.as_str()) {
+            Some(e) => {
+                println!("{}", render_doc(e.spec));
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!("pronto: no element class `{name}` (`pronto elements` lists them)");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+fn render_doc(spec: &pronto_elements::Spec) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("{}\n", spec.name));
+    s.push_str(&format!(
+        "  ports: {}   processing: {}\n",
+        spec.ports, spec.processing
+    ));
+    if !spec.keywords.is_empty() {
+        s.push_str(&format!("  keywords: {}\n", spec.keywords.join(", ")));
+    }
+    if !spec.doc.is_empty() {
+        s.push('\n');
+        s.push_str(spec.doc);
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,304 @@
+//! `pronto run` and `pronto check`: Click's `click` command, option for
+//! option.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use pronto_lang::{Diagnostic, Level, SourceMap};
+use pronto_runtime::{Clock, Router, RouterOptions};
+
+/// Parsed `pronto run` options.
+#[derive(Default, Debug)]
+struct RunOpts {
+    file: Option<String>,
+    expr: Option<String>,
+    handlers: Vec<String>,
+    exit_handler: Option<String>,
+    output: Option<String>,
+    quit: bool,
+    time: bool,
+    no_warnings: bool,
+    simtime: Option<f64>,
+    defines: Vec<(String, String)>,
+}
+
+fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
+    let mut o = RunOpts::default();
+    let mut i = 0;
+    let mut positional_done = false;
+    let value = |i: &mut usize, flag: &str, inline: Option<&str>| -> Result<String, String> {
+        if let Some(v) = inline {
+            return Ok(v.to_string());
+        }
+        *i += 1;
+        args.get(*i)
+            .cloned()
+            .ok_or_else(|| format!("option `{flag}` needs a value"))
+    };
+    while i < args.len() {
+        let a = args[i].as_str();
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (a, None),
+        };
+        match flag {
+            "-f" | "--file" => o.file = Some(value(&mut i, flag, inline)?),
+            "-e" | "--expression" => o.expr = Some(value(&mut i, flag, inline)?),
+            "-h" | "--handler" => o.handlers.push(value(&mut i, flag, inline)?),
+            "-x" | "--exit-handler" => {
+                if o.exit_handler.is_some() {
+                    return Err("exit handler specified twice".into());
+                }
+                o.exit_handler = Some(value(&mut i, flag, inline)?)
+            }
+            "-o" | "--output" => o.output = Some(value(&mut i, flag, inline)?),
+            "-q" | "--quit" => o.quit = true,
+            "-t" | "--time" => o.time = true,
+            "-w" | "--no-warnings" => o.no_warnings = true,
+            "--warnings" => o.no_warnings = false,
+            "--simtime" => {
+                o.simtime = Some(match inline {
+                    Some(v) => v
+                        .parse()
+                        .map_err(|_| format!("--simtime: expected seconds, found `{v}`"))?,
+                    None => 1_000_000_000.0,
+                })
+            }
+            "--help" => return Err(String::new()),
+            "-" if o.file.is_none() && !positional_done => {
+                o.file = Some("-".into());
+                positional_done = true;
+            }
+            _ if a.starts_with('-') && a.len() > 1 => {
+                // Click-style clustered or attached short options: -hFOO.
+                let (f, v) = a.split_at(2);
+                match f {
+                    "-h" => o.handlers.push(v.to_string()),
+                    "-x" => o.exit_handler = Some(v.to_string()),
+                    "-f" => o.file = Some(v.to_string()),
+                    "-e" => o.expr = Some(v.to_string()),
+                    "-o" => o.output = Some(v.to_string()),
+                    _ => return Err(format!("unknown option `{a}`")),
+                }
+            }
+            _ => {
+                if let Some((k, v)) = a.split_once('=') {
+                    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        o.defines.push((k.to_string(), v.to_string()));
+                        i += 1;
+                        continue;
+                    }
+                }
+                if o.file.is_none() && o.expr.is_none() && !positional_done {
+                    o.file = Some(a.to_string());
+                    positional_done = true;
+                } else {
+                    return Err(format!("unexpected argument `{a}`"));
+                }
+            }
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// Reads the configuration text and a display name for it.
+fn load(o: &RunOpts) -> Result<(String, String), String> {
+    if let Some(e) = &o.expr {
+        return Ok(("<expr>".into(), e.clone()));
+    }
+    match o.file.as_deref() {
+        None | Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("<stdin>: {e}"))?;
+            Ok(("<stdin>".into(), s))
+        }
+        Some(f) => std::fs::read_to_string(f)
+            .map(|s| (f.to_string(), s))
+            .map_err(|e| format!("{f}: {e}")),
+    }
+}
+
+fn report(sm: &SourceMap, diags: &[Diagnostic], warnings: bool) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    for d in diags {
+        if d.level == Level::Warning && !warnings {
+            continue;
+        }
+        let _ = writeln!(err, "{}", d.render_click(sm));
+    }
+    let shown: Vec<&Diagnostic> = diags
+        .iter()
+        .filter(|d| warnings || d.level != Level::Warning)
+        .collect();
+    if !shown.is_empty() {
+        let _ = writeln!(err);
+        for d in shown {
+            let _ = writeln!(err, "{}", d.render(sm));
+        }
+    }
+}
+
+/// Parses, checks and configures; prints diagnostics. `None` on error.
+fn build(o: &RunOpts) -> Result<(Router, SourceMap), ExitCode> {
+    let (name, text) = match load(o) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("pronto: {e}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    let mut sm = SourceMap::new();
+    let file = sm.add(name, text);
+    let opts = pronto_lang::Options {
+        defines: &o.defines,
+        is_primitive: &pronto_runtime::is_known_class,
+    };
+    let (flat, warnings) = match pronto_lang::parse_flat(&sm, file, &opts) {
+        Ok(x) => x,
+        Err(errs) => {
+            report(&sm, &errs, !o.no_warnings);
+            return Err(ExitCode::from(1));
+        }
+    };
+    report(&sm, &warnings, !o.no_warnings);
+    if let Some(out) = &o.output {
+        if let Err(e) = std::fs::write(out, flat.to_click()) {
+            eprintln!("pronto: {out}: {e}");
+            return Err(ExitCode::from(1));
+        }
+    }
+    let ropts = RouterOptions {
+        base_dir: PathBuf::from("."),
+        clock: match o.simtime {
+            Some(s) => Clock::Simulated((s * 1e9) as i64),
+            None => Clock::Real,
+        },
+        ..RouterOptions::default()
+    };
+    match Router::build(&flat, &sm, &ropts) {
+        Ok(r) => Ok((r, sm)),
+        Err(errs) => {
+            report(&sm, &errs, true);
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
+/// `pronto run`.
+pub fn run(args: &[String]) -> ExitCode {
+    let o = match parse_opts(args) {
+        Ok(o) => o,
+        Err(e) if e.is_empty() => {
+            print!("{}", crate::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("pronto run: {e} (see `pronto --help`)");
+            return ExitCode::from(1);
+        }
+    };
+    let (mut router, _sm) = match build(&o) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let mut status: i32 = 0;
+    if !o.quit {
+        let usage0 = rusage();
+        let t0 = std::time::Instant::now();
+        if let Err(e) = router.run() {
+            eprintln!("pronto: {e}");
+            status = 1;
+        }
+        if o.time {
+            let usage1 = rusage();
+            let wall = t0.elapsed();
+            let cs = wall.as_millis() / 10;
+            println!(
+                "{:.3}u {:.3}s {}:{:02}.{:02}",
+                usage1.0 - usage0.0,
+                usage1.1 - usage0.1,
+                cs / 6000,
+                (cs / 100) % 60,
+                cs % 100
+            );
+        }
+    }
+    let print_names = o.handlers.len() > 1;
+    for h in &o.handlers {
+        match router.read_handler(h, "") {
+            Ok(mut v) => {
+                if print_names {
+                    println!("{h}:");
+                }
+                if !v.is_empty() && !v.ends_with('\n') {
+                    v.push('\n');
+                }
+                print!("{v}");
+                if print_names {
+                    println!();
+                }
+            }
+            Err(e) => {
+                eprintln!("pronto: {e}");
+                status = 1;
+            }
+        }
+    }
+    if let Some(h) = &o.exit_handler {
+        match router.read_handler(h, "") {
+            Ok(v) => {
+                let v = v.trim();
+                if let Ok(n) = v.parse::<i32>() {
+                    status = n;
+                } else if let Ok(b) = pronto_lang::args::parse_bool(v) {
+                    status = if b { 0 } else { 1 };
+                } else {
+                    eprintln!("pronto: exit handler value should be integer");
+                    status = 255;
+                }
+            }
+            Err(e) => {
+                eprintln!("pronto: {e}");
+                status = 255;
+            }
+        }
+    }
+    ExitCode::from((status & 0xff) as u8)
+}
+
+/// `pronto check`: parse, resolve and validate only.
+pub fn check(args: &[String]) -> ExitCode {
+    let o = match parse_opts(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("pronto check: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match build(&o) {
+        Ok(_) => {
+            eprintln!("{}: ok", o.file.as_deref().unwrap_or("<stdin>"));
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// (user, system) CPU seconds so far, from /proc/self/stat (clock ticks
+/// of 1/100 s); zeros where that file is unreadable.
+fn rusage() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
+    // Fields after the parenthesised command name; utime and stime are the
+    // 14th and 15th fields of the whole line.
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(11), tick(12))
+}

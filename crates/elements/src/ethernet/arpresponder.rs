@@ -1,0 +1,337 @@
+//! `ARPResponder`: answers ARP queries for configured addresses.
+
+use pronto_packet::{Batch, Packet, VLAN_TCI_ANNO_OFFSET};
+
+use crate::util::cfg_err;
+use crate::{
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    FIELD_OTHER,
+};
+
+use super::{unparse_ether, unparse_ip_mask};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    dst: [u8; 4],
+    mask: [u8; 4],
+    ena: [u8; 6],
+}
+
+/// Replies to ARP requests for addresses it knows.
+pub struct ArpResponder {
+    v: Vec<Entry>,
+}
+
+/// Parses one `IP/MASK [IP/MASK...] ETH` argument into `v`.
+fn add(v: &mut Vec<Entry>, arg: &str) -> Result<(), String> {
+    let mut prefixes = Vec::new();
+    let mut ena = None;
+    for w in pronto_lang::args::split_words(arg) {
+        let w = pronto_lang::args::unquote(&w);
+        if let Ok((addr, mask)) = pronto_lang::args::parse_ip_prefix(&w) {
+            let dst = std::array::from_fn(|i| addr[i] & mask[i]);
+            prefixes.push((dst, mask));
+        } else if let Ok(e) = pronto_lang::args::parse_ether(&w) {
+            if ena.is_some() {
+                return Err("more than one ETH".into());
+            }
+            ena = Some(e);
+        } else {
+            return Err("expected IP/MASK ETH".into());
+        }
+    }
+    if prefixes.is_empty() {
+        return Err("missing IP/MASK".into());
+    }
+    let ena = ena.ok_or_else(|| "missing ETH".to_string())?;
+    v.extend(
+        prefixes
+            .into_iter()
+            .map(|(dst, mask)| Entry { dst, mask, ena }),
+    );
+    Ok(())
+}
+
+/// Orders entries most specific first (later duplicates win) and removes
+/// duplicates; returns the duplicated prefixes.
+fn normalize(v: &mut Vec<Entry>) -> Vec<String> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| {
+        let (la, lb) = (
+            u32::from_be_bytes(v[a].mask).count_ones(),
+            u32::from_be_bytes(v[b].mask).count_ones(),
+        );
+        lb.cmp(&la).then(b.cmp(&a))
+    });
+    let mut out: Vec<Entry> = Vec::with_capacity(v.len());
+    let mut dups = Vec::new();
+    for i in idx {
+        let e = v[i];
+        if out.iter().any(|o| o.dst == e.dst && o.mask == e.mask) {
+            dups.push(unparse_ip_mask(e.dst, e.mask));
+        } else {
+            out.push(e);
+        }
+    }
+    *v = out;
+    dups
+}
+
+impl ArpResponder {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("ARPResponder")
+        .ports("1/1-2")
+        .processing("a/ah")
+        .profile(
+            ActionProfile::reads(FIELD_OTHER)
+                .writes(FIELD_OTHER)
+                .reshaping(),
+        )
+        .doc(
+            "ARPResponder(IP/MASK [IP/MASK...] ETH, IP2/MASK2 ETH2, ...)\n\n\
+             Input: ARP requests with their Ethernet header. When one of the\n\
+             IP/MASK prefixes holds the requested address, emits an ARP reply\n\
+             (42 bytes) giving the matching ETH address, with the query's VLAN TCI\n\
+             annotation; the most specific prefix wins. Other packets go to output 1\n\
+             if it exists, and are dropped otherwise.\n\n\
+             Ports: 1 input (agnostic); 1 or 2 outputs (output 0 agnostic, output 1\n\
+             push).\n\
+             Handlers:\n  table (read)  one `IP/MASK ETH' line per entry\n  \
+             lookup (read with parameter IP)  the Ethernet address for IP, or empty\n  \
+             add (write)  `IP/MASK [IP/MASK...] ETH'\n  remove (write)  `IP/MASK'",
+        );
+
+    /// Configures an `ARPResponder`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        let mut a = ctx.args();
+        let args = a.rest();
+        a.finish()?;
+        let mut v = Vec::new();
+        for (i, arg) in args.iter().enumerate() {
+            add(&mut v, arg).map_err(|e| cfg_err(format!("argument {i}: {e}")))?;
+        }
+        for d in normalize(&mut v) {
+            eprintln!("{}: multiple entries for {d}", ctx.name);
+        }
+        Ok(Box::new(ArpResponder { v }))
+    }
+
+    fn lookup(&self, ip: [u8; 4]) -> Option<[u8; 6]> {
+        self.v
+            .iter()
+            .find(|e| (0..4).all(|i| ip[i] & e.mask[i] == e.dst[i]))
+            .map(|e| e.ena)
+    }
+
+    /// The reply to `p`, if it is a request we can answer.
+    fn respond(&self, p: &Packet, out: &mut Out<'_>) -> Option<Packet> {
+        let d = p.data();
+        if d.len() < 42
+            || d[12..14] != [0x08, 0x06]
+            || d[14..16] != [0x00, 0x01]
+            || d[16..18] != [0x08, 0x00]
+            || d[20..22] != [0x00, 0x01]
+        {
+            return None;
+        }
+        let mut tpa = [0u8; 4];
+        tpa.copy_from_slice(&d[38..42]);
+        let ena = self.lookup(tpa)?;
+        let mut q = out.pool.alloc()?;
+        let r = q.put_uninit(42);
+        if r.len() < 42 {
+            return None;
+        }
+        r[0..6].copy_from_slice(&d[22..28]); // to the sender's hardware address
+        r[6..12].copy_from_slice(&ena);
+        r[12..14].copy_from_slice(&[0x08, 0x06]);
+        r[14..22].copy_from_slice(&[0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x02]); // Ethernet, IP, reply
+        r[22..28].copy_from_slice(&ena); // sha
+        r[28..32].copy_from_slice(&tpa); // spa
+        r[32..38].copy_from_slice(&d[22..28]); // tha
+        r[38..42].copy_from_slice(&d[28..32]); // tpa
+        let o = VLAN_TCI_ANNO_OFFSET;
+        let tci = [p.anno_bytes()[o], p.anno_bytes()[o + 1]];
+        q.anno_bytes_mut()[o..o + 2].copy_from_slice(&tci);
+        q.set_mac_header(0);
+        q.set_network_header(14, 28);
+        Some(q)
+    }
+}
+
+impl Element for ArpResponder {
+    fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        for p in batch.drain() {
+            match self.respond(&p, out) {
+                Some(q) => out.emit(0, q),
+                None => out.emit(1, p),
+            }
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        const H: &[HandlerInfo] = &[
+            HandlerInfo::read("table"),
+            HandlerInfo::read("lookup"),
+            HandlerInfo::write("add"),
+            HandlerInfo::write("remove"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        if name == "table" {
+            return Ok(self
+                .v
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} {}\n",
+                        unparse_ip_mask(e.dst, e.mask),
+                        unparse_ether(&e.ena)
+                    )
+                })
+                .collect());
+        }
+        if let Some(param) = name
+            .strip_prefix("lookup")
+            .filter(|r| r.is_empty() || r.starts_with(' '))
+        {
+            let param = param.trim();
+            let ip = pronto_lang::args::parse_ip4(param)
+                .map_err(|_| HandlerError::BadValue("expected IP address".into()))?;
+            return Ok(self
+                .lookup(ip)
+                .map(|e| unparse_ether(&e))
+                .unwrap_or_default());
+        }
+        Err(HandlerError::NoSuchHandler(name.into()))
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        match name {
+            "add" => {
+                let mut v = self.v.clone();
+                add(&mut v, value).map_err(HandlerError::BadValue)?;
+                normalize(&mut v);
+                self.v = v;
+                Ok(())
+            }
+            "remove" => {
+                let (addr, mask) = pronto_lang::args::parse_ip_prefix(value.trim())
+                    .map_err(|_| HandlerError::BadValue("expected IP/MASK".into()))?;
+                let dst: [u8; 4] = std::array::from_fn(|i| addr[i] & mask[i]);
+                match self.v.iter().position(|e| e.dst == dst && e.mask == mask) {
+                    Some(i) => {
+                        self.v.remove(i);
+                        Ok(())
+                    }
+                    None => Err(HandlerError::BadValue(format!(
+                        "{} not found",
+                        unparse_ip_mask(dst, mask)
+                    ))),
+                }
+            }
+            _ => Err(HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::testing::{config_err, configure, push};
+    use pronto_packet::Pool;
+
+    fn make(conf: &str, nout: usize) -> Result<Box<dyn Element>, ConfigError> {
+        configure(
+            ArpResponder::SPEC.keywords,
+            ArpResponder::configure,
+            conf,
+            &[true],
+            &vec![true; nout],
+            std::path::Path::new("."),
+        )
+    }
+
+    fn request(tpa: [u8; 4]) -> Vec<u8> {
+        let mut f = vec![
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // dst
+            0, 1, 2, 3, 4, 5, // src
+            0x08, 0x06, // type ARP
+            0, 1, 0x08, 0x00, 6, 4, 0, 1, // Ethernet, IP, 6, 4, request
+            0, 1, 2, 3, 4, 5, // sha
+            10, 0, 0, 1, // spa
+            0, 0, 0, 0, 0, 0, // tha
+        ];
+        f.extend(tpa);
+        f.extend([0u8; 18]); // padding to 60 bytes
+        f
+    }
+
+    #[test]
+    fn replies_to_known_addresses() {
+        let pool = Pool::new(16).expect("pool");
+        let mut e = make(
+            "10.0.0.2 10.0.1.0/24 00:aa:bb:cc:dd:ee, 10.0.1.7 00:00:00:00:00:07",
+            2,
+        )
+        .expect("ok");
+        let outs = push(
+            e.as_mut(),
+            &pool,
+            &[
+                &request([10, 0, 0, 2]),
+                &request([10, 0, 1, 7]),
+                &request([10, 0, 2, 1]),
+            ],
+            2,
+            0,
+        );
+        assert_eq!(outs[0].len(), 2);
+        assert_eq!(
+            outs[0][0].data(),
+            &[
+                0, 1, 2, 3, 4, 5, // to the requester
+                0, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, // from us
+                0x08, 0x06, // ARP
+                0, 1, 0x08, 0x00, 6, 4, 0, 2, // reply
+                0, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, // sha
+                10, 0, 0, 2, // spa
+                0, 1, 2, 3, 4, 5, // tha
+                10, 0, 0, 1, // tpa
+            ]
+        );
+        assert_eq!(&outs[0][1].data()[6..12], &[0, 0, 0, 0, 0, 7]);
+        assert_eq!(outs[1].len(), 1);
+        assert_eq!(
+            e.read_handler("table").expect("table"),
+            "10.0.1.7/32 00-00-00-00-00-07\n10.0.0.2/32 00-AA-BB-CC-DD-EE\n10.0.1.0/24 00-AA-BB-CC-DD-EE\n"
+        );
+        assert_eq!(
+            e.read_handler("lookup 10.0.1.9").expect("lookup"),
+            "00-AA-BB-CC-DD-EE"
+        );
+        e.write_handler("remove", "10.0.1.0/24").expect("remove");
+        assert_eq!(e.read_handler("lookup 10.0.1.9").expect("lookup"), "");
+        e.write_handler("add", "10.0.2.0/24 00:00:00:00:00:02")
+            .expect("add");
+        assert_eq!(
+            e.read_handler("lookup 10.0.2.9").expect("lookup"),
+            "00-00-00-00-00-02"
+        );
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(config_err(make("10.0.0.1", 1)), "argument 0: missing ETH");
+        assert_eq!(
+            config_err(make("10.0.0.1 1:2:3:4:5:6, xyz", 1)),
+            "argument 1: expected IP/MASK ETH"
+        );
+        assert_eq!(
+            config_err(make("1:2:3:4:5:6", 1)),
+            "argument 0: missing IP/MASK"
+        );
+    }
+}

@@ -1,0 +1,19 @@
+//! Click's `ip` elements.
+pub mod checkipheader;
+pub mod checkipheader2;
+pub mod decipttl;
+pub mod directiplookup;
+pub mod dropbroadcasts;
+pub mod getipaddress;
+pub mod ipclassifier;
+pub mod ipfilter;
+pub mod lineariplookup;
+pub mod markipheader;
+pub mod radixiplookup;
+pub mod route_table;
+pub mod setipaddress;
+pub mod setipchecksum;
+pub mod staticiplookup;
+pub mod storeipaddress;
+pub mod stripipheader;
+pub mod unstripipheader;

@@ -1,0 +1,976 @@
+//! What the IP route-lookup elements share: the route syntax
+//! (`ADDR/MASK [GW] OUT`), route tables (a multibit trie for
+//! `RadixIPLookup` and `DirectIPLookup`, a list for `LinearIPLookup` and
+//! `StaticIPLookup`), the route handlers (`table`, `lookup`, `add`, `set`,
+//! `remove`, `ctrl`, `flush`) and the push loop.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use pronto_packet::Batch;
+
+use crate::{push_each, ConfigCtx, ConfigError, HandlerError, Out};
+
+/// One route: packets whose destination matches `addr/mask` go to output
+/// `port`, with the destination annotation set to `gw` when it is not zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpRoute {
+    /// Destination prefix (already masked), host order.
+    pub addr: u32,
+    /// Mask, host order.
+    pub mask: u32,
+    /// Gateway (0: none), host order.
+    pub gw: u32,
+    /// Output port; negative in a `remove` request means "any".
+    pub port: i32,
+}
+
+impl IpRoute {
+    /// True if `a` lies inside the route's prefix.
+    #[inline]
+    pub fn contains(&self, a: u32) -> bool {
+        a & self.mask == self.addr
+    }
+
+    /// Whether this request matches an existing route `r`: same prefix, and
+    /// same gateway and port unless the request's port is negative.
+    pub fn matches(&self, r: &IpRoute) -> bool {
+        self.addr == r.addr
+            && self.mask == r.mask
+            && (self.port < 0 || (self.gw == r.gw && self.port == r.port))
+    }
+
+    /// The route as text: `ADDR/LEN GW PORT` (`-` for no gateway); with
+    /// `tabs`, columns are separated by tabs and padded as a table.
+    pub fn unparse(&self, tabs: bool) -> String {
+        let sep = if tabs { '\t' } else { ' ' };
+        let mut s = format!("{}/{}", ip_str(self.addr), mask_str(self.mask));
+        s.push(sep);
+        if tabs && s.len() < 17 {
+            s.push('\t');
+        }
+        let l = s.len();
+        if self.gw != 0 {
+            s.push_str(&ip_str(self.gw));
+        } else {
+            s.push('-');
+        }
+        s.push(sep);
+        if tabs && s.len() < l + 9 {
+            s.push('\t');
+        }
+        s.push_str(&self.port.to_string());
+        s
+    }
+}
+
+/// Dotted-quad text of a host-order address.
+pub fn ip_str(a: u32) -> String {
+    let b = a.to_be_bytes();
+    format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
+}
+
+/// A mask as its prefix length when it is one, else dotted quad.
+fn mask_str(m: u32) -> String {
+    match prefix_len(m) {
+        Some(l) => l.to_string(),
+        None => ip_str(m),
+    }
+}
+
+/// The prefix length of a contiguous mask.
+pub fn prefix_len(m: u32) -> Option<u32> {
+    let l = m.leading_ones();
+    (mask_of(l) == m).then_some(l)
+}
+
+/// The mask with the top `len` bits set.
+#[inline]
+pub fn mask_of(len: u32) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - len.min(32))
+    }
+}
+
+/// Parses a dotted address with 1 to 4 parts (missing trailing parts are
+/// zero) when `partial`, else exactly 4.
+fn parse_addr(s: &str, partial: bool) -> Option<u32> {
+    let mut out = [0u8; 4];
+    let mut n = 0;
+    for part in s.split('.') {
+        if n == 4 || part.is_empty() || part.len() > 3 || !part.bytes().all(|c| c.is_ascii_digit())
+        {
+            return None;
+        }
+        out[n] = part.parse::<u8>().ok()?;
+        n += 1;
+    }
+    (n == 4 || (partial && n >= 1)).then(|| u32::from_be_bytes(out))
+}
+
+/// Parses `ADDR/LEN`, `ADDR/MASK`, or (with `bare`) a lone address meaning
+/// `/32`. Before a slash the address may be abbreviated (`18.26.4/24`,
+/// `0/0`). Returns `(addr, mask)`, the address not masked.
+pub fn parse_prefix(s: &str, bare: bool) -> Option<(u32, u32)> {
+    match s.split_once('/') {
+        None => bare
+            .then(|| parse_addr(s, false))
+            .flatten()
+            .map(|a| (a, u32::MAX)),
+        Some((a, m)) => {
+            let addr = parse_addr(a, true)?;
+            let mask = if m.contains('.') {
+                parse_addr(m, false)?
+            } else {
+                if m.is_empty() || m.len() > 2 || !m.bytes().all(|c| c.is_ascii_digit()) {
+                    return None;
+                }
+                let l: u32 = m.parse().ok()?;
+                if l > 32 {
+                    return None;
+                }
+                mask_of(l)
+            };
+            Some((addr, mask))
+        }
+    }
+}
+
+/// Parses a route, `ADDR/MASK [GW|-] OUT`; in a removal request the output
+/// (and gateway) may be left out (port -1).
+pub fn parse_route(s: &str, remove: bool) -> Option<IpRoute> {
+    let mut words = s.split_whitespace();
+    let (addr, mask) = parse_prefix(words.next()?, true)?;
+    let mut r = IpRoute {
+        addr: addr & mask,
+        mask,
+        gw: 0,
+        port: -1,
+    };
+    let mut word = words.next();
+    match word {
+        Some("-") => word = words.next(),
+        Some(w) => {
+            if let Some(g) = parse_addr(w, false) {
+                r.gw = g;
+                word = words.next();
+            }
+        }
+        None => {}
+    }
+    match word {
+        Some(w) => {
+            r.port = pronto_lang::args::parse_i64(w)
+                .ok()
+                .and_then(|v| i32::try_from(v).ok())?
+        }
+        None if remove => {}
+        None => return None,
+    }
+    words.next().is_none().then_some(r)
+}
+
+/// Why a route change failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RouteError {
+    /// A route for the prefix exists (and replacing was not allowed).
+    Exists(IpRoute),
+    /// No such route.
+    NotFound,
+    /// The table cannot hold this route (text says why).
+    Other(String),
+}
+
+/// A routing table behind a route-lookup element.
+pub trait RouteTable {
+    /// Adds `r`; if a route for the same prefix exists, replaces it when
+    /// `set` (returning the old one), else fails with
+    /// [`RouteError::Exists`].
+    fn add_route(&mut self, r: IpRoute, set: bool) -> Result<Option<IpRoute>, RouteError>;
+    /// Removes the route matching `r` ([`IpRoute::matches`]).
+    fn remove_route(&mut self, r: &IpRoute) -> Result<IpRoute, RouteError>;
+    /// Longest-prefix match: `(gw, port)`.
+    fn lookup(&self, a: u32) -> Option<(u32, u32)>;
+    /// The routes, one per line.
+    fn dump(&self) -> String;
+    /// Removes every route.
+    fn flush(&mut self);
+}
+
+// ---------------------------------------------------------------------
+// Multibit trie.
+
+/// Slot flag: the slot points at a child node rather than holding a route
+/// key.
+const CHILD: u32 = 1 << 31;
+
+#[derive(Default, Clone, Copy)]
+struct U32Hasher(u64);
+
+impl Hasher for U32Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type PrefixMap = HashMap<u32, u32, BuildHasherDefault<U32Hasher>>;
+
+enum Loc {
+    Root(usize),
+    Node(usize),
+}
+
+/// A multibit trie with leaf pushing: a root level of `root_bits` bits
+/// (16 for `RadixIPLookup`, 24 for DIR-24-8 in `DirectIPLookup`), then
+/// 8-bit levels. A slot holds a route key (0: no route) or a child node.
+/// Every lookup is one to three array reads.
+pub struct LpmTrie {
+    root_bits: u32,
+    root_shift: u32,
+    root: Vec<u32>,
+    nodes: Vec<u32>,
+    free_nodes: Vec<u32>,
+    /// Routes by key - 1, in the order `table` lists them.
+    routes: Vec<Option<IpRoute>>,
+    free_keys: Vec<u32>,
+    /// (gw, port) by key; entry 0 is "no route".
+    hops: Vec<(u32, u32)>,
+    by_prefix: Vec<PrefixMap>,
+}
+
+const NO_PORT: u32 = u32::MAX;
+
+impl LpmTrie {
+    /// An empty trie whose root level indexes the top `root_bits` bits
+    /// (at most 24, a multiple of 8 plus 0).
+    pub fn new(root_bits: u32) -> LpmTrie {
+        let root_bits = root_bits.clamp(8, 24);
+        LpmTrie {
+            root_bits,
+            root_shift: 32 - root_bits,
+            root: vec![0; 1 << root_bits],
+            nodes: Vec::new(),
+            free_nodes: Vec::new(),
+            routes: Vec::new(),
+            free_keys: Vec::new(),
+            hops: vec![(0, NO_PORT)],
+            by_prefix: (0..33).map(|_| PrefixMap::default()).collect(),
+        }
+    }
+
+    /// The route key for `a` (0: none).
+    #[inline]
+    fn lookup_key(&self, a: u32) -> u32 {
+        let mut s = self.root[(a >> self.root_shift) as usize];
+        let mut shift = self.root_shift;
+        while s & CHILD != 0 {
+            shift = shift.saturating_sub(8);
+            let idx = (((s & !CHILD) as usize) << 8) | ((a >> shift) & 255) as usize;
+            s = self.nodes[idx];
+        }
+        s
+    }
+
+    fn get(&self, l: &Loc) -> u32 {
+        match *l {
+            Loc::Root(i) => self.root[i],
+            Loc::Node(i) => self.nodes[i],
+        }
+    }
+
+    fn set(&mut self, l: &Loc, v: u32) {
+        match *l {
+            Loc::Root(i) => self.root[i] = v,
+            Loc::Node(i) => self.nodes[i] = v,
+        }
+    }
+
+    fn alloc_node(&mut self, fill: u32) -> u32 {
+        let n = match self.free_nodes.pop() {
+            Some(n) => n,
+            None => {
+                let n = (self.nodes.len() >> 8) as u32;
+                self.nodes.resize(self.nodes.len() + 256, 0);
+                n
+            }
+        };
+        let b = (n as usize) << 8;
+        self.nodes[b..b + 256].fill(fill);
+        n
+    }
+
+    /// Replaces key `old` by `new` in every slot of node `n` and below.
+    fn repaint_node(&mut self, n: u32, old: u32, new: u32) {
+        let b = (n as usize) << 8;
+        for i in b..b + 256 {
+            let v = self.nodes[i];
+            if v & CHILD != 0 {
+                self.repaint_node(v & !CHILD, old, new);
+            } else if v == old {
+                self.nodes[i] = new;
+            }
+        }
+    }
+
+    /// Replaces key `old` by `new` over the prefix `addr/len`: slots whose
+    /// key is `old` change, slots of more specific routes do not.
+    fn paint(&mut self, addr: u32, len: u32, old: u32, new: u32) {
+        let mut bits = self.root_bits;
+        let (in_root, start, count) = if len <= bits {
+            (
+                true,
+                (addr >> self.root_shift) as usize,
+                1usize << (bits - len),
+            )
+        } else {
+            let mut loc = Loc::Root((addr >> self.root_shift) as usize);
+            loop {
+                let v = self.get(&loc);
+                let node = if v & CHILD != 0 {
+                    v & !CHILD
+                } else {
+                    let n = self.alloc_node(v);
+                    self.set(&loc, n | CHILD);
+                    n
+                };
+                bits += 8;
+                let idx = ((node as usize) << 8) | ((addr >> (32 - bits)) & 255) as usize;
+                if len <= bits {
+                    break (false, idx, 1usize << (bits - len));
+                }
+                loc = Loc::Node(idx);
+            }
+        };
+        for i in start..start + count {
+            let loc = if in_root { Loc::Root(i) } else { Loc::Node(i) };
+            let v = self.get(&loc);
+            if v & CHILD != 0 {
+                self.repaint_node(v & !CHILD, old, new);
+            } else if v == old {
+                self.set(&loc, new);
+            }
+        }
+    }
+
+    /// The key of the longest route strictly shorter than `len` that
+    /// contains `addr`.
+    fn covering_key(&self, addr: u32, len: u32) -> u32 {
+        // Fast path: the longest match for the prefix's first address is
+        // the cover if it is shorter than the prefix (any cover contains
+        // that address too).
+        let k = self.lookup_key(addr);
+        if k == 0 {
+            return 0;
+        }
+        if let Some(r) = self.routes[k as usize - 1] {
+            if r.mask.leading_ones() < len {
+                return k;
+            }
+        }
+        for l in (0..len).rev() {
+            if let Some(&k) = self.by_prefix[l as usize].get(&(addr & mask_of(l))) {
+                return k;
+            }
+        }
+        0
+    }
+
+    fn alloc_key(&mut self, r: IpRoute) -> u32 {
+        let hop = (r.gw, r.port as u32);
+        match self.free_keys.pop() {
+            Some(k) => {
+                self.routes[k as usize - 1] = Some(r);
+                self.hops[k as usize] = hop;
+                k
+            }
+            None => {
+                self.routes.push(Some(r));
+                self.hops.push(hop);
+                self.routes.len() as u32
+            }
+        }
+    }
+
+    fn free_key(&mut self, k: u32) {
+        self.routes[k as usize - 1] = None;
+        self.hops[k as usize] = (0, NO_PORT);
+        self.free_keys.push(k);
+    }
+
+    /// Number of routes.
+    pub fn len(&self) -> usize {
+        self.routes.len() - self.free_keys.len()
+    }
+
+    /// True when the table has no route.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl RouteTable for LpmTrie {
+    fn add_route(&mut self, r: IpRoute, set: bool) -> Result<Option<IpRoute>, RouteError> {
+        let len =
+            prefix_len(r.mask).ok_or_else(|| RouteError::Other("mask is not a prefix".into()))?;
+        if self.routes.len() >= (CHILD - 2) as usize {
+            return Err(RouteError::Other("too many routes".into()));
+        }
+        let a = r.addr & r.mask;
+        let existing = self.by_prefix[len as usize].get(&a).copied();
+        if let Some(k) = existing {
+            let old = self.routes[k as usize - 1].expect("keyed route is live");
+            if !set {
+                return Err(RouteError::Exists(old));
+            }
+        }
+        let r = IpRoute { addr: a, ..r };
+        let key = self.alloc_key(r);
+        let old_key = existing.unwrap_or_else(|| self.covering_key(a, len));
+        self.paint(a, len, old_key, key);
+        self.by_prefix[len as usize].insert(a, key);
+        Ok(existing.map(|k| {
+            let old = self.routes[k as usize - 1].expect("keyed route is live");
+            self.free_key(k);
+            old
+        }))
+    }
+
+    fn remove_route(&mut self, r: &IpRoute) -> Result<IpRoute, RouteError> {
+        let len = prefix_len(r.mask).ok_or(RouteError::NotFound)?;
+        let a = r.addr & r.mask;
+        let k = *self.by_prefix[len as usize]
+            .get(&a)
+            .ok_or(RouteError::NotFound)?;
+        let old = self.routes[k as usize - 1].expect("keyed route is live");
+        if !r.matches(&old) {
+            return Err(RouteError::NotFound);
+        }
+        let cover = self.covering_key(a, len);
+        self.paint(a, len, k, cover);
+        self.by_prefix[len as usize].remove(&a);
+        self.free_key(k);
+        Ok(old)
+    }
+
+    #[inline]
+    fn lookup(&self, a: u32) -> Option<(u32, u32)> {
+        let (gw, port) = self.hops[self.lookup_key(a) as usize];
+        (port != NO_PORT).then_some((gw, port))
+    }
+
+    fn dump(&self) -> String {
+        let mut s = String::new();
+        for r in self.routes.iter().flatten() {
+            s.push_str(&r.unparse(true));
+            s.push('\n');
+        }
+        s
+    }
+
+    fn flush(&mut self) {
+        *self = LpmTrie::new(self.root_bits);
+    }
+}
+
+// ---------------------------------------------------------------------
+// Linear list.
+
+/// A list of routes searched in full on every lookup (the most specific
+/// matching route wins; masks need not be prefixes).
+#[derive(Default)]
+pub struct LinearTable {
+    routes: Vec<Option<IpRoute>>,
+}
+
+impl RouteTable for LinearTable {
+    fn add_route(&mut self, r: IpRoute, set: bool) -> Result<Option<IpRoute>, RouteError> {
+        let mut free = None;
+        for (i, slot) in self.routes.iter_mut().enumerate() {
+            match slot {
+                None => {
+                    free.get_or_insert(i);
+                }
+                Some(e) if e.addr == r.addr && e.mask == r.mask => {
+                    let old = *e;
+                    if !set {
+                        return Err(RouteError::Exists(old));
+                    }
+                    e.gw = r.gw;
+                    e.port = r.port;
+                    return Ok(Some(old));
+                }
+                Some(_) => {}
+            }
+        }
+        match free {
+            Some(i) => self.routes[i] = Some(r),
+            None => self.routes.push(Some(r)),
+        }
+        Ok(None)
+    }
+
+    fn remove_route(&mut self, r: &IpRoute) -> Result<IpRoute, RouteError> {
+        for slot in &mut self.routes {
+            if let Some(e) = slot {
+                if r.matches(e) {
+                    let old = *e;
+                    *slot = None;
+                    return Ok(old);
+                }
+            }
+        }
+        Err(RouteError::NotFound)
+    }
+
+    fn lookup(&self, a: u32) -> Option<(u32, u32)> {
+        let mut best: Option<&IpRoute> = None;
+        for r in self.routes.iter().flatten() {
+            if r.contains(a) && best.is_none_or(|b| r.mask & b.mask == b.mask) {
+                best = Some(r);
+            }
+        }
+        best.map(|r| (r.gw, r.port as u32))
+    }
+
+    fn dump(&self) -> String {
+        let mut s = String::new();
+        for r in self.routes.iter().flatten() {
+            s.push_str(&r.unparse(true));
+            s.push('\n');
+        }
+        s
+    }
+
+    fn flush(&mut self) {
+        self.routes.clear();
+    }
+}
+
+// ---------------------------------------------------------------------
+// The element side.
+
+/// Route-table element state shared by the lookup elements.
+pub struct RouteCore<T: RouteTable> {
+    /// The table.
+    pub table: T,
+    noutputs: usize,
+    label: &'static str,
+    complaints: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cmd {
+    Add,
+    Set,
+    Remove,
+}
+
+/// The usage text route commands print on a syntax error.
+const ROUTE_SYNTAX: &str = "'ADDR/MASK [GATEWAY] OUTPUT'";
+
+impl<T: RouteTable> RouteCore<T> {
+    /// Builds the table from the element's arguments, one route each.
+    /// `label` prefixes "no route" messages.
+    pub fn configure(
+        ctx: &ConfigCtx<'_>,
+        table: T,
+        label: &'static str,
+    ) -> Result<Self, ConfigError> {
+        let mut core = RouteCore {
+            table,
+            noutputs: ctx.noutputs,
+            label,
+            complaints: 0,
+        };
+        // One argument per route; split directly (tables may hold hundreds
+        // of thousands of routes).
+        let args = pronto_lang::args::split_args(ctx.config);
+        let mut eexist = 0;
+        for (i, arg) in args.iter().enumerate() {
+            let r = parse_route(arg, false).ok_or_else(|| {
+                ConfigError::new(format!("argument {} should be {ROUTE_SYNTAX}", i + 1))
+            })?;
+            if r.port < 0 || r.port as usize >= core.noutputs {
+                return Err(ConfigError::new(format!("argument {} bad OUTPUT", i + 1)));
+            }
+            match core.table.add_route(r, false) {
+                Ok(_) => {}
+                Err(RouteError::Exists(_)) => eexist += 1,
+                Err(RouteError::NotFound) => {}
+                Err(RouteError::Other(m)) => {
+                    return Err(ConfigError::new(format!("argument {}: {m}", i + 1)))
+                }
+            }
+        }
+        if eexist > 0 {
+            eprintln!(
+                "{}: warning: {} {} replaced by later versions",
+                ctx.name,
+                eexist,
+                if eexist > 1 { "routes" } else { "route" }
+            );
+        }
+        Ok(core)
+    }
+
+    /// Routes every packet by its destination annotation.
+    #[inline]
+    pub fn push(&mut self, batch: &mut Batch, out: &mut Out<'_>) {
+        let table = &self.table;
+        let complaints = &mut self.complaints;
+        let label = self.label;
+        push_each(batch, out, |p, _| {
+            let a = u32::from_be_bytes(p.dst_ip_anno());
+            match table.lookup(a) {
+                Some((gw, port)) => {
+                    if gw != 0 {
+                        p.set_dst_ip_anno(gw.to_be_bytes());
+                    }
+                    Some(port as usize)
+                }
+                None => {
+                    if !label.is_empty() && *complaints < 5 {
+                        *complaints += 1;
+                        eprintln!("{label}: no route for {}", ip_str(a));
+                    }
+                    None
+                }
+            }
+        });
+    }
+
+    fn run_command(
+        &mut self,
+        cmd: Cmd,
+        s: &str,
+    ) -> Result<(Cmd, IpRoute, Option<IpRoute>), String> {
+        let r = parse_route(s, cmd == Cmd::Remove).ok_or_else(|| {
+            if cmd == Cmd::Remove {
+                "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string()
+            } else {
+                "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
+            }
+        })?;
+        let min = if cmd == Cmd::Remove { -1 } else { 0 };
+        if r.port < min || (r.port >= 0 && r.port as usize >= self.noutputs) {
+            return Err("bad OUTPUT".into());
+        }
+        let res = match cmd {
+            Cmd::Add => self.table.add_route(r, false),
+            Cmd::Set => self.table.add_route(r, true),
+            Cmd::Remove => self.table.remove_route(&r).map(Some),
+        };
+        match res {
+            Ok(old) => Ok((cmd, r, old)),
+            Err(RouteError::Exists(old)) => Err(format!(
+                "conflict with existing route '{}'",
+                old.unparse(false)
+            )),
+            Err(RouteError::NotFound) => Err(format!("route '{}' not found", r.unparse(false))),
+            Err(RouteError::Other(m)) => Err(m),
+        }
+    }
+
+    fn ctrl(&mut self, text: &str) -> Result<(), String> {
+        let mut done: Vec<(Cmd, IpRoute, Option<IpRoute>)> = Vec::new();
+        let mut result = Ok(());
+        for line in text.lines() {
+            let line = line.split_once('#').map_or(line, |(a, _)| a);
+            let line = line.trim();
+            let (first, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let cmd = match first {
+                "" => continue,
+                "add" => Cmd::Add,
+                "set" => Cmd::Set,
+                "remove" => Cmd::Remove,
+                other => {
+                    result = Err(format!("bad command '{other}'"));
+                    break;
+                }
+            };
+            match self.run_command(cmd, rest) {
+                Ok(x) => done.push(x),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if result.is_err() {
+            // Undo in reverse order.
+            while let Some((cmd, r, old)) = done.pop() {
+                match (cmd, old) {
+                    (Cmd::Remove, Some(o)) => {
+                        let _ = self.table.add_route(o, false);
+                    }
+                    (_, Some(o)) => {
+                        let _ = self.table.add_route(o, true);
+                    }
+                    (_, None) => {
+                        let _ = self.table.remove_route(&IpRoute { port: -1, ..r });
+                    }
+                }
+            }
+        }
+        result
+    }
+
+    /// Reads `table` or `lookup ADDR`.
+    pub fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        if name == "table" {
+            return Ok(self.table.dump());
+        }
+        if let Some(arg) = name.strip_prefix("lookup") {
+            if arg.is_empty() || arg.starts_with(char::is_whitespace) {
+                let a = parse_addr(arg.trim(), false)
+                    .ok_or_else(|| HandlerError::BadValue("expected IP address".into()))?;
+                return Ok(match self.table.lookup(a) {
+                    Some((gw, port)) if gw != 0 => format!("{port} {}", ip_str(gw)),
+                    Some((_, port)) => port.to_string(),
+                    None => "-1".into(),
+                });
+            }
+        }
+        Err(HandlerError::NoSuchHandler(name.into()))
+    }
+
+    /// Writes `add`, `set`, `remove`, `ctrl` or `flush`.
+    pub fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        let r = match name {
+            "add" => self.run_command(Cmd::Add, value).map(|_| ()),
+            "set" => self.run_command(Cmd::Set, value).map(|_| ()),
+            "remove" => self.run_command(Cmd::Remove, value).map(|_| ()),
+            "ctrl" => self.ctrl(value),
+            "flush" => {
+                self.table.flush();
+                Ok(())
+            }
+            _ => return Err(HandlerError::NoSuchHandler(name.into())),
+        };
+        r.map_err(HandlerError::BadValue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> u32 {
+        parse_addr(s, false).expect("address")
+    }
+
+    fn route(s: &str) -> IpRoute {
+        parse_route(s, false).expect("route")
+    }
+
+    #[test]
+    fn route_syntax() {
+        assert_eq!(
+            parse_route("10.0.0.1/24 10.0.0.254 2", false),
+            Some(IpRoute {
+                addr: ip("10.0.0.0"),
+                mask: 0xffff_ff00,
+                gw: ip("10.0.0.254"),
+                port: 2
+            })
+        );
+        assert_eq!(
+            parse_route("0/0 - 1", false).map(|r| (r.addr, r.mask, r.gw, r.port)),
+            Some((0, 0, 0, 1))
+        );
+        assert_eq!(
+            parse_route("18.26.4/24 1", false).map(|r| r.addr),
+            Some(ip("18.26.4.0"))
+        );
+        assert_eq!(
+            parse_route("1.2.3.4 0", false).map(|r| r.mask),
+            Some(u32::MAX)
+        );
+        assert_eq!(parse_route("1.2.3.0/24", false), None);
+        assert_eq!(parse_route("1.2.3.0/24", true).map(|r| r.port), Some(-1));
+        assert_eq!(parse_route("1.2.3.0/24 1 2", false), None);
+        assert_eq!(parse_route("1.2.3.0/33 1", false), None);
+    }
+
+    #[test]
+    fn unparse_pads_like_a_table() {
+        assert_eq!(
+            route("10.0.0.0/24 1").unparse(true),
+            "10.0.0.0/24\t\t-\t\t1"
+        );
+        assert_eq!(
+            route("192.168.128.0/17 10.0.0.253 1").unparse(true),
+            "192.168.128.0/17\t10.0.0.253\t1"
+        );
+        assert_eq!(
+            route("10.0.0.0/255.0.255.0 3").unparse(false),
+            "10.0.0.0/255.0.255.0 - 3"
+        );
+    }
+
+    fn check_lpm(t: &mut dyn RouteTable) {
+        for r in [
+            "10.0.0.0/27 0",
+            "10.0.0.0/24 1",
+            "10.0.1.0/24 2",
+            "10.2.0.0/16 10.0.1.254 2",
+            "172.16.0.0/12 10.0.0.254 1",
+            "172.17.0.0/16 3",
+            "1.2.3.4/32 10.0.0.9 1",
+            "1.2.3.0/24 3",
+            "0.0.0.0/0 10.0.1.1 2",
+        ] {
+            t.add_route(route(r), false).expect("added");
+        }
+        assert_eq!(t.lookup(ip("10.0.0.5")), Some((0, 0)));
+        assert_eq!(t.lookup(ip("10.0.0.32")), Some((0, 1)));
+        assert_eq!(t.lookup(ip("10.2.3.4")), Some((ip("10.0.1.254"), 2)));
+        assert_eq!(t.lookup(ip("172.17.9.9")), Some((0, 3)));
+        assert_eq!(t.lookup(ip("172.18.9.9")), Some((ip("10.0.0.254"), 1)));
+        assert_eq!(t.lookup(ip("1.2.3.4")), Some((ip("10.0.0.9"), 1)));
+        assert_eq!(t.lookup(ip("1.2.3.5")), Some((0, 3)));
+        assert_eq!(t.lookup(ip("8.8.8.8")), Some((ip("10.0.1.1"), 2)));
+        // A duplicate prefix is refused; set replaces.
+        assert!(matches!(
+            t.add_route(route("10.0.0.0/24 2"), false),
+            Err(RouteError::Exists(_))
+        ));
+        assert_eq!(t.lookup(ip("10.0.0.32")), Some((0, 1)));
+        t.add_route(route("10.0.0.0/24 2"), true).expect("set");
+        assert_eq!(t.lookup(ip("10.0.0.32")), Some((0, 2)));
+        assert_eq!(t.lookup(ip("10.0.0.5")), Some((0, 0)));
+        // Removing exposes the covering route.
+        t.remove_route(&parse_route("1.2.3.4/32", true).expect("r"))
+            .expect("removed");
+        assert_eq!(t.lookup(ip("1.2.3.4")), Some((0, 3)));
+        t.remove_route(&parse_route("0/0", true).expect("r"))
+            .expect("removed");
+        assert_eq!(t.lookup(ip("8.8.8.8")), None);
+        assert_eq!(
+            t.remove_route(&parse_route("0/0", true).expect("r")),
+            Err(RouteError::NotFound)
+        );
+        // A wrong port in the request does not match.
+        assert_eq!(
+            t.remove_route(&route("1.2.3.0/24 1")),
+            Err(RouteError::NotFound)
+        );
+        // Adding a shorter prefix after longer ones keeps the longer ones.
+        t.add_route(route("10.0.0.0/8 3"), false).expect("added");
+        assert_eq!(t.lookup(ip("10.0.0.5")), Some((0, 0)));
+        assert_eq!(t.lookup(ip("10.9.0.5")), Some((0, 3)));
+        t.flush();
+        assert_eq!(t.lookup(ip("10.0.0.5")), None);
+    }
+
+    #[test]
+    fn trie_16_8_8() {
+        check_lpm(&mut LpmTrie::new(16));
+    }
+
+    #[test]
+    fn trie_24_8() {
+        check_lpm(&mut LpmTrie::new(24));
+    }
+
+    #[test]
+    fn linear() {
+        check_lpm(&mut LinearTable::default());
+    }
+
+    #[test]
+    fn trie_matches_linear_on_random_routes() {
+        let mut x: u64 = 0x1234_5678_9abc_def1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut t = LpmTrie::new(16);
+        let mut l = LinearTable::default();
+        for i in 0..3000 {
+            let v = next();
+            let len = [0, 8, 12, 16, 17, 20, 24, 25, 28, 32][(v % 10) as usize];
+            let a = ((v >> 8) as u32 & 0x0f0f_ffff) & mask_of(len);
+            let r = IpRoute {
+                addr: a,
+                mask: mask_of(len),
+                gw: 0,
+                port: (i % 7) as i32,
+            };
+            if (v >> 60) == 0 {
+                let q = IpRoute { port: -1, ..r };
+                assert_eq!(t.remove_route(&q).is_ok(), l.remove_route(&q).is_ok());
+            } else {
+                assert_eq!(t.add_route(r, true).is_ok(), l.add_route(r, true).is_ok());
+            }
+        }
+        for _ in 0..20000 {
+            let a = next() as u32 & 0x0f0f_ffff;
+            assert_eq!(t.lookup(a), l.lookup(a), "{}", ip_str(a));
+        }
+    }
+}
+
+#[cfg(test)]
+mod perf {
+    use super::*;
+
+    /// Builds a 170,000-route table and times adds and lookups (run with
+    /// `--release --nocapture` to see the numbers).
+    #[test]
+    fn big_table() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let routes: Vec<IpRoute> = (0..170_000)
+            .map(|_| {
+                let v = next();
+                let len = [8u32, 16, 19, 20, 22, 23, 24, 24, 24, 24, 24, 28, 32][(v % 13) as usize];
+                IpRoute {
+                    addr: (v >> 16) as u32 & mask_of(len),
+                    mask: mask_of(len),
+                    gw: 0,
+                    port: ((v >> 60) % 4) as i32,
+                }
+            })
+            .collect();
+        for bits in [16, 24] {
+            let t = std::time::Instant::now();
+            let mut trie = LpmTrie::new(bits);
+            for r in &routes {
+                let _ = trie.add_route(*r, false);
+            }
+            let built = t.elapsed();
+            let t = std::time::Instant::now();
+            let mut acc = 0u64;
+            let n = 10_000_000u32;
+            let mut a = 0x1234_5678u32;
+            for _ in 0..n {
+                a = a.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                acc += trie.lookup(a).map_or(0, |(_, p)| p as u64 + 1);
+            }
+            let looked = t.elapsed();
+            eprintln!(
+                "root {bits}: {} routes built in {built:?}; {:.1} M lookups/s (acc {acc})",
+                trie.len(),
+                n as f64 / looked.as_secs_f64() / 1e6
+            );
+        }
+    }
+}

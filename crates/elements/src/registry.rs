@@ -1,0 +1,86 @@
+//! The element registry: every class pronto knows, in one sorted list.
+
+use crate::ClassEntry;
+
+macro_rules! classes {
+    ($($path:path),* $(,)?) => {
+        /// Every element class, sorted by Click name.
+        pub fn all() -> &'static [ClassEntry] {
+            static ALL: std::sync::OnceLock<Vec<ClassEntry>> = std::sync::OnceLock::new();
+            ALL.get_or_init(|| {
+                let mut v = vec![$({ use $path as E; ClassEntry { spec: &E::SPEC, factory: E::configure } }),*];
+                v.sort_by_key(|e| e.spec.name);
+                v
+            })
+        }
+    };
+}
+
+classes!(
+    // standard/ (one line per element; keep each family's lines together)
+    crate::standard::discard::Discard,
+    crate::standard::averagecounter::AverageCounter,
+    crate::standard::checkpaint::CheckPaint,
+    crate::standard::classifier::Classifier,
+    crate::standard::counter::Counter,
+    crate::standard::hashswitch::HashSwitch,
+    crate::standard::idle::Idle,
+    crate::standard::infinitesource::InfiniteSource,
+    crate::standard::null::Null,
+    crate::standard::paint::Paint,
+    crate::standard::paintswitch::PaintSwitch,
+    crate::standard::painttee::PaintTee,
+    crate::standard::print::Print,
+    crate::standard::queue::Queue,
+    crate::standard::randomswitch::RandomSwitch,
+    crate::standard::ratedsource::RatedSource,
+    crate::standard::ratedunqueue::RatedUnqueue,
+    crate::standard::roundrobinswitch::RoundRobinSwitch,
+    crate::standard::settimestamp::SetTimestamp,
+    crate::standard::simplequeue::SimpleQueue,
+    crate::standard::staticswitch::StaticSwitch,
+    crate::standard::strip::Strip,
+    crate::standard::striptonet::StripToNetworkHeader,
+    crate::standard::switch::Switch,
+    crate::standard::tee::PullTee,
+    crate::standard::tee::Tee,
+    crate::standard::timedsource::TimedSource,
+    crate::standard::truncate::Truncate,
+    crate::standard::unqueue::Unqueue,
+    crate::standard::unstrip::Unstrip,
+    // end standard
+    // ip/
+    // end ip
+    // tcpudp/
+    crate::tcpudp::checkicmpheader::CheckICMPHeader,
+    crate::tcpudp::checktcpheader::CheckTCPHeader,
+    crate::tcpudp::checkudpheader::CheckUDPHeader,
+    crate::tcpudp::iprewriter::IPRewriter,
+    crate::tcpudp::iprewriterpatterns::IPRewriterPatterns,
+    crate::tcpudp::settcpchecksum::SetTCPChecksum,
+    crate::tcpudp::setudpchecksum::SetUDPChecksum,
+    crate::tcpudp::tcprewriter::TCPRewriter,
+    crate::tcpudp::udpipencap::UDPIPEncap,
+    crate::tcpudp::udprewriter::UDPRewriter,
+    // end tcpudp
+    // ethernet/
+    crate::ethernet::arpprint::ArpPrint,
+    crate::ethernet::arpresponder::ArpResponder,
+    crate::ethernet::etherencap::EtherEncap,
+    crate::ethernet::ethermirror::EtherMirror,
+    crate::ethernet::etherrewrite::EtherRewrite,
+    crate::ethernet::hostetherfilter::HostEtherFilter,
+    // end ethernet
+    // app/
+    crate::app::fromdump::FromDump,
+    crate::app::todump::ToDump,
+    // end app
+);
+
+/// Looks up a class by its Click name.
+pub fn lookup(name: &str) -> Option<ClassEntry> {
+    let all = all();
+    all.binary_search_by_key(&name, |e| e.spec.name)
+        .ok()
+        .map(|i| all[i])
+}

@@ -1,0 +1,33 @@
+//! Click's `standard` elements.
+pub mod averagecounter;
+pub mod checkpaint;
+pub mod classifier;
+pub mod counter;
+pub mod discard;
+pub mod hashswitch;
+pub mod idle;
+pub mod infinitesource;
+pub mod null;
+pub mod paint;
+pub mod paintswitch;
+pub mod painttee;
+pub mod print;
+pub mod queue;
+pub mod randomswitch;
+pub mod ratedsource;
+pub mod ratedunqueue;
+pub mod roundrobinswitch;
+pub mod settimestamp;
+pub mod shared;
+pub mod simplequeue;
+pub mod staticswitch;
+pub mod strip;
+pub mod striptonet;
+pub mod switch;
+pub mod tee;
+#[cfg(test)]
+pub(crate) mod test_support;
+pub mod timedsource;
+pub mod truncate;
+pub mod unqueue;
+pub mod unstrip;

@@ -1,0 +1,57 @@
+//! `Queue`: a FIFO packet queue; in pronto it behaves exactly as
+//! `SimpleQueue` (Click's Queue differs only in notification).
+
+use super::simplequeue::{SimpleQueue, QUEUE_DOC};
+use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec};
+
+/// Click's `Queue`: a `SimpleQueue` under another name.
+pub struct Queue;
+
+impl Queue {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("Queue")
+        .ports("1/1-2")
+        .processing("h/lh")
+        .keywords(&["CAPACITY"])
+        .profile(ActionProfile::NONE.dropping())
+        .doc(QUEUE_DOC);
+
+    /// Configures a `Queue`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        Ok(Box::new(SimpleQueue::build(ctx, "Queue")?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standard::test_support as t;
+    use pronto_packet::Pool;
+
+    #[test]
+    fn behaves_as_simplequeue() {
+        let pool = Pool::new(8).expect("pool");
+        let mut e = t::configure_with(
+            Queue::SPEC.keywords,
+            Queue::configure,
+            "2",
+            &[true],
+            &[false],
+        )
+        .expect("ok");
+        t::push(
+            e.as_mut(),
+            &pool,
+            vec![
+                t::pkt(&pool, &[1]),
+                t::pkt(&pool, &[2]),
+                t::pkt(&pool, &[3]),
+            ],
+            1,
+        );
+        assert_eq!(t::read(e.as_ref(), "length"), "2");
+        assert_eq!(t::read(e.as_ref(), "drops"), "1");
+        let (got, _) = t::pull(e.as_mut(), &pool, 0, 8, 1, 0);
+        assert_eq!(t::bytes(&got), vec![vec![1], vec![2]]);
+    }
+}

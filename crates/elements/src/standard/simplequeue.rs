@@ -1,0 +1,224 @@
+//! `SimpleQueue`: a FIFO packet queue (push in, pull out).
+
+use std::collections::VecDeque;
+
+use pronto_packet::{Batch, Packet};
+
+use super::shared::handler_value;
+use crate::{ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec};
+
+/// Stores pushed packets until pulled; drops arrivals when full (tail
+/// drop), sending them out output 1 if it exists.
+pub struct SimpleQueue {
+    name: String,
+    q: VecDeque<Packet>,
+    capacity: usize,
+    drops: u64,
+    highwater: usize,
+}
+
+/// Most packets preallocated for at configure time; a bigger queue grows
+/// on demand and keeps its storage.
+const PREALLOC: usize = 4096;
+
+impl SimpleQueue {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("SimpleQueue")
+        .ports("1/1-2")
+        .processing("h/lh")
+        .keywords(&["CAPACITY"])
+        .profile(ActionProfile::NONE.dropping())
+        .doc(QUEUE_DOC);
+
+    /// Configures a `SimpleQueue`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        Ok(Box::new(Self::build(ctx, "SimpleQueue")?))
+    }
+
+    /// Builds the queue (shared with `Queue`, which passes its own class
+    /// name for messages).
+    pub fn build(ctx: &ConfigCtx<'_>, class: &str) -> Result<SimpleQueue, ConfigError> {
+        let mut a = ctx.args();
+        let capacity: u32 = a.read_p("CAPACITY")?.unwrap_or(1000);
+        a.finish()?;
+        let capacity = capacity as usize;
+        Ok(SimpleQueue {
+            name: format!("{} :: {class}", ctx.name),
+            q: VecDeque::with_capacity(capacity.min(PREALLOC)),
+            capacity,
+            drops: 0,
+            highwater: 0,
+        })
+    }
+}
+
+/// The documentation of `SimpleQueue` and `Queue`.
+pub const QUEUE_DOC: &str = "SimpleQueue([CAPACITY])\nQueue([CAPACITY])\n\n\
+     Stores incoming packets in a first-in-first-out queue. Drops incoming\n\
+     packets if the queue already holds CAPACITY packets (default 1000);\n\
+     dropped packets are emitted on output 1 if it exists.\n\n\
+     Ports: 1 push input; output 0 pull, output 1 (optional) push.\n\
+     Handlers:\n  \
+     length (read)            packets in the queue\n  \
+     highwater_length (read)  most packets ever in the queue at once\n  \
+     capacity (read/write)    the capacity\n  \
+     drops (read)             packets dropped so far\n  \
+     reset_counts (write)     zero drops and highwater_length\n  \
+     reset (write)            drop every queued packet";
+
+impl Element for SimpleQueue {
+    fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let room = self.capacity.saturating_sub(self.q.len());
+        let n = batch.len();
+        if n <= room {
+            self.q.extend(batch.drain());
+        } else {
+            let mut it = batch.drain();
+            self.q.extend(it.by_ref().take(room));
+            if self.drops == 0 && self.capacity > 0 {
+                eprintln!("{}: overflow", self.name);
+            }
+            for p in it {
+                self.drops += 1;
+                out.emit(1, p);
+            }
+        }
+        if self.q.len() > self.highwater {
+            self.highwater = self.q.len();
+        }
+    }
+
+    fn is_pull_source(&self) -> bool {
+        true
+    }
+
+    fn pull(&mut self, _port: usize, batch: &mut Batch, max: usize, _out: &mut Out<'_>) {
+        let n = max.min(batch.room()).min(self.q.len());
+        for p in self.q.drain(..n) {
+            let _ = batch.push(p);
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        const H: &[HandlerInfo] = &[
+            HandlerInfo::read("length"),
+            HandlerInfo::read("highwater_length"),
+            HandlerInfo::rw("capacity"),
+            HandlerInfo::read("drops"),
+            HandlerInfo::write("reset_counts"),
+            HandlerInfo::write("reset"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        match name {
+            "length" => Ok(self.q.len().to_string()),
+            "highwater_length" => Ok(self.highwater.to_string()),
+            "capacity" => Ok(self.capacity.to_string()),
+            "drops" => Ok(self.drops.to_string()),
+            _ => Err(HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        match name {
+            "capacity" => {
+                let c: u32 = handler_value(value, "CAPACITY: expected unsigned integer")?;
+                self.capacity = c as usize;
+                self.q.truncate(self.capacity);
+            }
+            "reset_counts" => {
+                self.drops = 0;
+                self.highwater = self.q.len();
+            }
+            "reset" => self.q.clear(),
+            _ => return Err(HandlerError::NoSuchHandler(name.into())),
+        }
+        Ok(())
+    }
+
+    fn cleanup(&mut self) {
+        self.q.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standard::test_support as t;
+    use pronto_packet::Pool;
+
+    fn q(cfg: &str, nout: usize) -> Box<dyn Element> {
+        let outs = [false, true];
+        t::configure_with(
+            SimpleQueue::SPEC.keywords,
+            SimpleQueue::configure,
+            cfg,
+            &[true],
+            &outs[..nout],
+        )
+        .expect("ok")
+    }
+
+    fn pkts(pool: &Pool, n: u8) -> Vec<pronto_packet::Packet> {
+        (0..n).map(|i| t::pkt(pool, &[i])).collect()
+    }
+
+    #[test]
+    fn fifo_and_tail_drop() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = q("3", 1);
+        let out = t::push(e.as_mut(), &pool, pkts(&pool, 5), 1);
+        assert!(out[0].is_empty());
+        assert_eq!(t::read(e.as_ref(), "length"), "3");
+        assert_eq!(t::read(e.as_ref(), "drops"), "2");
+        assert_eq!(t::read(e.as_ref(), "highwater_length"), "3");
+        let (got, _) = t::pull(e.as_mut(), &pool, 0, 2, 1, 0);
+        assert_eq!(t::bytes(&got), vec![vec![0], vec![1]]);
+        drop(got);
+        let (got, _) = t::pull(e.as_mut(), &pool, 0, 10, 1, 0);
+        assert_eq!(t::bytes(&got), vec![vec![2]]);
+        e.write_handler("reset_counts", "").expect("reset");
+        assert_eq!(t::read(e.as_ref(), "drops"), "0");
+        assert_eq!(t::read(e.as_ref(), "highwater_length"), "0");
+        drop(got);
+        assert_eq!(pool.available(), 64);
+    }
+
+    #[test]
+    fn drops_go_to_output_1() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = q("CAPACITY 1", 2);
+        let out = t::push(e.as_mut(), &pool, pkts(&pool, 3), 2);
+        assert_eq!(t::bytes(&out[1]), vec![vec![1], vec![2]]);
+    }
+
+    #[test]
+    fn default_capacity_and_handlers() {
+        let pool = Pool::new(8).expect("pool");
+        let mut e = q("", 1);
+        assert_eq!(t::read(e.as_ref(), "capacity"), "1000");
+        t::push(e.as_mut(), &pool, pkts(&pool, 4), 1);
+        e.write_handler("capacity", "2").expect("capacity");
+        assert_eq!(t::read(e.as_ref(), "length"), "2");
+        e.write_handler("reset", "").expect("reset");
+        assert_eq!(t::read(e.as_ref(), "length"), "0");
+        assert_eq!(pool.available(), 8);
+    }
+
+    #[test]
+    fn errors() {
+        let r = t::configure(
+            SimpleQueue::SPEC.keywords,
+            SimpleQueue::configure,
+            "-1",
+            1,
+            1,
+        );
+        assert_eq!(
+            t::config_err(r),
+            "CAPACITY: integer out of range for u32, found `-1`"
+        );
+    }
+}

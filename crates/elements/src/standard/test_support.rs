@@ -1,0 +1,158 @@
+//! Test helpers for the `standard` elements: configure an element by hand
+//! and drive it with batches.
+
+use pronto_packet::{Batch, Packet, Pool};
+
+use crate::{ConfigCtx, ConfigError, Control, Element, Factory, Out, TaskStatus};
+
+/// Configures `factory` with `config`, `nin` push inputs and `nout` push
+/// outputs.
+pub fn configure(
+    keywords: &'static [&'static str],
+    factory: Factory,
+    config: &str,
+    nin: usize,
+    nout: usize,
+) -> Result<Box<dyn Element>, ConfigError> {
+    configure_with(
+        keywords,
+        factory,
+        config,
+        &vec![true; nin],
+        &vec![true; nout],
+    )
+}
+
+/// As [`configure`], with explicit push (true) / pull (false) ports.
+pub fn configure_with(
+    keywords: &'static [&'static str],
+    factory: Factory,
+    config: &str,
+    input_push: &[bool],
+    output_push: &[bool],
+) -> Result<Box<dyn Element>, ConfigError> {
+    let ctx = ConfigCtx {
+        name: "e",
+        config,
+        ninputs: input_push.len(),
+        noutputs: output_push.len(),
+        base_dir: std::path::Path::new("."),
+        keywords,
+        output_push,
+        input_push,
+    };
+    factory(&ctx)
+}
+
+/// The configure error text.
+pub fn config_err(r: Result<Box<dyn Element>, ConfigError>) -> String {
+    match r {
+        Ok(_) => panic!("configuration unexpectedly accepted"),
+        Err(e) => e.message,
+    }
+}
+
+/// A packet holding `data`.
+pub fn pkt(pool: &Pool, data: &[u8]) -> Packet {
+    pool.alloc_from(data).expect("pool has room")
+}
+
+/// What one call emitted, per output port.
+pub type Outputs = Vec<Vec<Packet>>;
+
+fn collect(bufs: &mut [Batch], batch: &mut Batch, passed: Option<usize>) -> Outputs {
+    let mut outs: Outputs = (0..bufs.len()).map(|_| Vec::new()).collect();
+    if let Some(k) = passed {
+        if let Some(o) = outs.get_mut(k) {
+            o.extend(batch.drain());
+        }
+    }
+    batch.clear();
+    for (i, b) in bufs.iter_mut().enumerate() {
+        outs[i].extend(b.drain());
+    }
+    outs
+}
+
+/// Pushes `pkts` into input `port` at time `now`, with `nout` outputs.
+pub fn push_at(
+    e: &mut dyn Element,
+    pool: &Pool,
+    port: usize,
+    pkts: Vec<Packet>,
+    nout: usize,
+    now: i64,
+    ctrl: &mut Control,
+) -> Outputs {
+    let mut batch = Batch::new();
+    for p in pkts {
+        batch.push(p).expect("batch has room");
+    }
+    let mut bufs: Vec<Batch> = (0..nout).map(|_| Batch::new()).collect();
+    let passed = {
+        let mut out = Out::new(&mut bufs, pool, now, ctrl);
+        e.push(port, &mut batch, &mut out);
+        out.passed()
+    };
+    collect(&mut bufs, &mut batch, passed)
+}
+
+/// Pushes `pkts` into input 0 at time 0.
+pub fn push(e: &mut dyn Element, pool: &Pool, pkts: Vec<Packet>, nout: usize) -> Outputs {
+    let mut ctrl = Control::default();
+    push_at(e, pool, 0, pkts, nout, 0, &mut ctrl)
+}
+
+/// Pulls up to `max` packets from output `port`.
+pub fn pull(
+    e: &mut dyn Element,
+    pool: &Pool,
+    port: usize,
+    max: usize,
+    nout: usize,
+    now: i64,
+) -> (Vec<Packet>, Outputs) {
+    let mut batch = Batch::new();
+    let mut bufs: Vec<Batch> = (0..nout).map(|_| Batch::new()).collect();
+    let mut ctrl = Control::default();
+    {
+        let mut out = Out::new(&mut bufs, pool, now, &mut ctrl);
+        e.pull(port, &mut batch, max, &mut out);
+    }
+    let got: Vec<Packet> = batch.drain().collect();
+    let outs = collect(&mut bufs, &mut Batch::new(), None);
+    (got, outs)
+}
+
+/// Runs the element's task at `now`, first giving it `pulled` if it asked
+/// to pull; returns the status and what it emitted.
+pub fn run_task(
+    e: &mut dyn Element,
+    pool: &Pool,
+    pulled: Vec<Packet>,
+    nout: usize,
+    now: i64,
+    ctrl: &mut Control,
+) -> (TaskStatus, Outputs) {
+    let mut batch = Batch::new();
+    for p in pulled {
+        batch.push(p).expect("batch has room");
+    }
+    let mut bufs: Vec<Batch> = (0..nout).map(|_| Batch::new()).collect();
+    let (st, passed) = {
+        let mut out = Out::new(&mut bufs, pool, now, ctrl);
+        let st = e.run_task(&mut batch, &mut out);
+        (st, out.passed())
+    };
+    (st, collect(&mut bufs, &mut batch, passed))
+}
+
+/// The bytes of each packet.
+pub fn bytes(pkts: &[Packet]) -> Vec<Vec<u8>> {
+    pkts.iter().map(|p| p.data().to_vec()).collect()
+}
+
+/// Reads a handler.
+pub fn read(e: &dyn Element, h: &str) -> String {
+    e.read_handler(h).expect("handler reads")
+}

@@ -1,0 +1,116 @@
+//! Click's `tcpudp` elements (with the ICMP header check and the NAT
+//! rewriters' shared core).
+
+pub mod checkicmpheader;
+pub mod checktcpheader;
+pub mod checkudpheader;
+pub mod iprewriter;
+pub mod iprewriterpatterns;
+pub mod l4sum;
+pub mod rwcore;
+pub mod settcpchecksum;
+pub mod setudpchecksum;
+pub mod tcprewriter;
+pub mod udpipencap;
+pub mod udprewriter;
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers for this family's unit tests.
+
+    use crate::{ConfigCtx, ConfigError, Element};
+    use pronto_packet::{Packet, Pool};
+
+    /// Configures an element of class `spec` by hand.
+    pub fn configure(
+        factory: crate::Factory,
+        spec: &crate::Spec,
+        config: &str,
+        ninputs: usize,
+        noutputs: usize,
+    ) -> Result<Box<dyn Element>, ConfigError> {
+        let push_in = vec![true; ninputs];
+        let push_out = vec![true; noutputs];
+        let ctx = ConfigCtx {
+            name: "e",
+            config,
+            ninputs,
+            noutputs,
+            base_dir: std::path::Path::new("."),
+            keywords: spec.keywords,
+            output_push: &push_out,
+            input_push: &push_in,
+        };
+        factory(&ctx)
+    }
+
+    /// The error of a configuration that must fail.
+    pub fn config_error(r: Result<Box<dyn Element>, ConfigError>) -> ConfigError {
+        match r {
+            Ok(_) => panic!("configuration should fail"),
+            Err(e) => e,
+        }
+    }
+
+    /// A packet holding `bytes`, with its network header at `nh` (if any),
+    /// `nh_len` bytes long.
+    pub fn packet(pool: &Pool, bytes: &[u8], nh: Option<(isize, usize)>) -> Packet {
+        let mut p = pool.alloc_from(bytes).expect("pool slot");
+        if let Some((off, len)) = nh {
+            p.set_network_header(off, len);
+        }
+        p
+    }
+
+    /// Pushes `pkts` into input `port` of `e`; returns the packets that came
+    /// out of each of `noutputs` outputs, as bytes.
+    pub fn run(
+        e: &mut dyn Element,
+        port: usize,
+        pkts: Vec<Packet>,
+        noutputs: usize,
+        pool: &Pool,
+        now: i64,
+    ) -> Vec<Vec<Vec<u8>>> {
+        run_packets(e, port, pkts, noutputs, pool, now)
+            .into_iter()
+            .map(|v| v.iter().map(|p| p.data().to_vec()).collect())
+            .collect()
+    }
+
+    /// As [`run`], returning the packets themselves.
+    pub fn run_packets(
+        e: &mut dyn Element,
+        port: usize,
+        pkts: Vec<Packet>,
+        noutputs: usize,
+        pool: &Pool,
+        now: i64,
+    ) -> Vec<Vec<Packet>> {
+        let mut batch = pronto_packet::Batch::new();
+        for p in pkts {
+            batch.push(p).expect("room");
+        }
+        let mut bufs: Vec<pronto_packet::Batch> =
+            (0..noutputs).map(|_| pronto_packet::Batch::new()).collect();
+        let mut ctrl = crate::Control::default();
+        let passed = {
+            let mut out = crate::Out::new(&mut bufs, pool, now, &mut ctrl);
+            e.push(port, &mut batch, &mut out);
+            out.passed()
+        };
+        let mut res: Vec<Vec<Packet>> = (0..noutputs).map(|_| Vec::new()).collect();
+        if let Some(port) = passed {
+            // Packets left in the batch go first: they were kept in order.
+            let mut kept: Vec<Packet> = batch.drain().collect();
+            kept.extend(bufs[port].drain());
+            res[port] = kept;
+        }
+        for (i, b) in bufs.iter_mut().enumerate() {
+            if Some(i) != passed {
+                res[i].extend(b.drain());
+            }
+        }
+        res
+    }
+}

@@ -1,0 +1,1389 @@
+//! The shared core of `IPRewriter`, `TCPRewriter` and `UDPRewriter`: flow
+//! identifiers, rewrite patterns, input specifications, the mapping table
+//! with its expiry rules, and the handlers the three elements share.
+//!
+//! A flow owns two table entries: the forward entry, keyed by the packet's
+//! original flow identifier, and the reply entry, keyed by the reverse of
+//! the rewritten identifier. Both live in the same table (per protocol
+//! class), so a reply arriving on any input finds its mapping. Existing
+//! flows are handled without allocation; new flows go into a slab and a
+//! pre-reserved hash table.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use pronto_packet::wire::{addr4, be16, set_be16};
+use pronto_packet::Packet;
+
+use crate::{Args, ConfigCtx, ConfigError, HandlerError, Seconds};
+
+/// Jiffies per second (the mapping table keeps time in milliseconds).
+const HZ: i64 = 1000;
+
+/// IP protocol number of DCCP (ports in the UDP positions).
+const IP_PROTO_DCCP: u8 = 33;
+
+/// A flow identifier: addresses and ports, as numbers (the wire values read
+/// big-endian).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FlowId {
+    /// Source address.
+    pub saddr: u32,
+    /// Destination address.
+    pub daddr: u32,
+    /// Source port.
+    pub sport: u16,
+    /// Destination port.
+    pub dport: u16,
+}
+
+impl Hash for FlowId {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(((self.saddr as u64) << 32) | self.daddr as u64);
+        state.write_u32(((self.sport as u32) << 16) | self.dport as u32);
+    }
+}
+
+impl FlowId {
+    /// The identifier of the opposite direction.
+    #[inline]
+    pub fn reverse(self) -> FlowId {
+        FlowId {
+            saddr: self.daddr,
+            daddr: self.saddr,
+            sport: self.dport,
+            dport: self.sport,
+        }
+    }
+
+    /// The 16-bit words Click's checksum deltas run over: source address,
+    /// destination address, source port, destination port.
+    fn words(self) -> [u16; 6] {
+        [
+            (self.saddr >> 16) as u16,
+            self.saddr as u16,
+            (self.daddr >> 16) as u16,
+            self.daddr as u16,
+            self.sport,
+            self.dport,
+        ]
+    }
+}
+
+impl std::fmt::Display for FlowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "({}, {}, {}, {})",
+            ip_str(self.saddr),
+            self.sport,
+            ip_str(self.daddr),
+            self.dport
+        )
+    }
+}
+
+fn ip_str(a: u32) -> String {
+    let b = a.to_be_bytes();
+    format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
+}
+
+/// Hashes flow identifiers: a multiply-rotate mix finished by a 64-bit
+/// avalanche, cheap and well spread for addresses and ports.
+#[derive(Clone, Copy, Default)]
+pub struct FlowHasher(u64);
+
+impl Hasher for FlowHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(23) ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+}
+
+/// Builds [`FlowHasher`]s.
+#[derive(Clone, Copy, Default)]
+pub struct FlowHashBuilder;
+
+impl BuildHasher for FlowHashBuilder {
+    type Hasher = FlowHasher;
+    #[inline]
+    fn build_hasher(&self) -> FlowHasher {
+        FlowHasher(0)
+    }
+}
+
+/// A mapping table: flow identifier to `flow index << 1 | direction`.
+type FlowMap = HashMap<FlowId, u32, FlowHashBuilder>;
+
+/// Click's incremental checksum step (RFC 1624): `csum` after a 16-bit
+/// word changes from `old` to `new`.
+#[inline]
+pub fn update_in_cksum(csum: u16, old: u16, new: u16) -> u16 {
+    let mut sum = (!csum as u32 & 0xffff) + (!old as u32 & 0xffff) + new as u32;
+    sum = (sum & 0xffff) + (sum >> 16);
+    !((sum + (sum >> 16)) as u16)
+}
+
+/// Applies a flow's checksum delta in one direction.
+#[inline]
+fn apply_delta(csum: u16, reply: bool, delta: u16) -> u16 {
+    if delta == 0 {
+        csum
+    } else {
+        update_in_cksum(csum, 0, if reply { delta } else { !delta })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Patterns
+
+/// A rewrite pattern, `SADDR SPORT DADDR DPORT`, with an optional range of
+/// source addresses or ports to allocate from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern {
+    saddr: u32,
+    sport: u16,
+    daddr: u32,
+    dport: u16,
+    variation_top: u32,
+    next_variation: u32,
+    is_napt: bool,
+    sequential: bool,
+    same_first: bool,
+}
+
+fn parse_ip(s: &str) -> Option<u32> {
+    pronto_lang::args::parse_ip4(s).ok().map(u32::from_be_bytes)
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    pronto_lang::args::parse_i64(s).ok()
+}
+
+/// Splits off a trailing `#` (sequential) or `?` (random) marker.
+fn strip_marker<'a>(s: &'a str, sequential: &mut bool, same_first: &mut bool) -> &'a str {
+    if let Some(r) = s.strip_suffix('#') {
+        *sequential = true;
+        *same_first = false;
+        r
+    } else if let Some(r) = s.strip_suffix('?') {
+        *same_first = false;
+        r
+    } else {
+        s
+    }
+}
+
+fn address_variation(
+    s: &str,
+    addr: &mut u32,
+    variation: &mut u32,
+    sequential: &mut bool,
+    same_first: &mut bool,
+) -> bool {
+    let (mut seq, mut same) = (*sequential, *same_first);
+    let body = strip_marker(s, &mut seq, &mut same);
+    let ok = if let Some((a, b)) = body.split_once('-') {
+        match (parse_ip(a), parse_ip(b)) {
+            (Some(a), Some(b)) if b >= a => {
+                *addr = a;
+                *variation = b - a;
+                true
+            }
+            _ => false,
+        }
+    } else {
+        match pronto_lang::args::parse_ip_prefix(body) {
+            Ok((a, m)) => {
+                let (a, m) = (u32::from_be_bytes(a), u32::from_be_bytes(m));
+                let is_prefix = m.leading_ones() + m.trailing_zeros() == 32;
+                if a == 0 || m == 0 || !is_prefix {
+                    false
+                } else {
+                    if m == 0xffff_ffff {
+                        *addr = a;
+                        *variation = 0;
+                    } else if m == 0xffff_fffe {
+                        *addr = a & m;
+                        *variation = 1;
+                    } else {
+                        // The network and broadcast addresses are left out.
+                        *addr = (a & m) | 1;
+                        *variation = (!m).wrapping_sub(2);
+                    }
+                    true
+                }
+            }
+            Err(_) => false,
+        }
+    };
+    if ok {
+        *sequential = seq;
+        *same_first = same;
+    }
+    ok
+}
+
+fn port_variation(
+    s: &str,
+    port: &mut u16,
+    variation: &mut u32,
+    sequential: &mut bool,
+    same_first: &mut bool,
+) -> bool {
+    let (mut seq, mut same) = (*sequential, *same_first);
+    let body = strip_marker(s, &mut seq, &mut same);
+    let Some((a, b)) = body.split_once('-') else {
+        return false;
+    };
+    match (parse_int(a), parse_int(b)) {
+        (Some(a), Some(b)) if a >= 0 && b >= a && b < 65536 => {
+            *port = a as u16;
+            *variation = (b - a) as u32;
+            *sequential = seq;
+            *same_first = same;
+            true
+        }
+        _ => false,
+    }
+}
+
+impl Pattern {
+    /// Parses a pattern's words: `SADDR SPORT DADDR DPORT`, `SADDR DADDR`,
+    /// or `SADDR DADDR SPORT` (a single word names a pattern; that is
+    /// resolved by the caller). Errors are Click's texts.
+    pub fn parse(words: &[&str]) -> Result<Pattern, String> {
+        if words.is_empty() || words.len() > 4 {
+            return Err("syntax error".into());
+        }
+        let mut p = Pattern {
+            saddr: 0,
+            sport: 0,
+            daddr: 0,
+            dport: 0,
+            variation_top: 0,
+            next_variation: 0,
+            is_napt: words.len() >= 3,
+            sequential: false,
+            same_first: true,
+        };
+        let mut variation = 0u32;
+        let w = words[0];
+        if w != "-" {
+            if let Some(a) = parse_ip(w) {
+                p.saddr = a;
+            } else if !address_variation(
+                w,
+                &mut p.saddr,
+                &mut variation,
+                &mut p.sequential,
+                &mut p.same_first,
+            ) {
+                return Err("bad source address".into());
+            }
+        }
+        let mut i = 0;
+        if words.len() >= 3 {
+            i = if words.len() == 3 { 2 } else { 1 };
+            let w = words[i];
+            if w != "-" {
+                match parse_int(w) {
+                    Some(v) if v > 0 && v < 65536 => p.sport = v as u16,
+                    _ => {
+                        if !port_variation(
+                            w,
+                            &mut p.sport,
+                            &mut variation,
+                            &mut p.sequential,
+                            &mut p.same_first,
+                        ) {
+                            return Err("bad source port".into());
+                        }
+                    }
+                }
+            }
+            i = if words.len() == 3 { 0 } else { 1 };
+        }
+        i += 1;
+        if i >= words.len() {
+            return Err("syntax error".into());
+        }
+        let w = words[i];
+        if w != "-" {
+            p.daddr = parse_ip(w).ok_or_else(|| "bad destination address".to_string())?;
+        }
+        if words.len() == 4 {
+            let w = words[3];
+            if w != "-" {
+                match parse_int(w) {
+                    Some(v) if v > 0 && v < 65536 => p.dport = v as u16,
+                    _ => return Err("bad destination port".into()),
+                }
+            }
+        }
+        p.variation_top = variation;
+        Ok(p)
+    }
+
+    /// The pattern as Click prints it in the `patterns` handler.
+    pub fn unparse(&self) -> String {
+        let mut s = String::new();
+        if !self.is_napt && self.variation_top != 0 {
+            s.push_str(&format!(
+                "{}-{}",
+                ip_str(self.saddr),
+                ip_str(self.saddr.wrapping_add(self.variation_top))
+            ));
+        } else if self.saddr != 0 {
+            s.push_str(&ip_str(self.saddr));
+        } else {
+            s.push('-');
+        }
+        if self.is_napt {
+            if self.sport == 0 {
+                s.push_str(" -");
+            } else if self.variation_top != 0 {
+                s.push_str(&format!(
+                    " {}-{}",
+                    self.sport,
+                    self.sport as u32 + self.variation_top
+                ));
+            } else {
+                s.push_str(&format!(" {}", self.sport));
+            }
+        }
+        if self.daddr != 0 {
+            s.push_str(&format!(" {}", ip_str(self.daddr)));
+        } else {
+            s.push_str(" -");
+        }
+        if self.is_napt {
+            if self.dport == 0 {
+                s.push_str(" -");
+            } else {
+                s.push_str(&format!(" {}", self.dport));
+            }
+        }
+        s
+    }
+
+    /// Rewrites `flow`, choosing a free source port (or address) from the
+    /// pattern's range when it has one: `None` when the range is used up.
+    fn rewrite(&mut self, flow: FlowId, map: &FlowMap, rng: &mut u64) -> Option<FlowId> {
+        let mut r = flow;
+        if self.saddr != 0 {
+            r.saddr = self.saddr;
+        }
+        if self.sport != 0 {
+            r.sport = self.sport;
+        }
+        if self.daddr != 0 {
+            r.daddr = self.daddr;
+        }
+        if self.dport != 0 {
+            r.dport = self.dport;
+        }
+        if self.variation_top == 0 {
+            return Some(r);
+        }
+        let top = self.variation_top;
+        let mut lookup = r.reverse();
+        let base = if self.is_napt {
+            self.sport as u32
+        } else {
+            self.saddr
+        };
+        let mut val = (flow.sport as u32).wrapping_sub(base);
+        let mut found = false;
+        if self.same_first && val <= top {
+            lookup.dport = flow.sport;
+            found = !map.contains_key(&lookup);
+        }
+        if !found {
+            val = if self.sequential {
+                if self.next_variation > top {
+                    0
+                } else {
+                    self.next_variation
+                }
+            } else {
+                random_below(rng, top)
+            };
+            let mut count = 0u32;
+            loop {
+                if self.is_napt {
+                    lookup.dport = base.wrapping_add(val) as u16;
+                } else {
+                    lookup.daddr = base.wrapping_add(val);
+                }
+                if !map.contains_key(&lookup) {
+                    found = true;
+                    break;
+                }
+                if count >= top {
+                    break;
+                }
+                count += 1;
+                val = if val == top { 0 } else { val + 1 };
+            }
+        }
+        if !found {
+            return None;
+        }
+        if self.is_napt {
+            r.sport = lookup.dport;
+        } else {
+            r.saddr = lookup.daddr;
+        }
+        self.next_variation = val.wrapping_add(1);
+        Some(r)
+    }
+}
+
+/// A uniform random number in `0..=top` (xorshift; deterministic seed).
+fn random_below(state: &mut u64, top: u32) -> u32 {
+    let mut x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    ((x >> 11) % (top as u64 + 1)) as u32
+}
+
+// ---------------------------------------------------------------------------
+// Input specifications
+
+/// What an input does with a packet that has no mapping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    /// `drop` / `discard`.
+    Drop,
+    /// `pass OUTPUT` / `passthrough` / `nochange`: no mapping.
+    NoChange,
+    /// `keep FOUTPUT ROUTPUT`: mappings that change nothing.
+    Keep,
+    /// `pattern ... FOUTPUT ROUTPUT`: index into the core's patterns.
+    Pattern(usize),
+}
+
+/// One input's specification and counters.
+#[derive(Clone, Debug)]
+pub struct InputSpec {
+    /// The kind.
+    pub kind: InputKind,
+    /// Forward output.
+    pub foutput: usize,
+    /// Reply output.
+    pub routput: usize,
+    /// Live flows this input created.
+    pub count: u32,
+    /// Mapping failures.
+    pub failures: u32,
+}
+
+/// Resolves a named pattern (from `IPRewriterPatterns`).
+pub type PatternLookup<'a> = &'a dyn Fn(&str) -> Option<Pattern>;
+
+fn parse_ports(words: &[&str]) -> Result<(usize, usize), String> {
+    let f = match words {
+        [f, _] => parse_int(f).filter(|v| *v >= 0),
+        _ => None,
+    }
+    .ok_or_else(|| "bad forward port".to_string())?;
+    let r = parse_int(words[1])
+        .filter(|v| *v >= 0)
+        .ok_or_else(|| "bad reply port".to_string())?;
+    Ok((f as usize, r as usize))
+}
+
+/// Parses one input specification. Patterns are appended to `patterns`.
+fn parse_input_spec(
+    line: &str,
+    noutputs: usize,
+    patterns: &mut Vec<Pattern>,
+    named: PatternLookup<'_>,
+) -> Result<InputSpec, String> {
+    let mut words = line.split_whitespace();
+    let Some(word) = words.next() else {
+        return Err("empty argument".into());
+    };
+    let rest: Vec<&str> = words.collect();
+    let mut is = InputSpec {
+        kind: InputKind::Drop,
+        foutput: usize::MAX,
+        routput: usize::MAX,
+        count: 0,
+        failures: 0,
+    };
+    match word {
+        "pass" | "passthrough" | "nochange" => {
+            let out = match rest.as_slice() {
+                [] => 0,
+                [o] => parse_int(o)
+                    .ok_or_else(|| "syntax error, expected 'nochange [OUTPUT]'".to_string())?,
+                _ => return Err("syntax error, expected 'nochange [OUTPUT]'".into()),
+            };
+            if out < 0 || out as usize >= noutputs {
+                return Err("output port out of range".into());
+            }
+            is.kind = InputKind::NoChange;
+            is.foutput = out as usize;
+        }
+        "keep" => {
+            let (f, r) = parse_ports(&rest)?;
+            if f >= noutputs || r >= noutputs {
+                return Err("output port out of range".into());
+            }
+            is.kind = InputKind::Keep;
+            is.foutput = f;
+            is.routput = r;
+        }
+        "drop" | "discard" => {
+            if !rest.is_empty() {
+                return Err(format!("syntax error, expected '{word}'"));
+            }
+        }
+        "pattern" | "xpattern" => {
+            if rest.len() <= 2 {
+                return Err("syntax error".into());
+            }
+            let (pw, ports) = rest.split_at(rest.len() - 2);
+            let pat = if pw.len() == 1 {
+                named(pw[0]).ok_or_else(|| format!("no such pattern '{}'", pw[0]))?
+            } else {
+                Pattern::parse(pw)?
+            };
+            let (f, r) = parse_ports(ports)?;
+            if f >= noutputs || r >= noutputs {
+                return Err("output port out of range".into());
+            }
+            patterns.push(pat);
+            is.kind = InputKind::Pattern(patterns.len() - 1);
+            is.foutput = f;
+            is.routput = r;
+        }
+        _ => return Err("unknown specification".into()),
+    }
+    Ok(is)
+}
+
+// ---------------------------------------------------------------------------
+// Flows
+
+/// Which rewriter the core serves: it decides which protocols have
+/// mappings, which tables they use, and how packets are rewritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// `IPRewriter`: TCP and UDP, in separate tables.
+    Ip,
+    /// `TCPRewriter`: TCP only.
+    Tcp,
+    /// `UDPRewriter`: TCP, UDP and DCCP in one table, rewritten UDP-style.
+    Udp,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Flow {
+    /// Entry keys: forward (original id) and reply (reverse of rewritten).
+    keys: [FlowId; 2],
+    outputs: [u32; 2],
+    ip_delta: u16,
+    l4_delta: u16,
+    /// Expiry in jiffies (ms).
+    expiry: i64,
+    guaranteed: bool,
+    /// Rewritten TCP-style (sequence/state tracking) or UDP-style.
+    tcp_style: bool,
+    /// Table index (0 or 1).
+    map: u8,
+    tflags: u8,
+    reply_anno: u8,
+    input: u32,
+    live: bool,
+}
+
+const S_FORWARD_DONE: u8 = 1;
+const S_BOTH_DONE: u8 = 3;
+const S_FORWARD_DATA: u8 = 4;
+const S_BOTH_DATA: u8 = 12;
+
+/// Timeouts, in jiffies.
+#[derive(Clone, Copy, Debug)]
+struct Timeouts {
+    tcp_nodata: i64,
+    tcp_data: i64,
+    tcp_done: i64,
+    tcp_guarantee: i64,
+    udp: i64,
+    udp_streaming: i64,
+    udp_guarantee: i64,
+}
+
+/// The mapping table and everything around it.
+pub struct Core {
+    flavor: Flavor,
+    /// Input specifications, one per input.
+    pub inputs: Vec<InputSpec>,
+    patterns: Vec<Pattern>,
+    flows: Vec<Flow>,
+    free: Vec<u32>,
+    maps: [FlowMap; 2],
+    live: usize,
+    capacity: i64,
+    to: Timeouts,
+    reap_interval: i64,
+    next_reap: Option<i64>,
+    last_now: i64,
+    dst_anno: bool,
+    reply_anno: Option<usize>,
+    rng: u64,
+    /// Packets dropped (no mapping and a dropping input, non-TCP/UDP,
+    /// fragments, bad headers).
+    pub drops: u64,
+}
+
+/// Keywords every rewriter accepts.
+pub const BASE_KEYWORDS: [&str; 8] = [
+    "CAPACITY",
+    "MAPPING_CAPACITY",
+    "TIMEOUT",
+    "GUARANTEE",
+    "REAP_INTERVAL",
+    "REAP_TIME",
+    "DST_ANNO",
+    "REPLY_ANNO",
+];
+
+fn secs(s: Option<Seconds>) -> Option<i64> {
+    s.map(|s| s.0.round().max(0.0) as i64 * HZ)
+}
+
+fn parse_anno(s: &str) -> Result<usize, ConfigError> {
+    let t = pronto_lang::args::unquote(s);
+    let off = match t.as_str() {
+        "PAINT" => Some(pronto_packet::PAINT_ANNO_OFFSET),
+        "ICMP_PARAMPROB" => Some(pronto_packet::ICMP_PARAMPROB_ANNO_OFFSET),
+        "FIX_IP_SRC" => Some(pronto_packet::FIX_IP_SRC_ANNO_OFFSET),
+        _ => parse_int(&t)
+            .filter(|v| *v >= 0 && (*v as usize) < pronto_packet::ANNO_SIZE)
+            .map(|v| v as usize),
+    };
+    off.ok_or_else(|| ConfigError::new(format!("REPLY_ANNO: expected annotation, found `{s}`")))
+}
+
+impl Core {
+    /// Reads the keywords of `flavor` and the input specifications.
+    pub fn configure(
+        ctx: &ConfigCtx<'_>,
+        flavor: Flavor,
+        named: PatternLookup<'_>,
+    ) -> Result<Core, ConfigError> {
+        let mut a: Args = ctx.args();
+        let mut to = Timeouts {
+            tcp_nodata: 300 * HZ,
+            tcp_data: 86400 * HZ,
+            tcp_done: 240 * HZ,
+            tcp_guarantee: 5 * HZ,
+            udp: 300 * HZ,
+            udp_streaming: 300 * HZ,
+            udp_guarantee: 5 * HZ,
+        };
+        let mut udp_streaming = None;
+        match flavor {
+            Flavor::Ip | Flavor::Tcp => {
+                if flavor == Flavor::Ip {
+                    if let Some(v) = secs(a.read("UDP_TIMEOUT")?) {
+                        to.udp = v;
+                    }
+                    udp_streaming = secs(a.read("UDP_STREAMING_TIMEOUT")?);
+                    if let Some(v) = secs(a.read("UDP_GUARANTEE")?) {
+                        to.udp_guarantee = v;
+                    }
+                }
+                if let Some(v) = secs(a.read("TCP_NODATA_TIMEOUT")?) {
+                    to.tcp_nodata = v;
+                }
+                if let Some(v) = secs(a.read("TCP_GUARANTEE")?) {
+                    to.tcp_guarantee = v;
+                }
+                if let Some(v) = secs(a.read("TIMEOUT")?) {
+                    to.tcp_data = v;
+                }
+                if let Some(v) = secs(a.read("TCP_TIMEOUT")?) {
+                    to.tcp_data = v;
+                }
+                if let Some(v) = secs(a.read("TCP_DONE_TIMEOUT")?) {
+                    to.tcp_done = v;
+                }
+                if let Some(v) = secs(a.read("GUARANTEE")?) {
+                    to.tcp_guarantee = v;
+                }
+            }
+            Flavor::Udp => {
+                if let Some(v) = secs(a.read("UDP_TIMEOUT")?) {
+                    to.udp = v;
+                }
+                if let Some(v) = secs(a.read("TIMEOUT")?) {
+                    to.udp = v;
+                }
+                udp_streaming = secs(a.read("UDP_STREAMING_TIMEOUT")?);
+                if let Some(v) = secs(a.read("STREAMING_TIMEOUT")?) {
+                    udp_streaming = Some(v);
+                }
+                if let Some(v) = secs(a.read("UDP_GUARANTEE")?) {
+                    to.udp_guarantee = v;
+                }
+                if let Some(v) = secs(a.read("GUARANTEE")?) {
+                    to.udp_guarantee = v;
+                }
+            }
+        }
+        to.udp_streaming = udp_streaming.unwrap_or(to.udp);
+        let dst_anno = a.read_or("DST_ANNO", true)?;
+        let reply_anno = match a.read::<String>("REPLY_ANNO")? {
+            Some(s) => Some(parse_anno(&s)?),
+            None => None,
+        };
+        let mut cap_word = a.read::<String>("CAPACITY")?;
+        if let Some(w) = a.read::<String>("MAPPING_CAPACITY")? {
+            cap_word = Some(w);
+        }
+        let mut reap = secs(a.read("REAP_TIME")?).unwrap_or(900 * HZ);
+        if let Some(v) = secs(a.read("REAP_INTERVAL")?) {
+            reap = v;
+        }
+        let capacity = match cap_word {
+            None => 0x7fff_ffff,
+            Some(w) => match parse_int(&w) {
+                Some(v) if (0..=0x7fff_ffff).contains(&v) => v,
+                _ => return Err(ConfigError::new("bad MAPPING_CAPACITY")),
+            },
+        };
+        let specs = a.rest();
+        a.finish()?;
+        if specs.len() != ctx.ninputs {
+            return Err(ConfigError::new(format!(
+                "need {} arguments, one per input port",
+                ctx.ninputs
+            )));
+        }
+        let mut patterns = Vec::new();
+        let mut inputs = Vec::with_capacity(specs.len());
+        for (i, s) in specs.iter().enumerate() {
+            let is = parse_input_spec(s, ctx.noutputs, &mut patterns, named)
+                .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+            inputs.push(is);
+        }
+        let reserve = (capacity as usize).min(4096);
+        Ok(Core {
+            flavor,
+            inputs,
+            patterns,
+            flows: Vec::with_capacity(reserve),
+            free: Vec::with_capacity(reserve),
+            maps: [
+                FlowMap::with_capacity_and_hasher(2 * reserve, FlowHashBuilder),
+                FlowMap::with_capacity_and_hasher(
+                    if flavor == Flavor::Ip { 2 * reserve } else { 0 },
+                    FlowHashBuilder,
+                ),
+            ],
+            live: 0,
+            capacity,
+            to,
+            reap_interval: reap,
+            next_reap: None,
+            last_now: 0,
+            dst_anno,
+            reply_anno,
+            rng: 0x2545_f491_4f6c_dd1d,
+            drops: 0,
+        })
+    }
+
+    /// The table a protocol's flows live in, or `None` if the flavor does
+    /// not map that protocol.
+    #[inline]
+    fn map_index(&self, proto: u8) -> Option<usize> {
+        match (self.flavor, proto) {
+            (Flavor::Ip, pronto_packet::wire::IP_PROTO_TCP) => Some(0),
+            (Flavor::Ip, pronto_packet::wire::IP_PROTO_UDP) => Some(1),
+            (Flavor::Tcp, pronto_packet::wire::IP_PROTO_TCP) => Some(0),
+            (
+                Flavor::Udp,
+                pronto_packet::wire::IP_PROTO_TCP
+                | pronto_packet::wire::IP_PROTO_UDP
+                | IP_PROTO_DCCP,
+            ) => Some(0),
+            _ => None,
+        }
+    }
+
+    fn guarantee(&self, f: &Flow) -> i64 {
+        if f.tcp_style {
+            self.to.tcp_guarantee
+        } else {
+            self.to.udp_guarantee
+        }
+    }
+
+    fn flow_timeout(&self, f: &Flow) -> i64 {
+        if f.tcp_style {
+            if f.tflags & S_BOTH_DONE == S_BOTH_DONE {
+                self.to.tcp_done
+            } else if f.tflags & S_BOTH_DATA == S_BOTH_DATA {
+                self.to.tcp_data
+            } else {
+                self.to.tcp_nodata
+            }
+        } else if f.tflags > 6 {
+            self.to.udp_streaming
+        } else {
+            self.to.udp
+        }
+    }
+
+    fn best_effort_expiry(&self, f: &Flow) -> i64 {
+        f.expiry + self.flow_timeout(f) - self.guarantee(f)
+    }
+
+    /// Number of live flows.
+    pub fn size(&self) -> usize {
+        self.live
+    }
+
+    /// Processes one packet that arrived on `port`; returns the output.
+    pub fn process(&mut self, port: usize, p: &mut Packet, now_ns: i64) -> Option<usize> {
+        let now = now_ns.div_euclid(1_000_000);
+        self.last_now = now;
+        match self.next_reap {
+            None => self.next_reap = Some(now + self.reap_interval),
+            Some(t) if self.reap_interval > 0 && now >= t => {
+                self.shrink(false, now);
+                self.next_reap = Some(now + self.reap_interval);
+            }
+            _ => {}
+        }
+        let r = self.process_inner(port, p, now);
+        if r.is_none() {
+            self.drops += 1;
+        }
+        r
+    }
+
+    fn no_mapping_output(&self, port: usize) -> Option<usize> {
+        match self.inputs.get(port) {
+            Some(is) if is.kind == InputKind::NoChange => Some(is.foutput),
+            _ => None,
+        }
+    }
+
+    fn process_inner(&mut self, port: usize, p: &mut Packet, now: i64) -> Option<usize> {
+        let nh = p.network_header_offset()?;
+        if nh < 0 {
+            return None;
+        }
+        let nh = nh as usize;
+        let th_set = p.transport_header_offset();
+        let data = p.data();
+        if data.len() < nh + 20 {
+            return self.no_mapping_output(port);
+        }
+        let ip = &data[nh..];
+        let hl = ((ip[0] & 15) as usize) * 4;
+        let th = match th_set {
+            Some(t) if t >= 0 => t as usize,
+            _ => nh + hl,
+        };
+        let tlen = data.len() as isize - th as isize;
+        let proto = ip[9];
+        let first_frag = be16(ip, 6) & 0x1fff == 0;
+        let mi = match self.map_index(proto) {
+            Some(mi) if first_frag && tlen >= 8 => mi,
+            _ => return self.no_mapping_output(port),
+        };
+        let tcp = &data[th..];
+        let flowid = FlowId {
+            saddr: u32::from_be_bytes(addr4(ip, 12)),
+            daddr: u32::from_be_bytes(addr4(ip, 16)),
+            sport: be16(tcp, 0),
+            dport: be16(tcp, 2),
+        };
+        let entry = match self.maps[mi].get(&flowid) {
+            Some(&e) => e,
+            None => {
+                let Some(e) = self.new_flow(port, flowid, mi, proto, now) else {
+                    return self.no_mapping_output(port);
+                };
+                if let Some(off) = self.reply_anno {
+                    let v = p.anno_bytes()[off];
+                    self.flows[(e >> 1) as usize].reply_anno = v;
+                }
+                e
+            }
+        };
+        let idx = (entry >> 1) as usize;
+        let reply = entry & 1 == 1;
+        let dst_anno = self.dst_anno;
+        let reply_anno = self.reply_anno;
+        let flow = &mut self.flows[idx];
+        apply(flow, p, nh, th, reply, dst_anno, reply_anno);
+        let flow = self.flows[idx];
+        let g = self.guarantee(&flow);
+        let (guaranteed, expiry) = if g != 0 {
+            (true, now + g)
+        } else {
+            (false, now + self.flow_timeout(&flow))
+        };
+        let f = &mut self.flows[idx];
+        f.guaranteed = guaranteed;
+        f.expiry = expiry;
+        Some(f.outputs[reply as usize] as usize)
+    }
+
+    /// Installs a mapping for a packet without one, as its input says.
+    /// Returns the forward entry, or `None` (after counting what Click
+    /// counts) when the packet is dropped or passed.
+    fn new_flow(
+        &mut self,
+        port: usize,
+        flowid: FlowId,
+        mi: usize,
+        proto: u8,
+        now: i64,
+    ) -> Option<u32> {
+        let is = self.inputs.get(port)?;
+        let (f, r, kind) = (is.foutput, is.routput, is.kind.clone());
+        let rewritten = match kind {
+            InputKind::Drop | InputKind::NoChange => return None,
+            InputKind::Keep => flowid,
+            InputKind::Pattern(pi) => {
+                match self.patterns[pi].rewrite(flowid, &self.maps[mi], &mut self.rng) {
+                    Some(r) => r,
+                    None => {
+                        self.inputs[port].failures += 1;
+                        return None;
+                    }
+                }
+            }
+        };
+        let tcp_style = match self.flavor {
+            Flavor::Ip => proto == pronto_packet::wire::IP_PROTO_TCP,
+            Flavor::Tcp => true,
+            Flavor::Udp => false,
+        };
+        let (sw, dw) = (flowid.words(), rewritten.words());
+        let mut ip_delta = 0u16;
+        for i in 0..4 {
+            ip_delta = update_in_cksum(ip_delta, sw[i], dw[i]);
+        }
+        let mut l4_delta = ip_delta;
+        for i in 4..6 {
+            l4_delta = update_in_cksum(l4_delta, sw[i], dw[i]);
+        }
+        let mut flow = Flow {
+            keys: [flowid, rewritten.reverse()],
+            outputs: [f as u32, r as u32],
+            ip_delta,
+            l4_delta,
+            expiry: 0,
+            guaranteed: false,
+            tcp_style,
+            map: mi as u8,
+            tflags: 0,
+            reply_anno: 0,
+            input: port as u32,
+            live: true,
+        };
+        let g = self.guarantee(&flow);
+        flow.guaranteed = g != 0;
+        flow.expiry = now + if g != 0 { g } else { self.flow_timeout(&flow) };
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.flows[i as usize] = flow;
+                i
+            }
+            None => {
+                self.flows.push(flow);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        self.maps[mi].insert(flowid, idx << 1);
+        if let Some(old) = self.maps[mi].insert(flow.keys[1], (idx << 1) | 1) {
+            if old >> 1 != idx {
+                self.destroy((old >> 1) as usize);
+            }
+        }
+        self.live += 1;
+        self.inputs[port].count += 1;
+        if self.live as i64 > self.capacity && self.shrink_for_new_flow(idx as usize, now) {
+            self.inputs[port].failures += 1;
+            return None;
+        }
+        Some(idx << 1)
+    }
+
+    /// Removes a flow and its table entries.
+    fn destroy(&mut self, idx: usize) {
+        let f = self.flows[idx];
+        if !f.live {
+            return;
+        }
+        let map = &mut self.maps[f.map as usize];
+        for d in 0..2u32 {
+            if map.get(&f.keys[d as usize]) == Some(&(((idx as u32) << 1) | d)) {
+                map.remove(&f.keys[d as usize]);
+            }
+        }
+        self.flows[idx].live = false;
+        self.free.push(idx as u32);
+        self.live -= 1;
+        if let Some(is) = self.inputs.get_mut(f.input as usize) {
+            is.count = is.count.wrapping_sub(1);
+        }
+    }
+
+    /// Moves flows whose guarantee has run out to best effort.
+    fn shift_best_effort(&mut self, now: i64) {
+        for i in 0..self.flows.len() {
+            let f = self.flows[i];
+            if f.live && f.guaranteed && now >= f.expiry {
+                let e = self.best_effort_expiry(&f);
+                self.flows[i].expiry = e;
+                self.flows[i].guaranteed = false;
+            }
+        }
+    }
+
+    /// The live flow that expires first among guaranteed or best-effort ones.
+    fn first_to_expire(&self, guaranteed: bool) -> Option<usize> {
+        self.flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.live && f.guaranteed == guaranteed)
+            .min_by_key(|(i, f)| (f.expiry, *i))
+            .map(|(i, _)| i)
+    }
+
+    /// Makes room for the new flow `idx`; true if `idx` itself was removed.
+    fn shrink_for_new_flow(&mut self, idx: usize, now: i64) -> bool {
+        self.shift_best_effort(now);
+        let dead = self.first_to_expire(false).unwrap_or(idx);
+        self.destroy(dead);
+        dead == idx
+    }
+
+    /// Removes expired flows, then flows beyond the capacity (all flows
+    /// when `clear_all`).
+    fn shrink(&mut self, clear_all: bool, now: i64) {
+        self.shift_best_effort(now);
+        for i in 0..self.flows.len() {
+            let f = self.flows[i];
+            if f.live && !f.guaranteed && now >= f.expiry {
+                self.destroy(i);
+            }
+        }
+        let cap = if clear_all { 0 } else { self.capacity };
+        while self.live as i64 > cap {
+            match self
+                .first_to_expire(false)
+                .or_else(|| self.first_to_expire(true))
+            {
+                Some(i) => self.destroy(i),
+                None => break,
+            }
+        }
+    }
+
+    /// The mapping table of table `mi`, one line per entry, as Click prints
+    /// it (entries in flow-creation slot order).
+    pub fn table(&self, mi: usize) -> String {
+        let mut s = String::new();
+        let now = self.last_now;
+        for (i, f) in self.flows.iter().enumerate() {
+            if !f.live || f.map as usize != mi {
+                continue;
+            }
+            for d in 0..2usize {
+                if self.maps[mi].get(&f.keys[d]) != Some(&(((i as u32) << 1) | d as u32)) {
+                    continue;
+                }
+                let rewritten = f.keys[1 - d].reverse();
+                let expiry = if f.guaranteed {
+                    self.best_effort_expiry(f)
+                } else {
+                    f.expiry
+                };
+                let exp = (expiry + HZ / 2 - now) / HZ;
+                let (a, b) = if d == 0 { ("*", "") } else { ("", "*") };
+                s.push_str(&format!(
+                    "{} => {} [{}{} {}{}] i{} exp{}\n",
+                    f.keys[d], rewritten, a, f.outputs[0], b, f.outputs[1], f.input, exp
+                ));
+            }
+        }
+        s
+    }
+
+    /// `patterns` (all inputs) or `patternN` (one input).
+    pub fn patterns_text(&self, which: Option<usize>) -> String {
+        let mut s = String::new();
+        for (i, is) in self.inputs.iter().enumerate() {
+            if which.is_some_and(|w| w != i) {
+                continue;
+            }
+            match is.kind {
+                InputKind::Drop => s.push_str("<drop>"),
+                InputKind::NoChange => s.push_str("<nochange>"),
+                InputKind::Keep => s.push_str("<keep>"),
+                InputKind::Pattern(pi) => s.push_str(&self.patterns[pi].unparse()),
+            }
+            if is.count != 0 {
+                s.push_str(&format!(" [{}]", is.count));
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Reads a handler every rewriter has.
+    pub fn read_common(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "table_size" | "nmappings" => self
+                .inputs
+                .iter()
+                .fold(0u32, |a, is| a.wrapping_add(is.count))
+                .to_string(),
+            "mapping_failures" => self
+                .inputs
+                .iter()
+                .fold(0u32, |a, is| a.wrapping_add(is.failures))
+                .to_string(),
+            "patterns" => self.patterns_text(None),
+            "size" => self.live.to_string(),
+            "capacity" => self.capacity.to_string(),
+            _ => {
+                let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
+                if n >= self.inputs.len() {
+                    return None;
+                }
+                self.patterns_text(Some(n))
+            }
+        })
+    }
+
+    /// Writes a handler every rewriter has; `None` if `name` is not one.
+    pub fn write_common(
+        &mut self,
+        name: &str,
+        value: &str,
+        noutputs: usize,
+    ) -> Option<Result<(), HandlerError>> {
+        let now = self.last_now;
+        match name {
+            "capacity" => {
+                let v = value.split_whitespace().next().and_then(parse_int);
+                Some(match v {
+                    Some(c) if (0..=0x7fff_ffff).contains(&c) => {
+                        self.capacity = c;
+                        self.shrink(false, now);
+                        Ok(())
+                    }
+                    _ => Err(HandlerError::BadValue("CAPACITY: expected integer".into())),
+                })
+            }
+            "clear" => {
+                self.shrink(true, now);
+                Some(Ok(()))
+            }
+            _ => {
+                let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
+                if n >= self.inputs.len() {
+                    return None;
+                }
+                let mut pats = std::mem::take(&mut self.patterns);
+                let r = parse_input_spec(value, noutputs, &mut pats, &|_| None);
+                self.patterns = pats;
+                Some(match r {
+                    Ok(is) => {
+                        for i in 0..self.flows.len() {
+                            if self.flows[i].live && self.flows[i].input as usize == n {
+                                self.destroy(i);
+                            }
+                        }
+                        self.inputs[n] = is;
+                        Ok(())
+                    }
+                    Err(e) => Err(HandlerError::BadValue(format!("input spec {n}: {e}"))),
+                })
+            }
+        }
+    }
+}
+
+/// Rewrites a packet along `flow`, in the reply direction if `reply`.
+#[inline]
+fn apply(
+    flow: &mut Flow,
+    p: &mut Packet,
+    nh: usize,
+    th: usize,
+    reply: bool,
+    dst_anno: bool,
+    reply_anno: Option<usize>,
+) {
+    let rev = flow.keys[!reply as usize];
+    if dst_anno {
+        p.set_dst_ip_anno(rev.saddr.to_be_bytes());
+    }
+    if reply {
+        if let Some(off) = reply_anno {
+            p.anno_bytes_mut()[off] = flow.reply_anno;
+        }
+    }
+    let data = p.data_mut();
+    let tlen = data.len() - th;
+    let ip = &mut data[nh..];
+    ip[12..16].copy_from_slice(&rev.daddr.to_be_bytes());
+    ip[16..20].copy_from_slice(&rev.saddr.to_be_bytes());
+    let s = apply_delta(be16(ip, 10), reply, flow.ip_delta);
+    set_be16(ip, 10, s);
+    let ip_len = be16(ip, 2) as usize;
+    let ip_hl = (ip[0] & 15) as usize;
+    let proto = ip[9];
+    let l4 = &mut data[th..];
+    if flow.tcp_style {
+        if tlen < 18 {
+            return;
+        }
+        set_be16(l4, 0, rev.dport);
+        set_be16(l4, 2, rev.sport);
+        let s = apply_delta(be16(l4, 16), reply, flow.l4_delta);
+        set_be16(l4, 16, s);
+        let th_off = (l4[12] >> 4) as usize;
+        let flags = l4[13];
+        let have_payload = (ip_hl + th_off) << 2 < ip_len;
+        let dir = reply as u8;
+        if flags & 0x04 != 0 {
+            flow.tflags |= S_BOTH_DONE;
+        } else if flags & 0x01 != 0 {
+            flow.tflags |= S_FORWARD_DONE << dir;
+        } else if flags & 0x02 != 0 || have_payload {
+            flow.tflags &= !(S_FORWARD_DONE << dir);
+        }
+        if have_payload {
+            flow.tflags |= S_FORWARD_DATA << dir;
+        }
+    } else {
+        set_be16(l4, 0, rev.dport);
+        set_be16(l4, 2, rev.sport);
+        if proto == pronto_packet::wire::IP_PROTO_TCP {
+            if tlen >= 18 {
+                let s = apply_delta(be16(l4, 16), reply, flow.l4_delta);
+                set_be16(l4, 16, s);
+            }
+        } else if proto == pronto_packet::wire::IP_PROTO_UDP && be16(l4, 6) != 0 {
+            // A zero UDP checksum means "no checksum" and stays zero.
+            let s = apply_delta(be16(l4, 6), reply, flow.l4_delta);
+            set_be16(l4, 6, s);
+        }
+        if reply {
+            flow.tflags |= 1;
+        }
+        if flow.tflags < 6 {
+            flow.tflags += 2;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_parsing_and_unparse() {
+        let p = Pattern::parse(&["10.0.0.1", "1024-65535#", "-", "-"]).expect("ok");
+        assert_eq!(p.unparse(), "10.0.0.1 1024-65535 - -");
+        assert!(p.sequential && !p.same_first && p.is_napt);
+        assert_eq!(p.variation_top, 64511);
+        let p = Pattern::parse(&["1.0.0.0/24", "-"]).expect("ok");
+        assert_eq!(p.unparse(), "1.0.0.1-1.0.0.254 -");
+        let p = Pattern::parse(&["1.0.0.1-1.0.0.9?", "2.0.0.2"]).expect("ok");
+        assert!(!p.same_first && !p.sequential);
+        assert_eq!(p.unparse(), "1.0.0.1-1.0.0.9 2.0.0.2");
+        assert_eq!(
+            Pattern::parse(&["x", "-", "-", "-"]).expect_err("error"),
+            "bad source address"
+        );
+        assert_eq!(
+            Pattern::parse(&["-", "0", "-", "-"]).expect_err("error"),
+            "bad source port"
+        );
+        assert_eq!(
+            Pattern::parse(&["-", "80#", "-", "-"]).expect_err("error"),
+            "bad source port"
+        );
+        assert_eq!(
+            Pattern::parse(&["-", "-", "1.2", "-"]).expect_err("error"),
+            "bad destination address"
+        );
+        assert_eq!(
+            Pattern::parse(&["-", "-", "-", "70000"]).expect_err("error"),
+            "bad destination port"
+        );
+    }
+
+    #[test]
+    fn sequential_allocation_skips_used_ports() {
+        let mut p = Pattern::parse(&["10.0.0.1", "1024-1026#", "-", "-"]).expect("ok");
+        let mut map = FlowMap::with_hasher(FlowHashBuilder);
+        let mut rng = 1;
+        let f = FlowId {
+            saddr: 0xc0a80001,
+            daddr: 0x08080808,
+            sport: 5000,
+            dport: 53,
+        };
+        let r = p.rewrite(f, &map, &mut rng).expect("port");
+        assert_eq!((r.saddr, r.sport), (0x0a000001, 1024));
+        // Port 1025 is taken by some reply entry already.
+        map.insert(
+            FlowId {
+                saddr: 0x08080808,
+                sport: 53,
+                daddr: 0x0a000001,
+                dport: 1025,
+            },
+            0,
+        );
+        assert_eq!(p.rewrite(f, &map, &mut rng).expect("port").sport, 1026);
+        assert_eq!(p.rewrite(f, &map, &mut rng).expect("port").sport, 1024);
+    }
+
+    #[test]
+    fn incremental_checksum_step() {
+        // RFC 1624 example: changing 0x5555 to 0x3285 in a header whose
+        // checksum was 0xdd2f gives 0x0000 under eqn. 3.
+        assert_eq!(update_in_cksum(0xdd2f, 0x5555, 0x3285), 0x0000);
+    }
+}

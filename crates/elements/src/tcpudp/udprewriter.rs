@@ -1,0 +1,178 @@
+//! `UDPRewriter`: address and port translation, UDP-style.
+
+use pronto_packet::Batch;
+
+use crate::tcpudp::rwcore::{Core, Flavor, PatternLookup, BASE_KEYWORDS};
+use crate::{
+    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
+    Spec, FIELDS_5TUPLE, FIELD_OTHER,
+};
+
+/// Rewrites UDP (and TCP and DCCP) flows along one mapping table, with no
+/// TCP state tracking.
+pub struct UDPRewriter {
+    core: Core,
+    noutputs: usize,
+}
+
+const KEYWORDS: &[&str] = &[
+    BASE_KEYWORDS[0],
+    BASE_KEYWORDS[1],
+    BASE_KEYWORDS[2],
+    BASE_KEYWORDS[3],
+    BASE_KEYWORDS[4],
+    BASE_KEYWORDS[5],
+    BASE_KEYWORDS[6],
+    BASE_KEYWORDS[7],
+    "UDP_TIMEOUT",
+    "UDP_STREAMING_TIMEOUT",
+    "STREAMING_TIMEOUT",
+    "UDP_GUARANTEE",
+];
+
+impl UDPRewriter {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("UDPRewriter")
+        .ports("1-/1-")
+        .processing("h/h")
+        .keywords(KEYWORDS)
+        .profile(
+            ActionProfile::reads(FIELDS_5TUPLE | FIELD_OTHER)
+                .writes(FIELDS_5TUPLE | FIELD_OTHER)
+                .dropping(),
+        )
+        .doc(
+            "UDPRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])\n\n\
+             Rewrites UDP packets' addresses and ports along a mapping table (see\n\
+             IPRewriter for the input specifications). TCP and DCCP packets are\n\
+             rewritten too, in the same table keyed by addresses and ports only.\n\
+             Other protocols and non-first fragments are dropped unless their input\n\
+             is 'pass'. A zero UDP checksum stays zero.\n\n\
+             Ports: any number of push inputs and outputs.\n\
+             Keywords: UDP_TIMEOUT/TIMEOUT (5min), UDP_STREAMING_TIMEOUT/\n\
+             STREAMING_TIMEOUT (default UDP_TIMEOUT), UDP_GUARANTEE/GUARANTEE (5s),\n\
+             REAP_INTERVAL, MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO.\n\
+             Handlers: table (mappings), table_size, nmappings, mapping_failures,\n\
+             patterns, patternN (rw), size, capacity (rw), clear (w).",
+        );
+
+    /// Configures a `UDPRewriter`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        Self::configure_with_patterns(ctx, &|_| None)
+    }
+
+    /// Configures a `UDPRewriter` resolving named patterns with `named`.
+    pub fn configure_with_patterns(
+        ctx: &ConfigCtx<'_>,
+        named: PatternLookup<'_>,
+    ) -> Result<Box<dyn Element>, ConfigError> {
+        Ok(Box::new(UDPRewriter {
+            core: Core::configure(ctx, Flavor::Udp, named)?,
+            noutputs: ctx.noutputs,
+        }))
+    }
+}
+
+impl Element for UDPRewriter {
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        let core = &mut self.core;
+        push_each(batch, out, |p, _| core.process(port, p, now));
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        const H: &[HandlerInfo] = &[
+            HandlerInfo::read("table"),
+            HandlerInfo::read("mappings"),
+            HandlerInfo::read("table_size"),
+            HandlerInfo::read("nmappings"),
+            HandlerInfo::read("mapping_failures"),
+            HandlerInfo::read("patterns"),
+            HandlerInfo::read("size"),
+            HandlerInfo::rw("capacity"),
+            HandlerInfo::write("clear"),
+            HandlerInfo::rw("pattern0"),
+            HandlerInfo::rw("pattern1"),
+            HandlerInfo::rw("pattern2"),
+            HandlerInfo::rw("pattern3"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        match name {
+            "table" | "mappings" => Ok(self.core.table(0)),
+            _ => self
+                .core
+                .read_common(name)
+                .ok_or_else(|| HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        self.core
+            .write_common(name, value, self.noutputs)
+            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcpudp::testutil::{configure, packet, run};
+    use pronto_packet::Pool;
+
+    #[test]
+    fn expiry_after_timeout_and_reap() {
+        let pool = Pool::new(16).expect("pool");
+        let mut e = configure(
+            UDPRewriter::configure,
+            &UDPRewriter::SPEC,
+            "pattern 10.0.0.1 - - - 0 0, UDP_TIMEOUT 10, UDP_GUARANTEE 0, REAP_INTERVAL 5",
+            1,
+            1,
+        )
+        .expect("configures");
+        let udp = [
+            0x45, 0x00, 0x00, 0x1c, 0, 0, 0, 0, 0x40, 0x11, 0,
+            0, // header (checksum unchecked)
+            192, 168, 0, 2, 1, 2, 3, 4, // addresses
+            0x00, 0x07, 0x00, 0x07, 0x00, 0x08, 0x00, 0x00, // ports 7 -> 7, no checksum
+        ];
+        let s = 1_000_000_000i64;
+        let o = run(
+            e.as_mut(),
+            0,
+            vec![packet(&pool, &udp, Some((0, 20)))],
+            1,
+            &pool,
+            0,
+        );
+        assert_eq!(&o[0][0][12..16], &[10, 0, 0, 1]);
+        assert_eq!(&o[0][0][26..28], &[0, 0]);
+        assert_eq!(e.read_handler("size").expect("h"), "1");
+        // At 6 s the reap runs, but the flow lives 10 s.
+        let mut other = udp;
+        other[19] = 5;
+        run(
+            e.as_mut(),
+            0,
+            vec![packet(&pool, &other, Some((0, 20)))],
+            1,
+            &pool,
+            6 * s,
+        );
+        assert_eq!(e.read_handler("size").expect("h"), "2");
+        // At 12 s the first flow has expired; the second has not.
+        run(
+            e.as_mut(),
+            0,
+            vec![packet(&pool, &other, Some((0, 20)))],
+            1,
+            &pool,
+            12 * s,
+        );
+        assert_eq!(e.read_handler("size").expect("h"), "1");
+        assert_eq!(e.read_handler("nmappings").expect("h"), "1");
+    }
+}

@@ -1,0 +1,308 @@
+//! Source files, spans and diagnostics.
+
+use std::fmt::Write as _;
+
+/// Identifies a file registered in a [`SourceMap`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId(pub u32);
+
+/// A byte range `start..end` in the file numbered `file`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// The [`FileId`] number of the file.
+    pub file: u32,
+    /// Byte offset of the first byte.
+    pub start: u32,
+    /// Byte offset just past the last byte.
+    pub end: u32,
+}
+
+impl Span {
+    /// Creates a span in `file` covering `start..end`.
+    pub fn new(file: FileId, start: usize, end: usize) -> Self {
+        Span {
+            file: file.0,
+            start: u32::try_from(start).unwrap_or(u32::MAX),
+            end: u32::try_from(end.max(start)).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The smallest span covering both `self` and `other` (same file).
+    pub fn to(self, other: Span) -> Span {
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
+
+/// The configuration files a parse may refer to.
+#[derive(Clone, Debug, Default)]
+pub struct SourceMap {
+    files: Vec<(String, String)>,
+}
+
+impl SourceMap {
+    /// Creates an empty source map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a file and returns its id.
+    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
+        self.files.push((name.into(), text.into()));
+        FileId(u32::try_from(self.files.len() - 1).unwrap_or(u32::MAX))
+    }
+
+    /// The file's name, or `"<unknown>"` for an id not from this map.
+    pub fn name(&self, f: FileId) -> &str {
+        self.files
+            .get(f.0 as usize)
+            .map_or("<unknown>", |(n, _)| n.as_str())
+    }
+
+    /// The file's text, or `""` for an id not from this map.
+    pub fn text(&self, f: FileId) -> &str {
+        self.files.get(f.0 as usize).map_or("", |(_, t)| t.as_str())
+    }
+
+    /// The 1-based line and column (in characters) of the start of `span`.
+    pub fn line_col(&self, span: Span) -> (usize, usize) {
+        let text = self.text(FileId(span.file));
+        let start = floor_char_boundary(text, span.start as usize);
+        let before = &text[..start];
+        let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let col = text[line_start..start].chars().count() + 1;
+        (line, col)
+    }
+
+    /// The full text of the line containing byte `offset`, without its
+    /// line terminator, and the byte offset where that line starts.
+    fn line_at(&self, file: FileId, offset: usize) -> (&str, usize) {
+        let text = self.text(file);
+        let offset = floor_char_boundary(text, offset);
+        let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+        (text[start..end].trim_end_matches('\r'), start)
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// How serious a [`Diagnostic`] is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// The configuration is invalid.
+    Error,
+    /// The configuration is accepted but probably not what was meant.
+    Warning,
+    /// Extra information.
+    Note,
+}
+
+impl Level {
+    fn as_str(&self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Note => "note",
+        }
+    }
+}
+
+/// A message about a configuration, optionally pointing into the source.
+#[derive(Clone, Debug)]
+pub struct Diagnostic {
+    /// Severity.
+    pub level: Level,
+    /// The main message, e.g. ``unknown element class `Foo` ``.
+    pub message: String,
+    /// Where the problem is.
+    pub span: Option<Span>,
+    /// Short text shown next to the underlined span.
+    pub label: Option<String>,
+    /// Additional free-form notes.
+    pub notes: Vec<String>,
+    /// Secondary locations with a message each, such as the first
+    /// declaration of a redeclared element.
+    pub related: Vec<(Span, String)>,
+}
+
+impl Diagnostic {
+    fn new(level: Level, message: impl Into<String>, span: Option<Span>) -> Self {
+        Diagnostic {
+            level,
+            message: message.into(),
+            span,
+            label: None,
+            notes: Vec::new(),
+            related: Vec::new(),
+        }
+    }
+
+    /// An error.
+    pub fn error(message: impl Into<String>, span: Option<Span>) -> Self {
+        Self::new(Level::Error, message, span)
+    }
+
+    /// A warning.
+    pub fn warning(message: impl Into<String>, span: Option<Span>) -> Self {
+        Self::new(Level::Warning, message, span)
+    }
+
+    /// Adds a note.
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// Sets the label shown under the span.
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Adds a secondary location.
+    pub fn with_related(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.related.push((span, message.into()));
+        self
+    }
+
+    /// Renders in the style of rustc:
+    ///
+    /// ```text
+    /// error: unknown element class `Foo`
+    ///  --> router.click:4:6
+    ///   |
+    /// 4 | a -> Foo -> b;
+    ///   |      ^^^ not a known class
+    ///   = note: ...
+    /// ```
+    pub fn render(&self, sm: &SourceMap) -> String {
+        let mut out = format!("{}: {}\n", self.level.as_str(), self.message);
+        if let Some(span) = self.span {
+            snippet(&mut out, sm, span, self.label.as_deref());
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "  = note: {note}");
+        }
+        for (span, msg) in &self.related {
+            let _ = writeln!(out, "note: {msg}");
+            snippet(&mut out, sm, *span, None);
+        }
+        out
+    }
+
+    /// Renders in the style of Click: `file:line: message` (warnings as
+    /// `file:line: warning: message`), or just the message when there is
+    /// no span. Secondary locations follow on their own lines in the same
+    /// form.
+    pub fn render_click(&self, sm: &SourceMap) -> String {
+        let prefix = match self.level {
+            Level::Error => "",
+            Level::Warning => "warning: ",
+            Level::Note => "note: ",
+        };
+        let mut out = match self.span {
+            Some(span) => {
+                let (line, _) = sm.line_col(span);
+                format!(
+                    "{}:{}: {}{}",
+                    sm.name(FileId(span.file)),
+                    line,
+                    prefix,
+                    self.message
+                )
+            }
+            None => format!("{prefix}{}", self.message),
+        };
+        for (span, msg) in &self.related {
+            let (line, _) = sm.line_col(*span);
+            let _ = write!(out, "\n{}:{}: {}", sm.name(FileId(span.file)), line, msg);
+        }
+        out
+    }
+}
+
+/// Appends a `--> file:line:col` header and the underlined source line.
+fn snippet(out: &mut String, sm: &SourceMap, span: Span, label: Option<&str>) {
+    let file = FileId(span.file);
+    let (line, col) = sm.line_col(span);
+    let width = line.to_string().len();
+    let pad = " ".repeat(width);
+    let _ = writeln!(out, "{pad}--> {}:{}:{}", sm.name(file), line, col);
+    let (src, line_start) = sm.line_at(file, span.start as usize);
+    let _ = writeln!(out, "{pad} |");
+    let _ = writeln!(out, "{line} | {src}");
+    // Underline from the span start to its end, or the end of the line.
+    let start = (span.start as usize)
+        .saturating_sub(line_start)
+        .min(src.len());
+    let start = floor_char_boundary(src, start);
+    let end = (span.end as usize)
+        .saturating_sub(line_start)
+        .clamp(start, src.len());
+    let end = floor_char_boundary(src, end);
+    let indent: String = src[..start]
+        .chars()
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let carets = "^".repeat(src[start..end].chars().count().max(1));
+    match label {
+        Some(l) => {
+            let _ = writeln!(out, "{pad} | {indent}{carets} {l}");
+        }
+        None => {
+            let _ = writeln!(out, "{pad} | {indent}{carets}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_and_render() {
+        let mut sm = SourceMap::new();
+        let f = sm.add("t.click", "a :: A;\nb -> Foo -> c;\n");
+        let span = Span::new(f, 13, 16);
+        assert_eq!(sm.line_col(span), (2, 6));
+        let d = Diagnostic::error("unknown element class `Foo`", Some(span))
+            .with_label("not a known class")
+            .with_note("classes are case-sensitive");
+        assert_eq!(
+            d.render(&sm),
+            "error: unknown element class `Foo`\n --> t.click:2:6\n  |\n2 | b -> Foo -> c;\n  |      ^^^ not a known class\n  = note: classes are case-sensitive\n"
+        );
+        assert_eq!(
+            d.render_click(&sm),
+            "t.click:2: unknown element class `Foo`"
+        );
+        let w = Diagnostic::warning("hm", Some(span));
+        assert_eq!(w.render_click(&sm), "t.click:2: warning: hm");
+        assert_eq!(Diagnostic::error("bare", None).render_click(&sm), "bare");
+        assert_eq!(Diagnostic::error("bare", None).render(&sm), "error: bare\n");
+    }
+
+    #[test]
+    fn out_of_range_spans_do_not_panic() {
+        let mut sm = SourceMap::new();
+        let f = sm.add("t", "é\n");
+        let d = Diagnostic::error("x", Some(Span::new(f, 1, 99)));
+        let _ = d.render(&sm);
+        let d = Diagnostic::error("x", Some(Span::new(FileId(7), 1, 2)));
+        let _ = d.render(&sm);
+        let _ = d.render_click(&sm);
+    }
+}

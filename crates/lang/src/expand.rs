@@ -1,0 +1,647 @@
+//! Compound expansion: scoped definitions to a flat graph.
+//!
+//! Each compound instance is expanded in place: its components get the
+//! instance name as a prefix (`p/x`) and are listed where the instance was
+//! declared. Compound ports become *tunnel* nodes: an outside connection to
+//! instance input `k` and an inside connection from `input [k]` meet at the
+//! same tunnel port. After expansion, every connection that starts at a
+//! primitive element is followed through tunnels to the primitive elements
+//! it reaches.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::args::{split_args, split_keyword};
+use crate::diag::{Diagnostic, Span};
+use crate::lexer::{comment_end, quote_end};
+use crate::parser::{Alt, Body, ClassRef, CompoundClass};
+use crate::{FlatConnection, FlatElement};
+
+/// Most primitive elements plus tunnels an expansion may create.
+const MAX_NODES: usize = 250_000;
+/// Deepest allowed chain of compound instances.
+const MAX_DEPTH: usize = 200;
+
+/// Variable bindings: one frame per lexical scope, innermost last.
+#[derive(Clone, Default)]
+pub(crate) struct Env {
+    frames: Vec<Vec<(String, String)>>,
+}
+
+impl Env {
+    fn lookup(&self, name: &str) -> Option<&str> {
+        self.frames
+            .iter()
+            .rev()
+            .flat_map(|f| f.iter())
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A node of the expanded graph.
+#[derive(Clone, Copy)]
+enum Node {
+    /// The primitive element with this index in the output.
+    Real(usize),
+    /// A compound port.
+    Tunnel,
+}
+
+/// What a body-local element became.
+#[derive(Clone, Copy)]
+enum Local {
+    Node(usize),
+    Compound { input: usize, output: usize },
+    Dead,
+}
+
+type Port = (usize, usize);
+
+pub(crate) struct Expander {
+    pub elements: Vec<FlatElement>,
+    nodes: Vec<Node>,
+    edges: Vec<(Port, Port, Span)>,
+    pub diags: Vec<Diagnostic>,
+    seen: HashSet<(String, Option<Span>)>,
+    names: HashMap<String, Span>,
+    too_big: bool,
+}
+
+impl Expander {
+    pub(crate) fn new() -> Self {
+        Expander {
+            elements: Vec::new(),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            diags: Vec::new(),
+            seen: HashSet::new(),
+            names: HashMap::new(),
+            too_big: false,
+        }
+    }
+
+    fn report(&mut self, d: Diagnostic) {
+        if self.seen.insert((d.message.clone(), d.span)) {
+            self.diags.push(d);
+        }
+    }
+
+    fn error(&mut self, msg: impl Into<String>, span: Span) {
+        self.report(Diagnostic::error(msg, Some(span)));
+    }
+
+    fn node(&mut self, n: Node) -> Option<usize> {
+        if self.nodes.len() >= MAX_NODES {
+            if !self.too_big {
+                self.too_big = true;
+                self.report(Diagnostic::error(
+                    format!(
+                        "configuration too large: more than {MAX_NODES} elements after expansion"
+                    ),
+                    None,
+                ));
+            }
+            return None;
+        }
+        self.nodes.push(n);
+        Some(self.nodes.len() - 1)
+    }
+
+    /// Expands the file body. `globals` are the command-line definitions,
+    /// which take precedence over the file's `define`s.
+    pub(crate) fn expand_file(&mut self, body: &Body, globals: &[(String, String)]) {
+        let mut env = Env::default();
+        env.frames.push(globals.to_vec());
+        let defines: Vec<_> = body
+            .defines
+            .iter()
+            .filter(|(n, _, _)| !globals.iter().any(|(g, _)| g == n))
+            .cloned()
+            .collect();
+        for (name, value, span) in defines {
+            let v = self.substitute(&value, &env, span, false);
+            if let Some(frame) = env.frames.last_mut() {
+                frame.push((name, v));
+            }
+        }
+        self.expand_body(body, "", &mut env, None, 0);
+    }
+
+    /// Substitutes variables in `text`; reports undefined ones at `span`
+    /// (shifted by the variable's offset when `exact`).
+    fn substitute(&mut self, text: &str, env: &Env, span: Span, exact: bool) -> String {
+        let (out, undefined) = substitute(text, env);
+        for (name, start, end) in undefined {
+            let s = if exact {
+                Span {
+                    start: span.start.saturating_add(start as u32),
+                    end: span.start.saturating_add(end as u32),
+                    ..span
+                }
+            } else {
+                span
+            };
+            self.error(format!("undefined variable `${name}`"), s);
+        }
+        out
+    }
+
+    fn expand_body(
+        &mut self,
+        body: &Body,
+        prefix: &str,
+        env: &mut Env,
+        io: Option<(usize, usize)>,
+        depth: usize,
+    ) {
+        let mut ports = vec![(0usize, 0usize); body.elements.len()];
+        for c in &body.conns {
+            if let Some(p) = ports.get_mut(c.to) {
+                p.0 = p.0.max(c.to_port + 1);
+            }
+            if let Some(p) = ports.get_mut(c.from) {
+                p.1 = p.1.max(c.from_port + 1);
+            }
+        }
+        let mut locals = Vec::with_capacity(body.elements.len());
+        for (i, e) in body.elements.iter().enumerate() {
+            if self.too_big {
+                locals.push(Local::Dead);
+                continue;
+            }
+            if matches!(e.class, ClassRef::Pseudo) {
+                locals.push(match io {
+                    Some((input, output)) => Local::Node(if i == 0 { input } else { output }),
+                    None => Local::Dead,
+                });
+                continue;
+            }
+            let name = format!("{prefix}{}", e.name);
+            let local = match &e.class {
+                ClassRef::Pseudo | ClassRef::Error => Local::Dead,
+                ClassRef::Primitive(class) if is_script_class(class) => {
+                    // A script's `$x` may name a script variable set at run
+                    // time: undefined ones stay as written, as in Click.
+                    let (config, _) = substitute(&e.config, env);
+                    self.primitive(name, class, &config, e.span, e.config_span)
+                }
+                ClassRef::Primitive(class) => {
+                    let config = self.substitute(&e.config, env, e.config_span, true);
+                    self.primitive(name, class, &config, e.span, e.config_span)
+                }
+                ClassRef::Compound(cc) => {
+                    let config = self.substitute(&e.config, env, e.config_span, true);
+                    let (nin, nout) = ports[i];
+                    match self.choose(cc, &config, nin, nout, e.span, &name) {
+                        None => Local::Dead,
+                        Some((Alt::Primitive(class), _)) => {
+                            self.primitive(name, &class, &config, e.span, e.config_span)
+                        }
+                        Some((Alt::Def(def), values)) => {
+                            if depth >= MAX_DEPTH {
+                                self.error("compound elements nested too deeply", e.span);
+                                Local::Dead
+                            } else {
+                                self.instance(&def, &name, &values, env, depth)
+                            }
+                        }
+                    }
+                }
+            };
+            locals.push(local);
+        }
+        for c in &body.conns {
+            let from = match locals.get(c.from) {
+                Some(Local::Node(n)) => *n,
+                Some(Local::Compound { output, .. }) => *output,
+                _ => continue,
+            };
+            let to = match locals.get(c.to) {
+                Some(Local::Node(n)) => *n,
+                Some(Local::Compound { input, .. }) => *input,
+                _ => continue,
+            };
+            // `input` as a destination / `output` as a source were
+            // reported by the parser.
+            if body.compound && (c.to == 0 || c.from == 1) {
+                continue;
+            }
+            self.edges
+                .push(((from, c.from_port), (to, c.to_port), c.span));
+        }
+    }
+
+    fn primitive(
+        &mut self,
+        name: String,
+        class: &str,
+        config: &str,
+        span: Span,
+        config_span: Span,
+    ) -> Local {
+        if let Some(&first) = self.names.get(&name) {
+            self.report(
+                Diagnostic::error(format!("redeclaration of element `{name}`"), Some(span))
+                    .with_related(first, format!("element `{name}` first declared here")),
+            );
+            return Local::Dead;
+        }
+        let Some(node) = self.node(Node::Real(self.elements.len())) else {
+            return Local::Dead;
+        };
+        self.names.insert(name.clone(), span);
+        self.elements.push(FlatElement {
+            name,
+            class: class.to_string(),
+            config: strip_comments(config),
+            span,
+            config_span,
+        });
+        Local::Node(node)
+    }
+
+    fn instance(
+        &mut self,
+        def: &Body,
+        name: &str,
+        values: &[String],
+        env: &mut Env,
+        depth: usize,
+    ) -> Local {
+        let (Some(input), Some(output)) = (self.node(Node::Tunnel), self.node(Node::Tunnel)) else {
+            return Local::Dead;
+        };
+        let saved = std::mem::take(&mut env.frames);
+        env.frames = saved.iter().take(def.depth).cloned().collect();
+        let frame: Vec<(String, String)> = def
+            .formals
+            .iter()
+            .zip(values)
+            .map(|(f, v)| (f.var.clone(), v.clone()))
+            .collect();
+        env.frames.push(frame);
+        for (n, v, s) in &def.defines {
+            let v = self.substitute(v, env, *s, false);
+            if let Some(f) = env.frames.last_mut() {
+                f.push((n.clone(), v));
+            }
+        }
+        self.expand_body(
+            def,
+            &format!("{name}/"),
+            env,
+            Some((input, output)),
+            depth + 1,
+        );
+        env.frames = saved;
+        Local::Compound { input, output }
+    }
+
+    /// Picks the alternative of an overloaded compound that matches the
+    /// arguments and port counts; returns it with the formal values.
+    fn choose(
+        &mut self,
+        cc: &CompoundClass,
+        config: &str,
+        nin: usize,
+        nout: usize,
+        span: Span,
+        elem: &str,
+    ) -> Option<(Alt, Vec<String>)> {
+        let args = split_args(config);
+        let class_name = if cc.name.is_empty() {
+            "<anonymous>"
+        } else {
+            cc.name.as_str()
+        };
+        if let [Alt::Def(def)] = cc.alts.as_slice() {
+            // A single definition: explain argument problems precisely.
+            return match assign(def, &args) {
+                Ok(values) => {
+                    for (used, have, what) in
+                        [(nin, def.ninputs, "input"), (nout, def.noutputs, "output")]
+                    {
+                        if used > have {
+                            self.error(
+                                format!(
+                                    "`{elem}` uses {what} port {} but compound `{class_name}` has {have} {what}{}",
+                                    used - 1,
+                                    if have == 1 { "" } else { "s" }
+                                ),
+                                span,
+                            );
+                        }
+                    }
+                    Some((Alt::Def(def.clone()), values))
+                }
+                Err(e) => {
+                    let msg = match e {
+                        AssignError::TooFew { expected, found } => format!(
+                            "too few arguments to compound `{class_name}` (expected {expected}, found {found})"
+                        ),
+                        AssignError::TooMany { expected, found } => format!(
+                            "too many arguments to compound `{class_name}` (expected {expected}, found {found})"
+                        ),
+                        AssignError::Missing(k) => {
+                            format!("missing `{k}` argument to compound `{class_name}`")
+                        }
+                    };
+                    self.error(msg, span);
+                    None
+                }
+            };
+        }
+        for alt in &cc.alts {
+            match alt {
+                Alt::Primitive(_) => return Some((alt.clone(), Vec::new())),
+                Alt::Def(def) => {
+                    if def.ninputs == nin && def.noutputs == nout {
+                        if let Ok(values) = assign(def, &args) {
+                            return Some((alt.clone(), values));
+                        }
+                    }
+                }
+            }
+        }
+        let mut d = Diagnostic::error(
+            format!(
+                "no match for `{class_name}` with {} argument{}, {nin} input{}, {nout} output{}",
+                args.len(),
+                if args.len() == 1 { "" } else { "s" },
+                if nin == 1 { "" } else { "s" },
+                if nout == 1 { "" } else { "s" },
+            ),
+            Some(span),
+        );
+        for alt in &cc.alts {
+            if let Alt::Def(def) = alt {
+                d = d.with_note(format!("candidate: {}", def.signature(class_name)));
+            }
+        }
+        self.report(d);
+        None
+    }
+
+    /// Follows connections through tunnels and returns the flat
+    /// connections between primitive elements, without duplicates.
+    pub(crate) fn connections(&self) -> Vec<FlatConnection> {
+        let mut by_source: HashMap<Port, Vec<usize>> = HashMap::new();
+        for (i, (from, _, _)) in self.edges.iter().enumerate() {
+            by_source.entry(*from).or_default().push(i);
+        }
+        let mut out: Vec<FlatConnection> = Vec::new();
+        let mut seen = HashSet::new();
+        for (from, to, span) in &self.edges {
+            let Some(Node::Real(src)) = self.nodes.get(from.0) else {
+                continue;
+            };
+            let mut stack = vec![*to];
+            let mut visited = HashSet::new();
+            while let Some(p) = stack.pop() {
+                if !visited.insert(p) {
+                    continue;
+                }
+                match self.nodes.get(p.0) {
+                    Some(Node::Real(dst)) if seen.insert((*src, from.1, *dst, p.1)) => {
+                        out.push(FlatConnection {
+                            from: *src,
+                            from_port: from.1,
+                            to: *dst,
+                            to_port: p.1,
+                            span: *span,
+                        });
+                    }
+                    Some(Node::Tunnel) => {
+                        if let Some(next) = by_source.get(&p) {
+                            stack.extend(next.iter().map(|&e| self.edges[e].1));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out.sort_by_key(|c| (c.from, c.from_port, c.to, c.to_port));
+        out
+    }
+}
+
+/// Why compound arguments do not fit the formals.
+enum AssignError {
+    TooFew { expected: usize, found: usize },
+    TooMany { expected: usize, found: usize },
+    Missing(String),
+}
+
+/// Assigns compound arguments to formals: positional ones in order,
+/// `KEYWORD value` ones by keyword, leftovers to `__REST__`.
+fn assign(def: &Body, args: &[String]) -> Result<Vec<String>, AssignError> {
+    let mut values: Vec<Option<String>> = vec![None; def.formals.len()];
+    let npos = def
+        .formals
+        .iter()
+        .take_while(|f| f.keyword.is_none())
+        .count();
+    let rest = def
+        .formals
+        .iter()
+        .position(|f| f.keyword.as_deref() == Some("__REST__"));
+    let mut next_pos = 0;
+    let mut extra = Vec::new();
+    for arg in args {
+        let kw = split_keyword(arg).and_then(|(k, v)| {
+            def.formals
+                .iter()
+                .position(|f| f.keyword.as_deref() == Some(k) && k != "__REST__")
+                .map(|i| (i, v))
+        });
+        if let Some((i, v)) = kw {
+            values[i] = Some(v.to_string());
+        } else if next_pos < npos {
+            values[next_pos] = Some(arg.clone());
+            next_pos += 1;
+        } else {
+            extra.push(arg.clone());
+        }
+    }
+    match rest {
+        Some(r) => values[r] = Some(extra.join(", ")),
+        None if !extra.is_empty() => {
+            return Err(AssignError::TooMany {
+                expected: npos,
+                found: npos + extra.len(),
+            })
+        }
+        None => {}
+    }
+    if next_pos < npos {
+        return Err(AssignError::TooFew {
+            expected: npos,
+            found: next_pos,
+        });
+    }
+    let mut out = Vec::with_capacity(values.len());
+    for (f, v) in def.formals.iter().zip(values) {
+        match v {
+            Some(v) => out.push(v),
+            None => return Err(AssignError::Missing(f.keyword.clone().unwrap_or_default())),
+        }
+    }
+    Ok(out)
+}
+
+/// Replaces `$name`, `${name}` and `${name-default}` outside single quotes
+/// and comments. Inside double quotes the value is escaped so the string
+/// keeps its meaning. Returns the text and the undefined variables with
+/// their byte ranges.
+pub(crate) fn substitute(text: &str, env: &Env) -> (String, Vec<(String, usize, usize)>) {
+    let b = text.as_bytes();
+    if !b.contains(&b'$') {
+        return (text.to_string(), Vec::new());
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut undefined = Vec::new();
+    let mut i = 0;
+    let mut copied = 0;
+    let mut in_double = false;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if in_double => i += 2,
+            b'"' => {
+                in_double = !in_double;
+                i += 1;
+            }
+            b'\'' if !in_double => i = quote_end(b, i),
+            b'/' if !in_double => i = comment_end(b, i).unwrap_or(i + 1),
+            b'$' => {
+                let start = i;
+                let (name, default, end) = if b.get(i + 1) == Some(&b'{') {
+                    match text[i + 2..].find('}') {
+                        Some(k) => {
+                            let inner = &text[i + 2..i + 2 + k];
+                            let (n, d) = match inner.split_once('-') {
+                                Some((n, d)) => (n, Some(d)),
+                                None => (inner, None),
+                            };
+                            (n, d, i + 3 + k)
+                        }
+                        None => ("", None, i + 1),
+                    }
+                } else {
+                    let n = b[i + 1..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+                        .count();
+                    (&text[i + 1..i + 1 + n], None, i + 1 + n)
+                };
+                if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                {
+                    i += 1;
+                    continue;
+                }
+                out.push_str(&text[copied..start]);
+                let value = match (env.lookup(name), default) {
+                    (Some(v), _) => Some(v.to_string()),
+                    (None, Some(d)) => Some(d.to_string()),
+                    (None, None) => None,
+                };
+                match value {
+                    Some(v) if in_double => out.push_str(&escape_double(&v)),
+                    Some(v) => out.push_str(&v),
+                    None => {
+                        undefined.push((name.to_string(), start, end));
+                        out.push_str(&text[start..end]);
+                    }
+                }
+                i = end;
+                copied = end;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    (out, undefined)
+}
+
+/// Classes whose configuration is a script with variables of its own.
+fn is_script_class(class: &str) -> bool {
+    matches!(class, "Script" | "DriverManager")
+}
+
+fn escape_double(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for c in v.chars() {
+        if matches!(c, '\\' | '"' | '$') {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s
+}
+
+/// Removes comments outside quotes (each becomes one space) and trims.
+pub(crate) fn strip_comments(text: &str) -> String {
+    let b = text.as_bytes();
+    if !text.contains("//") && !text.contains("/*") {
+        return text.trim().to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' => i = quote_end(b, i),
+            b'/' => match comment_end(b, i) {
+                Some(mut end) => {
+                    out.push_str(&text[copied..i]);
+                    if out.is_empty() || out.ends_with(char::is_whitespace) {
+                        while matches!(b.get(end), Some(b' ' | b'\t')) {
+                            end += 1;
+                        }
+                    } else if !b.get(end).is_some_and(u8::is_ascii_whitespace) {
+                        out.push(' ');
+                    }
+                    i = end;
+                    copied = end;
+                }
+                None => i += 1,
+            },
+            _ => i += 1,
+        }
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    out.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> Env {
+        Env {
+            frames: vec![vars
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()],
+        }
+    }
+
+    #[test]
+    fn substitution() {
+        let e = env(&[("a", "1"), ("s", "x\"y")]);
+        assert_eq!(substitute("$a, ${a}b, '$a'", &e).0, "1, 1b, '$a'");
+        assert_eq!(substitute("\"$s\"", &e).0, "\"x\\\"y\"");
+        assert_eq!(substitute("${zz-9} // $q", &e).0, "9 // $q");
+        let (out, undef) = substitute("a $nope b", &e);
+        assert_eq!(out, "a $nope b");
+        assert_eq!(undef, vec![("nope".to_string(), 2, 7)]);
+        assert_eq!(substitute("$ $$ ${", &e).0, "$ $$ ${");
+        assert_eq!(substitute("\"\\$a\"", &e).0, "\"\\$a\"");
+    }
+
+    #[test]
+    fn comments() {
+        assert_eq!(strip_comments(" a /* x */ b // y\n c "), "a b \n c");
+        assert_eq!(strip_comments("\"//\" '/*'"), "\"//\" '/*'");
+        assert_eq!(strip_comments("a/*"), "a");
+    }
+}

@@ -1,0 +1,252 @@
+//! A batch: up to [`BATCH_MAX`] packet handles, processed together.
+//!
+//! A batch is a fixed array on the stack or in an element, never a heap
+//! allocation per use. Handles are one pointer each, so moving packets
+//! between batches copies 8 bytes per packet.
+
+use std::mem::MaybeUninit;
+
+use crate::packet::Packet;
+
+/// The most packets a batch holds.
+pub const BATCH_MAX: usize = 256;
+
+/// Up to [`BATCH_MAX`] packets.
+pub struct Batch {
+    len: usize,
+    pkts: [MaybeUninit<Packet>; BATCH_MAX],
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Batch {
+    /// An empty batch.
+    #[inline]
+    pub const fn new() -> Batch {
+        Batch {
+            len: 0,
+            pkts: [const { MaybeUninit::uninit() }; BATCH_MAX],
+        }
+    }
+
+    /// Number of packets.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the batch holds no packet.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// True when the batch holds [`BATCH_MAX`] packets.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.len == BATCH_MAX
+    }
+
+    /// Free places left.
+    #[inline]
+    pub fn room(&self) -> usize {
+        BATCH_MAX - self.len
+    }
+
+    /// Appends a packet; gives it back if the batch is full.
+    #[inline]
+    pub fn push(&mut self, p: Packet) -> Result<(), Packet> {
+        if self.len == BATCH_MAX {
+            return Err(p);
+        }
+        self.pkts[self.len].write(p);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Removes and returns the last packet.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Packet> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        // SAFETY: slots below the old len are initialized; we shrink len
+        // first so the slot is not read again.
+        Some(unsafe { self.pkts[self.len].assume_init_read() })
+    }
+
+    /// The packets, as a slice.
+    #[inline]
+    pub fn as_slice(&self) -> &[Packet] {
+        // SAFETY: the first len slots are initialized, and MaybeUninit<T>
+        // has T's layout.
+        unsafe { std::slice::from_raw_parts(self.pkts.as_ptr().cast::<Packet>(), self.len) }
+    }
+
+    /// The packets, as a mutable slice.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [Packet] {
+        // SAFETY: as in as_slice, with exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.pkts.as_mut_ptr().cast::<Packet>(), self.len) }
+    }
+
+    /// Iterates over the packets.
+    #[inline]
+    pub fn iter(&self) -> std::slice::Iter<'_, Packet> {
+        self.as_slice().iter()
+    }
+
+    /// Iterates over the packets, mutably.
+    #[inline]
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Packet> {
+        self.as_mut_slice().iter_mut()
+    }
+
+    /// Drops every packet (returning their slots to the pool).
+    #[inline]
+    pub fn clear(&mut self) {
+        let n = self.len;
+        self.len = 0;
+        for s in &mut self.pkts[..n] {
+            // SAFETY: slots below the old len were initialized; len is 0 now
+            // so none is read again.
+            unsafe { s.assume_init_drop() }
+        }
+    }
+
+    /// Keeps the packets for which `f` returns true, in order; the others
+    /// are handed to `rejected` (which may drop them or route them
+    /// elsewhere).
+    #[inline]
+    pub fn retain_or<F, R>(&mut self, mut f: F, mut rejected: R)
+    where
+        F: FnMut(&mut Packet) -> bool,
+        R: FnMut(Packet),
+    {
+        let n = self.len;
+        self.len = 0;
+        let mut kept = 0;
+        for i in 0..n {
+            // SAFETY: slot i < n is initialized and is read exactly once:
+            // it is either moved down to `kept` or handed away.
+            let mut p = unsafe { self.pkts[i].assume_init_read() };
+            if f(&mut p) {
+                self.pkts[kept].write(p);
+                kept += 1;
+            } else {
+                rejected(p);
+            }
+        }
+        self.len = kept;
+    }
+
+    /// Routes every packet: `f` returns `Some(0)` to keep it in the batch,
+    /// `Some(k)` to hand it to `elsewhere(k, packet)`, `None` to drop it.
+    /// Kept packets stay in order.
+    #[inline]
+    pub fn partition<F, E>(&mut self, mut f: F, mut elsewhere: E)
+    where
+        F: FnMut(&mut Packet) -> Option<usize>,
+        E: FnMut(usize, Packet),
+    {
+        let n = self.len;
+        self.len = 0;
+        let mut kept = 0;
+        for i in 0..n {
+            // SAFETY: slot i < n is initialized and is read exactly once:
+            // it is moved down to `kept`, handed away, or dropped.
+            let mut p = unsafe { self.pkts[i].assume_init_read() };
+            match f(&mut p) {
+                Some(0) => {
+                    self.pkts[kept].write(p);
+                    kept += 1;
+                }
+                Some(k) => elsewhere(k, p),
+                None => drop(p),
+            }
+        }
+        self.len = kept;
+    }
+
+    /// Moves every packet out, in order, leaving the batch empty.
+    #[inline]
+    pub fn drain(&mut self) -> Drain<'_> {
+        let n = self.len;
+        self.len = 0;
+        Drain {
+            batch: self,
+            next: 0,
+            end: n,
+        }
+    }
+
+    /// Moves all packets of `other` to the end of `self`, as many as fit;
+    /// returns how many were moved.
+    pub fn append(&mut self, other: &mut Batch) -> usize {
+        let n = other.len.min(self.room());
+        for i in 0..n {
+            // SAFETY: slot i of other is initialized; after the loop the
+            // remaining packets are moved down and other's len adjusted so
+            // each packet is owned exactly once.
+            let p = unsafe { other.pkts[i].assume_init_read() };
+            self.pkts[self.len].write(p);
+            self.len += 1;
+        }
+        let rest = other.len - n;
+        // SAFETY: slots n..n+rest are initialized; a bitwise move down is
+        // a move of ownership since slots 0..n were already moved out.
+        unsafe {
+            std::ptr::copy(other.pkts.as_ptr().add(n), other.pkts.as_mut_ptr(), rest);
+        }
+        other.len = rest;
+        n
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// Draining iterator over a batch's packets.
+pub struct Drain<'a> {
+    batch: &'a mut Batch,
+    next: usize,
+    end: usize,
+}
+
+impl Iterator for Drain<'_> {
+    type Item = Packet;
+
+    #[inline]
+    fn next(&mut self) -> Option<Packet> {
+        if self.next == self.end {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        // SAFETY: slots next..end are initialized and each is read once;
+        // the batch's len was set to 0 when draining began.
+        Some(unsafe { self.batch.pkts[i].assume_init_read() })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
+}
+
+impl Drop for Drain<'_> {
+    fn drop(&mut self) {
+        for i in self.next..self.end {
+            // SAFETY: packets not yet yielded are still initialized.
+            unsafe { self.batch.pkts[i].assume_init_drop() }
+        }
+    }
+}

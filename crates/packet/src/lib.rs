@@ -1,0 +1,21 @@
+//! pronto's packets: a pool of fixed slots in one memfd-backed region, packet
+//! handles that own a slot, batches of handles, and Click's annotations.
+//!
+//! Invariants:
+//! - A packet's bytes never leave its slot; a packet is one pointer.
+//! - Allocation and free are a pop and a push on the pool's free stack: no
+//!   heap allocation per packet.
+//! - `unsafe` in this crate is limited to mapping the region and viewing
+//!   slots; every block states why it is sound.
+
+mod batch;
+pub mod mmap;
+mod packet;
+mod pool;
+pub mod wire;
+
+pub use batch::{Batch, Drain, BATCH_MAX};
+pub use packet::*;
+pub use pool::{
+    Pool, PoolError, BUFFER_SIZE, DEFAULT_HEADROOM, HEADER_SIZE, MAX_PACKET, SLOT_STRIDE,
+};

@@ -1,0 +1,145 @@
+//! Wire-format helpers shared by elements: Internet checksums and the
+//! offsets of the IPv4, TCP, UDP and ICMP fields pronto touches.
+//!
+//! These are byte-slice helpers on the hot path; callers check lengths first.
+
+/// Ethernet header length.
+pub const ETHER_LEN: usize = 14;
+/// EtherType of IPv4.
+pub const ETHERTYPE_IP: u16 = 0x0800;
+/// EtherType of ARP.
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+/// IP protocol numbers.
+pub const IP_PROTO_ICMP: u8 = 1;
+/// TCP.
+pub const IP_PROTO_TCP: u8 = 6;
+/// UDP.
+pub const IP_PROTO_UDP: u8 = 17;
+
+/// One's-complement sum of `data` (not folded, not inverted), starting
+/// from `acc`.
+#[inline]
+pub fn ones_sum(data: &[u8], mut acc: u64) -> u64 {
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let (s, carry) = acc.overflowing_add(w);
+        acc = s + carry as u64;
+    }
+    let rest = chunks.remainder();
+    let mut i = 0;
+    while i + 1 < rest.len() {
+        acc += u16::from_be_bytes([rest[i], rest[i + 1]]) as u64;
+        i += 2;
+    }
+    if i < rest.len() {
+        acc += (rest[i] as u64) << 8;
+    }
+    acc
+}
+
+/// Folds a one's-complement sum to 16 bits.
+#[inline]
+pub fn fold(mut acc: u64) -> u16 {
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// The Internet checksum of `data` (RFC 1071), ready to store.
+#[inline]
+pub fn checksum(data: &[u8]) -> u16 {
+    !fold(ones_sum(data, 0))
+}
+
+/// One's-complement sum of the TCP/UDP pseudo-header.
+#[inline]
+pub fn pseudo_header_sum(src: &[u8], dst: &[u8], proto: u8, len: usize) -> u64 {
+    let mut acc = ones_sum(src, 0);
+    acc = ones_sum(dst, acc);
+    acc + proto as u64 + len as u64
+}
+
+/// Incrementally updates checksum `old_sum` when a 16-bit word changes from
+/// `old` to `new` (RFC 1624, eqn. 3).
+#[inline]
+pub fn update_checksum16(old_sum: u16, old: u16, new: u16) -> u16 {
+    let acc = (!old_sum) as u64 + (!old) as u64 + new as u64;
+    !fold(acc)
+}
+
+/// Incrementally updates checksum `old_sum` for a changed 32-bit value.
+#[inline]
+pub fn update_checksum32(old_sum: u16, old: [u8; 4], new: [u8; 4]) -> u16 {
+    let s = update_checksum16(
+        old_sum,
+        u16::from_be_bytes([old[0], old[1]]),
+        u16::from_be_bytes([new[0], new[1]]),
+    );
+    update_checksum16(
+        s,
+        u16::from_be_bytes([old[2], old[3]]),
+        u16::from_be_bytes([new[2], new[3]]),
+    )
+}
+
+/// Reads a big-endian u16 at `off`.
+#[inline]
+pub fn be16(b: &[u8], off: usize) -> u16 {
+    u16::from_be_bytes([b[off], b[off + 1]])
+}
+
+/// Writes a big-endian u16 at `off`.
+#[inline]
+pub fn set_be16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Reads 4 bytes at `off`.
+#[inline]
+pub fn addr4(b: &[u8], off: usize) -> [u8; 4] {
+    [b[off], b[off + 1], b[off + 2], b[off + 3]]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc1071_example() {
+        // Example from RFC 1071 section 3: 00 01 f2 03 f4 f5 f6 f7 sums to ddf2.
+        let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(fold(ones_sum(&d, 0)), 0xddf2);
+        assert_eq!(checksum(&d), !0xddf2);
+    }
+
+    #[test]
+    fn ip_header_checksum_verifies() {
+        // version/IHL 45, TOS 00, total length 0x0073, id 0, flags DF,
+        // TTL 64, proto UDP, checksum b861, 192.168.0.1 -> 192.168.0.199
+        let h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(checksum(&h), 0);
+        let mut z = h;
+        z[10] = 0;
+        z[11] = 0;
+        assert_eq!(checksum(&z), 0xb861);
+    }
+
+    #[test]
+    fn incremental_matches_full() {
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        let old = addr4(&h, 12);
+        let new = [10, 0, 0, 1];
+        let s = update_checksum32(be16(&h, 10), old, new);
+        h[12..16].copy_from_slice(&new);
+        set_be16(&mut h, 10, s);
+        assert_eq!(checksum(&h), 0);
+    }
+}

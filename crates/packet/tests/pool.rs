@@ -1,0 +1,130 @@
+use pronto_packet::{Batch, Pool, BATCH_MAX, DEFAULT_HEADROOM, SLOT_STRIDE};
+
+#[test]
+fn stride_is_cache_friendly() {
+    assert_eq!(SLOT_STRIDE % 64, 0);
+    assert_ne!(SLOT_STRIDE % 4096, 0);
+    assert_eq!(SLOT_STRIDE, 2176);
+}
+
+#[test]
+fn alloc_free_returns_slots() {
+    let pool = Pool::new(4).expect("pool");
+    let a = pool.alloc().expect("a");
+    let b = pool.alloc().expect("b");
+    assert_eq!(pool.available(), 2);
+    assert_eq!((a.slot_index(), b.slot_index()), (0, 1));
+    drop(a);
+    assert_eq!(pool.available(), 3);
+    let c = pool.alloc().expect("c");
+    assert_eq!(c.slot_index(), 0);
+    drop((b, c));
+    assert_eq!(pool.available(), 4);
+}
+
+#[test]
+fn exhaustion_is_none_not_panic() {
+    let pool = Pool::new(2).expect("pool");
+    let _a = pool.alloc().expect("a");
+    let _b = pool.alloc().expect("b");
+    assert!(pool.alloc().is_none());
+}
+
+#[test]
+fn push_pull_put_take() {
+    let pool = Pool::new(1).expect("pool");
+    let mut p = pool.alloc_from(&[1, 2, 3, 4, 5, 6]).expect("p");
+    assert_eq!(p.headroom(), DEFAULT_HEADROOM);
+    p.pull(2);
+    assert_eq!(p.data(), &[3, 4, 5, 6]);
+    // Unstrip restores the bytes that were there.
+    p.push(2).expect("headroom");
+    assert_eq!(p.data(), &[1, 2, 3, 4, 5, 6]);
+    p.take(3);
+    assert_eq!(p.data(), &[1, 2, 3]);
+    assert!(p.put_zeroed(2));
+    assert_eq!(p.data(), &[1, 2, 3, 0, 0]);
+    p.pull(100);
+    assert!(p.is_empty());
+}
+
+#[test]
+fn push_beyond_headroom_moves_data_and_headers() {
+    let pool = Pool::new(1).expect("pool");
+    let mut p = pool.alloc_from(&[9; 10]).expect("p");
+    p.set_network_header(2, 4);
+    let h = p.push(DEFAULT_HEADROOM + 8).expect("fits in slot");
+    h.fill(0xaa);
+    assert_eq!(p.len(), 10 + DEFAULT_HEADROOM + 8);
+    assert_eq!(
+        p.network_header_offset(),
+        Some((DEFAULT_HEADROOM + 8 + 2) as isize)
+    );
+    assert_eq!(&p.data()[DEFAULT_HEADROOM + 8..], &[9; 10]);
+}
+
+#[test]
+fn network_header_survives_strip() {
+    let pool = Pool::new(1).expect("pool");
+    let mut p = pool.alloc_from(&[0; 60]).expect("p");
+    p.pull(14);
+    p.set_network_header(0, 20);
+    assert_eq!(p.network_header_len(), Some(20));
+    p.push(14).expect("unstrip");
+    assert_eq!(p.network_header_offset(), Some(14));
+    assert_eq!(p.transport_header_offset(), Some(34));
+}
+
+#[test]
+fn clone_copies_bytes_and_annotations() {
+    let pool = Pool::new(2).expect("pool");
+    let mut p = pool.alloc_from(b"hello").expect("p");
+    p.set_paint_anno(7);
+    p.set_dst_ip_anno([10, 0, 0, 1]);
+    p.set_timestamp_ns(42);
+    let q = pool.clone_packet(&p).expect("q");
+    assert_eq!(q.data(), b"hello");
+    assert_eq!(q.paint_anno(), 7);
+    assert_eq!(q.dst_ip_anno(), [10, 0, 0, 1]);
+    assert_eq!(q.timestamp_ns(), 42);
+    assert_ne!(p.slot_index(), q.slot_index());
+}
+
+#[test]
+fn batch_retain_and_drain() {
+    let pool = Pool::new(BATCH_MAX + 1).expect("pool");
+    let mut b = Batch::new();
+    for i in 0..BATCH_MAX {
+        b.push(pool.alloc_from(&[i as u8]).expect("p"))
+            .expect("room");
+    }
+    assert!(b.is_full());
+    let extra = pool.alloc().expect("extra");
+    assert!(b.push(extra).is_err());
+    let mut odd = Batch::new();
+    b.retain_or(|p| p.data()[0] % 2 == 0, |p| odd.push(p).expect("room"));
+    assert_eq!(b.len(), BATCH_MAX / 2);
+    assert_eq!(odd.len(), BATCH_MAX / 2);
+    assert!(b.iter().all(|p| p.data()[0] % 2 == 0));
+    let firsts: Vec<u8> = odd.drain().take(2).map(|p| p.data()[0]).collect();
+    assert_eq!(firsts, vec![1, 3]);
+    assert!(odd.is_empty());
+    drop(b);
+    assert_eq!(pool.available(), BATCH_MAX + 1);
+}
+
+#[test]
+fn batch_append_moves_what_fits() {
+    let pool = Pool::new(BATCH_MAX + 10).expect("pool");
+    let mut a = Batch::new();
+    let mut b = Batch::new();
+    for _ in 0..BATCH_MAX - 5 {
+        a.push(pool.alloc().expect("p")).expect("room");
+    }
+    for i in 0..10u8 {
+        b.push(pool.alloc_from(&[i]).expect("p")).expect("room");
+    }
+    assert_eq!(a.append(&mut b), 5);
+    assert_eq!(b.len(), 5);
+    assert_eq!(b.as_slice()[0].data(), &[5]);
+}

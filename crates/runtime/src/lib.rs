@@ -1,0 +1,16 @@
+//! pronto's Click runtime.
+//!
+//! [`Router::build`] turns a flat configuration into a checked graph of
+//! configured elements (every error at once, each with its source span);
+//! [`Router::run`] runs it until the driver stops. The runtime does no I/O
+//! of its own (elements do) and takes time from its [`Clock`], so a run
+//! under simulated time is deterministic.
+
+mod graph;
+mod router;
+mod script;
+
+pub use router::{
+    all_classes, format_timestamp, is_known_class, lookup_class, wall_clock_ns, CallError, Clock,
+    Router, RouterOptions,
+};

@@ -1,0 +1,785 @@
+//! A running router: configured elements, the connections between them, the
+//! task loop, timers and handlers.
+//!
+//! Packets move run-to-completion: a task makes or pulls a batch, and the
+//! batch is pushed along the connections, element by element, until every
+//! packet is stored, sent or dropped. The runtime performs no I/O of its
+//! own and reads time only through its [`Clock`].
+
+use std::path::{Path, PathBuf};
+
+use pronto_elements::{ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, TaskStatus};
+use pronto_lang::{Diagnostic, FlatConfig, SourceMap};
+use pronto_packet::{Batch, Pool, BATCH_MAX};
+
+use crate::graph::{self, Graph};
+use crate::script::{Env, Script, ScriptState};
+
+/// Where the runtime's time comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Clock {
+    /// The system's wall clock.
+    Real,
+    /// Simulated time: starts at the given instant (ns since the epoch) and
+    /// moves only when the router is idle and a timer is due.
+    Simulated(i64),
+}
+
+/// How to build a router.
+pub struct RouterOptions {
+    /// Directory that relative file names in element arguments resolve
+    /// against.
+    pub base_dir: PathBuf,
+    /// Packet slots in the pool.
+    pub pool_slots: usize,
+    /// Time source.
+    pub clock: Clock,
+}
+
+impl Default for RouterOptions {
+    fn default() -> Self {
+        RouterOptions {
+            base_dir: PathBuf::from("."),
+            pool_slots: 16 * 1024,
+            clock: Clock::Real,
+        }
+    }
+}
+
+/// A read handler's or write handler's failure, with the handler's full
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// No element of that name.
+    #[error("no element named `{0}`")]
+    NoElement(String),
+    /// The element has no such handler.
+    #[error("element `{0}` has no {2} handler `{1}`")]
+    NoHandler(String, String, &'static str),
+    /// The handler refused the value.
+    #[error("{0}: {1}")]
+    Failed(String, String),
+}
+
+struct Task {
+    node: usize,
+    wake_at: i64,
+    idle_rounds: u32,
+    done: bool,
+}
+
+/// A configured, runnable router.
+pub struct Router {
+    // Field order matters: elements and batches hold packets, which must be
+    // dropped before the pool they come from.
+    elems: Vec<Box<dyn Element>>,
+    outbufs: Vec<Option<Box<[Batch]>>>,
+    scratch: Vec<Box<Batch>>,
+    graph: Graph,
+    ordered: Vec<bool>,
+    tasks: Vec<Task>,
+    scripts: Vec<usize>,
+    ctrl: Control,
+    clock: Clock,
+    sim_now: i64,
+    /// The time read once at the start of the current task run, handed to
+    /// every element the run reaches (one clock read per batch, not per
+    /// element).
+    run_now: i64,
+    stopped: bool,
+    script_error: Option<String>,
+    flat_text: String,
+    pool: Pool,
+}
+
+/// Looks up an element class by Click name: the element library plus the
+/// runtime's own `Script` and `DriverManager`.
+pub fn lookup_class(name: &str) -> Option<ClassEntry> {
+    crate::script::lookup(name).or_else(|| pronto_elements::registry::lookup(name))
+}
+
+/// Every class the runtime knows, sorted by name.
+pub fn all_classes() -> Vec<ClassEntry> {
+    let mut v: Vec<ClassEntry> = pronto_elements::registry::all().to_vec();
+    v.extend(
+        ["DriverManager", "Script"]
+            .iter()
+            .filter_map(|n| crate::script::lookup(n)),
+    );
+    v.sort_by_key(|e| e.spec.name);
+    v
+}
+
+/// True if `name` is a known primitive class.
+pub fn is_known_class(name: &str) -> bool {
+    lookup_class(name).is_some()
+}
+
+impl Router {
+    /// Checks and configures a flat configuration. Every problem found is
+    /// returned, each pointing into the source.
+    pub fn build(
+        flat: &FlatConfig,
+        _sm: &SourceMap,
+        opts: &RouterOptions,
+    ) -> Result<Router, Vec<Diagnostic>> {
+        let mut errors = Vec::new();
+        let graph = graph::build(flat, &lookup_class, &mut errors);
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let mut elems: Vec<Box<dyn Element>> = Vec::with_capacity(graph.nodes.len());
+        for node in &graph.nodes {
+            let Some(entry) = node.entry else { continue };
+            let ctx = ConfigCtx {
+                name: &node.name,
+                config: &node.config,
+                ninputs: node.ninputs,
+                noutputs: node.noutputs,
+                base_dir: &opts.base_dir,
+                keywords: entry.spec.keywords,
+                output_push: &node.output_push,
+                input_push: &node.input_push,
+            };
+            match (entry.factory)(&ctx) {
+                Ok(e) => elems.push(e),
+                Err(e) => {
+                    errors.push(
+                        Diagnostic::error(e.message.clone(), Some(node.config_span)).with_note(
+                            format!("while configuring `{} :: {}`", node.name, entry.spec.name),
+                        ),
+                    );
+                    elems.push(Box::new(Placeholder));
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let pool =
+            Pool::new(opts.pool_slots).map_err(|e| vec![Diagnostic::error(e.to_string(), None)])?;
+        let ordered = graph::ordered_nodes(&graph);
+        let outbufs = graph
+            .nodes
+            .iter()
+            .map(|n| {
+                Some(
+                    (0..n.noutputs)
+                        .map(|_| Batch::new())
+                        .collect::<Vec<_>>()
+                        .into_boxed_slice(),
+                )
+            })
+            .collect();
+        let tasks = elems
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.has_task())
+            .map(|(node, _)| Task {
+                node,
+                wake_at: i64::MIN,
+                idle_rounds: 0,
+                done: false,
+            })
+            .collect();
+        let scripts = elems
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                e.as_any_mut()
+                    .and_then(|a| a.downcast_mut::<Script>())
+                    .map(|_| i)
+            })
+            .collect();
+        let sim_now = match opts.clock {
+            Clock::Simulated(t) => t,
+            Clock::Real => 0,
+        };
+        Ok(Router {
+            elems,
+            outbufs,
+            scratch: (0..4).map(|_| Box::new(Batch::new())).collect(),
+            graph,
+            ordered,
+            tasks,
+            scripts,
+            ctrl: Control::default(),
+            clock: opts.clock,
+            sim_now,
+            run_now: 0,
+            stopped: false,
+            script_error: None,
+            flat_text: flat.to_click(),
+            pool,
+        })
+    }
+
+    /// The current time, ns since the epoch.
+    pub fn now(&self) -> i64 {
+        match self.clock {
+            Clock::Real => wall_clock_ns(),
+            Clock::Simulated(_) => self.sim_now,
+        }
+    }
+
+    /// Names of all elements, in configuration order.
+    pub fn element_names(&self) -> impl Iterator<Item = &str> {
+        self.graph.nodes.iter().map(|n| n.name.as_str())
+    }
+
+    /// The packet pool.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    // ---- packet movement -------------------------------------------------
+
+    /// Pushes `batch` into input `port` of `node`, and everything that
+    /// comes out of it onwards.
+    fn push(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        if self.ordered[node] && batch.len() > 1 {
+            // Keep Click's packet order across a split that merges again:
+            // one packet at a time through this element.
+            let mut one = self.take_scratch();
+            let mut rest = self.take_scratch();
+            rest.append(batch);
+            for p in rest.drain() {
+                let _ = one.push(p);
+                self.push_one(node, port, &mut one);
+            }
+            self.put_scratch(rest);
+            self.put_scratch(one);
+            return;
+        }
+        self.push_one(node, port, batch);
+    }
+
+    fn take_scratch(&mut self) -> Box<Batch> {
+        self.scratch.pop().unwrap_or_else(|| Box::new(Batch::new()))
+    }
+
+    fn put_scratch(&mut self, b: Box<Batch>) {
+        self.scratch.push(b);
+    }
+
+    fn push_one(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        let Some(mut bufs) = self.outbufs[node].take() else {
+            // Re-entered through a push cycle: use fresh buffers.
+            let mut bufs: Box<[Batch]> = (0..self.graph.nodes[node].noutputs)
+                .map(|_| Batch::new())
+                .collect();
+            self.process(node, port, batch, &mut bufs);
+            return;
+        };
+        self.process(node, port, batch, &mut bufs);
+        self.outbufs[node] = Some(bufs);
+    }
+
+    fn process(&mut self, node: usize, port: usize, batch: &mut Batch, bufs: &mut [Batch]) {
+        let now = self.run_now;
+        let pass = {
+            let mut out = Out::new(bufs, &self.pool, now, &mut self.ctrl);
+            self.elems[node].push(port, batch, &mut out);
+            out.passed()
+        };
+        self.forward(node, pass, batch, bufs);
+    }
+
+    /// Sends the element's results on: the input batch to the passed port,
+    /// then each output buffer in port order.
+    fn forward(&mut self, node: usize, pass: Option<usize>, batch: &mut Batch, bufs: &mut [Batch]) {
+        match pass {
+            Some(p) if !batch.is_empty() => self.send(node, p, batch),
+            _ => batch.clear(),
+        }
+        for (p, b) in bufs.iter_mut().enumerate() {
+            if !b.is_empty() {
+                self.send(node, p, b);
+            }
+        }
+    }
+
+    fn send(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        match self.graph.out_conn[node].get(port).copied().flatten() {
+            Some((t, tp)) => self.push(t as usize, tp as usize, batch),
+            None => batch.clear(),
+        }
+    }
+
+    /// Pulls up to `max` packets from output `port` of `node` into `batch`.
+    fn pull(&mut self, node: usize, port: usize, batch: &mut Batch, max: usize) {
+        let now = self.run_now;
+        if self.elems[node].is_pull_source() {
+            let mut none: [Batch; 0] = [];
+            let mut out = Out::new(&mut none, &self.pool, now, &mut self.ctrl);
+            self.elems[node].pull(port, batch, max, &mut out);
+            return;
+        }
+        // An agnostic or pull-through element: pull its input, then let it
+        // process the batch; what it sends to `port` is the answer, what it
+        // sends elsewhere is pushed on.
+        let Some((src, sport)) = self.graph.in_conn[node].first().copied().flatten() else {
+            return;
+        };
+        let mut got = self.take_scratch();
+        self.pull(src as usize, sport as usize, &mut got, max);
+        if got.is_empty() {
+            self.put_scratch(got);
+            return;
+        }
+        let Some(mut bufs) = self.outbufs[node].take() else {
+            got.clear();
+            self.put_scratch(got);
+            return;
+        };
+        let pass = {
+            let mut out = Out::new(&mut bufs, &self.pool, now, &mut self.ctrl);
+            self.elems[node].push(0, &mut got, &mut out);
+            out.passed()
+        };
+        if pass == Some(port) {
+            batch.append(&mut got);
+        }
+        got.clear();
+        if let Some(b) = bufs.get_mut(port) {
+            batch.append(b);
+            b.clear();
+        }
+        for (p, b) in bufs.iter_mut().enumerate() {
+            if !b.is_empty() {
+                self.send(node, p, b);
+            }
+        }
+        self.outbufs[node] = Some(bufs);
+        self.put_scratch(got);
+    }
+
+    // ---- tasks and driving ----------------------------------------------
+
+    fn run_task(&mut self, t: usize) -> TaskStatus {
+        let node = self.tasks[t].node;
+        let now = self.now();
+        self.run_now = now;
+        let mut batch = self.take_scratch();
+        if let Some((port, max)) = self.elems[node].task_pull(now) {
+            if let Some((src, sport)) = self.graph.in_conn[node].get(port).copied().flatten() {
+                self.pull(src as usize, sport as usize, &mut batch, max.min(BATCH_MAX));
+            }
+        }
+        let Some(mut bufs) = self.outbufs[node].take() else {
+            self.put_scratch(batch);
+            return TaskStatus::Idle;
+        };
+        let (status, pass) = {
+            let mut out = Out::new(&mut bufs, &self.pool, now, &mut self.ctrl);
+            let s = self.elems[node].run_task(&mut batch, &mut out);
+            (s, out.passed())
+        };
+        self.forward(node, pass, &mut batch, &mut bufs);
+        self.outbufs[node] = Some(bufs);
+        self.put_scratch(batch);
+        status
+    }
+
+    /// Runs until the driver stops: a stop request with no DriverManager to
+    /// intercept it, the end of a driver script, or a `stop` instruction.
+    pub fn run(&mut self) -> Result<(), String> {
+        for i in 0..self.scripts.len() {
+            let node = self.scripts[i];
+            self.step_script(node, false);
+        }
+        self.handle_stops();
+        while !self.stopped {
+            let mut busy = false;
+            let mut next_wake = i64::MAX;
+            for t in 0..self.tasks.len() {
+                if self.stopped {
+                    break;
+                }
+                let task = &self.tasks[t];
+                if task.done {
+                    continue;
+                }
+                if task.wake_at != i64::MIN && task.wake_at > self.now() {
+                    next_wake = next_wake.min(task.wake_at);
+                    continue;
+                }
+                let status = self.run_task(t);
+                let task = &mut self.tasks[t];
+                match status {
+                    TaskStatus::Busy => {
+                        busy = true;
+                        task.idle_rounds = 0;
+                        task.wake_at = i64::MIN;
+                    }
+                    TaskStatus::Idle => {
+                        task.idle_rounds = task.idle_rounds.saturating_add(1);
+                        task.wake_at = i64::MIN;
+                    }
+                    TaskStatus::SleepUntil(at) => {
+                        task.wake_at = at;
+                        next_wake = next_wake.min(at);
+                    }
+                    TaskStatus::Done => task.done = true,
+                }
+                if self.ctrl.stop_requests > 0 {
+                    self.handle_stops();
+                }
+                self.flush_output();
+            }
+            // Script timers.
+            let now = self.now();
+            for i in 0..self.scripts.len() {
+                let node = self.scripts[i];
+                if let Some(at) = self.script_wake(node) {
+                    if at <= now {
+                        self.step_script(node, false);
+                        busy = true;
+                    } else {
+                        next_wake = next_wake.min(at);
+                    }
+                }
+            }
+            self.handle_stops();
+            if self.stopped || busy {
+                continue;
+            }
+            let any_idle = self
+                .tasks
+                .iter()
+                .any(|t| !t.done && t.wake_at <= self.now());
+            match self.clock {
+                Clock::Simulated(_) => {
+                    if next_wake != i64::MAX {
+                        self.sim_now = self.sim_now.max(next_wake);
+                    } else if !any_idle {
+                        // Nothing can ever happen again.
+                        self.stopped = true;
+                    }
+                }
+                Clock::Real => {
+                    if next_wake == i64::MAX && !any_idle {
+                        // Click would idle forever; so do we, cheaply.
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    } else {
+                        let now = self.now();
+                        let until = if any_idle { now + 20_000 } else { next_wake };
+                        let d = (until - now).clamp(0, 50_000_000);
+                        if d > 0 {
+                            std::thread::sleep(std::time::Duration::from_nanos(d as u64));
+                        }
+                    }
+                }
+            }
+        }
+        for e in &mut self.elems {
+            e.cleanup();
+        }
+        self.flush_output();
+        match self.script_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn flush_output(&mut self) {
+        if self.ctrl.stdout.is_empty() {
+            return;
+        }
+        use std::io::Write;
+        let mut so = std::io::stdout().lock();
+        for line in self.ctrl.stdout.drain(..) {
+            let _ = so.write_all(line.as_bytes());
+        }
+        let _ = so.flush();
+    }
+
+    /// Requests to stop go to the first driver script still running; with
+    /// none, the router stops.
+    fn handle_stops(&mut self) {
+        while self.ctrl.stop_requests > 0 && !self.stopped {
+            self.ctrl.stop_requests -= 1;
+            let mut driver = None;
+            for i in 0..self.scripts.len() {
+                let n = self.scripts[i];
+                if self.script_is_live_driver(n) {
+                    driver = Some(n);
+                    break;
+                }
+            }
+            match driver {
+                Some(n) => self.step_script(n, true),
+                None => self.stopped = true,
+            }
+        }
+        self.flush_output();
+    }
+
+    fn script_mut(&mut self, node: usize) -> Option<&mut Script> {
+        self.elems[node].as_any_mut()?.downcast_mut::<Script>()
+    }
+
+    fn script_is_live_driver(&mut self, node: usize) -> bool {
+        self.script_mut(node)
+            .is_some_and(|s| s.is_driver() && !s.ended())
+    }
+
+    fn script_wake(&mut self, node: usize) -> Option<i64> {
+        self.script_mut(node).and_then(|s| s.wake_at())
+    }
+
+    fn step_script(&mut self, node: usize, step_event: bool) {
+        let action = if step_event {
+            ScriptCall::StepEvent
+        } else {
+            ScriptCall::Run
+        };
+        let _ = self.drive_script(node, action);
+    }
+
+    /// Runs one script operation with the script taken out of the element
+    /// table (so that it can call other elements' handlers), then acts on
+    /// how it ended.
+    fn drive_script(&mut self, node: usize, action: ScriptCall<'_>) -> Result<String, String> {
+        let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
+        let (state, value) = {
+            let Some(script) = elem.as_any_mut().and_then(|a| a.downcast_mut::<Script>()) else {
+                self.elems[node] = elem;
+                return Err("not a script".into());
+            };
+            let mut env = RouterEnv {
+                router: self,
+                me: node,
+            };
+            match action {
+                ScriptCall::Run => (script.run(&mut env), Ok(String::new())),
+                ScriptCall::StepEvent => (script.step_event(&mut env), Ok(String::new())),
+                ScriptCall::Control(h, v) => match script.write_control(&mut env, h, v) {
+                    Ok(st) => (st, Ok(String::new())),
+                    Err(e) => (ScriptState::Blocked, Err(e)),
+                },
+                ScriptCall::CallRun(args) => script.call_run(&mut env, args),
+            }
+        };
+        self.elems[node] = elem;
+        if let ScriptState::Ended { stop, error } = state {
+            if let Some(e) = error {
+                self.script_error.get_or_insert(e);
+            }
+            let is_driver = self.script_mut(node).is_some_and(|s| s.is_driver());
+            if is_driver {
+                self.stopped = true;
+            } else if stop {
+                self.ctrl.stop_requests += 1;
+            }
+        }
+        self.flush_output();
+        value
+    }
+
+    // ---- handlers --------------------------------------------------------
+
+    fn find(&self, name: &str) -> Option<usize> {
+        self.graph.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Calls a read handler named `ELEMENT.HANDLER` (or a global handler
+    /// such as `version`), with optional parameters.
+    pub fn read_handler(&mut self, full: &str, params: &str) -> Result<String, CallError> {
+        let (elem, h) = split_handler(full);
+        let Some(elem) = elem else {
+            return self.global_read(h, params);
+        };
+        let node = self
+            .find(elem)
+            .ok_or_else(|| CallError::NoElement(elem.to_string()))?;
+        let info = &self.graph.nodes[node];
+        match h {
+            "name" => return Ok(info.name.clone()),
+            "class" => return Ok(info.class.name.to_string()),
+            "config" => return Ok(info.config.clone()),
+            "ports" => return Ok(self.ports_text(node)),
+            "handlers" => return Ok(self.handlers_text(node)),
+            _ => {}
+        }
+        if h == "run" && self.script_mut(node).is_some() {
+            return self
+                .drive_script(node, ScriptCall::CallRun(params))
+                .map_err(|m| CallError::Failed(full.to_string(), m));
+        }
+        let r = if params.is_empty() {
+            self.elems[node].read_handler(h)
+        } else {
+            self.elems[node].read_handler(&format!("{h} {params}"))
+        };
+        r.map_err(|e| match e {
+            HandlerError::NoSuchHandler(_) => {
+                CallError::NoHandler(elem.to_string(), h.to_string(), "read")
+            }
+            HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
+        })
+    }
+
+    /// Calls a write handler named `ELEMENT.HANDLER` (or a global one such
+    /// as `stop`).
+    pub fn write_handler(&mut self, full: &str, value: &str) -> Result<(), CallError> {
+        let (elem, h) = split_handler(full);
+        let Some(elem) = elem else {
+            return match h {
+                "stop" => {
+                    self.ctrl.stop_requests += 1;
+                    Ok(())
+                }
+                _ => Err(CallError::NoHandler(String::new(), h.to_string(), "write")),
+            };
+        };
+        let node = self
+            .find(elem)
+            .ok_or_else(|| CallError::NoElement(elem.to_string()))?;
+        if matches!(h, "step" | "goto" | "run") && self.script_mut(node).is_some() {
+            return self
+                .drive_script(node, ScriptCall::Control(h, value))
+                .map(|_| ())
+                .map_err(|m| CallError::Failed(full.to_string(), m));
+        }
+        self.elems[node]
+            .write_handler(h, value)
+            .map_err(|e| match e {
+                HandlerError::NoSuchHandler(_) => {
+                    CallError::NoHandler(elem.to_string(), h.to_string(), "write")
+                }
+                HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
+            })
+    }
+
+    fn global_read(&mut self, h: &str, _params: &str) -> Result<String, CallError> {
+        match h {
+            "version" => Ok(env!("CARGO_PKG_VERSION").to_string()),
+            "list" => {
+                let mut s = format!("{}\n", self.graph.nodes.len());
+                for n in &self.graph.nodes {
+                    s.push_str(&n.name);
+                    s.push('\n');
+                }
+                Ok(s)
+            }
+            "flatconfig" | "config" => Ok(self.flat_text.clone()),
+            "classes" => Ok(all_classes()
+                .iter()
+                .map(|e| format!("{}\n", e.spec.name))
+                .collect()),
+            "now" => Ok(crate::script::click_timestamp(self.now())),
+            _ => Err(CallError::NoHandler(String::new(), h.to_string(), "read")),
+        }
+    }
+
+    fn ports_text(&self, node: usize) -> String {
+        let n = &self.graph.nodes[node];
+        let mut s = format!(
+            "{} input{}\n",
+            n.ninputs,
+            if n.ninputs == 1 { "" } else { "s" }
+        );
+        for p in &n.input_push {
+            s.push_str(if *p { "push\n" } else { "pull\n" });
+        }
+        s.push_str(&format!(
+            "{} output{}\n",
+            n.noutputs,
+            if n.noutputs == 1 { "" } else { "s" }
+        ));
+        for p in &n.output_push {
+            s.push_str(if *p { "push\n" } else { "pull\n" });
+        }
+        s
+    }
+
+    fn handlers_text(&self, node: usize) -> String {
+        let mut s = String::new();
+        for h in ["name", "class", "config", "ports", "handlers"] {
+            s.push_str(&format!("{h}\tr\n"));
+        }
+        for h in self.elems[node].handlers() {
+            let mode = match (h.read, h.write) {
+                (true, true) => "rw",
+                (true, false) => "r",
+                _ => "w",
+            };
+            s.push_str(&format!("{}\t{mode}\n", h.name));
+        }
+        s
+    }
+
+    /// Base directory is not kept; this exists for API symmetry.
+    pub fn base_dir_hint(_p: &Path) {}
+}
+
+fn split_handler(full: &str) -> (Option<&str>, &str) {
+    match full.rfind('.') {
+        Some(i) => (Some(&full[..i]), &full[i + 1..]),
+        None => (None, full),
+    }
+}
+
+/// Formats ns since the epoch the way Click prints a Timestamp:
+/// `SECONDS.NANOSECONDS` with nine digits... Click prints microseconds
+/// unless the value needs more; pronto prints nine digits.
+pub fn format_timestamp(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let frac = ns.rem_euclid(1_000_000_000);
+    format!("{secs}.{frac:09}")
+}
+
+/// Wall-clock time in ns since the epoch.
+pub fn wall_clock_ns() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    d.as_nanos() as i64
+}
+
+/// What to do with a script.
+enum ScriptCall<'a> {
+    /// Start it, or continue after its timer.
+    Run,
+    /// A driver stop event or a plain step.
+    StepEvent,
+    /// A write to `step`, `goto` or `run`.
+    Control(&'a str, &'a str),
+    /// A read of `run` with arguments.
+    CallRun(&'a str),
+}
+
+/// Stands in for an element while it is being configured or driven.
+struct Placeholder;
+impl Element for Placeholder {}
+
+struct RouterEnv<'a> {
+    router: &'a mut Router,
+    me: usize,
+}
+
+impl Env for RouterEnv<'_> {
+    fn read(&mut self, handler: &str, params: &str) -> Result<String, String> {
+        self.router
+            .read_handler(handler, params)
+            .map_err(|e| e.to_string())
+    }
+    fn write(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        self.router
+            .write_handler(handler, value)
+            .map_err(|e| e.to_string())
+    }
+    fn now(&self) -> i64 {
+        self.router.now()
+    }
+    fn print(&mut self, text: &str) {
+        self.router.ctrl.stdout.push(text.to_string());
+    }
+    fn stop(&mut self) {
+        self.router.ctrl.stop_requests += 1;
+    }
+    fn my_name(&self) -> &str {
+        &self.router.graph.nodes[self.me].name
+    }
+}
