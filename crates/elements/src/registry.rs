@@ -50,6 +50,26 @@ classes!(
     crate::standard::unstrip::Unstrip,
     // end standard
     // ip/
+    crate::ip::addressinfo::AddressInfo,
+    crate::ip::checkipheader::CheckIPHeader,
+    crate::ip::checkipheader2::CheckIPHeader2,
+    crate::ip::decipttl::DecIPTTL,
+    crate::ip::directiplookup::DirectIPLookup,
+    crate::ip::dropbroadcasts::DropBroadcasts,
+    crate::ip::getipaddress::GetIPAddress,
+    crate::ip::icmppingresponder::ICMPPingResponder,
+    crate::ip::ipclassifier::IPClassifier,
+    crate::ip::ipencap::IPEncap,
+    crate::ip::ipfilter::IPFilter,
+    crate::ip::lineariplookup::LinearIPLookup,
+    crate::ip::markipheader::MarkIPHeader,
+    crate::ip::radixiplookup::RadixIPLookup,
+    crate::ip::setipaddress::SetIPAddress,
+    crate::ip::setipchecksum::SetIPChecksum,
+    crate::ip::staticiplookup::StaticIPLookup,
+    crate::ip::storeipaddress::StoreIPAddress,
+    crate::ip::stripipheader::StripIPHeader,
+    crate::ip::unstripipheader::UnstripIPHeader,
     // end ip
     // tcpudp/
     crate::tcpudp::checkicmpheader::CheckICMPHeader,
@@ -74,6 +94,7 @@ classes!(
     // app/
     crate::app::fromdump::FromDump,
     crate::app::todump::ToDump,
+    crate::app::toipsummarydump::ToIPSummaryDump,
     // end app
 );
 

@@ -269,11 +269,13 @@ impl Packet {
         }
     }
 
-    /// Copies bytes, header offsets and annotations from `other`.
+    /// Copies bytes, header offsets and annotations from `other`. The
+    /// headroom is copied too: a Click clone shares its buffer, so an
+    /// `Unstrip` on the copy must reveal the same bytes as on the original.
     pub fn copy_from(&mut self, other: &Packet) {
         let (so, sl) = (other.hdr().data_off as usize, other.hdr().len as usize);
-        let src = &other.buffer()[so..so + sl];
-        self.buffer_mut()[so..so + sl].copy_from_slice(src);
+        let src = &other.buffer()[..so + sl];
+        self.buffer_mut()[..so + sl].copy_from_slice(src);
         let o = other.hdr();
         let (nh, th, mac, anno) = (o.nh_off, o.th_off, o.mac_off, o.anno);
         let h = self.hdr_mut();

@@ -38,14 +38,6 @@ fn describe(n: &NodeInfo) -> String {
     format!("`{} :: {}`", n.name, n.class.name)
 }
 
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
-
 fn range_text((lo, hi): (usize, usize)) -> String {
     match hi {
         usize::MAX if lo == 0 => "any number".to_string(),
@@ -104,20 +96,24 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
             let (lo, hi) = node.class.port_range(output);
             let what = if output { "output" } else { "input" };
             if used > hi {
+                let takes = match hi {
+                    0 => format!("has no {what}s"),
+                    1 => format!("has only 1 {what}"),
+                    h => format!("has {} {what}s", range_text((lo, h))),
+                };
                 errors.push(
                     Diagnostic::error(
                         format!(
-                            "{} has {} connected but takes {}",
+                            "{} {takes}, but {what} {} is connected",
                             describe(node),
-                            plural(used, what),
-                            range_text((lo, hi))
+                            used - 1
                         ),
                         Some(node.span),
                     )
                     .with_label(format!("too many {what}s")),
                 );
             }
-            let count = used.max(lo);
+            let count = used.clamp(lo, hi.max(lo));
             if output {
                 node.noutputs = count;
             } else {
@@ -131,10 +127,16 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
         nodes.iter().map(|n| vec![Vec::new(); n.noutputs]).collect();
     let mut ins: Vec<Vec<Vec<(usize, usize, Span)>>> =
         nodes.iter().map(|n| vec![Vec::new(); n.ninputs]).collect();
+    // Ports whose only connections were invalid (already reported) are not
+    // reported again as unconnected.
+    let mut mentioned: std::collections::HashSet<(usize, bool, usize)> = Default::default();
     for c in &flat.connections {
         if c.from_port < outs[c.from].len() && c.to_port < ins[c.to].len() {
             outs[c.from][c.from_port].push((c.to, c.to_port, c.span));
             ins[c.to][c.to_port].push((c.from, c.from_port, c.span));
+        } else {
+            mentioned.insert((c.from, true, c.from_port));
+            mentioned.insert((c.to, false, c.to_port));
         }
     }
 
@@ -252,8 +254,10 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
         if node.entry.is_none() {
             continue;
         }
-        for p in 0..node.noutputs {
-            let conns = &outs[i][p];
+        for (p, conns) in outs[i].iter().enumerate() {
+            if conns.is_empty() && mentioned.contains(&(i, true, p)) {
+                continue;
+            }
             if conns.is_empty() {
                 errors.push(
                     Diagnostic::error(
@@ -280,8 +284,10 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
                 );
             }
         }
-        for p in 0..node.ninputs {
-            let conns = &ins[i][p];
+        for (p, conns) in ins[i].iter().enumerate() {
+            if conns.is_empty() && mentioned.contains(&(i, false, p)) {
+                continue;
+            }
             if conns.is_empty() {
                 errors.push(
                     Diagnostic::error(
@@ -371,7 +377,7 @@ pub(crate) fn ordered_nodes(g: &Graph) -> Vec<bool> {
     let mut ordered = vec![false; n];
     let mut seen_by: Vec<u32> = vec![u32::MAX; n];
     let mut stack = Vec::new();
-    for i in 0..n {
+    for (i, ord) in ordered.iter_mut().enumerate() {
         let targets: Vec<usize> = g.out_conn[i]
             .iter()
             .flatten()
@@ -389,7 +395,7 @@ pub(crate) fn ordered_nodes(g: &Graph) -> Vec<bool> {
                     continue;
                 }
                 if seen_by[x] != u32::MAX || x == i {
-                    ordered[i] = true;
+                    *ord = true;
                     break 'outer;
                 }
                 seen_by[x] = k as u32;

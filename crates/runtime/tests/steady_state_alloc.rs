@@ -89,9 +89,11 @@ fn firewall_allocates_nothing_per_packet() {
     let (large, n20) = allocations_for(20);
     assert_eq!(n1.trim(), "158");
     assert_eq!(n20.trim(), "3160");
-    // The printed report allocates a little; the packets must not.
-    assert_eq!(
-        large, small,
+    // Set-up and the printed report allocate a little (number formatting
+    // makes the exact count wobble by a few); 3,002 more packets must not
+    // add an allocation per packet, or even per batch (12 more batches).
+    assert!(
+        large <= small + 8,
         "allocations grew with the packet count: {small} for 158 packets, {large} for 3160"
     );
 }

@@ -3,6 +3,7 @@
 pub mod fromdump;
 pub mod pcap;
 pub mod todump;
+pub mod toipsummarydump;
 
 #[cfg(test)]
 pub(crate) mod testing;

@@ -1,11 +1,16 @@
-//! Click's `ip` elements.
+//! Click's `ip` elements: IP header checks and marking, IP classification,
+//! address annotations, TTL and checksum handling, encapsulation, ping
+//! replies, and route lookup (`route_table` holds the shared route code).
+pub mod addressinfo;
 pub mod checkipheader;
 pub mod checkipheader2;
 pub mod decipttl;
 pub mod directiplookup;
 pub mod dropbroadcasts;
 pub mod getipaddress;
+pub mod icmppingresponder;
 pub mod ipclassifier;
+pub mod ipencap;
 pub mod ipfilter;
 pub mod lineariplookup;
 pub mod markipheader;

@@ -137,10 +137,6 @@ impl Element for SimpleQueue {
         }
         Ok(())
     }
-
-    fn cleanup(&mut self) {
-        self.q.clear();
-    }
 }
 
 #[cfg(test)]

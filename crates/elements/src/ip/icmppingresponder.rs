@@ -1,0 +1,165 @@
+//! `ICMPPingResponder`: turns ICMP echo requests into echo replies.
+
+use pronto_packet::wire::{be16, update_checksum16};
+use pronto_packet::{Batch, Packet};
+
+use crate::{
+    push_each, ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELD_DST_IP,
+    FIELD_OTHER, FIELD_PAYLOAD, FIELD_SRC_IP,
+};
+
+/// Answers ICMP echo requests in place; other packets go to output 1 (or
+/// are dropped).
+pub struct ICMPPingResponder {
+    out1: bool,
+}
+
+impl ICMPPingResponder {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("ICMPPingResponder")
+        .ports("1/1-2")
+        .processing("a/ah")
+        .profile(
+            ActionProfile::reads(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER | FIELD_PAYLOAD)
+                .writes(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
+                .dropping(),
+        )
+        .doc(
+            "ICMPPingResponder()\n\n\
+             Responds to ICMP echo requests. Packets must have their IP header annotation\n\
+             set. Each echo request (IP protocol 1, ICMP type 8, at least 8 bytes of ICMP)\n\
+             is turned into the reply and emitted on output 0: source and destination\n\
+             addresses swapped, fragment field cleared, TTL set to 255, ICMP type and\n\
+             code set to 0, with both checksums updated incrementally. The reply's\n\
+             destination IP annotation is set to its new destination, its paint\n\
+             annotation cleared and its timestamp set to the current time. Other packets\n\
+             go to output 1 if it exists, else are dropped. Source-route options are\n\
+             not honoured.\n\n\
+             Ports: 1 input (agnostic); 1 or 2 outputs.",
+        );
+
+    /// Configures an `ICMPPingResponder`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        ctx.args().finish()?;
+        Ok(Box::new(ICMPPingResponder {
+            out1: ctx.noutputs >= 2,
+        }))
+    }
+}
+
+/// Turns an echo request into a reply in place; false if it is not one.
+#[inline]
+fn respond(p: &mut Packet, now: i64) -> bool {
+    let (Some(nh), Some(th)) = (p.network_header_offset(), p.transport_header_offset()) else {
+        return false;
+    };
+    if nh < 0 || th < nh + 20 || th + 8 > p.len() as isize {
+        return false;
+    }
+    let (nh, th) = (nh as usize, th as usize);
+    let d = p.data_mut();
+    if d[nh + 9] != 1 || d[th] != 8 {
+        return false;
+    }
+    // Swap the addresses (the header sum is unchanged).
+    for i in 0..4 {
+        d.swap(nh + 12 + i, nh + 16 + i);
+    }
+    // Clear the fragment field.
+    let mut sum = update_checksum16(be16(d, nh + 10), be16(d, nh + 6), 0);
+    d[nh + 6] = 0;
+    d[nh + 7] = 0;
+    // TTL 255 (the word it shares with the protocol).
+    let old = be16(d, nh + 8);
+    d[nh + 8] = 255;
+    sum = update_checksum16(sum, old, be16(d, nh + 8));
+    d[nh + 10..nh + 12].copy_from_slice(&sum.to_be_bytes());
+    // Echo reply, code 0.
+    let old = be16(d, th);
+    d[th] = 0;
+    d[th + 1] = 0;
+    let mut c = update_checksum16(be16(d, th + 2), old, 0);
+    if c == 0 && d[th..].iter().all(|&b| b == 0) {
+        c = 0xffff;
+    }
+    d[th + 2..th + 4].copy_from_slice(&c.to_be_bytes());
+    let dst = [d[nh + 16], d[nh + 17], d[nh + 18], d[nh + 19]];
+    p.set_dst_ip_anno(dst);
+    p.set_timestamp_ns(now);
+    p.set_paint_anno(0);
+    true
+}
+
+impl Element for ICMPPingResponder {
+    fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        let out1 = self.out1;
+        push_each(batch, out, |p, _| {
+            if respond(p, now) {
+                Some(0)
+            } else {
+                out1.then_some(1)
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standard::test_support::{configure, pkt, push_at};
+    use crate::Control;
+    use pronto_packet::wire::checksum;
+    use pronto_packet::Pool;
+
+    fn echo(kind: u8) -> Vec<u8> {
+        let mut d = vec![
+            0x45, 0x00, 0x00, 0x24, // version/IHL, TOS, total length 36
+            0x12, 0x34, 0x40, 0x00, // ID, DF
+            0x40, 0x01, 0x00, 0x00, // TTL 64, ICMP, checksum (below)
+            10, 0, 0, 2, // source
+            10, 0, 0, 1, // destination
+            kind, 0x00, 0x00, 0x00, // type, code, checksum (below)
+            0xbe, 0xef, 0x00, 0x07, // identifier, sequence
+            1, 2, 3, 4, 5, 6, 7, 8, // data
+        ];
+        let c = checksum(&d[..20]);
+        d[10..12].copy_from_slice(&c.to_be_bytes());
+        let c = checksum(&d[20..]);
+        d[22..24].copy_from_slice(&c.to_be_bytes());
+        d
+    }
+
+    #[test]
+    fn replies() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(&[], ICMPPingResponder::configure, "", 1, 2).expect("ok");
+        let mut req = pkt(&pool, &echo(8));
+        req.set_network_header(0, 20);
+        req.set_paint_anno(7);
+        let mut other = pkt(&pool, &echo(0));
+        other.set_network_header(0, 20);
+        let unmarked = pkt(&pool, &echo(8));
+        let mut ctrl = Control::default();
+        let outs = push_at(
+            e.as_mut(),
+            &pool,
+            0,
+            vec![req, other, unmarked],
+            2,
+            1_600_000_000_000_000_000,
+            &mut ctrl,
+        );
+        assert_eq!(outs[1].len(), 2);
+        let r = &outs[0][0];
+        let d = r.data();
+        assert_eq!(&d[12..20], &[10, 0, 0, 1, 10, 0, 0, 2]);
+        assert_eq!((d[6], d[7], d[8], d[20], d[21]), (0, 0, 255, 0, 0));
+        assert_eq!(checksum(&d[..20]), 0);
+        assert_eq!(checksum(&d[20..]), 0);
+        assert_eq!(&d[24..], &echo(8)[24..]);
+        assert_eq!(r.dst_ip_anno(), [10, 0, 0, 2]);
+        assert_eq!(r.paint_anno(), 0);
+        assert_eq!(r.timestamp_ns(), 1_600_000_000_000_000_000);
+    }
+}

@@ -1,0 +1,147 @@
+//! The runtime end to end: graph checks with their exact messages, push and
+//! pull paths, stop handling, handlers.
+
+use pronto_lang::{Diagnostic, SourceMap};
+use pronto_runtime::{Clock, Router, RouterOptions};
+
+fn build(text: &str) -> Result<Router, (SourceMap, Vec<Diagnostic>)> {
+    let mut sm = SourceMap::new();
+    let file = sm.add("test.click", text);
+    let opts = pronto_lang::Options {
+        defines: &[],
+        is_primitive: &pronto_runtime::is_known_class,
+    };
+    let flat = match pronto_lang::parse_flat(&sm, file, &opts) {
+        Ok((flat, _)) => flat,
+        Err(e) => return Err((sm, e)),
+    };
+    let ropts = RouterOptions {
+        clock: Clock::Simulated(1_000_000_000_000_000_000),
+        ..Default::default()
+    };
+    Router::build(&flat, &sm, &ropts).map_err(|e| (sm, e))
+}
+
+fn errors(text: &str) -> Vec<String> {
+    match build(text) {
+        Ok(_) => panic!("expected errors for {text:?}"),
+        Err((sm, e)) => e.iter().map(|d| d.render_click(&sm)).collect(),
+    }
+}
+
+#[test]
+fn unconnected_output_is_an_error() {
+    assert_eq!(
+        errors("InfiniteSource -> c :: Counter;"),
+        vec!["test.click:1: `c :: Counter` output 0 is not connected"]
+    );
+}
+
+#[test]
+fn push_output_connected_twice_is_an_error() {
+    let e = errors("s :: InfiniteSource; s -> Discard; s -> Discard;");
+    assert_eq!(
+        e,
+        vec!["test.click:1: `s :: InfiniteSource` push output 0 is connected more than once"]
+    );
+}
+
+#[test]
+fn push_pull_conflict_is_an_error() {
+    let e = errors("InfiniteSource -> Queue -> Counter -> Tee -> Discard;");
+    assert!(e.iter().any(|m| m.contains("push/pull conflict")), "{e:?}");
+}
+
+#[test]
+fn every_graph_error_reported_at_once() {
+    let e = errors("InfiniteSource -> d :: Discard; d[1] -> Discard; c :: Counter; Idle -> c;");
+    assert_eq!(
+        e,
+        vec![
+            "test.click:1: `d :: Discard` has no outputs, but output 1 is connected",
+            "test.click:1: `c :: Counter` output 0 is not connected",
+        ]
+    );
+}
+
+#[test]
+fn unknown_class_is_an_error() {
+    let e = errors("InfiniteSource -> d :: Discard; x :: NoSuchThing;");
+    assert_eq!(e, vec!["test.click:1: unknown element class `NoSuchThing`"]);
+}
+
+#[test]
+fn bad_argument_names_keyword_and_element() {
+    match build("InfiniteSource(LIMIT many) -> Discard;") {
+        Ok(_) => panic!("should fail"),
+        Err((sm, e)) => {
+            let r = e[0].render(&sm);
+            assert!(r.contains("LIMIT"), "{r}");
+            assert!(
+                r.contains("while configuring `InfiniteSource@1 :: InfiniteSource`"),
+                "{r}"
+            );
+            assert!(r.contains("test.click:1:"), "{r}");
+        }
+    }
+}
+
+#[test]
+fn limited_source_through_queue_and_unqueue() {
+    let mut r = build(
+        "src :: InfiniteSource(LIMIT 1000, BURST 7, STOP true) -> q :: Queue(2000) -> u :: Unqueue(BURST 16) -> c :: Counter -> Discard;",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    r.run().expect("run");
+    assert_eq!(r.read_handler("src.count", "").expect("count"), "1000");
+    // Click stops the driver as soon as the source is done: packets still
+    // queued stay queued.
+    let moved: u64 = r
+        .read_handler("c.count", "")
+        .expect("c")
+        .parse()
+        .expect("int");
+    let queued: u64 = r
+        .read_handler("q.length", "")
+        .expect("len")
+        .parse()
+        .expect("int");
+    assert_eq!(moved + queued, 1000);
+    assert_eq!(r.pool().available() + queued as usize, r.pool().capacity());
+}
+
+#[test]
+fn driver_manager_waits_for_stop_and_prints() {
+    let mut r = build(
+        "src :: InfiniteSource(LIMIT 300, STOP true) -> c :: Counter -> Discard; DriverManager(wait, write c.reset, stop);",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    r.run().expect("run");
+    assert_eq!(r.read_handler("c.count", "").expect("c"), "0");
+    assert_eq!(r.read_handler("src.count", "").expect("src"), "300");
+}
+
+#[test]
+fn default_handlers() {
+    let mut r = build("s :: InfiniteSource -> c :: Counter -> Discard;")
+        .unwrap_or_else(|_| panic!("build"));
+    assert_eq!(r.read_handler("c.class", "").expect("class"), "Counter");
+    assert_eq!(
+        r.read_handler("c.ports", "").expect("ports"),
+        "1 input\npush\n1 output\npush\n"
+    );
+    assert!(r.read_handler("c.nonesuch", "").is_err());
+    assert!(r.read_handler("nobody.count", "").is_err());
+}
+
+#[test]
+fn split_that_merges_keeps_packet_order() {
+    // Packets alternate between the two Classifier outputs and meet again
+    // in one Queue: the queue must hold them in arrival order.
+    let mut r = build(
+        "src :: InfiniteSource(DATA \\<0800>, LIMIT 4, STOP true) -> p :: Paint(1) -> RoundRobinSwitch => [0]q :: Queue, [0]q; q -> Discard(ACTIVE false);",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    r.run().expect("run");
+    assert_eq!(r.read_handler("q.length", "").expect("len"), "4");
+}
