@@ -159,6 +159,9 @@ struct Item {
 /// An element's arguments, consumed by the element's configure function.
 pub struct Args {
     items: Vec<Item>,
+    /// Every positional item before this index has been read, so the
+    /// next positional read starts here (keeps `rest()` linear).
+    next_pos: usize,
 }
 
 impl Args {
@@ -179,7 +182,7 @@ impl Args {
                 },
             })
             .collect();
-        Args { items }
+        Args { items, next_pos: 0 }
     }
 
     fn parse<T: FromArg>(name: &str, v: &str) -> Result<T, ConfigError> {
@@ -199,10 +202,15 @@ impl Args {
     }
 
     fn take_positional(&mut self) -> Option<String> {
-        let it = self
-            .items
-            .iter_mut()
-            .find(|it| !it.used && it.keyword.is_none())?;
+        // Positional items are only ever taken here, in order, so none
+        // before `next_pos` is unused.
+        let start = self.next_pos.min(self.items.len());
+        let i = start
+            + self.items[start..]
+                .iter()
+                .position(|it| !it.used && it.keyword.is_none())?;
+        self.next_pos = i + 1;
+        let it = &mut self.items[i];
         it.used = true;
         Some(it.value.clone())
     }
@@ -250,7 +258,7 @@ impl Args {
 
     /// Number of positional arguments not yet read.
     pub fn remaining_positional(&self) -> usize {
-        self.items
+        self.items[self.next_pos.min(self.items.len())..]
             .iter()
             .filter(|it| !it.used && it.keyword.is_none())
             .count()
@@ -305,5 +313,32 @@ mod tests {
         let mut a = Args::new("", &[]);
         let e = a.read_mp::<u32>("N").expect_err("missing");
         assert_eq!(e.message, "missing mandatory N argument");
+    }
+
+    #[test]
+    fn positional_reads_interleave_with_keywords() {
+        let mut a = Args::new("a, K 1, b, c, K 2", &["K"]);
+        assert_eq!(a.remaining_positional(), 3);
+        assert_eq!(a.read_mp::<String>("X").expect("ok"), "a");
+        assert_eq!(a.read::<u32>("K").expect("ok"), Some(2));
+        assert_eq!(a.remaining_positional(), 2);
+        assert_eq!(a.rest(), ["b", "c"]);
+        assert_eq!(a.remaining_positional(), 0);
+        assert_eq!(a.read_p::<String>("Y").expect("ok"), None);
+        a.finish().expect("all used");
+    }
+
+    #[test]
+    fn rest_over_many_arguments() {
+        // 200,000 positional arguments: reading them all must be linear.
+        let n = 200_000;
+        let config = (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+        let mut a = Args::new(&config, &["K"]);
+        assert_eq!(a.read_mp::<u32>("FIRST").expect("ok"), 0);
+        let rest = a.rest();
+        assert_eq!(rest.len(), n - 1);
+        assert_eq!(rest[0], "1");
+        assert_eq!(rest[n - 2], (n - 1).to_string());
+        a.finish().expect("all used");
     }
 }

@@ -61,6 +61,7 @@ classes!(
     crate::ip::ipclassifier::IPClassifier,
     crate::ip::ipencap::IPEncap,
     crate::ip::ipfilter::IPFilter,
+    crate::ip::ipprint::IPPrint,
     crate::ip::lineariplookup::LinearIPLookup,
     crate::ip::markipheader::MarkIPHeader,
     crate::ip::radixiplookup::RadixIPLookup,
@@ -93,6 +94,7 @@ classes!(
     // end ethernet
     // app/
     crate::app::fromdump::FromDump,
+    crate::app::fromipsummarydump::FromIPSummaryDump,
     crate::app::todump::ToDump,
     crate::app::toipsummarydump::ToIPSummaryDump,
     // end app

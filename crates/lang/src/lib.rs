@@ -144,6 +144,15 @@ pub fn parse_flat(
     ex.expand_file(&parsed.body, &globals);
     let connections = ex.connections();
     diags.append(&mut ex.diags);
+    for (name, span) in &parsed.requirements {
+        if !KNOWN_PACKAGES.contains(&name.as_str()) {
+            diags.push(
+                Diagnostic::warning(format!("unknown package `{name}` required"), Some(*span))
+                    .with_label("pronto has no such package")
+                    .with_note("the requirement is ignored; elements the package would provide are reported as unknown classes"),
+            );
+        }
+    }
     diags.sort_by_key(|d| d.span.map_or((1, 0, 0), |s| (0, s.file, s.start)));
     if diags.iter().any(|d| d.level == Level::Error) {
         return Err(diags);
@@ -157,6 +166,19 @@ pub fn parse_flat(
         diags,
     ))
 }
+
+/// Packages a configuration may `require` that pronto provides (its
+/// element library covers them).
+const KNOWN_PACKAGES: &[&str] = &[
+    "userlevel",
+    "ip",
+    "standard",
+    "ethernet",
+    "tcpudp",
+    "icmp",
+    "analysis",
+    "app",
+];
 
 impl FlatConfig {
     /// Writes the flat configuration in the configuration language. The

@@ -8,7 +8,7 @@
 
 use std::ptr::NonNull;
 
-use crate::pool::{PoolInner, BUFFER_SIZE, HEADER_SIZE};
+use crate::pool::{PoolInner, BUFFER_SIZE, DEFAULT_HEADROOM, HEADER_SIZE};
 
 /// Header offset value meaning "not set".
 pub(crate) const NO_HEADER: u16 = u16::MAX;
@@ -79,6 +79,29 @@ impl Default for Anno {
     }
 }
 
+/// Copies `src` into `dst` (same length). Packets are short and this is
+/// on every packet's path: 16-byte moves inline, instead of a call into the
+/// C library's general `memcpy`.
+#[inline(always)]
+pub(crate) fn copy_small(dst: &mut [u8], src: &[u8]) {
+    let n = src.len().min(dst.len());
+    if !(16..=256).contains(&n) {
+        dst[..n].copy_from_slice(&src[..n]);
+        return;
+    }
+    let mut i = 0;
+    while i + 16 <= n {
+        let w: [u8; 16] = src[i..i + 16].try_into().unwrap_or([0; 16]);
+        dst[i..i + 16].copy_from_slice(&w);
+        i += 16;
+    }
+    if i < n {
+        // The last, partial chunk: copy the final 16 bytes (overlapping).
+        let w: [u8; 16] = src[n - 16..n].try_into().unwrap_or([0; 16]);
+        dst[n - 16..n].copy_from_slice(&w);
+    }
+}
+
 #[repr(C, align(64))]
 pub(crate) struct SlotHeader {
     pub(crate) pool: *const PoolInner,
@@ -90,6 +113,34 @@ pub(crate) struct SlotHeader {
     pub(crate) mac_off: u16,
     pub(crate) _pad: u16,
     pub(crate) anno: Anno,
+}
+
+impl SlotHeader {
+    pub(crate) fn new(pool: *const PoolInner, index: u32) -> SlotHeader {
+        SlotHeader {
+            pool,
+            index,
+            data_off: DEFAULT_HEADROOM as u16,
+            len: 0,
+            nh_off: NO_HEADER,
+            th_off: NO_HEADER,
+            mac_off: NO_HEADER,
+            _pad: 0,
+            anno: Anno::default(),
+        }
+    }
+
+    /// Makes the header that of a fresh packet; the pool pointer and index
+    /// stay.
+    #[inline(always)]
+    pub(crate) fn reset(&mut self) {
+        self.data_off = DEFAULT_HEADROOM as u16;
+        self.len = 0;
+        self.nh_off = NO_HEADER;
+        self.th_off = NO_HEADER;
+        self.mac_off = NO_HEADER;
+        self.anno = Anno::default();
+    }
 }
 
 /// A packet: exclusive owner of one pool slot.
@@ -445,6 +496,27 @@ impl Packet {
     #[inline]
     pub fn anno_bytes_mut(&mut self) -> &mut [u8; ANNO_SIZE] {
         &mut self.hdr_mut().anno.bytes
+    }
+}
+
+impl Packet {
+    /// The slot's pool and index, giving up ownership without freeing.
+    #[inline]
+    pub(crate) fn into_slot(self) -> (*const PoolInner, u32) {
+        let h = self.hdr();
+        let r = (h.pool, h.index);
+        std::mem::forget(self);
+        r
+    }
+
+    /// Frees slot `index` of `pool`.
+    ///
+    /// # Safety
+    /// The pair must come from [`Packet::into_slot`] and be freed once.
+    #[inline]
+    pub(crate) unsafe fn free_slots(pool: *const PoolInner, idx: &[u32]) {
+        // SAFETY: the caller guarantees the pool outlives its packets.
+        unsafe { (*pool).push_many(idx) }
     }
 }
 

@@ -14,7 +14,7 @@
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
 
-use crate::packet::{Anno, Packet, SlotHeader};
+use crate::packet::{Packet, SlotHeader};
 
 /// Bytes between the starts of consecutive slots.
 pub const SLOT_STRIDE: usize = 2176;
@@ -82,13 +82,25 @@ impl Pool {
         let base = NonNull::new(ptr.cast::<u8>()).ok_or(PoolError::Size(nslots))?;
         // Hand out low slots first: the stack pops from the end.
         let free: Vec<u32> = (0..nslots as u32).rev().collect();
+        let inner = Box::new(PoolInner {
+            base,
+            nslots,
+            free: UnsafeCell::new(free),
+            fd,
+        });
+        for idx in 0..nslots as u32 {
+            let slot = inner.slot(idx);
+            // SAFETY: the slot lies inside the fresh mapping, is 64-byte
+            // aligned, and nothing refers to it yet. A slot's pool pointer
+            // and index are written once here and never change.
+            unsafe {
+                slot.cast::<SlotHeader>()
+                    .as_ptr()
+                    .write(SlotHeader::new(&*inner, idx));
+            }
+        }
         Ok(Pool {
-            inner: std::mem::ManuallyDrop::new(Box::new(PoolInner {
-                base,
-                nslots,
-                free: UnsafeCell::new(free),
-                fd,
-            })),
+            inner: std::mem::ManuallyDrop::new(inner),
         })
     }
 
@@ -115,20 +127,11 @@ impl Pool {
         let idx = self.inner.pop()?;
         let slot = self.inner.slot(idx);
         // SAFETY: the slot was on the free list, so no live Packet refers to
-        // it; the header lies wholly inside the mapping and is suitably
-        // aligned (slots start at multiples of SLOT_STRIDE, a multiple of 64).
+        // it; its header was initialized when the pool was made (the pool
+        // pointer and index never change), and `reset` rewrites the rest.
         unsafe {
-            slot.cast::<SlotHeader>().as_ptr().write(SlotHeader {
-                pool: &**self.inner as *const PoolInner,
-                index: idx,
-                data_off: DEFAULT_HEADROOM as u16,
-                len: 0,
-                nh_off: crate::packet::NO_HEADER,
-                th_off: crate::packet::NO_HEADER,
-                mac_off: crate::packet::NO_HEADER,
-                _pad: 0,
-                anno: Anno::default(),
-            });
+            let h = slot.cast::<SlotHeader>().as_ptr();
+            (*h).reset();
             Some(Packet::from_slot(slot))
         }
     }
@@ -139,7 +142,7 @@ impl Pool {
     pub fn alloc_from(&self, data: &[u8]) -> Option<Packet> {
         let mut p = self.alloc()?;
         let n = data.len().min(MAX_PACKET);
-        p.put_uninit(n).copy_from_slice(&data[..n]);
+        crate::packet::copy_small(p.put_uninit(n), &data[..n]);
         Some(p)
     }
 
@@ -172,6 +175,14 @@ impl PoolInner {
         // SAFETY: as in free_len. The vector's capacity is nslots and every
         // index is pushed at most once per pop, so this never reallocates.
         unsafe { (*self.free.get()).push(idx) }
+    }
+
+    /// Returns several slots at once (one capacity check).
+    #[inline]
+    pub(crate) fn push_many(&self, idx: &[u32]) {
+        // SAFETY: as in free_len; capacity is nslots and each index was
+        // popped once, so this never reallocates.
+        unsafe { (*self.free.get()).extend_from_slice(idx) }
     }
 
     #[inline]

@@ -1,6 +1,8 @@
 //! Click's `app` elements: trace files (tcpdump and IP summary dumps).
 
 pub mod fromdump;
+pub mod fromipsummarydump;
+pub mod ipsumdump;
 pub mod pcap;
 pub mod todump;
 pub mod toipsummarydump;

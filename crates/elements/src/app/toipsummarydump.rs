@@ -10,6 +10,7 @@ use pronto_packet::{
     FIRST_TIMESTAMP_ANNO_OFFSET,
 };
 
+use super::ipsumdump::{icmp_codes, name_of, quote_bytes, ICMP_TYPES};
 use super::pcap::{os_error_text, split_ns, unparse_timestamp};
 use crate::util::cfg_err;
 use crate::{
@@ -26,6 +27,7 @@ enum Field {
     TsUsec,
     TsUsec1,
     FirstTimestamp,
+    FirstNTimestamp,
     Count,
     Link,
     Direction,
@@ -57,6 +59,15 @@ enum Field {
     EthSrc,
     EthDst,
     EthType,
+    IcmpType,
+    IcmpCode,
+    IcmpTypeName,
+    IcmpCodeName,
+    IcmpFlowid,
+    IcmpSeq,
+    IcmpNextmtu,
+    PayloadLen,
+    Payload,
 }
 
 const FIELDS: &[(&str, Field)] = &[
@@ -66,7 +77,7 @@ const FIELDS: &[(&str, Field)] = &[
     ("ts_usec", Field::TsUsec),
     ("ts_usec1", Field::TsUsec1),
     ("first_timestamp", Field::FirstTimestamp),
-    ("first_ntimestamp", Field::FirstTimestamp),
+    ("first_ntimestamp", Field::FirstNTimestamp),
     ("count", Field::Count),
     ("link", Field::Link),
     ("paint", Field::Link),
@@ -99,6 +110,15 @@ const FIELDS: &[(&str, Field)] = &[
     ("eth_src", Field::EthSrc),
     ("eth_dst", Field::EthDst),
     ("eth_type", Field::EthType),
+    ("icmp_type", Field::IcmpType),
+    ("icmp_code", Field::IcmpCode),
+    ("icmp_type_name", Field::IcmpTypeName),
+    ("icmp_code_name", Field::IcmpCodeName),
+    ("icmp_flowid", Field::IcmpFlowid),
+    ("icmp_seq", Field::IcmpSeq),
+    ("icmp_nextmtu", Field::IcmpNextmtu),
+    ("payload_len", Field::PayloadLen),
+    ("payload", Field::Payload),
 ];
 
 const SYNONYMS: &[(&str, &str)] = &[
@@ -121,6 +141,7 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("ether_src", "eth_src"),
     ("ether_dst", "eth_dst"),
     ("ether_type", "eth_type"),
+    ("payload_length", "payload_len"),
 ];
 
 /// Finds a field by name, Click's way: synonyms, then the table, then
@@ -156,6 +177,10 @@ struct Desc<'a> {
     tcp: Option<&'a [u8]>,
     udp: Option<&'a [u8]>,
     transport: Option<&'a [u8]>,
+    icmp: Option<&'a [u8]>,
+    /// Transport header offset, and the end of the data less padding.
+    th: Option<usize>,
+    end: usize,
     extra_len: u32,
     mac: Option<usize>,
     nh: Option<usize>,
@@ -203,6 +228,9 @@ impl<'a> Desc<'a> {
             tcp: None,
             udp: None,
             transport: None,
+            icmp: None,
+            th,
+            end,
             extra_len: extra,
             mac: None,
             nh,
@@ -216,6 +244,7 @@ impl<'a> Desc<'a> {
                 match iph[9] {
                     6 if !(tr.len() > 12 && tr[12] >> 4 < 5) => d.tcp = Some(tr),
                     17 => d.udp = Some(tr),
+                    1 => d.icmp = Some(tr),
                     _ => {}
                 }
             }
@@ -268,7 +297,7 @@ fn write_field(s: &mut String, f: Field, p: &Packet, d: &Desc<'_>) -> bool {
                     .wrapping_add((ns / 1000) as u64)
             )
         }
-        Field::FirstTimestamp => {
+        Field::FirstTimestamp | Field::FirstNTimestamp => {
             let a = p.anno_bytes();
             let o = FIRST_TIMESTAMP_ANNO_OFFSET;
             let mut b = [0u8; 8];
@@ -428,10 +457,38 @@ fn write_field(s: &mut String, f: Field, p: &Packet, d: &Desc<'_>) -> bool {
             };
             write!(s, "{}", be16(u, 4))
         }
+        Field::IcmpType
+        | Field::IcmpCode
+        | Field::IcmpTypeName
+        | Field::IcmpCodeName
+        | Field::IcmpFlowid
+        | Field::IcmpSeq
+        | Field::IcmpNextmtu => {
+            let Some(v) = icmp_value(f, d) else {
+                return false;
+            };
+            let name = match (f, d.icmp) {
+                (Field::IcmpTypeName, _) => name_of(ICMP_TYPES, v as u8),
+                (Field::IcmpCodeName, Some(i)) => name_of(icmp_codes(i[0]), v as u8),
+                _ => None,
+            };
+            match name {
+                Some(n) => write!(s, "{n}"),
+                None => write!(s, "{v}"),
+            }
+        }
+        Field::PayloadLen => write!(s, "{}", payload_len(d)),
+        Field::Payload => {
+            let Some((off, len)) = payload_span(d) else {
+                return false;
+            };
+            quote_bytes(s, &d.data[off..off + len]);
+            Ok(())
+        }
         Field::EthSrc | Field::EthDst | Field::EthType => {
             let Some(e) = d.ether() else { return false };
             match f {
-                Field::EthType => write!(s, "{}", be16(e, 12)),
+                Field::EthType => write!(s, "{:04X}", be16(e, 12)),
                 _ => {
                     let o = if f == Field::EthSrc { 6 } else { 0 };
                     let mut a = [0u8; 6];
@@ -442,6 +499,245 @@ fn write_field(s: &mut String, f: Field, p: &Packet, d: &Desc<'_>) -> bool {
         }
     };
     true
+}
+
+/// Where the payload starts and how long Click thinks it is: after the
+/// TCP or UDP header of a first fragment, else after the IP header; the
+/// whole packet when there is no IP header.
+fn payload_info(d: &Desc<'_>) -> (usize, u32) {
+    let (Some(ip), Some(nh)) = (d.ip, d.nh) else {
+        return (0, d.end as u32);
+    };
+    let hl = (ip[0] & 0xf) as usize * 4;
+    let th = d.th.unwrap_or(nh + hl);
+    let mut off = th;
+    let first_frag = ip.len() >= 8 && be16(ip, 6) & 0x1fff == 0;
+    if first_frag && ip.len() >= 10 {
+        match ip[9] {
+            6 => {
+                let tl = d.end.saturating_sub(th);
+                let o = d.data.get(th + 12).map_or(0, |b| (b >> 4) as usize * 4);
+                off += if tl >= 13 && o >= 20 { o } else { 20 };
+            }
+            17 | 136 => off += 8,
+            _ => {}
+        }
+    }
+    let len = (be16(ip, 2) as u32).wrapping_sub((off - nh) as u32);
+    (off, len)
+}
+
+fn payload_len(d: &Desc<'_>) -> u32 {
+    let (_, len) = payload_info(d);
+    len.wrapping_add(d.extra_len)
+}
+
+/// The captured payload bytes, as (offset, length); None when the payload
+/// starts past the captured data.
+fn payload_span(d: &Desc<'_>) -> Option<(usize, usize)> {
+    let (off, len) = payload_info(d);
+    let len = len as usize;
+    if len != 0 && off >= d.data.len() {
+        return None;
+    }
+    if len == 0 {
+        return Some((off.min(d.end), 0));
+    }
+    Some((off, len.min(d.end.saturating_sub(off))))
+}
+
+/// An ICMP field's value, if the packet has it.
+fn icmp_value(f: Field, d: &Desc<'_>) -> Option<u32> {
+    let i = d.icmp?;
+    let has_flow = |t: u8| matches!(t, 0 | 8 | 13 | 14 | 15 | 16);
+    let at = |o: usize| (i.len() >= o + 2).then(|| be16(i, o) as u32);
+    match f {
+        Field::IcmpType | Field::IcmpTypeName => i.first().map(|&v| v as u32),
+        Field::IcmpCode | Field::IcmpCodeName => i.get(1).map(|&v| v as u32),
+        Field::IcmpFlowid => has_flow(*i.first()?).then(|| at(4)).flatten(),
+        Field::IcmpSeq => has_flow(*i.first()?).then(|| at(6)).flatten(),
+        Field::IcmpNextmtu => (i.len() >= 2 && i[0] == 3 && i[1] == 4)
+            .then(|| at(6))
+            .flatten(),
+        _ => None,
+    }
+}
+
+/// The binary width of a field; None for fields binary dumps cannot hold.
+fn binary_width(f: Field) -> Option<usize> {
+    Some(match f {
+        Field::Timestamp
+        | Field::NTimestamp
+        | Field::TsUsec1
+        | Field::FirstTimestamp
+        | Field::FirstNTimestamp => 8,
+        Field::Link
+        | Field::Direction
+        | Field::IpTos
+        | Field::IpDscp
+        | Field::IpEcn
+        | Field::IpTtl
+        | Field::IpFrag
+        | Field::IpProto
+        | Field::IpHl
+        | Field::TcpOff
+        | Field::TcpFlags
+        | Field::IcmpType
+        | Field::IcmpCode
+        | Field::IcmpTypeName
+        | Field::IcmpCodeName => 1,
+        Field::IpFragoff
+        | Field::IpId
+        | Field::IpSum
+        | Field::Sport
+        | Field::Dport
+        | Field::TcpWindow
+        | Field::TcpUrp
+        | Field::EthType
+        | Field::IcmpFlowid
+        | Field::IcmpSeq
+        | Field::IcmpNextmtu => 2,
+        Field::EthSrc | Field::EthDst => 6,
+        Field::Payload => return None,
+        _ => 4,
+    })
+}
+
+/// Appends field `f` in Click's binary record layout (big-endian; a field
+/// that does not apply is written as zeros).
+fn write_binary_field(out: &mut Vec<u8>, f: Field, p: &Packet, d: &Desc<'_>) {
+    let ts = p.timestamp_ns();
+    let first = {
+        let a = p.anno_bytes();
+        let o = FIRST_TIMESTAMP_ANNO_OFFSET;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&a[o..o + 8]);
+        i64::from_ne_bytes(b)
+    };
+    let w4 = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_be_bytes());
+    match f {
+        Field::Timestamp | Field::FirstTimestamp => {
+            let (sec, nsec) = split_ns(if f == Field::Timestamp { ts } else { first });
+            w4(out, sec as u32);
+            w4(out, (nsec / 1000) as u32);
+            return;
+        }
+        Field::NTimestamp | Field::FirstNTimestamp => {
+            // Click's order: nanoseconds, then seconds.
+            let (sec, nsec) = split_ns(if f == Field::NTimestamp { ts } else { first });
+            w4(out, nsec as u32);
+            w4(out, sec as u32);
+            return;
+        }
+        Field::TsUsec1 => {
+            // Click's order: low word, then high word.
+            let (sec, nsec) = split_ns(ts);
+            let v = (sec as u64)
+                .wrapping_mul(1_000_000)
+                .wrapping_add((nsec / 1000) as u64);
+            w4(out, v as u32);
+            w4(out, (v >> 32) as u32);
+            return;
+        }
+        Field::EthSrc | Field::EthDst => {
+            match d.ether() {
+                Some(e) => {
+                    let o = if f == Field::EthSrc { 6 } else { 0 };
+                    out.extend_from_slice(&e[o..o + 6]);
+                }
+                None => out.extend_from_slice(&[0; 6]),
+            }
+            return;
+        }
+        _ => {}
+    }
+    let ip = |need: usize| d.ip_at(need);
+    let v: u32 = match f {
+        Field::TsSec => split_ns(ts).0 as u32,
+        Field::TsUsec => (split_ns(ts).1 / 1000) as u32,
+        Field::Count => 1u32.wrapping_add(anno_u32(p, EXTRA_PACKETS_ANNO_OFFSET)),
+        Field::Link | Field::Direction => p.paint_anno() as u32,
+        Field::Aggregate => anno_u32(p, AGGREGATE_ANNO_OFFSET),
+        Field::WireLen => p.len() as u32,
+        Field::IpSrc => ip(16).map_or(0, |i| be32(i, 12)),
+        Field::IpDst => ip(20).map_or(0, |i| be32(i, 16)),
+        Field::IpTos => ip(2).map_or(0, |i| i[1] as u32),
+        Field::IpDscp => ip(2).map_or(0, |i| (i[1] >> 2) as u32),
+        Field::IpEcn => ip(2).map_or(0, |i| (i[1] & 3) as u32),
+        Field::IpTtl => ip(9).map_or(0, |i| i[8] as u32),
+        Field::IpFrag => ip(8).map_or(0, |i| {
+            let off = be16(i, 6);
+            (if off & 0x3fff != 0 {
+                if off & 0x1fff == 0 {
+                    b'F'
+                } else {
+                    b'f'
+                }
+            } else if off & 0x4000 != 0 {
+                b'!'
+            } else {
+                b'.'
+            }) as u32
+        }),
+        Field::IpFragoff => ip(8).map_or(0, |i| be16(i, 6) as u32),
+        Field::IpId => ip(6).map_or(0, |i| be16(i, 4) as u32),
+        Field::IpSum => ip(12).map_or(0, |i| be16(i, 10) as u32),
+        Field::IpProto => ip(10).map_or(0, |i| i[9] as u32),
+        Field::IpHl => ip(1).map_or(0, |i| ((i[0] & 0xf) * 4) as u32),
+        Field::IpLen => match d.ip {
+            Some(i) => be16(i, 2) as u32,
+            None => d.data.len() as u32,
+        }
+        .wrapping_add(d.extra_len),
+        Field::IpCaptureLen => match d.ip {
+            Some(i) => (be16(i, 2) as usize).min(i.len()) as u32,
+            None => d.data.len() as u32,
+        },
+        Field::Sport | Field::Dport => {
+            let need = if f == Field::Sport { 2 } else { 4 };
+            let has_ports =
+                d.ip.and_then(|i| i.get(9))
+                    .is_some_and(|p| matches!(p, 6 | 17 | 33 | 136));
+            d.transport
+                .filter(|t| has_ports && t.len() >= need)
+                .map_or(0, |t| be16(t, need - 2) as u32)
+        }
+        Field::TcpSeq => d.tcp.filter(|t| t.len() >= 8).map_or(0, |t| be32(t, 4)),
+        Field::TcpAck => d.tcp.filter(|t| t.len() >= 12).map_or(0, |t| be32(t, 8)),
+        Field::TcpOff => d
+            .tcp
+            .filter(|t| t.len() >= 13)
+            .map_or(0, |t| ((t[12] >> 4) * 4) as u32),
+        Field::TcpFlags => d.tcp.filter(|t| t.len() >= 14).map_or(0, |t| t[13] as u32),
+        Field::TcpWindow => d
+            .tcp
+            .filter(|t| t.len() >= 16)
+            .map_or(0, |t| be16(t, 14) as u32),
+        Field::TcpUrp => d
+            .tcp
+            .filter(|t| t.len() >= 20)
+            .map_or(0, |t| be16(t, 18) as u32),
+        Field::UdpLen => d
+            .udp
+            .filter(|u| u.len() >= 6)
+            .map_or(0, |u| be16(u, 4) as u32),
+        Field::EthType => d.ether().map_or(0, |e| be16(e, 12) as u32),
+        Field::IcmpType
+        | Field::IcmpCode
+        | Field::IcmpTypeName
+        | Field::IcmpCodeName
+        | Field::IcmpFlowid
+        | Field::IcmpSeq
+        | Field::IcmpNextmtu => icmp_value(f, d).unwrap_or(0),
+        Field::PayloadLen => payload_len(d),
+        _ => 0,
+    };
+    match binary_width(f) {
+        Some(1) => out.push(v as u8),
+        Some(2) => out.extend_from_slice(&(v as u16).to_be_bytes()),
+        Some(4) => w4(out, v),
+        _ => {}
+    }
 }
 
 enum Sink {
@@ -464,7 +760,9 @@ pub struct ToIPSummaryDump {
     sink: Option<Sink>,
     fields: Vec<Field>,
     extra_length: bool,
+    binary: bool,
     line: String,
+    record: Vec<u8>,
     has_output: bool,
     pull_task: bool,
     count: u64,
@@ -488,7 +786,9 @@ impl ToIPSummaryDump {
             "EXTRA_LENGTH",
             "BINARY",
         ])
-        .profile(ActionProfile::NONE)
+        .profile(ActionProfile::reads(
+            crate::FIELDS_5TUPLE | crate::FIELD_OTHER | crate::FIELD_PAYLOAD,
+        ))
         .doc(
             "ToIPSummaryDump(FILENAME [, KEYWORDS])\n\n\
              Writes one line per packet to FILENAME (`-': standard output) holding\n\
@@ -499,16 +799,19 @@ impl ToIPSummaryDump {
              paint, direction, aggregate, wire_len, ip_src, ip_dst, ip_tos, ip_dscp,\n\
              ip_ecn, ip_ttl, ip_frag, ip_fragoff, ip_id, ip_sum, ip_proto, ip_hl,\n\
              ip_len, ip_capture_len, sport, dport, tcp_seq, tcp_ack, tcp_off,\n\
-             tcp_flags, tcp_window, tcp_urp, udp_len, eth_src, eth_dst, eth_type\n\
+             tcp_flags, tcp_window, tcp_urp, udp_len, eth_src, eth_dst, eth_type,\n\
+             icmp_type, icmp_code, icmp_type_name, icmp_code_name, icmp_flowid,\n\
+             icmp_seq, icmp_nextmtu, payload_len, payload\n\
              (and Click's synonyms). IP fields need the network header annotation.\n\n\
              Ports: 1 input (agnostic); 0 or 1 outputs (push).\n\
-             Keywords:\n  FIELDS (or CONTENTS)  space-separated field names\n  \
+             Keywords:\n  FIELDS (or CONTENTS, DATA)  space-separated field names\n  \
              HEADER   boolean; write the `!' header lines (default true)\n  \
              VERBOSE  boolean; also write `!host' and `!runtime' (default false)\n  \
              BANNER   string; write `!creator \"BANNER\"'\n  \
              EXTRA_LENGTH  boolean; count the extra length annotation (default true)\n  \
              MULTIPACKET, BAD_PACKETS, CAREFUL_TRUNC  accepted\n  \
-             BINARY   must be false (binary output is not available)\n\
+             BINARY   boolean; write Click's binary records after a `!binary' line\n           \
+             (default false; not with the payload field)\n\
              Handlers:\n  flush (write)",
         );
 
@@ -533,9 +836,6 @@ impl ToIPSummaryDump {
         let extra_length = a.read_or("EXTRA_LENGTH", true)?;
         let binary = a.read_or("BINARY", false)?;
         a.finish()?;
-        if binary {
-            return Err(cfg_err("BINARY: binary summary dumps are not available"));
-        }
         let save = save.unwrap_or_else(|| "timestamp ip_src".to_string());
         let mut fields = Vec::new();
         let mut names = Vec::new();
@@ -543,8 +843,11 @@ impl ToIPSummaryDump {
             let w = pronto_lang::args::unquote(&w);
             let (name, f) =
                 find_field(&w).ok_or_else(|| cfg_err(format!("unknown content type '{w}'")))?;
+            if binary && binary_width(f).is_none() {
+                return Err(cfg_err(format!("cannot use field {name} with BINARY")));
+            }
             fields.push(f);
-            names.push(if name == "ntimestamp" {
+            names.push(if name == "ntimestamp" && !binary {
                 "timestamp"
             } else {
                 name
@@ -577,6 +880,9 @@ impl ToIPSummaryDump {
             h.push_str("!data ");
             h.push_str(&names.join(" "));
             h.push('\n');
+            if binary {
+                h.push_str("!binary\n");
+            }
             sink.writer()
                 .write_all(h.as_bytes())
                 .map_err(|e| cfg_err(format!("{filename}: {}", os_error_text(&e))))?;
@@ -587,7 +893,9 @@ impl ToIPSummaryDump {
             sink: Some(sink),
             fields,
             extra_length,
+            binary,
             line: String::with_capacity(256),
+            record: Vec::with_capacity(256),
             has_output,
             pull_task: !ctx.input_push.first().copied().unwrap_or(true),
             count: 0,
@@ -600,6 +908,22 @@ impl ToIPSummaryDump {
         };
         for p in batch.iter() {
             let d = Desc::new(p, self.extra_length);
+            if self.binary {
+                self.record.clear();
+                self.record.extend_from_slice(&[0; 4]);
+                for &f in &self.fields {
+                    write_binary_field(&mut self.record, f, p, &d);
+                }
+                let n = self.record.len() as u32;
+                self.record[..4].copy_from_slice(&n.to_be_bytes());
+                if let Err(e) = sink.writer().write_all(&self.record) {
+                    eprintln!("ToIPSummaryDump({}): {}", self.filename, os_error_text(&e));
+                    self.sink = None;
+                    return;
+                }
+                self.count += 1;
+                continue;
+            }
             self.line.clear();
             for (i, &f) in self.fields.iter().enumerate() {
                 if i > 0 {

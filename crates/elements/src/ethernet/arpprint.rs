@@ -28,7 +28,7 @@ impl ArpPrint {
         .ports("1/1")
         .processing("a/a")
         .keywords(&["LABEL", "TIMESTAMP", "ETHER", "ACTIVE", "OUTFILE"])
-        .profile(ActionProfile::NONE)
+        .profile(ActionProfile::reads(crate::FIELD_OTHER))
         .doc(
             "ARPPrint([LABEL, KEYWORDS])\n\n\
              Prints ARP packets (at the network header annotation; packets without\n\

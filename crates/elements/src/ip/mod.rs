@@ -12,6 +12,7 @@ pub mod icmppingresponder;
 pub mod ipclassifier;
 pub mod ipencap;
 pub mod ipfilter;
+pub mod ipprint;
 pub mod lineariplookup;
 pub mod markipheader;
 pub mod radixiplookup;

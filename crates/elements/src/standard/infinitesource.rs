@@ -53,6 +53,7 @@ impl InfiniteSource {
              Keywords:\n  \
              DATA, LIMIT, BURST, ACTIVE  as the arguments\n  \
              LENGTH     packet length (DATA repeated or cut); default DATA's length\n  \
+             DATASIZE   older name for LENGTH\n  \
              STOP       boolean; stop the driver once LIMIT packets are sent\n  \
              END_CALL   `stop` (the only handler pronto can call): same as STOP true\n  \
              TIMESTAMP  boolean; set the timestamp annotation (default true)\n\

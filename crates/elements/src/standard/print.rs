@@ -53,6 +53,7 @@ impl Print {
              24; a negative MAXLENGTH prints the whole packet.\n\n\
              Ports: 1 input, 1 output (agnostic).\n\
              Keywords:\n  \
+             MAXLENGTH  as the argument (LENGTH and NBYTES are older names)\n  \
              CONTENTS   NONE, HEX or ASCII (default HEX)\n  \
              TIMESTAMP  boolean; print each packet's timestamp (default false)\n  \
              PRINTANNO  boolean; print the annotation bytes (default false)\n  \

@@ -1,7 +1,7 @@
 //! `Queue`: a FIFO packet queue; in pronto it behaves exactly as
 //! `SimpleQueue` (Click's Queue differs only in notification).
 
-use super::simplequeue::{SimpleQueue, QUEUE_DOC};
+use super::simplequeue::SimpleQueue;
 use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec};
 
 /// Click's `Queue`: a `SimpleQueue` under another name.
@@ -14,7 +14,21 @@ impl Queue {
         .processing("h/lh")
         .keywords(&["CAPACITY"])
         .profile(ActionProfile::NONE.dropping())
-        .doc(QUEUE_DOC);
+        .doc(
+            "Queue([CAPACITY])\n\n\
+             Stores incoming packets in a first-in-first-out queue and hands them\n\
+             out when pulled. Drops incoming packets if the queue already holds\n\
+             CAPACITY packets (default 1000); dropped packets are emitted on\n\
+             output 1 if it exists. Behaves exactly as SimpleQueue in pronto.\n\n\
+             Ports: 1 push input; output 0 pull, output 1 (optional) push.\n\
+             Handlers:\n  \
+             length (read)            packets in the queue\n  \
+             highwater_length (read)  most packets ever in the queue at once\n  \
+             capacity (read/write)    the capacity\n  \
+             drops (read)             packets dropped so far\n  \
+             reset_counts (write)     zero drops and highwater_length\n  \
+             reset (write)            drop every queued packet",
+        );
 
     /// Configures a `Queue`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {

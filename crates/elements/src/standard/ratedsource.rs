@@ -46,7 +46,7 @@ impl RatedSource {
              -1, ACTIVE true.\n\n\
              Ports: no inputs, 1 output (agnostic).\n\
              Keywords:\n  \
-             LENGTH     packet length (DATA repeated or cut)\n  \
+             LENGTH     packet length (DATA repeated or cut); DATASIZE is an older name\n  \
              BANDWIDTH  sets RATE from the packet length and this bandwidth\n  \
              STOP       boolean; stop the driver once LIMIT packets are sent\n\
              Handlers:\n  count (read), reset (write), data, length, rate, limit, active (read/write)",

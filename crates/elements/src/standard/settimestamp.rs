@@ -24,7 +24,9 @@ impl SetTimestamp {
              current time when TIMESTAMP is not given.\n\n\
              Ports: 1 input, 1 output (agnostic).\n\
              Keywords:\n  FIRST  boolean; set the \"first timestamp\" annotation instead\n  \
-             (default false)",
+             (default false)\n  \
+             DELTA  accepted for compatibility; true is an error (the old\n         \
+             delta behaviour belongs to SetTimestampDelta)",
         );
 
     /// Configures a `SetTimestamp`.

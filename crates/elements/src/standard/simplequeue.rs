@@ -52,8 +52,8 @@ impl SimpleQueue {
     }
 }
 
-/// The documentation of `SimpleQueue` and `Queue`.
-pub const QUEUE_DOC: &str = "SimpleQueue([CAPACITY])\nQueue([CAPACITY])\n\n\
+/// The documentation of `SimpleQueue`.
+pub const QUEUE_DOC: &str = "SimpleQueue([CAPACITY])\n\n\
      Stores incoming packets in a first-in-first-out queue. Drops incoming\n\
      packets if the queue already holds CAPACITY packets (default 1000);\n\
      dropped packets are emitted on output 1 if it exists.\n\n\

@@ -73,7 +73,7 @@ impl IPRewriter {
              UDP_TIMEOUT             (default 5min)\n  \
              UDP_STREAMING_TIMEOUT   flows of 3+ packets both ways (default UDP_TIMEOUT)\n  \
              UDP_GUARANTEE           (default 5s)\n  \
-             REAP_INTERVAL           reap expired flows this often (default 15min)\n  \
+             REAP_INTERVAL / REAP_TIME  reap expired flows this often (default 15min)\n  \
              MAPPING_CAPACITY / CAPACITY  most flows (integer)\n  \
              DST_ANNO                set the destination address annotation (default true)\n  \
              REPLY_ANNO              annotation byte restored on replies\n\

@@ -51,7 +51,7 @@ impl TCPRewriter {
              is 'pass'.\n\n\
              Ports: any number of push inputs and outputs.\n\
              Keywords: TCP_TIMEOUT/TIMEOUT (24h), TCP_DONE_TIMEOUT (4min),\n\
-             TCP_NODATA_TIMEOUT (5min), TCP_GUARANTEE/GUARANTEE (5s), REAP_INTERVAL,\n\
+             TCP_NODATA_TIMEOUT (5min), TCP_GUARANTEE/GUARANTEE (5s), REAP_INTERVAL/REAP_TIME,\n\
              MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO.\n\
              Handlers: table (mappings), table_size, nmappings, mapping_failures,\n\
              patterns, patternN (rw), size, capacity (rw), clear (w).",

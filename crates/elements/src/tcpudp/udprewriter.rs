@@ -51,7 +51,7 @@ impl UDPRewriter {
              Ports: any number of push inputs and outputs.\n\
              Keywords: UDP_TIMEOUT/TIMEOUT (5min), UDP_STREAMING_TIMEOUT/\n\
              STREAMING_TIMEOUT (default UDP_TIMEOUT), UDP_GUARANTEE/GUARANTEE (5s),\n\
-             REAP_INTERVAL, MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO.\n\
+             REAP_INTERVAL/REAP_TIME, MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO.\n\
              Handlers: table (mappings), table_size, nmappings, mapping_failures,\n\
              patterns, patternN (rw), size, capacity (rw), clear (w).",
         );
