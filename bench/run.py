@@ -14,7 +14,7 @@ gen_bench.py and route_confs.py; nothing generated is committed. Each
 configuration prints `PACKETS SECONDS` through its DriverManager; the figure
 is PACKETS / SECONDS.
 """
-import argparse, csv, os, shutil, statistics, subprocess, sys
+import argparse, csv, os, shutil, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -45,13 +45,16 @@ def prepare(work, packets):
 
 
 def run_once(binary, args, conf, work):
+    """Returns (Mpps over the timed window, whole-process wall seconds)."""
+    t0 = time.perf_counter()
     out = subprocess.run([binary] + args + [os.path.join("conf", conf + ".click")], cwd=work,
                          capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t0
     if out.returncode != 0:
         raise RuntimeError(f"{conf}: exit {out.returncode}: {out.stderr.strip()[-500:]}")
     words = out.stdout.split()
     packets, seconds = int(words[-2]), float(words[-1])
-    return packets / seconds / 1e6
+    return packets / seconds / 1e6, wall
 
 
 def main():
@@ -67,31 +70,46 @@ def main():
     prepare(a.work, a.packets)
     rows = []
     for conf in a.configs:
-        p, b = [], []
+        p, pw, b, bw = [], [], [], []
         for _ in range(a.runs):
             # Interleave the two binaries so that machine noise hits both.
-            p.append(run_once(a.pronto, ["run"], conf, a.work))
+            m, w = run_once(a.pronto, ["run"], conf, a.work)
+            p.append(m)
+            pw.append(w)
             if a.baseline:
-                b.append(run_once(a.baseline, [], conf, a.work))
-        pm = statistics.median(p)
+                m, w = run_once(a.baseline, [], conf, a.work)
+                b.append(m)
+                bw.append(w)
+        pm, pwm = statistics.median(p), statistics.median(pw)
         bm = statistics.median(b) if b else None
+        bwm = statistics.median(bw) if bw else None
         click, fast = REFERENCE.get(conf, (None, None))
-        rows.append((conf, pm, bm, click, fast))
-        print(f"{conf}: pronto {pm:.2f} Mpps" + (f", baseline {bm:.2f}" if bm else ""), file=sys.stderr)
+        rows.append((conf, pm, bm, click, fast, pwm, bwm))
+        print(f"{conf}: pronto {pm:.2f} Mpps ({pwm:.2f} s whole run)"
+              + (f", baseline {bm:.2f} Mpps ({bwm:.2f} s)" if bm else ""), file=sys.stderr)
     fmt = lambda v: f"{v:.2f}" if v is not None else "—"
     ratio = lambda x, y: f"{x / y:.2f}×" if (x and y) else "—"
-    print("| config | pronto Mpps | " + ("baseline Mpps | pronto/baseline | " if a.baseline else "")
-          + "Click 2.1 (ref) | FastClick (ref) | pronto/FastClick |")
-    print("|---|---|" + ("---|---|" if a.baseline else "") + "---|---|---|")
-    for conf, pm, bm, click, fast in rows:
-        mid = f"{fmt(bm)} | {ratio(pm, bm)} | " if a.baseline else ""
-        print(f"| {conf} | {fmt(pm)} | {mid}{fmt(click)} | {fmt(fast)} | {ratio(pm, fast)} |")
+    head = "| config | pronto Mpps |"
+    rule = "|---|---|"
+    if a.baseline:
+        head += " baseline Mpps | pronto / baseline | whole-run time, pronto / baseline |"
+        rule += "---|---|---|"
+    head += " FastClick ref. Mpps | pronto / FastClick ref. |"
+    rule += "---|---|"
+    print(head)
+    print(rule)
+    for conf, pm, bm, click, fast, pwm, bwm in rows:
+        line = f"| {conf} | {fmt(pm)} |"
+        if a.baseline:
+            line += f" {fmt(bm)} | {ratio(pm, bm)} | {fmt(pwm)} s / {fmt(bwm)} s |"
+        line += f" {fmt(fast)} | {ratio(pm, fast)} |"
+        print(line)
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["config", "pronto_mpps", "baseline_mpps", "click_ref", "fastclick_ref"])
+            w.writerow(["config", "pronto_mpps", "baseline_mpps", "click_ref", "fastclick_ref",
+                        "pronto_wall_s", "baseline_wall_s"])
             w.writerows(rows)
-
 
 if __name__ == "__main__":
     main()

@@ -221,3 +221,12 @@ fn firewall_path_lengths() {
         assert!(steps <= 5, "{steps} steps");
     }
 }
+
+#[test]
+fn zz_dump_fw() {
+    let p = Program::ip_filter(FIREWALL).expect("fw");
+    for (i, n) in p.nodes.iter().enumerate() {
+        println!("{i}: {:?}", n);
+    }
+    println!("cases {:?} root {}", p.cases, p.root);
+}

@@ -282,7 +282,12 @@ pub fn check(args: &[String]) -> ExitCode {
     };
     match build(&o) {
         Ok(_) => {
-            eprintln!("{}: ok", o.file.as_deref().unwrap_or("<stdin>"));
+            let name = match (&o.expr, o.file.as_deref()) {
+                (Some(_), _) => "<expr>",
+                (None, None | Some("-")) => "<stdin>",
+                (None, Some(f)) => f,
+            };
+            eprintln!("{name}: ok");
             ExitCode::SUCCESS
         }
         Err(code) => code,

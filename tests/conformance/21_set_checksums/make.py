@@ -18,6 +18,7 @@ def corrupt(frame, off, val=0xDEAD):
 
 def zero_sum_payload(src, dst, body):
     """UDP payload (body + 2 bytes) whose UDP checksum computes to 0x0000."""
+    assert len(body) % 2 == 0
     seg = struct.pack("!HHHH", 7, 9, 8 + len(body) + 2, 0) + body + b"\0\0"
     ph = ip_aton(src) + ip_aton(dst) + struct.pack("!BBH", 0, 17, len(seg))
     s = fold(sum16(ph + seg))
@@ -50,7 +51,7 @@ def frames():
                                                        csum=[0, 0xFFFF, 0x1111, 0x2222, 0][i]), ident=0x300 + i)
         out.append(corrupt(eth_ip(ip), 24, 0x4444) if i % 2 else eth_ip(ip))
     # UDP whose correct checksum is 0x0000 (Click stores it as computed).
-    body = zero_sum_payload("172.16.0.5", "172.16.9.9", b"zero-sum!")
+    body = zero_sum_payload("172.16.0.5", "172.16.9.9", b"zero-sum")
     out.append(eth_ip(ipv4("172.16.0.5", "172.16.9.9", 17,
                            udp("172.16.0.5", "172.16.9.9", 7, 9, body, csum=0x1111))))
     # UDP with LSRR option.
@@ -144,6 +145,8 @@ def main():
                 outs["other_ip"].append(p)
             else:
                 drops["sio"] += 1
+    z = [q for q in outs["udp"] if b"zero-sum" in q.data]
+    assert len(z) == 1 and z[0].data[40:42] == b"\0\0", "zero-sum UDP packet"
     for k, v in outs.items():
         write_todump(os.path.join(HERE, "expected_%s.pcap" % k), v)
     write_text(os.path.join(HERE, "expected.txt"), [drops["sit"], drops["siu"], drops["sio"]])

@@ -377,9 +377,78 @@ impl FromDump {
     /// Reads records into `batch` until it holds `max` packets.
     fn fill(&mut self, batch: &mut Batch, max: usize, out: &mut Out<'_>) -> Fill {
         let data = std::mem::replace(&mut self.map, MappedFile::empty());
-        let r = self.fill_from(data.bytes(), batch, max, out);
+        let r = if self.plain() {
+            self.fill_plain(data.bytes(), batch, max, out)
+        } else {
+            self.fill_from(data.bytes(), batch, max, out)
+        };
         self.map = data;
         r
+    }
+
+    /// True when no option needs a per-record decision (no timing,
+    /// sampling, time window, FORCE_IP or held record): the common case,
+    /// read by [`FromDump::fill_plain`].
+    fn plain(&self) -> bool {
+        self.have_any_times
+            && !self.timing
+            && !self.have_first_time
+            && !self.have_last_time
+            && self.sample >= SAMPLING_ONE
+            && self.held.is_none()
+            && !self.force_ip
+            && self.minor > 3
+    }
+
+    /// The hot loop for plain traces: one bounds check per record, one
+    /// allocation from the pool, one copy. Anything unusual (a truncated
+    /// record, caplen > len, an oversized packet, the end of the file) is
+    /// left to [`FromDump::fill_from`], which handles every case.
+    fn fill_plain(
+        &mut self,
+        data: &[u8],
+        batch: &mut Batch,
+        max: usize,
+        out: &mut Out<'_>,
+    ) -> Fill {
+        let max = max.min(batch.room());
+        let (swapped, nano, extra_hdr) = (self.swapped, self.nano, self.extra_hdr);
+        let mut pos = self.pos;
+        let mut n = 0;
+        while n < max {
+            let Some(h) = data.get(pos..pos + pcap::RECORD_HEADER_LEN) else {
+                break;
+            };
+            let sec = read_u32(h, 0, swapped);
+            let sub = read_u32(h, 4, swapped);
+            let caplen = read_u32(h, 8, swapped) as usize;
+            let len = read_u32(h, 12, swapped) as usize;
+            let start = pos + pcap::RECORD_HEADER_LEN + extra_hdr;
+            let end = start + caplen;
+            if caplen > len || len > caplen || caplen > MAX_PACKET || end > data.len() {
+                break;
+            }
+            let Some(mut p) = out.pool.alloc_from(&data[start..end]) else {
+                break;
+            };
+            let sub_ns = if nano { sub as i64 } else { sub as i64 * 1000 };
+            p.set_timestamp_ns(sec as i64 * 1_000_000_000 + sub_ns);
+            p.set_mac_header(0);
+            self.packet_filepos = pos;
+            if let Err(p) = batch.push(p) {
+                drop::<Packet>(p);
+                break;
+            }
+            pos = end;
+            n += 1;
+        }
+        self.pos = pos;
+        self.count += n as u64;
+        if n < max && batch.room() > 0 {
+            // Something the plain loop does not handle, or the end.
+            return self.fill_from(data, batch, max - n, out);
+        }
+        Fill::More
     }
 
     fn fill_from(&mut self, data: &[u8], batch: &mut Batch, max: usize, out: &mut Out<'_>) -> Fill {

@@ -1,7 +1,7 @@
 //! `CheckIPHeader`: checks IP headers (lengths, version, checksum, source
 //! address), marks the IP header and trims link-level padding.
 
-use pronto_packet::wire::{be16, checksum};
+use pronto_packet::wire::{be16, ipv4_header_checksum_ok};
 use pronto_packet::{Batch, Packet};
 
 use crate::ip::route_table::parse_prefix;
@@ -152,7 +152,7 @@ impl IpChecker {
         if len > plen || len < hlen {
             return self.drop(BAD_IP_LEN);
         }
-        if self.checksum && checksum(&ip[..hlen]) != 0 {
+        if self.checksum && !ipv4_header_checksum_ok(ip.get(..hlen).unwrap_or(ip)) {
             return self.drop(BAD_CHECKSUM);
         }
         let src = [ip[12], ip[13], ip[14], ip[15]];
@@ -285,7 +285,7 @@ pub(crate) mod tests {
         ];
         h.extend_from_slice(&src);
         h.extend_from_slice(&dst);
-        let c = checksum(&h);
+        let c = pronto_packet::wire::checksum(&h);
         h[10..12].copy_from_slice(&c.to_be_bytes());
         h.resize(len, 0);
         h
