@@ -70,6 +70,39 @@ fn mix() -> Vec<Vec<u8>> {
     ]
 }
 
+/// 4096 frames shaped like the benchmark's flows.pcap: 60% TCP / 40% UDP
+/// from 10.0.0.0/8 to random unicast destinations, 80% of destination
+/// ports from a short list, so the decision path varies packet to packet.
+fn flows() -> Vec<Vec<u8>> {
+    const PORTS: [u16; 12] = [80, 443, 53, 22, 25, 123, 8080, 3306, 5000, 6000, 161, 1234];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..4096)
+        .map(|_| {
+            let proto = if rnd() % 10 < 6 { 6 } else { 17 };
+            let src = ((10u32 << 24) | (rnd() as u32 & 0xff_ffff)).to_be_bytes();
+            let dst = loop {
+                let a = rnd() as u32;
+                if (1..224).contains(&(a >> 24)) && a >> 24 != 10 && a >> 24 != 127 {
+                    break a.to_be_bytes();
+                }
+            };
+            let sport = 1024 + (rnd() % 64512) as u16;
+            let dport = if rnd() % 10 < 8 {
+                PORTS[(rnd() % 12) as usize]
+            } else {
+                1 + (rnd() % 65535) as u16
+            };
+            frame(proto, src, dst, sport, dport, 0)
+        })
+        .collect()
+}
+
 fn bench(c: &mut Criterion) {
     let fw = Program::ip_filter(FIREWALL).expect("firewall compiles");
     let ipc = Program::ip_classifier(IPCLASSIFIER).expect("ipclassifier compiles");
@@ -96,6 +129,31 @@ fn bench(c: &mut Criterion) {
             let mut acc = 0usize;
             for p in &pkts {
                 acc = acc.wrapping_add(ipc.classify(black_box(p), 14).map_or(7, |x| x));
+            }
+            acc
+        })
+    });
+    let fl = flows();
+    let refs: Vec<(&[u8], usize)> = fl.iter().map(|p| (&p[..], 14)).collect();
+    g.throughput(Throughput::Elements(fl.len() as u64));
+    g.bench_function("firewall_flows_scalar", |b| {
+        b.iter(|| {
+            let mut acc = 0usize;
+            for &(p, nh) in &refs {
+                acc = acc.wrapping_add(fw.classify(black_box(p), nh).map_or(7, |x| x));
+            }
+            acc
+        })
+    });
+    let mut out = vec![None; 256];
+    g.bench_function("firewall_flows_batch", |b| {
+        b.iter(|| {
+            let mut acc = 0usize;
+            for chunk in refs.chunks(256) {
+                fw.classify_batch(black_box(chunk), &mut out);
+                acc = out
+                    .iter()
+                    .fold(acc, |a, o| a.wrapping_add(o.map_or(7, |x| x)));
             }
             acc
         })

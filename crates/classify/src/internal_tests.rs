@@ -57,14 +57,19 @@ fn interp(rules: &[(Expr, Option<usize>)], sp: &[&[u8]; 2]) -> Option<usize> {
 }
 
 fn run(c: &Compiled, ip: bool, data: &[u8], nh: usize) -> Option<usize> {
-    let p = Program {
-        nodes: c.nodes.clone().into_boxed_slice(),
-        cases: c.cases.clone().into_boxed_slice(),
+    let c = Compiled {
+        nodes: c.nodes.clone(),
+        cases: c.cases.clone(),
         root: c.root,
-        noutputs: 0,
-        ip,
     };
-    p.classify(data, nh)
+    let p = Program::from_compiled(c, 0, ip);
+    let one = p.classify(data, nh);
+    // The batch path agrees, wherever the packet sits in a batch.
+    let mut out = [Some(usize::MAX); 11];
+    let pkts = [(data, nh); 11];
+    assert_eq!(p.classify_batch(&pkts, &mut out), 11);
+    assert!(out.iter().all(|&o| o == one), "batch {out:?} vs {one:?}");
+    one
 }
 
 fn spaces(data: &[u8], nh: usize) -> [&[u8]; 2] {
@@ -222,11 +227,95 @@ fn firewall_path_lengths() {
     }
 }
 
-#[test]
-fn zz_dump_fw() {
-    let p = Program::ip_filter(FIREWALL).expect("fw");
-    for (i, n) in p.nodes.iter().enumerate() {
-        println!("{i}: {:?}", n);
+/// `classify_batch` agrees with `classify` packet by packet on mixed
+/// batches (short and long packets, various lengths of batch).
+fn check_batch(p: &Program, pkts: &[(Vec<u8>, usize)]) -> Result<(), TestCaseError> {
+    let refs: Vec<(&[u8], usize)> = pkts.iter().map(|(d, nh)| (&d[..], *nh)).collect();
+    let mut out = vec![Some(usize::MAX); refs.len() + 3];
+    prop_assert_eq!(p.classify_batch(&refs, &mut out), refs.len());
+    for (i, &(d, nh)) in refs.iter().enumerate() {
+        prop_assert_eq!(out[i], p.classify(d, nh), "packet {}", i);
     }
-    println!("cases {:?} root {}", p.cases, p.root);
+    prop_assert!(out[refs.len()..].iter().all(|&o| o == Some(usize::MAX)));
+    // A shorter output slice bounds the count.
+    let k = refs.len() / 2;
+    prop_assert_eq!(p.classify_batch(&refs, &mut out[..k]), k);
+    for (i, &(d, nh)) in refs.iter().take(k).enumerate() {
+        prop_assert_eq!(out[i], p.classify(d, nh), "packet {}", i);
+    }
+    Ok(())
+}
+
+/// Mostly full-size packets, some truncated.
+fn batch_packet() -> impl Strategy<Value = (Vec<u8>, usize)> {
+    (packet(), prop::collection::vec(any::<u8>(), 80), 0u8..8).prop_map(
+        |((mut v, nh), tail, keep)| {
+            if keep != 0 {
+                let n = v.len();
+                v.extend_from_slice(&tail[n.min(80)..]);
+            }
+            (v, nh)
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn batch_matches_classify(pkts in prop::collection::vec(batch_packet(), 0..40)) {
+        for set in [FIREWALL, EXTRA] {
+            let p = Program::ip_filter(set).expect("compiles");
+            check_batch(&p, &pkts)?;
+            let rules = filter_rules(set);
+            for c in [dd::compile(&rules), dd::compile_linear(&rules)] {
+                check_batch(&Program::from_compiled(c, 0, true), &pkts)?;
+            }
+        }
+        let ipc: Vec<&str> = EXTRA.iter().map(|s| &s[2..]).collect();
+        check_batch(&Program::ip_classifier(&ipc).expect("compiles"), &pkts)?;
+    }
+
+    #[test]
+    fn classifier_batch_matches_classify(
+        pkts in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..48), 0..40),
+        pats in prop::collection::vec("(!?[0-9]{1,2}/[0-9a-f?]{2,6}( |))+|-", 1..6),
+    ) {
+        let mut rules = Vec::new();
+        for (i, p) in pats.iter().enumerate() {
+            if let Ok(e) = clsparse::parse_pattern(p) {
+                rules.push((e, Some(i)));
+            }
+        }
+        let pk: Vec<(Vec<u8>, usize)> = pkts.into_iter().map(|v| (v, 0)).collect();
+        for c in [dd::compile(&rules), dd::compile_linear(&rules)] {
+            check_batch(&Program::from_compiled(c, 0, false), &pk)?;
+        }
+    }
+}
+
+#[test]
+fn batch_plan_in_use() {
+    for set in [FIREWALL, EXTRA] {
+        let p = Program::ip_filter(set).expect("compiles");
+        assert!(p.plan.is_some());
+    }
+    // Switches with many cases get collision-free tables.
+    let many: Vec<String> = (0..60)
+        .map(|i| format!("{} tcp dst port {}", i % 3, 1000 + 37 * i))
+        .collect();
+    let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+    let p = Program::ip_filter(&refs).expect("compiles");
+    assert!(p.plan.is_some());
+    let mut v = vec![0u8; 60];
+    v[0] = 0x45;
+    v[9] = 6;
+    for i in 0..70u16 {
+        v[22..24].copy_from_slice(&(1000 + 37 * i).to_be_bytes());
+        let mut out = [None; 1];
+        p.classify_batch(&[(&v[..], 0)], &mut out);
+        let want = (i < 60).then_some(usize::from(i % 3));
+        assert_eq!(out[0], want);
+        assert_eq!(p.classify(&v, 0), want);
+    }
 }

@@ -136,6 +136,28 @@ impl Pool {
         }
     }
 
+    /// Allocates a packet holding a copy of `data` (at most
+    /// [`MAX_PACKET`] bytes, or `None`) with its timestamp annotation set
+    /// and its link header marked at the start: what a trace reader or a
+    /// device receive path makes, in one step.
+    #[inline]
+    pub fn alloc_frame(&self, data: &[u8], timestamp_ns: i64) -> Option<Packet> {
+        if data.len() > MAX_PACKET {
+            return None;
+        }
+        let idx = self.inner.pop()?;
+        let slot = self.inner.slot(idx);
+        // SAFETY: as in `alloc`: the slot was free and its header is
+        // initialized; `frame` rewrites every per-packet field.
+        unsafe {
+            let h = slot.cast::<SlotHeader>().as_ptr();
+            (*h).frame(data.len(), timestamp_ns);
+            let mut p = Packet::from_slot(slot);
+            crate::packet::copy_small(p.data_mut(), data);
+            Some(p)
+        }
+    }
+
     /// Allocates a packet holding a copy of `data` (truncated to
     /// [`MAX_PACKET`]; callers that care check the length first).
     #[inline]

@@ -38,13 +38,15 @@ pub fn ones_sum(data: &[u8], mut acc: u64) -> u64 {
     acc
 }
 
-/// Folds a one's-complement sum to 16 bits.
+/// Folds a one's-complement sum to 16 bits (a fixed number of steps: no
+/// loop, no data-dependent branch).
 #[inline]
-pub fn fold(mut acc: u64) -> u16 {
-    while acc >> 16 != 0 {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
+pub fn fold(acc: u64) -> u16 {
+    let a = (acc & 0xffff_ffff) + (acc >> 32); // < 2^33
+    let a = (a & 0xffff) + (a >> 16); // < 2^18
+    let a = (a & 0xffff) + (a >> 16); // <= 0x10002
+    let a = (a & 0xffff) + (a >> 16); // <= 0xffff
+    a as u16
 }
 
 /// The Internet checksum of `data` (RFC 1071), ready to store.
@@ -118,6 +120,25 @@ pub fn addr4(b: &[u8], off: usize) -> [u8; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fold_handles_every_carry() {
+        for acc in [
+            0u64,
+            0xffff,
+            0x1_0000,
+            0x1_fffe,
+            0xffff_ffff,
+            u64::MAX,
+            0x0001_0000_ffff_0001,
+        ] {
+            let mut slow = acc;
+            while slow >> 16 != 0 {
+                slow = (slow & 0xffff) + (slow >> 16);
+            }
+            assert_eq!(fold(acc) as u64, slow, "acc {acc:#x}");
+        }
+    }
 
     #[test]
     fn rfc1071_example() {

@@ -128,3 +128,43 @@ fn batch_append_moves_what_fits() {
     assert_eq!(b.len(), 5);
     assert_eq!(b.as_slice()[0].data(), &[5]);
 }
+
+#[test]
+fn alloc_frame_sets_length_timestamp_and_link_header() {
+    let pool = Pool::new(2).expect("pool");
+    let mut old = pool.alloc_from(&[7; 40]).expect("p");
+    old.set_paint_anno(9);
+    old.set_network_header(14, 20);
+    drop(old);
+    let p = pool
+        .alloc_frame(
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
+            5,
+        )
+        .expect("frame");
+    assert_eq!(
+        p.data(),
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+    );
+    assert_eq!(p.timestamp_ns(), 5);
+    assert_eq!(p.mac_header_offset(), Some(0));
+    assert_eq!(p.network_header_offset(), None);
+    assert_eq!(
+        p.paint_anno(),
+        0,
+        "annotations of the slot's last packet are cleared"
+    );
+    assert!(pool
+        .alloc_frame(&vec![0; pronto_packet::MAX_PACKET + 1], 0)
+        .is_none());
+}
+
+#[test]
+fn small_copies_of_every_length_are_exact() {
+    let pool = Pool::new(1).expect("pool");
+    let src: Vec<u8> = (0..=255u8).collect();
+    for n in 0..=200 {
+        let p = pool.alloc_from(&src[..n]).expect("p");
+        assert_eq!(p.data(), &src[..n], "length {n}");
+    }
+}

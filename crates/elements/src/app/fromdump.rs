@@ -78,6 +78,63 @@ pub struct FromDump {
     burst: usize,
 }
 
+/// Reads plain records (caplen == len, not oversized) from `pos` into
+/// `batch`, up to `max`; returns how many, and (the position after them,
+/// the position of the last one).
+#[inline(always)]
+fn plain_records<const SWAPPED: bool>(
+    data: &[u8],
+    mut pos: usize,
+    nano: bool,
+    extra_hdr: usize,
+    batch: &mut Batch,
+    max: usize,
+    pool: &pronto_packet::Pool,
+) -> (usize, (usize, usize)) {
+    let max = max.min(batch.room());
+    let mut last = pos;
+    let mut n = 0;
+    let word = |h: &[u8; 16], i: usize| {
+        let v = u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        if SWAPPED {
+            v.swap_bytes()
+        } else {
+            v
+        }
+    };
+    let scale = if nano { 1 } else { 1000 };
+    while n < max {
+        let Some(h) = data
+            .get(pos..pos + pcap::RECORD_HEADER_LEN)
+            .and_then(|h| <&[u8; 16]>::try_from(h).ok())
+        else {
+            break;
+        };
+        let (sec, sub) = (word(h, 0), word(h, 4));
+        let (caplen, len) = (word(h, 8) as usize, word(h, 12) as usize);
+        let start = pos + pcap::RECORD_HEADER_LEN + extra_hdr;
+        let end = start + caplen;
+        if caplen != len || caplen > MAX_PACKET {
+            break;
+        }
+        let Some(bytes) = data.get(start..end) else {
+            break;
+        };
+        let Some(p) = pool.alloc_frame(bytes, sec as i64 * 1_000_000_000 + sub as i64 * scale)
+        else {
+            break;
+        };
+        if let Err(p) = batch.push(p) {
+            drop::<Packet>(p);
+            break;
+        }
+        last = pos;
+        pos = end;
+        n += 1;
+    }
+    (n, (pos, last))
+}
+
 fn read_u32(b: &[u8], off: usize, swapped: bool) -> u32 {
     let v = u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]);
     if swapped {
@@ -402,7 +459,7 @@ impl FromDump {
 
     /// The hot loop for plain traces: one bounds check per record, one
     /// allocation from the pool, one copy. Anything unusual (a truncated
-    /// record, caplen > len, an oversized packet, the end of the file) is
+    /// record, caplen != len, an oversized packet, the end of the file) is
     /// left to [`FromDump::fill_from`], which handles every case.
     fn fill_plain(
         &mut self,
@@ -411,39 +468,35 @@ impl FromDump {
         max: usize,
         out: &mut Out<'_>,
     ) -> Fill {
-        let max = max.min(batch.room());
-        let (swapped, nano, extra_hdr) = (self.swapped, self.nano, self.extra_hdr);
-        let mut pos = self.pos;
-        let mut n = 0;
-        while n < max {
-            let Some(h) = data.get(pos..pos + pcap::RECORD_HEADER_LEN) else {
-                break;
-            };
-            let sec = read_u32(h, 0, swapped);
-            let sub = read_u32(h, 4, swapped);
-            let caplen = read_u32(h, 8, swapped) as usize;
-            let len = read_u32(h, 12, swapped) as usize;
-            let start = pos + pcap::RECORD_HEADER_LEN + extra_hdr;
-            let end = start + caplen;
-            if caplen > len || len > caplen || caplen > MAX_PACKET || end > data.len() {
-                break;
-            }
-            let Some(mut p) = out.pool.alloc_from(&data[start..end]) else {
-                break;
-            };
-            let sub_ns = if nano { sub as i64 } else { sub as i64 * 1000 };
-            p.set_timestamp_ns(sec as i64 * 1_000_000_000 + sub_ns);
-            p.set_mac_header(0);
-            self.packet_filepos = pos;
-            if let Err(p) = batch.push(p) {
-                drop::<Packet>(p);
-                break;
-            }
-            pos = end;
-            n += 1;
+        // One copy of the loop per byte order, so the order is not tested
+        // per field.
+        let (n, pos) = if self.swapped {
+            plain_records::<true>(
+                data,
+                self.pos,
+                self.nano,
+                self.extra_hdr,
+                batch,
+                max,
+                out.pool,
+            )
+        } else {
+            plain_records::<false>(
+                data,
+                self.pos,
+                self.nano,
+                self.extra_hdr,
+                batch,
+                max,
+                out.pool,
+            )
+        };
+        if n > 0 {
+            self.packet_filepos = pos.1;
         }
-        self.pos = pos;
+        self.pos = pos.0;
         self.count += n as u64;
+        let max = max.min(batch.room() + n);
         if n < max && batch.room() > 0 {
             // Something the plain loop does not handle, or the end.
             return self.fill_from(data, batch, max - n, out);

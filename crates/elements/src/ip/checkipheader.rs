@@ -1,7 +1,7 @@
 //! `CheckIPHeader`: checks IP headers (lengths, version, checksum, source
 //! address), marks the IP header and trims link-level padding.
 
-use pronto_packet::wire::{be16, ipv4_header_checksum_ok};
+use pronto_packet::wire::ipv4_header_checksum_ok;
 use pronto_packet::{Batch, Packet};
 
 use crate::ip::route_table::parse_prefix;
@@ -136,27 +136,36 @@ impl IpChecker {
     pub(crate) fn action(&mut self, p: &mut Packet) -> Option<usize> {
         let off = self.offset;
         let d = p.data();
-        if d.len() < off + 20 {
+        let Some(h) = d
+            .get(off..off + 20)
+            .and_then(|h| <&[u8; 20]>::try_from(h).ok())
+        else {
             return self.drop(TINY);
-        }
+        };
         let plen = d.len() - off;
-        let ip = &d[off..];
-        if ip[0] >> 4 != 4 {
+        if h[0] >> 4 != 4 {
             return self.drop(BAD_VERSION);
         }
-        let hlen = ((ip[0] & 15) as usize) << 2;
+        let hlen = ((h[0] & 15) as usize) << 2;
         if hlen < 20 {
             return self.drop(BAD_HLEN);
         }
-        let len = be16(ip, 2) as usize;
+        let len = u16::from_be_bytes([h[2], h[3]]) as usize;
         if len > plen || len < hlen {
             return self.drop(BAD_IP_LEN);
         }
-        if self.checksum && !ipv4_header_checksum_ok(ip.get(..hlen).unwrap_or(ip)) {
-            return self.drop(BAD_CHECKSUM);
+        if self.checksum {
+            let ok = if hlen == 20 {
+                ipv4_header_checksum_ok(h)
+            } else {
+                ipv4_header_checksum_ok(&d[off..off + hlen])
+            };
+            if !ok {
+                return self.drop(BAD_CHECKSUM);
+            }
         }
-        let src = [ip[12], ip[13], ip[14], ip[15]];
-        let dst = [ip[16], ip[17], ip[18], ip[19]];
+        let src = [h[12], h[13], h[14], h[15]];
+        let dst = [h[16], h[17], h[18], h[19]];
         if !self.bad_src.is_empty() && self.bad_src.contains(&src) && !self.good_dst.contains(&dst)
         {
             return self.drop(BAD_SADDR);

@@ -2,7 +2,7 @@
 //! they match.
 
 use pronto_classify::Program;
-use pronto_packet::{Batch, Packet};
+use pronto_packet::{Batch, Packet, BATCH_MAX};
 
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
@@ -77,8 +77,12 @@ impl IPClassifier {
 
 impl Element for IPClassifier {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let prog = &self.prog;
-        push_each(batch, out, |p, _| prog.classify(p.data(), nh_offset(p)));
+        // Classify the whole batch at once, then route packet by packet.
+        let mut res = [None; BATCH_MAX];
+        self.prog
+            .classify_iter(batch.iter().map(|p| (p.data(), nh_offset(p))), &mut res);
+        let mut res = res.iter();
+        push_each(batch, out, |_, _| res.next().copied().flatten());
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

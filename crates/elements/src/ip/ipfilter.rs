@@ -1,7 +1,7 @@
 //! `IPFilter`: a firewall-style list of `ACTION EXPRESSION` rules.
 
 use pronto_classify::Program;
-use pronto_packet::Batch;
+use pronto_packet::{Batch, BATCH_MAX};
 
 use crate::ip::ipclassifier::nh_offset;
 use crate::{
@@ -62,8 +62,12 @@ impl IPFilter {
 
 impl Element for IPFilter {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let prog = &self.prog;
-        push_each(batch, out, |p, _| prog.classify(p.data(), nh_offset(p)));
+        // Classify the whole batch at once, then route packet by packet.
+        let mut res = [None; BATCH_MAX];
+        self.prog
+            .classify_iter(batch.iter().map(|p| (p.data(), nh_offset(p))), &mut res);
+        let mut res = res.iter();
+        push_each(batch, out, |_, _| res.next().copied().flatten());
     }
 }
 

@@ -1,7 +1,7 @@
 //! `Classifier`: routes packets by byte patterns.
 
 use pronto_classify::Program;
-use pronto_packet::Batch;
+use pronto_packet::{Batch, BATCH_MAX};
 
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELD_OTHER,
@@ -54,10 +54,14 @@ impl Classifier {
 impl Element for Classifier {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let prog = &self.prog;
+        // Classify the whole batch at once, then route packet by packet.
+        let mut res = [None; BATCH_MAX];
+        self.prog
+            .classify_iter(batch.iter().map(|p| (p.data(), 0)), &mut res);
+        let mut res = res.iter();
         let drops = &mut self.drops;
-        push_each(batch, out, |p, _| {
-            let r = prog.classify(p.data(), 0);
+        push_each(batch, out, |_, _| {
+            let r = res.next().copied().flatten();
             if r.is_none() {
                 *drops += 1;
             }
