@@ -23,6 +23,8 @@ pub(crate) const LANES: usize = 8;
 pub(crate) const MAX_SLOTS: usize = 16;
 /// Longest root-to-terminal path the batch plan accepts.
 const MAX_ROUNDS: usize = 48;
+/// Programs with a longest path shorter than this are walked per packet.
+const MIN_ROUNDS: usize = 3;
 /// Capacity of the step array (a power of two, so that masked indices
 /// need no bounds check).
 const MAX_STEPS: usize = 1024;
@@ -102,7 +104,11 @@ impl Plan {
             }
         };
         let rounds = longest_path(nodes, &succ)?;
-        if rounds > MAX_ROUNDS {
+        // Short programs (Classifier(12/0800, -) is one test) are cheaper
+        // walked per packet: the lock-step walk's fixed cost per packet
+        // (gathering words, a result per lane) only pays off over several
+        // data-dependent steps.
+        if !(MIN_ROUNDS..=MAX_ROUNDS).contains(&rounds) {
             return None;
         }
 

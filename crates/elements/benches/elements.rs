@@ -69,7 +69,7 @@ fn bench_element(c: &mut Criterion, class: &str, config: &str, noutputs: usize, 
                         b.clear();
                     }
                 },
-                BatchSize::SmallInput,
+                BatchSize::PerIteration,
             )
         });
     }
