@@ -319,3 +319,12 @@ fn batch_plan_in_use() {
         assert_eq!(p.classify(&v, 0), want);
     }
 }
+
+#[test]
+fn one_test_programs_walk_per_packet() {
+    let p = Program::classifier(&["12/0800", "-"]).expect("compiles");
+    assert!(
+        !p.prefers_batch(),
+        "a one-test Classifier should not use the batch walk"
+    );
+}

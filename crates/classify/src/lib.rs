@@ -219,6 +219,18 @@ impl Program {
     /// for `Classifier` programs). Returns the output port or `None` (drop).
     #[inline]
     pub fn classify(&self, data: &[u8], nh: usize) -> Option<usize> {
+        self.classify_one(data, nh)
+    }
+
+    /// True when [`classify_batch`](Self::classify_batch) is faster than
+    /// calling [`classify`](Self::classify) per packet (the program has a
+    /// batch plan: several data-dependent steps).
+    pub fn prefers_batch(&self) -> bool {
+        self.plan.is_some()
+    }
+
+    #[inline]
+    fn classify_one(&self, data: &[u8], nh: usize) -> Option<usize> {
         if self.root & TERM != 0 {
             return decode(self.root);
         }

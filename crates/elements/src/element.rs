@@ -455,8 +455,9 @@ pub struct ClassEntry {
 
 /// The batch loop for elements whose logic is per packet: `f` returns
 /// `Some(port)` to send the packet on or `None` to drop it (the element
-/// counts its own drops). Packets bound for output 0 stay in the batch and
-/// move on without a copy; the others are moved to their port's buffer.
+/// counts its own drops). Packets bound for the same output as the batch's
+/// first packet stay in the batch and move on without a copy; the others are
+/// moved to their port's buffer.
 #[inline]
 pub fn push_each(
     batch: &mut Batch,
@@ -464,6 +465,6 @@ pub fn push_each(
     mut f: impl FnMut(&mut Packet, &Pool) -> Option<usize>,
 ) {
     let pool = out.pool;
-    batch.partition(|p| f(p, pool), |port, p| out.emit(port, p));
-    out.pass(0);
+    let kept = batch.route(|p| f(p, pool), |port, p| out.emit(port, p));
+    out.pass(kept.unwrap_or(0));
 }

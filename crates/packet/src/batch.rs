@@ -161,11 +161,14 @@ impl Batch {
         self.len = kept;
     }
 
-    /// Routes every packet: `f` returns `Some(0)` to keep it in the batch,
-    /// `Some(k)` to hand it to `elsewhere(k, packet)`, `None` to drop it.
-    /// Kept packets stay in order.
+    /// Routes every packet: `f` returns the output port for it, or `None`
+    /// to drop it. Packets bound for the first routed packet's port stay
+    /// in the batch, in order, and that port is returned; packets for any
+    /// other port are handed to `elsewhere(port, packet)`, in order. A batch
+    /// whose packets all go one way is therefore never copied, whichever
+    /// port that is.
     #[inline]
-    pub fn partition<F, E>(&mut self, mut f: F, mut elsewhere: E)
+    pub fn route<F, E>(&mut self, mut f: F, mut elsewhere: E) -> Option<usize>
     where
         F: FnMut(&mut Packet) -> Option<usize>,
         E: FnMut(usize, Packet),
@@ -173,20 +176,23 @@ impl Batch {
         let n = self.len;
         self.len = 0;
         let mut kept = 0;
+        let mut keep: Option<usize> = None;
         for i in 0..n {
             // SAFETY: slot i < n is initialized and is read exactly once:
             // it is moved down to `kept`, handed away, or dropped.
             let mut p = unsafe { self.pkts[i].assume_init_read() };
             match f(&mut p) {
-                Some(0) => {
+                None => drop(p),
+                Some(port) if keep == Some(port) || keep.is_none() => {
+                    keep = Some(port);
                     self.pkts[kept].write(p);
                     kept += 1;
                 }
-                Some(k) => elsewhere(k, p),
-                None => drop(p),
+                Some(port) => elsewhere(port, p),
             }
         }
         self.len = kept;
+        keep
     }
 
     /// Moves every packet out, in order, leaving the batch empty.

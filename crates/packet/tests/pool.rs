@@ -168,3 +168,36 @@ fn small_copies_of_every_length_are_exact() {
         assert_eq!(p.data(), &src[..n], "length {n}");
     }
 }
+
+#[test]
+fn route_keeps_the_first_packets_port_in_place() {
+    let pool = Pool::new(16).expect("pool");
+    let mut b = Batch::new();
+    for i in 0..6u8 {
+        b.push(pool.alloc_from(&[i]).expect("p")).expect("room");
+    }
+    // Ports by first byte: 0,1 -> 2; 2 -> dropped; 3,4,5 -> 0.
+    let mut elsewhere = Vec::new();
+    let kept = b.route(
+        |p| match p.data()[0] {
+            0 | 1 => Some(2),
+            2 => None,
+            _ => Some(0),
+        },
+        |port, p| elsewhere.push((port, p.data()[0])),
+    );
+    assert_eq!(kept, Some(2));
+    assert_eq!(
+        b.iter().map(|p| p.data()[0]).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    assert_eq!(elsewhere, vec![(0, 3), (0, 4), (0, 5)]);
+    drop(b);
+    assert_eq!(
+        pool.available(),
+        16,
+        "the dropped packet and the routed ones are all freed"
+    );
+    let mut empty = Batch::new();
+    assert_eq!(empty.route(|_| Some(1), |_, _| {}), None);
+}

@@ -2,11 +2,11 @@
 //! they match.
 
 use pronto_classify::Program;
-use pronto_packet::{Batch, Packet, BATCH_MAX};
+use pronto_packet::{Batch, Packet};
 
 use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Spec, FIELDS_5TUPLE, FIELD_OTHER, FIELD_PAYLOAD,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    FIELDS_5TUPLE, FIELD_OTHER, FIELD_PAYLOAD,
 };
 
 /// Classifies IP packets by tcpdump-like expressions, one per output.
@@ -77,12 +77,8 @@ impl IPClassifier {
 
 impl Element for IPClassifier {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        // Classify the whole batch at once, then route packet by packet.
-        let mut res = [None; BATCH_MAX];
-        self.prog
-            .classify_iter(batch.iter().map(|p| (p.data(), nh_offset(p))), &mut res);
-        let mut res = res.iter();
-        push_each(batch, out, |_, _| res.next().copied().flatten());
+        let mut drops = 0;
+        crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut drops);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

@@ -1,12 +1,12 @@
 //! `IPFilter`: a firewall-style list of `ACTION EXPRESSION` rules.
 
 use pronto_classify::Program;
-use pronto_packet::{Batch, BATCH_MAX};
+use pronto_packet::Batch;
 
 use crate::ip::ipclassifier::nh_offset;
 use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELDS_5TUPLE,
-    FIELD_OTHER, FIELD_PAYLOAD,
+    ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELDS_5TUPLE, FIELD_OTHER,
+    FIELD_PAYLOAD,
 };
 
 /// Filters IP packets: the first rule whose expression matches decides
@@ -62,12 +62,8 @@ impl IPFilter {
 
 impl Element for IPFilter {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        // Classify the whole batch at once, then route packet by packet.
-        let mut res = [None; BATCH_MAX];
-        self.prog
-            .classify_iter(batch.iter().map(|p| (p.data(), nh_offset(p))), &mut res);
-        let mut res = res.iter();
-        push_each(batch, out, |_, _| res.next().copied().flatten());
+        let mut drops = 0;
+        crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut drops);
     }
 }
 

@@ -1,11 +1,10 @@
 //! `Classifier`: routes packets by byte patterns.
 
 use pronto_classify::Program;
-use pronto_packet::{Batch, BATCH_MAX};
+use pronto_packet::Batch;
 
 use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELD_OTHER,
-    FIELD_PAYLOAD,
+    ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELD_OTHER, FIELD_PAYLOAD,
 };
 
 /// Sends each packet to the output of the first pattern it matches;
@@ -54,19 +53,7 @@ impl Classifier {
 impl Element for Classifier {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        // Classify the whole batch at once, then route packet by packet.
-        let mut res = [None; BATCH_MAX];
-        self.prog
-            .classify_iter(batch.iter().map(|p| (p.data(), 0)), &mut res);
-        let mut res = res.iter();
-        let drops = &mut self.drops;
-        push_each(batch, out, |_, _| {
-            let r = res.next().copied().flatten();
-            if r.is_none() {
-                *drops += 1;
-            }
-            r
-        });
+        crate::util::classify_and_route(&self.prog, batch, out, |_| 0, &mut self.drops);
     }
 }
 
