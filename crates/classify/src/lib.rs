@@ -71,7 +71,7 @@ mod clsparse;
 mod dd;
 mod expr;
 mod ipparse;
-mod names;
+pub mod names;
 
 use dd::{Node, DROP, KIND_GT, KIND_SWITCH, MAX_OUTPUT, TERM};
 use expr::Expr;

@@ -4,6 +4,8 @@
 //! (IP protocol names, TCP/UDP port names, TCP flag names, ICMP type names),
 //! plus a handful of common `/etc/services` / `/etc/protocols` entries that a
 //! user-level reference build would resolve from the system databases.
+//! The public lookups serve elements that name protocols, ICMP types and
+//! codes, and ports.
 
 /// Pseudo protocol: TCP or UDP.
 pub(crate) const PROTO_TCP_OR_UDP: i32 = 256;
@@ -17,7 +19,8 @@ pub(crate) const PROTO_TCP: i32 = 6;
 pub(crate) const PROTO_UDP: i32 = 17;
 pub(crate) const PROTO_DCCP: i32 = 33;
 
-const IP_PROTOS: &[(&str, u32)] = &[
+/// Names of real IP protocols.
+const IP_PROTO_NAMES: &[(&str, u8)] = &[
     ("ah", 51),
     ("dccp", 33),
     ("esp", 50),
@@ -26,15 +29,20 @@ const IP_PROTOS: &[(&str, u32)] = &[
     ("igmp", 2),
     ("ipip", 4),
     ("ospf", 89),
-    ("payload", PROTO_PAYLOAD as u32),
     ("sctp", 132),
     ("tcp", 6),
-    ("tcpudp", PROTO_TCP_OR_UDP as u32),
-    ("transp", PROTO_TRANSP as u32),
     ("udp", 17),
 ];
 
-const ICMP_TYPES: &[(&str, u32)] = &[
+/// Pseudo protocol names of the expression language.
+const PSEUDO_PROTOS: &[(&str, u32)] = &[
+    ("payload", PROTO_PAYLOAD as u32),
+    ("tcpudp", PROTO_TCP_OR_UDP as u32),
+    ("transp", PROTO_TRANSP as u32),
+];
+
+/// ICMP type names, as Click spells them.
+const ICMP_TYPE_NAMES: &[(&str, u8)] = &[
     ("echo", 8),
     ("echo-reply", 0),
     ("inforeq", 15),
@@ -46,12 +54,36 @@ const ICMP_TYPES: &[(&str, u32)] = &[
     ("routeradvert", 9),
     ("routersolicit", 10),
     ("sourcequench", 4),
-    ("time-exceeded", 11),
     ("timeexceeded", 11),
     ("timestamp", 13),
     ("timestamp-reply", 14),
     ("unreachable", 3),
 ];
+
+/// Further ICMP type names the expression language accepts.
+const ICMP_TYPE_ALIASES: &[(&str, u32)] = &[("time-exceeded", 11)];
+
+const UNREACH_CODES: &[(&str, u8)] = &[
+    ("filterprohibited", 13),
+    ("host", 1),
+    ("hostprecedence", 14),
+    ("hostprohibited", 10),
+    ("hostunknown", 7),
+    ("isolated", 8),
+    ("needfrag", 4),
+    ("net", 0),
+    ("netprohibited", 9),
+    ("netunknown", 6),
+    ("port", 3),
+    ("precedencecutoff", 15),
+    ("protocol", 2),
+    ("srcroutefail", 5),
+    ("toshost", 12),
+    ("tosnet", 11),
+];
+const REDIRECT_CODES: &[(&str, u8)] = &[("host", 1), ("net", 0), ("toshost", 3), ("tosnet", 2)];
+const TIMXCEED_CODES: &[(&str, u8)] = &[("reassembly", 1), ("transit", 0)];
+const PARAMPROB_CODES: &[(&str, u8)] = &[("erroratptr", 0), ("length", 2), ("missingopt", 1)];
 
 const PORTS: &[(&str, u32)] = &[
     ("auth", 113),
@@ -106,8 +138,62 @@ fn find(table: &[(&str, u32)], word: &str) -> Option<u32> {
     table.iter().find(|(n, _)| *n == word).map(|&(_, v)| v)
 }
 
+fn find_u8(table: &[(&str, u8)], word: &str) -> Option<u8> {
+    table.iter().find(|(n, _)| *n == word).map(|&(_, v)| v)
+}
+
+fn name_u8(table: &[(&'static str, u8)], v: u8) -> Option<&'static str> {
+    table.iter().find(|&&(_, x)| x == v).map(|&(n, _)| n)
+}
+
+/// The number of the IP protocol called `name` (`tcp`, `gre`, ...).
+pub fn ip_proto_by_name(name: &str) -> Option<u8> {
+    find_u8(IP_PROTO_NAMES, name)
+}
+
+/// The name of IP protocol `p`, if it has one.
+pub fn ip_proto_name(p: u8) -> Option<&'static str> {
+    name_u8(IP_PROTO_NAMES, p)
+}
+
+/// The ICMP type called `name` (`echo`, `unreachable`, ...).
+pub fn icmp_type_by_name(name: &str) -> Option<u8> {
+    find_u8(ICMP_TYPE_NAMES, name)
+}
+
+/// The name of ICMP type `t`, if it has one.
+pub fn icmp_type_name(t: u8) -> Option<&'static str> {
+    name_u8(ICMP_TYPE_NAMES, t)
+}
+
+/// The code names of ICMP type `t` (empty for types without named codes).
+fn icmp_codes(t: u8) -> &'static [(&'static str, u8)] {
+    match t {
+        3 => UNREACH_CODES,
+        5 => REDIRECT_CODES,
+        11 => TIMXCEED_CODES,
+        12 => PARAMPROB_CODES,
+        _ => &[],
+    }
+}
+
+/// The code of ICMP type `t` called `name` (`port` for `unreachable`, ...).
+pub fn icmp_code_by_name(t: u8, name: &str) -> Option<u8> {
+    find_u8(icmp_codes(t), name)
+}
+
+/// The name of code `c` of ICMP type `t`, if it has one.
+pub fn icmp_code_name(t: u8, c: u8) -> Option<&'static str> {
+    name_u8(icmp_codes(t), c)
+}
+
+/// The TCP/UDP port called `name` (`http`, `ssh`, ...).
+pub fn port_by_name(name: &str) -> Option<u16> {
+    find(PORTS, name).and_then(|v| u16::try_from(v).ok())
+}
+
 pub(crate) fn ip_proto(word: &str) -> Option<u32> {
-    find(IP_PROTOS, word)
+    find(PSEUDO_PROTOS, word).or_else(|| ip_proto_by_name(word).map(u32::from))
 }
 pub(crate) fn tcp_port(word: &str) -> Option<u32> {
     find(PORTS, word)
@@ -119,7 +205,9 @@ pub(crate) fn tcp_opt(word: &str) -> Option<u32> {
     find(TCP_OPTS, word)
 }
 pub(crate) fn icmp_type(word: &str) -> Option<u32> {
-    find(ICMP_TYPES, word)
+    icmp_type_by_name(word)
+        .map(u32::from)
+        .or_else(|| find(ICMP_TYPE_ALIASES, word))
 }
 
 /// Human-readable name of a (pseudo) transport protocol number.

@@ -7,6 +7,38 @@ pub fn parse_value<T: crate::FromArg>(name: &str, v: &str) -> Result<T, HandlerE
     T::from_arg(v.trim()).map_err(|e| HandlerError::BadValue(format!("{name}: {e}")))
 }
 
+/// Appends `data` in hex, a space between groups of 4 bytes; with `line`
+/// nonzero, each run of `line` bytes starts a new line indented by two.
+pub fn push_hex(s: &mut String, data: &[u8], line: usize) {
+    use std::fmt::Write as _;
+    for (i, b) in data.iter().enumerate() {
+        if line > 0 && i % line == 0 {
+            s.push_str("\n  ");
+        } else if i > 0 && i % 4 == 0 {
+            s.push(' ');
+        }
+        let _ = write!(s, "{b:02x}");
+    }
+}
+
+/// Appends `data` as ASCII, `.` for bytes that do not print, a space before
+/// each group of 8 bytes; with `line` nonzero, each run of `line` bytes
+/// starts a new line indented by two instead.
+pub fn push_ascii(s: &mut String, data: &[u8], line: usize) {
+    for (i, &b) in data.iter().enumerate() {
+        if line > 0 && i % line == 0 {
+            s.push_str("\n  ");
+        } else if i % 8 == 0 {
+            s.push(' ');
+        }
+        s.push(if (32..=126).contains(&b) {
+            b as char
+        } else {
+            '.'
+        });
+    }
+}
+
 /// Makes a configure error.
 pub fn cfg_err(msg: impl Into<String>) -> ConfigError {
     ConfigError::new(msg)

@@ -113,14 +113,16 @@ impl Batch {
     pub fn clear(&mut self) {
         let n = self.len;
         self.len = 0;
-        let mut idx = [0u32; BATCH_MAX];
+        // Slots go back in groups of up to 32 (a small array: zeroing a
+        // batch-sized one would cost more than freeing one packet).
+        let mut idx = [0u32; 32];
         let mut k = 0;
         let mut pool = std::ptr::null();
         for s in &mut self.pkts[..n] {
             // SAFETY: slots below the old len were initialized; len is 0 now
             // so none is read again; each packet is taken exactly once.
             let (pp, i) = unsafe { s.assume_init_read() }.into_slot();
-            if pp != pool && k > 0 {
+            if (pp != pool || k == idx.len()) && k > 0 {
                 // SAFETY: the indices came from into_slot on this pool.
                 unsafe { Packet::free_slots(pool, &idx[..k]) };
                 k = 0;

@@ -145,3 +145,18 @@ fn split_that_merges_keeps_packet_order() {
     r.run().expect("run");
     assert_eq!(r.read_handler("q.length", "").expect("len"), "4");
 }
+
+#[test]
+fn source_and_unqueue_interleave_as_in_click() {
+    // With Click's default BURST of 1 the source and Unqueue alternate, so
+    // the queue never holds more than one packet and all three leave it
+    // before the stop (Click 2.1 prints 0, 1, 3 here).
+    let mut r = build(
+        "i :: InfiniteSource(LIMIT 3, STOP true) -> q :: Queue(5) -> Unqueue -> d :: Discard;",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    r.run().expect("run");
+    assert_eq!(r.read_handler("q.length", "").expect("len"), "0");
+    assert_eq!(r.read_handler("q.highwater_length", "").expect("hw"), "1");
+    assert_eq!(r.read_handler("d.count", "").expect("count"), "3");
+}

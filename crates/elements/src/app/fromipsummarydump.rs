@@ -9,180 +9,36 @@ use pronto_packet::{
     EXTRA_PACKETS_ANNO_OFFSET, FIRST_TIMESTAMP_ANNO_OFFSET, MAX_PACKET,
 };
 
-use super::ipsumdump::{icmp_codes, lookup_u8, parse_tcp_flags, unquote_bytes, ICMP_TYPES};
+use super::ipsumdump::{
+    find_field, parse_tcp_flags, parse_u8, unquote_bytes, Field as F, Lookup, FIELDS, SPECIAL,
+    TEXT_ONLY,
+};
 use super::pcap::os_error_text;
 use crate::util::cfg_err;
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
     TaskStatus,
 };
+use pronto_classify::names::{icmp_code_by_name, icmp_type_by_name};
 
 const SAMPLING_SHIFT: u32 = 28;
 const SAMPLING_ONE: u32 = 1 << SAMPLING_SHIFT;
 
-/// The fields pronto reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum F {
-    Null,
-    Timestamp,
-    NTimestamp,
-    TsSec,
-    TsUsec,
-    TsUsec1,
-    FirstTimestamp,
-    FirstNTimestamp,
-    Count,
-    Link,
-    Aggregate,
-    WireLen,
-    EthSrc,
-    EthDst,
-    EthType,
-    IpSrc,
-    IpDst,
-    IpTos,
-    IpDscp,
-    IpEcn,
-    IpTtl,
-    IpFrag,
-    IpFragoff,
-    IpId,
-    IpSum,
-    IpProto,
-    IpHl,
-    IpLen,
-    IpCaptureLen,
-    IpOpt,
-    Sport,
-    Dport,
-    TcpSeq,
-    TcpAck,
-    TcpOff,
-    TcpFlags,
-    TcpWindow,
-    TcpUrp,
-    TcpOpt,
-    UdpLen,
-    IcmpType,
-    IcmpCode,
-    IcmpFlowid,
-    IcmpSeq,
-    IcmpNextmtu,
-    PayloadLen,
-    Payload,
-}
-
-/// Binary width of a field: bytes, or `SPECIAL` (a length byte and that
-/// many bytes), or `TEXT_ONLY`.
-const SPECIAL: i8 = -2;
-const TEXT_ONLY: i8 = -1;
-
-/// (name, field, binary width, injection order) — Click's reader table.
-const READERS: &[(&str, F, i8, u16)] = &[
-    ("timestamp", F::Timestamp, 8, 100),
-    ("ntimestamp", F::NTimestamp, 8, 100),
-    ("ts_sec", F::TsSec, 4, 100),
-    ("ts_usec", F::TsUsec, 4, 100),
-    ("ts_usec1", F::TsUsec1, 8, 100),
-    ("first_timestamp", F::FirstTimestamp, 8, 100),
-    ("first_ntimestamp", F::FirstNTimestamp, 8, 100),
-    ("count", F::Count, 4, 100),
-    ("link", F::Link, 1, 100),
-    ("paint", F::Link, 1, 100),
-    ("direction", F::Link, 1, 100),
-    ("aggregate", F::Aggregate, 4, 100),
-    ("wire_len", F::WireLen, 4, 100),
-    ("eth_src", F::EthSrc, 6, 200),
-    ("eth_dst", F::EthDst, 6, 200),
-    ("eth_type", F::EthType, 2, 200),
-    ("ip_src", F::IpSrc, 4, 300),
-    ("ip_dst", F::IpDst, 4, 300),
-    ("ip_tos", F::IpTos, 1, 300),
-    ("ip_dscp", F::IpDscp, 1, 300),
-    ("ip_ecn", F::IpEcn, 1, 300),
-    ("ip_ttl", F::IpTtl, 1, 300),
-    ("ip_frag", F::IpFrag, 1, 298),
-    ("ip_fragoff", F::IpFragoff, 2, 299),
-    ("ip_id", F::IpId, 2, 300),
-    ("ip_sum", F::IpSum, 2, 302),
-    ("ip_proto", F::IpProto, 1, 300),
-    ("ip_hl", F::IpHl, 1, 299),
-    ("ip_len", F::IpLen, 4, 301),
-    ("ip_capture_len", F::IpCaptureLen, 4, 502),
-    ("ip_opt", F::IpOpt, SPECIAL, 300),
-    ("sport", F::Sport, 2, 400),
-    ("dport", F::Dport, 2, 400),
-    ("tcp_seq", F::TcpSeq, 4, 400),
-    ("tcp_ack", F::TcpAck, 4, 400),
-    ("tcp_off", F::TcpOff, 1, 399),
-    ("tcp_flags", F::TcpFlags, 1, 400),
-    ("tcp_window", F::TcpWindow, 2, 400),
-    ("tcp_urp", F::TcpUrp, 2, 400),
-    ("tcp_opt", F::TcpOpt, SPECIAL, 403),
-    ("tcp_ntopt", F::TcpOpt, SPECIAL, 402),
-    ("tcp_sack", F::TcpOpt, SPECIAL, 401),
-    ("udp_len", F::UdpLen, 4, 400),
-    ("icmp_type", F::IcmpType, 1, 400),
-    ("icmp_code", F::IcmpCode, 1, 401),
-    ("icmp_type_name", F::IcmpType, 1, 400),
-    ("icmp_code_name", F::IcmpCode, 1, 401),
-    ("icmp_flowid", F::IcmpFlowid, 2, 402),
-    ("icmp_seq", F::IcmpSeq, 2, 402),
-    ("icmp_nextmtu", F::IcmpNextmtu, 2, 402),
-    ("payload_len", F::PayloadLen, 4, 501),
-    ("payload", F::Payload, TEXT_ONLY, 500),
-];
-
-/// Fields Click writes but does not read back.
-const WRITE_ONLY: &[&str] = &["payload_md5", "payload_md5_hex"];
-
-const SYNONYMS: &[(&str, &str)] = &[
-    ("utimestamp", "timestamp"),
-    ("ts", "utimestamp"),
-    ("sec", "ts_sec"),
-    ("usec", "ts_usec"),
-    ("usec1", "ts_usec1"),
-    ("first_utimestamp", "first_timestamp"),
-    ("first_ts", "first_utimestamp"),
-    ("pkt_count", "count"),
-    ("packet_count", "count"),
-    ("agg", "aggregate"),
-    ("wire_length", "wire_len"),
-    ("length", "ip_len"),
-    ("ip_p", "ip_proto"),
-    ("tcp_seqno", "tcp_seq"),
-    ("tcp_ackno", "tcp_ack"),
-    ("tcp_win", "tcp_window"),
-    ("ether_src", "eth_src"),
-    ("ether_dst", "eth_dst"),
-    ("ether_type", "eth_type"),
-    ("payload_length", "payload_len"),
-];
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Lookup {
-    Found(F, i8, u16),
-    WriteOnly,
-    Unknown,
-}
-
+/// Finds a field to read: the fields that differ only in how they are
+/// written read as the plain one.
 fn find_reader(name: &str) -> Lookup {
-    if let Some((_, s)) = SYNONYMS.iter().find(|(n, _)| *n == name) {
-        return find_reader(s);
+    match find_field(name) {
+        Lookup::Found(n, f, w, o) => {
+            let f = match f {
+                F::Direction => F::Link,
+                F::IcmpTypeName => F::IcmpType,
+                F::IcmpCodeName => F::IcmpCode,
+                f => f,
+            };
+            Lookup::Found(n, f, w, o)
+        }
+        l => l,
     }
-    if let Some(&(_, f, w, o)) = READERS.iter().find(|(n, ..)| *n == name) {
-        return Lookup::Found(f, w, o);
-    }
-    if WRITE_ONLY.contains(&name) {
-        return Lookup::WriteOnly;
-    }
-    if let Some(i) = name.find(' ') {
-        return find_reader(&format!("{}_{}", &name[..i], &name[i + 1..]));
-    }
-    if !name.contains('_') {
-        return find_reader(&format!("ip_{name}"));
-    }
-    Lookup::Unknown
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -730,7 +586,7 @@ impl FromIPSummaryDump {
                 continue;
             }
             let field = match find_reader(&w) {
-                Lookup::Found(f, width, order) => Field {
+                Lookup::Found(_, f, width, order) => Field {
                     f,
                     width,
                     order,
@@ -758,7 +614,7 @@ impl FromIPSummaryDump {
             self.fields.push(field);
         }
         for f in &mut self.fields {
-            if let Some(&(n, ..)) = READERS.iter().find(|r| r.1 == f.f && r.3 == f.order) {
+            if let Some(&(n, ..)) = FIELDS.iter().find(|r| r.1 == f.f && r.3 == f.order) {
                 f.name = n;
             }
         }
@@ -990,15 +846,17 @@ impl FromIPSummaryDump {
                 (s == ".").then_some(Val::Bytes)
             }
             F::TcpFlags => parse_tcp_flags(s).map(|v| Val::N(v as u64)),
-            F::IcmpType => lookup_u8(ICMP_TYPES, s).map(|v| Val::N(v as u64)),
+            F::IcmpType => icmp_type_by_name(s)
+                .or_else(|| parse_u8(s))
+                .map(|v| Val::N(v as u64)),
             F::IcmpCode => {
                 let th = self.od.th();
-                let table = if self.od.have_icmp_type {
-                    icmp_codes(self.od.buf.get(th).copied().unwrap_or(0))
+                let named = if self.od.have_icmp_type {
+                    icmp_code_by_name(self.od.buf.get(th).copied().unwrap_or(0), s)
                 } else {
-                    &[]
+                    None
                 };
-                lookup_u8(table, s).map(|v| Val::N(v as u64))
+                named.or_else(|| parse_u8(s)).map(|v| Val::N(v as u64))
             }
             F::EthSrc | F::EthDst => pronto_lang::args::parse_ether(s).ok().map(Val::Eth),
             F::EthType => {
@@ -1166,7 +1024,7 @@ impl FromIPSummaryDump {
         };
         let n32 = n as u32;
         match f {
-            F::Null => {}
+            F::Null | F::Direction | F::IcmpTypeName | F::IcmpCodeName => {}
             F::Timestamp | F::NTimestamp => {
                 if let Val::Ts(t) = v {
                     od.ts = t;

@@ -1,5 +1,5 @@
 //! Pieces of Click's IP summary dump format shared by `ToIPSummaryDump` and
-//! `FromIPSummaryDump`: payload quoting, TCP flag letters, ICMP names.
+//! `FromIPSummaryDump`: the field table, payload quoting, TCP flag letters.
 
 /// TCP flag letters, bit 0 (FIN) first; bit 8 is NS.
 pub const TCP_FLAG_LETTERS: &[u8; 9] = b"FSRPAUECN";
@@ -35,71 +35,187 @@ pub fn parse_tcp_flags(s: &str) -> Option<u32> {
         .try_fold(0u32, |acc, &c| tcp_flag_bit(c).map(|bit| acc | bit))
 }
 
-/// ICMP type names, as Click spells them.
-pub const ICMP_TYPES: &[(&str, u8)] = &[
-    ("echo", 8),
-    ("echo-reply", 0),
-    ("inforeq", 15),
-    ("inforeq-reply", 16),
-    ("maskreq", 17),
-    ("maskreq-reply", 18),
-    ("parameterproblem", 12),
-    ("redirect", 5),
-    ("routeradvert", 9),
-    ("routersolicit", 10),
-    ("sourcequench", 4),
-    ("timeexceeded", 11),
-    ("timestamp", 13),
-    ("timestamp-reply", 14),
-    ("unreachable", 3),
-];
-
-const UNREACH_CODES: &[(&str, u8)] = &[
-    ("filterprohibited", 13),
-    ("host", 1),
-    ("hostprecedence", 14),
-    ("hostprohibited", 10),
-    ("hostunknown", 7),
-    ("isolated", 8),
-    ("needfrag", 4),
-    ("net", 0),
-    ("netprohibited", 9),
-    ("netunknown", 6),
-    ("port", 3),
-    ("precedencecutoff", 15),
-    ("protocol", 2),
-    ("srcroutefail", 5),
-    ("toshost", 12),
-    ("tosnet", 11),
-];
-const REDIRECT_CODES: &[(&str, u8)] = &[("host", 1), ("net", 0), ("toshost", 3), ("tosnet", 2)];
-const TIMXCEED_CODES: &[(&str, u8)] = &[("reassembly", 1), ("transit", 0)];
-const PARAMPROB_CODES: &[(&str, u8)] = &[("erroratptr", 0), ("length", 2), ("missingopt", 1)];
-
-/// The code names of ICMP type `t`.
-pub fn icmp_codes(t: u8) -> &'static [(&'static str, u8)] {
-    match t {
-        3 => UNREACH_CODES,
-        5 => REDIRECT_CODES,
-        11 => TIMXCEED_CODES,
-        12 => PARAMPROB_CODES,
-        _ => &[],
-    }
+/// The fields of a summary dump. `Null` stands for a field that is read
+/// and ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Null,
+    Timestamp,
+    NTimestamp,
+    TsSec,
+    TsUsec,
+    TsUsec1,
+    FirstTimestamp,
+    FirstNTimestamp,
+    Count,
+    Link,
+    Direction,
+    Aggregate,
+    WireLen,
+    EthSrc,
+    EthDst,
+    EthType,
+    IpSrc,
+    IpDst,
+    IpTos,
+    IpDscp,
+    IpEcn,
+    IpTtl,
+    IpFrag,
+    IpFragoff,
+    IpId,
+    IpSum,
+    IpProto,
+    IpHl,
+    IpLen,
+    IpCaptureLen,
+    IpOpt,
+    Sport,
+    Dport,
+    TcpSeq,
+    TcpAck,
+    TcpOff,
+    TcpFlags,
+    TcpWindow,
+    TcpUrp,
+    TcpOpt,
+    UdpLen,
+    IcmpType,
+    IcmpCode,
+    IcmpTypeName,
+    IcmpCodeName,
+    IcmpFlowid,
+    IcmpSeq,
+    IcmpNextmtu,
+    PayloadLen,
+    Payload,
 }
 
-/// Looks a value up by name in `table`, or parses a number below 256.
-pub fn lookup_u8(table: &[(&str, u8)], s: &str) -> Option<u8> {
-    if let Some(&(_, v)) = table.iter().find(|(n, _)| *n == s) {
-        return Some(v);
+/// Binary width of a field: bytes, or `SPECIAL` (a length byte and that
+/// many bytes), or `TEXT_ONLY`.
+pub const SPECIAL: i8 = -2;
+pub const TEXT_ONLY: i8 = -1;
+
+/// (name, field, binary width, injection order) — Click's field table.
+pub const FIELDS: &[(&str, Field, i8, u16)] = &[
+    ("timestamp", Field::Timestamp, 8, 100),
+    ("ntimestamp", Field::NTimestamp, 8, 100),
+    ("ts_sec", Field::TsSec, 4, 100),
+    ("ts_usec", Field::TsUsec, 4, 100),
+    ("ts_usec1", Field::TsUsec1, 8, 100),
+    ("first_timestamp", Field::FirstTimestamp, 8, 100),
+    ("first_ntimestamp", Field::FirstNTimestamp, 8, 100),
+    ("count", Field::Count, 4, 100),
+    ("link", Field::Link, 1, 100),
+    ("paint", Field::Link, 1, 100),
+    ("direction", Field::Direction, 1, 100),
+    ("aggregate", Field::Aggregate, 4, 100),
+    ("wire_len", Field::WireLen, 4, 100),
+    ("eth_src", Field::EthSrc, 6, 200),
+    ("eth_dst", Field::EthDst, 6, 200),
+    ("eth_type", Field::EthType, 2, 200),
+    ("ip_src", Field::IpSrc, 4, 300),
+    ("ip_dst", Field::IpDst, 4, 300),
+    ("ip_tos", Field::IpTos, 1, 300),
+    ("ip_dscp", Field::IpDscp, 1, 300),
+    ("ip_ecn", Field::IpEcn, 1, 300),
+    ("ip_ttl", Field::IpTtl, 1, 300),
+    ("ip_frag", Field::IpFrag, 1, 298),
+    ("ip_fragoff", Field::IpFragoff, 2, 299),
+    ("ip_id", Field::IpId, 2, 300),
+    ("ip_sum", Field::IpSum, 2, 302),
+    ("ip_proto", Field::IpProto, 1, 300),
+    ("ip_hl", Field::IpHl, 1, 299),
+    ("ip_len", Field::IpLen, 4, 301),
+    ("ip_capture_len", Field::IpCaptureLen, 4, 502),
+    ("ip_opt", Field::IpOpt, SPECIAL, 300),
+    ("sport", Field::Sport, 2, 400),
+    ("dport", Field::Dport, 2, 400),
+    ("tcp_seq", Field::TcpSeq, 4, 400),
+    ("tcp_ack", Field::TcpAck, 4, 400),
+    ("tcp_off", Field::TcpOff, 1, 399),
+    ("tcp_flags", Field::TcpFlags, 1, 400),
+    ("tcp_window", Field::TcpWindow, 2, 400),
+    ("tcp_urp", Field::TcpUrp, 2, 400),
+    ("tcp_opt", Field::TcpOpt, SPECIAL, 403),
+    ("tcp_ntopt", Field::TcpOpt, SPECIAL, 402),
+    ("tcp_sack", Field::TcpOpt, SPECIAL, 401),
+    ("udp_len", Field::UdpLen, 4, 400),
+    ("icmp_type", Field::IcmpType, 1, 400),
+    ("icmp_code", Field::IcmpCode, 1, 401),
+    ("icmp_type_name", Field::IcmpTypeName, 1, 400),
+    ("icmp_code_name", Field::IcmpCodeName, 1, 401),
+    ("icmp_flowid", Field::IcmpFlowid, 2, 402),
+    ("icmp_seq", Field::IcmpSeq, 2, 402),
+    ("icmp_nextmtu", Field::IcmpNextmtu, 2, 402),
+    ("payload_len", Field::PayloadLen, 4, 501),
+    ("payload", Field::Payload, TEXT_ONLY, 500),
+];
+
+/// Fields Click writes but does not read back.
+pub const WRITE_ONLY: &[&str] = &["payload_md5", "payload_md5_hex"];
+
+const SYNONYMS: &[(&str, &str)] = &[
+    ("utimestamp", "timestamp"),
+    ("ts", "utimestamp"),
+    ("sec", "ts_sec"),
+    ("usec", "ts_usec"),
+    ("usec1", "ts_usec1"),
+    ("first_utimestamp", "first_timestamp"),
+    ("first_ts", "first_utimestamp"),
+    ("pkt_count", "count"),
+    ("packet_count", "count"),
+    ("agg", "aggregate"),
+    ("wire_length", "wire_len"),
+    ("length", "ip_len"),
+    ("ip_p", "ip_proto"),
+    ("tcp_seqno", "tcp_seq"),
+    ("tcp_ackno", "tcp_ack"),
+    ("tcp_win", "tcp_window"),
+    ("ether_src", "eth_src"),
+    ("ether_dst", "eth_dst"),
+    ("ether_type", "eth_type"),
+    ("payload_length", "payload_len"),
+];
+
+/// What a field name stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// A field: its table name, binary width and injection order.
+    Found(&'static str, Field, i8, u16),
+    /// A field Click writes but does not read back.
+    WriteOnly,
+    /// No field.
+    Unknown,
+}
+
+/// Finds a field by name, Click's way: synonyms, then the table, then
+/// with a space made an underscore, or with `ip_` in front of a name
+/// that has no underscore.
+pub fn find_field(name: &str) -> Lookup {
+    if let Some((_, s)) = SYNONYMS.iter().find(|(n, _)| *n == name) {
+        return find_field(s);
     }
+    if let Some(&(n, f, w, o)) = FIELDS.iter().find(|(n, ..)| *n == name) {
+        return Lookup::Found(n, f, w, o);
+    }
+    if WRITE_ONLY.contains(&name) {
+        return Lookup::WriteOnly;
+    }
+    if let Some(i) = name.find(' ') {
+        return find_field(&format!("{}_{}", &name[..i], &name[i + 1..]));
+    }
+    if !name.contains('_') {
+        return find_field(&format!("ip_{name}"));
+    }
+    Lookup::Unknown
+}
+
+/// Parses a number below 256, for a field that also takes a name.
+pub fn parse_u8(s: &str) -> Option<u8> {
     pronto_lang::args::parse_u32(s)
         .ok()
         .and_then(|v| u8::try_from(v).ok())
-}
-
-/// The name of `v` in `table`, if it has one.
-pub fn name_of(table: &[(&'static str, u8)], v: u8) -> Option<&'static str> {
-    table.iter().find(|(_, x)| *x == v).map(|(n, _)| *n)
 }
 
 /// Appends `data` double-quoted, escaped as Click's `cp_quote` does.

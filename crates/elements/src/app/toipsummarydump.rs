@@ -10,157 +10,22 @@ use pronto_packet::{
     FIRST_TIMESTAMP_ANNO_OFFSET,
 };
 
-use super::ipsumdump::{icmp_codes, name_of, quote_bytes, ICMP_TYPES};
+use super::ipsumdump::{self, quote_bytes, Field, Lookup, FIELDS};
 use super::pcap::{os_error_text, split_ns, unparse_timestamp};
 use crate::util::cfg_err;
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
     TaskStatus,
 };
+use pronto_classify::names::{icmp_code_name, icmp_type_name};
 
-/// The fields pronto writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Field {
-    Timestamp,
-    NTimestamp,
-    TsSec,
-    TsUsec,
-    TsUsec1,
-    FirstTimestamp,
-    FirstNTimestamp,
-    Count,
-    Link,
-    Direction,
-    Aggregate,
-    WireLen,
-    IpSrc,
-    IpDst,
-    IpTos,
-    IpDscp,
-    IpEcn,
-    IpTtl,
-    IpFrag,
-    IpFragoff,
-    IpId,
-    IpSum,
-    IpProto,
-    IpHl,
-    IpLen,
-    IpCaptureLen,
-    Sport,
-    Dport,
-    TcpSeq,
-    TcpAck,
-    TcpOff,
-    TcpFlags,
-    TcpWindow,
-    TcpUrp,
-    UdpLen,
-    EthSrc,
-    EthDst,
-    EthType,
-    IcmpType,
-    IcmpCode,
-    IcmpTypeName,
-    IcmpCodeName,
-    IcmpFlowid,
-    IcmpSeq,
-    IcmpNextmtu,
-    PayloadLen,
-    Payload,
-}
-
-const FIELDS: &[(&str, Field)] = &[
-    ("timestamp", Field::Timestamp),
-    ("ntimestamp", Field::NTimestamp),
-    ("ts_sec", Field::TsSec),
-    ("ts_usec", Field::TsUsec),
-    ("ts_usec1", Field::TsUsec1),
-    ("first_timestamp", Field::FirstTimestamp),
-    ("first_ntimestamp", Field::FirstNTimestamp),
-    ("count", Field::Count),
-    ("link", Field::Link),
-    ("paint", Field::Link),
-    ("direction", Field::Direction),
-    ("aggregate", Field::Aggregate),
-    ("wire_len", Field::WireLen),
-    ("ip_src", Field::IpSrc),
-    ("ip_dst", Field::IpDst),
-    ("ip_tos", Field::IpTos),
-    ("ip_dscp", Field::IpDscp),
-    ("ip_ecn", Field::IpEcn),
-    ("ip_ttl", Field::IpTtl),
-    ("ip_frag", Field::IpFrag),
-    ("ip_fragoff", Field::IpFragoff),
-    ("ip_id", Field::IpId),
-    ("ip_sum", Field::IpSum),
-    ("ip_proto", Field::IpProto),
-    ("ip_hl", Field::IpHl),
-    ("ip_len", Field::IpLen),
-    ("ip_capture_len", Field::IpCaptureLen),
-    ("sport", Field::Sport),
-    ("dport", Field::Dport),
-    ("tcp_seq", Field::TcpSeq),
-    ("tcp_ack", Field::TcpAck),
-    ("tcp_off", Field::TcpOff),
-    ("tcp_flags", Field::TcpFlags),
-    ("tcp_window", Field::TcpWindow),
-    ("tcp_urp", Field::TcpUrp),
-    ("udp_len", Field::UdpLen),
-    ("eth_src", Field::EthSrc),
-    ("eth_dst", Field::EthDst),
-    ("eth_type", Field::EthType),
-    ("icmp_type", Field::IcmpType),
-    ("icmp_code", Field::IcmpCode),
-    ("icmp_type_name", Field::IcmpTypeName),
-    ("icmp_code_name", Field::IcmpCodeName),
-    ("icmp_flowid", Field::IcmpFlowid),
-    ("icmp_seq", Field::IcmpSeq),
-    ("icmp_nextmtu", Field::IcmpNextmtu),
-    ("payload_len", Field::PayloadLen),
-    ("payload", Field::Payload),
-];
-
-const SYNONYMS: &[(&str, &str)] = &[
-    ("length", "ip_len"),
-    ("ip_p", "ip_proto"),
-    ("tcp_seqno", "tcp_seq"),
-    ("tcp_ackno", "tcp_ack"),
-    ("tcp_win", "tcp_window"),
-    ("utimestamp", "timestamp"),
-    ("ts", "utimestamp"),
-    ("sec", "ts_sec"),
-    ("usec", "ts_usec"),
-    ("usec1", "ts_usec1"),
-    ("first_utimestamp", "first_timestamp"),
-    ("first_ts", "first_utimestamp"),
-    ("pkt_count", "count"),
-    ("packet_count", "count"),
-    ("agg", "aggregate"),
-    ("wire_length", "wire_len"),
-    ("ether_src", "eth_src"),
-    ("ether_dst", "eth_dst"),
-    ("ether_type", "eth_type"),
-    ("payload_length", "payload_len"),
-];
-
-/// Finds a field by name, Click's way: synonyms, then the table, then
-/// with a space made an underscore, or with `ip_` in front of a name
-/// that has no underscore.
+/// Finds a field this element can write.
 fn find_field(name: &str) -> Option<(&'static str, Field)> {
-    if let Some((_, s)) = SYNONYMS.iter().find(|(n, _)| *n == name) {
-        return find_field(s);
+    match ipsumdump::find_field(name) {
+        Lookup::Found(_, Field::Null | Field::IpOpt | Field::TcpOpt, ..) => None,
+        Lookup::Found(n, f, ..) => Some((n, f)),
+        Lookup::WriteOnly | Lookup::Unknown => None,
     }
-    if let Some(&(n, f)) = FIELDS.iter().find(|(n, _)| *n == name) {
-        return Some((n, f));
-    }
-    if let Some(i) = name.find(' ') {
-        return find_field(&format!("{}_{}", &name[..i], &name[i + 1..]));
-    }
-    if !name.contains('_') {
-        return find_field(&format!("ip_{name}"));
-    }
-    None
 }
 
 fn anno_u32(p: &Packet, off: usize) -> u32 {
@@ -468,8 +333,8 @@ fn write_field(s: &mut String, f: Field, p: &Packet, d: &Desc<'_>) -> bool {
                 return false;
             };
             let name = match (f, d.icmp) {
-                (Field::IcmpTypeName, _) => name_of(ICMP_TYPES, v as u8),
-                (Field::IcmpCodeName, Some(i)) => name_of(icmp_codes(i[0]), v as u8),
+                (Field::IcmpTypeName, _) => icmp_type_name(v as u8),
+                (Field::IcmpCodeName, Some(i)) => icmp_code_name(i[0], v as u8),
                 _ => None,
             };
             match name {
@@ -497,6 +362,8 @@ fn write_field(s: &mut String, f: Field, p: &Packet, d: &Desc<'_>) -> bool {
                 }
             }
         }
+        // Not writable: `find_field` never yields these.
+        Field::Null | Field::IpOpt | Field::TcpOpt => return false,
     };
     true
 }
@@ -565,42 +432,10 @@ fn icmp_value(f: Field, d: &Desc<'_>) -> Option<u32> {
 
 /// The binary width of a field; None for fields binary dumps cannot hold.
 fn binary_width(f: Field) -> Option<usize> {
-    Some(match f {
-        Field::Timestamp
-        | Field::NTimestamp
-        | Field::TsUsec1
-        | Field::FirstTimestamp
-        | Field::FirstNTimestamp => 8,
-        Field::Link
-        | Field::Direction
-        | Field::IpTos
-        | Field::IpDscp
-        | Field::IpEcn
-        | Field::IpTtl
-        | Field::IpFrag
-        | Field::IpProto
-        | Field::IpHl
-        | Field::TcpOff
-        | Field::TcpFlags
-        | Field::IcmpType
-        | Field::IcmpCode
-        | Field::IcmpTypeName
-        | Field::IcmpCodeName => 1,
-        Field::IpFragoff
-        | Field::IpId
-        | Field::IpSum
-        | Field::Sport
-        | Field::Dport
-        | Field::TcpWindow
-        | Field::TcpUrp
-        | Field::EthType
-        | Field::IcmpFlowid
-        | Field::IcmpSeq
-        | Field::IcmpNextmtu => 2,
-        Field::EthSrc | Field::EthDst => 6,
-        Field::Payload => return None,
-        _ => 4,
-    })
+    FIELDS
+        .iter()
+        .find(|&&(_, x, ..)| x == f)
+        .and_then(|&(_, _, w, _)| usize::try_from(w).ok())
 }
 
 /// Appends field `f` in Click's binary record layout (big-endian; a field

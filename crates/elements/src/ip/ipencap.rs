@@ -8,21 +8,8 @@ use crate::{
     Ip4, Out, Spec,
 };
 
-/// IP protocol names accepted for PROTO.
-const PROTO_NAMES: &[(&str, u8)] = &[
-    ("icmp", 1),
-    ("igmp", 2),
-    ("ipip", 4),
-    ("tcp", 6),
-    ("udp", 17),
-    ("dccp", 33),
-    ("gre", 47),
-    ("esp", 50),
-    ("ah", 51),
-    ("icmp6", 58),
-    ("ospf", 89),
-    ("sctp", 132),
-];
+/// A protocol name PROTO accepts beyond the common table.
+const ICMP6: (&str, u8) = ("icmp6", 58);
 
 /// Encapsulates packets in a static IP header.
 pub struct IPEncap {
@@ -69,8 +56,10 @@ impl IPEncap {
         let ce = a.read_or("CE", false)?;
         let df = a.read_or("DF", false)?;
         a.finish()?;
-        let proto = match PROTO_NAMES.iter().find(|(n, _)| *n == proto_s) {
-            Some(&(_, v)) => v as i64,
+        let named = pronto_classify::names::ip_proto_by_name(&proto_s)
+            .or_else(|| (proto_s == ICMP6.0).then_some(ICMP6.1));
+        let proto = match named {
+            Some(v) => v as i64,
             None => pronto_lang::args::parse_i64(&proto_s).map_err(|_| {
                 ConfigError::new(format!("PROTO: expected IP protocol, found `{proto_s}`"))
             })?,

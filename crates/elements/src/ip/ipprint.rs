@@ -450,30 +450,8 @@ impl IPPrint {
 
     fn dump(&self, s: &mut String, data: &[u8]) {
         match self.contents {
-            Contents::Hex => {
-                for (i, b) in data.iter().enumerate() {
-                    if i % 24 == 0 {
-                        s.push_str("\n  ");
-                    } else if i % 4 == 0 {
-                        s.push(' ');
-                    }
-                    let _ = write!(s, "{b:02x}");
-                }
-            }
-            Contents::Ascii => {
-                for (i, &b) in data.iter().enumerate() {
-                    if i % 48 == 0 {
-                        s.push_str("\n  ");
-                    } else if i % 8 == 0 {
-                        s.push(' ');
-                    }
-                    s.push(if (32..=126).contains(&b) {
-                        b as char
-                    } else {
-                        '.'
-                    });
-                }
-            }
+            Contents::Hex => crate::util::push_hex(s, data, 24),
+            Contents::Ascii => crate::util::push_ascii(s, data, 48),
             Contents::None => {}
         }
     }

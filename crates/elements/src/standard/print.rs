@@ -145,26 +145,8 @@ impl Print {
             s.push_str(" | ");
             let data = &p.data()[..bytes as usize];
             match self.contents {
-                Contents::Hex => {
-                    for (i, b) in data.iter().enumerate() {
-                        if i > 0 && i % 4 == 0 {
-                            s.push(' ');
-                        }
-                        let _ = write!(s, "{b:02x}");
-                    }
-                }
-                Contents::Ascii => {
-                    for (i, &b) in data.iter().enumerate() {
-                        if i % 8 == 0 {
-                            s.push(' ');
-                        }
-                        s.push(if (32..=126).contains(&b) {
-                            b as char
-                        } else {
-                            '.'
-                        });
-                    }
-                }
+                Contents::Hex => crate::util::push_hex(s, data, 0),
+                Contents::Ascii => crate::util::push_ascii(s, data, 0),
                 Contents::None => {}
             }
         }
