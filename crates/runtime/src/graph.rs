@@ -267,7 +267,7 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
                     .with_label("declared here")
                     .with_note(format!(
                         "connect it (for example `{}[{p}] -> Discard;`)",
-                        short_name(&node.name)
+                        node.name
                     )),
                 );
             } else if node.output_push[p] && conns.len() > 1 {
@@ -347,10 +347,6 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
         out_conn,
         in_conn,
     }
-}
-
-fn short_name(name: &str) -> &str {
-    name
 }
 
 fn mode_name(fixed: Processing, push: bool) -> &'static str {

@@ -6,7 +6,7 @@
 //! packet is stored, sent or dropped. The runtime performs no I/O of its
 //! own and reads time only through its [`Clock`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pronto_elements::{ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, TaskStatus};
 use pronto_lang::{Diagnostic, FlatConfig, SourceMap};
@@ -726,9 +726,6 @@ impl Router {
         }
         s
     }
-
-    /// Base directory is not kept; this exists for API symmetry.
-    pub fn base_dir_hint(_p: &Path) {}
 }
 
 fn split_handler(full: &str) -> (Option<&str>, &str) {
