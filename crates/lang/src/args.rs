@@ -175,7 +175,7 @@ pub fn unquote(s: &str) -> String {
                 i += 1;
                 while i < b.len() && b[i] != b'"' {
                     if b[i] == b'\\' && i + 1 < b.len() {
-                        i = unescape(b, i + 1, &mut out);
+                        i = process_backslash(b, i, &mut out);
                     } else {
                         out.push(b[i]);
                         i += 1;
@@ -192,80 +192,91 @@ pub fn unquote(s: &str) -> String {
     String::from_utf8_lossy(&out).trim().to_string()
 }
 
-/// Decodes the escape whose first character (after the backslash) is at
-/// `i`, appends the result to `out` and returns the index after it.
-fn unescape(b: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
-    let c = b[i];
+fn hex_digit(c: u8) -> Option<u32> {
+    (c as char).to_digit(16)
+}
+
+/// Decodes the backslash escape at `b[i]` (which holds the backslash) into
+/// `out` and returns the index after it, with Click's rules
+/// (`cp_process_backslash`): `\a \b \f \n \r \t \v`, up to three octal
+/// digits, `\x` followed by any number of hex digits (one byte, the low
+/// eight bits), `\<hex bytes>` (spaces and comments ignored, an odd last
+/// digit dropped), backslash-newline removed, any other character itself.
+/// The one decoder every unquoting path shares.
+pub fn process_backslash(b: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
+    let Some(&c) = b.get(i + 1) else {
+        out.push(b'\\');
+        return b.len();
+    };
     let simple = match c {
-        b'n' => Some(b'\n'),
-        b't' => Some(b'\t'),
-        b'r' => Some(b'\r'),
         b'a' => Some(0x07),
         b'b' => Some(0x08),
         b'f' => Some(0x0c),
+        b'n' => Some(b'\n'),
+        b'r' => Some(b'\r'),
+        b't' => Some(b'\t'),
         b'v' => Some(0x0b),
         _ => None,
     };
     if let Some(v) = simple {
         out.push(v);
-        return i + 1;
+        return i + 2;
     }
     match c {
-        b'\n' => i + 1,
         b'\r' => {
-            if b.get(i + 1) == Some(&b'\n') {
-                i + 2
+            if b.get(i + 2) == Some(&b'\n') {
+                i + 3
             } else {
-                i + 1
+                i + 2
             }
         }
-        b'x' => {
+        b'\n' => i + 2,
+        b'0'..=b'7' => {
             let mut j = i + 1;
             let mut v: u32 = 0;
-            while j < b.len() && j < i + 3 && b[j].is_ascii_hexdigit() {
-                v = v * 16 + hex_val(b[j]);
-                j += 1;
-            }
-            if j == i + 1 {
-                out.push(b'x');
-            } else {
-                out.push(v as u8);
-            }
-            j
-        }
-        b'0'..=b'7' => {
-            let mut j = i;
-            let mut v: u32 = 0;
-            while j < b.len() && j < i + 3 && (b'0'..=b'7').contains(&b[j]) {
+            while j < b.len() && j < i + 4 && (b'0'..=b'7').contains(&b[j]) {
                 v = v * 8 + u32::from(b[j] - b'0');
                 j += 1;
             }
             out.push((v & 0xff) as u8);
             j
         }
+        b'x' => {
+            let mut j = i + 2;
+            let mut v: u32 = 0;
+            while let Some(d) = b.get(j).and_then(|&c| hex_digit(c)) {
+                v = (v * 16 + d) & 0xff;
+                j += 1;
+            }
+            out.push(v as u8);
+            j
+        }
         b'<' => {
-            // `\<0a 0B ...>`: hex bytes, whitespace ignored.
-            let mut j = i + 1;
+            let mut j = i + 2;
             let mut pending: Option<u32> = None;
-            while j < b.len() && b[j] != b'>' {
-                if b[j].is_ascii_hexdigit() {
+            while j < b.len() {
+                if b[j] == b'>' {
+                    return j + 1;
+                }
+                if let Some(k) = skip_comment(b, j) {
+                    j = k;
+                    continue;
+                }
+                if let Some(d) = hex_digit(b[j]) {
                     match pending.take() {
-                        Some(hi) => out.push((hi * 16 + hex_val(b[j])) as u8),
-                        None => pending = Some(hex_val(b[j])),
+                        Some(hi) => out.push((hi * 16 + d) as u8),
+                        None => pending = Some(d),
                     }
                 }
                 j += 1;
             }
-            if let Some(hi) = pending {
-                out.push(hi as u8);
-            }
-            (j + 1).min(b.len())
+            b.len()
         }
         _ => {
-            // `\\`, `\"`, `\'`, `\$` and any other character: itself.
-            let ch_len = utf8_len(c);
-            let end = (i + ch_len).min(b.len());
-            out.extend_from_slice(&b[i..end]);
+            // The character itself (`\\`, `\"`, `\'`, `\$`, ...), whole if
+            // it is multi-byte.
+            let end = (i + 1 + utf8_len(c)).min(b.len());
+            out.extend_from_slice(&b[i + 1..end]);
             end
         }
     }
@@ -277,15 +288,6 @@ fn utf8_len(first: u8) -> usize {
         0xe0..=0xef => 3,
         0xc0..=0xdf => 2,
         _ => 1,
-    }
-}
-
-fn hex_val(c: u8) -> u32 {
-    match c {
-        b'0'..=b'9' => u32::from(c - b'0'),
-        b'a'..=b'f' => u32::from(c - b'a' + 10),
-        b'A'..=b'F' => u32::from(c - b'A' + 10),
-        _ => 0,
     }
 }
 
@@ -656,6 +658,34 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn backslash_follows_click() {
+        let dec = |t: &str| {
+            let mut out = Vec::new();
+            let end = process_backslash(t.as_bytes(), 0, &mut out);
+            (out, end)
+        };
+        assert_eq!(
+            dec("\\x141z"),
+            (vec![0x41], 5),
+            "any number of hex digits, low byte"
+        );
+        assert_eq!(dec("\\xz"), (vec![0], 2), "no digits: a zero byte");
+        assert_eq!(
+            dec("\\1234"),
+            (vec![0o123], 4),
+            "at most three octal digits"
+        );
+        assert_eq!(
+            dec("\\<0a 0B /* c */ f>"),
+            (vec![0x0a, 0x0b], 18),
+            "odd last digit dropped"
+        );
+        assert_eq!(dec("\\$"), (b"$".to_vec(), 2));
+        assert_eq!(dec("\\\nx"), (vec![], 2), "backslash-newline removed");
+    }
+
     use super::*;
 
     #[test]

@@ -202,97 +202,6 @@ fn uncomment(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn hex_digit(c: u8) -> Option<u32> {
-    (c as char).to_digit(16)
-}
-
-/// Decodes the backslash escape at `i` (which holds the backslash) into
-/// `out`; returns the index after it.
-fn backslash(b: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
-    let Some(&c) = b.get(i + 1) else {
-        out.push(b'\\');
-        return b.len();
-    };
-    let simple = match c {
-        b'a' => Some(0x07),
-        b'b' => Some(0x08),
-        b'f' => Some(0x0c),
-        b'n' => Some(b'\n'),
-        b'r' => Some(b'\r'),
-        b't' => Some(b'\t'),
-        b'v' => Some(0x0b),
-        _ => None,
-    };
-    if let Some(v) = simple {
-        out.push(v);
-        return i + 2;
-    }
-    match c {
-        b'\r' => {
-            if b.get(i + 2) == Some(&b'\n') {
-                i + 3
-            } else {
-                i + 2
-            }
-        }
-        b'\n' => i + 2,
-        b'0'..=b'7' => {
-            let mut j = i + 1;
-            let mut v: u32 = 0;
-            while j < b.len() && j < i + 4 && (b'0'..=b'7').contains(&b[j]) {
-                v = v * 8 + u32::from(b[j] - b'0');
-                j += 1;
-            }
-            out.push((v & 0xff) as u8);
-            j
-        }
-        b'x' => {
-            let mut j = i + 2;
-            let mut v: u32 = 0;
-            while let Some(d) = b.get(j).and_then(|&c| hex_digit(c)) {
-                v = (v * 16 + d) & 0xff;
-                j += 1;
-            }
-            out.push(v as u8);
-            j
-        }
-        b'<' => {
-            let mut j = i + 2;
-            let mut pending: Option<u32> = None;
-            while j < b.len() {
-                if b[j] == b'>' {
-                    return j + 1;
-                }
-                if let Some(k) = comment_end(b, j) {
-                    j = k;
-                    continue;
-                }
-                if let Some(d) = hex_digit(b[j]) {
-                    match pending.take() {
-                        Some(hi) => out.push((hi * 16 + d) as u8),
-                        None => pending = Some(d),
-                    }
-                }
-                j += 1;
-            }
-            b.len()
-        }
-        _ => {
-            // The character itself (`\\`, `\"`, `\'`, `\$`, ...), whole if
-            // it is multi-byte.
-            let len = match c {
-                0xf0..=0xff => 4,
-                0xe0..=0xef => 3,
-                0xc0..=0xdf => 2,
-                _ => 1,
-            };
-            let end = (i + 1 + len).min(b.len());
-            out.extend_from_slice(&b[i + 1..end]);
-            end
-        }
-    }
-}
-
 /// Removes one layer of quoting (Click's `cp_unquote`): comments and outer
 /// whitespace go, quoted parts lose their quotes (double-quoted parts have
 /// their escapes decoded), and the parts are concatenated.
@@ -314,7 +223,7 @@ fn unquote(s: &str) -> String {
                 i += 1;
             }
             b'\\' if i + 1 < b.len() && (quote == b'"' || (quote == 0 && b[i + 1] == b'<')) => {
-                i = backslash(b, i, &mut out);
+                i = pronto_lang::args::process_backslash(b, i, &mut out);
             }
             _ => {
                 out.push(c);

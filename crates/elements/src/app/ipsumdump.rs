@@ -242,87 +242,6 @@ pub fn quote_bytes(out: &mut String, data: &[u8]) {
     out.push('"');
 }
 
-fn hex(c: u8) -> Option<u32> {
-    (c as char).to_digit(16)
-}
-
-/// Expands the backslash escape at `b[i]` (a backslash) into `out`;
-/// returns the index after it.
-fn backslash(b: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
-    let Some(&c) = b.get(i + 1) else {
-        out.push(b'\\');
-        return b.len();
-    };
-    let simple = match c {
-        b'a' => Some(7),
-        b'b' => Some(8),
-        b'f' => Some(12),
-        b'n' => Some(b'\n'),
-        b'r' => Some(b'\r'),
-        b't' => Some(b'\t'),
-        b'v' => Some(11),
-        _ => None,
-    };
-    if let Some(v) = simple {
-        out.push(v);
-        return i + 2;
-    }
-    match c {
-        b'\n' => i + 2,
-        b'\r' => {
-            if b.get(i + 2) == Some(&b'\n') {
-                i + 3
-            } else {
-                i + 2
-            }
-        }
-        b'0'..=b'7' => {
-            let mut j = i + 1;
-            let mut v: u32 = 0;
-            while j < b.len() && j < i + 4 && (b'0'..=b'7').contains(&b[j]) {
-                v = v * 8 + u32::from(b[j] - b'0');
-                j += 1;
-            }
-            out.push(v as u8);
-            j
-        }
-        b'x' => {
-            let mut j = i + 2;
-            let mut v: u32 = 0;
-            while let Some(d) = b.get(j).and_then(|&c| hex(c)) {
-                v = v.wrapping_mul(16).wrapping_add(d);
-                j += 1;
-            }
-            out.push(v as u8);
-            j
-        }
-        b'<' => {
-            let mut j = i + 2;
-            let (mut v, mut n) = (0u32, 0);
-            while j < b.len() {
-                if b[j] == b'>' {
-                    return j + 1;
-                }
-                if let Some(d) = hex(b[j]) {
-                    v = v * 16 + d;
-                    n += 1;
-                    if n == 2 {
-                        out.push(v as u8);
-                        v = 0;
-                        n = 0;
-                    }
-                }
-                j += 1;
-            }
-            b.len()
-        }
-        _ => {
-            out.push(c);
-            i + 2
-        }
-    }
-}
-
 /// Removes one level of quoting from a payload field (`"..."` with
 /// backslash escapes, `'...'` literally, `\<hex>` outside quotes) into
 /// `out`; None if a quote is not closed.
@@ -337,7 +256,7 @@ pub fn unquote_bytes(s: &[u8], out: &mut Vec<u8>) -> Option<()> {
                     match s.get(i) {
                         None => return None,
                         Some(b'"') => break,
-                        Some(b'\\') => i = backslash(s, i, out),
+                        Some(b'\\') => i = pronto_lang::args::process_backslash(s, i, out),
                         Some(&c) => {
                             out.push(c);
                             i += 1;
@@ -351,7 +270,9 @@ pub fn unquote_bytes(s: &[u8], out: &mut Vec<u8>) -> Option<()> {
                 out.extend_from_slice(&s[i + 1..i + 1 + k]);
                 i += k + 2;
             }
-            b'\\' if s.get(i + 1) == Some(&b'<') => i = backslash(s, i, out),
+            b'\\' if s.get(i + 1) == Some(&b'<') => {
+                i = pronto_lang::args::process_backslash(s, i, out)
+            }
             c => {
                 out.push(c);
                 i += 1;
