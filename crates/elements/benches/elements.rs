@@ -34,6 +34,7 @@ fn make(class: &str, config: &str, noutputs: usize, ip_frame: bool) -> Box<dyn E
         keywords: entry.spec.keywords,
         output_push: &push,
         input_push: &push[..1],
+        peers: &pronto_elements::NoPeers,
     };
     let _ = ip_frame;
     (entry.factory)(&ctx).unwrap_or_else(|e| panic!("{class}({config}): {e}"))

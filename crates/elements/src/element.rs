@@ -42,7 +42,18 @@ pub struct Spec {
     pub doc: &'static str,
     /// What the element reads and writes of a packet (for chain analysis).
     pub profile: ActionProfile,
+    /// Configure phase: elements are configured in increasing phase order
+    /// (Click's `configure_phase`), so that an element whose arguments name
+    /// another (a mapper, a pattern table, `AddressInfo`) finds it
+    /// configured. See [`PHASE_INFO`] and [`PHASE_DEFAULT`].
+    pub phase: u16,
 }
+
+/// Configure phase of elements that only provide information to others
+/// (`AddressInfo`, `IPRewriterPatterns`, mappers).
+pub const PHASE_INFO: u16 = 20;
+/// Configure phase of ordinary elements.
+pub const PHASE_DEFAULT: u16 = 100;
 
 /// The packet fields an element reads and writes, and whether it may drop
 /// or change headers (used by the parallel-chain analysis).
@@ -121,7 +132,14 @@ impl Spec {
             keywords: &[],
             doc: "",
             profile: ActionProfile::NONE,
+            phase: PHASE_DEFAULT,
         }
+    }
+
+    /// Sets the configure phase.
+    pub const fn phase(mut self, phase: u16) -> Spec {
+        self.phase = phase;
+        self
     }
 
     /// Sets the port-count code.
@@ -217,12 +235,78 @@ pub struct ConfigCtx<'a> {
     pub output_push: &'a [bool],
     /// Which inputs are push (true) or pull (false), once resolved.
     pub input_push: &'a [bool],
+    /// The elements configured before this one, by name.
+    pub peers: &'a dyn Peers,
+}
+
+/// An object an element shares with the elements that name it in their
+/// arguments (a mapper's state, a pattern table). Configuration happens on
+/// one thread; the object is `Send + Sync` so that elements holding it can
+/// later move to data-plane threads.
+pub type Shared = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+
+/// Another element, as seen while configuring.
+#[derive(Clone)]
+pub struct Peer {
+    /// Its full name in the flat configuration.
+    pub name: String,
+    /// Its class.
+    pub class: &'static str,
+    /// What it shares ([`Element::shared`]), if anything.
+    pub shared: Option<Shared>,
+}
+
+/// Looks up elements configured earlier (lower configure phase, or the same
+/// phase and earlier in the configuration).
+pub trait Peers {
+    /// The element called `name`, resolved Click's way: relative to the
+    /// asking element's compound first, then each enclosing one.
+    fn lookup(&self, name: &str) -> Option<Peer>;
+
+    /// Every configured element of class `class`, in configuration order
+    /// (for configuration-wide tables such as `IPRewriterPatterns`).
+    fn of_class(&self, class: &str) -> Vec<Peer>;
+}
+
+/// No other elements (tests, stand-alone configuration).
+pub struct NoPeers;
+
+impl Peers for NoPeers {
+    fn lookup(&self, _name: &str) -> Option<Peer> {
+        None
+    }
+
+    fn of_class(&self, _class: &str) -> Vec<Peer> {
+        Vec::new()
+    }
 }
 
 impl<'a> ConfigCtx<'a> {
     /// The element's arguments, split Click's way.
     pub fn args(&self) -> Args {
         Args::new(self.config, self.keywords)
+    }
+
+    /// The element called `name`, if it is configured already.
+    pub fn peer(&self, name: &str) -> Option<Peer> {
+        self.peers.lookup(name)
+    }
+
+    /// The object shared by the element called `name`, downcast to `T`.
+    /// Errors name the element and say what was expected.
+    pub fn shared<T: std::any::Any + Send + Sync>(
+        &self,
+        name: &str,
+        what: &str,
+    ) -> Result<std::sync::Arc<T>, ConfigError> {
+        let peer = self
+            .peer(name)
+            .ok_or_else(|| ConfigError::new(format!("no element named `{name}`")))?;
+        peer.shared
+            .and_then(|s| s.downcast::<T>().ok())
+            .ok_or_else(|| {
+                ConfigError::new(format!("`{}` is a {}, not {what}", peer.name, peer.class))
+            })
     }
 
     /// Resolves a file name against the base directory.
@@ -434,6 +518,12 @@ pub trait Element: std::any::Any {
     /// Called once when the router stops, so that output files are
     /// flushed.
     fn cleanup(&mut self) {}
+
+    /// The object this element shares with elements that name it (see
+    /// [`Shared`]); `None` for most elements.
+    fn shared(&self) -> Option<Shared> {
+        None
+    }
 
     /// For the runtime's own elements (Script, DriverManager).
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {

@@ -151,6 +151,7 @@ fn configure_plain(e: &pronto_elements::ClassEntry) -> Option<Box<dyn pronto_ele
         keywords: e.spec.keywords,
         output_push: &output_push,
         input_push: &input_push,
+        peers: &pronto_elements::NoPeers,
     };
     (e.factory)(&ctx).ok()
 }

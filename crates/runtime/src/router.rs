@@ -6,9 +6,12 @@
 //! packet is stored, sent or dropped. The runtime performs no I/O of its
 //! own and reads time only through its [`Clock`].
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
-use pronto_elements::{ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, TaskStatus};
+use pronto_elements::{
+    ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, Peer, Peers, TaskStatus,
+};
 use pronto_lang::{Diagnostic, FlatConfig, SourceMap};
 use pronto_packet::{Batch, Pool, BATCH_MAX};
 
@@ -117,6 +120,59 @@ pub fn is_known_class(name: &str) -> bool {
     lookup_class(name).is_some()
 }
 
+/// The elements configured so far, as [`Peers`] of the one being
+/// configured.
+struct ConfiguredPeers<'g> {
+    graph: &'g graph::Graph,
+    by_name: &'g HashMap<&'g str, usize>,
+    slots: &'g [Option<Box<dyn Element>>],
+    asking: &'g str,
+}
+
+impl ConfiguredPeers<'_> {
+    fn peer(&self, i: usize) -> Option<Peer> {
+        let e = self.slots[i].as_ref()?;
+        let node = &self.graph.nodes[i];
+        Some(Peer {
+            name: node.name.clone(),
+            class: node.class.name,
+            shared: e.shared(),
+        })
+    }
+}
+
+impl Peers for ConfiguredPeers<'_> {
+    fn lookup(&self, name: &str) -> Option<Peer> {
+        // Click resolves an element name relative to the asking element's
+        // compound, then each enclosing compound, then the top level.
+        let mut prefix = self.asking;
+        loop {
+            prefix = match prefix.rfind('/') {
+                Some(k) => &prefix[..k],
+                None => "",
+            };
+            let full = if prefix.is_empty() {
+                name.to_string()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if let Some(&i) = self.by_name.get(full.as_str()) {
+                return self.peer(i);
+            }
+            if prefix.is_empty() {
+                return None;
+            }
+        }
+    }
+
+    fn of_class(&self, class: &str) -> Vec<Peer> {
+        (0..self.graph.nodes.len())
+            .filter(|&i| self.graph.nodes[i].class.name == class)
+            .filter_map(|i| self.peer(i))
+            .collect()
+    }
+}
+
 impl Router {
     /// Checks and configures a flat configuration. Every problem found is
     /// returned, each pointing into the source.
@@ -130,9 +186,30 @@ impl Router {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let mut elems: Vec<Box<dyn Element>> = Vec::with_capacity(graph.nodes.len());
-        for node in &graph.nodes {
+        // Configure in Click's phase order (information elements such as
+        // AddressInfo, IPRewriterPatterns and mappers first), so that an
+        // element naming another finds it configured.
+        let mut order: Vec<usize> = (0..graph.nodes.len())
+            .filter(|&i| graph.nodes[i].entry.is_some())
+            .collect();
+        order.sort_by_key(|&i| (graph.nodes[i].class.phase, i));
+        let by_name: HashMap<&str, usize> = graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut slots: Vec<Option<Box<dyn Element>>> =
+            (0..graph.nodes.len()).map(|_| None).collect();
+        for i in order {
+            let node = &graph.nodes[i];
             let Some(entry) = node.entry else { continue };
+            let peers = ConfiguredPeers {
+                graph: &graph,
+                by_name: &by_name,
+                slots: &slots,
+                asking: &node.name,
+            };
             let ctx = ConfigCtx {
                 name: &node.name,
                 config: &node.config,
@@ -142,19 +219,22 @@ impl Router {
                 keywords: entry.spec.keywords,
                 output_push: &node.output_push,
                 input_push: &node.input_push,
+                peers: &peers,
             };
-            match (entry.factory)(&ctx) {
-                Ok(e) => elems.push(e),
+            let built = match (entry.factory)(&ctx) {
+                Ok(e) => e,
                 Err(e) => {
                     errors.push(
                         Diagnostic::error(e.message.clone(), Some(node.config_span)).with_note(
                             format!("while configuring `{} :: {}`", node.name, entry.spec.name),
                         ),
                     );
-                    elems.push(Box::new(Placeholder));
+                    Box::new(Placeholder)
                 }
-            }
+            };
+            slots[i] = Some(built);
         }
+        let mut elems: Vec<Box<dyn Element>> = slots.into_iter().flatten().collect();
         if !errors.is_empty() {
             return Err(errors);
         }

@@ -2395,6 +2395,7 @@ mod tests {
             keywords: &["TYPE"],
             output_push: &[],
             input_push: &[],
+            peers: &pronto_elements::NoPeers,
         };
         let kind = if class == "DriverManager" {
             Kind::Driver

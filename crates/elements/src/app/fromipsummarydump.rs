@@ -1644,6 +1644,7 @@ mod tests {
             keywords: FromIPSummaryDump::SPEC.keywords,
             output_push: &[true],
             input_push: &[],
+            peers: &crate::NoPeers,
         };
         match FromIPSummaryDump::build(&ctx) {
             Ok(e) => e,
@@ -1862,6 +1863,7 @@ mod tests {
                 keywords: FromIPSummaryDump::SPEC.keywords,
                 output_push: &[true],
                 input_push: &[],
+                peers: &crate::NoPeers,
             };
             FromIPSummaryDump::build(&ctx).err().map(|e| e.message)
         };

@@ -25,6 +25,7 @@ pub fn configure(
         keywords,
         output_push,
         input_push,
+        peers: &crate::NoPeers,
     };
     factory(&ctx)
 }

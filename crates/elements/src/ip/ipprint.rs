@@ -732,6 +732,7 @@ mod tests {
             keywords: IPPrint::SPEC.keywords,
             output_push: &[true],
             input_push: &[true],
+            peers: &crate::NoPeers,
         };
         IPPrint::new(&ctx)
     }

@@ -209,6 +209,7 @@ mod tests {
             keywords: Print::SPEC.keywords,
             output_push: &[true],
             input_push: &[true],
+            peers: &crate::NoPeers,
         };
         let pr = Print::new(&ctx).expect("ok");
         let mut s = String::new();

@@ -40,6 +40,7 @@ pub fn configure_with(
         keywords,
         output_push,
         input_push,
+        peers: &crate::NoPeers,
     };
     factory(&ctx)
 }

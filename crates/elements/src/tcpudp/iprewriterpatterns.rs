@@ -93,6 +93,7 @@ mod tests {
             keywords: crate::tcpudp::iprewriter::IPRewriter::SPEC.keywords,
             output_push: &push,
             input_push: &push,
+            peers: &crate::NoPeers,
         };
         let e = match crate::tcpudp::iprewriter::IPRewriter::configure_with_patterns(&ctx, &lookup)
         {

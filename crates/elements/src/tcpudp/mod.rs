@@ -40,6 +40,7 @@ pub(crate) mod testutil {
             keywords: spec.keywords,
             output_push: &push_out,
             input_push: &push_in,
+            peers: &crate::NoPeers,
         };
         factory(&ctx)
     }
