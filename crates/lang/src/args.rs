@@ -410,6 +410,11 @@ pub fn parse_f64(s: &str) -> Result<f64, String> {
 
 /// Parses an IPv4 address in dotted-quad form (`10.0.0.1`).
 pub fn parse_ip4(s: &str) -> Result<[u8; 4], String> {
+    parse_ip4_literal(s).or_else(|e| crate::names::ip(s).ok_or(e))
+}
+
+/// Parses a dotted-quad IPv4 address, without consulting address names.
+pub fn parse_ip4_literal(s: &str) -> Result<[u8; 4], String> {
     const EXPECTED: &str = "expected IP address";
     let s = s.trim();
     let mut out = [0u8; 4];
@@ -453,11 +458,13 @@ pub fn parse_ip_prefix(s: &str) -> Result<([u8; 4], [u8; 4]), String> {
     const EXPECTED: &str = "expected IP prefix";
     let s = s.trim();
     match s.split_once('/') {
-        None => Ok((parse_ip4(s).map_err(|_| EXPECTED.to_string())?, [255; 4])),
+        None => parse_ip4_literal(s)
+            .map(|a| (a, [255; 4]))
+            .or_else(|_| crate::names::prefix(s).ok_or_else(|| EXPECTED.to_string())),
         Some((addr, m)) => {
             let addr = parse_ip4(addr).map_err(|_| EXPECTED.to_string())?;
             let mask = if m.contains('.') {
-                parse_ip4(m).map_err(|_| EXPECTED.to_string())?
+                parse_ip4_literal(m).map_err(|_| EXPECTED.to_string())?
             } else {
                 if m.is_empty() || m.len() > 2 || !m.bytes().all(|c| c.is_ascii_digit()) {
                     return Err(EXPECTED.into());
@@ -476,6 +483,11 @@ pub fn parse_ip_prefix(s: &str) -> Result<([u8; 4], [u8; 4]), String> {
 /// Parses an Ethernet address: `00:11:22:33:44:55`, `00-11-22-33-44-55`
 /// (one or two hex digits per byte) or `0011.2233.4455`.
 pub fn parse_ether(s: &str) -> Result<[u8; 6], String> {
+    parse_ether_literal(s).or_else(|e| crate::names::ether(s).ok_or(e))
+}
+
+/// Parses an Ethernet address, without consulting address names.
+pub fn parse_ether_literal(s: &str) -> Result<[u8; 6], String> {
     const EXPECTED: &str = "expected Ethernet address";
     let s = s.trim();
     let mut out = [0u8; 6];

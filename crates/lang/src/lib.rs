@@ -59,6 +59,7 @@
 //! ```
 
 pub mod args;
+pub mod names;
 mod diag;
 mod expand;
 mod lexer;

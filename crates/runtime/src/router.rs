@@ -201,6 +201,8 @@ impl Router {
             .collect();
         let mut slots: Vec<Option<Box<dyn Element>>> =
             (0..graph.nodes.len()).map(|_| None).collect();
+        // AddressInfo names live for the configuration pass only.
+        pronto_lang::names::clear();
         for i in order {
             let node = &graph.nodes[i];
             let Some(entry) = node.entry else { continue };
@@ -221,6 +223,7 @@ impl Router {
                 input_push: &node.input_push,
                 peers: &peers,
             };
+            pronto_lang::names::set_current(&node.name);
             let built = match (entry.factory)(&ctx) {
                 Ok(e) => e,
                 Err(e) => {
@@ -234,6 +237,7 @@ impl Router {
             };
             slots[i] = Some(built);
         }
+        pronto_lang::names::clear();
         let mut elems: Vec<Box<dyn Element>> = slots.into_iter().flatten().collect();
         if !errors.is_empty() {
             return Err(errors);

@@ -160,3 +160,38 @@ fn source_and_unqueue_interleave_as_in_click() {
     assert_eq!(r.read_handler("q.highwater_length", "").expect("hw"), "1");
     assert_eq!(r.read_handler("d.count", "").expect("count"), "3");
 }
+
+#[test]
+fn address_info_names_resolve_in_their_compound() {
+    // Click's AddressInfo example: `mazu` is local to the compound.
+    let text = "AddressInfo(mauer 10.0.0.1 00-50-BA-85-84-A9);
+        comp :: { AddressInfo(mazu 10.0.0.10/24); input -> IPEncap(17, mauer, mazu:bcast) -> output };
+        InfiniteSource(LIMIT 2, STOP true) -> comp
+          -> c :: IPClassifier(src host 10.0.0.1 and dst host 10.0.0.255, -);
+        c[0] -> hit :: Counter -> Discard; c[1] -> Discard;";
+    let mut r = build(text).unwrap_or_else(|(sm, e)| {
+        panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>())
+    });
+    r.run().expect("run");
+    assert_eq!(r.read_handler("hit.count", "").expect("count"), "2");
+
+    let e = errors(
+        "comp :: { AddressInfo(mazu 10.0.0.10); input -> output };
+         InfiniteSource -> comp -> IPEncap(6, 10.0.0.1, mazu) -> Discard;",
+    );
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("DST argument should be IP address"), "{e:?}");
+}
+
+#[test]
+fn address_info_name_gives_arp_responder_both_addresses() {
+    let mut r = build(
+        "AddressInfo(mauer 10.0.0.1 00-50-BA-85-84-A9);
+         a :: ARPResponder(mauer); Idle -> a -> Discard;",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    assert_eq!(
+        r.read_handler("a.table", "").expect("table"),
+        "10.0.0.1/32 00-50-BA-85-84-A9\n"
+    );
+}

@@ -31,6 +31,13 @@ fn add(v: &mut Vec<Entry>, arg: &str) -> Result<(), String> {
         if let Ok((addr, mask)) = pronto_lang::args::parse_ip_prefix(&w) {
             let dst = std::array::from_fn(|i| addr[i] & mask[i]);
             prefixes.push((dst, mask));
+            // An AddressInfo name can stand for both addresses
+            // (`ARPResponder(mauer)`).
+            if let Some(e) = pronto_lang::names::ether(&w) {
+                if ena.is_none() {
+                    ena = Some(e);
+                }
+            }
         } else if let Ok(e) = pronto_lang::args::parse_ether(&w) {
             if ena.is_some() {
                 return Err("more than one ETH".into());

@@ -25,6 +25,7 @@ pub struct AddressInfo {
 impl AddressInfo {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("AddressInfo")
+        .phase(crate::PHASE_INFO)
         .ports("0/0")
         .processing("a/a")
         .profile(ActionProfile::NONE)
@@ -41,10 +42,23 @@ impl AddressInfo {
         );
 
     /// Configures an `AddressInfo`.
+    /// Configures an `AddressInfo` and makes its names visible to the
+    /// arguments of elements configured after it, within its compound
+    /// (see [`pronto_lang::names`]).
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Ok(Box::new(AddressInfo {
-            defs: Self::parse_definitions(ctx.config)?,
-        }))
+        let defs = Self::parse_definitions(ctx.config)?;
+        for d in &defs {
+            pronto_lang::names::define(
+                ctx.name,
+                &d.name,
+                pronto_lang::names::AddressName {
+                    ether: d.ether,
+                    ip: d.ip,
+                    prefix: d.prefix,
+                },
+            );
+        }
+        Ok(Box::new(AddressInfo { defs }))
     }
 
     /// Parses AddressInfo arguments into definitions (for a runtime that
@@ -67,8 +81,8 @@ impl AddressInfo {
                 ..AddressDef::default()
             };
             for w in addrs {
-                let ether = pronto_lang::args::parse_ether(w).ok();
-                let mut ip = pronto_lang::args::parse_ip4(w).ok();
+                let ether = pronto_lang::args::parse_ether_literal(w).ok();
+                let mut ip = pronto_lang::args::parse_ip4_literal(w).ok();
                 let mut prefix = None;
                 if ip.is_none() {
                     if let Some((a, m)) = w.contains('/').then(|| parse_prefix(w, false)).flatten()

@@ -1,0 +1,205 @@
+//! Address names defined by `AddressInfo` elements, as other elements'
+//! arguments see them.
+//!
+//! Click lets any address argument be a name (`IPEncap(6, mauer, mazu)`),
+//! resolved from the `AddressInfo` elements of the configuration; names are
+//! local to the compound element that defines them. The runtime configures
+//! `AddressInfo` first, [`define`]s its names here, and names the element
+//! being configured with [`set_current`] before configuring it; the value
+//! parsers in [`crate::args`] ([`crate::args::parse_ip4`],
+//! [`crate::args::parse_ip_prefix`], [`crate::args::parse_ether`]) fall back
+//! to these names when a word is not a literal address. The table is per
+//! thread: configuration happens on one thread, and [`clear`] ends it.
+//!
+//! Suffixes make the kind explicit, as in Click: `NAME:ip`, `NAME:ipnet`,
+//! `NAME:eth`, `NAME:bcast` (all host bits of the prefix set) and `NAME:gw`
+//! (the prefix's network address with its lowest bit set).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// What one name stands for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddressName {
+    /// Ethernet address.
+    pub ether: Option<[u8; 6]>,
+    /// IPv4 address.
+    pub ip: Option<[u8; 4]>,
+    /// IPv4 prefix, as (address, mask).
+    pub prefix: Option<([u8; 4], [u8; 4])>,
+}
+
+#[derive(Default)]
+struct Table {
+    /// Keyed by the defining compound's prefix ("" at top level, "c/d"
+    /// inside compounds) and the name.
+    names: HashMap<(String, String), AddressName>,
+    /// Full name of the element being configured.
+    current: String,
+}
+
+thread_local! {
+    static TABLE: RefCell<Table> = RefCell::new(Table::default());
+}
+
+/// The compound prefix of a full element name (`"a/b/x"` -> `"a/b"`).
+fn scope_of(element: &str) -> &str {
+    element.rfind('/').map_or("", |k| &element[..k])
+}
+
+/// Defines `name` in the scope of the element called `element` (the
+/// `AddressInfo` that defines it). A later definition of the same name in
+/// the same scope replaces the earlier one.
+pub fn define(element: &str, name: &str, def: AddressName) {
+    TABLE.with(|t| {
+        t.borrow_mut()
+            .names
+            .insert((scope_of(element).to_string(), name.to_string()), def);
+    });
+}
+
+/// Names the element whose arguments are parsed next (names resolve in its
+/// compound, then each enclosing one).
+pub fn set_current(element: &str) {
+    TABLE.with(|t| {
+        let mut t = t.borrow_mut();
+        t.current.clear();
+        t.current.push_str(element);
+    });
+}
+
+/// Forgets every name (end of configuration).
+pub fn clear() {
+    TABLE.with(|t| *t.borrow_mut() = Table::default());
+}
+
+/// The definition of `name` visible from the current element.
+pub fn lookup(name: &str) -> Option<AddressName> {
+    if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return None;
+    }
+    TABLE.with(|t| {
+        let t = t.borrow();
+        if t.names.is_empty() {
+            return None;
+        }
+        let mut scope = scope_of(&t.current);
+        loop {
+            if let Some(d) = t.names.get(&(scope.to_string(), name.to_string())) {
+                return Some(*d);
+            }
+            if scope.is_empty() {
+                return None;
+            }
+            scope = scope_of(scope);
+        }
+    })
+}
+
+fn split_suffix(s: &str) -> (&str, &str) {
+    match s.rsplit_once(':') {
+        Some((n, suf)) if !n.is_empty() && suf.bytes().all(|c| c.is_ascii_alphanumeric()) => {
+            (n, suf)
+        }
+        _ => (s, ""),
+    }
+}
+
+fn or(a: [u8; 4], b: [u8; 4]) -> [u8; 4] {
+    [a[0] | b[0], a[1] | b[1], a[2] | b[2], a[3] | b[3]]
+}
+
+fn and(a: [u8; 4], b: [u8; 4]) -> [u8; 4] {
+    [a[0] & b[0], a[1] & b[1], a[2] & b[2], a[3] & b[3]]
+}
+
+/// `NAME`, `NAME:ip`, `NAME:bcast` or `NAME:gw` as an IPv4 address.
+pub fn ip(s: &str) -> Option<[u8; 4]> {
+    let (name, suffix) = split_suffix(s.trim());
+    let d = lookup(name)?;
+    match suffix {
+        "" | "ip" => d.ip,
+        "bcast" => d.prefix.map(|(a, m)| or(and(a, m), m.map(|b| !b))),
+        "gw" => d.prefix.map(|(a, m)| {
+            let mut n = and(a, m);
+            n[3] |= 1;
+            n
+        }),
+        _ => None,
+    }
+}
+
+/// `NAME` (its address as a /32 if it has one, else its prefix) or
+/// `NAME:ipnet` as an IPv4 prefix.
+pub fn prefix(s: &str) -> Option<([u8; 4], [u8; 4])> {
+    let (name, suffix) = split_suffix(s.trim());
+    let d = lookup(name)?;
+    match suffix {
+        "" => d.ip.map(|a| (a, [255; 4])).or(d.prefix),
+        "ipnet" => d.prefix,
+        "ip" | "bcast" | "gw" => ip(s).map(|a| (a, [255; 4])),
+        _ => None,
+    }
+}
+
+/// `NAME` or `NAME:eth` as an Ethernet address.
+pub fn ether(s: &str) -> Option<[u8; 6]> {
+    let (name, suffix) = split_suffix(s.trim());
+    let d = lookup(name)?;
+    match suffix {
+        "" | "eth" => d.ether,
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scoped_names_and_suffixes() {
+        clear();
+        define(
+            "ai",
+            "mauer",
+            AddressName {
+                ip: Some([10, 0, 0, 1]),
+                prefix: Some(([10, 0, 0, 1], [255, 255, 255, 0])),
+                ether: Some([0, 0x50, 0xba, 0x85, 0x84, 0xa9]),
+            },
+        );
+        define(
+            "c/ai",
+            "mazu",
+            AddressName {
+                ip: Some([10, 0, 0, 10]),
+                ..AddressName::default()
+            },
+        );
+        set_current("enc");
+        assert_eq!(ip("mauer"), Some([10, 0, 0, 1]));
+        assert_eq!(ip("mauer:bcast"), Some([10, 0, 0, 255]));
+        assert_eq!(ip("mauer:gw"), Some([10, 0, 0, 1]));
+        assert_eq!(prefix("mauer"), Some(([10, 0, 0, 1], [255; 4])));
+        assert_eq!(
+            prefix("mauer:ipnet"),
+            Some(([10, 0, 0, 1], [255, 255, 255, 0]))
+        );
+        assert_eq!(ether("mauer:eth"), Some([0, 0x50, 0xba, 0x85, 0x84, 0xa9]));
+        assert_eq!(ip("mazu"), None, "defined inside compound c only");
+        set_current("c/d/enc");
+        assert_eq!(ip("mazu"), Some([10, 0, 0, 10]));
+        assert_eq!(ip("mauer"), Some([10, 0, 0, 1]));
+        assert_eq!(ip("mauer:eth"), None);
+        assert_eq!(crate::args::parse_ip4("mazu"), Ok([10, 0, 0, 10]));
+        assert_eq!(
+            crate::args::parse_ip_prefix("mauer:ipnet"),
+            Ok(([10, 0, 0, 1], [255, 255, 255, 0]))
+        );
+        clear();
+        assert_eq!(
+            crate::args::parse_ip4("mazu").unwrap_err(),
+            "expected IP address"
+        );
+    }
+}
