@@ -12,7 +12,8 @@ Usage (from the repository root, after `cargo build --release`):
 Data (about 460 MB of pcaps) is generated once into bench-work/ by
 gen_bench.py and route_confs.py; nothing generated is committed. Each
 configuration prints `PACKETS SECONDS` through its DriverManager; the figure
-is PACKETS / SECONDS.
+is PACKETS / SECONDS. The configurations in bench/conf/ are the shared
+benchmark's files, unchanged.
 """
 import argparse, csv, os, shutil, statistics, subprocess, sys, time
 
@@ -52,8 +53,9 @@ def run_once(binary, args, conf, work):
     wall = time.perf_counter() - t0
     if out.returncode != 0:
         raise RuntimeError(f"{conf}: exit {out.returncode}: {out.stderr.strip()[-500:]}")
+    # The first line starts `PACKETS SECONDS` (some configs print more after).
     words = out.stdout.split()
-    packets, seconds = int(words[-2]), float(words[-1])
+    packets, seconds = int(words[0]), float(words[1])
     return packets / seconds / 1e6, wall
 
 
