@@ -12,9 +12,10 @@ For each example `examples/NAME.click` and each size S in 64, 128, 256, 512,
 count it), the example's own trace is rewritten so that every IPv4 frame is
 S - 4 bytes long (payload cut or zero-filled; lengths and checksums redone,
 deliberately broken checksums stay broken), then repeated to --packets
-packets, 1 us apart. The example runs unchanged on it (`pronto run -t
-examples/NAME.click TRACE=... OUT=/dev/null`); the figure is packets over
-the CPU time of the run phase (configuration excluded). The baseline, in the
+packets, 1 us apart. The example runs unchanged on it (`pronto run
+examples/NAME.click TRACE=... OUT=/dev/null`, its DriverManager made to
+print `$(now)` before and after the run); the figure is packets over that
+time (configuration excluded). The baseline, in the
 same sitting and on the same file, is `FromDump -> Discard`: the cost of
 reading the trace, so `mb / read` says how much of the reading rate the
 middlebox keeps. Traces go to bench-work/sizes/ and are deleted after use.
@@ -110,16 +111,31 @@ def write_trace(path, frames, n):
                 sec, usec = sec + 1, 0
 
 
+def timed_copy(conf, dest):
+    """A copy of `conf` whose DriverManager also prints the run's duration
+    (the examples all start theirs with `DriverManager(wait,`)."""
+    with open(conf) as f:
+        text = f.read()
+    if "DriverManager(wait," not in text:
+        raise RuntimeError(f"{conf}: no `DriverManager(wait,` to time")
+    text = text.replace("DriverManager(wait,", "DriverManager(set bench_a $(now), wait, "
+                        "set bench_b $(now), print \"BENCHTIME\" $(sub $bench_b $bench_a),", 1)
+    with open(dest, "w") as f:
+        f.write(text)
+    return dest
+
+
 def run_time(pronto, conf_args, cwd):
-    out = subprocess.run([pronto, "run", "-t"] + conf_args, cwd=cwd, capture_output=True,
+    """Seconds between the first task and the trace's end, as printed."""
+    out = subprocess.run([pronto, "run"] + conf_args, cwd=cwd, capture_output=True,
                          text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"{conf_args}: exit {out.returncode}: {out.stderr.strip()[-400:]}")
-    for line in reversed(out.stdout.splitlines()):
+    for line in out.stdout.splitlines():
         w = line.split()
-        if len(w) == 3 and w[0].endswith("u") and w[1].endswith("s"):
-            return float(w[0][:-1]) + float(w[1][:-1])
-    raise RuntimeError(f"{conf_args}: no -t line in {out.stdout[-300:]!r}")
+        if len(w) == 2 and w[0] == "BENCHTIME":
+            return float(w[1])
+    raise RuntimeError(f"{conf_args}: no BENCHTIME line in {out.stdout[-300:]!r}")
 
 
 def main():
@@ -136,7 +152,9 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     base_conf = os.path.join(a.work, "read.click")
     with open(base_conf, "w") as f:
-        f.write("define($TRACE x.pcap);\nc :: FromDump($TRACE, STOP true) -> Discard;\n")
+        f.write("define($TRACE x.pcap);\nFromDump($TRACE, STOP true) -> Discard;\n"
+                "DriverManager(wait, print \"done\");\n")
+    base_conf = timed_copy(base_conf, base_conf)
     rows = []
     for ex in a.examples:
         conf = os.path.join(ROOT, "examples", ex + ".click")
@@ -145,6 +163,7 @@ def main():
             print(f"{ex}: no examples/{ex}.click + .pcap, skipped", file=sys.stderr)
             continue
         frames = read_pcap(pcap)
+        timed = timed_copy(conf, os.path.join(ROOT, "examples", f".bench-{ex}.click"))
         for size in SIZES:
             trace = os.path.join(a.work, f"{ex}-{size}.pcap")
             write_trace(trace, [resize(fr, size - 4) for fr in frames], a.packets)
@@ -152,13 +171,14 @@ def main():
             mb, rd = [], []
             for _ in range(a.runs):
                 # Interleaved so that machine noise hits both alike.
-                mb.append(a.packets / run_time(a.pronto, [conf] + defs, ROOT) / 1e6)
+                mb.append(a.packets / run_time(a.pronto, [timed] + defs, ROOT) / 1e6)
                 rd.append(a.packets / run_time(a.pronto, [base_conf, f"TRACE={trace}"], ROOT) / 1e6)
             os.remove(trace)
             m, r = statistics.median(mb), statistics.median(rd)
             rows.append((ex, size, m, r, LINE_RATE[size]))
             print(f"{ex} {size} B: {m:.2f} Mpps (read only {r:.2f}; line rate {LINE_RATE[size]})",
                   file=sys.stderr)
+        os.remove(timed)
     with open(a.csv, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["example", "frame_bytes", "mpps", "read_only_mpps", "line_rate_10g_mpps"])
