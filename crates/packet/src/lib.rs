@@ -12,6 +12,7 @@ mod batch;
 pub mod mmap;
 mod packet;
 mod pool;
+pub mod table;
 pub mod wire;
 
 pub use batch::{Batch, Drain, BATCH_MAX};

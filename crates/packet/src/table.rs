@@ -1,0 +1,132 @@
+//! Large lookup tables backed by transparent huge pages.
+//!
+//! A DIR-24-8 route table is 2^24 slots; a lookup with a random destination
+//! touches one slot somewhere in tens of megabytes, so with 4 KiB pages
+//! nearly every lookup also misses the TLB. A [`HugeTable`] is an anonymous
+//! mapping aligned to 2 MiB and marked `MADV_HUGEPAGE`, so the kernel backs
+//! it with huge pages where it can (this is advice: where huge pages are
+//! unavailable the table works the same, only slower).
+
+use std::ptr::NonNull;
+
+/// Element types a table can hold: plain integers, valid when all bytes
+/// are zero.
+pub trait TableItem: Copy + sealed::Sealed {}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! items {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl TableItem for $t {}
+    )*};
+}
+items!(u8, u16, u32, u64);
+
+const HUGE: usize = 2 << 20;
+
+/// A fixed-length, zero-initialised array in its own huge-page mapping.
+pub struct HugeTable<T: TableItem> {
+    ptr: NonNull<T>,
+    len: usize,
+    map_base: *mut std::ffi::c_void,
+    map_len: usize,
+}
+
+// SAFETY: the table owns its mapping exclusively; `T` is a plain integer.
+unsafe impl<T: TableItem> Send for HugeTable<T> {}
+// SAFETY: shared access is read-only through `&[T]`.
+unsafe impl<T: TableItem> Sync for HugeTable<T> {}
+
+impl<T: TableItem> HugeTable<T> {
+    /// A table of `len` zeroed items.
+    pub fn zeroed(len: usize) -> std::io::Result<HugeTable<T>> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .filter(|b| *b <= isize::MAX as usize / 2)
+            .ok_or_else(|| std::io::Error::other("table too large"))?;
+        if bytes == 0 {
+            return Ok(HugeTable {
+                ptr: NonNull::dangling(),
+                len: 0,
+                map_base: std::ptr::null_mut(),
+                map_len: 0,
+            });
+        }
+        // Over-allocate by one huge page so that the table can start on a
+        // 2 MiB boundary.
+        let map_len = bytes + HUGE;
+        // SAFETY: a fresh private anonymous mapping; nothing else refers to
+        // the range.
+        let base = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                map_len,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::PRIVATE,
+            )
+        }?;
+        let aligned = (base as usize).next_multiple_of(HUGE);
+        let start = aligned as *mut std::ffi::c_void;
+        // SAFETY: [start, start + bytes) lies inside the mapping made above;
+        // the advice changes only how the kernel backs it.
+        let _ = unsafe { rustix::mm::madvise(start, bytes, rustix::mm::Advice::LinuxHugepage) };
+        let ptr = NonNull::new(start.cast::<T>()).ok_or_else(|| std::io::Error::other("null"))?;
+        Ok(HugeTable {
+            ptr,
+            len,
+            map_base: base,
+            map_len,
+        })
+    }
+}
+
+impl<T: TableItem> std::ops::Deref for HugeTable<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` is aligned (2 MiB) and points at `len` initialised
+        // (zero-filled anonymous memory, valid for integers) items that
+        // this table owns.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: TableItem> std::ops::DerefMut for HugeTable<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: TableItem> Drop for HugeTable<T> {
+    fn drop(&mut self) {
+        if self.map_len != 0 {
+            // SAFETY: unmaps exactly the mapping made in `zeroed`; no slice
+            // borrowed from the table outlives it.
+            let _ = unsafe { rustix::mm::munmap(self.map_base, self.map_len) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeroed_aligned_writable() {
+        let mut t: HugeTable<u32> = HugeTable::zeroed(1 << 22).expect("map");
+        assert_eq!(t.len(), 1 << 22);
+        assert_eq!(t.as_ptr() as usize % HUGE, 0);
+        assert!(t.iter().all(|&v| v == 0));
+        t[12345] = 7;
+        t[(1 << 22) - 1] = 9;
+        assert_eq!(t[12345] + t[(1 << 22) - 1], 16);
+        let e: HugeTable<u16> = HugeTable::zeroed(0).expect("empty");
+        assert!(e.is_empty());
+    }
+}
