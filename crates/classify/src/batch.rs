@@ -71,6 +71,12 @@ fn multiplier(k: u32) -> u32 {
 }
 
 impl Plan {
+    /// Heap bytes held by a plan (its tables have fixed sizes).
+    pub(crate) const HEAP_BYTES: usize = MAX_STEPS * std::mem::size_of::<Step>()
+        + MAX_TABLE * 8
+        + MAX_STEPS * std::mem::size_of::<Option<usize>>()
+        + MAX_SLOTS * 16;
+
     /// Builds the batch plan for `nodes` (root at index 0), or `None` when
     /// the program does not fit its limits.
     pub(crate) fn new(nodes: &[Node], cases: &[(u32, u32)]) -> Option<Plan> {

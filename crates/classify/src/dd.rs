@@ -430,31 +430,34 @@ fn fix_term(t: u32) -> u32 {
     }
 }
 
-/// Direct translation without sharing or reordering.
-fn linear(rules: &[(Expr, Option<usize>)]) -> Compiled {
-    fn lin(e: &Expr, yes: u32, no: u32, nodes: &mut Vec<Node>) -> u32 {
-        match e {
-            Expr::Const(b) => {
-                if *b {
-                    yes
-                } else {
-                    no
-                }
-            }
-            Expr::Leaf { test, short } => {
-                nodes.push(Node::new(test, [yes, no, if *short { yes } else { no }]));
-                (nodes.len() - 1) as u32
-            }
-            Expr::Not(x) => lin(x, no, yes, nodes),
-            Expr::And(v) => v.iter().rev().fold(yes, |t, x| lin(x, t, no, nodes)),
-            Expr::Or(v) => v.iter().rev().fold(no, |t, x| lin(x, yes, t, nodes)),
-            Expr::Ternary(c, a, b) => {
-                let a = lin(a, yes, no, nodes);
-                let b = lin(b, yes, no, nodes);
-                lin(c, a, b, nodes)
+/// Appends the direct translation of `e` to `nodes` (match goes to `yes`,
+/// no match to `no`) and returns its entry point.
+pub(crate) fn lin(e: &Expr, yes: u32, no: u32, nodes: &mut Vec<Node>) -> u32 {
+    match e {
+        Expr::Const(b) => {
+            if *b {
+                yes
+            } else {
+                no
             }
         }
+        Expr::Leaf { test, short } => {
+            nodes.push(Node::new(test, [yes, no, if *short { yes } else { no }]));
+            (nodes.len() - 1) as u32
+        }
+        Expr::Not(x) => lin(x, no, yes, nodes),
+        Expr::And(v) => v.iter().rev().fold(yes, |t, x| lin(x, t, no, nodes)),
+        Expr::Or(v) => v.iter().rev().fold(no, |t, x| lin(x, yes, t, nodes)),
+        Expr::Ternary(c, a, b) => {
+            let a = lin(a, yes, no, nodes);
+            let b = lin(b, yes, no, nodes);
+            lin(c, a, b, nodes)
+        }
     }
+}
+
+/// Direct translation without sharing or reordering.
+fn linear(rules: &[(Expr, Option<usize>)]) -> Compiled {
     let mut nodes = Vec::new();
     let mut r = DROP;
     for (e, out) in rules.iter().rev() {

@@ -38,7 +38,7 @@ impl Test {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Expr {
     Const(bool),
     Leaf {

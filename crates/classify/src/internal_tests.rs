@@ -218,7 +218,7 @@ fn firewall_path_lengths() {
                 "  test k{} sp{} off{} mask{:08x} val{:08x}",
                 n.kind, n.space, n.off, n.mask, n.value
             );
-            i = p.step(n, w | (w & !n.mask));
+            i = crate::step(&p.cases, n, w | (w & !n.mask));
             steps += 1;
         }
         // Same-field tests are merged into switches and implied tests are
@@ -305,7 +305,7 @@ fn batch_plan_in_use() {
         .map(|i| format!("{} tcp dst port {}", i % 3, 1000 + 37 * i))
         .collect();
     let refs: Vec<&str> = many.iter().map(String::as_str).collect();
-    let p = Program::ip_filter(&refs).expect("compiles");
+    let p = Program::ip_filter_with(&refs, crate::Engine::Decision).expect("compiles");
     assert!(p.plan.is_some());
     let mut v = vec![0u8; 60];
     v[0] = 0x45;
@@ -327,4 +327,288 @@ fn one_test_programs_walk_per_packet() {
         !p.prefers_batch(),
         "a one-test Classifier should not use the batch walk"
     );
+}
+
+// ------------------------------------------------------------ rule-set index
+
+const NETS: &[&str] = &[
+    "10.0.0.0/8",
+    "10.1.0.0/16",
+    "10.1.2.0/24",
+    "192.168.0.0/16",
+    "192.168.1.7",
+    "8.8.8.8/32",
+    "93.184.0.0/14",
+    "0.0.0.0/1",
+    "128.0.0.0/2",
+    "10.1.2.3",
+];
+
+/// One random primitive, realistic or not.
+fn atom() -> impl Strategy<Value = String> {
+    let net = prop::sample::select(NETS);
+    let port = prop::sample::select(vec![0u16, 22, 53, 80, 123, 443, 1024, 8080, 65535]);
+    let dir = prop::sample::select(vec!["src", "dst", "src or dst", "src and dst", ""]);
+    prop_oneof![
+        (dir.clone(), net.clone()).prop_map(|(d, n)| {
+            if n.contains('/') {
+                format!("{d} net {n}")
+            } else {
+                format!("{d} host {n}")
+            }
+        }),
+        prop::sample::select(vec![
+            "tcp",
+            "udp",
+            "icmp",
+            "ip proto 47",
+            "ip proto 6",
+            "tcp or udp"
+        ])
+        .prop_map(str::to_string),
+        (
+            prop::sample::select(vec!["", "tcp ", "udp "]),
+            dir,
+            port.clone(),
+            port.clone(),
+            0u8..4
+        )
+            .prop_map(|(t, d, a, b, k)| match k {
+                0 => format!("{t}{d} port {a}-{}", a.max(b)),
+                1 => format!("{t}{d} port != {a}"),
+                2 => format!("{t}{d} port < {b}"),
+                _ => format!("{t}{d} port {a}"),
+            }),
+        prop::sample::select(vec![
+            "icmp type echo",
+            "icmp type echo-reply",
+            "tcp opt syn",
+            "tcp opt ack and not tcp opt syn",
+            "ip ttl > 32",
+            "ip frag",
+            "ip unfrag",
+            "ip[9:1] = 6",
+            "ip[12:2] = 0x0a01",
+            "transp[2:2] >= 1024",
+            "ip tos 0",
+            "ip dscp 0",
+            "udp[0:1] & 0xf0 = 0",
+            "ip[6:2] & 0x1fff != 0",
+            "true",
+            "false",
+        ])
+        .prop_map(str::to_string),
+    ]
+}
+
+/// A random expression over [`atom`]s.
+fn rule_expr() -> impl Strategy<Value = String> {
+    let leaf = atom();
+    leaf.prop_recursive(3, 8, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 2..4).prop_map(|v| v.join(" and ")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) or ({b})")),
+            inner.clone().prop_map(|a| format!("not ({a})")),
+            (inner.clone(), inner.clone(), inner)
+                .prop_map(|(c, a, b)| format!("({c}) ? ({a}) : ({b})")),
+        ]
+    })
+}
+
+fn rule() -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(vec!["allow", "deny", "1", "2"]),
+        rule_expr(),
+        0u8..20,
+    )
+        .prop_map(|(a, e, k)| {
+            if k == 0 {
+                a.to_string()
+            } else {
+                format!("{a} {e}")
+            }
+        })
+}
+
+/// IPv4 packets whose addresses and ports often fall into [`NETS`] and the
+/// port list, with options, fragments and truncation now and then.
+fn index_packet() -> impl Strategy<Value = (Vec<u8>, usize)> {
+    let addr = prop::sample::select(vec![
+        [10u8, 1, 2, 3],
+        [10, 1, 2, 9],
+        [10, 1, 9, 9],
+        [10, 200, 0, 1],
+        [192, 168, 1, 7],
+        [192, 168, 3, 1],
+        [8, 8, 8, 8],
+        [93, 185, 1, 1],
+        [200, 1, 1, 1],
+        [150, 0, 0, 1],
+    ]);
+    (
+        prop::collection::vec(any::<u8>(), 64),
+        (addr.clone(), addr),
+        prop::sample::select(vec![1u8, 6, 17, 47, 2]),
+        prop::sample::select(vec![0x45u8, 0x45, 0x45, 0x46, 0x44]),
+        prop::sample::select(vec![0u16, 22, 53, 79, 80, 81, 443, 1023, 1024, 8080, 65535]),
+        prop::sample::select(vec![0u16, 22, 53, 80, 123, 443, 0x0800, 0x0000]),
+        prop::sample::select(vec![0u16, 0, 0, 0x4000, 0x2000, 0x0010, 0x2010]),
+        (0usize..3, 0usize..64, 0u8..6),
+    )
+        .prop_map(
+            |(mut v, (src, dst), proto, vhl, dport, sport, frag, (nh, cut, k))| {
+                v[nh] = vhl;
+                v[nh + 6..nh + 8].copy_from_slice(&frag.to_be_bytes());
+                v[nh + 9] = proto;
+                v[nh + 12..nh + 16].copy_from_slice(&src);
+                v[nh + 16..nh + 20].copy_from_slice(&dst);
+                let th = nh + usize::from(vhl & 15) * 4;
+                v[th..th + 2].copy_from_slice(&sport.to_be_bytes());
+                v[th + 2..th + 4].copy_from_slice(&dport.to_be_bytes());
+                if k == 0 {
+                    v.truncate(cut.max(nh));
+                }
+                (v, nh)
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// The rule-set index gives the linear program's answer on every
+    /// packet, for random rule sets.
+    #[test]
+    fn index_matches_linear(
+        rules in prop::collection::vec(rule(), 1..40),
+        pkts in prop::collection::vec(index_packet(), 1..40),
+    ) {
+        let refs: Vec<&str> = rules.iter().map(String::as_str).collect();
+        let ix = Program::ip_filter_with(&refs, crate::Engine::Index).expect("rules parse");
+        prop_assert!(ix.is_indexed());
+        let parsed = filter_rules(&refs);
+        let lin = Program::from_compiled(dd::compile_linear(&parsed), 0, true);
+        for (data, nh) in &pkts {
+            let sp = spaces(data, *nh);
+            let want = interp(&parsed, &sp);
+            prop_assert_eq!(lin.classify(data, *nh), want);
+            prop_assert_eq!(ix.classify(data, *nh), want, "rules {:?} packet {:?}", rules, data);
+        }
+        check_batch(&ix, &pkts)?;
+    }
+}
+
+/// Builds `n` firewall-like rules deterministically.
+fn firewall_rules(n: usize) -> Vec<String> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut v: Vec<String> = (0..n)
+        .map(|_| {
+            let r = rnd();
+            let act = if r % 3 == 0 { "deny" } else { "allow" };
+            let dl = 16 + (r >> 8) % 17;
+            let d = (r >> 16) as u32 & (u32::MAX << (32 - dl));
+            let dst = format!("{}/{}", std::net::Ipv4Addr::from(d), dl);
+            let port = 1 + (r >> 48) % 2000;
+            match (r >> 4) % 4 {
+                0 => format!("{act} tcp dst port {port} and dst net {dst}"),
+                1 => format!("{act} udp dst port {port}-{} and dst net {dst}", port + 10),
+                2 => format!("{act} src net {dst} and tcp"),
+                _ => format!(
+                    "{act} dst host {} and icmp type echo",
+                    std::net::Ipv4Addr::from(d)
+                ),
+            }
+        })
+        .collect();
+    v.push("deny all".into());
+    v
+}
+
+#[test]
+fn index_firewall_rules_are_exact_and_agree() {
+    let rules = firewall_rules(300);
+    let refs: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let ix = Program::ip_filter(&refs).expect("compiles");
+    assert!(ix.is_indexed());
+    let parsed = filter_rules(&refs);
+    let lin = Program::from_compiled(dd::compile_linear(&parsed), 0, true);
+    let mut x = 12345u64;
+    for i in 0..20000u32 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut v = vec![0u8; 40];
+        v[0] = 0x45;
+        v[9] = [6u8, 17, 1, 47][(x >> 60) as usize % 4];
+        // Addresses and ports from the rules' own values half of the time.
+        let r = &parsed[(x >> 20) as usize % parsed.len()];
+        let mut d = (x >> 8) as u32;
+        r.0.for_each_test(&mut |t| {
+            if t.off == 16 && i % 2 == 0 {
+                d = t.value | (d & !t.mask);
+            }
+        });
+        v[16..20].copy_from_slice(&d.to_be_bytes());
+        v[12..16].copy_from_slice(&((x >> 3) as u32).to_be_bytes());
+        v[22..24].copy_from_slice(&((x >> 40) as u16 % 2100).to_be_bytes());
+        v[20] = if x.is_multiple_of(5) { 8 } else { v[20] };
+        assert_eq!(ix.classify(&v, 0), lin.classify(&v, 0), "packet {v:?}");
+    }
+}
+
+#[test]
+fn index_leaf_sets() {
+    use crate::expr::Space;
+    let t = |space, off, mask, value, gt| Test {
+        space,
+        off,
+        mask,
+        value,
+        gt,
+    };
+    // Prefix of the source address: one interval.
+    let s =
+        crate::index::tests_api::leaf(1, &t(Space::Primary, 12, 0xFFFF_0000, 0x0A01_0000, false));
+    assert_eq!(s, Some(vec![(0x0A01_0000, 0x0A01_FFFF)]));
+    // Fragment offset zero within the 14 fragment bits: MF free.
+    let s = crate::index::tests_api::leaf(5, &t(Space::Primary, 4, 0x1FFF, 0, false));
+    assert_eq!(s, Some(vec![(0, 0), (0x2000, 0x2000)]));
+    // Destination port greater than 1023.
+    let s = crate::index::tests_api::leaf(4, &t(Space::Transport, 0, 0xFFFF, 1023, true));
+    assert_eq!(s, Some(vec![(1024, 0xFFFF)]));
+    // Source port (high half of the word) greater than 0x50.
+    let s =
+        crate::index::tests_api::leaf(3, &t(Space::Transport, 0, 0xFFFF_0000, 0x0050_FFFF, true));
+    assert_eq!(s, Some(vec![(0x51, 0xFFFF)]));
+    // TTL is not an indexed field.
+    assert_eq!(
+        crate::index::tests_api::leaf(0, &t(Space::Primary, 8, 0xFF00_0000, 5, false)),
+        None
+    );
+}
+
+#[test]
+fn index_exactness() {
+    let exact = |s: &str| {
+        let r = filter_rules(&[s]);
+        crate::index::tests_api::exact(&r[0].0)
+    };
+    assert_eq!(
+        exact("allow tcp dst port 80 and dst net 10.0.0.0/8"),
+        (1, true)
+    );
+    assert_eq!(exact("allow src or dst host 1.2.3.4"), (2, true));
+    assert_eq!(exact("allow tcp or udp"), (1, true));
+    assert_eq!(exact("allow dst port 1000-2000"), (1, true));
+    assert_eq!(exact("allow not src net 10.0.0.0/8 and udp"), (1, true));
+    assert_eq!(exact("allow icmp type echo"), (1, true));
+    assert_eq!(exact("allow tcp opt syn"), (1, false));
+    assert_eq!(exact("allow ip ttl > 3 and tcp"), (1, false));
+    assert_eq!(exact("allow false"), (0, true));
 }

@@ -65,11 +65,23 @@
 //! diagram, evaluated by a tight loop: each distinct test is evaluated at
 //! most once per packet and only tests that can still change the outcome
 //! are visited.
+//!
+//! IP rule lists of [`INDEX_MIN_RULES`] rules or more are compiled into a
+//! rule-set index instead (see [`Engine`]): per header field (protocol,
+//! addresses, ports, fragment bits) a sorted boundary array maps the
+//! packet's value to a bit vector of the rules compatible with it; the
+//! vectors are ANDed from the first rule on and the first surviving rule
+//! wins, after a check with its own test program when its expression is
+//! not fully described by the fields (TCP flags, TTL, byte tests, ...).
+//! The results are those of the decision program on every packet; the
+//! per-packet cost grows with the rule count divided by 64, not with the
+//! rule count.
 
 mod batch;
 mod clsparse;
 mod dd;
 mod expr;
+mod index;
 mod ipparse;
 pub mod names;
 
@@ -86,7 +98,32 @@ pub struct Program {
     ip: bool,
     /// Batch form, when the program fits its limits.
     plan: Option<batch::Plan>,
+    /// Rule-set index, used instead of the nodes for long IP rule lists.
+    index: Option<Box<index::Index>>,
 }
+
+/// How an IP rule list is compiled (see [`Program::ip_filter_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// The rule-set index from [`INDEX_MIN_RULES`] rules on, the decision
+    /// program below.
+    #[default]
+    Auto,
+    /// Always the decision program (a shared decision diagram, or its
+    /// linear translation when the diagram would be too large).
+    Decision,
+    /// Always the rule-set index.
+    Index,
+}
+
+/// Number of rules from which [`Engine::Auto`] compiles IP rule lists into
+/// a rule-set index: per packet, the index ANDs per-field bit vectors of
+/// compatible rules instead of walking tests, so its cost grows far more
+/// slowly with the rule count than the decision program's. Below this
+/// count a decision diagram usually compiles in milliseconds and walks
+/// faster than the index; above it, its compile time grows quickly and it
+/// may fall back to a linear walk (see `benches/ipfilter_scale.rs`).
+pub const INDEX_MIN_RULES: usize = 64;
 
 /// A configuration error: which argument and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -126,6 +163,12 @@ impl Program {
     /// Click `IPClassifier`: each argument is an IP expression; the output is
     /// the index of the first matching expression. `-` matches all.
     pub fn ip_classifier(args: &[&str]) -> Result<Program, CompileError> {
+        Self::ip_classifier_with(args, Engine::Auto)
+    }
+
+    /// [`ip_classifier`](Self::ip_classifier) with a choice of engine (the
+    /// results are the same; only speed and memory differ).
+    pub fn ip_classifier_with(args: &[&str], engine: Engine) -> Result<Program, CompileError> {
         let mut rules = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             let text = ipparse::unquote(a);
@@ -139,13 +182,19 @@ impl Program {
             rules.push((e, Some(i)));
         }
         Self::check_outputs("IPClassifier", args.len())?;
-        Ok(Self::build(&rules, args.len(), true))
+        Ok(Self::build_ip(&rules, args.len(), engine))
     }
 
     /// Click `IPFilter`: each argument is `ACTION EXPR` where ACTION is
     /// `allow` (output 0), `deny`/`drop`, or an output number. Returns the
     /// output port; deny/drop/no match → `None`.
     pub fn ip_filter(args: &[&str]) -> Result<Program, CompileError> {
+        Self::ip_filter_with(args, Engine::Auto)
+    }
+
+    /// [`ip_filter`](Self::ip_filter) with a choice of engine (the results
+    /// are the same; only speed and memory differ).
+    pub fn ip_filter_with(args: &[&str], engine: Engine) -> Result<Program, CompileError> {
         let mut rules = Vec::with_capacity(args.len());
         let mut noutputs = 1;
         for (i, a) in args.iter().enumerate() {
@@ -164,7 +213,7 @@ impl Program {
             }
             rules.push((e, slot));
         }
-        Ok(Self::build(&rules, noutputs, true))
+        Ok(Self::build_ip(&rules, noutputs, engine))
     }
 
     fn check_outputs(element: &str, n: usize) -> Result<(), CompileError> {
@@ -176,6 +225,28 @@ impl Program {
             ));
         }
         Ok(())
+    }
+
+    fn build_ip(rules: &[(Expr, Option<usize>)], noutputs: usize, engine: Engine) -> Program {
+        let indexed = match engine {
+            Engine::Auto => rules.len() >= INDEX_MIN_RULES,
+            Engine::Decision => false,
+            Engine::Index => true,
+        };
+        if indexed {
+            if let Some(ix) = index::Index::new(rules) {
+                return Program {
+                    nodes: Box::new([]),
+                    cases: Box::new([]),
+                    root: DROP,
+                    noutputs,
+                    ip: true,
+                    plan: None,
+                    index: Some(Box::new(ix)),
+                };
+            }
+        }
+        Self::build(rules, noutputs, true)
     }
 
     fn build(rules: &[(Expr, Option<usize>)], noutputs: usize, ip: bool) -> Program {
@@ -195,6 +266,7 @@ impl Program {
             noutputs,
             ip,
             plan,
+            index: None,
         }
     }
 
@@ -204,14 +276,36 @@ impl Program {
         self.noutputs
     }
 
-    /// Number of test nodes in the compiled program (diagnostics).
+    /// Number of test nodes in the compiled program (diagnostics; for a
+    /// rule-set index, the nodes of the rules' own programs).
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        match &self.index {
+            Some(ix) => ix.len(),
+            None => self.nodes.len(),
+        }
     }
 
     /// Whether the program decides without looking at the packet.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.index.is_none() && self.nodes.is_empty()
+    }
+
+    /// Whether the program uses a rule-set index (see [`Engine`]).
+    pub fn is_indexed(&self) -> bool {
+        self.index.is_some()
+    }
+
+    /// Approximate heap memory held by the program, in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        let plan = if self.plan.is_some() {
+            batch::Plan::HEAP_BYTES
+        } else {
+            0
+        };
+        self.nodes.len() * std::mem::size_of::<Node>()
+            + self.cases.len() * 8
+            + plan
+            + self.index.as_ref().map_or(0, |ix| ix.heap_bytes())
     }
 
     /// Classify one packet. `data` holds the packet's bytes from its current
@@ -231,6 +325,9 @@ impl Program {
 
     #[inline]
     fn classify_one(&self, data: &[u8], nh: usize) -> Option<usize> {
+        if let Some(ix) = &self.index {
+            return decode(ix.classify(self.spaces(data, nh)));
+        }
         if self.root & TERM != 0 {
             return decode(self.root);
         }
@@ -313,72 +410,90 @@ impl Program {
     /// The scalar walk over the given spaces (root not terminal).
     #[inline]
     fn walk(&self, primary: &[u8], transport: &[u8]) -> Option<usize> {
-        let mut i = self.root;
-        let spaces = [primary, transport];
-        let nodes = &self.nodes[..];
-        loop {
-            let n = nodes.get(i as usize)?;
-            let s = spaces[usize::from(n.space & 1)];
-            let off = n.off as usize;
-            i = match s.get(off..off.wrapping_add(4)) {
-                Some(&[a, b, c, d]) => self.step(n, u32::from_be_bytes([a, b, c, d])),
-                _ => self.slow_test(n, s),
-            };
-            if i & TERM != 0 {
-                return decode(i);
-            }
+        decode(walk_nodes(
+            &self.nodes,
+            &self.cases,
+            self.root,
+            primary,
+            transport,
+        ))
+    }
+}
+
+/// Walks the node program from `root` (not terminal) over the given
+/// spaces; returns the terminal reached (`DROP` when a successor is out of
+/// range, which compiled programs never produce).
+#[inline(always)]
+pub(crate) fn walk_nodes(
+    nodes: &[Node],
+    cases: &[(u32, u32)],
+    root: u32,
+    primary: &[u8],
+    transport: &[u8],
+) -> u32 {
+    let mut i = root;
+    let spaces = [primary, transport];
+    loop {
+        let Some(n) = nodes.get(i as usize) else {
+            return DROP;
+        };
+        let s = spaces[usize::from(n.space & 1)];
+        let off = n.off as usize;
+        i = match s.get(off..off.wrapping_add(4)) {
+            Some(&[a, b, c, d]) => step(cases, n, u32::from_be_bytes([a, b, c, d])),
+            _ => slow_test(cases, n, s),
+        };
+        if i & TERM != 0 {
+            return i;
         }
     }
 }
 
-impl Program {
-    /// Evaluate node `n` on the loaded word `w`.
-    #[inline(always)]
-    fn step(&self, n: &Node, w: u32) -> u32 {
-        let w = w & n.mask;
-        if n.kind == KIND_SWITCH {
-            let start = n.value as usize;
-            let cases = self
-                .cases
-                .get(start..start + usize::from(n.ncases))
-                .unwrap_or(&[]);
-            if cases.len() <= 16 {
-                let mut t = n.next[1];
-                for &(v, target) in cases {
-                    if v == w {
-                        t = target;
-                    }
-                }
-                t
-            } else {
-                match cases.binary_search_by_key(&w, |&(v, _)| v) {
-                    Ok(k) => cases[k].1,
-                    Err(_) => n.next[1],
+/// Evaluate node `n` on the loaded word `w`.
+#[inline(always)]
+fn step(cases: &[(u32, u32)], n: &Node, w: u32) -> u32 {
+    let w = w & n.mask;
+    if n.kind == KIND_SWITCH {
+        let start = n.value as usize;
+        let cases = cases
+            .get(start..start + usize::from(n.ncases))
+            .unwrap_or(&[]);
+        if cases.len() <= 16 {
+            let mut t = n.next[1];
+            for &(v, target) in cases {
+                if v == w {
+                    t = target;
                 }
             }
+            t
         } else {
-            let hit = if n.kind == KIND_GT {
-                w > n.value
-            } else {
-                w == n.value
-            };
-            n.next[usize::from(!hit)]
-        }
-    }
-
-    /// Test near the end of the packet: only the masked bytes must exist.
-    #[cold]
-    fn slow_test(&self, n: &Node, s: &[u8]) -> u32 {
-        let off = n.off as usize;
-        let need = usize::from(n.need);
-        match off.checked_add(need) {
-            Some(end) if end <= s.len() => {
-                let mut b = [0u8; 4];
-                b[..need].copy_from_slice(&s[off..end]);
-                self.step(n, u32::from_be_bytes(b))
+            match cases.binary_search_by_key(&w, |&(v, _)| v) {
+                Ok(k) => cases[k].1,
+                Err(_) => n.next[1],
             }
-            _ => n.next[2],
         }
+    } else {
+        let hit = if n.kind == KIND_GT {
+            w > n.value
+        } else {
+            w == n.value
+        };
+        n.next[usize::from(!hit)]
+    }
+}
+
+/// Test near the end of the packet: only the masked bytes must exist.
+#[cold]
+fn slow_test(cases: &[(u32, u32)], n: &Node, s: &[u8]) -> u32 {
+    let off = n.off as usize;
+    let need = usize::from(n.need);
+    match off.checked_add(need) {
+        Some(end) if end <= s.len() => {
+            let mut b = [0u8; 4];
+            b[..need].copy_from_slice(&s[off..end]);
+            step(cases, n, u32::from_be_bytes(b))
+        }
+        _ => n.next[2],
     }
 }
 

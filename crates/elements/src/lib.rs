@@ -2,7 +2,9 @@
 //!
 //! Each element is one file, grouped as Click groups them: `standard/`
 //! (queues, counters, switches, sources, sinks), `ip/`, `ethernet/`,
-//! `tcpudp/`, `app/` (trace files). Every element declares a [`Spec`]
+//! `tcpudp/`, `icmp/`, `aqm/`, `app/` (trace files), and pronto's own
+//! `ids/` (payload inspection) and `stateful/` (connection-tracking
+//! firewall, carrier-grade NAT). Every element declares a [`Spec`]
 //! (Click name, ports, processing, keywords, documentation, action
 //! profile) and is listed in [`registry`].
 
@@ -12,9 +14,13 @@ pub mod registry;
 pub mod util;
 
 pub mod app;
+pub mod aqm;
 pub mod ethernet;
+pub mod icmp;
+pub mod ids;
 pub mod ip;
 pub mod standard;
+pub mod stateful;
 pub mod tcpudp;
 
 pub use args::{

@@ -48,6 +48,17 @@ classes!(
     crate::standard::truncate::Truncate,
     crate::standard::unqueue::Unqueue,
     crate::standard::unstrip::Unstrip,
+    crate::standard::bandwidthmeter::BandwidthMeter,
+    crate::standard::bandwidthratedsplitter::BandwidthRatedSplitter,
+    crate::standard::bandwidthratedunqueue::BandwidthRatedUnqueue,
+    crate::standard::bandwidthshaper::BandwidthShaper,
+    crate::standard::drrsched::DRRSched,
+    crate::standard::meter::Meter,
+    crate::standard::priosched::PrioSched,
+    crate::standard::ratedsplitter::RatedSplitter,
+    crate::standard::rrsched::RoundRobinSched,
+    crate::standard::shaper::Shaper,
+    crate::standard::flowpolicer::FlowPolicer,
     // end standard
     // ip/
     crate::ip::addressinfo::AddressInfo,
@@ -71,6 +82,11 @@ classes!(
     crate::ip::storeipaddress::StoreIPAddress,
     crate::ip::stripipheader::StripIPHeader,
     crate::ip::unstripipheader::UnstripIPHeader,
+    crate::ip::fixipsrc::FixIPSrc,
+    crate::ip::ipfragmenter::IPFragmenter,
+    crate::ip::ipgwoptions::IPGWOptions,
+    crate::ip::ipmirror::IPMirror,
+    crate::ip::ipreassembler::IPReassembler,
     // end ip
     // tcpudp/
     crate::tcpudp::checkicmpheader::CheckICMPHeader,
@@ -83,9 +99,16 @@ classes!(
     crate::tcpudp::tcprewriter::TCPRewriter,
     crate::tcpudp::udpipencap::UDPIPEncap,
     crate::tcpudp::udprewriter::UDPRewriter,
+    crate::tcpudp::ipaddrrewriter::IPAddrRewriter,
+    crate::tcpudp::ipaddrpairrewriter::IPAddrPairRewriter,
+    crate::tcpudp::rripmapper::RoundRobinIPMapper,
+    crate::tcpudp::sourceiphashmapper::SourceIPHashMapper,
+    crate::tcpudp::maglevipmapper::MaglevIPMapper,
+    crate::tcpudp::ftpportmapper::FTPPortMapper,
     // end tcpudp
     // ethernet/
     crate::ethernet::arpprint::ArpPrint,
+    crate::ethernet::arpquerier::ArpQuerier,
     crate::ethernet::arpresponder::ArpResponder,
     crate::ethernet::etherencap::EtherEncap,
     crate::ethernet::ethermirror::EtherMirror,
@@ -98,6 +121,21 @@ classes!(
     crate::app::todump::ToDump,
     crate::app::toipsummarydump::ToIPSummaryDump,
     // end app
+    // icmp/
+    crate::icmp::icmppingrewriter::ICMPPingRewriter,
+    crate::icmp::icmprewriter::ICMPRewriter,
+    crate::icmp::icmperror::ICMPError,
+    // end icmp
+    // aqm/
+    crate::aqm::red::RED,
+    // end aqm
+    // ids/
+    crate::ids::idsmatcher::IDSMatcher,
+    // end ids
+    // stateful/
+    crate::stateful::cgnat::Cgnat,
+    crate::stateful::statefulfirewall::StatefulFirewall,
+    // end stateful
 );
 
 /// Looks up a class by its Click name.

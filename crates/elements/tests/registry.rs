@@ -10,7 +10,9 @@ use std::path::Path;
 use pronto_elements::registry;
 use pronto_elements::{ConfigCtx, Spec};
 
-const FAMILIES: &[&str] = &["standard", "ip", "tcpudp", "ethernet", "app"];
+const FAMILIES: &[&str] = &[
+    "standard", "ip", "tcpudp", "ethernet", "app", "icmp", "aqm", "ids", "stateful",
+];
 
 /// Every `Spec::new("Name")` in the element files that declare a `SPEC`,
 /// with the file it is in.

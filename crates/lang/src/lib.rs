@@ -59,10 +59,10 @@
 //! ```
 
 pub mod args;
-pub mod names;
 mod diag;
 mod expand;
 mod lexer;
+pub mod names;
 mod parser;
 
 pub use diag::{Diagnostic, FileId, Level, SourceMap, Span};

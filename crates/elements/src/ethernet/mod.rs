@@ -1,7 +1,9 @@
 //! Click's `ethernet` elements.
 
 pub mod arpprint;
+pub mod arpquerier;
 pub mod arpresponder;
+pub mod arptable;
 pub mod etherencap;
 pub mod ethermirror;
 pub mod etherrewrite;

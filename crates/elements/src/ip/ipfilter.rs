@@ -100,6 +100,34 @@ mod tests {
     }
 
     #[test]
+    fn many_rules_first_match() {
+        // 200 host rules put the filter on the rule-set index.
+        let mut cfg: Vec<String> = (0..200)
+            .map(|i| format!("deny dst host 10.0.0.{i}"))
+            .collect();
+        cfg.push("1 dst host 10.0.1.5".into());
+        cfg.push("allow udp".into());
+        cfg.push("deny all".into());
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(&[], IPFilter::configure, &cfg.join(", "), 1, 2).expect("ok");
+        let outs = push(
+            e.as_mut(),
+            &pool,
+            vec![
+                pkt(&pool, &ip_packet([1, 1, 1, 1], [10, 0, 0, 7], 8)), // denied by rule 7
+                pkt(&pool, &ip_packet([1, 1, 1, 1], [10, 0, 1, 5], 8)), // output 1
+                pkt(&pool, &ip_packet([1, 1, 1, 1], [10, 0, 2, 2], 8)), // UDP: allowed
+                pkt(&pool, &ip_packet([1, 1, 1, 1], [10, 0, 1, 5], 0)), // no UDP header: output 1
+                pkt(&pool, &ip_packet([1, 1, 1, 1], [10, 0, 0, 199], 0)), // denied
+            ],
+            2,
+        );
+        assert_eq!((outs[0].len(), outs[1].len()), (1, 2));
+        assert_eq!(outs[0][0].data()[18], 2);
+        assert_eq!(outs[1][1].data().len(), 20);
+    }
+
+    #[test]
     fn slot_out_of_range() {
         assert_eq!(
             config_err(configure(

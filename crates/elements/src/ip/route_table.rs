@@ -486,6 +486,262 @@ impl RouteTable for LpmTrie {
 }
 
 // ---------------------------------------------------------------------
+// DIR-24-8.
+
+/// A first-level entry with this bit set indexes a 256-entry block of the
+/// second level; otherwise it is a next-hop index.
+const BLOCK: u16 = 0x8000;
+/// Most next-hop indexes and second-level blocks.
+const MAX_INDEX: usize = 0x7fff;
+
+/// The DIR-24-8 table of `DirectIPLookup`: a 2^24-entry first level
+/// indexed by the top 24 address bits, and 256-entry second-level blocks
+/// for addresses under prefixes longer than /24. Entries are 16-bit indexes
+/// into a small table of distinct (gateway, port) next hops, so most
+/// lookups read one first-level entry (one memory access) plus the
+/// next-hop table, which stays in cache. Parallel arrays of prefix
+/// lengths, read only on updates, say which route painted each entry.
+pub struct Dir248 {
+    tbl24: Vec<u16>,
+    plen24: Vec<u8>,
+    tbl8: Vec<u16>,
+    plen8: Vec<u8>,
+    nblocks: usize,
+    /// (gw, port) by next-hop index; index 0 is "no route".
+    vports: Vec<(u32, u32)>,
+    vport_refs: Vec<u32>,
+    vport_index: HashMap<(u32, u32), u16, BuildHasherDefault<U32Hasher>>,
+    free_vports: Vec<u16>,
+    /// Routes by key - 1, in the order `table` lists them.
+    routes: Vec<Option<IpRoute>>,
+    free_keys: Vec<u32>,
+    by_prefix: Vec<PrefixMap>,
+}
+
+impl Default for Dir248 {
+    fn default() -> Self {
+        Dir248::new()
+    }
+}
+
+impl Dir248 {
+    /// An empty table (the first level is allocated lazily by the system:
+    /// 48 MB of address space, touched as routes are added).
+    pub fn new() -> Dir248 {
+        Dir248 {
+            tbl24: vec![0; 1 << 24],
+            plen24: vec![0; 1 << 24],
+            tbl8: Vec::new(),
+            plen8: Vec::new(),
+            nblocks: 0,
+            vports: vec![(0, NO_PORT)],
+            vport_refs: vec![0],
+            vport_index: HashMap::default(),
+            free_vports: Vec::new(),
+            routes: Vec::new(),
+            free_keys: Vec::new(),
+            by_prefix: (0..33).map(|_| PrefixMap::default()).collect(),
+        }
+    }
+
+    /// Number of routes.
+    pub fn len(&self) -> usize {
+        self.routes.len() - self.free_keys.len()
+    }
+
+    /// True when the table has no route.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The next-hop index for `(gw, port)`, made if new; counts a user.
+    fn vport_acquire(&mut self, gw: u32, port: u32) -> Result<u16, RouteError> {
+        if let Some(&v) = self.vport_index.get(&(gw, port)) {
+            self.vport_refs[v as usize] += 1;
+            return Ok(v);
+        }
+        let v = match self.free_vports.pop() {
+            Some(v) => v,
+            None => {
+                if self.vports.len() > MAX_INDEX {
+                    return Err(RouteError::Other("too many distinct next hops".into()));
+                }
+                self.vports.push((0, NO_PORT));
+                self.vport_refs.push(0);
+                (self.vports.len() - 1) as u16
+            }
+        };
+        self.vports[v as usize] = (gw, port);
+        self.vport_refs[v as usize] = 1;
+        self.vport_index.insert((gw, port), v);
+        Ok(v)
+    }
+
+    fn vport_release(&mut self, gw: u32, port: u32) {
+        if let Some(&v) = self.vport_index.get(&(gw, port)) {
+            let r = &mut self.vport_refs[v as usize];
+            *r -= 1;
+            if *r == 0 {
+                self.vport_index.remove(&(gw, port));
+                self.vports[v as usize] = (0, NO_PORT);
+                self.free_vports.push(v);
+            }
+        }
+    }
+
+    /// Sets entries under `addr/len` whose recorded prefix length (plus
+    /// one; 0 is "no route") passes `pred` to next hop `v`, length `plen`.
+    fn paint(&mut self, addr: u32, len: u32, v: u16, plen: u8, pred: impl Fn(u8) -> bool) {
+        if len <= 24 {
+            let start = (addr >> 8) as usize;
+            for i in start..start + (1usize << (24 - len)) {
+                let e = self.tbl24[i];
+                if e & BLOCK != 0 {
+                    let b = ((e & !BLOCK) as usize) << 8;
+                    for j in b..b + 256 {
+                        if pred(self.plen8[j]) {
+                            self.tbl8[j] = v;
+                            self.plen8[j] = plen;
+                        }
+                    }
+                } else if pred(self.plen24[i]) {
+                    self.tbl24[i] = v;
+                    self.plen24[i] = plen;
+                }
+            }
+        } else {
+            let i = (addr >> 8) as usize;
+            let e = self.tbl24[i];
+            let b = if e & BLOCK != 0 {
+                ((e & !BLOCK) as usize) << 8
+            } else {
+                let b = self.nblocks << 8;
+                self.nblocks += 1;
+                self.tbl8.resize(b + 256, e);
+                self.plen8.resize(b + 256, self.plen24[i]);
+                self.tbl24[i] = BLOCK | (b >> 8) as u16;
+                b
+            };
+            let start = b | (addr & 255) as usize;
+            for j in start..start + (1usize << (32 - len)) {
+                if pred(self.plen8[j]) {
+                    self.tbl8[j] = v;
+                    self.plen8[j] = plen;
+                }
+            }
+        }
+    }
+
+    /// The route key covering `addr/len` with a shorter prefix.
+    fn cover(&self, addr: u32, len: u32) -> Option<(u32, IpRoute)> {
+        (0..len).rev().find_map(|l| {
+            let k = *self.by_prefix[l as usize].get(&(addr & mask_of(l)))?;
+            Some((l, self.routes[k as usize - 1]?))
+        })
+    }
+}
+
+impl RouteTable for Dir248 {
+    fn add_route(&mut self, r: IpRoute, set: bool) -> Result<Option<IpRoute>, RouteError> {
+        let len =
+            prefix_len(r.mask).ok_or_else(|| RouteError::Other("mask is not a prefix".into()))?;
+        let a = r.addr & r.mask;
+        let existing = self.by_prefix[len as usize].get(&a).copied();
+        if let Some(k) = existing {
+            if !set {
+                let old = self.routes[k as usize - 1].expect("keyed route is live");
+                return Err(RouteError::Exists(old));
+            }
+        }
+        if len > 24 && self.tbl24[(a >> 8) as usize] & BLOCK == 0 && self.nblocks > MAX_INDEX {
+            return Err(RouteError::Other(
+                "too many second-level blocks (prefixes longer than /24)".into(),
+            ));
+        }
+        let v = self.vport_acquire(r.gw, r.port as u32)?;
+        let plen = len as u8 + 1;
+        self.paint(a, len, v, plen, |p| p <= plen);
+        let r = IpRoute { addr: a, ..r };
+        let old = match existing {
+            Some(k) => {
+                let old = self.routes[k as usize - 1].replace(r);
+                if let Some(o) = old {
+                    self.vport_release(o.gw, o.port as u32);
+                }
+                old
+            }
+            None => {
+                let k = match self.free_keys.pop() {
+                    Some(k) => {
+                        self.routes[k as usize - 1] = Some(r);
+                        k
+                    }
+                    None => {
+                        self.routes.push(Some(r));
+                        self.routes.len() as u32
+                    }
+                };
+                self.by_prefix[len as usize].insert(a, k);
+                None
+            }
+        };
+        Ok(old)
+    }
+
+    fn remove_route(&mut self, r: &IpRoute) -> Result<IpRoute, RouteError> {
+        let len = prefix_len(r.mask).ok_or(RouteError::NotFound)?;
+        let a = r.addr & r.mask;
+        let k = *self.by_prefix[len as usize]
+            .get(&a)
+            .ok_or(RouteError::NotFound)?;
+        let old = self.routes[k as usize - 1].expect("keyed route is live");
+        if !r.matches(&old) {
+            return Err(RouteError::NotFound);
+        }
+        let (cv, cplen) = match self.cover(a, len) {
+            Some((l, c)) => (
+                *self
+                    .vport_index
+                    .get(&(c.gw, c.port as u32))
+                    .expect("live route has a next hop"),
+                l as u8 + 1,
+            ),
+            None => (0, 0),
+        };
+        let plen = len as u8 + 1;
+        self.paint(a, len, cv, cplen, |p| p == plen);
+        self.by_prefix[len as usize].remove(&a);
+        self.routes[k as usize - 1] = None;
+        self.free_keys.push(k);
+        self.vport_release(old.gw, old.port as u32);
+        Ok(old)
+    }
+
+    #[inline]
+    fn lookup(&self, a: u32) -> Option<(u32, u32)> {
+        let mut e = self.tbl24[(a >> 8) as usize];
+        if e & BLOCK != 0 {
+            e = self.tbl8[(((e & !BLOCK) as usize) << 8) | (a & 255) as usize];
+        }
+        let (gw, port) = self.vports[e as usize];
+        (port != NO_PORT).then_some((gw, port))
+    }
+
+    fn dump(&self) -> String {
+        let mut s = String::new();
+        for r in self.routes.iter().flatten() {
+            s.push_str(&r.unparse(true));
+            s.push('\n');
+        }
+        s
+    }
+
+    fn flush(&mut self) {
+        *self = Dir248::new();
+    }
+}
+
+// ---------------------------------------------------------------------
 // Linear list.
 
 /// A list of routes searched in full on every lookup (the most specific
@@ -578,6 +834,14 @@ enum Cmd {
     Remove,
 }
 
+/// The file named by a `ROUTES FILE` argument.
+fn routes_file_arg(arg: &str) -> Option<&str> {
+    let rest = arg.strip_prefix("ROUTES")?;
+    rest.starts_with(char::is_whitespace)
+        .then(|| rest.trim())
+        .filter(|f| !f.is_empty())
+}
+
 /// The usage text route commands print on a syntax error.
 const ROUTE_SYNTAX: &str = "'ADDR/MASK [GATEWAY] OUTPUT'";
 
@@ -596,24 +860,30 @@ impl<T: RouteTable> RouteCore<T> {
             complaints: 0,
         };
         // One argument per route; split directly (tables may hold hundreds
-        // of thousands of routes).
+        // of thousands of routes). `ROUTES FILE` arguments name files of
+        // routes, one per line.
         let args = pronto_lang::args::split_args(ctx.config);
         let mut eexist = 0;
         for (i, arg) in args.iter().enumerate() {
-            let r = parse_route(arg, false).ok_or_else(|| {
-                ConfigError::new(format!("argument {} should be {ROUTE_SYNTAX}", i + 1))
-            })?;
-            if r.port < 0 || r.port as usize >= core.noutputs {
-                return Err(ConfigError::new(format!("argument {} bad OUTPUT", i + 1)));
-            }
-            match core.table.add_route(r, false) {
-                Ok(_) => {}
-                Err(RouteError::Exists(_)) => eexist += 1,
-                Err(RouteError::NotFound) => {}
-                Err(RouteError::Other(m)) => {
-                    return Err(ConfigError::new(format!("argument {}: {m}", i + 1)))
+            if let Some(file) = routes_file_arg(arg) {
+                let file = pronto_lang::args::unquote(file);
+                let path = ctx.path(&file);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| ConfigError::new(format!("ROUTES: {}: {e}", path.display())))?;
+                for (n, line) in text.lines().enumerate() {
+                    let line = line.split_once('#').map_or(line, |(a, _)| a).trim();
+                    let line = line.strip_suffix(',').unwrap_or(line).trim_end();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    core.add_configured(line, &mut eexist).map_err(|m| {
+                        ConfigError::new(format!("ROUTES {file}:{}: route {m}", n + 1))
+                    })?;
                 }
+                continue;
             }
+            core.add_configured(arg, &mut eexist)
+                .map_err(|m| ConfigError::new(format!("argument {} {m}", i + 1)))?;
         }
         if eexist > 0 {
             eprintln!(
@@ -624,6 +894,22 @@ impl<T: RouteTable> RouteCore<T> {
             );
         }
         Ok(core)
+    }
+
+    /// Adds one configured route (the first of two for one prefix stays).
+    fn add_configured(&mut self, text: &str, eexist: &mut u32) -> Result<(), String> {
+        let r = parse_route(text, false).ok_or_else(|| format!("should be {ROUTE_SYNTAX}"))?;
+        if r.port < 0 || r.port as usize >= self.noutputs {
+            return Err("bad OUTPUT".into());
+        }
+        match self.table.add_route(r, false) {
+            Ok(_) | Err(RouteError::NotFound) => Ok(()),
+            Err(RouteError::Exists(_)) => {
+                *eexist += 1;
+                Ok(())
+            }
+            Err(RouteError::Other(m)) => Err(format!("rejected: {m}")),
+        }
     }
 
     /// Routes every packet by its destination annotation.
@@ -887,6 +1173,11 @@ mod tests {
     }
 
     #[test]
+    fn dir_24_8() {
+        check_lpm(&mut Dir248::new());
+    }
+
+    #[test]
     fn linear() {
         check_lpm(&mut LinearTable::default());
     }
@@ -901,10 +1192,17 @@ mod tests {
             x
         };
         let mut t = LpmTrie::new(16);
+        let mut d = Dir248::new();
         let mut l = LinearTable::default();
+        let default = route("0.0.0.0/0 6");
+        for x in [&mut t as &mut dyn RouteTable, &mut d, &mut l] {
+            x.add_route(default, false).expect("added");
+        }
         for i in 0..3000 {
             let v = next();
-            let len = [0, 8, 12, 16, 17, 20, 24, 25, 28, 32][(v % 10) as usize];
+            // (0/0 is painted once below: repainting 2^24 entries at each
+            // change would make this test slow in debug builds.)
+            let len = [8, 8, 12, 16, 17, 20, 24, 25, 28, 32][(v % 10) as usize];
             let a = ((v >> 8) as u32 & 0x0f0f_ffff) & mask_of(len);
             let r = IpRoute {
                 addr: a,
@@ -914,14 +1212,18 @@ mod tests {
             };
             if (v >> 60) == 0 {
                 let q = IpRoute { port: -1, ..r };
-                assert_eq!(t.remove_route(&q).is_ok(), l.remove_route(&q).is_ok());
+                let lr = l.remove_route(&q).is_ok();
+                assert_eq!(t.remove_route(&q).is_ok(), lr);
+                assert_eq!(d.remove_route(&q).is_ok(), lr);
             } else {
                 assert_eq!(t.add_route(r, true).is_ok(), l.add_route(r, true).is_ok());
+                assert!(d.add_route(r, true).is_ok());
             }
         }
         for _ in 0..20000 {
             let a = next() as u32 & 0x0f0f_ffff;
             assert_eq!(t.lookup(a), l.lookup(a), "{}", ip_str(a));
+            assert_eq!(d.lookup(a), l.lookup(a), "{}", ip_str(a));
         }
     }
 }

@@ -31,3 +31,17 @@ pub mod timedsource;
 pub mod truncate;
 pub mod unqueue;
 pub mod unstrip;
+
+pub mod bandwidthmeter;
+pub mod bandwidthratedsplitter;
+pub mod bandwidthratedunqueue;
+pub mod bandwidthshaper;
+pub mod drrsched;
+pub mod flowpolicer;
+pub mod meter;
+pub mod priosched;
+pub mod pullinputs;
+pub mod ratedsplitter;
+pub mod rrsched;
+pub mod shaper;
+pub mod tokenbucket;

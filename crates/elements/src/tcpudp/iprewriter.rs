@@ -2,16 +2,16 @@
 
 use pronto_packet::Batch;
 
-use crate::tcpudp::rwcore::{Core, Flavor, PatternLookup, BASE_KEYWORDS};
+use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Spec, FIELDS_5TUPLE, FIELD_OTHER,
+    Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
 };
 
 /// Rewrites TCP and UDP flows' addresses and ports along a mapping table
 /// (NAPT), with replies mapped back.
 pub struct IPRewriter {
-    core: Core,
+    core: CoreCell,
     noutputs: usize,
 }
 
@@ -84,18 +84,8 @@ impl IPRewriter {
 
     /// Configures an `IPRewriter`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Self::configure_with_patterns(ctx, &|_| None)
-    }
-
-    /// Configures an `IPRewriter` whose `pattern NAME` specifications are
-    /// resolved by `named` (the patterns of the router's
-    /// `IPRewriterPatterns` elements).
-    pub fn configure_with_patterns(
-        ctx: &ConfigCtx<'_>,
-        named: PatternLookup<'_>,
-    ) -> Result<Box<dyn Element>, ConfigError> {
         Ok(Box::new(IPRewriter {
-            core: Core::configure(ctx, Flavor::Ip, named)?,
+            core: CoreCell::new(Core::configure(ctx, Flavor::Ip)?),
             noutputs: ctx.noutputs,
         }))
     }
@@ -104,8 +94,20 @@ impl IPRewriter {
 impl Element for IPRewriter {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
-        let core = &mut self.core;
+        let mut core = self.core.get();
         push_each(batch, out, |p, _| core.process(port, p, now));
+    }
+
+    fn has_task(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
+        self.core.get().run_timer(out.now)
+    }
+
+    fn shared(&self) -> Option<crate::Shared> {
+        self.core.shared()
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -131,10 +133,11 @@ impl Element for IPRewriter {
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         match name {
-            "tcp_table" | "tcp_mappings" => Ok(self.core.table(0)),
-            "udp_table" | "udp_mappings" => Ok(self.core.table(1)),
+            "tcp_table" | "tcp_mappings" => Ok(self.core.read().table(0)),
+            "udp_table" | "udp_mappings" => Ok(self.core.read().table(1)),
             _ => self
                 .core
+                .read()
                 .read_common(name)
                 .ok_or_else(|| HandlerError::NoSuchHandler(name.into())),
         }
@@ -142,6 +145,7 @@ impl Element for IPRewriter {
 
     fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
         self.core
+            .get()
             .write_common(name, value, self.noutputs)
             .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
     }

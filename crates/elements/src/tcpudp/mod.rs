@@ -4,12 +4,19 @@
 pub mod checkicmpheader;
 pub mod checktcpheader;
 pub mod checkudpheader;
+pub mod ftpportmapper;
+pub mod ipaddrpairrewriter;
+pub mod ipaddrrewriter;
 pub mod iprewriter;
 pub mod iprewriterpatterns;
 pub mod l4sum;
+pub mod maglevipmapper;
+pub mod rripmapper;
 pub mod rwcore;
+pub mod rwtable;
 pub mod settcpchecksum;
 pub mod setudpchecksum;
+pub mod sourceiphashmapper;
 pub mod tcprewriter;
 pub mod udpipencap;
 pub mod udprewriter;
@@ -29,6 +36,49 @@ pub(crate) mod testutil {
         ninputs: usize,
         noutputs: usize,
     ) -> Result<Box<dyn Element>, ConfigError> {
+        configure_with(factory, spec, config, ninputs, noutputs, &crate::NoPeers)
+    }
+
+    /// Elements configured earlier, for tests of elements that name others.
+    #[derive(Default)]
+    pub struct TestPeers {
+        peers: Vec<crate::Peer>,
+    }
+
+    impl TestPeers {
+        /// Adds element `name` of class `class`.
+        pub fn add(&mut self, name: &str, class: &'static str, e: &dyn Element) {
+            self.peers.push(crate::Peer {
+                name: name.to_string(),
+                class,
+                shared: e.shared(),
+            });
+        }
+    }
+
+    impl crate::Peers for TestPeers {
+        fn lookup(&self, name: &str) -> Option<crate::Peer> {
+            self.peers.iter().find(|p| p.name == name).cloned()
+        }
+
+        fn of_class(&self, class: &str) -> Vec<crate::Peer> {
+            self.peers
+                .iter()
+                .filter(|p| p.class == class)
+                .cloned()
+                .collect()
+        }
+    }
+
+    /// As [`configure`], with `peers` configured earlier.
+    pub fn configure_with(
+        factory: crate::Factory,
+        spec: &crate::Spec,
+        config: &str,
+        ninputs: usize,
+        noutputs: usize,
+        peers: &dyn crate::Peers,
+    ) -> Result<Box<dyn Element>, ConfigError> {
         let push_in = vec![true; ninputs];
         let push_out = vec![true; noutputs];
         let ctx = ConfigCtx {
@@ -40,7 +90,7 @@ pub(crate) mod testutil {
             keywords: spec.keywords,
             output_push: &push_out,
             input_push: &push_in,
-            peers: &crate::NoPeers,
+            peers,
         };
         factory(&ctx)
     }

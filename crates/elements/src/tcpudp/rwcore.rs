@@ -11,11 +11,12 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pronto_packet::wire::{addr4, be16, set_be16};
 use pronto_packet::Packet;
 
-use crate::{Args, ConfigCtx, ConfigError, HandlerError, Seconds};
+use crate::{Args, ConfigCtx, ConfigError, HandlerError, Seconds, TaskStatus};
 
 /// Jiffies per second (the mapping table keeps time in milliseconds).
 const HZ: i64 = 1000;
@@ -133,7 +134,7 @@ impl BuildHasher for FlowHashBuilder {
 }
 
 /// A mapping table: flow identifier to `flow index << 1 | direction`.
-type FlowMap = HashMap<FlowId, u32, FlowHashBuilder>;
+pub(crate) type FlowMap = HashMap<FlowId, u32, FlowHashBuilder>;
 
 /// Click's incremental checksum step (RFC 1624): `csum` after a 16-bit
 /// word changes from `old` to `new`.
@@ -389,7 +390,14 @@ impl Pattern {
 
     /// Rewrites `flow`, choosing a free source port (or address) from the
     /// pattern's range when it has one: `None` when the range is used up.
-    fn rewrite(&mut self, flow: FlowId, map: &FlowMap, rng: &mut u64) -> Option<FlowId> {
+    /// `taken` says whether a reply key is in use already (the rewriter's
+    /// reply table).
+    pub fn rewrite_with(
+        &mut self,
+        flow: FlowId,
+        taken: impl Fn(&FlowId) -> bool,
+        rng: &mut u64,
+    ) -> Option<FlowId> {
         let mut r = flow;
         if self.saddr != 0 {
             r.saddr = self.saddr;
@@ -417,7 +425,7 @@ impl Pattern {
         let mut found = false;
         if self.same_first && val <= top {
             lookup.dport = flow.sport;
-            found = !map.contains_key(&lookup);
+            found = !taken(&lookup);
         }
         if !found {
             val = if self.sequential {
@@ -436,7 +444,7 @@ impl Pattern {
                 } else {
                     lookup.daddr = base.wrapping_add(val);
                 }
-                if !map.contains_key(&lookup) {
+                if !taken(&lookup) {
                     found = true;
                     break;
                 }
@@ -473,9 +481,155 @@ fn random_below(state: &mut u64, top: u32) -> u32 {
 // ---------------------------------------------------------------------------
 // Input specifications
 
-/// What an input does with a packet that has no mapping.
+/// Locks a mutex, going on with the data if a holder panicked.
+pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A named pattern: one object shared by every rewriter and mapper that
+/// names it, so that sequential allocation goes on where the last user left
+/// it (as Click shares one pattern object).
+pub type SharedPattern = Arc<Mutex<Pattern>>;
+
+/// What an `IPRewriterPatterns` element shares: its named patterns.
+#[derive(Debug, Default)]
+pub struct PatternTable {
+    /// Names and patterns, in configuration order.
+    pub patterns: Vec<(String, SharedPattern)>,
+}
+
+/// The named patterns of every `IPRewriterPatterns` configured so far
+/// (names are configuration-wide).
+pub fn named_patterns(ctx: &ConfigCtx<'_>) -> Vec<(String, SharedPattern)> {
+    let mut v = Vec::new();
+    for peer in ctx.peers.of_class("IPRewriterPatterns") {
+        if let Some(t) = peer.shared.and_then(|s| s.downcast::<PatternTable>().ok()) {
+            v.extend(t.patterns.iter().cloned());
+        }
+    }
+    v
+}
+
+/// A pattern an input or a mapper uses: its own, or a named one.
+#[derive(Clone, Debug)]
+pub enum PatternSlot {
+    /// Written out in the specification.
+    Own(Pattern),
+    /// Named in an `IPRewriterPatterns`.
+    Named(SharedPattern),
+}
+
+impl PatternSlot {
+    /// Rewrites a new flow (see [`Pattern::rewrite_with`]).
+    #[inline]
+    pub fn rewrite(
+        &mut self,
+        flow: FlowId,
+        taken: impl Fn(&FlowId) -> bool,
+        rng: &mut u64,
+    ) -> Option<FlowId> {
+        match self {
+            PatternSlot::Own(p) => p.rewrite_with(flow, taken, rng),
+            PatternSlot::Named(p) => lock(p).rewrite_with(flow, taken, rng),
+        }
+    }
+
+    /// The pattern as Click prints it.
+    pub fn unparse(&self) -> String {
+        match self {
+            PatternSlot::Own(p) => p.unparse(),
+            PatternSlot::Named(p) => lock(p).unparse(),
+        }
+    }
+
+    /// Parses pattern words: a single word names a pattern of `named`.
+    pub fn parse(words: &[&str], named: &[(String, SharedPattern)]) -> Result<PatternSlot, String> {
+        if words.len() == 1 {
+            return named
+                .iter()
+                .find(|(n, _)| n == words[0])
+                .map(|(_, p)| PatternSlot::Named(p.clone()))
+                .ok_or_else(|| format!("no such pattern '{}'", words[0]));
+        }
+        Pattern::parse(words).map(PatternSlot::Own)
+    }
+
+    /// Parses `PATTERN FOUTPUT ROUTPUT` (Click's `parse_with_ports`).
+    pub fn parse_with_ports(
+        line: &str,
+        named: &[(String, SharedPattern)],
+    ) -> Result<(PatternSlot, usize, usize), String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.len() <= 2 {
+            return Err("syntax error".into());
+        }
+        let (pw, ports) = words.split_at(words.len() - 2);
+        let pat = PatternSlot::parse(pw, named)?;
+        let (f, r) = parse_ports(ports)?;
+        Ok((pat, f, r))
+    }
+}
+
+/// The rewrite a mapper chose for a new flow, and the outputs of its two
+/// directions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapperChoice {
+    /// The rewritten flow identifier.
+    pub flow: FlowId,
+    /// Output of the flow's packets.
+    pub foutput: usize,
+    /// Output of its replies.
+    pub routput: usize,
+}
+
+/// Chooses the rewrite of new flows for rewriter inputs that name it
+/// (Click's `IPMapper`). A mapper is shared by the rewriters that use it and
+/// by its own element (whose write handlers change it at run time), so it
+/// keeps its state behind a lock or in atomics; rewriters only consult it
+/// for packets that have no mapping yet.
+pub trait IPMapper: Send + Sync {
+    /// The rewrite of the new flow `flow` of IP protocol `proto`. `taken`
+    /// says whether a reply key is in use in the asking rewriter's table;
+    /// `rng` is the rewriter's random state. `None` drops the packet (a
+    /// mapping failure).
+    fn rewrite_flowid(
+        &self,
+        flow: FlowId,
+        proto: u8,
+        taken: &dyn Fn(&FlowId) -> bool,
+        rng: &mut u64,
+    ) -> Option<MapperChoice>;
+
+    /// The (forward, reply) outputs of each of the mapper's patterns, so
+    /// that a rewriter can check them against its outputs.
+    fn outputs(&self) -> Vec<(usize, usize)>;
+}
+
+/// What a mapper element shares ([`crate::Element::shared`]).
+pub struct MapperHandle(pub Arc<dyn IPMapper>);
+
+/// A mapper an input names.
+#[derive(Clone)]
+pub struct MapperRef {
+    /// The mapper element's name.
+    pub name: String,
+    /// The mapper.
+    pub mapper: Arc<dyn IPMapper>,
+}
+
+impl std::fmt::Debug for MapperRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MapperRef({})", self.name)
+    }
+}
+
+/// Classes whose elements are mappers.
+pub const MAPPER_CLASSES: [&str; 3] =
+    ["RoundRobinIPMapper", "SourceIPHashMapper", "MaglevIPMapper"];
+
+/// What a rewriter input does with a packet that has no mapping.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum InputKind {
+pub enum RwKind {
     /// `drop` / `discard`.
     Drop,
     /// `pass OUTPUT` / `passthrough` / `nochange`: no mapping.
@@ -484,13 +638,15 @@ pub enum InputKind {
     Keep,
     /// `pattern ... FOUTPUT ROUTPUT`: index into the core's patterns.
     Pattern(usize),
+    /// `ELEMENTNAME`: a mapper element, index into the core's mappers.
+    Mapper(usize),
 }
 
-/// One input's specification and counters.
+/// One rewriter input's specification and counters.
 #[derive(Clone, Debug)]
-pub struct InputSpec {
+pub struct RwInput {
     /// The kind.
-    pub kind: InputKind,
+    pub kind: RwKind,
     /// Forward output.
     pub foutput: usize,
     /// Reply output.
@@ -500,9 +656,6 @@ pub struct InputSpec {
     /// Mapping failures.
     pub failures: u32,
 }
-
-/// Resolves a named pattern (from `IPRewriterPatterns`).
-pub type PatternLookup<'a> = &'a dyn Fn(&str) -> Option<Pattern>;
 
 fn parse_ports(words: &[&str]) -> Result<(usize, usize), String> {
     let f = match words {
@@ -516,20 +669,41 @@ fn parse_ports(words: &[&str]) -> Result<(usize, usize), String> {
     Ok((f as usize, r as usize))
 }
 
-/// Parses one input specification. Patterns are appended to `patterns`.
-fn parse_input_spec(
+/// What an element name in an input specification is.
+pub enum ElementLookup {
+    /// No element of that name.
+    Unknown,
+    /// An element that is not a mapper.
+    NotMapper,
+    /// A mapper.
+    Mapper(MapperRef),
+}
+
+/// A parsed input specification, before its pattern or mapper is stored.
+pub(crate) enum ParsedSpec {
+    /// `drop`, `pass`, `keep`.
+    Plain(RwInput),
+    /// `pattern ...`.
+    Pattern(RwInput, PatternSlot),
+    /// A mapper element's name.
+    Mapper(RwInput, MapperRef),
+}
+
+/// Parses one input specification; `named` holds the named patterns and
+/// `element` resolves element names (mappers).
+pub(crate) fn parse_spec(
     line: &str,
     noutputs: usize,
-    patterns: &mut Vec<Pattern>,
-    named: PatternLookup<'_>,
-) -> Result<InputSpec, String> {
+    named: &[(String, SharedPattern)],
+    element: &dyn Fn(&str) -> ElementLookup,
+) -> Result<ParsedSpec, String> {
     let mut words = line.split_whitespace();
     let Some(word) = words.next() else {
         return Err("empty argument".into());
     };
     let rest: Vec<&str> = words.collect();
-    let mut is = InputSpec {
-        kind: InputKind::Drop,
+    let mut is = RwInput {
+        kind: RwKind::Drop,
         foutput: usize::MAX,
         routput: usize::MAX,
         count: 0,
@@ -546,7 +720,7 @@ fn parse_input_spec(
             if out < 0 || out as usize >= noutputs {
                 return Err("output port out of range".into());
             }
-            is.kind = InputKind::NoChange;
+            is.kind = RwKind::NoChange;
             is.foutput = out as usize;
         }
         "keep" => {
@@ -554,7 +728,7 @@ fn parse_input_spec(
             if f >= noutputs || r >= noutputs {
                 return Err("output port out of range".into());
             }
-            is.kind = InputKind::Keep;
+            is.kind = RwKind::Keep;
             is.foutput = f;
             is.routput = r;
         }
@@ -564,27 +738,268 @@ fn parse_input_spec(
             }
         }
         "pattern" | "xpattern" => {
-            if rest.len() <= 2 {
-                return Err("syntax error".into());
-            }
-            let (pw, ports) = rest.split_at(rest.len() - 2);
-            let pat = if pw.len() == 1 {
-                named(pw[0]).ok_or_else(|| format!("no such pattern '{}'", pw[0]))?
-            } else {
-                Pattern::parse(pw)?
-            };
-            let (f, r) = parse_ports(ports)?;
+            let (pat, f, r) = PatternSlot::parse_with_ports(&rest.join(" "), named)?;
             if f >= noutputs || r >= noutputs {
                 return Err("output port out of range".into());
             }
-            patterns.push(pat);
-            is.kind = InputKind::Pattern(patterns.len() - 1);
+            is.kind = RwKind::Pattern(usize::MAX);
             is.foutput = f;
             is.routput = r;
+            return Ok(ParsedSpec::Pattern(is, pat));
         }
-        _ => return Err("unknown specification".into()),
+        _ => match element(word) {
+            ElementLookup::Unknown => return Err("unknown specification".into()),
+            ElementLookup::NotMapper | ElementLookup::Mapper(_) if !rest.is_empty() => {
+                return Err("syntax error, expected element name".into())
+            }
+            ElementLookup::NotMapper => return Err("element is not an IPMapper".into()),
+            ElementLookup::Mapper(m) => {
+                is.kind = RwKind::Mapper(usize::MAX);
+                return Ok(ParsedSpec::Mapper(is, m));
+            }
+        },
     }
-    Ok(is)
+    Ok(ParsedSpec::Plain(is))
+}
+
+/// Stores a parsed specification's pattern or mapper and returns the input
+/// specification that refers to it.
+pub(crate) fn store_spec(
+    parsed: ParsedSpec,
+    patterns: &mut Vec<PatternSlot>,
+    mappers: &mut Vec<MapperRef>,
+) -> RwInput {
+    match parsed {
+        ParsedSpec::Plain(is) => is,
+        ParsedSpec::Pattern(mut is, slot) => {
+            patterns.push(slot);
+            is.kind = RwKind::Pattern(patterns.len() - 1);
+            is
+        }
+        ParsedSpec::Mapper(mut is, m) => {
+            mappers.push(m);
+            is.kind = RwKind::Mapper(mappers.len() - 1);
+            is
+        }
+    }
+}
+
+/// Checks a mapper's outputs against the rewriter's (Click's
+/// `notify_rewriter`).
+pub(crate) fn check_mapper(m: &MapperRef, noutputs: usize) -> Result<(), String> {
+    for (i, (f, r)) in m.mapper.outputs().into_iter().enumerate() {
+        if f >= noutputs || r >= noutputs {
+            return Err(format!(
+                "output port out of range in {} pattern {i}",
+                m.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Sequence-number deltas
+
+/// One sequence-number delta transition of a TCP flow (newest first in a
+/// flow's list): from `trigger[d]` on, direction `d`'s sequence numbers
+/// move by `delta[d]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeqDelta {
+    delta: [i32; 2],
+    trigger: [u32; 2],
+    has: [bool; 2],
+}
+
+#[inline]
+fn seq_geq(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) >= 0
+}
+
+/// Records that direction `dir`'s sequence numbers from `trigger` on move by
+/// `d` more (Click's `update_seqno_delta`); false if `trigger` is behind
+/// the newest transition.
+fn update_seqno_delta(list: &mut Vec<SeqDelta>, dir: usize, trigger: u32, d: i32) -> bool {
+    let o = 1 - dir;
+    if let Some(h) = list.first() {
+        if h.has[dir] && !seq_geq(trigger, h.trigger[dir]) {
+            return false;
+        }
+    }
+    let need_new = match list.first() {
+        None => true,
+        Some(h) if h.has[dir] => trigger != h.trigger[dir],
+        Some(h) => h.delta[dir] != 0,
+    };
+    if need_new {
+        list.insert(0, SeqDelta::default());
+        // The other direction's transitions move one step toward the head.
+        let mut cur = 0;
+        while cur + 1 < list.len() {
+            let x = list[cur + 1];
+            list[cur].delta[o] = x.delta[o];
+            list[cur].trigger[o] = x.trigger[o];
+            if x.has[o] {
+                list[cur].has[o] = true;
+                cur += 1;
+            } else {
+                list[cur].has[o] = false;
+                break;
+            }
+        }
+    }
+    let next_delta = list.get(1).map_or(0, |n| n.delta[dir]);
+    list[0].trigger[dir] = trigger;
+    list[0].delta[dir] = next_delta.wrapping_add(d);
+    list[0].has[dir] = true;
+    // Forget transitions a gigabyte behind this one.
+    let mut k = 1;
+    while k < list.len()
+        && list[k].has[dir]
+        && !seq_geq(trigger, list[k].trigger[dir].wrapping_add(1 << 30))
+    {
+        k += 1;
+    }
+    if k < list.len() && list[k].has[dir] {
+        list[k].has[dir] = false;
+        if !list[k].has[0] && !list[k].has[1] {
+            list.truncate(k + 1);
+        }
+    }
+    true
+}
+
+fn new_seq(list: &[SeqDelta], dir: usize, seq: u32) -> u32 {
+    let mut i = 0;
+    while i < list.len() && list[i].has[dir] && !seq_geq(seq, list[i].trigger[dir]) {
+        i += 1;
+    }
+    match list.get(i) {
+        Some(t) => seq.wrapping_add(t.delta[dir] as u32),
+        None => seq,
+    }
+}
+
+fn new_ack(list: &[SeqDelta], dir: usize, ack: u32) -> u32 {
+    let o = 1 - dir;
+    let mut i = 0;
+    while i < list.len()
+        && list[i].has[o]
+        && !seq_geq(
+            ack.wrapping_sub(list[i].delta[o] as u32),
+            list[i].trigger[o],
+        )
+    {
+        i += 1;
+    }
+    match list.get(i) {
+        Some(t) => ack.wrapping_sub(t.delta[o] as u32),
+        None => ack,
+    }
+}
+
+/// Replaces the 32-bit word at `off` of `l4` (a TCP header) and updates the
+/// TCP checksum the way Click does (low half-word first).
+fn set_seq_word(l4: &mut [u8], off: usize, new: u32) {
+    let old = u32::from_be_bytes([l4[off], l4[off + 1], l4[off + 2], l4[off + 3]]);
+    let mut c = be16(l4, 16);
+    c = update_in_cksum(c, old as u16, new as u16);
+    c = update_in_cksum(c, (old >> 16) as u16, (new >> 16) as u16);
+    set_be16(l4, 16, c);
+    l4[off..off + 4].copy_from_slice(&new.to_be_bytes());
+}
+
+/// Rewrites the SACK blocks of a TCP header's options along `list`.
+fn apply_sack(list: &[SeqDelta], dir: usize, l4: &mut [u8]) {
+    let hlen = ((l4[12] >> 4) as usize) * 4;
+    let end = hlen.min(l4.len());
+    let begin = 20;
+    let mut csum_delta: u32 = 0;
+    let word = |b: &[u8], i: usize| u16::from_le_bytes([b[i], b[i + 1]]) as u32;
+    let mut opt = begin;
+    while opt < end {
+        match l4[opt] {
+            0 => break,
+            1 => opt += 1,
+            5 => {
+                if opt + 1 >= end {
+                    break;
+                }
+                let olen = l4[opt + 1] as usize;
+                if opt + olen > end || olen % 8 != 2 {
+                    break;
+                }
+                let end_sack = opt + olen;
+                let cbegin = begin + ((opt + 2 - begin) & !1);
+                let mut c = cbegin;
+                while c < end_sack {
+                    if c + 1 < l4.len() {
+                        csum_delta += !word(l4, c) & 0xffff;
+                    }
+                    c += 2;
+                }
+                let mut b = opt + 2;
+                while b + 8 <= end_sack {
+                    for k in [b, b + 4] {
+                        let v = u32::from_be_bytes([l4[k], l4[k + 1], l4[k + 2], l4[k + 3]]);
+                        l4[k..k + 4].copy_from_slice(&new_ack(list, dir, v).to_be_bytes());
+                    }
+                    b += 8;
+                }
+                let mut c = cbegin;
+                while c < end_sack {
+                    if c + 1 < l4.len() {
+                        csum_delta += word(l4, c);
+                    }
+                    c += 2;
+                }
+                opt = end_sack;
+            }
+            _ => {
+                if opt + 1 >= end || l4[opt + 1] < 2 {
+                    break;
+                }
+                opt += l4[opt + 1] as usize;
+            }
+        }
+    }
+    if csum_delta != 0 {
+        let th_sum = word(l4, 16);
+        let mut sum = (!th_sum & 0xffff).wrapping_add(csum_delta);
+        sum = (sum & 0xffff) + (sum >> 16);
+        let v = !(sum.wrapping_add(sum >> 16)) as u16;
+        l4[16..18].copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Applies a TCP flow's sequence-number deltas to a packet in direction
+/// `dir` (Click's `TCPFlow::apply`, after the addresses).
+fn apply_seq(list: &mut Vec<SeqDelta>, dir: usize, l4: &mut [u8]) {
+    let o = 1 - dir;
+    let seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
+    if let Some(h) = list.first_mut() {
+        if h.has[dir] && seq_geq(seq, h.trigger[dir].wrapping_add(1 << 30)) {
+            h.has[dir] = false;
+            if !h.has[0] && !h.has[1] {
+                list.truncate(1);
+            }
+        }
+    }
+    let Some(&h) = list.first() else { return };
+    if h.delta[dir] != 0 || h.has[dir] {
+        let n = new_seq(list, dir, seq);
+        set_seq_word(l4, 4, n);
+    }
+    if h.delta[o] != 0 || h.has[o] {
+        let ack = u32::from_be_bytes([l4[8], l4[9], l4[10], l4[11]]);
+        let n = new_ack(list, dir, ack);
+        set_seq_word(l4, 8, n);
+        let off = l4[12] >> 4;
+        let ts_only = off == 8 && l4.len() >= 24 && l4[20..24] == [1, 1, 8, 10];
+        if off > 8 || (off == 8 && !ts_only) {
+            apply_sack(list, dir, l4);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -616,16 +1031,34 @@ struct Flow {
     tcp_style: bool,
     /// Table index (0 or 1).
     map: u8,
+    /// The IP protocol the flow was made for (0: any), which lookups on
+    /// behalf of other elements must match.
+    proto: u8,
     tflags: u8,
     reply_anno: u8,
     input: u32,
     live: bool,
+    /// Has sequence-number deltas (in the core's side table).
+    has_dt: bool,
 }
 
 const S_FORWARD_DONE: u8 = 1;
 const S_BOTH_DONE: u8 = 3;
 const S_FORWARD_DATA: u8 = 4;
 const S_BOTH_DATA: u8 = 12;
+
+/// A flow's table entry, as [`Core::get_entry`] returns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The flow's slot.
+    pub index: u32,
+    /// The reply direction's entry.
+    pub reply: bool,
+    /// What the entry's packets are rewritten to.
+    pub rewritten: FlowId,
+    /// The rewriter output the entry's packets go to.
+    pub output: usize,
+}
 
 /// Timeouts, in jiffies.
 #[derive(Clone, Copy, Debug)]
@@ -643,8 +1076,16 @@ struct Timeouts {
 pub struct Core {
     flavor: Flavor,
     /// Input specifications, one per input.
-    pub inputs: Vec<InputSpec>,
-    patterns: Vec<Pattern>,
+    pub inputs: Vec<RwInput>,
+    patterns: Vec<PatternSlot>,
+    mappers: Vec<MapperRef>,
+    /// Named patterns and mapper elements known at configuration, for
+    /// `patternN` writes.
+    named: Vec<(String, SharedPattern)>,
+    known_mappers: Vec<MapperRef>,
+    noutputs: usize,
+    /// Sequence-number delta transitions of flows that have them.
+    seq: HashMap<u32, Vec<SeqDelta>, FlowHashBuilder>,
     flows: Vec<Flow>,
     free: Vec<u32>,
     maps: [FlowMap; 2],
@@ -652,6 +1093,7 @@ pub struct Core {
     capacity: i64,
     to: Timeouts,
     reap_interval: i64,
+    /// When the reaping timer fires next (ms), once it is started.
     next_reap: Option<i64>,
     last_now: i64,
     dst_anno: bool,
@@ -678,7 +1120,7 @@ fn secs(s: Option<Seconds>) -> Option<i64> {
     s.map(|s| s.0.round().max(0.0) as i64 * HZ)
 }
 
-fn parse_anno(s: &str) -> Result<usize, ConfigError> {
+pub(crate) fn parse_anno(s: &str) -> Result<usize, ConfigError> {
     let t = pronto_lang::args::unquote(s);
     let off = match t.as_str() {
         "PAINT" => Some(pronto_packet::PAINT_ANNO_OFFSET),
@@ -693,11 +1135,7 @@ fn parse_anno(s: &str) -> Result<usize, ConfigError> {
 
 impl Core {
     /// Reads the keywords of `flavor` and the input specifications.
-    pub fn configure(
-        ctx: &ConfigCtx<'_>,
-        flavor: Flavor,
-        named: PatternLookup<'_>,
-    ) -> Result<Core, ConfigError> {
+    pub fn configure(ctx: &ConfigCtx<'_>, flavor: Flavor) -> Result<Core, ConfigError> {
         let mut a: Args = ctx.args();
         let mut to = Timeouts {
             tcp_nodata: 300 * HZ,
@@ -787,11 +1225,39 @@ impl Core {
                 ctx.ninputs
             )));
         }
+        let named = named_patterns(ctx);
+        let known_mappers: Vec<MapperRef> = MAPPER_CLASSES
+            .iter()
+            .flat_map(|c| ctx.peers.of_class(c))
+            .filter_map(|p| {
+                let h = p.shared?.downcast::<MapperHandle>().ok()?;
+                Some(MapperRef {
+                    name: p.name,
+                    mapper: h.0.clone(),
+                })
+            })
+            .collect();
+        let element = |w: &str| match ctx.peer(w) {
+            None => ElementLookup::Unknown,
+            Some(p) => match p.shared.and_then(|s| s.downcast::<MapperHandle>().ok()) {
+                Some(h) => ElementLookup::Mapper(MapperRef {
+                    name: format!("{} :: {}", p.name, p.class),
+                    mapper: h.0.clone(),
+                }),
+                None => ElementLookup::NotMapper,
+            },
+        };
         let mut patterns = Vec::new();
+        let mut mappers = Vec::new();
         let mut inputs = Vec::with_capacity(specs.len());
         for (i, s) in specs.iter().enumerate() {
-            let is = parse_input_spec(s, ctx.noutputs, &mut patterns, named)
+            let parsed = parse_spec(s, ctx.noutputs, &named, &element)
                 .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+            let is = store_spec(parsed, &mut patterns, &mut mappers);
+            if let RwKind::Mapper(mi) = is.kind {
+                check_mapper(&mappers[mi], ctx.noutputs)
+                    .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+            }
             inputs.push(is);
         }
         let reserve = (capacity as usize).min(4096);
@@ -799,6 +1265,11 @@ impl Core {
             flavor,
             inputs,
             patterns,
+            mappers,
+            named,
+            known_mappers,
+            noutputs: ctx.noutputs,
+            seq: HashMap::with_hasher(FlowHashBuilder),
             flows: Vec::with_capacity(reserve),
             free: Vec::with_capacity(reserve),
             maps: [
@@ -872,18 +1343,116 @@ impl Core {
         self.live
     }
 
+    /// The rewriter's number of outputs.
+    pub fn noutputs(&self) -> usize {
+        self.noutputs
+    }
+
+    /// The table [`Core::get_entry`] searches for protocol `proto` (0: any
+    /// protocol, as other elements may ask): the rewriter's own table for
+    /// that protocol, or the single table of `TCPRewriter` and
+    /// `UDPRewriter`, whose flows then must match `proto` themselves.
+    #[inline]
+    fn entry_map_index(&self, proto: u8) -> Option<usize> {
+        match self.flavor {
+            Flavor::Tcp | Flavor::Udp => Some(0),
+            Flavor::Ip => self.map_index(proto),
+        }
+    }
+
+    /// The reaping timer (Click's gc timer): call from the element's task.
+    /// Removes expired flows every `REAP_INTERVAL` and says when to run
+    /// again.
+    pub fn run_timer(&mut self, now_ns: i64) -> TaskStatus {
+        if self.reap_interval <= 0 {
+            return TaskStatus::Done;
+        }
+        let now = now_ns.div_euclid(1_000_000);
+        match self.next_reap {
+            None => self.next_reap = Some(now + self.reap_interval),
+            Some(t) if now >= t => {
+                self.last_now = self.last_now.max(now);
+                self.shrink(false, now);
+                self.next_reap = Some(now + self.reap_interval);
+            }
+            Some(_) => {}
+        }
+        let next = self.next_reap.unwrap_or(now + self.reap_interval);
+        TaskStatus::SleepUntil(next.saturating_mul(1_000_000))
+    }
+
+    /// The entry of flow `flowid` of IP protocol `proto` (Click's
+    /// `get_entry`): the existing one, or, if there is none and `input` is
+    /// given, one made the way a packet arriving on `input` would make it.
+    /// A flow made for another protocol does not match (`proto` 0 matches
+    /// any). `None` if there is no entry and none could be made.
+    pub fn get_entry(
+        &mut self,
+        proto: u8,
+        flowid: FlowId,
+        input: Option<usize>,
+        now_ns: i64,
+    ) -> Option<Entry> {
+        let mi = self.entry_map_index(proto)?;
+        let e = match self.maps[mi].get(&flowid) {
+            Some(&e) => {
+                let fp = self.flows[(e >> 1) as usize].proto;
+                if proto != 0 && fp != 0 && fp != proto {
+                    return None;
+                }
+                e
+            }
+            None => {
+                let port = input?;
+                let now = now_ns.div_euclid(1_000_000);
+                self.last_now = self.last_now.max(now);
+                self.new_flow(port, flowid, mi, proto, now)?
+            }
+        };
+        let f = &self.flows[(e >> 1) as usize];
+        let reply = e & 1 == 1;
+        Some(Entry {
+            index: e >> 1,
+            reply,
+            rewritten: f.keys[!reply as usize].reverse(),
+            output: f.outputs[reply as usize] as usize,
+        })
+    }
+
+    /// Adds a sequence-number delta to the direction of `entry`'s flow:
+    /// from sequence number `trigger` on, that direction's data moves by
+    /// `delta` bytes (Click's `TCPFlow::update_seqno_delta`). False if the
+    /// flow is not rewritten TCP-style or `trigger` is behind the last one.
+    pub fn update_seqno_delta(&mut self, entry: &Entry, trigger: u32, delta: i32) -> bool {
+        let idx = entry.index as usize;
+        match self.flows.get(idx) {
+            Some(f) if f.live && f.tcp_style => {}
+            _ => return false,
+        }
+        let list = self.seq.entry(entry.index).or_default();
+        let ok = update_seqno_delta(list, entry.reply as usize, trigger, delta);
+        self.flows[idx].has_dt = !list.is_empty();
+        ok
+    }
+
+    /// The reply annotation byte kept with `entry`'s flow.
+    pub fn reply_anno_of(&self, entry: &Entry) -> u8 {
+        self.flows
+            .get(entry.index as usize)
+            .map_or(0, |f| f.reply_anno)
+    }
+
+    /// Sets the reply annotation byte of `entry`'s flow.
+    pub fn set_reply_anno_of(&mut self, entry: &Entry, v: u8) {
+        if let Some(f) = self.flows.get_mut(entry.index as usize) {
+            f.reply_anno = v;
+        }
+    }
+
     /// Processes one packet that arrived on `port`; returns the output.
     pub fn process(&mut self, port: usize, p: &mut Packet, now_ns: i64) -> Option<usize> {
         let now = now_ns.div_euclid(1_000_000);
         self.last_now = now;
-        match self.next_reap {
-            None => self.next_reap = Some(now + self.reap_interval),
-            Some(t) if self.reap_interval > 0 && now >= t => {
-                self.shrink(false, now);
-                self.next_reap = Some(now + self.reap_interval);
-            }
-            _ => {}
-        }
         let r = self.process_inner(port, p, now);
         if r.is_none() {
             self.drops += 1;
@@ -893,7 +1462,7 @@ impl Core {
 
     fn no_mapping_output(&self, port: usize) -> Option<usize> {
         match self.inputs.get(port) {
-            Some(is) if is.kind == InputKind::NoChange => Some(is.foutput),
+            Some(is) if is.kind == RwKind::NoChange => Some(is.foutput),
             _ => None,
         }
     }
@@ -947,7 +1516,12 @@ impl Core {
         let dst_anno = self.dst_anno;
         let reply_anno = self.reply_anno;
         let flow = &mut self.flows[idx];
-        apply(flow, p, nh, th, reply, dst_anno, reply_anno);
+        let seq = apply(flow, p, nh, th, reply, dst_anno, reply_anno);
+        if seq && flow.has_dt {
+            if let Some(list) = self.seq.get_mut(&(idx as u32)) {
+                apply_seq(list, reply as usize, &mut p.data_mut()[th..]);
+            }
+        }
         let flow = self.flows[idx];
         let g = self.guarantee(&flow);
         let (guaranteed, expiry) = if g != 0 {
@@ -973,19 +1547,34 @@ impl Core {
         now: i64,
     ) -> Option<u32> {
         let is = self.inputs.get(port)?;
-        let (f, r, kind) = (is.foutput, is.routput, is.kind.clone());
-        let rewritten = match kind {
-            InputKind::Drop | InputKind::NoChange => return None,
-            InputKind::Keep => flowid,
-            InputKind::Pattern(pi) => {
-                match self.patterns[pi].rewrite(flowid, &self.maps[mi], &mut self.rng) {
-                    Some(r) => r,
-                    None => {
-                        self.inputs[port].failures += 1;
-                        return None;
+        let (mut f, mut r, kind) = (is.foutput, is.routput, is.kind.clone());
+        let map = &self.maps[mi];
+        let chosen = match kind {
+            RwKind::Drop | RwKind::NoChange => return None,
+            RwKind::Keep => Some(flowid),
+            RwKind::Pattern(pi) => {
+                self.patterns[pi].rewrite(flowid, |k| map.contains_key(k), &mut self.rng)
+            }
+            RwKind::Mapper(i) => {
+                let taken = |k: &FlowId| map.contains_key(k);
+                match self.mappers[i]
+                    .mapper
+                    .rewrite_flowid(flowid, proto, &taken, &mut self.rng)
+                {
+                    // Click drops a flow whose outputs do not exist.
+                    Some(c) if c.foutput < self.noutputs && c.routput < self.noutputs => {
+                        f = c.foutput;
+                        r = c.routput;
+                        Some(c.flow)
                     }
+                    Some(_) => return None,
+                    None => None,
                 }
             }
+        };
+        let Some(rewritten) = chosen else {
+            self.inputs[port].failures += 1;
+            return None;
         };
         let tcp_style = match self.flavor {
             Flavor::Ip => proto == pronto_packet::wire::IP_PROTO_TCP,
@@ -1010,10 +1599,16 @@ impl Core {
             guaranteed: false,
             tcp_style,
             map: mi as u8,
+            proto: if self.flavor == Flavor::Tcp {
+                pronto_packet::wire::IP_PROTO_TCP
+            } else {
+                proto
+            },
             tflags: 0,
             reply_anno: 0,
             input: port as u32,
             live: true,
+            has_dt: false,
         };
         let g = self.guarantee(&flow);
         flow.guaranteed = g != 0;
@@ -1054,6 +1649,10 @@ impl Core {
             if map.get(&f.keys[d as usize]) == Some(&(((idx as u32) << 1) | d)) {
                 map.remove(&f.keys[d as usize]);
             }
+        }
+        if f.has_dt {
+            self.seq.remove(&(idx as u32));
+            self.flows[idx].has_dt = false;
         }
         self.flows[idx].live = false;
         self.free.push(idx as u32);
@@ -1136,9 +1735,19 @@ impl Core {
                 };
                 let exp = (expiry + HZ / 2 - now) / HZ;
                 let (a, b) = if d == 0 { ("*", "") } else { ("", "*") };
+                let delta = match self.seq.get(&(i as u32)).and_then(|l| l.first()) {
+                    Some(h) if f.has_dt && h.delta[d] != 0 => {
+                        format!(
+                            " seq {}{}",
+                            if h.delta[d] > 0 { "+" } else { "" },
+                            h.delta[d]
+                        )
+                    }
+                    _ => String::new(),
+                };
                 s.push_str(&format!(
-                    "{} => {} [{}{} {}{}] i{} exp{}\n",
-                    f.keys[d], rewritten, a, f.outputs[0], b, f.outputs[1], f.input, exp
+                    "{} => {}{} [{}{} {}{}] i{} exp{}\n",
+                    f.keys[d], rewritten, delta, a, f.outputs[0], b, f.outputs[1], f.input, exp
                 ));
             }
         }
@@ -1153,10 +1762,11 @@ impl Core {
                 continue;
             }
             match is.kind {
-                InputKind::Drop => s.push_str("<drop>"),
-                InputKind::NoChange => s.push_str("<nochange>"),
-                InputKind::Keep => s.push_str("<keep>"),
-                InputKind::Pattern(pi) => s.push_str(&self.patterns[pi].unparse()),
+                RwKind::Drop => s.push_str("<drop>"),
+                RwKind::NoChange => s.push_str("<nochange>"),
+                RwKind::Keep => s.push_str("<keep>"),
+                RwKind::Pattern(pi) => s.push_str(&self.patterns[pi].unparse()),
+                RwKind::Mapper(_) => s.push_str("<mapper>"),
             }
             if is.count != 0 {
                 s.push_str(&format!(" [{}]", is.count));
@@ -1221,14 +1831,25 @@ impl Core {
                 if n >= self.inputs.len() {
                     return None;
                 }
-                let mut pats = std::mem::take(&mut self.patterns);
-                let r = parse_input_spec(value, noutputs, &mut pats, &|_| None);
-                self.patterns = pats;
-                Some(match r {
-                    Ok(is) => {
+                let known = &self.known_mappers;
+                let element = |w: &str| match known.iter().find(|m| m.name == w) {
+                    Some(m) => ElementLookup::Mapper(m.clone()),
+                    None => ElementLookup::Unknown,
+                };
+                let parsed = parse_spec(value, noutputs, &self.named, &element);
+                Some(match parsed {
+                    Ok(parsed) => {
                         for i in 0..self.flows.len() {
                             if self.flows[i].live && self.flows[i].input as usize == n {
                                 self.destroy(i);
+                            }
+                        }
+                        let is = store_spec(parsed, &mut self.patterns, &mut self.mappers);
+                        if let RwKind::Mapper(mi) = is.kind {
+                            if let Err(e) = check_mapper(&self.mappers[mi], noutputs) {
+                                return Some(Err(HandlerError::BadValue(format!(
+                                    "input spec {n}: {e}"
+                                ))));
                             }
                         }
                         self.inputs[n] = is;
@@ -1241,7 +1862,129 @@ impl Core {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Sharing a core
+
+/// Holds a rewriter's [`Core`]. Elements such as `FTPPortMapper` reach into
+/// a rewriter's table, so the core starts out shared (`Arc<Mutex<Core>>`,
+/// handed out by [`CoreCell::shared`] while configuring). At the first
+/// packet, a core nobody else kept is taken out of its lock for good, so the
+/// packet path of such a rewriter never locks; a core another element holds
+/// is locked once per batch.
+pub struct CoreCell {
+    local: Option<Box<Core>>,
+    shared: Option<Arc<Mutex<Core>>>,
+}
+
+/// A core borrowed from a [`CoreCell`].
+pub enum CoreMut<'a> {
+    /// Owned by the rewriter alone.
+    Local(&'a mut Core),
+    /// Shared, and locked.
+    Locked(MutexGuard<'a, Core>),
+}
+
+impl std::ops::Deref for CoreMut<'_> {
+    type Target = Core;
+    #[inline]
+    fn deref(&self) -> &Core {
+        match self {
+            CoreMut::Local(c) => c,
+            CoreMut::Locked(g) => g,
+        }
+    }
+}
+
+impl std::ops::DerefMut for CoreMut<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Core {
+        match self {
+            CoreMut::Local(c) => c,
+            CoreMut::Locked(g) => &mut *g,
+        }
+    }
+}
+
+/// A core read through a [`CoreCell`].
+pub enum CoreRef<'a> {
+    /// Owned by the rewriter alone.
+    Local(&'a Core),
+    /// Shared, and locked.
+    Locked(MutexGuard<'a, Core>),
+}
+
+impl std::ops::Deref for CoreRef<'_> {
+    type Target = Core;
+    #[inline]
+    fn deref(&self) -> &Core {
+        match self {
+            CoreRef::Local(c) => c,
+            CoreRef::Locked(g) => g,
+        }
+    }
+}
+
+impl CoreCell {
+    /// Wraps a freshly configured core.
+    pub fn new(core: Core) -> CoreCell {
+        CoreCell {
+            local: None,
+            shared: Some(Arc::new(Mutex::new(core))),
+        }
+    }
+
+    /// The shared core (an `Arc<Mutex<Core>>`), for `Element::shared`.
+    pub fn shared(&self) -> Option<crate::Shared> {
+        self.shared.as_ref().map(|a| a.clone() as crate::Shared)
+    }
+
+    /// The core, for packets, tasks and handler writes.
+    #[inline]
+    pub fn get(&mut self) -> CoreMut<'_> {
+        if self.local.is_none() {
+            self.localize();
+        }
+        if let Some(c) = self.local.as_deref_mut() {
+            return CoreMut::Local(c);
+        }
+        CoreMut::Locked(lock(
+            self.shared.as_ref().expect("a core is local or shared"),
+        ))
+    }
+
+    /// The core, for handler reads.
+    pub fn read(&self) -> CoreRef<'_> {
+        if let Some(c) = self.local.as_deref() {
+            return CoreRef::Local(c);
+        }
+        CoreRef::Locked(lock(
+            self.shared.as_ref().expect("a core is local or shared"),
+        ))
+    }
+
+    #[cold]
+    fn localize(&mut self) {
+        if self
+            .shared
+            .as_ref()
+            .is_some_and(|a| Arc::strong_count(a) == 1)
+        {
+            if let Some(a) = self.shared.take() {
+                match Arc::try_unwrap(a) {
+                    Ok(m) => {
+                        self.local =
+                            Some(Box::new(m.into_inner().unwrap_or_else(|e| e.into_inner())))
+                    }
+                    Err(a) => self.shared = Some(a),
+                }
+            }
+        }
+    }
+}
+
 /// Rewrites a packet along `flow`, in the reply direction if `reply`.
+/// True if the packet is a TCP segment whose sequence numbers the flow's
+/// deltas (if any) apply to.
 #[inline]
 fn apply(
     flow: &mut Flow,
@@ -1251,7 +1994,7 @@ fn apply(
     reply: bool,
     dst_anno: bool,
     reply_anno: Option<usize>,
-) {
+) -> bool {
     let rev = flow.keys[!reply as usize];
     if dst_anno {
         p.set_dst_ip_anno(rev.saddr.to_be_bytes());
@@ -1274,7 +2017,7 @@ fn apply(
     let l4 = &mut data[th..];
     if flow.tcp_style {
         if tlen < 18 {
-            return;
+            return false;
         }
         set_be16(l4, 0, rev.dport);
         set_be16(l4, 2, rev.sport);
@@ -1294,6 +2037,7 @@ fn apply(
         if have_payload {
             flow.tflags |= S_FORWARD_DATA << dir;
         }
+        tlen >= th_off << 2
     } else {
         set_be16(l4, 0, rev.dport);
         set_be16(l4, 2, rev.sport);
@@ -1313,6 +2057,7 @@ fn apply(
         if flow.tflags < 6 {
             flow.tflags += 2;
         }
+        false
     }
 }
 
@@ -1364,7 +2109,9 @@ mod tests {
             sport: 5000,
             dport: 53,
         };
-        let r = p.rewrite(f, &map, &mut rng).expect("port");
+        let r = p
+            .rewrite_with(f, |k| map.contains_key(k), &mut rng)
+            .expect("port");
         assert_eq!((r.saddr, r.sport), (0x0a000001, 1024));
         // Port 1025 is taken by some reply entry already.
         map.insert(
@@ -1376,8 +2123,18 @@ mod tests {
             },
             0,
         );
-        assert_eq!(p.rewrite(f, &map, &mut rng).expect("port").sport, 1026);
-        assert_eq!(p.rewrite(f, &map, &mut rng).expect("port").sport, 1024);
+        assert_eq!(
+            p.rewrite_with(f, |k| map.contains_key(k), &mut rng)
+                .expect("port")
+                .sport,
+            1026
+        );
+        assert_eq!(
+            p.rewrite_with(f, |k| map.contains_key(k), &mut rng)
+                .expect("port")
+                .sport,
+            1024
+        );
     }
 
     #[test]

@@ -2,18 +2,17 @@
 
 use pronto_packet::Batch;
 
-use crate::tcpudp::rwcore::{Core, Flavor, PatternLookup, BASE_KEYWORDS};
+use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Spec, FIELDS_5TUPLE, FIELD_OTHER,
+    Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
 };
 
 /// Rewrites TCP flows along a mapping table, like `IPRewriter` restricted
-/// to TCP. Sequence-number deltas (set by mapper elements such as
-/// `FTPPortMapper` in Click) are not kept: pronto has no element that
-/// installs them, so sequence numbers pass unchanged.
+/// to TCP. Sequence-number deltas that `FTPPortMapper` installs are applied
+/// to later segments (and SACK blocks) of the flow.
 pub struct TCPRewriter {
-    core: Core,
+    core: CoreCell,
     noutputs: usize,
 }
 
@@ -59,16 +58,8 @@ impl TCPRewriter {
 
     /// Configures a `TCPRewriter`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Self::configure_with_patterns(ctx, &|_| None)
-    }
-
-    /// Configures a `TCPRewriter` resolving named patterns with `named`.
-    pub fn configure_with_patterns(
-        ctx: &ConfigCtx<'_>,
-        named: PatternLookup<'_>,
-    ) -> Result<Box<dyn Element>, ConfigError> {
         Ok(Box::new(TCPRewriter {
-            core: Core::configure(ctx, Flavor::Tcp, named)?,
+            core: CoreCell::new(Core::configure(ctx, Flavor::Tcp)?),
             noutputs: ctx.noutputs,
         }))
     }
@@ -77,8 +68,20 @@ impl TCPRewriter {
 impl Element for TCPRewriter {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
-        let core = &mut self.core;
+        let mut core = self.core.get();
         push_each(batch, out, |p, _| core.process(port, p, now));
+    }
+
+    fn has_task(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
+        self.core.get().run_timer(out.now)
+    }
+
+    fn shared(&self) -> Option<crate::Shared> {
+        self.core.shared()
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -102,9 +105,10 @@ impl Element for TCPRewriter {
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         match name {
-            "table" | "mappings" => Ok(self.core.table(0)),
+            "table" | "mappings" => Ok(self.core.read().table(0)),
             _ => self
                 .core
+                .read()
                 .read_common(name)
                 .ok_or_else(|| HandlerError::NoSuchHandler(name.into())),
         }
@@ -112,6 +116,7 @@ impl Element for TCPRewriter {
 
     fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
         self.core
+            .get()
             .write_common(name, value, self.noutputs)
             .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
     }

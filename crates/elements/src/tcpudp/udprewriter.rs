@@ -2,16 +2,16 @@
 
 use pronto_packet::Batch;
 
-use crate::tcpudp::rwcore::{Core, Flavor, PatternLookup, BASE_KEYWORDS};
+use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Spec, FIELDS_5TUPLE, FIELD_OTHER,
+    Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
 };
 
 /// Rewrites UDP (and TCP and DCCP) flows along one mapping table, with no
 /// TCP state tracking.
 pub struct UDPRewriter {
-    core: Core,
+    core: CoreCell,
     noutputs: usize,
 }
 
@@ -56,18 +56,10 @@ impl UDPRewriter {
              patterns, patternN (rw), size, capacity (rw), clear (w).",
         );
 
-    /// Configures a `UDPRewriter`.
+    /// Configures an `UDPRewriter`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Self::configure_with_patterns(ctx, &|_| None)
-    }
-
-    /// Configures a `UDPRewriter` resolving named patterns with `named`.
-    pub fn configure_with_patterns(
-        ctx: &ConfigCtx<'_>,
-        named: PatternLookup<'_>,
-    ) -> Result<Box<dyn Element>, ConfigError> {
         Ok(Box::new(UDPRewriter {
-            core: Core::configure(ctx, Flavor::Udp, named)?,
+            core: CoreCell::new(Core::configure(ctx, Flavor::Udp)?),
             noutputs: ctx.noutputs,
         }))
     }
@@ -76,8 +68,20 @@ impl UDPRewriter {
 impl Element for UDPRewriter {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
-        let core = &mut self.core;
+        let mut core = self.core.get();
         push_each(batch, out, |p, _| core.process(port, p, now));
+    }
+
+    fn has_task(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
+        self.core.get().run_timer(out.now)
+    }
+
+    fn shared(&self) -> Option<crate::Shared> {
+        self.core.shared()
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -101,9 +105,10 @@ impl Element for UDPRewriter {
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         match name {
-            "table" | "mappings" => Ok(self.core.table(0)),
+            "table" | "mappings" => Ok(self.core.read().table(0)),
             _ => self
                 .core
+                .read()
                 .read_common(name)
                 .ok_or_else(|| HandlerError::NoSuchHandler(name.into())),
         }
@@ -111,6 +116,7 @@ impl Element for UDPRewriter {
 
     fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
         self.core
+            .get()
             .write_common(name, value, self.noutputs)
             .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
     }
@@ -140,6 +146,16 @@ mod tests {
             0x00, 0x07, 0x00, 0x07, 0x00, 0x08, 0x00, 0x00, // ports 7 -> 7, no checksum
         ];
         let s = 1_000_000_000i64;
+        let pool2 = Pool::new(4).expect("pool");
+        let tick = |e: &mut dyn Element, now: i64| {
+            let mut bufs = [Batch::new()];
+            let mut ctrl = crate::Control::default();
+            let mut out = Out::new(&mut bufs, &pool2, now, &mut ctrl);
+            e.run_task(&mut Batch::new(), &mut out)
+        };
+        assert!(e.has_task());
+        // The reaping timer starts with the router.
+        assert_eq!(tick(e.as_mut(), 0), TaskStatus::SleepUntil(5 * s));
         let o = run(
             e.as_mut(),
             0,
@@ -162,8 +178,10 @@ mod tests {
             &pool,
             6 * s,
         );
+        assert_eq!(tick(e.as_mut(), 6 * s), TaskStatus::SleepUntil(11 * s));
         assert_eq!(e.read_handler("size").expect("h"), "2");
-        // At 12 s the first flow has expired; the second has not.
+        // Packets alone reap nothing; the timer at 11 s removes the first
+        // flow, the second lives until 16 s.
         run(
             e.as_mut(),
             0,
@@ -172,7 +190,12 @@ mod tests {
             &pool,
             12 * s,
         );
+        assert_eq!(e.read_handler("size").expect("h"), "2");
+        assert_eq!(tick(e.as_mut(), 12 * s), TaskStatus::SleepUntil(17 * s));
         assert_eq!(e.read_handler("size").expect("h"), "1");
         assert_eq!(e.read_handler("nmappings").expect("h"), "1");
+        // With no packets at all, the timer empties the table.
+        assert_eq!(tick(e.as_mut(), 40 * s), TaskStatus::SleepUntil(45 * s));
+        assert_eq!(e.read_handler("size").expect("h"), "0");
     }
 }

@@ -1,0 +1,175 @@
+//! examples/cgnat.click: runs the carrier-grade NAT example on its bundled
+//! trace and checks the printed counters, the allocation log and the
+//! translated packets.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pronto-example-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d
+}
+
+/// The frames of a little-endian pcap file (micro- or nanosecond).
+fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
+    let b = std::fs::read(path).expect("pcap written");
+    let magic = [b[0], b[1], b[2], b[3]];
+    assert!(
+        magic == [0xd4, 0xc3, 0xb2, 0xa1] || magic == [0x4d, 0x3c, 0xb2, 0xa1],
+        "pcap magic {magic:x?}"
+    );
+    let mut v = Vec::new();
+    let mut off = 24;
+    while off + 16 <= b.len() {
+        let cap = u32::from_le_bytes([b[off + 8], b[off + 9], b[off + 10], b[off + 11]]) as usize;
+        v.push(b[off + 16..off + 16 + cap].to_vec());
+        off += 16 + cap;
+    }
+    v
+}
+
+fn sum16(data: &[u8], mut acc: u32) -> u32 {
+    for c in data.chunks(2) {
+        acc += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
+    }
+    acc
+}
+
+fn fold(mut acc: u32) -> u16 {
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// True if the IPv4 header and TCP/UDP/ICMP checksums of `ip` verify.
+fn checksums_ok(ip: &[u8]) -> bool {
+    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+    let ip = &ip[..total];
+    if fold(sum16(&ip[..20], 0)) != 0xffff {
+        return false;
+    }
+    let l4 = &ip[20..];
+    match ip[9] {
+        6 | 17 => {
+            let mut acc = sum16(&ip[12..20], 0) + u32::from(ip[9]) + l4.len() as u32;
+            acc = sum16(l4, acc);
+            fold(acc) == 0xffff
+        }
+        _ => fold(sum16(l4, 0)) == 0xffff,
+    }
+}
+
+/// `proto src:port > dst:port` of an Ethernet/IPv4 frame.
+fn flow(f: &[u8]) -> String {
+    let ip = &f[14..];
+    let a = |o: usize| format!("{}.{}.{}.{}", ip[o], ip[o + 1], ip[o + 2], ip[o + 3]);
+    let p = |o: usize| u16::from_be_bytes([ip[20 + o], ip[21 + o]]);
+    match ip[9] {
+        1 => format!("icmp{} {} > {} id {}", ip[20], a(12), a(16), p(4)),
+        6 => format!("tcp {}:{} > {}:{}", a(12), p(0), a(16), p(2)),
+        _ => format!("udp {}:{} > {}:{}", a(12), p(0), a(16), p(2)),
+    }
+}
+
+#[test]
+fn cgnat_example_translates_logs_and_counts() {
+    let dir = scratch("cgnat");
+    let out = dir.join("out.pcap");
+    let log = dir.join("alloc.log");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
+        .current_dir(&root)
+        .args(["run", "--simtime", "examples/cgnat.click"])
+        .arg(format!("OUT={}", out.display()))
+        .arg(format!("LOG={}", log.display()))
+        .output()
+        .expect("pronto runs");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        stdout,
+        "read           61 frames, 1 not IPv4, 0 malformed\n\
+         outbound       40\n\
+         inbound        10\n\
+         hairpinned     1\n\
+         mappings       41\n\
+         subscribers    7\n\
+         blocks         8\n\
+         exhaustion     4\n\
+         no mapping     4\n\
+         not internal   1\n\
+         dropped        9\n\
+         port blocks:\n\
+         198.51.100.4 1024-1039 subscriber=100.64.0.4 tcp=0 udp=1 icmp=1\n\
+         198.51.100.5 1024-1039 subscriber=100.64.0.1 tcp=16 udp=1 icmp=0\n\
+         198.51.100.5 1040-1055 subscriber=100.64.0.5 tcp=0 udp=1 icmp=0\n\
+         198.51.100.5 1056-1071 subscriber=100.64.0.1 tcp=16 udp=0 icmp=0\n\
+         198.51.100.6 1024-1039 subscriber=100.64.0.2 tcp=0 udp=1 icmp=0\n\
+         198.51.100.6 1040-1055 subscriber=100.64.0.6 tcp=0 udp=1 icmp=0\n\
+         198.51.100.7 1024-1039 subscriber=100.64.0.3 tcp=0 udp=2 icmp=0\n\
+         198.51.100.7 1040-1055 subscriber=100.64.0.7 tcp=0 udp=1 icmp=0\n"
+    );
+    // One log line per block, at the simulated clock's start.
+    let t = "2001-09-09T01:46:40.000Z cgnat ALLOC";
+    let want: Vec<String> = [
+        ("100.64.0.1", "198.51.100.5", "1024-1039"),
+        ("100.64.0.2", "198.51.100.6", "1024-1039"),
+        ("100.64.0.3", "198.51.100.7", "1024-1039"),
+        ("100.64.0.4", "198.51.100.4", "1024-1039"),
+        ("100.64.0.5", "198.51.100.5", "1040-1055"),
+        ("100.64.0.6", "198.51.100.6", "1040-1055"),
+        ("100.64.0.1", "198.51.100.5", "1056-1071"),
+        ("100.64.0.7", "198.51.100.7", "1040-1055"),
+    ]
+    .iter()
+    .map(|(s, e, p)| format!("{t} subscriber={s} external={e} ports={p}"))
+    .collect();
+    let got = std::fs::read_to_string(&log).expect("allocation log");
+    assert_eq!(got.lines().collect::<Vec<_>>(), want);
+
+    let frames = pcap_frames(&out);
+    assert_eq!(frames.len(), 51, "40 outbound + 10 inbound + 1 hairpinned");
+    for f in &frames {
+        assert!(checksums_ok(&f[14..]), "bad checksum in {}", flow(f));
+    }
+    let flows: Vec<String> = frames.iter().map(|f| flow(f)).collect();
+    for want in [
+        // DNS out and back (paired addresses: subscriber mod 4).
+        "udp 198.51.100.5:1024 > 8.8.8.8:53",
+        "udp 198.51.100.4:1024 > 8.8.8.8:53",
+        "udp 198.51.100.6:1040 > 8.8.8.8:53",
+        "udp 8.8.8.8:53 > 100.64.0.1:40001",
+        "udp 8.8.8.8:53 > 100.64.0.6:40006",
+        // Endpoint-independent filtering.
+        "udp 203.0.113.50:9999 > 100.64.0.2:40002",
+        // Hairpin: subscriber 3's mapping to subscriber 2's inside address.
+        "udp 198.51.100.7:1025 > 100.64.0.2:40002",
+        // The TCP burst: first block, second block.
+        "tcp 198.51.100.5:1039 > 93.184.216.34:443",
+        "tcp 198.51.100.5:1056 > 93.184.216.34:443",
+        "tcp 198.51.100.5:1071 > 93.184.216.34:443",
+        "tcp 93.184.216.34:443 > 100.64.0.1:50001",
+        // Ping with the identifier translated.
+        "icmp8 198.51.100.4 > 1.1.1.1 id 1024",
+        "icmp0 1.1.1.1 > 100.64.0.4 id 1911",
+        "udp 198.51.100.7:1040 > 8.8.8.8:53",
+    ] {
+        assert!(
+            flows.iter().any(|f| f == want),
+            "{want} missing in {flows:#?}"
+        );
+    }
+    let tcp_out = flows
+        .iter()
+        .filter(|f| f.starts_with("tcp 198.51.100.5:"))
+        .count();
+    assert_eq!(tcp_out, 32, "two blocks of 16 ports, the rest exhausted");
+    assert!(
+        !flows.iter().any(|f| f.contains("100.64.1.9")),
+        "sources outside INTERNAL are not translated"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,179 @@
+//! `ICMPPingRewriter`: NAT for ICMP echo requests and replies.
+
+use std::sync::{Arc, Mutex};
+
+use pronto_packet::Batch;
+
+use crate::tcpudp::rwtable::{lock, IcmpMapHandle, Kind, Table, HANDLERS, TABLE_KEYWORDS};
+use crate::{
+    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
+    Shared, Spec, FIELD_DST_IP, FIELD_OTHER, FIELD_SRC_IP,
+};
+
+const KEYWORDS: &[&str] = &[
+    TABLE_KEYWORDS[0],
+    TABLE_KEYWORDS[1],
+    TABLE_KEYWORDS[2],
+    TABLE_KEYWORDS[3],
+    TABLE_KEYWORDS[4],
+    TABLE_KEYWORDS[5],
+    TABLE_KEYWORDS[6],
+    "DST_ANNO",
+];
+
+/// Rewrites ICMP echo requests' addresses and identifiers along a mapping
+/// table; echo replies to a rewritten request are mapped back.
+pub struct ICMPPingRewriter {
+    table: Arc<Mutex<Table>>,
+    noutputs: usize,
+}
+
+impl ICMPPingRewriter {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("ICMPPingRewriter")
+        .ports("1-/1-")
+        .processing("h/h")
+        .keywords(KEYWORDS)
+        .profile(
+            ActionProfile::reads(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
+                .writes(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
+                .dropping(),
+        )
+        .doc(
+            "ICMPPingRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])\n\n\
+             Rewrites ICMP echo requests' source/destination addresses and\n\
+             identifiers so that pings pass through a NAT, and maps the echo replies\n\
+             back, updating the IP and ICMP checksums. A new request (SRC, DST, ID)\n\
+             is rewritten by its input's specification to (SRC2, DST2, ID2), usually\n\
+             a pattern with an identifier range, e.g. 'pattern 10.0.0.1 1024-65535#\n\
+             - - 0 1'. Requests of the flow go to FOUTPUT, replies to ROUTPUT.\n\
+             Unexpected echo replies, other ICMP types, non-first fragments and\n\
+             other protocols are dropped unless the input is 'pass OUTPUT'. Input\n\
+             packets need their IP header annotation.\n\n\
+             Input specifications: drop, pass OUTPUT, keep FOUTPUT ROUTPUT,\n\
+             pattern SADDR SPORT DADDR DPORT FOUTPUT ROUTPUT, pattern NAME FOUTPUT\n\
+             ROUTPUT (see IPRewriter).\n\n\
+             Ports: any number of push inputs and outputs.\n\
+             Keywords:\n  \
+             DST_ANNO       set the destination address annotation (default true)\n  \
+             TIMEOUT        idle mappings expire after this (default 5min)\n  \
+             GUARANTEE      keep mappings at least this long after each packet\n                 \
+             (default 5s)\n  \
+             REAP_INTERVAL / REAP_TIME  reap expired mappings this often\n                 (default 15min)\n  \
+             MAPPING_CAPACITY / CAPACITY  most mappings (integer)\n  \
+             REPLY_ANNO     annotation byte restored on replies\n\
+             Handlers: table (mappings), table_size (nmappings), mapping_failures,\n\
+             patterns, patternN (rw), size, capacity (rw), clear (w).",
+        );
+
+    /// Configures an `ICMPPingRewriter`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        let mut a = ctx.args();
+        let dst_anno = a.read_or("DST_ANNO", true)?;
+        let table = Table::configure(ctx, a, Kind::Ping, 300, dst_anno)?;
+        Ok(Box::new(ICMPPingRewriter {
+            table: Arc::new(Mutex::new(table)),
+            noutputs: ctx.noutputs,
+        }))
+    }
+}
+
+impl Element for ICMPPingRewriter {
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        let mut t = lock(&self.table);
+        push_each(batch, out, |p, _| t.process(port, p, now));
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        lock(&self.table)
+            .read(name)
+            .ok_or_else(|| HandlerError::NoSuchHandler(name.into()))
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        lock(&self.table)
+            .write(name, value)
+            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        Some(Arc::new(IcmpMapHandle {
+            noutputs: self.noutputs,
+            table: self.table.clone(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcpudp::testutil::{configure, packet, run};
+    use pronto_packet::wire::checksum;
+    use pronto_packet::Pool;
+
+    /// An ICMP echo of `ty` from `src` to `dst`, identifier `id`.
+    fn echo(ty: u8, src: [u8; 4], dst: [u8; 4], id: u16) -> Vec<u8> {
+        let mut v = vec![
+            0x45, 0x00, 0x00, 0x20, // version/IHL, TOS, total length 32
+            0x00, 0x01, 0x00, 0x00, // id, no fragment
+            0x40, 0x01, 0x00, 0x00, // TTL 64, ICMP, checksum (below)
+        ];
+        v.extend_from_slice(&src);
+        v.extend_from_slice(&dst);
+        v.extend_from_slice(&[ty, 0, 0, 0]); // type, code, checksum (below)
+        v.extend_from_slice(&id.to_be_bytes()); // identifier
+        v.extend_from_slice(&[0, 1, b'p', b'i', b'n', b'g']); // sequence, data
+        let c = checksum(&v[..20]);
+        v[10..12].copy_from_slice(&c.to_be_bytes());
+        let c = checksum(&v[20..]);
+        v[22..24].copy_from_slice(&c.to_be_bytes());
+        v
+    }
+
+    #[test]
+    fn request_and_reply() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(
+            ICMPPingRewriter::configure,
+            &ICMPPingRewriter::SPEC,
+            "pattern 10.0.0.1 1024-65535# - - 0 1, drop",
+            2,
+            2,
+        )
+        .expect("configures");
+        let p = packet(
+            &pool,
+            &echo(8, [192, 168, 1, 2], [8, 8, 8, 8], 7),
+            Some((0, 20)),
+        );
+        let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert_eq!(o[0], vec![echo(8, [10, 0, 0, 1], [8, 8, 8, 8], 1024)]);
+        let p = packet(
+            &pool,
+            &echo(0, [8, 8, 8, 8], [10, 0, 0, 1], 1024),
+            Some((0, 20)),
+        );
+        let o = run(e.as_mut(), 1, vec![p], 2, &pool, 0);
+        assert_eq!(o[1], vec![echo(0, [8, 8, 8, 8], [192, 168, 1, 2], 7)]);
+        // An unexpected reply is dropped.
+        let p = packet(
+            &pool,
+            &echo(0, [8, 8, 8, 8], [10, 0, 0, 1], 99),
+            Some((0, 20)),
+        );
+        let o = run(e.as_mut(), 1, vec![p], 2, &pool, 0);
+        assert!(o[0].is_empty() && o[1].is_empty());
+        // Reply keys print the identifier plus one as the reference's hosts
+        // compute it (1024 = 0x0400 becomes 0x0500, 7 becomes 0x0107).
+        assert_eq!(
+            e.read_handler("table").expect("h"),
+            "(8.8.8.8, 10.0.0.1, 1280) => (8.8.8.8, 192.168.1.2, 263) [0 *1] i0 exp300\n\
+             (192.168.1.2, 8.8.8.8, 7) => (10.0.0.1, 8.8.8.8, 1024) [*0 1] i0 exp300\n"
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! `IPMirror`: swaps the source and destination of IP packets.
+
+use pronto_packet::{Batch, Packet};
+
+use crate::{
+    push_each, ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELD_DST_IP,
+    FIELD_DST_PORT, FIELD_OTHER, FIELD_SRC_IP, FIELD_SRC_PORT,
+};
+
+/// Swaps IP addresses, and TCP/UDP ports (and TCP sequence and
+/// acknowledgement numbers) of first fragments.
+pub struct IPMirror {
+    dst_anno: bool,
+}
+
+impl IPMirror {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("IPMirror")
+        .ports("1/1")
+        .processing("a/a")
+        .keywords(&["DST_ANNO"])
+        .profile(
+            ActionProfile::reads(FIELD_SRC_IP | FIELD_DST_IP | FIELD_SRC_PORT | FIELD_DST_PORT)
+                .writes(
+                    FIELD_SRC_IP | FIELD_DST_IP | FIELD_SRC_PORT | FIELD_DST_PORT | FIELD_OTHER,
+                ),
+        )
+        .doc(
+            "IPMirror([DST_ANNO])\n\n\
+             Swaps the source and destination addresses of IP packets (network header\n\
+             annotation set). For TCP and UDP packets that are first fragments and hold\n\
+             at least 8 transport bytes, also swaps the ports; for TCP (with at least 12\n\
+             transport bytes) also swaps the sequence and acknowledgement numbers.\n\
+             Checksums are left as they are: the swaps do not change them. Unless\n\
+             DST_ANNO is false (default true), sets the destination address annotation\n\
+             to the new destination. Packets without a network header pass unchanged.\n\n\
+             Ports: 1 input, 1 output (agnostic).",
+        );
+
+    /// Configures an `IPMirror`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        let mut a = ctx.args();
+        let dst_anno = a.read_p("DST_ANNO")?.unwrap_or(true);
+        a.finish()?;
+        Ok(Box::new(IPMirror { dst_anno }))
+    }
+
+    #[inline]
+    fn action(&self, p: &mut Packet) {
+        let Some(nh) = p.network_header_offset() else {
+            return;
+        };
+        let Ok(nh) = usize::try_from(nh) else {
+            return;
+        };
+        let th = match p.transport_header_offset() {
+            Some(t) => t,
+            None => {
+                let hl = p.data().get(nh).map_or(0, |b| ((b & 0x0f) as usize) << 2);
+                (nh + hl) as isize
+            }
+        };
+        let len = p.len();
+        let d = p.data_mut();
+        if nh + 20 > len {
+            return;
+        }
+        let mut src = [0u8; 4];
+        src.copy_from_slice(&d[nh + 12..nh + 16]);
+        d.copy_within(nh + 16..nh + 20, nh + 12);
+        d[nh + 16..nh + 20].copy_from_slice(&src);
+        let proto = d[nh + 9];
+        let first = d[nh + 6] & 0x1f == 0 && d[nh + 7] == 0;
+        if (proto == 6 || proto == 17) && first && th >= 0 && len as isize >= th + 8 {
+            let th = th as usize;
+            for i in 0..2 {
+                d.swap(th + i, th + 2 + i);
+            }
+            if proto == 6 && th + 12 <= len {
+                for i in 0..4 {
+                    d.swap(th + 4 + i, th + 8 + i);
+                }
+            }
+        }
+        if self.dst_anno {
+            p.set_dst_ip_anno(src);
+        }
+    }
+}
+
+impl Element for IPMirror {
+    fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        push_each(batch, out, |p, _| {
+            self.action(p);
+            Some(0)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standard::test_support::{bytes, configure, pkt, push};
+    use pronto_packet::Pool;
+
+    fn mirror(config: &str, data: &[u8]) -> (Vec<u8>, [u8; 4]) {
+        let pool = Pool::new(64).expect("pool");
+        let mut e =
+            configure(IPMirror::SPEC.keywords, IPMirror::configure, config, 1, 1).expect("ok");
+        let mut p = pkt(&pool, data);
+        p.set_network_header(0, 20);
+        p.set_dst_ip_anno([9, 9, 9, 9]);
+        let outs = push(e.as_mut(), &pool, vec![p], 1);
+        (bytes(&outs[0])[0].clone(), outs[0][0].dst_ip_anno())
+    }
+
+    const TCP: [u8; 40] = [
+        0x45, 0, 0, 40, 0, 1, 0x40, 0, // IHL 5, length 40, ID 1, DF
+        64, 6, 0xab, 0xcd, // TTL 64, TCP, checksum (kept as is)
+        10, 0, 0, 1, 10, 0, 0, 2, // 10.0.0.1 -> 10.0.0.2
+        0x04, 0xd2, 0x00, 0x50, // ports 1234 -> 80
+        0, 0, 0, 1, 0, 0, 0, 2, // seq 1, ack 2
+        0x50, 0x10, 0x20, 0x00, 0x12, 0x34, 0, 0, // offset, ACK, window, checksum, urgent
+    ];
+
+    #[test]
+    fn swaps_tcp_addresses_ports_and_sequence_numbers() {
+        let (got, anno) = mirror("", &TCP);
+        let mut want = TCP;
+        want[12..20].copy_from_slice(&[10, 0, 0, 2, 10, 0, 0, 1]);
+        want[20..24].copy_from_slice(&[0x00, 0x50, 0x04, 0xd2]);
+        want[24..32].copy_from_slice(&[0, 0, 0, 2, 0, 0, 0, 1]);
+        assert_eq!(got, want.to_vec());
+        assert_eq!(anno, [10, 0, 0, 1]);
+    }
+
+    #[test]
+    fn keeps_annotation_and_ports_of_later_fragments() {
+        let mut frag = TCP;
+        frag[6] = 0x00;
+        frag[7] = 0x03; // fragment offset 24
+        let (got, anno) = mirror("false", &frag);
+        let mut want = frag;
+        want[12..20].copy_from_slice(&[10, 0, 0, 2, 10, 0, 0, 1]);
+        assert_eq!(got, want.to_vec());
+        assert_eq!(anno, [9, 9, 9, 9]);
+    }
+
+    #[test]
+    fn udp_swaps_ports_only_with_eight_bytes() {
+        let mut udp = TCP;
+        udp[9] = 17;
+        let (got, _) = mirror("DST_ANNO true", &udp[..28]);
+        let mut want = udp;
+        want[12..20].copy_from_slice(&[10, 0, 0, 2, 10, 0, 0, 1]);
+        want[20..24].copy_from_slice(&[0x00, 0x50, 0x04, 0xd2]);
+        assert_eq!(got, want[..28].to_vec());
+        let (got, _) = mirror("", &udp[..27]);
+        assert_eq!(&got[20..24], &udp[20..24]);
+    }
+}

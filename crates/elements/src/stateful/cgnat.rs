@@ -1,0 +1,1636 @@
+//! `CGNAT`: a carrier-grade NAT (RFC 6888, RFC 4787, RFC 7857) with
+//! endpoint-independent mapping, paired address pooling and port blocks.
+
+use std::collections::VecDeque;
+use std::io::Write as _;
+
+use pronto_packet::wire::{be16, set_be16};
+use pronto_packet::{Batch, Packet};
+
+use super::table::{csum16, csum32, ip, iso8601, IndexTable, Slab, TimerWheel};
+use crate::{
+    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, IpPrefix,
+    Out, Seconds, Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
+};
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+const ICMP: u8 = 1;
+const NIL: u32 = u32::MAX;
+
+/// Timeout classes (one expiry list each).
+const C_TCP_EST: u8 = 0;
+const C_TCP_TRANS: u8 = 1;
+const C_UDP: u8 = 2;
+const C_ICMP: u8 = 3;
+
+/// TCP flags a mapping has seen.
+const SYN_OUT: u8 = 1;
+const SYN_IN: u8 = 2;
+const FIN_OUT: u8 = 4;
+const FIN_IN: u8 = 8;
+const RST_SEEN: u8 = 16;
+
+/// Remote addresses remembered per mapping for address-dependent
+/// filtering.
+const NREMOTES: usize = 4;
+
+/// Timer wheel unit (100 ms) and size (about 109 minutes a turn).
+const WHEEL_UNIT: i64 = 100_000_000;
+const WHEEL_BUCKETS: usize = 65_536;
+
+/// Mappings expired per task run at most.
+const EXPIRE_BUDGET: usize = 65_536;
+
+/// Port blocks in the whole pool at most.
+const MAX_BLOCKS: usize = 1 << 24;
+
+/// Lines kept for the `log` handler.
+const RECENT_LOG: usize = 100;
+
+/// Why a packet was dropped (index into the drop counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reason {
+    Malformed = 0,
+    NotInternal = 1,
+    Unsupported = 2,
+    NoMapping = 3,
+    Filtered = 4,
+    Exhausted = 5,
+    TableFull = 6,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Mapping {
+    int_addr: u32,
+    ext_addr: u32,
+    int_port: u16,
+    ext_port: u16,
+    proto: u8,
+    tcp: u8,
+    nremotes: u8,
+    frame: u32,
+    expiry: i64,
+    /// When the timer wheel will look at the mapping next.
+    queued: i64,
+}
+
+/// An allocated port block.
+#[derive(Clone, Copy, Default)]
+struct Frame {
+    /// Index of the external address in the pool.
+    addr: u32,
+    /// Block number within the port range.
+    block: u16,
+    /// Subscriber slot.
+    owner: u32,
+    /// Mappings per protocol (TCP, UDP, ICMP).
+    used: [u32; 3],
+    /// Where the next port search starts, per protocol.
+    cursor: [u32; 3],
+}
+
+#[derive(Clone, Copy, Default)]
+struct Subscriber {
+    addr: u32,
+    /// Paired external address (pool index).
+    ext: u32,
+    nblocks: u32,
+}
+
+enum LogSink {
+    None,
+    Stderr,
+    File(std::io::BufWriter<std::fs::File>),
+}
+
+/// A carrier-grade NAT44 (see [`Cgnat::SPEC`]).
+pub struct Cgnat {
+    int_net: u32,
+    int_mask: u32,
+    ext_net: u32,
+    ext_mask: u32,
+    naddrs: u32,
+    port_lo: u16,
+    block_size: u32,
+    quota: u32,
+    timeouts: [i64; 4],
+    adf: bool,
+    hairpin: bool,
+    drop_port: Option<usize>,
+
+    maps: Slab<Mapping>,
+    inside: IndexTable<u64>,
+    outside: IndexTable<u64>,
+    wheel: TimerWheel,
+    remotes: Vec<[u32; NREMOTES]>,
+
+    frames: Slab<Frame>,
+    frame_used: Vec<bool>,
+    bitmap: Vec<u64>,
+    words: usize,
+    free_blocks: Vec<Vec<u16>>,
+
+    subs: Slab<Subscriber>,
+    sub_index: IndexTable<u64>,
+    sub_blocks: Vec<u32>,
+
+    log: LogSink,
+    recent: VecDeque<String>,
+    log_lines: u64,
+
+    drops: [u64; 7],
+    outbound: u64,
+    inbound: u64,
+    hairpinned: u64,
+    last_now: i64,
+}
+
+#[inline]
+fn pidx(proto: u8) -> usize {
+    match proto {
+        TCP => 0,
+        UDP => 1,
+        _ => 2,
+    }
+}
+
+#[inline]
+fn key(proto: u8, addr: u32, port: u16) -> u64 {
+    ((proto as u64) << 48) | ((addr as u64) << 16) | port as u64
+}
+
+fn proto_name(p: u8) -> &'static str {
+    match p {
+        TCP => "tcp",
+        UDP => "udp",
+        _ => "icmp",
+    }
+}
+
+fn parse_ports(s: &str) -> Result<(u16, u16), ConfigError> {
+    let err = || {
+        ConfigError::new(format!(
+            "PORTS: expected `LOW-HIGH` port range, found `{s}`"
+        ))
+    };
+    let (lo, hi) = s.trim().split_once('-').ok_or_else(err)?;
+    let lo: u16 = lo.trim().parse().map_err(|_| err())?;
+    let hi: u16 = hi.trim().parse().map_err(|_| err())?;
+    if lo == 0 || lo > hi {
+        return Err(err());
+    }
+    Ok((lo, hi))
+}
+
+/// The parts of a packet the NAT looks at.
+struct Parsed {
+    hl: usize,
+    proto: u8,
+    src: u32,
+    dst: u32,
+    sport: u16,
+    dport: u16,
+    flags: u8,
+}
+
+fn parse(p: &Packet) -> Result<Parsed, Reason> {
+    let nh = match p.network_header_offset() {
+        Some(o) if o >= 0 => o as usize,
+        _ => return Err(Reason::Malformed),
+    };
+    let d = p.data();
+    if d.len() < nh + 20 {
+        return Err(Reason::Malformed);
+    }
+    let iph = &d[nh..];
+    let hl = ((iph[0] & 15) as usize) * 4;
+    if iph[0] >> 4 != 4 || hl < 20 || iph.len() < hl {
+        return Err(Reason::Malformed);
+    }
+    if be16(iph, 6) & 0x3fff != 0 {
+        // Fragments carry no (or only part of the) transport header.
+        return Err(Reason::Unsupported);
+    }
+    let proto = iph[9];
+    let l4 = &iph[hl..];
+    let need = match proto {
+        TCP => 20,
+        UDP | ICMP => 8,
+        _ => return Err(Reason::Unsupported),
+    };
+    if l4.len() < need {
+        return Err(Reason::Malformed);
+    }
+    let src = u32::from_be_bytes([iph[12], iph[13], iph[14], iph[15]]);
+    let dst = u32::from_be_bytes([iph[16], iph[17], iph[18], iph[19]]);
+    let (sport, dport, flags) = match proto {
+        ICMP => (be16(l4, 4), be16(l4, 4), l4[0]),
+        TCP => (be16(l4, 0), be16(l4, 2), l4[13]),
+        _ => (be16(l4, 0), be16(l4, 2), 0),
+    };
+    Ok(Parsed {
+        hl,
+        proto,
+        src,
+        dst,
+        sport,
+        dport,
+        flags,
+    })
+}
+
+/// Rewrites the source (`src`) or destination address and port (ICMP:
+/// identifier) of the IP packet `d`, fixing the checksums incrementally.
+fn rewrite(d: &mut [u8], hl: usize, proto: u8, src: bool, addr: u32, port: u16) {
+    let aoff = if src { 12 } else { 16 };
+    let old = u32::from_be_bytes([d[aoff], d[aoff + 1], d[aoff + 2], d[aoff + 3]]);
+    d[aoff..aoff + 4].copy_from_slice(&addr.to_be_bytes());
+    let s = csum32(be16(d, 10), old, addr);
+    set_be16(d, 10, s);
+    let l4 = &mut d[hl..];
+    match proto {
+        TCP => {
+            let poff = if src { 0 } else { 2 };
+            let oldp = be16(l4, poff);
+            set_be16(l4, poff, port);
+            let s = csum16(csum32(be16(l4, 16), old, addr), oldp, port);
+            set_be16(l4, 16, s);
+        }
+        UDP => {
+            let poff = if src { 0 } else { 2 };
+            let oldp = be16(l4, poff);
+            set_be16(l4, poff, port);
+            let c = be16(l4, 6);
+            if c != 0 {
+                let s = csum16(csum32(c, old, addr), oldp, port);
+                set_be16(l4, 6, if s == 0 { 0xffff } else { s });
+            }
+        }
+        _ => {
+            let oldp = be16(l4, 4);
+            set_be16(l4, 4, port);
+            let s = csum16(be16(l4, 2), oldp, port);
+            set_be16(l4, 2, s);
+        }
+    }
+}
+
+impl Cgnat {
+    /// The class description.
+    pub const SPEC: Spec = Spec::new("CGNAT")
+        .ports("2/2-3")
+        .processing("h/h")
+        .keywords(&[
+            "EXTERNAL",
+            "INTERNAL",
+            "PORTS",
+            "BLOCK_SIZE",
+            "BLOCKS_PER_SUBSCRIBER",
+            "TCP_ESTABLISHED",
+            "TCP_TRANSITORY",
+            "UDP",
+            "ICMP",
+            "LOG",
+            "CAPACITY",
+            "FILTERING",
+            "HAIRPIN",
+        ])
+        .profile(
+            ActionProfile::reads(FIELDS_5TUPLE)
+                .writes(FIELDS_5TUPLE | FIELD_OTHER)
+                .dropping(),
+        )
+        .doc(
+            "CGNAT(EXTERNAL prefix [, KEYWORDS])\n\n\
+             A carrier-grade NAT44 (RFC 6888) with the behaviour RFC 4787 and RFC 7857\n\
+             ask for. Subscribers (addresses in INTERNAL) share the public addresses in\n\
+             EXTERNAL. Packets must have their IP header annotated (CheckIPHeader or\n\
+             MarkIPHeader before it).\n\n\
+             Mapping is endpoint-independent: one inside address:port (ICMP echo:\n\
+             identifier) of a protocol gets one external address:port, whatever the\n\
+             destination. Filtering is endpoint-independent by default (any outside\n\
+             host may reach an active mapping) or address-dependent (FILTERING\n\
+             address: only hosts the mapping has sent to, the last 4 remembered).\n\
+             Address pooling is paired: a subscriber's mappings all use one external\n\
+             address while it holds any port block. A new subscriber is paired with\n\
+             the pool address whose index is its own address modulo the pool size,\n\
+             or the next one with a free block. Ports are handed out in blocks of\n\
+             BLOCK_SIZE consecutive ports on the paired address: the first flow of a\n\
+             subscriber allocates a block, further blocks are allocated when the\n\
+             subscriber's blocks are full, up to BLOCKS_PER_SUBSCRIBER; a block is\n\
+             released when its last mapping expires, and the subscriber forgotten\n\
+             with its last block. Each allocation and release writes one log line:\n\n\
+             \x20 2026-11-22T10:00:00.123Z cgnat ALLOC subscriber=100.64.0.7 external=198.51.100.3 ports=2048-2559\n\
+             \x20 2026-11-22T10:05:00.000Z cgnat RELEASE subscriber=100.64.0.7 external=198.51.100.3 ports=2048-2559\n\n\
+             TCP, UDP and ICMP echo are translated (TCP and UDP checksums and the\n\
+             ICMP checksum are updated; a zero UDP checksum stays zero). Fragments,\n\
+             ICMP errors and other protocols are dropped as unsupported. A TCP\n\
+             mapping is established once SYNs were seen both ways and transitory\n\
+             before that and after FINs both ways or a RST. Packets in either\n\
+             direction refresh a mapping. Mappings expire by a timer: a timer wheel\n\
+             of 100 ms units that packets refreshing a mapping never touch (no table\n\
+             scan); expired mappings are collected within about 100 ms, and a packet\n\
+             finding an expired mapping treats it as gone.\n\n\
+             Hairpinning: a subscriber packet (TCP, UDP) addressed to an EXTERNAL\n\
+             address:port with an active mapping is translated both ways (source to\n\
+             the sender's mapping, destination to the target's inside address) and\n\
+             leaves on output 1, towards the subscribers.\n\n\
+             When no port or block is free (the subscriber's quota is used up, or\n\
+             its paired address has no free block), the packet is dropped and\n\
+             counted in exhaustion_drops. The tables are allocated once for\n\
+             CAPACITY mappings (open addressing, no allocation per packet).\n\n\
+             Ports: input 0 from the subscribers, output 0 translated outbound;\n\
+             input 1 from outside, output 1 translated inbound and hairpinned;\n\
+             optional output 2 gets dropped packets (else they are freed). All push.\n\n\
+             Keywords:\n\
+             \x20 EXTERNAL  IP prefix; the public address pool (at most /16)\n\
+             \x20 INTERNAL  IP prefix; subscriber addresses (default 100.64.0.0/10);\n\
+             \x20           other sources on input 0 are dropped\n\
+             \x20 PORTS     LOW-HIGH; external ports handed out (default 1024-65535)\n\
+             \x20 BLOCK_SIZE  ports per block (default 512)\n\
+             \x20 BLOCKS_PER_SUBSCRIBER  block quota per subscriber (default 4)\n\
+             \x20 TCP_ESTABLISHED  timeout of established TCP mappings (default 7440s)\n\
+             \x20 TCP_TRANSITORY   timeout of other TCP mappings (default 240s)\n\
+             \x20 UDP       UDP mapping timeout (default 300s)\n\
+             \x20 ICMP      ICMP echo mapping timeout (default 60s)\n\
+             \x20 FILTERING `endpoint` (default) or `address`\n\
+             \x20 HAIRPIN   boolean; translate subscriber-to-subscriber traffic (default true)\n\
+             \x20 LOG       allocation log: a file name, or `stderr`; default none (the\n\
+             \x20           last 100 lines are kept for the log handler anyway)\n\
+             \x20 CAPACITY  maximum concurrent mappings (default 65536)\n\n\
+             Handlers:\n\
+             \x20 nmappings (read)      active mappings\n\
+             \x20 nsubscribers (read)   subscribers holding blocks\n\
+             \x20 nblocks (read)        allocated port blocks\n\
+             \x20 capacity (read)       CAPACITY\n\
+             \x20 blocks (read)         one line per block: `EXTERNAL LOW-HIGH subscriber=ADDR tcp=N udp=N icmp=N`\n\
+             \x20 table (read)          one line per mapping, by protocol and inside address:\n\
+             \x20                      `PROTO INSIDE:PORT EXTERNAL:PORT STATE expires=+SECS`\n\
+             \x20 log (read)            the last allocation log lines\n\
+             \x20 outbound, inbound, hairpinned (read)  packets translated\n\
+             \x20 exhaustion_drops, table_full_drops, no_mapping_drops, filtered_drops,\n\
+             \x20 not_internal_drops, unsupported_drops, malformed_drops (read)  drops by reason\n\
+             \x20 drops (read)          all drops\n\
+             \x20 reset_counts (write)  zero the packet counters",
+        );
+
+    /// Configures a `CGNAT`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        let mut a = ctx.args();
+        let ext: IpPrefix = a.read_mp("EXTERNAL")?;
+        let int: IpPrefix = a.read_or(
+            "INTERNAL",
+            IpPrefix {
+                addr: [100, 64, 0, 0],
+                mask: [255, 192, 0, 0],
+            },
+        )?;
+        let ports: Option<String> = a.read("PORTS")?;
+        let block_size: u32 = a.read_or("BLOCK_SIZE", 512u32)?;
+        let quota: u32 = a.read_or("BLOCKS_PER_SUBSCRIBER", 4u32)?;
+        let t_est: Seconds = a.read_or("TCP_ESTABLISHED", Seconds(7440.0))?;
+        let t_trans: Seconds = a.read_or("TCP_TRANSITORY", Seconds(240.0))?;
+        let t_udp: Seconds = a.read_or("UDP", Seconds(300.0))?;
+        let t_icmp: Seconds = a.read_or("ICMP", Seconds(60.0))?;
+        let filtering: String = a.read_or("FILTERING", "endpoint".to_string())?;
+        let hairpin: bool = a.read_or("HAIRPIN", true)?;
+        let log: Option<String> = a.read("LOG")?;
+        let capacity: usize = a.read_or("CAPACITY", 65_536usize)?;
+        a.finish()?;
+
+        let (port_lo, port_hi) = match &ports {
+            Some(s) => parse_ports(s)?,
+            None => (1024, 65535),
+        };
+        let ext_mask = u32::from_be_bytes(ext.mask);
+        if ext_mask.leading_ones() + ext_mask.trailing_zeros() != 32 || ext_mask.leading_ones() < 16
+        {
+            return Err(ConfigError::new(
+                "EXTERNAL: expected a prefix of length 16 to 32",
+            ));
+        }
+        let ext_net = u32::from_be_bytes(ext.addr) & ext_mask;
+        let naddrs = (!ext_mask) + 1;
+        let range = port_hi as u32 - port_lo as u32 + 1;
+        if block_size == 0 || block_size > range {
+            return Err(ConfigError::new(format!(
+                "BLOCK_SIZE: expected 1 to {range} (the PORTS range)"
+            )));
+        }
+        if quota == 0 {
+            return Err(ConfigError::new(
+                "BLOCKS_PER_SUBSCRIBER: expected a positive integer",
+            ));
+        }
+        if capacity == 0 || capacity > 1 << 26 {
+            return Err(ConfigError::new("CAPACITY: expected 1 to 67108864"));
+        }
+        let adf = match filtering.as_str() {
+            "endpoint" | "ENDPOINT" => false,
+            "address" | "ADDRESS" => true,
+            other => {
+                return Err(ConfigError::new(format!(
+                    "FILTERING: expected `endpoint` or `address`, found `{other}`"
+                )))
+            }
+        };
+        let secs = |s: Seconds, kw: &str| -> Result<i64, ConfigError> {
+            if s.0 > 0.0 {
+                Ok((s.0 * 1e9) as i64)
+            } else {
+                Err(ConfigError::new(format!("{kw}: expected a positive time")))
+            }
+        };
+        let timeouts = [
+            secs(t_est, "TCP_ESTABLISHED")?,
+            secs(t_trans, "TCP_TRANSITORY")?,
+            secs(t_udp, "UDP")?,
+            secs(t_icmp, "ICMP")?,
+        ];
+        let log = match log.as_deref() {
+            None | Some("") => LogSink::None,
+            Some("stderr") | Some("-") => LogSink::Stderr,
+            Some(f) => {
+                let path = ctx.path(f);
+                let file = std::fs::File::create(&path)
+                    .map_err(|e| ConfigError::new(format!("LOG: {}: {e}", path.display())))?;
+                LogSink::File(std::io::BufWriter::new(file))
+            }
+        };
+        let int_mask = u32::from_be_bytes(int.mask);
+        let blocks_per_addr = range / block_size;
+        if quota > blocks_per_addr {
+            return Err(ConfigError::new(format!(
+                "BLOCKS_PER_SUBSCRIBER: expected 1 to {blocks_per_addr} (the blocks of one address)"
+            )));
+        }
+        let total_blocks = naddrs as usize * blocks_per_addr as usize;
+        if total_blocks > MAX_BLOCKS {
+            return Err(ConfigError::new(format!(
+                "BLOCK_SIZE: too small for the pool ({total_blocks} blocks, at most {MAX_BLOCKS})"
+            )));
+        }
+        // Every allocated block holds at least one mapping.
+        let nframes = total_blocks.min(capacity);
+        let int_size = (!int_mask as usize).saturating_add(1);
+        let max_subs = nframes.min(int_size);
+        let words = block_size.div_ceil(64) as usize;
+        let free_blocks = (0..naddrs)
+            .map(|_| (0..blocks_per_addr as u16).rev().collect())
+            .collect();
+        Ok(Box::new(Cgnat {
+            int_net: u32::from_be_bytes(int.addr) & int_mask,
+            int_mask,
+            ext_net,
+            ext_mask,
+            naddrs,
+            port_lo,
+            block_size,
+            quota,
+            timeouts,
+            adf,
+            hairpin,
+            drop_port: (ctx.noutputs > 2).then_some(2),
+            maps: Slab::new(capacity),
+            inside: IndexTable::new(capacity),
+            outside: IndexTable::new(capacity),
+            wheel: TimerWheel::new(capacity, WHEEL_UNIT, WHEEL_BUCKETS),
+            remotes: if adf {
+                vec![[0; NREMOTES]; capacity]
+            } else {
+                Vec::new()
+            },
+            frames: Slab::new(nframes),
+            frame_used: vec![false; nframes],
+            bitmap: vec![0; nframes * 3 * words],
+            words,
+            free_blocks,
+            subs: Slab::new(max_subs),
+            sub_index: IndexTable::new(max_subs),
+            sub_blocks: vec![NIL; max_subs * quota as usize],
+            log,
+            recent: VecDeque::with_capacity(RECENT_LOG),
+            log_lines: 0,
+            drops: [0; 7],
+            outbound: 0,
+            inbound: 0,
+            hairpinned: 0,
+            last_now: 0,
+        }))
+    }
+
+    fn ext_addr(&self, idx: u32) -> u32 {
+        self.ext_net | idx
+    }
+
+    fn block_ports(&self, block: u16) -> (u32, u32) {
+        let lo = self.port_lo as u32 + block as u32 * self.block_size;
+        (lo, lo + self.block_size - 1)
+    }
+
+    fn write_log(&mut self, now: i64, what: &str, frame: u32) {
+        let f = *self.frames.get(frame);
+        let sub = self.subs.get(f.owner).addr;
+        let (lo, hi) = self.block_ports(f.block);
+        let line = format!(
+            "{} cgnat {what} subscriber={} external={} ports={lo}-{hi}",
+            iso8601(now),
+            ip(sub),
+            ip(self.ext_addr(f.addr))
+        );
+        match &mut self.log {
+            LogSink::None => {}
+            LogSink::Stderr => eprintln!("{line}"),
+            LogSink::File(w) => {
+                let _ = writeln!(w, "{line}");
+            }
+        }
+        if self.recent.len() == RECENT_LOG {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(line);
+        self.log_lines += 1;
+    }
+
+    fn class_of(m: &Mapping) -> u8 {
+        match m.proto {
+            TCP => {
+                let t = m.tcp;
+                let both_syn = t & (SYN_OUT | SYN_IN) == SYN_OUT | SYN_IN;
+                let both_fin = t & (FIN_OUT | FIN_IN) == FIN_OUT | FIN_IN;
+                if both_syn && !both_fin && t & RST_SEEN == 0 {
+                    C_TCP_EST
+                } else {
+                    C_TCP_TRANS
+                }
+            }
+            UDP => C_UDP,
+            _ => C_ICMP,
+        }
+    }
+
+    /// Notes TCP flags and pushes the mapping's expiry forward.
+    #[inline]
+    fn refresh(&mut self, i: u32, flags: u8, outbound: bool, now: i64) {
+        let m = self.maps.get_mut(i);
+        if m.proto == TCP {
+            if flags & 0x02 != 0 {
+                m.tcp |= if outbound { SYN_OUT } else { SYN_IN };
+            }
+            if flags & 0x01 != 0 {
+                m.tcp |= if outbound { FIN_OUT } else { FIN_IN };
+            }
+            if flags & 0x04 != 0 {
+                m.tcp |= RST_SEEN;
+            }
+        }
+        let c = Self::class_of(m);
+        let expiry = now + self.timeouts[c as usize];
+        m.expiry = expiry;
+        // The wheel is touched only when the expiry moves earlier than
+        // where the mapping is queued (a new mapping, a TCP close).
+        if expiry < m.queued {
+            m.queued = expiry;
+            self.wheel.unlink(i);
+            self.wheel.insert(i, expiry, now);
+        }
+    }
+
+    /// Removes mapping `i`, releasing its block (and subscriber) when it
+    /// was the block's last.
+    fn remove_mapping(&mut self, i: u32, now: i64) {
+        let m = *self.maps.get(i);
+        self.inside.remove(key(m.proto, m.int_addr, m.int_port));
+        self.outside.remove(key(m.proto, m.ext_addr, m.ext_port));
+        self.wheel.unlink(i);
+        self.maps.free(i);
+        let fi = m.frame;
+        let pi = pidx(m.proto);
+        let f = *self.frames.get(fi);
+        let off = m.ext_port as u32 - self.block_ports(f.block).0;
+        let w = (fi as usize * 3 + pi) * self.words + off as usize / 64;
+        self.bitmap[w] &= !(1u64 << (off % 64));
+        let fm = self.frames.get_mut(fi);
+        fm.used[pi] -= 1;
+        if fm.used.iter().any(|&u| u != 0) {
+            return;
+        }
+        self.write_log(now, "RELEASE", fi);
+        let s = f.owner;
+        let base = s as usize * self.quota as usize;
+        let sub = *self.subs.get(s);
+        let n = sub.nblocks as usize;
+        if let Some(k) = self.sub_blocks[base..base + n]
+            .iter()
+            .position(|&b| b == fi)
+        {
+            self.sub_blocks[base + k] = self.sub_blocks[base + n - 1];
+            self.sub_blocks[base + n - 1] = NIL;
+        }
+        self.subs.get_mut(s).nblocks -= 1;
+        self.free_blocks[f.addr as usize].push(f.block);
+        self.frame_used[fi as usize] = false;
+        self.frames.free(fi);
+        if sub.nblocks == 1 {
+            self.sub_index.remove(sub.addr as u64);
+            self.subs.free(s);
+        }
+    }
+
+    /// Takes a free port of protocol `pi` in frame `fi`.
+    fn take_port(&mut self, fi: u32, pi: usize) -> Option<u16> {
+        let f = *self.frames.get(fi);
+        if f.used[pi] >= self.block_size {
+            return None;
+        }
+        let base = (fi as usize * 3 + pi) * self.words;
+        let mut off = f.cursor[pi];
+        for _ in 0..self.block_size {
+            let w = base + off as usize / 64;
+            let bit = 1u64 << (off % 64);
+            if self.bitmap[w] & bit == 0 {
+                self.bitmap[w] |= bit;
+                let fm = self.frames.get_mut(fi);
+                fm.used[pi] += 1;
+                fm.cursor[pi] = (off + 1) % self.block_size;
+                return Some((self.block_ports(f.block).0 + off) as u16);
+            }
+            off = (off + 1) % self.block_size;
+        }
+        None
+    }
+
+    /// Allocates a new block on the subscriber's paired address.
+    fn alloc_block(&mut self, s: u32, now: i64) -> Option<u32> {
+        let sub = *self.subs.get(s);
+        if sub.nblocks >= self.quota {
+            return None;
+        }
+        let block = self.free_blocks[sub.ext as usize].pop()?;
+        let Some(fi) = self.frames.alloc(Frame {
+            addr: sub.ext,
+            block,
+            owner: s,
+            used: [0; 3],
+            cursor: [0; 3],
+        }) else {
+            self.free_blocks[sub.ext as usize].push(block);
+            return None;
+        };
+        self.frame_used[fi as usize] = true;
+        let b = fi as usize * 3 * self.words;
+        self.bitmap[b..b + 3 * self.words].fill(0);
+        self.sub_blocks[s as usize * self.quota as usize + sub.nblocks as usize] = fi;
+        self.subs.get_mut(s).nblocks += 1;
+        self.write_log(now, "ALLOC", fi);
+        Some(fi)
+    }
+
+    /// Creates a mapping for `proto` `addr:port` of a subscriber.
+    fn create(&mut self, proto: u8, addr: u32, port: u16, now: i64) -> Result<u32, Reason> {
+        if self.maps.len() >= self.maps.capacity() {
+            return Err(Reason::TableFull);
+        }
+        let s = match self.sub_index.get(addr as u64) {
+            Some(s) => s,
+            None => {
+                // Pair the subscriber with an address that has a free block,
+                // starting at its own address modulo the pool size.
+                let start = addr % self.naddrs;
+                let ext = (0..self.naddrs)
+                    .map(|k| (start + k) % self.naddrs)
+                    .find(|&e| !self.free_blocks[e as usize].is_empty())
+                    .ok_or(Reason::Exhausted)?;
+                let s = self
+                    .subs
+                    .alloc(Subscriber {
+                        addr,
+                        ext,
+                        nblocks: 0,
+                    })
+                    .ok_or(Reason::Exhausted)?;
+                self.sub_index.insert(addr as u64, s);
+                s
+            }
+        };
+        let pi = pidx(proto);
+        let base = s as usize * self.quota as usize;
+        let n = self.subs.get(s).nblocks as usize;
+        let mut got = None;
+        for k in 0..n {
+            let fi = self.sub_blocks[base + k];
+            if let Some(p) = self.take_port(fi, pi) {
+                got = Some((fi, p));
+                break;
+            }
+        }
+        if got.is_none() {
+            if let Some(fi) = self.alloc_block(s, now) {
+                got = self.take_port(fi, pi).map(|p| (fi, p));
+            }
+        }
+        let Some((fi, ext_port)) = got else {
+            if n == 0 {
+                self.sub_index.remove(addr as u64);
+                self.subs.free(s);
+            }
+            return Err(Reason::Exhausted);
+        };
+        let ext_addr = self.ext_addr(self.frames.get(fi).addr);
+        let m = Mapping {
+            int_addr: addr,
+            ext_addr,
+            int_port: port,
+            ext_port,
+            proto,
+            tcp: 0,
+            nremotes: 0,
+            frame: fi,
+            expiry: now,
+            queued: i64::MAX,
+        };
+        let i = self.maps.alloc(m).ok_or(Reason::TableFull)?;
+        self.inside.insert(key(proto, addr, port), i);
+        self.outside.insert(key(proto, ext_addr, ext_port), i);
+        Ok(i)
+    }
+
+    /// The live mapping stored under `k` in the inside (`inside`) or
+    /// outside table; an expired one is removed.
+    #[inline]
+    fn lookup(&mut self, inside: bool, k: u64, now: i64) -> Option<u32> {
+        let t = if inside { &self.inside } else { &self.outside };
+        let i = t.get(k)?;
+        if self.maps.get(i).expiry <= now {
+            self.remove_mapping(i, now);
+            return None;
+        }
+        Some(i)
+    }
+
+    fn remember(&mut self, i: u32, remote: u32) {
+        if !self.adf {
+            return;
+        }
+        let m = self.maps.get_mut(i);
+        let r = &mut self.remotes[i as usize];
+        let n = (m.nremotes as usize).min(NREMOTES);
+        if r[..n].contains(&remote) {
+            return;
+        }
+        // A ring of the last NREMOTES addresses; the count stays in
+        // NREMOTES..2*NREMOTES once the ring is full.
+        r[m.nremotes as usize % NREMOTES] = remote;
+        m.nremotes += 1;
+        if m.nremotes as usize == 2 * NREMOTES {
+            m.nremotes = NREMOTES as u8;
+        }
+    }
+
+    fn admits(&self, i: u32, remote: u32) -> bool {
+        if !self.adf {
+            return true;
+        }
+        let n = (self.maps.get(i).nremotes as usize).min(NREMOTES);
+        self.remotes[i as usize][..n].contains(&remote)
+    }
+
+    fn in_pool(&self, a: u32) -> bool {
+        a & self.ext_mask == self.ext_net
+    }
+
+    fn outbound_packet(&mut self, p: &mut Packet, now: i64) -> Result<usize, Reason> {
+        let h = parse(p)?;
+        if h.src & self.int_mask != self.int_net {
+            return Err(Reason::NotInternal);
+        }
+        if h.proto == ICMP && h.flags != 8 {
+            return Err(Reason::Unsupported);
+        }
+        let i = match self.lookup(true, key(h.proto, h.src, h.sport), now) {
+            Some(i) => i,
+            None => self.create(h.proto, h.src, h.sport, now)?,
+        };
+        let m = *self.maps.get(i);
+        if self.hairpin && h.proto != ICMP && self.in_pool(h.dst) {
+            let j = self
+                .lookup(false, key(h.proto, h.dst, h.dport), now)
+                .ok_or(Reason::NoMapping)?;
+            if !self.admits(j, m.ext_addr) {
+                return Err(Reason::Filtered);
+            }
+            let t = *self.maps.get(j);
+            let d = p.network_data_mut().ok_or(Reason::Malformed)?;
+            rewrite(d, h.hl, h.proto, true, m.ext_addr, m.ext_port);
+            rewrite(d, h.hl, h.proto, false, t.int_addr, t.int_port);
+            self.remember(i, h.dst);
+            self.refresh(i, h.flags, true, now);
+            self.refresh(j, h.flags, false, now);
+            self.hairpinned += 1;
+            return Ok(1);
+        }
+        let d = p.network_data_mut().ok_or(Reason::Malformed)?;
+        rewrite(d, h.hl, h.proto, true, m.ext_addr, m.ext_port);
+        self.remember(i, h.dst);
+        self.refresh(i, h.flags, true, now);
+        self.outbound += 1;
+        Ok(0)
+    }
+
+    fn inbound_packet(&mut self, p: &mut Packet, now: i64) -> Result<usize, Reason> {
+        let h = parse(p)?;
+        if h.proto == ICMP && h.flags != 0 {
+            return Err(Reason::Unsupported);
+        }
+        if !self.in_pool(h.dst) {
+            return Err(Reason::NoMapping);
+        }
+        let i = self
+            .lookup(false, key(h.proto, h.dst, h.dport), now)
+            .ok_or(Reason::NoMapping)?;
+        if !self.admits(i, h.src) {
+            return Err(Reason::Filtered);
+        }
+        let m = *self.maps.get(i);
+        let d = p.network_data_mut().ok_or(Reason::Malformed)?;
+        rewrite(d, h.hl, h.proto, false, m.int_addr, m.int_port);
+        self.refresh(i, h.flags, false, now);
+        self.inbound += 1;
+        Ok(1)
+    }
+
+    #[inline]
+    fn action(&mut self, port: usize, p: &mut Packet, now: i64) -> Option<usize> {
+        let r = if port == 0 {
+            self.outbound_packet(p, now)
+        } else {
+            self.inbound_packet(p, now)
+        };
+        match r {
+            Ok(o) => Some(o),
+            Err(why) => {
+                self.drops[why as usize] += 1;
+                self.drop_port
+            }
+        }
+    }
+
+    /// The table key a packet arriving on `port` is looked up by, read
+    /// without checks beyond bounds (a hint only).
+    #[inline]
+    fn hint_key(port: usize, p: &Packet) -> Option<u64> {
+        let d = p.network_data()?;
+        let hl = ((*d.first()? & 15) as usize) * 4;
+        let proto = *d.get(9)?;
+        let l4 = d.get(hl..hl + 8)?;
+        let (a, po) = match (port, proto) {
+            (0, ICMP) => (12, 4),
+            (_, ICMP) => (16, 4),
+            (0, _) => (12, 0),
+            _ => (16, 2),
+        };
+        let b = d.get(a..a + 4)?;
+        let addr = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        Some(key(proto, addr, be16(l4, po)))
+    }
+
+    /// Brings the table slots and mappings a batch needs into the cache,
+    /// all loads of a pass independent of each other, so that a large
+    /// table costs about one memory latency per batch pass rather than a
+    /// few per packet.
+    fn warm(&self, port: usize, batch: &Batch) {
+        let t = if port == 0 {
+            &self.inside
+        } else {
+            &self.outside
+        };
+        let mut acc = 0u64;
+        for p in batch.iter() {
+            if let Some(k) = Self::hint_key(port, p) {
+                acc = acc.wrapping_add(t.touch(k) as u64);
+            }
+        }
+        std::hint::black_box(acc);
+        for p in batch.iter() {
+            if let Some(i) = Self::hint_key(port, p).and_then(|k| t.get(k)) {
+                acc = acc.wrapping_add(self.maps.get(i).expiry as u64);
+            }
+        }
+        std::hint::black_box(acc);
+    }
+
+    /// Expires up to `budget` mappings due at `now`; true if some may be
+    /// left.
+    fn expire(&mut self, now: i64, mut budget: usize) -> bool {
+        while budget > 0 {
+            let Some(i) = self.wheel.pop_due(now) else {
+                return false;
+            };
+            budget -= 1;
+            let m = self.maps.get_mut(i);
+            if m.expiry <= now {
+                self.remove_mapping(i, now);
+            } else {
+                m.queued = m.expiry;
+                let e = m.expiry;
+                self.wheel.insert(i, e, now);
+            }
+        }
+        true
+    }
+
+    fn blocks_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut v: Vec<Frame> = (0..self.frame_used.len())
+            .filter(|&k| self.frame_used[k])
+            .map(|k| *self.frames.get(k as u32))
+            .collect();
+        v.sort_by_key(|f| (f.addr, f.block));
+        let mut s = String::new();
+        for f in v {
+            let (lo, hi) = self.block_ports(f.block);
+            let _ = writeln!(
+                s,
+                "{} {lo}-{hi} subscriber={} tcp={} udp={} icmp={}",
+                ip(self.ext_addr(f.addr)),
+                ip(self.subs.get(f.owner).addr),
+                f.used[0],
+                f.used[1],
+                f.used[2]
+            );
+        }
+        s
+    }
+
+    fn table_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut v: Vec<Mapping> = self.inside.values().map(|i| *self.maps.get(i)).collect();
+        v.sort_by_key(|m| (m.proto, m.int_addr, m.int_port));
+        let mut s = String::new();
+        for m in v {
+            let state = match Self::class_of(&m) {
+                C_TCP_EST => "established",
+                C_TCP_TRANS => "transitory",
+                _ => "active",
+            };
+            let left = (m.expiry - self.last_now) as f64 / 1e9;
+            let _ = writeln!(
+                s,
+                "{} {}:{} {}:{} {state} expires=+{left:.3}",
+                proto_name(m.proto),
+                ip(m.int_addr),
+                m.int_port,
+                ip(m.ext_addr),
+                m.ext_port
+            );
+        }
+        s
+    }
+}
+
+impl Element for Cgnat {
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        self.last_now = now;
+        if batch.len() > 1 {
+            self.warm(port, batch);
+        }
+        push_each(batch, out, |p, _| self.action(port, p, now));
+    }
+
+    fn has_task(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
+        let now = out.now;
+        self.last_now = now;
+        if self.expire(now, EXPIRE_BUDGET) {
+            return TaskStatus::Busy;
+        }
+        if self.wheel.is_empty() {
+            // A mapping made from now on expires no earlier than now plus
+            // the shortest timeout.
+            let t = self.timeouts.iter().copied().min().unwrap_or(WHEEL_UNIT);
+            return TaskStatus::SleepUntil(now + t.max(WHEEL_UNIT));
+        }
+        TaskStatus::SleepUntil(self.wheel.next_due(now))
+    }
+
+    fn cleanup(&mut self) {
+        if let LogSink::File(w) = &mut self.log {
+            let _ = w.flush();
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        const H: &[HandlerInfo] = &[
+            HandlerInfo::read("nmappings"),
+            HandlerInfo::read("nsubscribers"),
+            HandlerInfo::read("nblocks"),
+            HandlerInfo::read("capacity"),
+            HandlerInfo::read("blocks"),
+            HandlerInfo::read("table"),
+            HandlerInfo::read("log"),
+            HandlerInfo::read("outbound"),
+            HandlerInfo::read("inbound"),
+            HandlerInfo::read("hairpinned"),
+            HandlerInfo::read("exhaustion_drops"),
+            HandlerInfo::read("table_full_drops"),
+            HandlerInfo::read("no_mapping_drops"),
+            HandlerInfo::read("filtered_drops"),
+            HandlerInfo::read("not_internal_drops"),
+            HandlerInfo::read("unsupported_drops"),
+            HandlerInfo::read("malformed_drops"),
+            HandlerInfo::read("drops"),
+            HandlerInfo::write("reset_counts"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        let d = |r: Reason| Ok(self.drops[r as usize].to_string());
+        match name {
+            "nmappings" => Ok(self.maps.len().to_string()),
+            "nsubscribers" => Ok(self.subs.len().to_string()),
+            "nblocks" => Ok(self.frames.len().to_string()),
+            "capacity" => Ok(self.maps.capacity().to_string()),
+            "blocks" => Ok(self.blocks_text()),
+            "table" => Ok(self.table_text()),
+            "log" => Ok(self.recent.iter().map(|l| format!("{l}\n")).collect()),
+            "outbound" => Ok(self.outbound.to_string()),
+            "inbound" => Ok(self.inbound.to_string()),
+            "hairpinned" => Ok(self.hairpinned.to_string()),
+            "exhaustion_drops" => d(Reason::Exhausted),
+            "table_full_drops" => d(Reason::TableFull),
+            "no_mapping_drops" => d(Reason::NoMapping),
+            "filtered_drops" => d(Reason::Filtered),
+            "not_internal_drops" => d(Reason::NotInternal),
+            "unsupported_drops" => d(Reason::Unsupported),
+            "malformed_drops" => d(Reason::Malformed),
+            "drops" => Ok(self.drops.iter().sum::<u64>().to_string()),
+            _ => Err(HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+
+    fn write_handler(&mut self, name: &str, _value: &str) -> Result<(), HandlerError> {
+        match name {
+            "reset_counts" => {
+                self.drops = [0; 7];
+                self.outbound = 0;
+                self.inbound = 0;
+                self.hairpinned = 0;
+                Ok(())
+            }
+            _ => Err(HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standard::test_support::{config_err, configure, push_at, read, run_task};
+    use crate::stateful::testpkt::*;
+    use crate::Control;
+    use pronto_packet::Pool;
+
+    fn nat(config: &str, nout: usize) -> Box<dyn Element> {
+        configure(Cgnat::SPEC.keywords, Cgnat::configure, config, 2, nout).expect("configures")
+    }
+
+    /// Pushes one packet into `port` at `now`; returns (output, bytes).
+    fn send(
+        e: &mut dyn Element,
+        pool: &Pool,
+        port: usize,
+        data: &[u8],
+        now: i64,
+    ) -> Option<(usize, Vec<u8>)> {
+        let mut ctrl = Control::default();
+        let outs = push_at(e, pool, port, vec![pkt(pool, data)], 3, now, &mut ctrl);
+        outs.iter()
+            .enumerate()
+            .find(|(_, v)| !v.is_empty())
+            .map(|(o, v)| (o, v[0].data().to_vec()))
+    }
+
+    #[test]
+    fn translates_outbound_udp_exactly() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1/32", 2);
+        let (o, got) = send(
+            e.as_mut(),
+            &pool,
+            0,
+            &udp("100.64.0.1", 5000, "8.8.8.8", 53),
+            T0,
+        )
+        .expect("sent");
+        assert_eq!(o, 0);
+        #[rustfmt::skip]
+        let want: [u8; 32] = [
+            0x45, 0x00, 0x00, 0x20, // version/IHL, TOS, total length 32
+            0x00, 0x01, 0x00, 0x00, // ID 1, no fragment
+            0x40, 0x11, 0x40, 0x88, // TTL 64, UDP, header checksum
+            198, 51, 100, 1,        // source: the external address
+            8, 8, 8, 8,             // destination unchanged
+            0x04, 0x00, 0x00, 0x35, // source port 1024 (first port of block 0), dst port 53
+            0x00, 0x0c, 0xe2, 0x8b, // UDP length 12, checksum
+            b'p', b'i', b'n', b'g', // payload
+        ];
+        assert_eq!(got, want);
+        assert!(checksums_ok(&got));
+        assert_eq!(got, udp("198.51.100.1", 1024, "8.8.8.8", 53));
+    }
+
+    #[test]
+    fn endpoint_independent_mapping_and_filtering() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1/32", 2);
+        let e = e.as_mut();
+        let (_, p1) = send(e, &pool, 0, &udp("100.64.0.1", 5000, "8.8.8.8", 53), T0).expect("out");
+        let (_, p2) = send(e, &pool, 0, &udp("100.64.0.1", 5000, "9.9.9.9", 53), T0).expect("out");
+        assert_eq!(tuple(&p1).0, "198.51.100.1");
+        assert_eq!(
+            (tuple(&p1).0, tuple(&p1).1),
+            (tuple(&p2).0, tuple(&p2).1),
+            "same mapping for every destination"
+        );
+        // A host the subscriber never talked to reaches the mapping.
+        let (o, back) = send(
+            e,
+            &pool,
+            1,
+            &udp("203.0.113.9", 7777, "198.51.100.1", 1024),
+            T0,
+        )
+        .expect("in");
+        assert_eq!(o, 1);
+        assert_eq!(back, udp("203.0.113.9", 7777, "100.64.0.1", 5000));
+        // Another inside port gets the next port.
+        let (_, p3) = send(e, &pool, 0, &udp("100.64.0.1", 5001, "8.8.8.8", 53), T0).expect("out");
+        assert_eq!(tuple(&p3).1, 1025);
+        // TCP has its own port space.
+        let (_, p4) = send(
+            e,
+            &pool,
+            0,
+            &tcp("100.64.0.1", 6000, "8.8.8.8", 80, 0x02),
+            T0,
+        )
+        .expect("out");
+        assert_eq!(p4, tcp("198.51.100.1", 1024, "8.8.8.8", 80, 0x02));
+        // Unknown external port: dropped (no output 2 here).
+        assert_eq!(
+            send(e, &pool, 1, &udp("8.8.8.8", 53, "198.51.100.1", 2000), T0),
+            None
+        );
+        assert_eq!(read(e, "nmappings"), "3");
+        assert_eq!(read(e, "nsubscribers"), "1");
+        assert_eq!(read(e, "nblocks"), "1");
+        assert_eq!(read(e, "outbound"), "4");
+        assert_eq!(read(e, "inbound"), "1");
+        assert_eq!(read(e, "no_mapping_drops"), "1");
+        assert_eq!(read(e, "drops"), "1");
+        assert_eq!(
+            read(e, "blocks"),
+            "198.51.100.1 1024-1535 subscriber=100.64.0.1 tcp=1 udp=2 icmp=0\n"
+        );
+    }
+
+    #[test]
+    fn address_dependent_filtering() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1/32, FILTERING address", 3);
+        let e = e.as_mut();
+        send(e, &pool, 0, &udp("100.64.0.1", 5000, "8.8.8.8", 53), T0).expect("out");
+        let r = send(
+            e,
+            &pool,
+            1,
+            &udp("203.0.113.9", 53, "198.51.100.1", 1024),
+            T0,
+        );
+        assert_eq!(r.map(|x| x.0), Some(2), "filtered packets go to output 2");
+        let r = send(e, &pool, 1, &udp("8.8.8.8", 4444, "198.51.100.1", 1024), T0);
+        assert_eq!(r.map(|x| x.0), Some(1), "any port of a contacted host");
+        assert_eq!(read(e, "filtered_drops"), "1");
+    }
+
+    #[test]
+    fn icmp_echo_uses_identifier_as_port() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1/32", 2);
+        let e = e.as_mut();
+        let (o, p) = send(e, &pool, 0, &icmp("100.64.0.5", "1.1.1.1", 8, 0x1234), T0).expect("out");
+        assert_eq!(o, 0);
+        assert_eq!(p, icmp("198.51.100.1", "1.1.1.1", 8, 1024));
+        let (o, p) = send(e, &pool, 1, &icmp("1.1.1.1", "198.51.100.1", 0, 1024), T0).expect("in");
+        assert_eq!(o, 1);
+        assert_eq!(p, icmp("1.1.1.1", "100.64.0.5", 0, 0x1234));
+        // Echo requests from outside and other ICMP types are not translated.
+        assert_eq!(
+            send(e, &pool, 1, &icmp("1.1.1.1", "198.51.100.1", 8, 1024), T0),
+            None
+        );
+        assert_eq!(read(e, "unsupported_drops"), "1");
+        assert!(read(e, "table")
+            .starts_with("icmp 100.64.0.5:4660 198.51.100.1:1024 active expires=+60.000\n"));
+    }
+
+    #[test]
+    fn hairpinning_goes_back_inside_on_output_1() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1/32", 2);
+        let e = e.as_mut();
+        // B (100.64.0.2:7000) has a mapping: 198.51.100.1:1024 (block 0).
+        send(e, &pool, 0, &udp("100.64.0.2", 7000, "8.8.8.8", 53), T0).expect("out");
+        // A sends to B's external address:port.
+        let (o, p) = send(
+            e,
+            &pool,
+            0,
+            &udp("100.64.0.1", 5000, "198.51.100.1", 1024),
+            T0,
+        )
+        .expect("hairpin");
+        assert_eq!(o, 1);
+        // Source: A's own mapping (its block is the next one: 1536).
+        assert_eq!(p, udp("198.51.100.1", 1536, "100.64.0.2", 7000));
+        assert_eq!(read(e, "hairpinned"), "1");
+        // B answers A's external endpoint: hairpinned as well.
+        let (o, p) = send(
+            e,
+            &pool,
+            0,
+            &udp("100.64.0.2", 7000, "198.51.100.1", 1536),
+            T0,
+        )
+        .expect("back");
+        assert_eq!(o, 1);
+        assert_eq!(p, udp("198.51.100.1", 1024, "100.64.0.1", 5000));
+        // No mapping behind the external port: dropped.
+        assert_eq!(
+            send(
+                e,
+                &pool,
+                0,
+                &udp("100.64.0.1", 5000, "198.51.100.1", 9999),
+                T0
+            ),
+            None
+        );
+        assert_eq!(read(e, "no_mapping_drops"), "1");
+        assert_eq!(read(e, "hairpinned"), "2");
+    }
+
+    #[test]
+    fn paired_pooling_blocks_log_and_exhaustion() {
+        let dir = std::env::temp_dir().join(format!("pronto-cgnat-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch");
+        let log = dir.join("alloc.log");
+        let pool = Pool::new(64).expect("pool");
+        let cfg = format!(
+            "EXTERNAL 198.51.100.0/30, PORTS 1024-1039, BLOCK_SIZE 4, BLOCKS_PER_SUBSCRIBER 2, UDP 30, LOG {}",
+            log.display()
+        );
+        let mut e = nat(&cfg, 3);
+        let e = e.as_mut();
+        // Subscriber .7: 8 flows fill its 2 blocks of 4 ports, all on one address.
+        let mut ext = Vec::new();
+        for k in 0..8u16 {
+            let (o, p) =
+                send(e, &pool, 0, &udp("100.64.0.7", 4000 + k, "8.8.8.8", 53), T0).expect("out");
+            assert_eq!(o, 0);
+            ext.push(tuple(&p));
+        }
+        let paired = ext[0].0.clone();
+        assert!(ext.iter().all(|t| t.0 == paired), "paired: {ext:?}");
+        let ports: Vec<u16> = ext.iter().map(|t| t.1).collect();
+        assert_eq!(ports, [1024, 1025, 1026, 1027, 1028, 1029, 1030, 1031]);
+        // The ninth flow exceeds the quota: dropped to output 2, counted.
+        let r = send(e, &pool, 0, &udp("100.64.0.7", 4008, "8.8.8.8", 53), T0);
+        assert_eq!(r.map(|x| x.0), Some(2));
+        assert_eq!(read(e, "exhaustion_drops"), "1");
+        // TCP still has room in the same blocks.
+        assert_eq!(
+            send(e, &pool, 0, &tcp("100.64.0.7", 4000, "8.8.8.8", 80, 2), T0).map(|x| x.0),
+            Some(0)
+        );
+        assert_eq!(read(e, "nblocks"), "2");
+        let log_text = read(e, "log");
+        let want_alloc = format!(
+            "2026-11-22T10:00:00.123Z cgnat ALLOC subscriber=100.64.0.7 external={paired} ports=1024-1027\n\
+             2026-11-22T10:00:00.123Z cgnat ALLOC subscriber=100.64.0.7 external={paired} ports=1028-1031\n"
+        );
+        assert_eq!(log_text, want_alloc);
+        // Later, only the first block's flows stay alive.
+        for k in 0..4u16 {
+            send(
+                e,
+                &pool,
+                0,
+                &udp("100.64.0.7", 4000 + k, "8.8.8.8", 53),
+                T0 + 20 * SEC,
+            )
+            .expect("refresh");
+        }
+        send(
+            e,
+            &pool,
+            0,
+            &tcp("100.64.0.7", 4000, "8.8.8.8", 80, 0x10),
+            T0 + 20 * SEC,
+        )
+        .expect("refresh");
+        let mut ctrl = Control::default();
+        let (st, _) = run_task(e, &pool, vec![], 3, T0 + 31 * SEC, &mut ctrl);
+        // Next look: the end of the current 100 ms unit (T0 is 23 ms into one).
+        assert_eq!(st, TaskStatus::SleepUntil(T0 + 31 * SEC + 77_000_000));
+        assert_eq!(read(e, "nmappings"), "5");
+        assert_eq!(read(e, "nblocks"), "1");
+        assert_eq!(
+            read(e, "blocks"),
+            format!("{paired} 1024-1027 subscriber=100.64.0.7 tcp=1 udp=4 icmp=0\n")
+        );
+        // Everything expires: the last block and the subscriber go.
+        let (st, _) = run_task(e, &pool, vec![], 3, T0 + 300 * SEC, &mut ctrl);
+        assert!(matches!(st, TaskStatus::SleepUntil(_)));
+        assert_eq!(read(e, "nmappings"), "0");
+        assert_eq!(read(e, "nsubscribers"), "0");
+        assert_eq!(read(e, "blocks"), "");
+        e.cleanup();
+        let file = std::fs::read_to_string(&log).expect("log file");
+        let want = format!(
+            "{want_alloc}\
+             2026-11-22T10:00:31.123Z cgnat RELEASE subscriber=100.64.0.7 external={paired} ports=1028-1031\n\
+             2026-11-22T10:05:00.123Z cgnat RELEASE subscriber=100.64.0.7 external={paired} ports=1024-1027\n"
+        );
+        assert_eq!(file, want);
+        assert_eq!(read(e, "log"), want);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn pool_exhaustion_never_panics() {
+        let pool = Pool::new(64).expect("pool");
+        // One address, 2 blocks in all.
+        let mut e = nat(
+            "EXTERNAL 198.51.100.1, PORTS 2000-2003, BLOCK_SIZE 2, BLOCKS_PER_SUBSCRIBER 2",
+            2,
+        );
+        let e = e.as_mut();
+        for s in 1..=2 {
+            let src = format!("100.64.0.{s}");
+            assert!(send(e, &pool, 0, &udp(&src, 1, "8.8.8.8", 53), T0).is_some());
+        }
+        // A third subscriber finds no block.
+        assert_eq!(
+            send(e, &pool, 0, &udp("100.64.0.3", 1, "8.8.8.8", 53), T0),
+            None
+        );
+        assert_eq!(read(e, "exhaustion_drops"), "1");
+        assert_eq!(read(e, "nsubscribers"), "2");
+        // Subscriber 1 keeps its block with a new flow (its old mapping is
+        // expired but not yet collected, so its port stays taken).
+        let later = T0 + 301 * SEC;
+        let (_, p) = send(e, &pool, 0, &udp("100.64.0.1", 9, "8.8.8.8", 53), later).expect("out");
+        assert_eq!(tuple(&p).1, 2001);
+        assert!(send(e, &pool, 0, &udp("100.64.0.3", 1, "8.8.8.8", 53), later).is_none());
+        let mut ctrl = Control::default();
+        run_task(e, &pool, vec![], 2, later, &mut ctrl);
+        let (_, p) = send(e, &pool, 0, &udp("100.64.0.3", 1, "8.8.8.8", 53), later).expect("out");
+        assert_eq!(tuple(&p).1, 2002);
+        assert_eq!(read(e, "nsubscribers"), "2");
+    }
+
+    #[test]
+    fn tcp_timeouts_follow_the_connection() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1", 2);
+        let e = e.as_mut();
+        send(
+            e,
+            &pool,
+            0,
+            &tcp("100.64.0.1", 40000, "93.184.216.34", 443, 0x02),
+            T0,
+        )
+        .expect("syn");
+        assert_eq!(
+            read(e, "table"),
+            "tcp 100.64.0.1:40000 198.51.100.1:1024 transitory expires=+240.000\n"
+        );
+        send(
+            e,
+            &pool,
+            1,
+            &tcp("93.184.216.34", 443, "198.51.100.1", 1024, 0x12),
+            T0 + SEC,
+        )
+        .expect("syn-ack");
+        assert_eq!(
+            read(e, "table"),
+            "tcp 100.64.0.1:40000 198.51.100.1:1024 established expires=+7440.000\n"
+        );
+        // Far beyond the transitory timeout, still alive.
+        let t = T0 + 3600 * SEC;
+        assert!(send(
+            e,
+            &pool,
+            1,
+            &tcp("93.184.216.34", 443, "198.51.100.1", 1024, 0x10),
+            t
+        )
+        .is_some());
+        // FIN both ways: transitory again.
+        send(
+            e,
+            &pool,
+            0,
+            &tcp("100.64.0.1", 40000, "93.184.216.34", 443, 0x11),
+            t,
+        )
+        .expect("fin");
+        send(
+            e,
+            &pool,
+            1,
+            &tcp("93.184.216.34", 443, "198.51.100.1", 1024, 0x11),
+            t,
+        )
+        .expect("fin");
+        assert_eq!(
+            read(e, "table"),
+            "tcp 100.64.0.1:40000 198.51.100.1:1024 transitory expires=+240.000\n"
+        );
+        let mut ctrl = Control::default();
+        let (st, _) = run_task(e, &pool, vec![], 2, t + 239 * SEC, &mut ctrl);
+        assert_eq!(st, TaskStatus::SleepUntil(t + 239 * SEC + 77_000_000));
+        assert_eq!(read(e, "nmappings"), "1");
+        // Expired at t + 240 s, exactly, for packets...
+        let ack = tcp("93.184.216.34", 443, "198.51.100.1", 1024, 0x10);
+        assert_eq!(send(e, &pool, 1, &ack, t + 240 * SEC), None);
+        assert_eq!(read(e, "nmappings"), "0");
+        // ...and collected by the timer within 100 ms.
+        let syn = tcp("100.64.0.1", 40001, "93.184.216.34", 443, 0x02);
+        send(e, &pool, 0, &syn, t).expect("syn");
+        run_task(e, &pool, vec![], 2, t + 240 * SEC, &mut ctrl);
+        assert_eq!(read(e, "nmappings"), "1");
+        run_task(e, &pool, vec![], 2, t + 240 * SEC + 100_000_000, &mut ctrl);
+        assert_eq!(read(e, "nmappings"), "0");
+        // UDP and ICMP timeouts.
+        let mut e2 = nat("EXTERNAL 198.51.100.1, UDP 10, ICMP 5", 2);
+        let e2 = e2.as_mut();
+        send(e2, &pool, 0, &udp("100.64.0.1", 1, "8.8.8.8", 53), T0).expect("udp");
+        send(e2, &pool, 0, &icmp("100.64.0.1", "8.8.8.8", 8, 1), T0).expect("icmp");
+        let (st, _) = run_task(e2, &pool, vec![], 2, T0 + 6 * SEC, &mut ctrl);
+        assert_eq!(st, TaskStatus::SleepUntil(T0 + 6 * SEC + 77_000_000));
+        assert_eq!(read(e2, "nmappings"), "1");
+        assert_eq!(
+            send(
+                e2,
+                &pool,
+                1,
+                &udp("8.8.8.8", 53, "198.51.100.1", 1024),
+                T0 + 10 * SEC
+            ),
+            None
+        );
+        assert_eq!(read(e2, "nmappings"), "0");
+    }
+
+    #[test]
+    fn bad_packets_are_counted() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1", 3);
+        let e = e.as_mut();
+        let good = udp("100.64.0.1", 1, "8.8.8.8", 53);
+        // Truncated UDP header.
+        assert_eq!(send(e, &pool, 0, &good[..24], T0).map(|x| x.0), Some(2));
+        // A fragment.
+        let mut frag = good.clone();
+        frag[6] = 0x20; // more fragments
+        assert_eq!(send(e, &pool, 0, &frag, T0).map(|x| x.0), Some(2));
+        // Another protocol (GRE).
+        let mut gre = good.clone();
+        gre[9] = 47;
+        assert_eq!(send(e, &pool, 0, &gre, T0).map(|x| x.0), Some(2));
+        // A source outside INTERNAL.
+        assert_eq!(
+            send(e, &pool, 0, &udp("10.0.0.1", 1, "8.8.8.8", 53), T0).map(|x| x.0),
+            Some(2)
+        );
+        // Not IPv4.
+        let mut v6 = good.clone();
+        v6[0] = 0x65;
+        assert_eq!(send(e, &pool, 1, &v6, T0).map(|x| x.0), Some(2));
+        // No network header annotation.
+        let mut ctrl = Control::default();
+        let raw = pool.alloc_from(&good).expect("room");
+        let outs = push_at(e, &pool, 0, vec![raw], 3, T0, &mut ctrl);
+        assert_eq!(outs[2].len(), 1);
+        assert_eq!(read(e, "malformed_drops"), "3");
+        assert_eq!(read(e, "unsupported_drops"), "2");
+        assert_eq!(read(e, "not_internal_drops"), "1");
+        assert_eq!(read(e, "drops"), "6");
+        e.write_handler("reset_counts", "").expect("writes");
+        assert_eq!(read(e, "drops"), "0");
+    }
+
+    #[test]
+    fn configuration_errors_name_the_argument() {
+        let err = |c: &str| config_err(configure(Cgnat::SPEC.keywords, Cgnat::configure, c, 2, 2));
+        assert_eq!(err(""), "missing mandatory EXTERNAL argument");
+        assert_eq!(
+            err("EXTERNAL 10.0.0.0/8"),
+            "EXTERNAL: expected a prefix of length 16 to 32"
+        );
+        assert_eq!(
+            err("EXTERNAL 1.2.3.4, PORTS 5-2"),
+            "PORTS: expected `LOW-HIGH` port range, found `5-2`"
+        );
+        assert_eq!(
+            err("EXTERNAL 1.2.3.4, PORTS 1-10, BLOCK_SIZE 11"),
+            "BLOCK_SIZE: expected 1 to 10 (the PORTS range)"
+        );
+        assert_eq!(
+            err("EXTERNAL 1.2.3.4, FILTERING port"),
+            "FILTERING: expected `endpoint` or `address`, found `port`"
+        );
+        assert_eq!(
+            err("EXTERNAL 1.2.3.4, UDP 0"),
+            "UDP: expected a positive time"
+        );
+        assert_eq!(
+            err("EXTERNAL 1.2.3.4, CAPACITY 0"),
+            "CAPACITY: expected 1 to 67108864"
+        );
+        assert_eq!(
+            err("EXTERNAL 1.2.3.4, PORTS 1-10, BLOCK_SIZE 3, BLOCKS_PER_SUBSCRIBER 4"),
+            "BLOCKS_PER_SUBSCRIBER: expected 1 to 3 (the blocks of one address)"
+        );
+        assert_eq!(
+            err("EXTERNAL 1.2.0.0/16, BLOCK_SIZE 1"),
+            "BLOCK_SIZE: too small for the pool (4227858432 blocks, at most 16777216)"
+        );
+        assert_eq!(
+            err("EXTERNAL 1.2.3.4, BLOCKS_PER_SUBSCRIBER 0"),
+            "BLOCKS_PER_SUBSCRIBER: expected a positive integer"
+        );
+    }
+
+    /// Makes `n` mappings through the element (UDP, many subscribers and
+    /// ports) and checks they all translate back.
+    fn many_mappings(n: u32) {
+        let pool = Pool::new(512).expect("pool");
+        let cfg = format!(
+            "EXTERNAL 198.51.0.0/16, INTERNAL 100.64.0.0/10, CAPACITY {n}, BLOCKS_PER_SUBSCRIBER 8"
+        );
+        let mut e = nat(&cfg, 2);
+        let e = e.as_mut();
+        let mut template = udp("100.64.0.0", 0, "8.8.8.8", 53);
+        let mut ctrl = Control::default();
+        let mut bufs = [Batch::new(), Batch::new()];
+        let mut sent = 0u32;
+        while sent < n {
+            let mut batch = Batch::new();
+            while !batch.is_full() && sent < n {
+                // 4096 flows per subscriber.
+                let sub = 0x6440_0000u32 + sent / 4096;
+                template[12..16].copy_from_slice(&sub.to_be_bytes());
+                template[20..22].copy_from_slice(&((sent % 4096) as u16 + 1).to_be_bytes());
+                batch.push(pkt(&pool, &template)).expect("room");
+                sent += 1;
+            }
+            let mut out = Out::new(&mut bufs, &pool, T0, &mut ctrl);
+            e.push(0, &mut batch, &mut out);
+            assert_eq!(out.passed(), Some(0));
+            assert!(bufs[1].is_empty());
+        }
+        assert_eq!(read(e, "nmappings"), n.to_string());
+        assert_eq!(read(e, "drops"), "0");
+        assert_eq!(read(e, "table_full_drops"), "0");
+        // The table is full: one more flow is dropped and counted.
+        assert_eq!(
+            send(e, &pool, 0, &udp("100.64.255.1", 1, "8.8.8.8", 53), T0),
+            None
+        );
+        assert_eq!(read(e, "table_full_drops"), "1");
+    }
+
+    #[test]
+    fn holds_100k_mappings() {
+        many_mappings(100_000);
+    }
+
+    /// One million concurrent mappings (slow in debug builds: run with
+    /// `cargo test --release -- --ignored`; the bench covers it too).
+    #[test]
+    #[ignore]
+    fn holds_1m_mappings() {
+        many_mappings(1_000_000);
+    }
+}

@@ -1,0 +1,892 @@
+//! `StatefulFirewall`: connection tracking with the TCP state machine;
+//! only traffic of connections opened from the trusted side comes in.
+
+use pronto_packet::wire::be16;
+use pronto_packet::{Batch, Packet};
+
+use super::table::{ip, IndexTable, Slab, TimerWheel};
+use crate::{
+    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
+    Seconds, Spec, TaskStatus, FIELDS_5TUPLE,
+};
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+const ICMP: u8 = 1;
+
+const TH_FIN: u8 = 0x01;
+const TH_SYN: u8 = 0x02;
+const TH_RST: u8 = 0x04;
+const TH_ACK: u8 = 0x10;
+
+/// Connection states; each is also a timeout class.
+const SYN_SENT: u8 = 0;
+const SYN_RECV: u8 = 1;
+const ESTABLISHED: u8 = 2;
+const FIN_WAIT: u8 = 3;
+const CLOSING: u8 = 4;
+const TIME_WAIT: u8 = 5;
+const CLOSED: u8 = 6;
+const UDP_UNREPLIED: u8 = 7;
+const UDP_REPLIED: u8 = 8;
+const ICMP_ECHO: u8 = 9;
+const OTHER: u8 = 10;
+const NSTATES: usize = 11;
+
+const STATE_NAMES: [&str; NSTATES] = [
+    "SYN_SENT",
+    "SYN_RECV",
+    "ESTABLISHED",
+    "FIN_WAIT",
+    "CLOSING",
+    "TIME_WAIT",
+    "CLOSED",
+    "UDP_UNREPLIED",
+    "UDP_REPLIED",
+    "ICMP_ECHO",
+    "OTHER",
+];
+
+/// Timeout keywords, in state order, with their defaults in seconds.
+const TIMEOUTS: [(&str, f64); NSTATES] = [
+    ("TCP_SYN_SENT", 120.0),
+    ("TCP_SYN_RECV", 60.0),
+    ("TCP_ESTABLISHED", 432_000.0),
+    ("TCP_FIN_WAIT", 120.0),
+    ("TCP_CLOSING", 60.0),
+    ("TCP_TIME_WAIT", 120.0),
+    ("TCP_CLOSED", 10.0),
+    ("UDP", 30.0),
+    ("UDP_STREAM", 180.0),
+    ("ICMP", 30.0),
+    ("OTHER", 600.0),
+];
+
+/// FIN seen from the trusted (originating) side.
+const FIN_ORIG: u8 = 1;
+/// FIN seen from the untrusted (replying) side.
+const FIN_REPLY: u8 = 2;
+
+/// Timer wheel unit (100 ms) and size (about 109 minutes a turn).
+const WHEEL_UNIT: i64 = 100_000_000;
+const WHEEL_BUCKETS: usize = 65_536;
+
+/// Connections expired per task run at most.
+const EXPIRE_BUDGET: usize = 65_536;
+
+/// Why a packet was dropped (index into the drop counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reason {
+    Unsolicited = 0,
+    NoConnection = 1,
+    Invalid = 2,
+    Malformed = 3,
+    Fragment = 4,
+    TableFull = 5,
+}
+
+const REASON_HANDLERS: [&str; 6] = [
+    "unsolicited_drops",
+    "no_connection_drops",
+    "invalid_drops",
+    "malformed_drops",
+    "fragment_drops",
+    "table_full_drops",
+];
+
+#[derive(Clone, Copy, Default)]
+struct Conn {
+    /// Trusted-side address and port (ICMP echo: identifier).
+    a: u32,
+    ap: u16,
+    /// Untrusted-side address and port.
+    b: u32,
+    bp: u16,
+    proto: u8,
+    state: u8,
+    fins: u8,
+    expiry: i64,
+    /// When the timer wheel will look at the connection next.
+    queued: i64,
+}
+
+#[inline]
+fn conn_key(proto: u8, a: u32, ap: u16, b: u32, bp: u16) -> u128 {
+    ((proto as u128) << 96)
+        | ((a as u128) << 64)
+        | ((ap as u128) << 48)
+        | ((b as u128) << 16)
+        | bp as u128
+}
+
+/// A connection-tracking firewall (see [`StatefulFirewall::SPEC`]).
+pub struct StatefulFirewall {
+    timeouts: [i64; NSTATES],
+    drop_port: Option<usize>,
+    conns: Slab<Conn>,
+    index: IndexTable<u128>,
+    wheel: TimerWheel,
+    drops: [u64; 6],
+    passed: [u64; 2],
+    related: u64,
+    untracked: u64,
+    last_now: i64,
+}
+
+/// The parts of a packet the firewall looks at.
+struct Parsed {
+    proto: u8,
+    src: u32,
+    dst: u32,
+    sport: u16,
+    dport: u16,
+    /// TCP flags or ICMP type.
+    flags: u8,
+    /// For ICMP errors: the key of the connection the quoted packet
+    /// belongs to (trusted-side source first), if it quotes enough.
+    related: Option<u128>,
+}
+
+fn addr(b: &[u8], off: usize) -> u32 {
+    u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+
+fn parse(p: &Packet) -> Result<Parsed, Reason> {
+    let iph = p.network_data().ok_or(Reason::Malformed)?;
+    if iph.len() < 20 {
+        return Err(Reason::Malformed);
+    }
+    let hl = ((iph[0] & 15) as usize) * 4;
+    if iph[0] >> 4 != 4 || hl < 20 || iph.len() < hl {
+        return Err(Reason::Malformed);
+    }
+    if be16(iph, 6) & 0x1fff != 0 {
+        return Err(Reason::Fragment);
+    }
+    let proto = iph[9];
+    let (src, dst) = (addr(iph, 12), addr(iph, 16));
+    let l4 = &iph[hl..];
+    let mut h = Parsed {
+        proto,
+        src,
+        dst,
+        sport: 0,
+        dport: 0,
+        flags: 0,
+        related: None,
+    };
+    match proto {
+        TCP => {
+            if l4.len() < 20 {
+                return Err(Reason::Malformed);
+            }
+            (h.sport, h.dport, h.flags) = (be16(l4, 0), be16(l4, 2), l4[13]);
+        }
+        UDP => {
+            if l4.len() < 8 {
+                return Err(Reason::Malformed);
+            }
+            (h.sport, h.dport) = (be16(l4, 0), be16(l4, 2));
+        }
+        ICMP => {
+            if l4.len() < 8 {
+                return Err(Reason::Malformed);
+            }
+            h.flags = l4[0];
+            h.sport = be16(l4, 4);
+            if matches!(l4[0], 3 | 4 | 5 | 11 | 12) {
+                h.related = quoted_key(&l4[8..], dst);
+            }
+        }
+        _ => {}
+    }
+    Ok(h)
+}
+
+/// The connection key of the packet quoted in an ICMP error sent to
+/// `to`: the quoted packet went from `to` (trusted side) outwards.
+fn quoted_key(q: &[u8], to: u32) -> Option<u128> {
+    if q.len() < 20 || q[0] >> 4 != 4 {
+        return None;
+    }
+    let hl = ((q[0] & 15) as usize) * 4;
+    if hl < 20 || q.len() < hl + 8 {
+        return None;
+    }
+    let (s, d, proto) = (addr(q, 12), addr(q, 16), q[9]);
+    if s != to {
+        return None;
+    }
+    let l4 = &q[hl..];
+    Some(match proto {
+        TCP | UDP => conn_key(proto, s, be16(l4, 0), d, be16(l4, 2)),
+        ICMP if l4[0] == 8 => conn_key(ICMP, s, be16(l4, 4), d, 0),
+        ICMP => return None,
+        _ => conn_key(proto, s, 0, d, 0),
+    })
+}
+
+/// The TCP state after a packet with `flags` from the trusted side
+/// (`orig`) or the other; `None` if the packet is out of state.
+fn tcp_next(state: u8, fins: u8, orig: bool, flags: u8) -> Option<(u8, u8)> {
+    let syn = flags & TH_SYN != 0;
+    let ack = flags & TH_ACK != 0;
+    let fin = flags & TH_FIN != 0;
+    if flags & TH_RST != 0 {
+        return Some((CLOSED, fins));
+    }
+    let my_fin = if orig { FIN_ORIG } else { FIN_REPLY };
+    let with_fin = |st: u8| {
+        if !fin {
+            return (st, fins);
+        }
+        let f = fins | my_fin;
+        (
+            if f == FIN_ORIG | FIN_REPLY {
+                CLOSING
+            } else {
+                FIN_WAIT
+            },
+            f,
+        )
+    };
+    match state {
+        SYN_SENT => match (orig, syn, ack) {
+            (true, true, false) => Some((SYN_SENT, 0)),
+            (false, true, true) => Some((SYN_RECV, 0)),
+            _ => None,
+        },
+        SYN_RECV => match (orig, syn, ack) {
+            (true, false, true) => Some(with_fin(ESTABLISHED)),
+            (true, true, false) | (false, true, true) => Some((SYN_RECV, 0)),
+            _ => None,
+        },
+        ESTABLISHED | FIN_WAIT => (!syn).then(|| with_fin(state)),
+        CLOSING => {
+            if syn {
+                None
+            } else if ack && !fin {
+                Some((TIME_WAIT, fins))
+            } else {
+                Some((CLOSING, fins))
+            }
+        }
+        TIME_WAIT | CLOSED => match (orig, syn, ack) {
+            (true, true, false) => Some((SYN_SENT, 0)),
+            (_, false, _) if state == TIME_WAIT => Some((TIME_WAIT, fins)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl StatefulFirewall {
+    /// The class description.
+    pub const SPEC: Spec = Spec::new("StatefulFirewall")
+        .ports("2/2-3")
+        .processing("h/h")
+        .keywords(&[
+            "CAPACITY",
+            "TCP_SYN_SENT",
+            "TCP_SYN_RECV",
+            "TCP_ESTABLISHED",
+            "TCP_FIN_WAIT",
+            "TCP_CLOSING",
+            "TCP_TIME_WAIT",
+            "TCP_CLOSED",
+            "UDP",
+            "UDP_STREAM",
+            "ICMP",
+            "OTHER",
+        ])
+        .profile(ActionProfile::reads(FIELDS_5TUPLE).dropping())
+        .doc(
+            "StatefulFirewall([KEYWORDS])\n\n\
+             Tracks connections and lets in only traffic that belongs to connections\n\
+             opened from the trusted side. Packets must have their IP header annotated\n\
+             (CheckIPHeader or MarkIPHeader before it); they are not modified.\n\n\
+             Input 0 receives packets from the trusted side. They may open connections\n\
+             (put an IPFilter in front of input 0 for the policy): a TCP SYN opens a TCP\n\
+             connection, any UDP packet a UDP pseudo-connection, an ICMP echo request\n\
+             an ICMP one (keyed by identifier), any other IP protocol a pseudo-\n\
+             connection between the two addresses. Other ICMP messages from the\n\
+             trusted side pass untracked. Input 1 receives packets from the untrusted\n\
+             side: only packets of tracked connections pass (TCP segments in state,\n\
+             UDP replies, echo replies, and ICMP errors quoting a packet of a tracked\n\
+             connection, counted as related).\n\n\
+             TCP states: SYN_SENT (SYN from the trusted side), SYN_RECV (SYN-ACK back),\n\
+             ESTABLISHED (the trusted side's ACK), FIN_WAIT (FIN from one side),\n\
+             CLOSING (FIN from both), TIME_WAIT (an ACK after both FINs), CLOSED (a RST\n\
+             from either side). A SYN from the trusted side reopens a connection in\n\
+             TIME_WAIT or CLOSED. Out-of-state segments (a SYN on an established\n\
+             connection, data before the handshake completes, a SYN-ACK from the\n\
+             trusted side) are dropped as invalid. Sequence numbers are not checked.\n\
+             Non-SYN TCP segments of unknown connections (a bare ACK, a RST, a FIN)\n\
+             are dropped as no_connection on either input; new connections from the\n\
+             untrusted side (SYN, UDP, echo request) as unsolicited. Non-first\n\
+             fragments are dropped (reassemble first).\n\n\
+             Each state has a timeout (keywords below); the connection expires when no\n\
+             packet refreshed it in that time. Expiry runs from a timer wheel of\n\
+             100 ms units that refreshing packets never touch (no table scan); expired\n\
+             connections are collected within about 100 ms, and a packet finding an\n\
+             expired connection treats it as gone. The table is allocated once for CAPACITY connections (open\n\
+             addressing, no allocation per packet); new connections beyond it are\n\
+             dropped (table_full_drops).\n\n\
+             Ports: input 0 (trusted) to output 0, input 1 (untrusted) to output 1;\n\
+             optional output 2 gets dropped packets (else they are freed). All push.\n\n\
+             Keywords (timeouts in seconds):\n\
+             \x20 CAPACITY  maximum tracked connections (default 65536)\n\
+             \x20 TCP_SYN_SENT 120, TCP_SYN_RECV 60, TCP_ESTABLISHED 432000,\n\
+             \x20 TCP_FIN_WAIT 120, TCP_CLOSING 60, TCP_TIME_WAIT 120, TCP_CLOSED 10,\n\
+             \x20 UDP 30 (no reply seen yet), UDP_STREAM 180 (replied), ICMP 30, OTHER 600\n\n\
+             Handlers:\n\
+             \x20 nconnections (read)  tracked connections\n\
+             \x20 capacity (read)      CAPACITY\n\
+             \x20 table (read)         one line per connection, by protocol and addresses:\n\
+             \x20                      `PROTO TRUSTED:PORT UNTRUSTED:PORT STATE expires=+SECS`\n\
+             \x20 trusted_packets, untrusted_packets (read)  packets passed per input\n\
+             \x20 related (read)       ICMP errors let in as related\n\
+             \x20 untracked (read)     trusted-side ICMP passed without state\n\
+             \x20 unsolicited_drops, no_connection_drops, invalid_drops, malformed_drops,\n\
+             \x20 fragment_drops, table_full_drops (read)  drops by reason\n\
+             \x20 drops (read)         all drops\n\
+             \x20 reset (write)        forget every connection and zero the counters",
+        );
+
+    /// Configures a `StatefulFirewall`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        let mut a = ctx.args();
+        let capacity: usize = a.read_or("CAPACITY", 65_536usize)?;
+        let mut timeouts = [0i64; NSTATES];
+        for (t, (kw, def)) in timeouts.iter_mut().zip(TIMEOUTS) {
+            let s: Seconds = a.read_or(kw, Seconds(def))?;
+            if s.0 <= 0.0 {
+                return Err(ConfigError::new(format!("{kw}: expected a positive time")));
+            }
+            *t = (s.0 * 1e9) as i64;
+        }
+        a.finish()?;
+        if capacity == 0 || capacity > 1 << 26 {
+            return Err(ConfigError::new("CAPACITY: expected 1 to 67108864"));
+        }
+        Ok(Box::new(StatefulFirewall {
+            timeouts,
+            drop_port: (ctx.noutputs > 2).then_some(2),
+            conns: Slab::new(capacity),
+            index: IndexTable::new(capacity),
+            wheel: TimerWheel::new(capacity, WHEEL_UNIT, WHEEL_BUCKETS),
+            drops: [0; 6],
+            passed: [0; 2],
+            related: 0,
+            untracked: 0,
+            last_now: 0,
+        }))
+    }
+
+    fn remove(&mut self, i: u32) {
+        let c = *self.conns.get(i);
+        self.index.remove(conn_key(c.proto, c.a, c.ap, c.b, c.bp));
+        self.wheel.unlink(i);
+        self.conns.free(i);
+    }
+
+    /// The live connection under `k`; an expired one is removed.
+    #[inline]
+    fn lookup(&mut self, k: u128, now: i64) -> Option<u32> {
+        let i = self.index.get(k)?;
+        if self.conns.get(i).expiry <= now {
+            self.remove(i);
+            return None;
+        }
+        Some(i)
+    }
+
+    #[inline]
+    fn set_state(&mut self, i: u32, state: u8, fins: u8, now: i64) {
+        let c = self.conns.get_mut(i);
+        c.state = state;
+        c.fins = fins;
+        let expiry = now + self.timeouts[state as usize];
+        c.expiry = expiry;
+        // The wheel is touched only when the expiry moves earlier than
+        // where the connection is queued (a new connection, a state with a
+        // shorter timeout).
+        if expiry < c.queued {
+            c.queued = expiry;
+            self.wheel.unlink(i);
+            self.wheel.insert(i, expiry, now);
+        }
+    }
+
+    fn open(
+        &mut self,
+        k: u128,
+        h: &Parsed,
+        ap: u16,
+        bp: u16,
+        state: u8,
+        now: i64,
+    ) -> Result<(), Reason> {
+        let i = self
+            .conns
+            .alloc(Conn {
+                a: h.src,
+                ap,
+                b: h.dst,
+                bp,
+                proto: h.proto,
+                state,
+                fins: 0,
+                expiry: now,
+                queued: i64::MAX,
+            })
+            .ok_or(Reason::TableFull)?;
+        self.index.insert(k, i);
+        self.set_state(i, state, 0, now);
+        Ok(())
+    }
+
+    fn trusted(&mut self, h: &Parsed, now: i64) -> Result<(), Reason> {
+        let (ap, bp) = match h.proto {
+            ICMP if h.flags == 8 => (h.sport, 0),
+            ICMP => {
+                self.untracked += 1;
+                return Ok(());
+            }
+            _ => (h.sport, h.dport),
+        };
+        let k = conn_key(h.proto, h.src, ap, h.dst, bp);
+        let Some(i) = self.lookup(k, now) else {
+            let state = match h.proto {
+                TCP if h.flags & (TH_SYN | TH_ACK | TH_RST) == TH_SYN => SYN_SENT,
+                TCP => return Err(Reason::NoConnection),
+                UDP => UDP_UNREPLIED,
+                ICMP => ICMP_ECHO,
+                _ => OTHER,
+            };
+            return self.open(k, h, ap, bp, state, now);
+        };
+        let c = *self.conns.get(i);
+        let (state, fins) = if h.proto == TCP {
+            tcp_next(c.state, c.fins, true, h.flags).ok_or(Reason::Invalid)?
+        } else {
+            (c.state, c.fins)
+        };
+        self.set_state(i, state, fins, now);
+        Ok(())
+    }
+
+    fn untrusted(&mut self, h: &Parsed, now: i64) -> Result<(), Reason> {
+        let k = match h.proto {
+            ICMP => match h.flags {
+                0 => conn_key(ICMP, h.dst, h.sport, h.src, 0),
+                3 | 4 | 5 | 11 | 12 => {
+                    let k = h.related.ok_or(Reason::NoConnection)?;
+                    self.lookup(k, now).ok_or(Reason::NoConnection)?;
+                    self.related += 1;
+                    return Ok(());
+                }
+                _ => return Err(Reason::Unsolicited),
+            },
+            _ => conn_key(h.proto, h.dst, h.dport, h.src, h.sport),
+        };
+        let Some(i) = self.lookup(k, now) else {
+            return Err(match h.proto {
+                TCP if h.flags & (TH_SYN | TH_ACK | TH_RST) == TH_SYN => Reason::Unsolicited,
+                TCP | ICMP => Reason::NoConnection,
+                _ => Reason::Unsolicited,
+            });
+        };
+        let c = *self.conns.get(i);
+        let (state, fins) = match h.proto {
+            TCP => tcp_next(c.state, c.fins, false, h.flags).ok_or(Reason::Invalid)?,
+            UDP => (UDP_REPLIED, 0),
+            _ => (c.state, c.fins),
+        };
+        self.set_state(i, state, fins, now);
+        Ok(())
+    }
+
+    #[inline]
+    fn action(&mut self, port: usize, p: &Packet, now: i64) -> Option<usize> {
+        let r = parse(p).and_then(|h| {
+            if port == 0 {
+                self.trusted(&h, now)
+            } else {
+                self.untrusted(&h, now)
+            }
+        });
+        match r {
+            Ok(()) => {
+                let o = port.min(1);
+                self.passed[o] += 1;
+                Some(o)
+            }
+            Err(why) => {
+                self.drops[why as usize] += 1;
+                self.drop_port
+            }
+        }
+    }
+
+    fn table_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut v: Vec<Conn> = self.index.values().map(|i| *self.conns.get(i)).collect();
+        v.sort_by_key(|c| (c.proto, c.a, c.ap, c.b, c.bp));
+        let mut s = String::new();
+        for c in v {
+            let proto = match c.proto {
+                TCP => "tcp".to_string(),
+                UDP => "udp".to_string(),
+                ICMP => "icmp".to_string(),
+                p => format!("proto{p}"),
+            };
+            let left = (c.expiry - self.last_now) as f64 / 1e9;
+            let _ = writeln!(
+                s,
+                "{proto} {}:{} {}:{} {} expires=+{left:.3}",
+                ip(c.a),
+                c.ap,
+                ip(c.b),
+                c.bp,
+                STATE_NAMES[c.state as usize]
+            );
+        }
+        s
+    }
+}
+
+impl Element for StatefulFirewall {
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        self.last_now = now;
+        push_each(batch, out, |p, _| self.action(port, p, now));
+    }
+
+    fn has_task(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
+        let now = out.now;
+        self.last_now = now;
+        for _ in 0..EXPIRE_BUDGET {
+            let Some(i) = self.wheel.pop_due(now) else {
+                return if self.wheel.is_empty() {
+                    let t = self.timeouts.iter().copied().min().unwrap_or(WHEEL_UNIT);
+                    TaskStatus::SleepUntil(now + t.max(WHEEL_UNIT))
+                } else {
+                    TaskStatus::SleepUntil(self.wheel.next_due(now))
+                };
+            };
+            let c = self.conns.get_mut(i);
+            if c.expiry <= now {
+                self.remove(i);
+            } else {
+                c.queued = c.expiry;
+                let e = c.expiry;
+                self.wheel.insert(i, e, now);
+            }
+        }
+        TaskStatus::Busy
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        const H: &[HandlerInfo] = &[
+            HandlerInfo::read("nconnections"),
+            HandlerInfo::read("capacity"),
+            HandlerInfo::read("table"),
+            HandlerInfo::read("trusted_packets"),
+            HandlerInfo::read("untrusted_packets"),
+            HandlerInfo::read("related"),
+            HandlerInfo::read("untracked"),
+            HandlerInfo::read("unsolicited_drops"),
+            HandlerInfo::read("no_connection_drops"),
+            HandlerInfo::read("invalid_drops"),
+            HandlerInfo::read("malformed_drops"),
+            HandlerInfo::read("fragment_drops"),
+            HandlerInfo::read("table_full_drops"),
+            HandlerInfo::read("drops"),
+            HandlerInfo::write("reset"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        if let Some(k) = REASON_HANDLERS.iter().position(|&r| r == name) {
+            return Ok(self.drops[k].to_string());
+        }
+        match name {
+            "nconnections" => Ok(self.conns.len().to_string()),
+            "capacity" => Ok(self.conns.capacity().to_string()),
+            "table" => Ok(self.table_text()),
+            "trusted_packets" => Ok(self.passed[0].to_string()),
+            "untrusted_packets" => Ok(self.passed[1].to_string()),
+            "related" => Ok(self.related.to_string()),
+            "untracked" => Ok(self.untracked.to_string()),
+            "drops" => Ok(self.drops.iter().sum::<u64>().to_string()),
+            _ => Err(HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+
+    fn write_handler(&mut self, name: &str, _value: &str) -> Result<(), HandlerError> {
+        match name {
+            "reset" => {
+                self.conns.clear();
+                self.index.clear();
+                self.wheel.clear();
+                self.drops = [0; 6];
+                self.passed = [0; 2];
+                self.related = 0;
+                self.untracked = 0;
+                Ok(())
+            }
+            _ => Err(HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standard::test_support::{config_err, configure, push_at, read, run_task};
+    use crate::stateful::testpkt::*;
+    use crate::Control;
+    use pronto_packet::Pool;
+
+    const IN: &str = "10.0.0.5";
+    const OUT: &str = "93.184.216.34";
+
+    fn fw(config: &str) -> Box<dyn Element> {
+        configure(
+            StatefulFirewall::SPEC.keywords,
+            StatefulFirewall::configure,
+            config,
+            2,
+            3,
+        )
+        .expect("configures")
+    }
+
+    /// Pushes one packet into `port` at `now`; returns the output it left
+    /// on (2: dropped), checking the bytes were not changed.
+    fn send(e: &mut dyn Element, pool: &Pool, port: usize, data: &[u8], now: i64) -> usize {
+        let mut ctrl = Control::default();
+        let outs = push_at(e, pool, port, vec![pkt(pool, data)], 3, now, &mut ctrl);
+        let (o, v) = outs
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !v.is_empty())
+            .expect("the packet leaves somewhere");
+        assert_eq!(v[0].data(), data, "packets are not modified");
+        o
+    }
+
+    #[test]
+    fn tcp_handshake_data_and_teardown() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = fw("");
+        let e = e.as_mut();
+        // SYN out, SYN-ACK back, ACK out: established.
+        assert_eq!(send(e, &pool, 0, &tcp(IN, 40000, OUT, 443, 0x02), T0), 0);
+        assert_eq!(
+            read(e, "table"),
+            "tcp 10.0.0.5:40000 93.184.216.34:443 SYN_SENT expires=+120.000\n"
+        );
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 443, IN, 40000, 0x12), T0), 1);
+        assert_eq!(
+            read(e, "table"),
+            "tcp 10.0.0.5:40000 93.184.216.34:443 SYN_RECV expires=+60.000\n"
+        );
+        assert_eq!(send(e, &pool, 0, &tcp(IN, 40000, OUT, 443, 0x10), T0), 0);
+        assert_eq!(
+            read(e, "table"),
+            "tcp 10.0.0.5:40000 93.184.216.34:443 ESTABLISHED expires=+432000.000\n"
+        );
+        // Data both ways.
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 443, IN, 40000, 0x18), T0), 1);
+        assert_eq!(send(e, &pool, 0, &tcp(IN, 40000, OUT, 443, 0x18), T0), 0);
+        // A SYN on the established connection is out of state.
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 443, IN, 40000, 0x02), T0), 2);
+        assert_eq!(read(e, "invalid_drops"), "1");
+        // FIN from outside, FIN-ACK from inside, final ACK.
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 443, IN, 40000, 0x11), T0), 1);
+        assert!(read(e, "table").contains(" FIN_WAIT expires=+120.000"));
+        assert_eq!(send(e, &pool, 0, &tcp(IN, 40000, OUT, 443, 0x11), T0), 0);
+        assert!(read(e, "table").contains(" CLOSING expires=+60.000"));
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 443, IN, 40000, 0x10), T0), 1);
+        assert!(read(e, "table").contains(" TIME_WAIT expires=+120.000"));
+        // A new SYN from inside reopens it.
+        assert_eq!(
+            send(e, &pool, 0, &tcp(IN, 40000, OUT, 443, 0x02), T0 + SEC),
+            0
+        );
+        assert!(read(e, "table").contains(" SYN_SENT "));
+        // RST from outside closes; after that, data is out of state.
+        assert_eq!(
+            send(e, &pool, 1, &tcp(OUT, 443, IN, 40000, 0x14), T0 + SEC),
+            1
+        );
+        assert!(read(e, "table").contains(" CLOSED expires=+10.000"));
+        assert_eq!(
+            send(e, &pool, 1, &tcp(OUT, 443, IN, 40000, 0x18), T0 + SEC),
+            2
+        );
+        assert_eq!(read(e, "invalid_drops"), "2");
+        assert_eq!(read(e, "trusted_packets"), "5");
+        assert_eq!(read(e, "untrusted_packets"), "5");
+        assert_eq!(read(e, "nconnections"), "1");
+    }
+
+    #[test]
+    fn handshake_violations_are_invalid() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = fw("");
+        let e = e.as_mut();
+        assert_eq!(send(e, &pool, 0, &tcp(IN, 1, OUT, 80, 0x02), T0), 0);
+        // Data from outside before the SYN-ACK.
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 80, IN, 1, 0x18), T0), 2);
+        // A SYN-ACK from the trusted side.
+        assert_eq!(send(e, &pool, 0, &tcp(IN, 1, OUT, 80, 0x12), T0), 2);
+        // Retransmitted SYN is fine.
+        assert_eq!(send(e, &pool, 0, &tcp(IN, 1, OUT, 80, 0x02), T0), 0);
+        assert_eq!(read(e, "invalid_drops"), "2");
+    }
+
+    #[test]
+    fn unsolicited_and_unknown_packets_are_dropped_by_reason() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = fw("");
+        let e = e.as_mut();
+        // New connections from outside.
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 5555, IN, 22, 0x02), T0), 2);
+        assert_eq!(send(e, &pool, 1, &udp(OUT, 53, IN, 5353), T0), 2);
+        assert_eq!(send(e, &pool, 1, &icmp(OUT, IN, 8, 1), T0), 2);
+        assert_eq!(read(e, "unsolicited_drops"), "3");
+        // Segments of unknown connections (bare ACK, RST, FIN), an echo
+        // reply nobody asked for, an ICMP error about nothing.
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 80, IN, 1234, 0x10), T0), 2);
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 80, IN, 1234, 0x04), T0), 2);
+        assert_eq!(send(e, &pool, 1, &tcp(OUT, 80, IN, 1234, 0x11), T0), 2);
+        assert_eq!(send(e, &pool, 1, &icmp(OUT, IN, 0, 9), T0), 2);
+        let q = udp(IN, 5000, OUT, 53);
+        assert_eq!(send(e, &pool, 1, &icmp_error(OUT, IN, 3, &q), T0), 2);
+        // From the trusted side, a bare ACK opens nothing either.
+        assert_eq!(send(e, &pool, 0, &tcp(IN, 1234, OUT, 80, 0x10), T0), 2);
+        assert_eq!(read(e, "no_connection_drops"), "6");
+        // Malformed and fragments.
+        let mut short = udp(IN, 1, OUT, 2);
+        short.truncate(25);
+        assert_eq!(send(e, &pool, 0, &short, T0), 2);
+        let mut frag = udp(IN, 1, OUT, 2);
+        frag[7] = 10; // fragment offset 80 bytes
+        assert_eq!(send(e, &pool, 1, &frag, T0), 2);
+        assert_eq!(read(e, "malformed_drops"), "1");
+        assert_eq!(read(e, "fragment_drops"), "1");
+        assert_eq!(read(e, "drops"), "11");
+        assert_eq!(read(e, "nconnections"), "0");
+    }
+
+    #[test]
+    fn udp_icmp_and_related_errors() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = fw("UDP 20, UDP_STREAM 100, ICMP 5");
+        let e = e.as_mut();
+        let q = udp(IN, 5000, "8.8.8.8", 53);
+        assert_eq!(send(e, &pool, 0, &q, T0), 0);
+        assert_eq!(
+            read(e, "table"),
+            "udp 10.0.0.5:5000 8.8.8.8:53 UDP_UNREPLIED expires=+20.000\n"
+        );
+        assert_eq!(send(e, &pool, 1, &udp("8.8.8.8", 53, IN, 5000), T0), 1);
+        assert_eq!(
+            read(e, "table"),
+            "udp 10.0.0.5:5000 8.8.8.8:53 UDP_REPLIED expires=+100.000\n"
+        );
+        // Another source port of the same server is not a reply.
+        assert_eq!(send(e, &pool, 1, &udp("8.8.8.8", 54, IN, 5000), T0), 2);
+        // A port-unreachable about the flow is related.
+        assert_eq!(send(e, &pool, 1, &icmp_error("8.8.8.8", IN, 3, &q), T0), 1);
+        assert_eq!(read(e, "related"), "1");
+        // Ping.
+        assert_eq!(send(e, &pool, 0, &icmp(IN, "1.1.1.1", 8, 77), T0), 0);
+        assert_eq!(send(e, &pool, 1, &icmp("1.1.1.1", IN, 0, 77), T0), 1);
+        assert_eq!(send(e, &pool, 1, &icmp("1.1.1.1", IN, 0, 78), T0), 2);
+        // Other ICMP from inside passes untracked.
+        assert_eq!(
+            send(
+                e,
+                &pool,
+                0,
+                &icmp_error(IN, "8.8.8.8", 3, &udp("8.8.8.8", 1, IN, 2)),
+                T0
+            ),
+            0
+        );
+        assert_eq!(read(e, "untracked"), "1");
+        assert_eq!(read(e, "nconnections"), "2");
+        // The echo expires after 5 s (collected by the timer within 100 ms),
+        // the UDP flow after 100 s.
+        let mut ctrl = Control::default();
+        let (st, _) = run_task(e, &pool, vec![], 3, T0 + 6 * SEC, &mut ctrl);
+        assert_eq!(st, TaskStatus::SleepUntil(T0 + 6 * SEC + 77_000_000));
+        assert_eq!(read(e, "nconnections"), "1");
+        assert_eq!(
+            send(e, &pool, 1, &icmp("1.1.1.1", IN, 0, 77), T0 + 6 * SEC),
+            2
+        );
+        // A packet finding an expired flow treats it as gone.
+        assert_eq!(
+            send(e, &pool, 1, &udp("8.8.8.8", 53, IN, 5000), T0 + 100 * SEC),
+            2
+        );
+        assert_eq!(read(e, "nconnections"), "0");
+    }
+
+    #[test]
+    fn table_full_and_reset() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = fw("CAPACITY 2");
+        let e = e.as_mut();
+        assert_eq!(send(e, &pool, 0, &udp(IN, 1, OUT, 53), T0), 0);
+        assert_eq!(send(e, &pool, 0, &udp(IN, 2, OUT, 53), T0), 0);
+        assert_eq!(send(e, &pool, 0, &udp(IN, 3, OUT, 53), T0), 2);
+        assert_eq!(read(e, "table_full_drops"), "1");
+        assert_eq!(read(e, "capacity"), "2");
+        e.write_handler("reset", "").expect("reset");
+        assert_eq!(read(e, "nconnections"), "0");
+        assert_eq!(read(e, "drops"), "0");
+        assert_eq!(read(e, "table"), "");
+        assert_eq!(send(e, &pool, 0, &udp(IN, 3, OUT, 53), T0), 0);
+        // Other protocols: a pseudo-connection between the addresses.
+        let mut gre = udp(IN, 0, OUT, 0);
+        gre[9] = 47;
+        assert_eq!(send(e, &pool, 0, &gre, T0), 0);
+        let mut back = udp(OUT, 0, IN, 0);
+        back[9] = 47;
+        assert_eq!(send(e, &pool, 1, &back, T0), 1);
+        assert!(
+            read(e, "table").contains("proto47 10.0.0.5:0 93.184.216.34:0 OTHER expires=+600.000")
+        );
+    }
+
+    #[test]
+    fn configuration_errors_name_the_argument() {
+        let err = |c: &str| {
+            config_err(configure(
+                StatefulFirewall::SPEC.keywords,
+                StatefulFirewall::configure,
+                c,
+                2,
+                2,
+            ))
+        };
+        assert_eq!(
+            err("TCP_ESTABLISHED 0"),
+            "TCP_ESTABLISHED: expected a positive time"
+        );
+        assert_eq!(err("CAPACITY 0"), "CAPACITY: expected 1 to 67108864");
+        assert_eq!(err("UDP x"), "UDP: expected time in seconds, found `x`");
+        assert_eq!(err("5"), "too many arguments: `5` was not expected");
+    }
+}

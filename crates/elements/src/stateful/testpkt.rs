@@ -1,0 +1,121 @@
+//! Packet builders and checks for the stateful elements' tests.
+
+use pronto_packet::wire::{checksum, fold, ones_sum, pseudo_header_sum};
+use pronto_packet::{Packet, Pool};
+
+/// Time of the tests' first packet: 2026-11-22T10:00:00.123Z.
+pub const T0: i64 = 1_795_341_600_123_000_000;
+/// One second in nanoseconds.
+pub const SEC: i64 = 1_000_000_000;
+
+/// An IPv4 address from dotted text.
+pub fn a(s: &str) -> [u8; 4] {
+    s.parse::<std::net::Ipv4Addr>().expect("address").octets()
+}
+
+fn ip_header(proto: u8, src: [u8; 4], dst: [u8; 4], l4len: usize) -> Vec<u8> {
+    let total = (20 + l4len) as u16;
+    let mut h = vec![
+        0x45, 0, // version 4, IHL 5; TOS 0
+    ];
+    h.extend_from_slice(&total.to_be_bytes()); // total length
+    h.extend_from_slice(&[0, 1, 0, 0]); // ID 1, no fragment
+    h.extend_from_slice(&[64, proto, 0, 0]); // TTL 64, protocol, checksum (later)
+    h.extend_from_slice(&src);
+    h.extend_from_slice(&dst);
+    let c = checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    h
+}
+
+fn l4_checksum(proto: u8, src: [u8; 4], dst: [u8; 4], l4: &[u8]) -> u16 {
+    !fold(ones_sum(l4, pseudo_header_sum(&src, &dst, proto, l4.len())))
+}
+
+/// A UDP packet with a 4-byte payload and a correct checksum.
+pub fn udp(src: &str, sport: u16, dst: &str, dport: u16) -> Vec<u8> {
+    let (s, d) = (a(src), a(dst));
+    let mut l4 = Vec::new();
+    l4.extend_from_slice(&sport.to_be_bytes());
+    l4.extend_from_slice(&dport.to_be_bytes());
+    l4.extend_from_slice(&12u16.to_be_bytes()); // length
+    l4.extend_from_slice(&[0, 0]); // checksum (later)
+    l4.extend_from_slice(b"ping");
+    let c = l4_checksum(17, s, d, &l4);
+    l4[6..8].copy_from_slice(&c.to_be_bytes());
+    let mut p = ip_header(17, s, d, l4.len());
+    p.extend_from_slice(&l4);
+    p
+}
+
+/// A TCP segment without payload, flags `flags`, correct checksum.
+pub fn tcp(src: &str, sport: u16, dst: &str, dport: u16, flags: u8) -> Vec<u8> {
+    let (s, d) = (a(src), a(dst));
+    let mut l4 = Vec::new();
+    l4.extend_from_slice(&sport.to_be_bytes());
+    l4.extend_from_slice(&dport.to_be_bytes());
+    l4.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0]); // seq 1, ack 0
+    l4.extend_from_slice(&[0x50, flags]); // data offset 5, flags
+    l4.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]); // window, checksum, urgent
+    let c = l4_checksum(6, s, d, &l4);
+    l4[16..18].copy_from_slice(&c.to_be_bytes());
+    let mut p = ip_header(6, s, d, l4.len());
+    p.extend_from_slice(&l4);
+    p
+}
+
+/// An ICMP echo request (`ty` 8) or reply (0) with identifier `id`.
+pub fn icmp(src: &str, dst: &str, ty: u8, id: u16) -> Vec<u8> {
+    let mut l4 = vec![ty, 0, 0, 0];
+    l4.extend_from_slice(&id.to_be_bytes());
+    l4.extend_from_slice(&[0, 7]); // sequence 7
+    let c = checksum(&l4);
+    l4[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut p = ip_header(1, a(src), a(dst), l4.len());
+    p.extend_from_slice(&l4);
+    p
+}
+
+/// An ICMP error of type `ty` from `src` to `dst` quoting `quoted`.
+pub fn icmp_error(src: &str, dst: &str, ty: u8, quoted: &[u8]) -> Vec<u8> {
+    let mut l4 = vec![ty, 0, 0, 0, 0, 0, 0, 0];
+    l4.extend_from_slice(&quoted[..quoted.len().min(28)]);
+    let c = checksum(&l4);
+    l4[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut p = ip_header(1, a(src), a(dst), l4.len());
+    p.extend_from_slice(&l4);
+    p
+}
+
+/// A packet holding `data` with its IP header annotated at the start.
+pub fn pkt(pool: &Pool, data: &[u8]) -> Packet {
+    let mut p = pool.alloc_from(data).expect("pool has room");
+    p.set_network_header(0, 20);
+    p
+}
+
+/// True if the IP header checksum and the transport checksum verify.
+pub fn checksums_ok(p: &[u8]) -> bool {
+    if checksum(&p[..20]) != 0 {
+        return false;
+    }
+    let (s, d) = ([p[12], p[13], p[14], p[15]], [p[16], p[17], p[18], p[19]]);
+    let l4 = &p[20..];
+    match p[9] {
+        6 | 17 => fold(ones_sum(l4, pseudo_header_sum(&s, &d, p[9], l4.len()))) == 0xffff,
+        _ => checksum(l4) == 0,
+    }
+}
+
+/// Source address, source port, destination address, destination port
+/// (ICMP: identifier in both ports).
+pub fn tuple(p: &[u8]) -> (String, u16, String, u16) {
+    let s = std::net::Ipv4Addr::from([p[12], p[13], p[14], p[15]]).to_string();
+    let d = std::net::Ipv4Addr::from([p[16], p[17], p[18], p[19]]).to_string();
+    let be = |o: usize| u16::from_be_bytes([p[o], p[o + 1]]);
+    if p[9] == 1 {
+        (s, be(24), d, be(24))
+    } else {
+        (s, be(20), d, be(22))
+    }
+}

@@ -1,0 +1,175 @@
+//! `IPAddrRewriter`: basic NAT, rewriting source addresses (and replies'
+//! destination addresses) for any IP protocol.
+
+use std::sync::{Arc, Mutex};
+
+use pronto_packet::Batch;
+
+use crate::tcpudp::rwtable::{lock, IcmpMapHandle, Kind, Table, HANDLERS, TABLE_KEYWORDS};
+use crate::{
+    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
+    Shared, Spec, FIELD_DST_IP, FIELD_OTHER, FIELD_SRC_IP,
+};
+
+/// Rewrites IP packets' source addresses along a mapping table keyed by
+/// address; packets to a rewritten address are mapped back.
+pub struct IPAddrRewriter {
+    table: Arc<Mutex<Table>>,
+    noutputs: usize,
+}
+
+impl IPAddrRewriter {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("IPAddrRewriter")
+        .ports("1-/1-")
+        .processing("h/h")
+        .keywords(&TABLE_KEYWORDS)
+        .profile(
+            ActionProfile::reads(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
+                .writes(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
+                .dropping(),
+        )
+        .doc(
+            "IPAddrRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])\n\n\
+             Basic NAT: rewrites the source address of IP packets of any protocol,\n\
+             and the destination address of packets sent back to a rewritten\n\
+             address, updating the IP checksum and the TCP/UDP checksum of first\n\
+             fragments (a zero UDP checksum stays zero). A packet is looked up by\n\
+             source address (forward mapping), then by destination address (reply\n\
+             mapping); with no mapping, its input's specification decides. Input\n\
+             packets need their IP header annotation. Replies get the destination\n\
+             address annotation.\n\n\
+             Input specifications (one per input):\n  \
+             drop | discard                drop the packet\n  \
+             pass OUTPUT                   send it to OUTPUT unchanged\n  \
+             keep FOUTPUT ROUTPUT          map the address to itself\n  \
+             pattern SADDR[-SADDR2] - FOUTPUT ROUTPUT\n      \
+             new source address from SADDR, a range L-H or a prefix (a '#'\n      \
+             suffix allocates sequentially, otherwise randomly); '-' keeps it;\n      \
+             the destination must be '-'\n  \
+             pattern NAME FOUTPUT ROUTPUT  a pattern from IPRewriterPatterns\n\
+             Packets from the old address go to FOUTPUT, packets to the new one\n\
+             to ROUTPUT.\n\n\
+             Ports: any number of push inputs and outputs.\n\
+             Keywords:\n  \
+             TIMEOUT        idle mappings expire after this (default 2 hours)\n  \
+             GUARANTEE      keep mappings at least this long after each packet\n                 \
+             (default 5s)\n  \
+             REAP_INTERVAL / REAP_TIME  reap expired mappings this often\n                 (default 15min)\n  \
+             MAPPING_CAPACITY / CAPACITY  most mappings (integer)\n  \
+             REPLY_ANNO     annotation byte saved from the first packet and\n                 \
+             restored on replies\n\
+             Handlers: table (mappings), table_size (nmappings), mapping_failures,\n\
+             patterns, patternN (rw), size, capacity (rw), clear (w).",
+        );
+
+    /// Configures an `IPAddrRewriter`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        let table = Table::configure(ctx, ctx.args(), Kind::Addr, 7200, true)?;
+        Ok(Box::new(IPAddrRewriter {
+            table: Arc::new(Mutex::new(table)),
+            noutputs: ctx.noutputs,
+        }))
+    }
+}
+
+impl Element for IPAddrRewriter {
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        let mut t = lock(&self.table);
+        push_each(batch, out, |p, _| t.process(port, p, now));
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        lock(&self.table)
+            .read(name)
+            .ok_or_else(|| HandlerError::NoSuchHandler(name.into()))
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        lock(&self.table)
+            .write(name, value)
+            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        Some(Arc::new(IcmpMapHandle {
+            noutputs: self.noutputs,
+            table: self.table.clone(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcpudp::testutil::{configure, packet, run};
+    use pronto_packet::wire::checksum;
+    use pronto_packet::Pool;
+
+    /// A UDP packet 192.168.1.2:5000 -> 8.8.8.8:53 with UDP checksum 0.
+    fn udp_out() -> Vec<u8> {
+        let mut v = vec![
+            0x45, 0x00, 0x00, 0x20, // version/IHL, TOS, total length 32
+            0x12, 0x34, 0x00, 0x00, // id, no fragment
+            0x40, 0x11, 0x00, 0x00, // TTL 64, UDP, checksum (below)
+            192, 168, 1, 2, // source
+            8, 8, 8, 8, // destination
+            0x13, 0x88, 0x00, 0x35, // ports 5000 -> 53
+            0x00, 0x0c, 0x00, 0x00, // UDP length 12, no checksum
+            1, 2, 3, 4, // payload
+        ];
+        let c = checksum(&v[..20]);
+        v[10..12].copy_from_slice(&c.to_be_bytes());
+        v
+    }
+
+    #[test]
+    fn maps_source_and_reply() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(
+            IPAddrRewriter::configure,
+            &IPAddrRewriter::SPEC,
+            "pattern 10.0.0.1-10.0.0.2# - 0 1, drop",
+            2,
+            2,
+        )
+        .expect("configures");
+        let p = packet(&pool, &udp_out(), Some((0, 20)));
+        let o = run(e.as_mut(), 0, vec![p], 2, &pool, 1_000_000_000);
+        let mut want = udp_out();
+        want[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        want[10..12].copy_from_slice(&[0, 0]);
+        let c = checksum(&want[..20]);
+        want[10..12].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(o[0], vec![want]);
+        // The reply to 10.0.0.1 goes back to 192.168.1.2 on output 1.
+        let mut reply = udp_out();
+        reply[12..16].copy_from_slice(&[8, 8, 8, 8]);
+        reply[16..20].copy_from_slice(&[10, 0, 0, 1]);
+        reply[10..12].copy_from_slice(&[0, 0]);
+        let c = checksum(&reply[..20]);
+        reply[10..12].copy_from_slice(&c.to_be_bytes());
+        let p = packet(&pool, &reply, Some((0, 20)));
+        let o = run(e.as_mut(), 1, vec![p], 2, &pool, 2_000_000_000);
+        assert_eq!(&o[1][0][16..20], &[192, 168, 1, 2]);
+        assert_eq!(checksum(&o[1][0][..20]), 0);
+        assert_eq!(e.read_handler("table_size").expect("h"), "1");
+        assert_eq!(
+            e.read_handler("patterns").expect("h"),
+            "10.0.0.1-10.0.0.2 - [1]\n<drop>\n"
+        );
+        // One bucket, newest entry first.
+        assert_eq!(
+            e.read_handler("table").expect("h"),
+            "0.0.0.0 => 0.0.0.0 [0 *1] i0 exp7200\n\
+             192.168.1.2 => 10.0.0.1 [*0 1] i0 exp7200\n"
+        );
+        e.write_handler("clear", "").expect("clear");
+        assert_eq!(e.read_handler("size").expect("h"), "0");
+    }
+}

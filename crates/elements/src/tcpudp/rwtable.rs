@@ -1,0 +1,947 @@
+//! The mapping table of the address-only and ping rewriters
+//! (`IPAddrRewriter`, `IPAddrPairRewriter`, `ICMPPingRewriter`), and the
+//! interface through which `ICMPRewriter` finds the flows of the rewriters
+//! it names.
+//!
+//! A flow owns two entries: the forward entry, keyed by the packet's
+//! original flow identifier, and the reply entry, keyed by the reverse of
+//! the rewritten identifier. Lookups go through a hash map; a second,
+//! bucket-ordered view of the entries reproduces the order in which the
+//! `table` handler lists them (chained buckets, newest entry first, one
+//! bucket growing to 3, 7, 15, ... when there are more than two entries
+//! per bucket).
+
+use std::sync::{Arc, Mutex};
+
+use pronto_packet::wire::{addr4, be16, set_be16, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP};
+use pronto_packet::Packet;
+
+use crate::tcpudp::rwcore::{
+    check_mapper, named_patterns, parse_anno, parse_spec, store_spec, update_in_cksum, Core,
+    ElementLookup, FlowHashBuilder, FlowId, FlowMap, MapperHandle, MapperRef, PatternSlot, RwInput,
+    RwKind, SharedPattern, MAPPER_CLASSES,
+};
+use crate::{Args, ConfigCtx, ConfigError, HandlerError, Seconds};
+
+/// Jiffies per second: times are kept in milliseconds.
+const HZ: i64 = 1000;
+
+/// ICMP echo request type.
+const ICMP_ECHO: u8 = 8;
+/// ICMP echo reply type.
+const ICMP_ECHOREPLY: u8 = 0;
+
+/// Keywords every table rewriter accepts.
+pub const TABLE_KEYWORDS: [&str; 7] = [
+    "CAPACITY",
+    "MAPPING_CAPACITY",
+    "TIMEOUT",
+    "GUARANTEE",
+    "REAP_INTERVAL",
+    "REAP_TIME",
+    "REPLY_ANNO",
+];
+
+/// A ping identifier plus one, computed as the reference does on its
+/// little-endian hosts: one is added to the identifier's wire bytes read
+/// in host order.
+#[inline]
+pub fn plus1(v: u16) -> u16 {
+    v.swap_bytes().wrapping_add(1).swap_bytes()
+}
+
+/// The reference's hash of a flow identifier (addresses read in host order
+/// from the wire bytes, ports as numbers), which decides the table order.
+fn click_hash(f: &FlowId) -> u32 {
+    let s = f.sport as u32;
+    let d = f.dport as u32;
+    let sx = f.saddr.swap_bytes();
+    let dx = f.daddr.swap_bytes();
+    sx.rotate_left(s % 16 + 1) ^ dx.rotate_left(31 - d % 16) ^ ((d << 16) | s)
+}
+
+/// What a rewriter returns to `ICMPRewriter` for an embedded flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpMatch {
+    /// The flow the entry rewrites to (the entry's rewritten identifier).
+    pub rewritten: FlowId,
+    /// True when the entry found is the flow's reply entry.
+    pub reply: bool,
+    /// The entry's output port on its rewriter.
+    pub output: usize,
+    /// The flow's saved reply annotation byte.
+    pub reply_anno: u8,
+}
+
+/// A rewriter's mapping table as `ICMPRewriter` sees it.
+pub trait IcmpLookup: Send {
+    /// Finds the entry for `search`, the reverse of a flow embedded in an
+    /// ICMP error, whose transport protocol is `proto` (the reference's
+    /// `get_entry(proto, flowid, get_entry_reply)`: lookup only, no new
+    /// mapping).
+    fn icmp_lookup(&mut self, proto: u8, search: FlowId) -> Option<IcmpMatch>;
+}
+
+/// What a rewriter shares (its [`crate::Element::shared`] object) so that
+/// `ICMPRewriter` elements naming it can look up its flows.
+pub struct IcmpMapHandle {
+    /// The rewriter's number of outputs (for port offsets).
+    pub noutputs: usize,
+    /// The rewriter's table.
+    pub table: Arc<Mutex<dyn IcmpLookup>>,
+}
+
+/// Which rewriter a [`Table`] serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `IPAddrRewriter`: flows keyed by source address; replies by
+    /// destination address.
+    Addr,
+    /// `IPAddrPairRewriter`: flows keyed by address pair.
+    Pair,
+    /// `ICMPPingRewriter`: echo flows keyed by addresses and identifier.
+    Ping,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Flow {
+    /// Entry keys: forward (original id) and reply (reverse of rewritten).
+    keys: [FlowId; 2],
+    outputs: [u32; 2],
+    ip_delta: u16,
+    l4_delta: u16,
+    /// Expiry in jiffies.
+    expiry: i64,
+    guaranteed: bool,
+    reply_anno: u8,
+    input: u32,
+    live: bool,
+}
+
+/// The mapping table and everything around it.
+pub struct Table {
+    kind: Kind,
+    /// Input specifications, one per input.
+    pub inputs: Vec<RwInput>,
+    patterns: Vec<PatternSlot>,
+    mappers: Vec<MapperRef>,
+    named: Vec<(String, SharedPattern)>,
+    known_mappers: Vec<MapperRef>,
+    flows: Vec<Flow>,
+    free: Vec<u32>,
+    map: FlowMap,
+    /// Entry handles (`flow << 1 | direction`) per bucket, oldest first.
+    buckets: Vec<Vec<u32>>,
+    nentries: usize,
+    live: usize,
+    capacity: i64,
+    timeout: i64,
+    guarantee: i64,
+    reap_interval: i64,
+    next_reap: Option<i64>,
+    last_now: i64,
+    dst_anno: bool,
+    reply_anno: Option<usize>,
+    rng: u64,
+    noutputs: usize,
+}
+
+fn secs(s: Option<Seconds>) -> Option<i64> {
+    s.map(|s| s.0.round().max(0.0) as i64 * HZ)
+}
+
+impl Table {
+    /// Reads the table keywords and the input specifications. `dst_anno`
+    /// is read by the caller (only `ICMPPingRewriter` has the keyword);
+    /// `timeout` is the class's default timeout in seconds.
+    pub fn configure(
+        ctx: &ConfigCtx<'_>,
+        mut a: Args,
+        kind: Kind,
+        timeout: i64,
+        dst_anno: bool,
+    ) -> Result<Table, ConfigError> {
+        let reply_anno = match a.read::<String>("REPLY_ANNO")? {
+            Some(s) => Some(parse_anno(&s)?),
+            None => None,
+        };
+        let mut cap_word = a.read::<String>("CAPACITY")?;
+        if let Some(w) = a.read::<String>("MAPPING_CAPACITY")? {
+            cap_word = Some(w);
+        }
+        let timeout = secs(a.read("TIMEOUT")?).unwrap_or(timeout * HZ);
+        let guarantee = secs(a.read("GUARANTEE")?).unwrap_or(5 * HZ);
+        let mut reap = secs(a.read("REAP_INTERVAL")?).unwrap_or(900 * HZ);
+        if let Some(v) = secs(a.read("REAP_TIME")?) {
+            reap = v;
+        }
+        let capacity = match cap_word {
+            None => 0x7fff_ffff,
+            Some(w) => match pronto_lang::args::parse_i64(&w) {
+                Ok(v) if (-0x8000_0000..=0x7fff_ffff).contains(&v) => v,
+                _ => return Err(ConfigError::new("bad MAPPING_CAPACITY")),
+            },
+        };
+        let specs = a.rest();
+        a.finish()?;
+        if specs.len() != ctx.ninputs {
+            return Err(ConfigError::new(format!(
+                "need {} arguments, one per input port",
+                ctx.ninputs
+            )));
+        }
+        let named = named_patterns(ctx);
+        let known_mappers: Vec<MapperRef> = MAPPER_CLASSES
+            .iter()
+            .flat_map(|c| ctx.peers.of_class(c))
+            .filter_map(|p| {
+                let h = p.shared?.downcast::<MapperHandle>().ok()?;
+                Some(MapperRef {
+                    name: p.name,
+                    mapper: h.0.clone(),
+                })
+            })
+            .collect();
+        let element = |w: &str| match ctx.peer(w) {
+            None => ElementLookup::Unknown,
+            Some(p) => match p.shared.and_then(|s| s.downcast::<MapperHandle>().ok()) {
+                Some(h) => ElementLookup::Mapper(MapperRef {
+                    name: format!("{} :: {}", p.name, p.class),
+                    mapper: h.0.clone(),
+                }),
+                None => ElementLookup::NotMapper,
+            },
+        };
+        let mut patterns = Vec::new();
+        let mut mappers = Vec::new();
+        let mut inputs = Vec::with_capacity(specs.len());
+        for (i, s) in specs.iter().enumerate() {
+            let parsed = parse_spec(s, ctx.noutputs, &named, &element)
+                .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+            let is = store_spec(parsed, &mut patterns, &mut mappers);
+            if let RwKind::Mapper(mi) = is.kind {
+                check_mapper(&mappers[mi], ctx.noutputs)
+                    .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+            }
+            inputs.push(is);
+        }
+        let reserve = (capacity.max(0) as usize).min(4096);
+        Ok(Table {
+            kind,
+            inputs,
+            patterns,
+            mappers,
+            named,
+            known_mappers,
+            flows: Vec::with_capacity(reserve),
+            free: Vec::with_capacity(reserve),
+            map: FlowMap::with_capacity_and_hasher(2 * reserve, FlowHashBuilder),
+            buckets: vec![Vec::new(); 1],
+            nentries: 0,
+            live: 0,
+            capacity,
+            timeout,
+            guarantee,
+            reap_interval: reap,
+            next_reap: None,
+            last_now: 0,
+            dst_anno,
+            reply_anno,
+            rng: 0x2545_f491_4f6c_dd1d,
+            noutputs: ctx.noutputs,
+        })
+    }
+
+    /// Number of live flows.
+    pub fn size(&self) -> usize {
+        self.live
+    }
+
+    // ----------------------------------------------------------- buckets
+
+    fn key_of(&self, h: u32) -> FlowId {
+        self.flows[(h >> 1) as usize].keys[(h & 1) as usize]
+    }
+
+    fn bucket_of(&self, key: &FlowId) -> usize {
+        click_hash(key) as usize % self.buckets.len()
+    }
+
+    /// Adds an entry at the head of its bucket.
+    fn bucket_insert(&mut self, h: u32) {
+        let b = self.bucket_of(&self.key_of(h));
+        self.buckets[b].push(h);
+        self.nentries += 1;
+    }
+
+    /// Puts entry `new` where entry `old` (same key) was.
+    fn bucket_replace(&mut self, old: u32, new: u32) {
+        let b = self.bucket_of(&self.key_of(new));
+        if let Some(slot) = self.buckets[b].iter_mut().find(|h| **h == old) {
+            *slot = new;
+        }
+    }
+
+    fn bucket_remove(&mut self, h: u32) {
+        let b = self.bucket_of(&self.key_of(h));
+        if let Some(i) = self.buckets[b].iter().position(|x| *x == h) {
+            self.buckets[b].remove(i);
+            self.nentries -= 1;
+        }
+    }
+
+    /// Grows the bucket array when there are over two entries per bucket,
+    /// relinking entries the way the reference does.
+    fn maybe_rehash(&mut self) {
+        let nb = self.buckets.len();
+        if self.nentries <= 2 * nb || nb >= (1 << 30) {
+            return;
+        }
+        let mut n = 1usize;
+        while n < nb + 1 {
+            n = ((n + 1) << 1) - 1;
+        }
+        let old = std::mem::replace(&mut self.buckets, vec![Vec::new(); n]);
+        for b in old {
+            for &h in b.iter().rev() {
+                let nb = self.bucket_of(&self.key_of(h));
+                self.buckets[nb].push(h);
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- flows
+
+    fn lookup(&self, key: &FlowId) -> Option<u32> {
+        self.map.get(key).copied()
+    }
+
+    /// Installs a flow from `flowid` to `rewritten` for input `port`;
+    /// `None` when the class refuses the rewritten identifier or the table
+    /// is full of guaranteed flows.
+    fn add_flow(
+        &mut self,
+        port: usize,
+        flowid: FlowId,
+        rewritten: FlowId,
+        (fo, ro): (usize, usize),
+        now: i64,
+    ) -> Option<u32> {
+        let ok = match self.kind {
+            Kind::Addr => rewritten.sport == 0 && rewritten.dport == 0 && rewritten.daddr == 0,
+            Kind::Pair => rewritten.sport == 0 && rewritten.dport == 0,
+            Kind::Ping => {
+                plus1(flowid.sport) == flowid.dport && plus1(rewritten.sport) == rewritten.dport
+            }
+        };
+        if !ok {
+            return None;
+        }
+        if fo >= self.noutputs || ro >= self.noutputs {
+            return None;
+        }
+        let w = |f: FlowId| {
+            [
+                (f.saddr >> 16) as u16,
+                f.saddr as u16,
+                (f.daddr >> 16) as u16,
+                f.daddr as u16,
+                f.sport,
+                f.dport,
+            ]
+        };
+        let (sw, dw) = (w(flowid), w(rewritten));
+        let mut ip_delta = 0u16;
+        for i in 0..4 {
+            ip_delta = update_in_cksum(ip_delta, sw[i], dw[i]);
+        }
+        let l4_delta = if self.kind == Kind::Ping {
+            update_in_cksum(0, flowid.sport, rewritten.sport)
+        } else {
+            let mut d = ip_delta;
+            for i in 4..6 {
+                d = update_in_cksum(d, sw[i], dw[i]);
+            }
+            d
+        };
+        let guaranteed = self.guarantee != 0;
+        let flow = Flow {
+            keys: [flowid, rewritten.reverse()],
+            outputs: [fo as u32, ro as u32],
+            ip_delta,
+            l4_delta,
+            expiry: now
+                + if guaranteed {
+                    self.guarantee
+                } else {
+                    self.timeout
+                },
+            guaranteed,
+            reply_anno: 0,
+            input: port as u32,
+            live: true,
+        };
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.flows[i as usize] = flow;
+                i
+            }
+            None => {
+                self.flows.push(flow);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        let fwd = idx << 1;
+        let rep = fwd | 1;
+        self.map.insert(flowid, fwd);
+        self.bucket_insert(fwd);
+        match self.map.insert(flow.keys[1], rep) {
+            Some(old) => {
+                self.bucket_replace(old, rep);
+                if old >> 1 != idx {
+                    self.destroy((old >> 1) as usize);
+                }
+            }
+            None => self.bucket_insert(rep),
+        }
+        self.live += 1;
+        self.inputs[port].count += 1;
+        if self.live as i64 > self.capacity && self.shrink_for_new_flow(idx as usize, now) {
+            self.inputs[port].failures += 1;
+            return None;
+        }
+        self.maybe_rehash();
+        Some(fwd)
+    }
+
+    /// Removes a flow and whichever of its entries are still in the table.
+    fn destroy(&mut self, idx: usize) {
+        let f = self.flows[idx];
+        if !f.live {
+            return;
+        }
+        for d in 0..2u32 {
+            let h = ((idx as u32) << 1) | d;
+            let key = f.keys[d as usize];
+            if self.map.get(&key) == Some(&h) {
+                self.bucket_remove(h);
+                self.map.remove(&key);
+            }
+        }
+        self.flows[idx].live = false;
+        self.free.push(idx as u32);
+        self.live -= 1;
+        if let Some(is) = self.inputs.get_mut(f.input as usize) {
+            is.count = is.count.wrapping_sub(1);
+        }
+    }
+
+    fn best_effort_expiry(&self, f: &Flow) -> i64 {
+        f.expiry + self.timeout - self.guarantee
+    }
+
+    /// Moves flows whose guarantee has run out to best effort.
+    fn shift_best_effort(&mut self, now: i64) {
+        for i in 0..self.flows.len() {
+            let f = self.flows[i];
+            if f.live && f.guaranteed && now >= f.expiry {
+                self.flows[i].expiry = self.best_effort_expiry(&f);
+                self.flows[i].guaranteed = false;
+            }
+        }
+    }
+
+    fn first_to_expire(&self, guaranteed: bool) -> Option<usize> {
+        self.flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.live && f.guaranteed == guaranteed)
+            .min_by_key(|(i, f)| (f.expiry, *i))
+            .map(|(i, _)| i)
+    }
+
+    /// Makes room for the new flow `idx`; true if `idx` itself went.
+    fn shrink_for_new_flow(&mut self, idx: usize, now: i64) -> bool {
+        self.shift_best_effort(now);
+        let dead = self.first_to_expire(false).unwrap_or(idx);
+        self.destroy(dead);
+        dead == idx
+    }
+
+    /// Removes expired flows, then flows beyond the capacity (every flow
+    /// when `clear_all`).
+    fn shrink(&mut self, clear_all: bool, now: i64) {
+        self.shift_best_effort(now);
+        for i in 0..self.flows.len() {
+            let f = self.flows[i];
+            if f.live && !f.guaranteed && now >= f.expiry {
+                self.destroy(i);
+            }
+        }
+        let cap = if clear_all { 0 } else { self.capacity };
+        while self.live as i64 > cap {
+            match self
+                .first_to_expire(false)
+                .or_else(|| self.first_to_expire(true))
+            {
+                Some(i) => self.destroy(i),
+                None => break,
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- packets
+
+    /// The output of a packet that gets no mapping on input `port`.
+    fn no_mapping_output(&self, port: usize) -> Option<usize> {
+        match self.inputs.get(port) {
+            Some(is) if is.kind == RwKind::NoChange => Some(is.foutput),
+            _ => None,
+        }
+    }
+
+    /// Rewrites `flowid` as input `port` says and installs the flow.
+    /// `Err(output)` when there is no mapping: the packet goes to that
+    /// output, or is dropped when `None`.
+    fn new_flow(
+        &mut self,
+        port: usize,
+        flowid: FlowId,
+        proto: u8,
+        now: i64,
+    ) -> Result<u32, Option<usize>> {
+        let Some(is) = self.inputs.get(port) else {
+            return Err(None);
+        };
+        let mut outputs = (is.foutput, is.routput);
+        let map = &self.map;
+        let taken = |k: &FlowId| map.contains_key(k);
+        let chosen = match is.kind {
+            RwKind::Drop => return Err(None),
+            RwKind::NoChange => return Err(Some(is.foutput)),
+            RwKind::Keep => Some(flowid),
+            RwKind::Pattern(pi) => self.patterns[pi].rewrite(flowid, taken, &mut self.rng),
+            RwKind::Mapper(mi) => self.mappers[mi]
+                .mapper
+                .rewrite_flowid(flowid, proto, &taken, &mut self.rng)
+                .map(|c| {
+                    outputs = (c.foutput, c.routput);
+                    c.flow
+                }),
+        };
+        let Some(mut rewritten) = chosen else {
+            self.inputs[port].failures += 1;
+            return Err(None);
+        };
+        if self.kind == Kind::Ping {
+            rewritten.dport = plus1(rewritten.sport);
+        }
+        self.add_flow(port, flowid, rewritten, outputs, now)
+            .ok_or(None)
+    }
+
+    /// Processes one packet that arrived on `port`; returns its output, or
+    /// `None` to drop it.
+    pub fn process(&mut self, port: usize, p: &mut Packet, now_ns: i64) -> Option<usize> {
+        let now = now_ns.div_euclid(1_000_000);
+        self.last_now = now;
+        match self.next_reap {
+            None => self.next_reap = Some(now + self.reap_interval),
+            Some(t) if self.reap_interval > 0 && now >= t => {
+                self.shrink(false, now);
+                self.next_reap = Some(now + self.reap_interval);
+            }
+            _ => {}
+        }
+        let nh = match p.network_header_offset() {
+            Some(o) if o >= 0 => o as usize,
+            _ => return self.no_mapping_output(port),
+        };
+        let data = p.data();
+        if data.len() < nh + 20 {
+            return self.no_mapping_output(port);
+        }
+        let ip = &data[nh..];
+        let th = match p.transport_header_offset() {
+            Some(t) if t >= 0 => t as usize,
+            _ => nh + ((ip[0] & 15) as usize) * 4,
+        };
+        let saddr = u32::from_be_bytes(addr4(ip, 12));
+        let daddr = u32::from_be_bytes(addr4(ip, 16));
+        let first_frag = be16(ip, 6) & 0x1fff == 0;
+        let (flowid, found, may_create) = match self.kind {
+            Kind::Addr => {
+                let f = FlowId {
+                    saddr,
+                    ..FlowId::default()
+                };
+                let r = FlowId {
+                    daddr,
+                    ..FlowId::default()
+                };
+                (f, self.lookup(&f).or_else(|| self.lookup(&r)), true)
+            }
+            Kind::Pair => {
+                let f = FlowId {
+                    saddr,
+                    daddr,
+                    ..FlowId::default()
+                };
+                (f, self.lookup(&f), true)
+            }
+            Kind::Ping => {
+                let ok = ip[9] == IP_PROTO_ICMP && first_frag && data.len() >= th + 6;
+                let ty = if ok { data[th] } else { 0xff };
+                if ty != ICMP_ECHO && ty != ICMP_ECHOREPLY {
+                    return self.no_mapping_output(port);
+                }
+                let echo = ty == ICMP_ECHO;
+                let id = be16(data, th + 4);
+                let f = FlowId {
+                    saddr,
+                    daddr,
+                    sport: if echo { id } else { plus1(id) },
+                    dport: if echo { plus1(id) } else { id },
+                };
+                (f, self.lookup(&f), echo)
+            }
+        };
+        let entry = match found {
+            Some(e) => e,
+            None if !may_create => return self.no_mapping_output(port),
+            None => match self.new_flow(port, flowid, ip[9], now) {
+                Ok(e) => {
+                    if let Some(off) = self.reply_anno {
+                        let v = p.anno_bytes()[off];
+                        self.flows[(e >> 1) as usize].reply_anno = v;
+                    }
+                    e
+                }
+                Err(out) => return out,
+            },
+        };
+        let idx = (entry >> 1) as usize;
+        let reply = entry & 1 == 1;
+        let flow = self.flows[idx];
+        self.apply(&flow, p, nh, th, reply);
+        let f = &mut self.flows[idx];
+        f.guaranteed = self.guarantee != 0;
+        f.expiry = now
+            + if f.guaranteed {
+                self.guarantee
+            } else {
+                self.timeout
+            };
+        Some(flow.outputs[reply as usize] as usize)
+    }
+
+    /// Rewrites a packet along `flow` (the reply direction if `reply`).
+    fn apply(&self, flow: &Flow, p: &mut Packet, nh: usize, th: usize, reply: bool) {
+        let rev = flow.keys[!reply as usize];
+        let set_dst = match self.kind {
+            Kind::Addr => reply,
+            Kind::Pair => true,
+            Kind::Ping => self.dst_anno,
+        };
+        if set_dst {
+            p.set_dst_ip_anno(rev.saddr.to_be_bytes());
+        }
+        if reply {
+            if let Some(off) = self.reply_anno {
+                p.anno_bytes_mut()[off] = flow.reply_anno;
+            }
+        }
+        let delta = |csum: u16, d: u16| {
+            if d == 0 {
+                csum
+            } else {
+                update_in_cksum(csum, 0, if reply { d } else { !d })
+            }
+        };
+        let data = p.data_mut();
+        let tlen = data.len().saturating_sub(th);
+        let ip = &mut data[nh..];
+        if self.kind != Kind::Addr || !reply {
+            ip[12..16].copy_from_slice(&rev.daddr.to_be_bytes());
+        }
+        if self.kind != Kind::Addr || reply {
+            ip[16..20].copy_from_slice(&rev.saddr.to_be_bytes());
+        }
+        let s = delta(be16(ip, 10), flow.ip_delta);
+        set_be16(ip, 10, s);
+        if be16(ip, 6) & 0x1fff != 0 {
+            return;
+        }
+        let proto = ip[9];
+        if th > data.len() {
+            return;
+        }
+        let l4 = &mut data[th..];
+        match self.kind {
+            Kind::Ping => {
+                if tlen < 6 {
+                    return;
+                }
+                set_be16(l4, 4, if reply { rev.sport } else { rev.dport });
+                let mut c = delta(be16(l4, 2), flow.l4_delta);
+                if c == 0 && l4.iter().all(|b| *b == 0) {
+                    c = 0xffff;
+                }
+                set_be16(l4, 2, c);
+            }
+            _ => {
+                if proto == IP_PROTO_TCP && tlen >= 18 {
+                    let s = delta(be16(l4, 16), flow.l4_delta);
+                    set_be16(l4, 16, s);
+                } else if proto == IP_PROTO_UDP && tlen >= 8 && be16(l4, 6) != 0 {
+                    let s = delta(be16(l4, 6), flow.l4_delta);
+                    set_be16(l4, 6, s);
+                }
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- handlers
+
+    /// The `table` handler: one line per entry, in table order.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let now = self.last_now;
+        for b in &self.buckets {
+            for &h in b.iter().rev() {
+                let f = &self.flows[(h >> 1) as usize];
+                let d = (h & 1) as usize;
+                let key = f.keys[d];
+                let other = f.keys[1 - d];
+                match self.kind {
+                    Kind::Addr => {
+                        s.push_str(&format!("{} => {}", ip_str(key.saddr), ip_str(other.daddr)))
+                    }
+                    Kind::Pair => s.push_str(&format!(
+                        "({}, {}) => ({}, {})",
+                        ip_str(key.saddr),
+                        ip_str(key.daddr),
+                        ip_str(other.daddr),
+                        ip_str(other.saddr)
+                    )),
+                    Kind::Ping => {
+                        let r = other.reverse();
+                        s.push_str(&format!(
+                            "({}, {}, {}) => ({}, {}, {})",
+                            ip_str(key.saddr),
+                            ip_str(key.daddr),
+                            key.sport,
+                            ip_str(r.saddr),
+                            ip_str(r.daddr),
+                            r.sport
+                        ))
+                    }
+                }
+                let expiry = if f.guaranteed {
+                    self.best_effort_expiry(f)
+                } else {
+                    f.expiry
+                };
+                let exp = (expiry + HZ / 2 - now).div_euclid(HZ);
+                let (a, b) = if d == 0 { ("*", "") } else { ("", "*") };
+                s.push_str(&format!(
+                    " [{}{} {}{}] i{} exp{}\n",
+                    a, f.outputs[0], b, f.outputs[1], f.input, exp
+                ));
+            }
+        }
+        s
+    }
+
+    /// `patterns` (all inputs) or `patternN` (one input).
+    pub fn patterns_text(&self, which: Option<usize>) -> String {
+        let mut s = String::new();
+        for (i, is) in self.inputs.iter().enumerate() {
+            if which.is_some_and(|w| w != i) {
+                continue;
+            }
+            match is.kind {
+                RwKind::Drop => s.push_str("<drop>"),
+                RwKind::NoChange => s.push_str("<nochange>"),
+                RwKind::Keep => s.push_str("<keep>"),
+                RwKind::Pattern(pi) => s.push_str(&self.patterns[pi].unparse()),
+                RwKind::Mapper(_) => s.push_str("<mapper>"),
+            }
+            if is.count != 0 {
+                s.push_str(&format!(" [{}]", is.count));
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Reads a handler; `None` if there is no such handler.
+    pub fn read(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "table" | "mappings" => self.table(),
+            "table_size" | "nmappings" => self
+                .inputs
+                .iter()
+                .fold(0u32, |a, is| a.wrapping_add(is.count))
+                .to_string(),
+            "mapping_failures" => self
+                .inputs
+                .iter()
+                .fold(0u32, |a, is| a.wrapping_add(is.failures))
+                .to_string(),
+            "patterns" => self.patterns_text(None),
+            "size" => self.live.to_string(),
+            "capacity" => self.capacity.to_string(),
+            _ => {
+                let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
+                if n >= self.inputs.len() {
+                    return None;
+                }
+                self.patterns_text(Some(n))
+            }
+        })
+    }
+
+    /// Writes a handler; `None` if there is no such handler.
+    pub fn write(&mut self, name: &str, value: &str) -> Option<Result<(), HandlerError>> {
+        let now = self.last_now;
+        match name {
+            "capacity" => {
+                let mut words = value.split_whitespace();
+                let v = match (words.next(), words.next()) {
+                    (Some(w), None) => pronto_lang::args::parse_i64(w).ok(),
+                    _ => None,
+                };
+                Some(match v {
+                    Some(c) if (-0x8000_0000..=0x7fff_ffff).contains(&c) => {
+                        self.capacity = c;
+                        self.shrink(false, now);
+                        Ok(())
+                    }
+                    _ => Err(HandlerError::BadValue("CAPACITY: expected integer".into())),
+                })
+            }
+            "clear" => {
+                self.shrink(true, now);
+                Some(Ok(()))
+            }
+            _ => {
+                let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
+                if n >= self.inputs.len() {
+                    return None;
+                }
+                let known = &self.known_mappers;
+                let element = |w: &str| match known.iter().find(|m| m.name == w) {
+                    Some(m) => ElementLookup::Mapper(m.clone()),
+                    None => ElementLookup::Unknown,
+                };
+                let parsed = parse_spec(value, self.noutputs, &self.named, &element);
+                Some(match parsed {
+                    Ok(parsed) => {
+                        for i in 0..self.flows.len() {
+                            if self.flows[i].live && self.flows[i].input as usize == n {
+                                self.destroy(i);
+                            }
+                        }
+                        let is = store_spec(parsed, &mut self.patterns, &mut self.mappers);
+                        if let RwKind::Mapper(mi) = is.kind {
+                            if let Err(e) = check_mapper(&self.mappers[mi], self.noutputs) {
+                                return Some(Err(HandlerError::BadValue(format!(
+                                    "input spec {n}: {e}"
+                                ))));
+                            }
+                        }
+                        self.inputs[n] = is;
+                        Ok(())
+                    }
+                    Err(e) => Err(HandlerError::BadValue(format!("input spec {n}: {e}"))),
+                })
+            }
+        }
+    }
+}
+
+impl IcmpLookup for Core {
+    /// A lookup only: the entry must belong to a flow of protocol `proto`.
+    fn icmp_lookup(&mut self, proto: u8, search: FlowId) -> Option<IcmpMatch> {
+        let e = self.get_entry(proto, search, None, 0)?;
+        Some(IcmpMatch {
+            rewritten: e.rewritten,
+            reply: e.reply,
+            output: e.output,
+            reply_anno: self.reply_anno_of(&e),
+        })
+    }
+}
+
+impl IcmpLookup for Table {
+    fn icmp_lookup(&mut self, proto: u8, s: FlowId) -> Option<IcmpMatch> {
+        let h = match self.kind {
+            Kind::Addr => self
+                .lookup(&FlowId {
+                    saddr: s.saddr,
+                    ..FlowId::default()
+                })
+                .or_else(|| {
+                    self.lookup(&FlowId {
+                        daddr: s.daddr,
+                        ..FlowId::default()
+                    })
+                }),
+            Kind::Pair => self.lookup(&FlowId {
+                saddr: s.saddr,
+                daddr: s.daddr,
+                ..FlowId::default()
+            }),
+            Kind::Ping if proto == IP_PROTO_ICMP => self.lookup(&FlowId {
+                saddr: s.saddr,
+                sport: plus1(s.sport),
+                daddr: s.daddr,
+                dport: s.sport,
+            }),
+            Kind::Ping => None,
+        }?;
+        let f = &self.flows[(h >> 1) as usize];
+        let d = (h & 1) as usize;
+        Some(IcmpMatch {
+            rewritten: f.keys[1 - d].reverse(),
+            reply: d == 1,
+            output: f.outputs[d] as usize,
+            reply_anno: f.reply_anno,
+        })
+    }
+}
+
+/// Locks a shared table, whether or not a holder panicked.
+pub fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(e) => e.into_inner(),
+    }
+}
+
+fn ip_str(a: u32) -> String {
+    let b = a.to_be_bytes();
+    format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
+}
+
+/// The handlers of every table rewriter (`patternN` for inputs 0 to 7).
+pub const HANDLERS: &[crate::HandlerInfo] = &[
+    crate::HandlerInfo::read("table"),
+    crate::HandlerInfo::read("mappings"),
+    crate::HandlerInfo::read("table_size"),
+    crate::HandlerInfo::read("nmappings"),
+    crate::HandlerInfo::read("mapping_failures"),
+    crate::HandlerInfo::read("patterns"),
+    crate::HandlerInfo::read("size"),
+    crate::HandlerInfo::rw("capacity"),
+    crate::HandlerInfo::write("clear"),
+    crate::HandlerInfo::rw("pattern0"),
+    crate::HandlerInfo::rw("pattern1"),
+    crate::HandlerInfo::rw("pattern2"),
+    crate::HandlerInfo::rw("pattern3"),
+    crate::HandlerInfo::rw("pattern4"),
+    crate::HandlerInfo::rw("pattern5"),
+    crate::HandlerInfo::rw("pattern6"),
+    crate::HandlerInfo::rw("pattern7"),
+];

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Write examples/cgnat.pcap: a small, deterministic trace for
+examples/cgnat.click. Subscribers in 100.64.0.0/24 talk to the Internet
+through a carrier-grade NAT with the pool 198.51.100.4/30: DNS queries and
+their replies, a reply from a host the subscriber never contacted (allowed:
+endpoint-independent filtering), a hairpinned packet between two
+subscribers, a burst of TCP connections that uses up one subscriber's port
+quota, unsolicited inbound packets, a ping, a source outside the subscriber
+range and an ARP frame. Run from the repository root."""
+import struct
+
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+
+def ip4(s):
+    return bytes(int(x) for x in s.split("."))
+
+ETH = bytes.fromhex("020000000002" "020000000001" "0800")
+ident = 0
+
+def ipv4(src, dst, proto, l4):
+    global ident
+    ident += 1
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), ident, 0, 64, proto, 0, ip4(src), ip4(dst))
+    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + l4
+
+def l4sum(src, dst, proto, seg):
+    return csum(ip4(src) + ip4(dst) + struct.pack("!BBH", 0, proto, len(seg)) + seg)
+
+def tcp(src, sport, dst, dport, flags):
+    seg = struct.pack("!HHIIBBHHH", sport, dport, 1000, 0 if flags == 0x02 else 2000, 0x50, flags, 65535, 0, 0)
+    return ipv4(src, dst, 6, seg[:16] + struct.pack("!H", l4sum(src, dst, 6, seg)) + seg[18:])
+
+def udp(src, sport, dst, dport, payload=b"pronto-dns-query"):
+    seg = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    c = l4sum(src, dst, 17, seg) or 0xFFFF
+    return ipv4(src, dst, 17, seg[:6] + struct.pack("!H", c) + seg[8:])
+
+def icmp_echo(src, dst, typ, ident_):
+    msg = struct.pack("!BBHHH", typ, 0, 0, ident_, 1) + b"pronto-ping-data"
+    return ipv4(src, dst, 1, msg[:2] + struct.pack("!H", csum(msg)) + msg[4:])
+
+frames = []
+def add(ipbytes):
+    f = ETH + ipbytes
+    frames.append(f + b"\0" * max(0, 60 - len(f)))
+
+SUB = lambda k: f"100.64.0.{k}"
+# Pool index = subscriber address mod 4; each subscriber's first block on
+# its address: (external address, first port of the block).
+first = {1: ("198.51.100.5", 1024), 2: ("198.51.100.6", 1024), 3: ("198.51.100.7", 1024),
+         4: ("198.51.100.4", 1024), 5: ("198.51.100.5", 1040), 6: ("198.51.100.6", 1040)}
+# A: DNS queries from six subscribers.  B: the replies.
+for k in range(1, 7):
+    add(udp(SUB(k), 40000 + k, "8.8.8.8", 53))
+for k in range(1, 7):
+    ext, port = first[k]
+    add(udp("8.8.8.8", 53, ext, port, b"pronto-dns-reply"))
+# C: a host subscriber 2 never contacted reaches its mapping.
+add(udp("203.0.113.50", 9999, "198.51.100.6", 1024, b"hello-from-afar"))
+# D: subscriber 3 sends to subscriber 2's external address:port (hairpin).
+add(udp(SUB(3), 5000, "198.51.100.6", 1024, b"hello-neighbour"))
+# E: subscriber 1 opens 36 TCP connections: 2 blocks of 16 ports, 4 too many.
+for i in range(36):
+    add(tcp(SUB(1), 50000 + i, "93.184.216.34", 443, 0x02))
+# F: SYN-ACKs for the first two.
+add(tcp("93.184.216.34", 443, "198.51.100.5", 1024, 0x12))
+add(tcp("93.184.216.34", 443, "198.51.100.5", 1025, 0x12))
+# G: unsolicited inbound: no mapping behind these.
+add(tcp("198.51.100.66", 6666, "198.51.100.5", 2000, 0x02))
+add(tcp("198.51.100.66", 6666, "198.51.100.4", 1024, 0x02))
+add(udp("198.51.100.66", 6666, "198.51.100.7", 1030))
+add(udp("198.51.100.66", 6666, "192.0.2.1", 1024))
+# H: a ping from subscriber 4 and its reply.
+add(icmp_echo(SUB(4), "1.1.1.1", 8, 0x0777))
+add(icmp_echo("1.1.1.1", "198.51.100.4", 0, 1024))
+# I: a seventh subscriber (paired with 198.51.100.7, second block).
+add(udp(SUB(7), 40007, "8.8.8.8", 53))
+# J: ARP.  K: a source in 100.64.0.0/10 but outside the subscriber range.
+frames.append(bytes.fromhex("ffffffffffff" "020000000001" "0806") + bytes(46))
+add(udp("100.64.1.9", 40009, "8.8.8.8", 53))
+
+with open("examples/cgnat.pcap", "wb") as f:
+    f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    for i, fr in enumerate(frames):
+        f.write(struct.pack("<IIII", 1700000000 + i // 10, (i % 10) * 100000, len(fr), len(fr)))
+        f.write(fr)
+print(f"wrote examples/cgnat.pcap: {len(frames)} frames")
