@@ -77,13 +77,11 @@ fn ratelimit_example_polices_and_prioritises_voice() {
     assert_eq!(seq, sorted, "voice frames leave in arrival order");
 }
 
-/// The full counts once the runtime pulls a scheduler's inputs one packet
-/// at a time (`pronto_elements::standard::pullinputs::as_pull_one`): the
-/// same numbers pronto then gives on the Click-equivalent configuration
+/// The full counts, with the runtime pulling the scheduler's inputs one
+/// packet at a time (`Element::as_pull_one`): the same numbers pronto then gives on the Click-equivalent configuration
 /// (RatedSplitter per subscriber instead of FlowPolicer), byte-identical to
 /// Click's own run of it with `--simtime`.
 #[test]
-#[ignore = "needs the runtime to pull PrioSched's inputs packet by packet (PullOne)"]
 fn ratelimit_example_full_counts() {
     let (o, out_pcap) = run_example("ratelimit-full");
     let stderr = String::from_utf8_lossy(&o.stderr);

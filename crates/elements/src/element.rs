@@ -519,6 +519,14 @@ pub trait Element: std::any::Any {
     /// flushed.
     fn cleanup(&mut self) {}
 
+    /// For elements that answer a pull by choosing, packet by packet, which
+    /// input to pull (schedulers, shapers: Click's `input(i).pull()`): the
+    /// element as a [`PullOne`]. The runtime then serves pulls on its
+    /// outputs one packet at a time through it.
+    fn as_pull_one(&mut self) -> Option<&mut dyn PullOne> {
+        None
+    }
+
     /// The object this element shares with elements that name it (see
     /// [`Shared`]); `None` for most elements.
     fn shared(&self) -> Option<Shared> {
@@ -529,6 +537,21 @@ pub trait Element: std::any::Any {
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
     }
+}
+
+/// Pulls one packet from one of an element's inputs, as Click's
+/// `input(i).pull()`: `None` when that input has nothing now.
+pub trait PullInputs {
+    /// Pulls one packet from input `input`.
+    fn pull_input(&mut self, input: usize) -> Option<Packet>;
+}
+
+/// An element that answers a pull on its output by pulling its inputs one
+/// packet at a time (see [`Element::as_pull_one`]).
+pub trait PullOne {
+    /// Answers one pull on output `port` at time `now` (ns since the
+    /// epoch); `None` when it has nothing to give now.
+    fn pull_one(&mut self, port: usize, now: i64, inputs: &mut dyn PullInputs) -> Option<Packet>;
 }
 
 /// A configure function: builds an element from its arguments.

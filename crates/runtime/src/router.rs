@@ -401,6 +401,10 @@ impl Router {
             self.elems[node].pull(port, batch, max, &mut out);
             return;
         }
+        if self.elems[node].as_pull_one().is_some() {
+            self.pull_each(node, port, batch, max);
+            return;
+        }
         // An agnostic or pull-through element: pull its input, then let it
         // process the batch; what it sends to `port` is the answer, what it
         // sends elsewhere is pushed on.
@@ -438,6 +442,28 @@ impl Router {
         }
         self.outbufs[node] = Some(bufs);
         self.put_scratch(got);
+    }
+
+    /// Answers a pull on `port` of an element that pulls its own inputs
+    /// (schedulers, shapers), one packet at a time, stopping at the first
+    /// empty answer as a Click puller does.
+    fn pull_each(&mut self, node: usize, port: usize, batch: &mut Batch, max: usize) {
+        // The element steps out of the table while it runs, so that its
+        // input pulls can use the router.
+        let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
+        let now = self.run_now;
+        if let Some(p1) = elem.as_pull_one() {
+            let mut inputs = RouterInputs { router: self, node };
+            for _ in 0..max.min(batch.room()) {
+                match p1.pull_one(port, now, &mut inputs) {
+                    Some(p) => {
+                        let _ = batch.push(p);
+                    }
+                    None => break,
+                }
+            }
+        }
+        self.elems[node] = elem;
     }
 
     // ---- tasks and driving ----------------------------------------------
@@ -879,5 +905,26 @@ impl Env for RouterEnv<'_> {
     }
     fn my_name(&self) -> &str {
         &self.router.graph.nodes[self.me].name
+    }
+}
+
+/// One element's pull inputs, pulled through the router.
+struct RouterInputs<'r> {
+    router: &'r mut Router,
+    node: usize,
+}
+
+impl pronto_elements::PullInputs for RouterInputs<'_> {
+    fn pull_input(&mut self, input: usize) -> Option<pronto_packet::Packet> {
+        let (src, sport) = self.router.graph.in_conn[self.node]
+            .get(input)
+            .copied()
+            .flatten()?;
+        let mut b = self.router.take_scratch();
+        self.router.pull(src as usize, sport as usize, &mut b, 1);
+        let p = b.pop();
+        b.clear();
+        self.router.put_scratch(b);
+        p
     }
 }

@@ -28,7 +28,7 @@ const IP_MF: u16 = 0x2000;
 /// A packet being rebuilt. Its data is `[link header][IP header][payload
 /// bytes received so far, links in the holes][SLACK]`. The received ranges
 /// ("chunks") form a list: the first in `first`, each next one stored as
-/// two little-endian 16-bit offsets at the payload position where the
+/// two host-order 16-bit offsets (as the reference stores them) at the payload position where the
 /// previous chunk ends.
 struct Queue {
     pkt: Packet,
@@ -62,8 +62,8 @@ impl Queue {
             ChunkAt::Payload(x) => {
                 let d = &self.pkt.data()[self.nh + self.hl + x..];
                 (
-                    u16::from_le_bytes([d[0], d[1]]),
-                    u16::from_le_bytes([d[2], d[3]]),
+                    u16::from_ne_bytes([d[0], d[1]]),
+                    u16::from_ne_bytes([d[2], d[3]]),
                 )
             }
         }
@@ -75,8 +75,8 @@ impl Queue {
             ChunkAt::Payload(x) => {
                 let s = self.nh + self.hl + x;
                 let d = &mut self.pkt.data_mut()[s..s + 4];
-                d[..2].copy_from_slice(&c.0.to_le_bytes());
-                d[2..].copy_from_slice(&c.1.to_le_bytes());
+                d[..2].copy_from_slice(&c.0.to_ne_bytes());
+                d[2..].copy_from_slice(&c.1.to_ne_bytes());
             }
         }
     }
@@ -97,8 +97,8 @@ impl Queue {
     fn into_partial(mut self) -> Packet {
         let (a, b) = self.first;
         let anno = self.pkt.anno_bytes_mut();
-        anno[CHUNK_ANNO_OFFSET..CHUNK_ANNO_OFFSET + 2].copy_from_slice(&a.to_le_bytes());
-        anno[CHUNK_ANNO_OFFSET + 2..CHUNK_ANNO_OFFSET + 4].copy_from_slice(&b.to_le_bytes());
+        anno[CHUNK_ANNO_OFFSET..CHUNK_ANNO_OFFSET + 2].copy_from_slice(&a.to_ne_bytes());
+        anno[CHUNK_ANNO_OFFSET + 2..CHUNK_ANNO_OFFSET + 4].copy_from_slice(&b.to_ne_bytes());
         self.pkt.take(SLACK);
         self.pkt
     }

@@ -2,8 +2,8 @@
 
 use pronto_packet::{Batch, Packet};
 
-use super::pullinputs::{PullInputs, PullOne};
 use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec};
+use crate::{PullInputs, PullOne};
 
 struct PortInfo {
     head: Option<Packet>,
@@ -94,8 +94,7 @@ impl PullOne for DRRSched {
 }
 
 impl Element for DRRSched {
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        // Lets the runtime find the packet-by-packet pull (PullOne).
+    fn as_pull_one(&mut self) -> Option<&mut dyn PullOne> {
         Some(self)
     }
 

@@ -219,15 +219,17 @@ fn parse_rate(s: &str) -> Result<(u64, bool), ConfigError> {
     Ok((v.round() as u64, is_bw))
 }
 
-/// FNV-1a over the key (fast and stable; the table is bounded, so a
-/// crafted collision only costs the colliding flows their own slots).
+/// A multiply-rotate mix of the key's two overlapping 64-bit words (fast
+/// and stable; the table is bounded, so a crafted collision only costs the
+/// colliding flows their own slots).
 fn hash(key: &[u8; 13]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in key {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100_0000_01b3);
-    }
-    h ^ (h >> 29)
+    let mut a = [0u8; 8];
+    let mut b = [0u8; 8];
+    a.copy_from_slice(&key[..8]);
+    b.copy_from_slice(&key[5..]);
+    let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
+    let h = (a ^ b.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^ (h >> 32)
 }
 
 /// The flow key and IP length of an IPv4 packet (network header from the

@@ -2,8 +2,8 @@
 
 use pronto_packet::{Batch, Packet};
 
-use super::pullinputs::{PullInputs, PullOne};
 use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec};
+use crate::{PullInputs, PullOne};
 
 /// Answers each pull with a packet from the lowest-numbered input that has
 /// one.
@@ -42,8 +42,7 @@ impl PullOne for PrioSched {
 }
 
 impl Element for PrioSched {
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        // Lets the runtime find the packet-by-packet pull (PullOne).
+    fn as_pull_one(&mut self) -> Option<&mut dyn PullOne> {
         Some(self)
     }
 

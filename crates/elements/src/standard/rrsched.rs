@@ -2,8 +2,8 @@
 
 use pronto_packet::{Batch, Packet};
 
-use super::pullinputs::{PullInputs, PullOne};
 use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec};
+use crate::{PullInputs, PullOne};
 
 /// Answers each pull by trying the inputs in turn, starting after the one
 /// that gave the last packet.
@@ -57,8 +57,7 @@ impl PullOne for RoundRobinSched {
 }
 
 impl Element for RoundRobinSched {
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        // Lets the runtime find the packet-by-packet pull (PullOne).
+    fn as_pull_one(&mut self) -> Option<&mut dyn PullOne> {
         Some(self)
     }
 

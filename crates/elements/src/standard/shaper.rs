@@ -2,12 +2,12 @@
 
 use pronto_packet::{Batch, Packet};
 
-use super::pullinputs::{PullInputs, PullOne};
 use super::tokenbucket::{unparse_bandwidth, GapRate};
 use crate::{
     push_each, ActionProfile, Bandwidth, ConfigCtx, ConfigError, Element, HandlerError,
     HandlerInfo, Out, Spec,
 };
+use crate::{PullInputs, PullOne};
 
 /// A pull shaper driven by Click's `GapRate` (also serves
 /// `BandwidthShaper`, which counts bytes).
@@ -100,8 +100,7 @@ impl PullOne for Shaper {
 }
 
 impl Element for Shaper {
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        // Lets the runtime find the packet-by-packet pull (PullOne).
+    fn as_pull_one(&mut self) -> Option<&mut dyn PullOne> {
         Some(self)
     }
 

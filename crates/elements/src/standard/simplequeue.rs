@@ -15,6 +15,7 @@ pub struct SimpleQueue {
     capacity: usize,
     drops: u64,
     highwater: usize,
+    len: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Most packets preallocated for at configure time; a bigger queue grows
@@ -48,6 +49,7 @@ impl SimpleQueue {
             capacity,
             drops: 0,
             highwater: 0,
+            len: Default::default(),
         })
     }
 }
@@ -67,6 +69,10 @@ pub const QUEUE_DOC: &str = "SimpleQueue([CAPACITY])\n\n\
      reset (write)            drop every queued packet";
 
 impl Element for SimpleQueue {
+    fn shared(&self) -> Option<crate::Shared> {
+        Some(self.len.clone())
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let room = self.capacity.saturating_sub(self.q.len());
         let n = batch.len();
@@ -86,6 +92,8 @@ impl Element for SimpleQueue {
         if self.q.len() > self.highwater {
             self.highwater = self.q.len();
         }
+        self.len
+            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
     }
 
     fn is_pull_source(&self) -> bool {
@@ -97,6 +105,8 @@ impl Element for SimpleQueue {
         for p in self.q.drain(..n) {
             let _ = batch.push(p);
         }
+        self.len
+            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -135,6 +145,8 @@ impl Element for SimpleQueue {
             "reset" => self.q.clear(),
             _ => return Err(HandlerError::NoSuchHandler(name.into())),
         }
+        self.len
+            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 }

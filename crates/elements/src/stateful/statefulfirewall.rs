@@ -329,9 +329,9 @@ impl StatefulFirewall {
              packet refreshed it in that time. Expiry runs from a timer wheel of\n\
              100 ms units that refreshing packets never touch (no table scan); expired\n\
              connections are collected within about 100 ms, and a packet finding an\n\
-             expired connection treats it as gone. The table is allocated once for CAPACITY connections (open\n\
-             addressing, no allocation per packet); new connections beyond it are\n\
-             dropped (table_full_drops).\n\n\
+             expired connection treats it as gone. The table is allocated once for\n\
+             CAPACITY connections (open addressing, no allocation per packet); new\n\
+             connections beyond it are dropped (table_full_drops).\n\n\
              Ports: input 0 (trusted) to output 0, input 1 (untrusted) to output 1;\n\
              optional output 2 gets dropped packets (else they are freed). All push.\n\n\
              Keywords (timeouts in seconds):\n\
@@ -888,5 +888,48 @@ mod tests {
         assert_eq!(err("CAPACITY 0"), "CAPACITY: expected 1 to 67108864");
         assert_eq!(err("UDP x"), "UDP: expected time in seconds, found `x`");
         assert_eq!(err("5"), "too many arguments: `5` was not expected");
+    }
+
+    #[test]
+    fn random_packets_never_panic() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = fw("CAPACITY 64");
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut ctrl = Control::default();
+        for round in 0..400 {
+            let mut pkts = Vec::new();
+            for _ in 0..8 {
+                let len = (next() % 70) as usize;
+                let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                if len > 20 && next() % 2 == 0 {
+                    // Mostly valid-looking headers, to reach the tables.
+                    d[0] = 0x45;
+                    d[6] = 0;
+                    d[7] = 0;
+                    d[9] = [1u8, 6, 17][(next() % 3) as usize];
+                    d[12] = 100;
+                    d[13] = 64;
+                }
+                pkts.push(pkt(&pool, &d));
+            }
+            let now = T0 + round * SEC / 10;
+            push_at(
+                e.as_mut(),
+                &pool,
+                (round % 2) as usize,
+                pkts,
+                3,
+                now,
+                &mut ctrl,
+            );
+            run_task(e.as_mut(), &pool, vec![], 3, now, &mut ctrl);
+        }
+        let _ = e.read_handler("table").expect("table");
     }
 }

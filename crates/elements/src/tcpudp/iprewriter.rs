@@ -1,8 +1,8 @@
 //! `IPRewriter`: network address and port translation for TCP and UDP.
 
-use pronto_packet::Batch;
+use pronto_packet::{Batch, BATCH_MAX};
 
-use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS};
+use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS, NO_ENTRY};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
     Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
@@ -95,7 +95,15 @@ impl Element for IPRewriter {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         let mut core = self.core.get();
-        push_each(batch, out, |p, _| core.process(port, p, now));
+        // Two passes: every packet's entry first, then the rewrites.
+        let mut ahead = [NO_ENTRY; BATCH_MAX];
+        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
+        let mut i = 0;
+        push_each(batch, out, |p, _| {
+            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
+            i += 1;
+            core.process_hinted(port, p, now, Some((generation, e)))
+        });
     }
 
     fn has_task(&self) -> bool {
@@ -321,6 +329,29 @@ mod tests {
         let p = packet(&pool, &udp_out(true), None);
         let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
         assert!(o[0].is_empty() && o[1].is_empty());
+    }
+
+    #[test]
+    fn a_flow_made_early_in_a_batch_serves_its_later_packets() {
+        // Entries are looked up for the whole batch first: the packets
+        // after the one that makes the flow must still find it.
+        let pool = Pool::new(64).expect("pool");
+        let mut e = rw(NAT, 2, 2);
+        let mut other = udp_out(true);
+        other[15] = 9; // another destination: another flow
+        fix(&mut other, true);
+        let pkts = [udp_out(true), udp_out(true), other.clone(), udp_out(true)]
+            .iter()
+            .map(|b| packet(&pool, b, Some((0, 20))))
+            .collect();
+        let o = run(e.as_mut(), 0, pkts, 2, &pool, 0);
+        let ports: Vec<u16> = o[0]
+            .iter()
+            .map(|v| u16::from_be_bytes([v[20], v[21]]))
+            .collect();
+        assert_eq!(ports, vec![1024, 1024, 1025, 1024]);
+        o[0].iter().for_each(|v| verify(v));
+        assert_eq!(e.read_handler("nmappings").expect("h"), "2");
     }
 
     #[test]

@@ -1099,10 +1099,16 @@ pub struct Core {
     dst_anno: bool,
     reply_anno: Option<usize>,
     rng: u64,
+    /// Changes whenever a flow is made or removed, so that lookups done
+    /// ahead for a batch ([`Core::lookup_batch`]) are known to be stale.
+    generation: u32,
     /// Packets dropped (no mapping and a dropping input, non-TCP/UDP,
     /// fragments, bad headers).
     pub drops: u64,
 }
+
+/// A lookup done ahead that found no entry (see [`Core::lookup_batch`]).
+pub const NO_ENTRY: u32 = u32::MAX;
 
 /// Keywords every rewriter accepts.
 pub const BASE_KEYWORDS: [&str; 8] = [
@@ -1288,6 +1294,7 @@ impl Core {
             dst_anno,
             reply_anno,
             rng: 0x2545_f491_4f6c_dd1d,
+            generation: 0,
             drops: 0,
         })
     }
@@ -1451,9 +1458,78 @@ impl Core {
 
     /// Processes one packet that arrived on `port`; returns the output.
     pub fn process(&mut self, port: usize, p: &mut Packet, now_ns: i64) -> Option<usize> {
+        self.process_hinted(port, p, now_ns, None)
+    }
+
+    /// The table and flow identifier a packet is looked up with, or `None`
+    /// when it gets no lookup (not TCP/UDP for this rewriter, a later
+    /// fragment, too short, no IP header).
+    #[inline]
+    fn flow_key(&self, p: &Packet) -> Option<(usize, FlowId)> {
+        let nh = usize::try_from(p.network_header_offset()?).ok()?;
+        let data = p.data();
+        if data.len() < nh + 20 {
+            return None;
+        }
+        let ip = &data[nh..];
+        let th = match p.transport_header_offset() {
+            Some(t) if t >= 0 => t as usize,
+            _ => nh + ((ip[0] & 15) as usize) * 4,
+        };
+        if be16(ip, 6) & 0x1fff != 0 || data.len() < th + 8 {
+            return None;
+        }
+        let mi = self.map_index(ip[9])?;
+        let l4 = &data[th..];
+        Some((
+            mi,
+            FlowId {
+                saddr: u32::from_be_bytes(addr4(ip, 12)),
+                daddr: u32::from_be_bytes(addr4(ip, 16)),
+                sport: be16(l4, 0),
+                dport: be16(l4, 2),
+            },
+        ))
+    }
+
+    /// The first of a batch's two passes: looks up every packet's entry
+    /// (independent loads, so that their cache misses overlap) into
+    /// `entries` ([`NO_ENTRY`] when there is none or no lookup), touching
+    /// each found flow. Returns the table generation the lookups hold for;
+    /// hand both to [`Core::process_hinted`].
+    pub fn lookup_batch(&self, pkts: &[Packet], entries: &mut [u32]) -> u32 {
+        for (p, e) in pkts.iter().zip(entries.iter_mut()) {
+            *e = match self.flow_key(p) {
+                Some((mi, id)) => match self.maps[mi].get(&id) {
+                    Some(&x) => {
+                        if let Some(f) = self.flows.get((x >> 1) as usize) {
+                            std::hint::black_box(f.expiry);
+                        }
+                        x
+                    }
+                    None => NO_ENTRY,
+                },
+                None => NO_ENTRY,
+            };
+        }
+        self.generation
+    }
+
+    /// As [`Core::process`], with the packet's entry looked up ahead:
+    /// `ahead` is `(generation, entry)` from [`Core::lookup_batch`], used
+    /// only while no flow has been made or removed since.
+    #[inline]
+    pub fn process_hinted(
+        &mut self,
+        port: usize,
+        p: &mut Packet,
+        now_ns: i64,
+        ahead: Option<(u32, u32)>,
+    ) -> Option<usize> {
         let now = now_ns.div_euclid(1_000_000);
         self.last_now = now;
-        let r = self.process_inner(port, p, now);
+        let ahead = ahead.and_then(|(g, e)| (g == self.generation).then_some(e));
+        let r = self.process_inner(port, p, now, ahead);
         if r.is_none() {
             self.drops += 1;
         }
@@ -1467,7 +1543,13 @@ impl Core {
         }
     }
 
-    fn process_inner(&mut self, port: usize, p: &mut Packet, now: i64) -> Option<usize> {
+    fn process_inner(
+        &mut self,
+        port: usize,
+        p: &mut Packet,
+        now: i64,
+        ahead: Option<u32>,
+    ) -> Option<usize> {
         let nh = p.network_header_offset()?;
         if nh < 0 {
             return None;
@@ -1498,8 +1580,13 @@ impl Core {
             sport: be16(tcp, 0),
             dport: be16(tcp, 2),
         };
-        let entry = match self.maps[mi].get(&flowid) {
-            Some(&e) => e,
+        let found = match ahead {
+            Some(NO_ENTRY) => None,
+            Some(e) => Some(e),
+            None => self.maps[mi].get(&flowid).copied(),
+        };
+        let entry = match found {
+            Some(e) => e,
             None => {
                 let Some(e) = self.new_flow(port, flowid, mi, proto, now) else {
                     return self.no_mapping_output(port);
@@ -1623,6 +1710,7 @@ impl Core {
                 (self.flows.len() - 1) as u32
             }
         };
+        self.generation = self.generation.wrapping_add(1);
         self.maps[mi].insert(flowid, idx << 1);
         if let Some(old) = self.maps[mi].insert(flow.keys[1], (idx << 1) | 1) {
             if old >> 1 != idx {
@@ -1644,6 +1732,7 @@ impl Core {
         if !f.live {
             return;
         }
+        self.generation = self.generation.wrapping_add(1);
         let map = &mut self.maps[f.map as usize];
         for d in 0..2u32 {
             if map.get(&f.keys[d as usize]) == Some(&(((idx as u32) << 1) | d)) {

@@ -1,8 +1,8 @@
 //! `UDPRewriter`: address and port translation, UDP-style.
 
-use pronto_packet::Batch;
+use pronto_packet::{Batch, BATCH_MAX};
 
-use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS};
+use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS, NO_ENTRY};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
     Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
@@ -69,7 +69,15 @@ impl Element for UDPRewriter {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         let mut core = self.core.get();
-        push_each(batch, out, |p, _| core.process(port, p, now));
+        // Two passes: every packet's entry first, then the rewrites.
+        let mut ahead = [NO_ENTRY; BATCH_MAX];
+        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
+        let mut i = 0;
+        push_each(batch, out, |p, _| {
+            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
+            i += 1;
+            core.process_hinted(port, p, now, Some((generation, e)))
+        });
     }
 
     fn has_task(&self) -> bool {
