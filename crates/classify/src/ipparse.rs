@@ -300,7 +300,11 @@ fn basic_ip(s: &str) -> (u32, usize, usize) {
 
 pub(crate) fn parse_ip(s: &str) -> Option<u32> {
     let (v, n, end) = basic_ip(s);
-    (n == 4 && end == s.len()).then_some(v)
+    if n == 4 && end == s.len() {
+        return Some(v);
+    }
+    // An AddressInfo name (`src host mauer`), as Click's IPAddressArg.
+    pronto_lang::names::ip(s).map(u32::from_be_bytes)
 }
 
 fn prefix_mask(len: u32) -> u32 {
@@ -313,7 +317,11 @@ fn prefix_mask(len: u32) -> u32 {
 
 /// `ADDR/LEN` or `ADDR/MASK` (ADDR may be abbreviated: `10/8`).
 pub(crate) fn parse_prefix(s: &str) -> Option<(u32, u32)> {
-    let slash = s.rfind('/')?;
+    let Some(slash) = s.rfind('/') else {
+        // An AddressInfo prefix name (`dst net lan:ipnet`).
+        return pronto_lang::names::prefix(s)
+            .map(|(a, m)| (u32::from_be_bytes(a), u32::from_be_bytes(m)));
+    };
     if slash == 0 || slash + 1 == s.len() {
         return None;
     }

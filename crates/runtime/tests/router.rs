@@ -195,3 +195,16 @@ fn address_info_name_gives_arp_responder_both_addresses() {
         "10.0.0.1/32 00-50-BA-85-84-A9\n"
     );
 }
+
+#[test]
+fn address_info_names_in_ipfilter_expressions() {
+    let mut r = build(
+        "AddressInfo(lan 10.0.0.1/24, gw 10.0.0.254);
+         InfiniteSource(LIMIT 3, STOP true) -> IPEncap(17, gw, 10.0.0.9)
+           -> f :: IPFilter(allow src host gw and dst net lan:ipnet, deny all)
+           -> c :: Counter -> Discard;",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    r.run().expect("run");
+    assert_eq!(r.read_handler("c.count", "").expect("count"), "3");
+}
