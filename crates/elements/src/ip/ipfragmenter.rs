@@ -104,6 +104,11 @@ impl IPFragmenter {
             return;
         }
         let hlen = ((ip[0] & 0x0f) as usize) << 2;
+        if hlen < 20 {
+            // A header length under 20 is malformed: counted and dropped.
+            self.drops += 1;
+            return;
+        }
         let first_dlen = (self.mtu as i64 - hlen as i64) & !7;
         let in_dlen = u16::from_be_bytes([ip[2], ip[3]]) as i64 - hlen as i64;
         let off_field = u16::from_be_bytes([ip[6], ip[7]]);
@@ -407,6 +412,16 @@ mod tests {
         assert_eq!(outs[0][0][6], 0x20);
         assert_eq!(outs[0][2][6..8], [0x00, 0x0a]);
         assert_eq!(outs[0][0][4..6], outs[0][1][4..6]);
+    }
+
+    #[test]
+    fn header_length_under_20_is_dropped() {
+        // 100 bytes, IHL 2 (8 bytes): too short a header to fragment.
+        let mut d = ip(&[], 80, 0);
+        d[0] = 0x42;
+        let (outs, e) = run("60", &d);
+        assert!(outs[0].is_empty() && outs[1].is_empty());
+        assert_eq!(read(e.as_ref(), "drops"), "1");
     }
 
     #[test]

@@ -184,6 +184,29 @@ mod tests {
     }
 
     #[test]
+    fn ctrl_takes_c_comments_only() {
+        let mut e = configure(&[], RadixIPLookup::configure, "10.0.0.0/8 0", 1, 2).expect("ok");
+        // A comment joins its line with the next: one bad command, nothing added.
+        let err = e
+            .write_handler("ctrl", "add 8.0.0.0/8 1 /* c */\nadd 9.0.0.0/8 1")
+            .expect_err("joined lines");
+        assert_eq!(
+            err,
+            HandlerError::BadValue("expected 'ADDR/MASK [GATEWAY] OUTPUT'".into())
+        );
+        // `#` is not a comment.
+        assert!(e.write_handler("ctrl", "add 5.0.0.0/8 1 # c").is_err());
+        assert_eq!(
+            e.write_handler("ctrl", "# c\nadd 5.0.0.0/8 1"),
+            Err(HandlerError::BadValue("bad command '#'".into()))
+        );
+        assert_eq!(read(e.as_ref(), "table"), "10.0.0.0/8\t\t-\t\t0\n");
+        e.write_handler("ctrl", "add 12.0.0.0/8 1 // c\n\n")
+            .expect("trailing comment");
+        assert_eq!(read(e.as_ref(), "lookup 12.1.1.1"), "1");
+    }
+
+    #[test]
     fn builds_and_looks_up_many_routes_fast() {
         // 170,000 pseudo-random routes of mixed lengths (fewer in debug builds).
         let nroutes = if cfg!(debug_assertions) {

@@ -545,10 +545,30 @@ pub struct Dir248 {
     vport_refs: Vec<u32>,
     vport_index: HashMap<(u32, u32), u16, BuildHasherDefault<U32Hasher>>,
     free_vports: Vec<u16>,
-    /// Routes by key - 1, in the order `table` lists them.
+    /// Routes by key - 1.
     routes: Vec<Option<IpRoute>>,
+    /// When each route (by key - 1) entered the table (0 for the default
+    /// route): `table` lists newer routes first within a hash bucket.
+    ages: Vec<u64>,
+    next_age: u64,
     free_keys: Vec<u32>,
     by_prefix: Vec<PrefixMap>,
+}
+
+/// Number of buckets of `DirectIPLookup`'s prefix hash, whose order
+/// `table` follows.
+const PREFIX_HASH_SIZE: u32 = 64 * 1024;
+
+/// The bucket of `prefix/len` in `DirectIPLookup`'s route list (`table`
+/// lists routes bucket by bucket). Shift counts wrap at 32, as the
+/// processor's shift instruction does.
+fn prefix_hash(prefix: u32, len: u32) -> u32 {
+    let mut h = prefix ^ (len << 5) ^ (prefix >> (len >> 2)).wrapping_sub(len);
+    h ^= (h >> 23) ^ (h >> 15).wrapping_mul(len) ^ (prefix >> 17).wrapping_mul(53);
+    h = h.wrapping_sub(
+        (prefix >> 3) ^ h.wrapping_shr(len).wrapping_mul(7) ^ (h >> 11).wrapping_mul(103),
+    );
+    (h ^ (h >> 17)) & (PREFIX_HASH_SIZE - 1)
 }
 
 impl Default for Dir248 {
@@ -572,6 +592,8 @@ impl Dir248 {
             vport_index: HashMap::default(),
             free_vports: Vec::new(),
             routes: Vec::new(),
+            ages: Vec::new(),
+            next_age: 1,
             free_keys: Vec::new(),
             by_prefix: (0..33).map(|_| PrefixMap::default()).collect(),
         }
@@ -704,13 +726,18 @@ impl RouteTable for Dir248 {
                 old
             }
             None => {
+                // The default route always sorts last in its bucket.
+                let age = if len == 0 { 0 } else { self.next_age };
+                self.next_age += 1;
                 let k = match self.free_keys.pop() {
                     Some(k) => {
                         self.routes[k as usize - 1] = Some(r);
+                        self.ages[k as usize - 1] = age;
                         k
                     }
                     None => {
                         self.routes.push(Some(r));
+                        self.ages.push(age);
                         self.routes.len() as u32
                     }
                 };
@@ -776,9 +803,22 @@ impl RouteTable for Dir248 {
         }
     }
 
+    /// Bucket by bucket of the prefix hash, newest route first within a
+    /// bucket (the order `DirectIPLookup`'s `table` has).
     fn dump(&self) -> String {
+        let mut order: Vec<(u32, std::cmp::Reverse<u64>, IpRoute)> = self
+            .routes
+            .iter()
+            .zip(&self.ages)
+            .filter_map(|(r, &age)| {
+                let r = (*r)?;
+                let len = prefix_len(r.mask)?;
+                Some((prefix_hash(r.addr, len), std::cmp::Reverse(age), r))
+            })
+            .collect();
+        order.sort_unstable_by_key(|&(h, age, _)| (h, age));
         let mut s = String::new();
-        for r in self.routes.iter().flatten() {
+        for (_, _, r) in order {
             s.push_str(&r.unparse(true));
             s.push('\n');
         }
@@ -889,6 +929,72 @@ fn routes_file_arg(arg: &str) -> Option<&str> {
     rest.starts_with(char::is_whitespace)
         .then(|| rest.trim())
         .filter(|f| !f.is_empty())
+}
+
+/// Removes the comments of a `ctrl` text as Click's configuration parser
+/// does: leading and trailing space goes, and each `/* */` or `//` comment,
+/// together with the space around it (line breaks included), becomes one
+/// space, so a comment joins the lines on either side. `#` is not a
+/// comment. Quoted text is kept as is.
+fn uncomment(text: &str) -> String {
+    let b = text.as_bytes();
+    let n = b.len();
+    // The end of the comment starting at `i` (a `/` followed by `/` or `*`).
+    let comment_end = |i: usize| -> usize {
+        if b[i + 1] == b'/' {
+            b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(n, |p| i + p + 1)
+        } else {
+            b[i + 2..]
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(n, |p| i + 2 + p + 2)
+        }
+    };
+    let is_comment = |i: usize| b[i] == b'/' && i + 1 < n && (b[i + 1] == b'/' || b[i + 1] == b'*');
+    let mut i = 0;
+    while i < n {
+        if b[i].is_ascii_whitespace() {
+            i += 1;
+        } else if is_comment(i) {
+            i = comment_end(i);
+        } else {
+            break;
+        }
+    }
+    let (mut left, mut right) = (i, i);
+    let mut closed = false;
+    let mut out: Vec<u8> = Vec::new();
+    while i < n {
+        if b[i].is_ascii_whitespace() {
+            i += 1;
+        } else if is_comment(i) {
+            i = comment_end(i);
+            closed = true;
+        } else {
+            if closed {
+                out.extend_from_slice(&b[left..right]);
+                out.push(b' ');
+                left = i;
+                closed = false;
+            }
+            match b[i] {
+                q @ (b'\'' | b'"') => {
+                    let mut j = i + 1;
+                    while j < n && b[j] != q {
+                        j += if q == b'"' && b[j] == b'\\' { 2 } else { 1 };
+                    }
+                    i = (j + 1).min(n);
+                }
+                _ => i += 1,
+            }
+            right = i;
+        }
+    }
+    out.extend_from_slice(&b[left..right.max(left)]);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The usage text route commands print on a syntax error.
@@ -1031,8 +1137,8 @@ impl<T: RouteTable> RouteCore<T> {
     fn ctrl(&mut self, text: &str) -> Result<(), String> {
         let mut done: Vec<(Cmd, IpRoute, Option<IpRoute>)> = Vec::new();
         let mut result = Ok(());
-        for line in text.lines() {
-            let line = line.split_once('#').map_or(line, |(a, _)| a);
+        let text = uncomment(text);
+        for line in text.split('\n') {
             let line = line.trim();
             let (first, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
             let cmd = match first {
@@ -1157,6 +1263,47 @@ mod tests {
 
     fn route(s: &str) -> IpRoute {
         parse_route(s, false).expect("route")
+    }
+
+    #[test]
+    fn ctrl_comments_are_c_comments_that_join_lines() {
+        assert_eq!(uncomment("  a   b  "), "a   b");
+        assert_eq!(uncomment("  a /* Comment */       b  "), "a b");
+        assert_eq!(uncomment("add 1 /* c */\nadd 2"), "add 1 add 2");
+        assert_eq!(uncomment("add 1 // c\nadd 2"), "add 1 add 2");
+        assert_eq!(uncomment("add 1 // c\n\n"), "add 1");
+        assert_eq!(uncomment("/* x */ add 1\nadd 2 # c"), "add 1\nadd 2 # c");
+        assert_eq!(uncomment("a \"/* q */\" b"), "a \"/* q */\" b");
+        assert_eq!(uncomment("é /* c */ ü"), "é ü");
+    }
+
+    #[test]
+    fn direct_table_lists_routes_in_prefix_hash_order() {
+        // Buckets as DirectIPLookup's hash puts them.
+        assert_eq!(prefix_hash(0, 0), 0);
+        assert!(prefix_hash(ip("192.168.1.7"), 32) < prefix_hash(ip("10.0.0.0"), 8));
+        let mut d = Dir248::new();
+        for r in [
+            "10.0.0.0/8 0",
+            "10.1.0.0/16 10.0.0.1 1",
+            "10.1.2.0/24 2",
+            "10.1.2.128/25 10.0.0.2 0",
+            "192.168.0.0/16 1",
+            "192.168.1.7/32 10.0.0.3 2",
+            "0.0.0.0/0 10.0.0.254 1",
+        ] {
+            d.add_route(route(r), false).expect("added");
+        }
+        assert_eq!(
+            d.dump(),
+            "0.0.0.0/0\t\t10.0.0.254\t1\n\
+             192.168.1.7/32\t\t10.0.0.3\t2\n\
+             10.0.0.0/8\t\t-\t\t0\n\
+             10.1.0.0/16\t\t10.0.0.1\t1\n\
+             192.168.0.0/16\t\t-\t\t1\n\
+             10.1.2.0/24\t\t-\t\t2\n\
+             10.1.2.128/25\t\t10.0.0.2\t0\n"
+        );
     }
 
     #[test]

@@ -71,7 +71,11 @@ impl CheckTCPHeader {
             Some(t) if t >= 0 => t as usize,
             _ => nh + hl,
         };
-        let len = (be16(ip, 2) as usize).wrapping_sub(hl);
+        // An IP length under the header length, or a header under 20
+        // bytes, is a bad length (no arithmetic on it may wrap).
+        let Some(len) = (be16(ip, 2) as usize).checked_sub(hl).filter(|_| hl >= 20) else {
+            return Err(1);
+        };
         if th + 13 > data.len() {
             return Err(1);
         }
@@ -180,6 +184,33 @@ mod tests {
         assert_eq!(
             e.read_handler("drop_details").expect("h"),
             "2\tnot TCP\n2\tbad packet length\n1\tbad TCP checksum\n"
+        );
+    }
+
+    #[test]
+    fn bad_ip_header_or_total_length_is_a_bad_length() {
+        let pool = Pool::new(16).expect("pool");
+        let mut e = configure(
+            CheckTCPHeader::configure,
+            &CheckTCPHeader::SPEC,
+            "DETAILS true",
+            1,
+            2,
+        )
+        .expect("configures");
+        let mut short_total = SYN;
+        short_total[3] = 0x10; // IP length 16: under the header length
+        let mut ihl0 = SYN;
+        ihl0[0] = 0x40; // header length 0
+        let pkts = vec![
+            packet(&pool, &short_total, Some((0, 20))),
+            packet(&pool, &ihl0, Some((0, 0))),
+        ];
+        let o = run(e.as_mut(), 0, pkts, 2, &pool, 0);
+        assert_eq!(o[1].len(), 2);
+        assert_eq!(
+            e.read_handler("drop_details").expect("h"),
+            "0\tnot TCP\n2\tbad packet length\n0\tbad TCP checksum\n"
         );
     }
 

@@ -69,7 +69,7 @@ impl CheckUDPHeader {
             Some(t) if t >= 0 => t as usize,
             _ => nh + hl,
         };
-        if th + 8 > data.len() || ip.len() < hl {
+        if hl < 20 || th + 8 > data.len() || ip.len() < hl {
             return Err(1);
         }
         let len = be16(data, th + 4) as usize;
@@ -138,6 +138,38 @@ mod tests {
         0x13, 0x88, 0x00, 0x35, 0x00, 0x0c, 0x16, 0x59, // ports, length 12, checksum
         1, 2, 3, 4, // payload
     ];
+
+    #[test]
+    fn header_length_under_20_is_a_bad_length() {
+        let pool = Pool::new(16).expect("pool");
+        let mut e = configure(
+            CheckUDPHeader::configure,
+            &CheckUDPHeader::SPEC,
+            "DETAILS true",
+            1,
+            2,
+        )
+        .expect("configures");
+        // IHL 0: the "UDP header" is the IP header itself, whose ID field
+        // (0x0010) reads as a UDP length of 16 and whose fragment field as
+        // a nonzero checksum.
+        let mut ihl0 = UDP;
+        ihl0[0] = 0x40;
+        ihl0[4..8].copy_from_slice(&[0x00, 0x10, 0x40, 0x00]);
+        let o = run(
+            e.as_mut(),
+            0,
+            vec![packet(&pool, &ihl0, Some((0, 0)))],
+            2,
+            &pool,
+            0,
+        );
+        assert_eq!(o[1], vec![ihl0.to_vec()]);
+        assert_eq!(
+            e.read_handler("drop_details").expect("h"),
+            "0\tnot UDP\n1\tbad packet length\n0\tbad UDP checksum\n"
+        );
+    }
 
     #[test]
     fn checks() {

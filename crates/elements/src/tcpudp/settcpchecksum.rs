@@ -63,7 +63,7 @@ impl SetTCPChecksum {
         }
         let hl = (data[nh] & 15) as usize * 4;
         let plen = (be16(data, nh + 2) as usize).checked_sub(hl)?;
-        if plen < 20 || plen > data.len() - th || nh + hl > th {
+        if hl < 20 || plen < 20 || plen > data.len() - th || nh + hl > th {
             return None;
         }
         if self.fixoff {
@@ -103,6 +103,27 @@ mod tests {
         0, 0, 0, 1, 0, 0, 0, 0, // seq 1, ack 0
         0x50, 0x02, 0xff, 0xff, 0x4e, 0xa1, 0, 0, // offset 5, SYN, window, checksum
     ];
+
+    #[test]
+    fn header_length_under_20_is_dropped() {
+        let pool = Pool::new(16).expect("pool");
+        let mut e = SetTCPChecksum {
+            fixoff: false,
+            drops: 0,
+        };
+        let mut ihl1 = SYN;
+        ihl1[0] = 0x41; // header length 4: transport header 4 bytes in
+        let o = run(
+            &mut e,
+            0,
+            vec![packet(&pool, &ihl1, Some((0, 4)))],
+            1,
+            &pool,
+            0,
+        );
+        assert!(o[0].is_empty());
+        assert_eq!(e.drops, 1);
+    }
 
     #[test]
     fn sets_checksum_and_drops_bad_lengths() {

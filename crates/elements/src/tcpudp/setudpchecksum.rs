@@ -61,7 +61,7 @@ impl SetUDPChecksum {
             return false;
         }
         let hl = (data[nh] & 15) as usize * 4;
-        if be16(data, nh + 6) & 0x3fff != 0 || nh + hl > th {
+        if hl < 20 || be16(data, nh + 6) & 0x3fff != 0 || nh + hl > th {
             return false;
         }
         let len = be16(data, th + 4) as usize;
@@ -107,6 +107,32 @@ mod tests {
         0x13, 0x88, 0x00, 0x35, 0x00, 0x0c, 0x16, 0x59, // ports, length 12, checksum
         1, 2, 3, 4, // payload
     ];
+
+    #[test]
+    fn header_length_under_20_is_diverted() {
+        let pool = Pool::new(16).expect("pool");
+        let mut e = SetUDPChecksum {
+            has_out1: true,
+            warned: false,
+            drops: 0,
+        };
+        // IHL 0: the "UDP header" is the IP header, whose ID (0x0010)
+        // reads as a UDP length of 16.
+        let mut ihl0 = UDP;
+        ihl0[0] = 0x40;
+        ihl0[4..6].copy_from_slice(&[0x00, 0x10]);
+        let o = run(
+            &mut e,
+            0,
+            vec![packet(&pool, &ihl0, Some((0, 0)))],
+            2,
+            &pool,
+            0,
+        );
+        assert!(o[0].is_empty());
+        assert_eq!(o[1], vec![ihl0.to_vec()]);
+        assert_eq!(e.drops, 1);
+    }
 
     #[test]
     fn sets_checksum_and_diverts_fragments() {

@@ -1,0 +1,1214 @@
+//! Robustness: every element class survives hostile packets.
+//!
+//! pronto's rule is that a malformed packet is counted and dropped (or sent
+//! to an error output), never a panic and never an out-of-bounds access.
+//! This test feeds every class of the element registry thousands of
+//! deterministic pseudo-random hostile frames: random bytes; Ethernet, IPv4,
+//! TCP, UDP and ICMP headers with one or two fields corrupted (header length
+//! 0..15, total length beyond or short of the frame, fragment offsets and
+//! flags, IP and TCP options with bad lengths, TCP data offset 0..15, UDP
+//! length, truncation at every length up to 80 bytes); ICMP errors quoting
+//! truncated or corrupted headers of real flows; fragment series with
+//! overlapping, huge and odd offsets; ARP with bad hardware/protocol lengths;
+//! 802.1Q tags; FTP PORT commands with garbage numbers; and valid packets of
+//! a few flows and their replies, so that stateful elements reach their
+//! reply paths.
+//!
+//! Each class has one or more rows in [`ROWS`]: a small Click graph around
+//! the element, reading packets from the element `in`. Every row runs under
+//! each of four feeds (see [`FEEDS`]): the raw Ethernet frames; the frames
+//! stripped to the IP header and marked with `MarkIPHeader` (which checks
+//! nothing, so header lengths are hostile too) with the destination address
+//! annotation set; frames that passed `CheckIPHeader(CHECKSUM false)` (valid
+//! IP headers, hostile transport headers); and Ethernet frames with the IP
+//! header marked 14 bytes in. Sources (`FromDump`, `FromIPSummaryDump`,
+//! `InfiniteSource`, ...) get rows of their own: `FromDump` reads corrupted
+//! pcap files, `FromIPSummaryDump` a dump full of garbage lines.
+//!
+//! Each class runs in a child process (this test binary again, running
+//! [`hostile_child`] with `PRONTO_HOSTILE_CLASS` set), so a panic, an abort
+//! or a hang in one class is caught and named while the others still run.
+//! The test fails with the list of classes (row and feed) that panicked,
+//! with each panic message.
+//!
+//! Classes with no packet path are excluded (see [`EXCLUDED`]): AddressInfo
+//! (names only), and the runtime's Script and DriverManager (not in the
+//! element registry). FromDevice and ToDevice are excluded too: they need
+//! a real network interface and the rights to open a packet socket. IPRewriterPatterns and the mappers
+//! (RoundRobinIPMapper, SourceIPHashMapper, MaglevIPMapper) have no ports,
+//! but each serves a rewriter's new flows, so rows here run them behind a
+//! rewriter. A class added to the registry without a row here fails the
+//! test: add a row for it.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Frames in the hostile trace (`PRONTO_HOSTILE_PACKETS` overrides it,
+/// for a longer run by hand).
+const PACKETS: usize = 4000;
+
+fn packets() -> usize {
+    std::env::var("PRONTO_HOSTILE_PACKETS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(PACKETS)
+}
+
+/// Classes without a packet path, and the device I/O classes, which need a
+/// real network interface (and the rights to open a packet socket).
+const EXCLUDED: &[&str] = &["AddressInfo", "FromDevice", "ToDevice"];
+
+/// Feeds: the text that ends in the element `in`, which a row reads from.
+/// `$TRACE` is the hostile pcap.
+const FEEDS: &[(&str, &str)] = &[
+    ("ether", "hsrc :: FromDump($TRACE, STOP true) -> in :: Null;"),
+    (
+        "marked-ip",
+        "hsrc :: FromDump($TRACE, STOP true) -> Strip(14) -> MarkIPHeader -> GetIPAddress(16) -> in :: Null;",
+    ),
+    (
+        "checked-ip",
+        "hsrc :: FromDump($TRACE, STOP true) -> Strip(14) -> chk :: CheckIPHeader(CHECKSUM false) -> in :: Null; chk[1] -> Discard;",
+    ),
+    (
+        "ether-marked",
+        "hsrc :: FromDump($TRACE, STOP true) -> MarkIPHeader(14) -> GetIPAddress(30) -> in :: Null;",
+    ),
+];
+
+/// How a row is fed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Feed {
+    /// Under every feed of [`FEEDS`].
+    All,
+    /// A source: the row's text stands alone.
+    None,
+    /// A source reading a corrupted file: configuration may be refused.
+    NoneMayFail,
+}
+
+/// One graph around a class. `$D` is the scratch directory.
+struct Row {
+    class: &'static str,
+    feed: Feed,
+    text: &'static str,
+}
+
+const fn r(class: &'static str, text: &'static str) -> Row {
+    Row {
+        class,
+        feed: Feed::All,
+        text,
+    }
+}
+
+const fn src(class: &'static str, text: &'static str) -> Row {
+    Row {
+        class,
+        feed: Feed::None,
+        text,
+    }
+}
+
+const fn bad_file(class: &'static str, text: &'static str) -> Row {
+    Row {
+        class,
+        feed: Feed::NoneMayFail,
+        text,
+    }
+}
+
+/// Outputs of a 2-output element `x` to Discard.
+macro_rules! two {
+    ($head:literal) => {
+        concat!($head, " x[0] -> Discard; x[1] -> Discard;")
+    };
+}
+
+/// Outputs of a 3-output element `x` to Discard.
+macro_rules! three {
+    ($head:literal) => {
+        concat!($head, " x[0] -> Discard; x[1] -> Discard; x[2] -> Discard;")
+    };
+}
+
+const ROWS: &[Row] = &[
+    // ethernet/
+    r("ARPPrint", "in -> ARPPrint(hostile, OUTFILE $D/arpprint.txt) -> Discard;"),
+    r("ARPPrint", "in -> ARPPrint(ETHER true, TIMESTAMP true, OUTFILE $D/arpprint2.txt) -> Discard;"),
+    r(
+        "ARPQuerier",
+        two!("x :: ARPQuerier(10.0.0.1, 02:00:00:00:00:01); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "ARPQuerier",
+        "x :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01, CAPACITY 4, ENTRY_CAPACITY 8); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x; x -> Discard;",
+    ),
+    r("ARPResponder", two!("in -> x :: ARPResponder(10.0.0.0/24 02:00:00:00:00:01, 192.168.1.1 02:00:00:00:00:02);")),
+    r("EtherEncap", "in -> EtherEncap(0x0800, 00:01:02:03:04:05, 00:01:02:03:04:06) -> Discard;"),
+    r("EtherMirror", "in -> EtherMirror -> Discard;"),
+    r("EtherRewrite", "in -> EtherRewrite(00:01:02:03:04:05, 00:01:02:03:04:06) -> Discard;"),
+    r("HostEtherFilter", two!("in -> x :: HostEtherFilter(00:01:02:03:04:05, DROP_OWN true);")),
+    r("HostEtherFilter", "in -> HostEtherFilter(00:01:02:03:04:05, OFFSET 2) -> Discard;"),
+    // standard/
+    r("AverageCounter", "in -> AverageCounter -> Discard;"),
+    r("BandwidthMeter", three!("in -> x :: BandwidthMeter(1000, 20000);")),
+    r("BandwidthRatedSplitter", two!("in -> x :: BandwidthRatedSplitter(10kBps);")),
+    r("BandwidthRatedUnqueue", "in -> Queue(64) -> BandwidthRatedUnqueue(100kBps) -> Discard;"),
+    r("BandwidthShaper", two!("in -> Queue(64) -> x :: BandwidthShaper(100kBps);")),
+    r("CheckPaint", two!("in -> x :: CheckPaint(0);")),
+    r("Classifier", three!("in -> x :: Classifier(12/0800 23/06, 12/0806 20/0001, -);")),
+    r("Classifier", two!("in -> x :: Classifier(12/8100 16/0800 !30/ff??%f0f0, 40/00);")),
+    r("Counter", "in -> Counter -> Discard;"),
+    r("DRRSched", "in -> t :: Tee(2); t[0] -> Queue(32) -> [0]x :: DRRSched; t[1] -> Queue(32) -> [1]x; x -> Discard;"),
+    r("Discard", "in -> Discard;"),
+    r("FlowPolicer", two!("in -> x :: FlowPolicer(100, CAPACITY 64);")),
+    r("FlowPolicer", two!("in -> x :: FlowPolicer(10kBps, 3000);")),
+    r("HashSwitch", three!("in -> x :: HashSwitch(26, 8);")),
+    r("Idle", "in -> Idle;"),
+    src("InfiniteSource", "x :: InfiniteSource(LIMIT 300, BURST 7, STOP true) -> Strip(14) -> MarkIPHeader -> Discard;"),
+    src("InfiniteSource", "InfiniteSource(DATA \"\", LIMIT 100, STOP true) -> MarkIPHeader -> IPPrint(OUTFILE $D/empty.txt) -> Discard;"),
+    src("InfiniteSource", "InfiniteSource(LENGTH 1600, LIMIT 100, STOP true) -> Discard;"),
+    r("Meter", three!("in -> x :: Meter(1000, 20000);")),
+    r("Null", "in -> Null -> Discard;"),
+    r("Paint", "in -> Paint(7) -> Discard;"),
+    r("PaintSwitch", three!("in -> Paint(1) -> x :: PaintSwitch;")),
+    r("PaintSwitch", two!("in -> Paint(255) -> x :: PaintSwitch;")),
+    r("PaintSwitch", "in -> Paint(9) -> x :: PaintSwitch -> Discard;"),
+    r("PaintTee", two!("in -> x :: PaintTee(0);")),
+    r("Print", "in -> Print(hostile, -1, CONTENTS ASCII, TIMESTAMP true) -> Discard;"),
+    r("Print", "in -> Print(h, 40) -> Discard;"),
+    r("PrioSched", "in -> t :: Tee(2); t[0] -> Queue(32) -> [0]x :: PrioSched; t[1] -> Queue(32) -> [1]x; x -> Discard;"),
+    r("PullTee", two!("in -> Queue(64) -> x :: PullTee(2);")),
+    r("Queue", two!("in -> x :: Queue(16);")),
+    r("RandomSwitch", three!("in -> x :: RandomSwitch;")),
+    src("RatedSource", "RatedSource(RATE 1000, LIMIT 50, STOP true) -> Strip(14) -> CheckIPHeader -> Discard;"),
+    r("RatedSplitter", two!("in -> x :: RatedSplitter(100);")),
+    r("RatedUnqueue", "in -> Queue(64) -> RatedUnqueue(1000) -> Discard;"),
+    r("RoundRobinSched", "in -> t :: Tee(2); t[0] -> Queue(32) -> [0]x :: RoundRobinSched; t[1] -> Queue(32) -> [1]x; x -> Discard;"),
+    r("RoundRobinSwitch", three!("in -> x :: RoundRobinSwitch;")),
+    r("SetTimestamp", "in -> SetTimestamp -> SetTimestamp(FIRST true) -> Discard;"),
+    r("Shaper", two!("in -> Queue(64) -> x :: Shaper(100);")),
+    r("SimpleQueue", two!("in -> x :: SimpleQueue(16);")),
+    r("StaticSwitch", two!("in -> x :: StaticSwitch(1);")),
+    r("Strip", "in -> Strip(14) -> Strip(30) -> Discard;"),
+    r("StripToNetworkHeader", "in -> StripToNetworkHeader -> Discard;"),
+    r("Switch", two!("in -> x :: Switch(1);")),
+    r("Tee", three!("in -> x :: Tee(3);")),
+    src("TimedSource", "TimedSource(0.001, LIMIT 20, STOP true) -> MarkIPHeader -> Discard;"),
+    r("Truncate", "in -> Truncate(30) -> MarkIPHeader -> GetIPAddress(16) -> Discard;"),
+    r("Unqueue", "in -> Queue(64) -> Unqueue(BURST -1) -> Discard;"),
+    r("Unstrip", "in -> Strip(20) -> Unstrip(34) -> Discard;"),
+    // ip/
+    r("CheckIPHeader", two!("in -> x :: CheckIPHeader(VERBOSE true, DETAILS true);")),
+    r("CheckIPHeader", two!("in -> x :: CheckIPHeader(14, INTERFACES 10.0.0.1/24, BADSRC 1.2.3.4);")),
+    r("CheckIPHeader2", two!("in -> x :: CheckIPHeader2(DETAILS true);")),
+    r("DecIPTTL", two!("in -> x :: DecIPTTL(MULTICAST true);")),
+    r("DirectIPLookup", three!("in -> x :: DirectIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
+    r("DropBroadcasts", two!("in -> HostEtherFilter(00:01:02:03:04:05, DROP_OTHER false) -> x :: DropBroadcasts;")),
+    r("FixIPSrc", "in -> Paint(1, 18) -> FixIPSrc(10.0.0.1) -> Discard;"),
+    r("GetIPAddress", "in -> GetIPAddress(IP src) -> GetIPAddress(60) -> GetIPAddress(IP dst) -> Discard;"),
+    r("ICMPError", "in -> ICMPError(10.0.0.1, unreachable, host) -> CheckIPHeader -> CheckICMPHeader -> Discard;"),
+    r("ICMPError", "in -> ICMPError(10.0.0.1, unreachable, needfrag, MTU 576) -> Discard;"),
+    r("ICMPError", "in -> ICMPError(10.0.0.1, parameterproblem) -> Discard;"),
+    r("ICMPError", "in -> ICMPError(10.0.0.1, redirect, host) -> Discard;"),
+    r("ICMPError", "in -> ICMPError(10.0.0.1, timeexceeded, SET_FIX_ANNO true, BADADDRS 10.0.0.255) -> FixIPSrc(10.9.9.9) -> Discard;"),
+    r("ICMPPingResponder", two!("in -> x :: ICMPPingResponder;")),
+    r("IPClassifier", three!("in -> x :: IPClassifier(tcp syn and dst port 80, udp port 53 or icmp type echo, -);")),
+    r("IPClassifier", three!("in -> x :: IPClassifier(ip frag, tcp opt ack and not tcp opt syn, src net 100.64.0.0/10 and ip[9] = 6);")),
+    r("IPEncap", "in -> IPEncap(4, 1.0.0.1, 2.0.0.2) -> CheckIPHeader -> Discard;"),
+    r("IPEncap", "in -> IPEncap(gre, 1.0.0.1, DST_ANNO, DF true, ECT true) -> Discard;"),
+    r("IPFilter", two!("in -> x :: IPFilter(allow tcp dst port 80, 1 udp, deny icmp type echo, allow ip frag, 1 all);")),
+    r("IPFragmenter", two!("in -> x :: IPFragmenter(576);")),
+    r("IPFragmenter", "in -> x :: IPFragmenter(68, HONOR_DF false) -> CheckIPHeader -> IPReassembler -> Discard;"),
+    r("IPGWOptions", two!("in -> x :: IPGWOptions(10.0.0.1, 10.0.0.2 192.168.1.1);")),
+    r("IPMirror", "in -> IPMirror -> Discard;"),
+    r("IPPrint", "in -> IPPrint(hostile, CONTENTS HEX, ID true, TTL true, TOS true, LENGTH true, PAINT true, AGGREGATE true, OUTFILE $D/ipprint.txt) -> Discard;"),
+    r("IPPrint", "in -> IPPrint(PAYLOAD ASCII, SWAP false, MAXLENGTH 7, OUTFILE $D/ipprint2.txt) -> Discard;"),
+    r("IPReassembler", two!("in -> x :: IPReassembler;")),
+    r("IPReassembler", two!("in -> x :: IPReassembler(HIMEM 3000);")),
+    r("LinearIPLookup", three!("in -> x :: LinearIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
+    r("MarkIPHeader", "in -> MarkIPHeader(14) -> MarkIPHeader(60) -> IPPrint(OUTFILE $D/mark.txt) -> Discard;"),
+    r("RadixIPLookup", three!("in -> x :: RadixIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
+    r("SetIPAddress", "in -> SetIPAddress(1.2.3.4) -> Discard;"),
+    r("SetIPChecksum", "in -> SetIPChecksum -> Discard;"),
+    r("StaticIPLookup", three!("in -> x :: StaticIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
+    r("StoreIPAddress", "in -> StoreIPAddress(src) -> StoreIPAddress(9.9.9.9, dst) -> Discard;"),
+    r("StoreIPAddress", two!("in -> x :: StoreIPAddress(60);")),
+    r("StoreIPAddress", "in -> StoreIPAddress(1.2.3.4, 12) -> Discard;"),
+    r("StripIPHeader", "in -> StripIPHeader -> Discard;"),
+    r("UnstripIPHeader", "in -> StripIPHeader -> Strip(4) -> UnstripIPHeader -> Discard;"),
+    // tcpudp/
+    r("CheckICMPHeader", two!("in -> x :: CheckICMPHeader(VERBOSE true, DETAILS true);")),
+    r("CheckTCPHeader", two!("in -> x :: CheckTCPHeader(VERBOSE true, DETAILS true);")),
+    r("CheckUDPHeader", two!("in -> x :: CheckUDPHeader(VERBOSE true, DETAILS true);")),
+    r(
+        "IPRewriter",
+        two!("x :: IPRewriter(pattern 10.0.0.1 1024-65535# - - 0 1, keep 0 1, CAPACITY 64); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "IPRewriter",
+        three!("x :: IPRewriter(pass 2, drop, pattern - - 10.0.0.9 80 0 1, MAPPING_CAPACITY 16); in -> t :: Tee(3); t[0] -> [0]x; t[1] -> [1]x; t[2] -> [2]x;"),
+    ),
+    r(
+        "IPRewriterPatterns",
+        two!("IPRewriterPatterns(nat 10.0.0.1 1024-1030 - -); x :: UDPRewriter(pattern nat 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "RoundRobinIPMapper",
+        two!("m :: RoundRobinIPMapper(10.0.0.1 - - - 0 1, 10.0.0.2 1024-1030 - - 0 1); x :: IPRewriter(m, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "SourceIPHashMapper",
+        two!("m :: SourceIPHashMapper(5 1, - - 10.0.0.1 80 0 1 1, - - 10.0.0.2 80 0 1 2); x :: TCPRewriter(m, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "MaglevIPMapper",
+        two!("m :: MaglevIPMapper(- - 10.1.0.1 80 0 1, b2 - - 10.1.0.2 80 0 1, TABLE_SIZE 251); x :: IPRewriter(m, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r("SetTCPChecksum", "in -> SetTCPChecksum -> Discard;"),
+    r("SetTCPChecksum", "in -> SetTCPChecksum(FIXOFF true) -> CheckTCPHeader -> Discard;"),
+    r("SetUDPChecksum", two!("in -> x :: SetUDPChecksum;")),
+    r(
+        "TCPRewriter",
+        two!("x :: TCPRewriter(pattern 10.0.0.1 1024-65535# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r("UDPIPEncap", "in -> UDPIPEncap(1.0.0.1, 1234, 2.0.0.2, 5678) -> CheckUDPHeader -> Discard;"),
+    r("UDPIPEncap", "in -> UDPIPEncap(1.0.0.1, 1234, DST_ANNO, 5678, false) -> Discard;"),
+    r(
+        "UDPRewriter",
+        two!("x :: UDPRewriter(pattern 10.0.0.1 1024-65535# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "IPAddrRewriter",
+        two!("x :: IPAddrRewriter(pattern 10.0.0.1-10.0.0.2# - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "IPAddrPairRewriter",
+        three!("x :: IPAddrPairRewriter(pattern 10.0.0.1-10.0.0.2# - 0 1, pass 2, keep 0 1); in -> t :: Tee(3); t[0] -> [0]x; t[1] -> [1]x; t[2] -> [2]x;"),
+    ),
+    r(
+        "FTPPortMapper",
+        two!("x :: TCPRewriter(pattern 10.0.0.1 9000-14000# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> FTPPortMapper(x, x, 0) -> [0]x; t[1] -> [1]x;"),
+    ),
+    // app/
+    r("ToDump", "in -> ToDump($D/out.pcap);"),
+    r("ToDump", "in -> t :: ToDump($D/out2.pcap, SNAPLEN 40, ENCAP IP, NANO true) -> Discard;"),
+    r(
+        "ToIPSummaryDump",
+        "in -> ToIPSummaryDump($D/sum.txt, FIELDS timestamp ntimestamp ts_sec ts_usec ts_usec1 first_timestamp count link paint direction aggregate wire_len ip_src ip_dst ip_tos ip_dscp ip_ecn ip_ttl ip_frag ip_fragoff ip_id ip_sum ip_proto ip_hl ip_len ip_capture_len sport dport tcp_seq tcp_ack tcp_off tcp_flags tcp_window tcp_urp udp_len eth_src eth_dst eth_type icmp_type icmp_code icmp_type_name icmp_code_name icmp_flowid icmp_seq icmp_nextmtu payload_len payload);",
+    ),
+    r(
+        "ToIPSummaryDump",
+        "in -> ToIPSummaryDump($D/sum.bin, BINARY true, FIELDS ip_src ip_dst sport dport ip_proto tcp_flags ip_len payload_len icmp_type icmp_code tcp_seq) -> Discard;",
+    ),
+    src(
+        "FromIPSummaryDump",
+        "FromIPSummaryDump($D/hostile.ipsum, STOP true) -> CheckIPHeader -> CheckTCPHeader -> Discard;",
+    ),
+    src(
+        "FromIPSummaryDump",
+        "FromIPSummaryDump($D/hostile.ipsum, STOP true, CHECKSUM true, MULTIPACKET true) -> IPPrint(OUTFILE $D/fromsum.txt) -> Discard;",
+    ),
+    bad_file("FromDump", "FromDump($D/bad0.pcap, STOP true) -> Discard;"),
+    bad_file("FromDump", "FromDump($D/bad1.pcap, STOP true) -> Discard;"),
+    bad_file("FromDump", "FromDump($D/bad2.pcap, STOP true) -> Discard;"),
+    bad_file("FromDump", "FromDump($D/bad3.pcap, STOP true) -> Discard;"),
+    bad_file("FromDump", "FromDump($D/bad4.pcap, STOP true, FORCE_IP true) -> Discard;"),
+    bad_file("FromDump", "FromDump($D/bad5.pcap, STOP true) -> Discard;"),
+    bad_file("FromDump", "FromDump($D/bad6.pcap, STOP true, MMAP false) -> Discard;"),
+    bad_file("FromDump", "FromDump($D/bad7.pcap, STOP true) -> Discard;"),
+    // icmp/
+    r(
+        "ICMPPingRewriter",
+        two!("x :: ICMPPingRewriter(pattern 10.0.0.3 1024-65535# - - 0 1, drop); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "ICMPRewriter",
+        "rw :: IPRewriter(keep 0 1, keep 0 1); pr :: ICMPPingRewriter(keep 0 1); ar :: IPAddrRewriter(keep 0 1); \
+         in -> t :: Tee(5); t[0] -> [0]rw; t[1] -> [1]rw; t[2] -> pr; t[3] -> ar; t[4] -> x :: ICMPRewriter(rw pr ar); \
+         rw[0] -> Discard; rw[1] -> Discard; pr[0] -> Discard; pr[1] -> Discard; ar[0] -> Discard; ar[1] -> Discard; \
+         x[0] -> Discard; x[1] -> Discard;",
+    ),
+    // aqm/
+    r("RED", "in -> x :: RED(5, 50, 0.02) -> Queue(100) -> Discard; x[1] -> Discard;"),
+    // ids/
+    r("IDSMatcher", two!("in -> x :: IDSMatcher($D/ids.rules, LOG $D/ids.log);")),
+    // stateful/
+    r(
+        "CGNAT",
+        three!("x :: CGNAT(EXTERNAL 198.51.100.4/30, INTERNAL 100.64.0.0/24, PORTS 1024-1087, BLOCK_SIZE 16, BLOCKS_PER_SUBSCRIBER 2, HAIRPIN true, LOG $D/cgnat.log); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "StatefulFirewall",
+        three!("x :: StatefulFirewall(CAPACITY 64); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+];
+
+// ---------------------------------------------------------------------------
+// The hostile trace.
+
+/// xorshift64*: deterministic, no dependencies.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn byte(&mut self) -> u8 {
+        self.next() as u8
+    }
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+    fn fill(&mut self, v: &mut [u8]) {
+        for b in v {
+            *b = self.byte();
+        }
+    }
+}
+
+fn csum(data: &[u8], init: u32) -> u16 {
+    let mut s = init;
+    let mut i = 0;
+    while i + 1 < data.len() {
+        s += u32::from(u16::from_be_bytes([data[i], data[i + 1]]));
+        i += 2;
+    }
+    if i < data.len() {
+        s += u32::from(data[i]) << 8;
+    }
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+/// A flow of the trace: (proto, src, sport, dst, dport).
+type Flow = (u8, [u8; 4], u16, [u8; 4], u16);
+
+const FLOWS: &[Flow] = &[
+    (17, [192, 168, 1, 10], 1234, [8, 8, 8, 8], 53),
+    (6, [192, 168, 1, 11], 40000, [93, 184, 216, 34], 80),
+    (6, [100, 64, 0, 5], 5555, [198, 51, 100, 100], 443),
+    (17, [100, 64, 0, 6], 6000, [203, 0, 113, 9], 4500),
+    (6, [10, 0, 0, 7], 2121, [1, 2, 3, 4], 21),
+    (1, [100, 64, 0, 7], 77, [8, 8, 4, 4], 77),
+    (1, [192, 168, 1, 12], 99, [10, 0, 0, 3], 99),
+    (6, [10, 0, 0, 1], 1024, [192, 168, 1, 11], 40000),
+];
+
+const ETH_DST: [u8; 6] = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05];
+const ETH_SRC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
+
+fn ether(out: &mut Vec<u8>, ty: u16, rng: &mut Rng) {
+    let dst: [u8; 6] = match rng.below(10) {
+        0 => [0xff; 6],
+        1 => [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01],
+        2 => ETH_SRC,
+        3 => [0x02, 0x55, 0x55, 0x55, 0x55, 0x55],
+        _ => ETH_DST,
+    };
+    out.extend_from_slice(&dst);
+    out.extend_from_slice(&ETH_SRC);
+    out.extend_from_slice(&ty.to_be_bytes());
+}
+
+/// Transport bytes of `flow` (header and payload), checksum left to fix.
+fn transport(flow: &Flow, reply: bool, rng: &mut Rng, payload: &[u8]) -> Vec<u8> {
+    let (proto, _, sport, _, dport) = *flow;
+    let (sp, dp) = if reply {
+        (dport, sport)
+    } else {
+        (sport, dport)
+    };
+    let mut t = Vec::with_capacity(64 + payload.len());
+    match proto {
+        6 => {
+            t.extend_from_slice(&sp.to_be_bytes());
+            t.extend_from_slice(&dp.to_be_bytes());
+            t.extend_from_slice(&(rng.next() as u32).to_be_bytes());
+            t.extend_from_slice(&(rng.next() as u32).to_be_bytes());
+            let flags = [0x02u8, 0x12, 0x10, 0x18, 0x11, 0x04, 0x01, 0x3f][rng.below(8)];
+            let opts = rng.chance(30);
+            let doff = if opts { 8u8 } else { 5 };
+            t.push(doff << 4);
+            t.push(flags);
+            t.extend_from_slice(&[0x20, 0x00, 0, 0, 0, 0]);
+            if opts {
+                // MSS, SACK, timestamp: often with bad lengths.
+                let mut o = [0u8; 12];
+                match rng.below(4) {
+                    0 => o.copy_from_slice(&[2, 4, 5, 0xb4, 1, 1, 4, 2, 8, 10, 0, 0]),
+                    1 => o.copy_from_slice(&[5, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+                    2 => o.copy_from_slice(&[8, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+                    _ => rng.fill(&mut o),
+                }
+                t.extend_from_slice(&o);
+            }
+        }
+        17 => {
+            t.extend_from_slice(&sp.to_be_bytes());
+            t.extend_from_slice(&dp.to_be_bytes());
+            t.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+            t.extend_from_slice(&[0, 0]);
+        }
+        _ => {
+            // ICMP echo (request, or reply for replies); sport is the ID.
+            t.push(if reply { 0 } else { 8 });
+            t.push(0);
+            t.extend_from_slice(&[0, 0]);
+            t.extend_from_slice(&sport.to_be_bytes());
+            t.extend_from_slice(&(rng.below(5) as u16).to_be_bytes());
+        }
+    }
+    t.extend_from_slice(payload);
+    t
+}
+
+/// An IPv4 header (with options) plus `l4`, checksums set.
+fn ipv4(
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+    options: &[u8],
+    l4: &[u8],
+    rng: &mut Rng,
+) -> Vec<u8> {
+    let hl = 20 + options.len();
+    let total = hl + l4.len();
+    let mut v = Vec::with_capacity(total);
+    v.push(0x40 | (hl / 4) as u8);
+    v.push(0);
+    v.extend_from_slice(&(total as u16).to_be_bytes());
+    v.extend_from_slice(&(rng.below(4) as u16).to_be_bytes());
+    v.extend_from_slice(&[0, 0]);
+    v.push(64);
+    v.push(proto);
+    v.extend_from_slice(&[0, 0]);
+    v.extend_from_slice(&src);
+    v.extend_from_slice(&dst);
+    v.extend_from_slice(options);
+    let s = csum(&v, 0);
+    v[10..12].copy_from_slice(&s.to_be_bytes());
+    let mut l4 = l4.to_vec();
+    let off = match proto {
+        6 => Some(16),
+        17 => Some(6),
+        1 => Some(2),
+        _ => None,
+    };
+    if let Some(off) = off {
+        if l4.len() >= off + 2 {
+            let mut pseudo = 0u32;
+            if proto != 1 {
+                for w in [&src[..2], &src[2..], &dst[..2], &dst[2..]] {
+                    pseudo += u32::from(u16::from_be_bytes([w[0], w[1]]));
+                }
+                pseudo += u32::from(proto) + l4.len() as u32;
+            }
+            let s = csum(&l4, pseudo);
+            l4[off..off + 2].copy_from_slice(&s.to_be_bytes());
+        }
+    }
+    v.extend_from_slice(&l4);
+    v
+}
+
+/// IP options, usually with something wrong.
+fn options(rng: &mut Rng) -> Vec<u8> {
+    let n = 4 * rng.below(11);
+    let mut o = vec![0u8; n];
+    let mut i = 0;
+    while i < n {
+        let kind = [0u8, 1, 7, 68, 130, 131, 137, 148, 25, rng.byte()][rng.below(10)];
+        o[i] = kind;
+        if i + 1 < n {
+            o[i + 1] = match rng.below(5) {
+                0 => 0,
+                1 => 1,
+                2 => 255,
+                3 => (n - i) as u8,
+                _ => rng.byte(),
+            };
+        }
+        if i + 2 < n {
+            o[i + 2] = [4u8, 5, 0, 255, rng.byte()][rng.below(5)];
+        }
+        if i + 3 < n {
+            o[i + 3] = rng.byte();
+        }
+        i += 4 + rng.below(4);
+    }
+    o
+}
+
+/// A packet of one of the flows (maybe the reply), maybe corrupted.
+fn flow_packet(rng: &mut Rng, frame: &mut Vec<u8>) {
+    let flow = FLOWS[rng.below(FLOWS.len())];
+    let reply = rng.chance(35);
+    let (src, dst) = if reply {
+        (flow.3, flow.1)
+    } else {
+        (flow.1, flow.3)
+    };
+    let plen = [0usize, 1, 8, 20, 100][rng.below(5)];
+    let mut payload = vec![0u8; plen];
+    rng.fill(&mut payload);
+    if flow.4 == 21 && !reply {
+        let port = format!(
+            "PORT {},{},{},{},{},{}\r\n",
+            rng.below(300),
+            rng.below(300),
+            [0, 1, 999999999][rng.below(3)],
+            rng.below(256),
+            rng.below(70000),
+            ["1", "", "-1", "x", "99999999999"][rng.below(5)]
+        );
+        payload = port.into_bytes();
+        if rng.chance(30) {
+            let cut = rng.below(payload.len() + 1);
+            payload.truncate(cut);
+        }
+    }
+    let l4 = transport(&flow, reply, rng, &payload);
+    let opts = if rng.chance(15) {
+        options(rng)
+    } else {
+        Vec::new()
+    };
+    let mut ip = ipv4(flow.0, src, dst, &opts, &l4, rng);
+    let l4off = 20 + opts.len();
+    // Corrupt one or two fields (or none); truncation comes last.
+    let mut cut = None;
+    for _ in 0..rng.below(3) {
+        match rng.below(13) {
+            0 => ip[0] = (ip[0] & 0xf0) | rng.below(16) as u8,
+            1 => {
+                let tl = [
+                    0u16,
+                    1,
+                    19,
+                    20,
+                    ip.len() as u16 + 1,
+                    65535,
+                    rng.next() as u16,
+                ][rng.below(7)];
+                ip[2..4].copy_from_slice(&tl.to_be_bytes());
+            }
+            2 => {
+                let f = rng.next() as u16 & if rng.chance(50) { 0x3fff } else { 0xffff };
+                ip[6..8].copy_from_slice(&f.to_be_bytes());
+            }
+            3 if flow.0 == 6 && ip.len() > l4off + 12 => {
+                ip[l4off + 12] = (rng.below(16) as u8) << 4;
+            }
+            4 if flow.0 == 17 && ip.len() > l4off + 5 => {
+                let ul = [0u16, 7, 8, 9, 65535, rng.next() as u16][rng.below(6)];
+                ip[l4off + 4..l4off + 6].copy_from_slice(&ul.to_be_bytes());
+            }
+            5 => ip[0] = (rng.below(16) as u8) << 4 | (ip[0] & 0x0f),
+            6 => ip[9] = rng.byte(),
+            7 => ip[8] = rng.below(3) as u8,
+            8 => {
+                let i = rng.below(ip.len());
+                ip[i] = rng.byte();
+            }
+            9 => cut = Some(rng.below(81)),
+            10 => ip[16..20].copy_from_slice(
+                &[[255, 255, 255, 255], [224, 0, 0, 1], [0, 0, 0, 0]][rng.below(3)],
+            ),
+            11 if flow.0 == 1 && ip.len() > l4off + 1 => {
+                ip[l4off] = rng.below(20) as u8;
+                ip[l4off + 1] = rng.below(6) as u8;
+            }
+            _ => {
+                let extra = rng.below(40);
+                for _ in 0..extra {
+                    ip.push(rng.byte());
+                }
+            }
+        }
+    }
+    if let Some(n) = cut {
+        ip.truncate(n);
+    }
+    ether(frame, 0x0800, rng);
+    frame.extend_from_slice(&ip);
+}
+
+/// An ICMP error quoting a (forward or rewritten) packet of a flow,
+/// truncated or corrupted.
+fn icmp_error(rng: &mut Rng, frame: &mut Vec<u8>) {
+    let flow = FLOWS[rng.below(FLOWS.len())];
+    let inner_l4 = transport(&flow, false, rng, &[1, 2, 3, 4]);
+    let mut inner = ipv4(flow.0, flow.1, flow.3, &[], &inner_l4, rng);
+    match rng.below(6) {
+        0 => inner[0] = 0x40 | rng.below(16) as u8,
+        1 => inner[2..4].copy_from_slice(&(rng.next() as u16).to_be_bytes()),
+        2 => inner[6..8].copy_from_slice(&(rng.next() as u16 & 0x3fff).to_be_bytes()),
+        _ => {}
+    }
+    let keep = [0usize, 1, 8, 19, 20, 21, 24, 27, 28, 30, 36, inner.len()][rng.below(12)];
+    inner.truncate(keep.min(inner.len()));
+    let (ty, code) = [
+        (3u8, 3u8),
+        (3, 4),
+        (3, 1),
+        (11, 0),
+        (12, 0),
+        (4, 0),
+        (5, 1),
+        (3, 200),
+        (0, 0),
+        (8, 0),
+    ][rng.below(10)];
+    let mut icmp = vec![ty, code, 0, 0, 0, 0, 0, 0];
+    if ty == 3 && code == 4 {
+        icmp[6..8].copy_from_slice(&[0x02, 0x40]);
+    }
+    if ty == 12 {
+        icmp[4] = rng.byte();
+    }
+    if ty == 5 {
+        icmp[4..8].copy_from_slice(&[10, 0, 0, 254]);
+    }
+    icmp.extend_from_slice(&inner);
+    if rng.chance(10) {
+        let n = rng.below(icmp.len() + 1);
+        icmp.truncate(n);
+    }
+    let ip = ipv4(1, flow.3, flow.1, &[], &icmp, rng);
+    ether(frame, 0x0800, rng);
+    frame.extend_from_slice(&ip);
+}
+
+fn arp(rng: &mut Rng, frame: &mut Vec<u8>) {
+    ether(frame, 0x0806, rng);
+    let op: u16 = [1, 2, 2, 3, rng.next() as u16][rng.below(5)];
+    let mut a = vec![0, 1, 8, 0, 6, 4];
+    a.extend_from_slice(&op.to_be_bytes());
+    a.extend_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x00, 0x09]);
+    a.extend_from_slice(&[10, 0, 0, rng.below(4) as u8]);
+    a.extend_from_slice(&ETH_DST);
+    a.extend_from_slice(
+        &[[10, 0, 0, 1], [10, 0, 0, 2], [192, 168, 1, 1], [0, 0, 0, 0]][rng.below(4)],
+    );
+    match rng.below(5) {
+        0 => a[4] = rng.byte(),
+        1 => a[5] = rng.byte(),
+        2 => a[0..4].copy_from_slice(&[rng.byte(), rng.byte(), rng.byte(), rng.byte()]),
+        3 => {
+            let n = rng.below(a.len() + 1);
+            a.truncate(n);
+        }
+        _ => {}
+    }
+    frame.extend_from_slice(&a);
+}
+
+fn fragment(rng: &mut Rng, frame: &mut Vec<u8>, id: u16) {
+    let flow = FLOWS[rng.below(3)];
+    let len = [0usize, 1, 7, 8, 9, 16, 24, 100, 1400][rng.below(9)];
+    let mut data = vec![0u8; len];
+    rng.fill(&mut data);
+    let mut ip = ipv4(flow.0, flow.1, flow.3, &[], &data, rng);
+    let off: u16 = [
+        0u16,
+        1,
+        2,
+        3,
+        8,
+        100,
+        0x1fff,
+        0x1ffe,
+        rng.next() as u16 & 0x1fff,
+    ][rng.below(9)];
+    let mf: u16 = if rng.chance(60) { 0x2000 } else { 0 };
+    ip[4..6].copy_from_slice(&id.to_be_bytes());
+    ip[6..8].copy_from_slice(&(off | mf).to_be_bytes());
+    if rng.chance(20) {
+        ip[2..4].copy_from_slice(&(rng.next() as u16).to_be_bytes());
+    }
+    ip[10..12].copy_from_slice(&[0, 0]);
+    let s = csum(&ip[..20], 0);
+    ip[10..12].copy_from_slice(&s.to_be_bytes());
+    ether(frame, 0x0800, rng);
+    frame.extend_from_slice(&ip);
+}
+
+/// The hostile frames, deterministic.
+fn hostile_frames(n: usize) -> Vec<Vec<u8>> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut frames = Vec::with_capacity(n);
+    while frames.len() < n {
+        let mut f = Vec::new();
+        match rng.below(20) {
+            0 | 1 => {
+                let len = if rng.chance(80) {
+                    rng.below(100)
+                } else {
+                    rng.below(1600)
+                };
+                f.resize(len, 0);
+                rng.fill(&mut f);
+            }
+            2 => {
+                // Every truncation of a valid packet.
+                let mut whole = Vec::new();
+                flow_packet(&mut rng, &mut whole);
+                for cut in 0..whole.len().min(81) {
+                    frames.push(whole[..cut].to_vec());
+                }
+                continue;
+            }
+            3 | 4 => icmp_error(&mut rng, &mut f),
+            5 => arp(&mut rng, &mut f),
+            6 => {
+                // 802.1Q (sometimes twice) around an IP packet.
+                let mut inner = Vec::new();
+                flow_packet(&mut rng, &mut inner);
+                f.extend_from_slice(&inner[..12]);
+                for _ in 0..1 + rng.below(2) {
+                    f.extend_from_slice(&[0x81, 0x00, rng.byte() & 0x0f, rng.byte()]);
+                }
+                f.extend_from_slice(&inner[12..]);
+                if rng.chance(20) {
+                    let n = rng.below(f.len() + 1);
+                    f.truncate(n);
+                }
+            }
+            7 | 8 => {
+                let id = 0x4000 + rng.below(4) as u16;
+                for _ in 0..1 + rng.below(5) {
+                    let mut g = Vec::new();
+                    fragment(&mut rng, &mut g, id);
+                    frames.push(g);
+                }
+                continue;
+            }
+            9 => {
+                // Big packets, DF or not, for fragmenters.
+                let flow = FLOWS[rng.below(FLOWS.len())];
+                let mut payload = vec![0u8; 600 + rng.below(900)];
+                rng.fill(&mut payload);
+                let l4 = transport(&flow, false, &mut rng, &payload);
+                let opts = if rng.chance(30) {
+                    vec![7, 7, 4, 0, 0, 0, 0, 0]
+                } else {
+                    Vec::new()
+                };
+                let mut ip = ipv4(flow.0, flow.1, flow.3, &opts, &l4, &mut rng);
+                if rng.chance(40) {
+                    ip[6] |= 0x40;
+                }
+                ether(&mut f, 0x0800, &mut rng);
+                f.extend_from_slice(&ip);
+            }
+            _ => flow_packet(&mut rng, &mut f),
+        }
+        frames.push(f);
+    }
+    frames.truncate(n);
+    frames
+}
+
+/// A pcap file (microseconds, Ethernet) of `frames`.
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&65535u32.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    for (i, f) in frames.iter().enumerate() {
+        out.extend_from_slice(&(1_600_000_000 + (i / 1000) as u32).to_le_bytes());
+        out.extend_from_slice(&((i % 1000) as u32 * 1000).to_le_bytes());
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        // Some records claim a longer wire length (a short capture).
+        let wire = if i % 7 == 0 { f.len() + 40 } else { f.len() };
+        out.extend_from_slice(&(wire as u32).to_le_bytes());
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+/// Corrupted pcap files for FromDump's own rows.
+fn bad_pcaps(good: &[u8]) -> Vec<Vec<u8>> {
+    let mut rng = Rng(42);
+    let body = &good[24..];
+    let mut files = Vec::new();
+    // 0: cut in the middle of a record.
+    files.push(good[..good.len().min(24 + 16 + 30 + 16 + 7)].to_vec());
+    // 1: a record whose caplen is huge.
+    let mut f = good[..24].to_vec();
+    f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0]);
+    f.extend_from_slice(&0xffff_fff0u32.to_le_bytes());
+    f.extend_from_slice(&60u32.to_le_bytes());
+    f.extend_from_slice(&[0u8; 60]);
+    files.push(f);
+    // 2: caplen larger than the packet buffer, then good records.
+    let mut f = good[..24].to_vec();
+    f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0]);
+    f.extend_from_slice(&70000u32.to_le_bytes());
+    f.extend_from_slice(&70000u32.to_le_bytes());
+    f.extend(std::iter::repeat_n(0xabu8, 70000));
+    f.extend_from_slice(&body[..body.len().min(5000)]);
+    files.push(f);
+    // 3: random bytes after a valid file header.
+    let mut f = good[..24].to_vec();
+    let mut junk = vec![0u8; 4000];
+    rng.fill(&mut junk);
+    f.extend_from_slice(&junk);
+    files.push(f);
+    // 4: big-endian header, records left little-endian (garbage lengths).
+    let mut f = good[..good.len().min(20000)].to_vec();
+    f[..4].copy_from_slice(&0xa1b2_c3d4u32.to_be_bytes());
+    files.push(f);
+    // 5: nanosecond magic, caplen 0 records and caplen > len.
+    let mut f = good[..24].to_vec();
+    f[..4].copy_from_slice(&0xa1b2_3c4du32.to_le_bytes());
+    for i in 0..50u32 {
+        f.extend_from_slice(&i.to_le_bytes());
+        f.extend_from_slice(&2_000_000_000u32.to_le_bytes());
+        let cap: u32 = if i % 2 == 0 { 0 } else { 30 };
+        f.extend_from_slice(&cap.to_le_bytes());
+        f.extend_from_slice(&(if i % 3 == 0 { 10u32 } else { 0 }).to_le_bytes());
+        f.extend(std::iter::repeat_n(0x45u8, cap as usize));
+    }
+    files.push(f);
+    // 6: only part of the file header.
+    files.push(good[..10].to_vec());
+    // 7: a header with an odd link type and snaplen 0, then records.
+    let mut f = good[..good.len().min(30000)].to_vec();
+    f[16..20].copy_from_slice(&0u32.to_le_bytes());
+    f[20..24].copy_from_slice(&12345u32.to_le_bytes());
+    files.push(f);
+    files
+}
+
+/// An IP summary dump full of bad lines.
+fn hostile_ipsum() -> String {
+    let mut rng = Rng(7);
+    let mut s = String::from("!IPSummaryDump 1.3\n");
+    let tokens = [
+        "-",
+        "0",
+        "1",
+        "-1",
+        "65535",
+        "65536",
+        "4294967296",
+        "999999999999999999999",
+        "1.2.3.4",
+        "1.2.3",
+        "300.1.1.1",
+        "x",
+        "",
+        "SA",
+        "FSRPAUEW",
+        "0x10",
+        "1600000000.5",
+        "-5.5",
+        "\"",
+        "\"abc\\x00\"",
+        "\"\\",
+        "T",
+        "U",
+        "I",
+        "255",
+        "ab:cd",
+    ];
+    let datas = [
+        "!data timestamp ip_src ip_dst ip_proto sport dport ip_len payload_len tcp_flags",
+        "!data ip_src sport ip_dst dport ip_len tcp_seq tcp_ack tcp_window tcp_urp ip_frag ip_fragoff",
+        "!data ip_src ip_dst icmp_type icmp_code payload",
+        "!data count ip_len ip_hl ip_tos ip_ttl ip_id udp_len tcp_off",
+        "!data payload",
+        "!data bogus_field ip_src",
+    ];
+    for i in 0..400 {
+        if i % 50 == 0 {
+            s.push_str(datas[rng.below(datas.len())]);
+            s.push('\n');
+        }
+        match rng.below(12) {
+            0 => s.push_str("!flowid 1.2.3.4 5 6.7.8.9 10 T\n"),
+            1 => s.push_str("!proto 300\n"),
+            2 => s.push_str("!aggregate x\n"),
+            3 => s.push_str("# comment\n"),
+            _ => {
+                for _ in 0..rng.below(14) {
+                    s.push_str(tokens[rng.below(tokens.len())]);
+                    s.push(' ');
+                }
+                s.push('\n');
+            }
+        }
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------
+// Running.
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pronto-hostile-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// Writes every input file the rows read into `dir`; returns the trace.
+fn write_inputs(dir: &Path) -> PathBuf {
+    let trace = pcap(&hostile_frames(packets()));
+    let path = dir.join("hostile.pcap");
+    std::fs::write(&path, &trace).expect("write trace");
+    for (i, f) in bad_pcaps(&trace).iter().enumerate() {
+        std::fs::write(dir.join(format!("bad{i}.pcap")), f).expect("write bad pcap");
+    }
+    std::fs::write(dir.join("hostile.ipsum"), hostile_ipsum()).expect("write ipsum");
+    let rules = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/ids.rules"
+    ))
+    .expect("examples/ids.rules");
+    std::fs::write(dir.join("ids.rules"), rules).expect("write rules");
+    path
+}
+
+fn build(text: &str) -> Result<pronto_runtime::Router, String> {
+    let mut sm = pronto_lang::SourceMap::new();
+    let file = sm.add("hostile.click", text);
+    let opts = pronto_lang::Options {
+        defines: &[],
+        is_primitive: &pronto_runtime::is_known_class,
+    };
+    let render = |sm: &pronto_lang::SourceMap, e: &[pronto_lang::Diagnostic]| {
+        e.iter()
+            .map(|d| d.render(sm))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let flat = match pronto_lang::parse_flat(&sm, file, &opts) {
+        Ok((flat, _)) => flat,
+        Err(e) => return Err(render(&sm, &e)),
+    };
+    let ropts = pronto_runtime::RouterOptions {
+        clock: pronto_runtime::Clock::Simulated(1_600_000_000_000_000_000),
+        pool_slots: 4096,
+        ..Default::default()
+    };
+    pronto_runtime::Router::build(&flat, &sm, &ropts).map_err(|e| render(&sm, &e))
+}
+
+/// The configurations of one row: (feed name, text).
+fn configs(row: &Row, dir: &Path, trace: &Path) -> Vec<(&'static str, String)> {
+    let body = row.text.replace("$D", &dir.display().to_string());
+    match row.feed {
+        Feed::All => FEEDS
+            .iter()
+            .map(|(name, feed)| {
+                let feed = feed.replace("$TRACE", &trace.display().to_string());
+                (*name, format!("{feed}\n{body}\n"))
+            })
+            .collect(),
+        Feed::None | Feed::NoneMayFail => vec![("none", body)],
+    }
+}
+
+/// Runs every row of `class`: the child's side. Marks each run on
+/// standard error so the parent can name the one that panicked.
+fn run_class(class: &str) {
+    /// Removes the scratch directory, also when a run panics.
+    struct Cleanup(PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let dir = scratch(class);
+    let _cleanup = Cleanup(dir.clone());
+    let trace = write_inputs(&dir);
+    for (i, row) in ROWS.iter().enumerate().filter(|(_, r)| r.class == class) {
+        for (feed, text) in configs(row, &dir, &trace) {
+            eprintln!("@@RUN row {i} feed {feed}");
+            let mut router = match build(&text) {
+                Ok(r) => r,
+                Err(e) if row.feed == Feed::NoneMayFail => {
+                    eprintln!("@@REFUSED {e}");
+                    continue;
+                }
+                Err(e) => panic!("@@CONFIG row {i} feed {feed}: the test's configuration is refused:\n{e}\n{text}"),
+            };
+            if let Err(e) = router.run() {
+                if row.feed != Feed::NoneMayFail {
+                    panic!("@@CONFIG row {i} feed {feed}: run failed: {e}");
+                }
+            }
+            if row.feed == Feed::All {
+                // The whole trace went in.
+                let n = router.read_handler("hsrc.count", "").expect("hsrc.count");
+                assert_eq!(
+                    n.trim(),
+                    packets().to_string(),
+                    "@@CONFIG row {i} feed {feed}: frames read"
+                );
+            }
+        }
+    }
+    eprintln!("@@DONE");
+}
+
+/// The child: runs one class when `PRONTO_HOSTILE_CLASS` is set (by
+/// [`every_class_survives_hostile_packets`]); otherwise does nothing.
+#[test]
+fn hostile_child() {
+    if let Ok(class) = std::env::var("PRONTO_HOSTILE_CLASS") {
+        run_class(&class);
+    }
+}
+
+/// What went wrong in a child, from its standard error.
+fn failure_text(class: &str, stderr: &str, status: &str) -> String {
+    let mut last_run = "before the first run";
+    let mut panic_lines = Vec::new();
+    let lines: Vec<&str> = stderr.lines().collect();
+    for (k, line) in lines.iter().enumerate() {
+        if let Some(run) = line.strip_prefix("@@RUN ") {
+            last_run = run;
+        }
+        if line.contains("panicked at") {
+            panic_lines.extend(
+                lines[k..(k + 3).min(lines.len())]
+                    .iter()
+                    .map(|l| l.to_string()),
+            );
+            break;
+        }
+    }
+    let row_text = last_run
+        .strip_prefix("row ")
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .map(|i| ROWS[i].text)
+        .unwrap_or("");
+    let mut s = format!("{class} ({last_run}; {status}): {row_text}\n");
+    for l in panic_lines {
+        let _ = writeln!(s, "    {l}");
+    }
+    s
+}
+
+#[test]
+fn every_class_survives_hostile_packets() {
+    if std::env::var("PRONTO_HOSTILE_CLASS").is_ok() {
+        return;
+    }
+    // Every registered class has a row (or is excluded), every row names a
+    // registered class.
+    let registered: Vec<&str> = pronto_elements::registry::all()
+        .iter()
+        .map(|e| e.spec.name)
+        .collect();
+    let missing: Vec<&str> = registered
+        .iter()
+        .copied()
+        .filter(|c| !EXCLUDED.contains(c) && !ROWS.iter().any(|r| r.class == *c))
+        .collect();
+    let unknown: Vec<&str> = ROWS
+        .iter()
+        .map(|r| r.class)
+        .filter(|c| !registered.contains(c))
+        .collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "classes without a row in hostile_packets.rs: {missing:?}; rows for unknown classes: {unknown:?}"
+    );
+    let mut classes: Vec<&str> = ROWS.iter().map(|r| r.class).collect();
+    classes.sort_unstable();
+    classes.dedup();
+    let exe = std::env::current_exe().expect("test binary");
+    let next = AtomicUsize::new(0);
+    let failures = Mutex::new(Vec::new());
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(class) = classes.get(k) else { break };
+                let mut child = Command::new(&exe)
+                    .args([
+                        "hostile_child",
+                        "--exact",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
+                    .env("PRONTO_HOSTILE_CLASS", class)
+                    .env("RUST_BACKTRACE", "0")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn the child test");
+                let mut stderr = child.stderr.take().expect("piped stderr");
+                let reader = std::thread::spawn(move || {
+                    let mut s = String::new();
+                    let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+                    s
+                });
+                let deadline = Instant::now() + Duration::from_secs(120);
+                let status = loop {
+                    if let Some(st) = child.try_wait().expect("wait for the child") {
+                        break Some(st);
+                    }
+                    if Instant::now() > deadline {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break None;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                };
+                let err = reader.join().expect("stderr reader");
+                let ok = status.is_some_and(|s| s.success()) && err.contains("@@DONE");
+                if !ok {
+                    let st = match status {
+                        None => "hung: killed after 120 s".to_string(),
+                        Some(s) => format!("exit {s}"),
+                    };
+                    failures
+                        .lock()
+                        .expect("failures")
+                        .push(failure_text(class, &err, &st));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().expect("failures");
+    eprintln!(
+        "hostile packets: {} classes, {} rows, {:.1} s",
+        classes.len(),
+        ROWS.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} classes failed on hostile packets:\n{}",
+        failures.len(),
+        classes.len(),
+        failures.join("")
+    );
+}
