@@ -208,3 +208,17 @@ fn address_info_names_in_ipfilter_expressions() {
     r.run().expect("run");
     assert_eq!(r.read_handler("c.count", "").expect("count"), "3");
 }
+
+#[test]
+fn address_info_names_in_route_tables() {
+    let mut r = build(
+        "AddressInfo(lan 10.0.0.1/24, up 192.0.2.1);
+         rt :: RadixIPLookup(lan:ipnet 0, 0/0 up 1);
+         Idle -> rt; rt[0] -> Discard; rt[1] -> Discard;",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    assert_eq!(
+        r.read_handler("rt.table", "").expect("table"),
+        "10.0.0.0/24\t\t-\t\t0\n0.0.0.0/0\t\t192.0.2.1\t1\n"
+    );
+}

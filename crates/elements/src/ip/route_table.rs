@@ -111,15 +111,25 @@ fn parse_addr(s: &str, partial: bool) -> Option<u32> {
     (n == 4 || (partial && n >= 1)).then(|| u32::from_be_bytes(out))
 }
 
+/// A full address, or an AddressInfo name for one (gateways).
+fn parse_addr_or_name(s: &str) -> Option<u32> {
+    parse_addr(s, false).or_else(|| pronto_lang::names::ip(s).map(u32::from_be_bytes))
+}
+
 /// Parses `ADDR/LEN`, `ADDR/MASK`, or (with `bare`) a lone address meaning
 /// `/32`. Before a slash the address may be abbreviated (`18.26.4/24`,
 /// `0/0`). Returns `(addr, mask)`, the address not masked.
 pub fn parse_prefix(s: &str, bare: bool) -> Option<(u32, u32)> {
     match s.split_once('/') {
-        None => bare
-            .then(|| parse_addr(s, false))
-            .flatten()
-            .map(|a| (a, u32::MAX)),
+        None if !bare => None,
+        None => parse_addr(s, false)
+            .map(|a| (a, u32::MAX))
+            // An AddressInfo name: its address as a /32, or its prefix
+            // (`NAME:ipnet`), as Click's IPPrefixArg reads it.
+            .or_else(|| {
+                pronto_lang::names::prefix(s)
+                    .map(|(a, m)| (u32::from_be_bytes(a), u32::from_be_bytes(m)))
+            }),
         Some((a, m)) => {
             let addr = parse_addr(a, true)?;
             let mask = if m.contains('.') {
@@ -154,7 +164,7 @@ pub fn parse_route(s: &str, remove: bool) -> Option<IpRoute> {
     match word {
         Some("-") => word = words.next(),
         Some(w) => {
-            if let Some(g) = parse_addr(w, false) {
+            if let Some(g) = parse_addr_or_name(w) {
                 r.gw = g;
                 word = words.next();
             }
