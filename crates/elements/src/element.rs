@@ -533,10 +533,30 @@ pub trait Element: std::any::Any {
         None
     }
 
+    /// For a task that reads or writes a file descriptor (`FromDevice`,
+    /// `ToDevice`): what its next run waits for once it has reported
+    /// [`TaskStatus::Idle`]. When every idle task waits on a descriptor
+    /// (or on a queue that only other tasks fill), the runtime blocks in
+    /// `poll` instead of spinning. `None` (the default): the runtime cannot
+    /// tell, and keeps polling the task.
+    fn wait_fd(&self) -> Option<WaitFd<'_>> {
+        None
+    }
+
     /// For the runtime's own elements (Script, DriverManager).
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
     }
+}
+
+/// A file descriptor an idle task waits on (see [`Element::wait_fd`]).
+#[derive(Clone, Copy, Debug)]
+pub struct WaitFd<'a> {
+    /// The descriptor.
+    pub fd: std::os::fd::BorrowedFd<'a>,
+    /// Wait until it is writable (a full transmit ring) rather than
+    /// readable.
+    pub writable: bool,
 }
 
 /// Pulls one packet from one of an element's inputs, as Click's

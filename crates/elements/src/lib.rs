@@ -22,6 +22,7 @@ pub mod ip;
 pub mod standard;
 pub mod stateful;
 pub mod tcpudp;
+pub mod userlevel;
 
 pub use args::{
     Args, Bandwidth, ConfigError, EtherAddr, FromArg, Ip4, IpPrefix, Raw, Seconds, TimestampArg,

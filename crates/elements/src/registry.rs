@@ -136,6 +136,10 @@ classes!(
     crate::stateful::cgnat::Cgnat,
     crate::stateful::statefulfirewall::StatefulFirewall,
     // end stateful
+    // userlevel/
+    crate::userlevel::fromdevice::FromDevice,
+    crate::userlevel::todevice::ToDevice,
+    // end userlevel
 );
 
 /// Looks up a class by its Click name.

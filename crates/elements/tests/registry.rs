@@ -11,7 +11,16 @@ use pronto_elements::registry;
 use pronto_elements::{ConfigCtx, Spec};
 
 const FAMILIES: &[&str] = &[
-    "standard", "ip", "tcpudp", "ethernet", "app", "icmp", "aqm", "ids", "stateful",
+    "standard",
+    "ip",
+    "tcpudp",
+    "ethernet",
+    "app",
+    "icmp",
+    "aqm",
+    "ids",
+    "stateful",
+    "userlevel",
 ];
 
 /// Every `Spec::new("Name")` in the element files that declare a `SPEC`,

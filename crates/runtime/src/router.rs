@@ -69,6 +69,45 @@ struct Task {
     wake_at: i64,
     idle_rounds: u32,
     done: bool,
+    /// The last run pulled and got nothing: the task waits for another
+    /// task to fill a queue.
+    pulled_empty: bool,
+    /// ... through an element that hands packets out by time (a shaper),
+    /// which may have something later without any other task running.
+    pull_timed: bool,
+}
+
+/// How an idle task can be waited for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IdleWait {
+    /// On its file descriptor.
+    Fd,
+    /// On other tasks (it pulled from an empty queue).
+    Others,
+    /// On other tasks, or on time (it pulled through a shaper).
+    OthersOrTime,
+    /// Unknown: it must be polled.
+    Poll,
+}
+
+/// The longest the router sleeps at once while idle.
+const IDLE_SLEEP_MAX_NS: i64 = 50_000_000;
+/// The longest it blocks on descriptors while a task pulls through an
+/// element that releases packets by time.
+const TIMED_PULL_WAIT_NS: i64 = 1_000_000;
+
+/// When every idle task can be waited for and at least one waits on a
+/// descriptor: how long to block in `poll` (ns), given the next timer.
+fn idle_poll_timeout(waits: &[IdleWait], now: i64, next_wake: i64) -> Option<i64> {
+    if !waits.contains(&IdleWait::Fd) || waits.contains(&IdleWait::Poll) {
+        return None;
+    }
+    let cap = if waits.contains(&IdleWait::OthersOrTime) {
+        TIMED_PULL_WAIT_NS
+    } else {
+        IDLE_SLEEP_MAX_NS
+    };
+    Some(next_wake.saturating_sub(now).clamp(0, cap))
 }
 
 /// A configured, runnable router.
@@ -92,6 +131,9 @@ pub struct Router {
     /// element).
     run_now: i64,
     stopped: bool,
+    /// Set when a pull went through a [`pronto_elements::PullOne`]
+    /// element (reset before each task's pull).
+    pull_one_seen: bool,
     script_error: Option<String>,
     flat_text: String,
     pool: Pool,
@@ -266,6 +308,8 @@ impl Router {
                 wake_at: i64::MIN,
                 idle_rounds: 0,
                 done: false,
+                pulled_empty: false,
+                pull_timed: false,
             })
             .collect();
         let scripts = elems
@@ -294,6 +338,7 @@ impl Router {
             sim_now,
             run_now: 0,
             stopped: false,
+            pull_one_seen: false,
             script_error: None,
             flat_text: flat.to_click(),
             pool,
@@ -452,6 +497,7 @@ impl Router {
         // input pulls can use the router.
         let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
         let now = self.run_now;
+        self.pull_one_seen = true;
         if let Some(p1) = elem.as_pull_one() {
             let mut inputs = RouterInputs { router: self, node };
             for _ in 0..max.min(batch.room()) {
@@ -472,11 +518,16 @@ impl Router {
         let node = self.tasks[t].node;
         let now = self.run_now;
         let mut batch = self.take_scratch();
+        let mut pulled_empty = false;
+        self.pull_one_seen = false;
         if let Some((port, max)) = self.elems[node].task_pull(now) {
             if let Some((src, sport)) = self.graph.in_conn[node].get(port).copied().flatten() {
                 self.pull(src as usize, sport as usize, &mut batch, max.min(BATCH_MAX));
+                pulled_empty = batch.is_empty();
             }
         }
+        self.tasks[t].pulled_empty = pulled_empty;
+        self.tasks[t].pull_timed = pulled_empty && self.pull_one_seen;
         let Some(mut bufs) = self.outbufs[node].take() else {
             self.put_scratch(batch);
             return TaskStatus::Idle;
@@ -585,7 +636,10 @@ impl Router {
                     }
                 }
                 Clock::Real => {
-                    if next_wake == i64::MAX && !any_idle {
+                    if self.wait_on_fds(now, next_wake) {
+                        // Blocked until a descriptor was ready or a timer
+                        // was due.
+                    } else if next_wake == i64::MAX && !any_idle {
                         // Click would idle forever; so do we, cheaply.
                         std::thread::sleep(std::time::Duration::from_millis(50));
                     } else {
@@ -607,6 +661,43 @@ impl Router {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// When every idle task waits on a file descriptor or on other tasks,
+    /// blocks in `poll` until a descriptor is ready or the next timer is
+    /// due; false (nothing done) otherwise.
+    fn wait_on_fds(&self, now: i64, next_wake: i64) -> bool {
+        let idle = || self.tasks.iter().filter(|t| !t.done && t.wake_at <= now);
+        let waits: Vec<IdleWait> = idle()
+            .map(|t| match self.elems[t.node].wait_fd() {
+                Some(_) => IdleWait::Fd,
+                None if t.pull_timed => IdleWait::OthersOrTime,
+                None if t.pulled_empty => IdleWait::Others,
+                None => IdleWait::Poll,
+            })
+            .collect();
+        let Some(timeout) = idle_poll_timeout(&waits, now, next_wake) else {
+            return false;
+        };
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        let mut fds: Vec<PollFd<'_>> = idle()
+            .filter_map(|t| self.elems[t.node].wait_fd())
+            .map(|w| {
+                let ev = if w.writable {
+                    PollFlags::OUT
+                } else {
+                    PollFlags::IN
+                };
+                PollFd::from_borrowed_fd(w.fd, ev)
+            })
+            .collect();
+        let ts = Timespec {
+            tv_sec: timeout / 1_000_000_000,
+            tv_nsec: timeout % 1_000_000_000,
+        };
+        // An interrupted or failed poll just ends the wait early.
+        let _ = rustix::event::poll(&mut fds, Some(&ts));
+        true
     }
 
     fn flush_output(&mut self) {
@@ -926,5 +1017,34 @@ impl pronto_elements::PullInputs for RouterInputs<'_> {
         b.clear();
         self.router.put_scratch(b);
         p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_router_blocks_only_when_every_idle_task_can_be_waited_for() {
+        use IdleWait::*;
+        let now = 1_000;
+        // No descriptor: the old sleep-and-poll loop.
+        assert_eq!(idle_poll_timeout(&[Others], now, i64::MAX), None);
+        assert_eq!(idle_poll_timeout(&[], now, i64::MAX), None);
+        // A task that must be polled keeps the router polling.
+        assert_eq!(idle_poll_timeout(&[Fd, Poll], now, i64::MAX), None);
+        // Descriptors and queue-fed tasks: block up to the longest sleep,
+        // or until the next timer.
+        assert_eq!(
+            idle_poll_timeout(&[Fd, Others, Fd], now, i64::MAX),
+            Some(IDLE_SLEEP_MAX_NS)
+        );
+        assert_eq!(idle_poll_timeout(&[Fd], now, now + 5_000), Some(5_000));
+        assert_eq!(idle_poll_timeout(&[Fd], now, now - 5), Some(0));
+        // A task behind a shaper: short waits.
+        assert_eq!(
+            idle_poll_timeout(&[Fd, OthersOrTime], now, i64::MAX),
+            Some(TIMED_PULL_WAIT_NS)
+        );
     }
 }

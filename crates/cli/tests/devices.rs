@@ -1,0 +1,287 @@
+//! `FromDevice`/`ToDevice` on real interfaces: a client namespace and a
+//! server namespace joined through `pronto run` in a middle namespace,
+//! over two veth pairs:
+//!
+//! ```text
+//! client ns            middle ns (pronto)                  server ns
+//! c ─── veth ─── a  FromDevice(a) -> Queue -> ToDevice(b)  b ─── veth ─── s
+//! 10.x.0.1/24       FromDevice(b) -> Queue -> ToDevice(a)           10.x.0.2/24
+//! ```
+//!
+//! `ping` and a 2-second `iperf3` TCP run must get through, with both the
+//! `SOCKET` and the `RING` method, and an idle pronto must not spin.
+//!
+//! Needs root (network namespaces), `ip`, `ping` and `iperf3`; without
+//! them the tests say so loudly and pass. CI runs as root with the tools
+//! installed. Every namespace and interface is made here, named after
+//! this process, and removed when the test ends, whatever happens.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn sh(args: &[&str]) -> Output {
+    Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn must(args: &[&str]) {
+    let o = sh(args);
+    assert!(
+        o.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Why these tests cannot run here, if they cannot.
+fn missing_prerequisite(tag: char) -> Option<String> {
+    if !rustix::process::geteuid().is_root() {
+        return Some("not root".into());
+    }
+    if !have("ip") {
+        return Some("no `ip` command (iproute2)".into());
+    }
+    let probe = format!("prontoprobe{}{tag}", std::process::id());
+    let o = sh(&["ip", "netns", "add", &probe]);
+    if !o.status.success() {
+        return Some(format!(
+            "cannot make network namespaces: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    let _ = sh(&["ip", "netns", "del", &probe]);
+    None
+}
+
+/// Three namespaces and two veth pairs, removed on drop (deleting a
+/// namespace deletes the veth ends in it, and with them their peers).
+struct Topology {
+    ns: [String; 3],
+    a: String,
+    b: String,
+    server_ip: String,
+    children: Vec<Child>,
+}
+
+impl Topology {
+    fn new(tag: char, subnet: u8) -> Topology {
+        let pid = std::process::id();
+        let ns = [
+            format!("pronto{pid}{tag}c"),
+            format!("pronto{pid}{tag}m"),
+            format!("pronto{pid}{tag}s"),
+        ];
+        let t = Topology {
+            ns: ns.clone(),
+            a: format!("pa{pid}{tag}"),
+            b: format!("pb{pid}{tag}"),
+            server_ip: format!("10.{subnet}.0.2"),
+            children: Vec::new(),
+        };
+        for n in &ns {
+            must(&["ip", "netns", "add", n]);
+        }
+        let (c, m, s) = (&ns[0], &ns[1], &ns[2]);
+        // Made inside the middle namespace, so the default namespace never
+        // holds any of them.
+        for (here, there, far) in [(&t.a, "c", c), (&t.b, "s", s)] {
+            must(&[
+                "ip", "-n", m, "link", "add", here, "type", "veth", "peer", "name", there, "netns",
+                far,
+            ]);
+            must(&["ip", "-n", m, "link", "set", here, "up"]);
+            must(&["ip", "-n", far, "link", "set", there, "up"]);
+            must(&["ip", "-n", far, "link", "set", "lo", "up"]);
+        }
+        must(&[
+            "ip",
+            "-n",
+            c,
+            "addr",
+            "add",
+            &format!("10.{subnet}.0.1/24"),
+            "dev",
+            "c",
+        ]);
+        must(&[
+            "ip",
+            "-n",
+            s,
+            "addr",
+            "add",
+            &format!("10.{subnet}.0.2/24"),
+            "dev",
+            "s",
+        ]);
+        t
+    }
+
+    fn exec(&self, which: usize, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns[which]]).args(args);
+        c
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for n in &self.ns {
+            let _ = sh(&["ip", "netns", "del", n]);
+        }
+    }
+}
+
+/// CPU seconds used so far by process `pid`.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime and
+    // stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+/// The receiver's throughput in an `iperf3 -J` report, bits per second.
+fn received_bps(json: &str) -> Option<f64> {
+    let at = json.find("\"sum_received\"")?;
+    let rest = &json[at..];
+    let k = rest.find("\"bits_per_second\"")?;
+    let v = rest[k + "\"bits_per_second\"".len()..]
+        .trim_start_matches([':', ' ', '\t', '\n'])
+        .split([',', '\n', '}'])
+        .next()?;
+    v.trim().parse().ok()
+}
+
+fn forward_through_pronto(method: &str, tag: char, subnet: u8) {
+    if let Some(why) = missing_prerequisite(tag) {
+        eprintln!("SKIPPED devices test ({method}): {why}. CI runs it as root.");
+        return;
+    }
+    let mut t = Topology::new(tag, subnet);
+    let dev = |name: &str| format!("{name}, METHOD {method}, BURST 32");
+    let config = format!(
+        "FromDevice({a}) -> Queue(2048) -> ToDevice({b2});\n\
+         FromDevice({b}) -> Queue(2048) -> ToDevice({a2});\n",
+        a = dev(&t.a),
+        b = dev(&t.b),
+        a2 = dev(&t.a),
+        b2 = dev(&t.b),
+    );
+    let pronto = t
+        .exec(1, &[env!("CARGO_BIN_EXE_pronto"), "run", "-e", &config])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pronto starts");
+    let pid = pronto.id();
+    t.children.push(pronto);
+
+    // Up and forwarding: the first ping that gets an answer.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut up = false;
+    while !up && Instant::now() < deadline {
+        up = t
+            .exec(0, &["ping", "-c", "1", "-W", "1", &t.server_ip])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    }
+    if !up {
+        let p = t.children.remove(0);
+        let o = p.wait_with_output().map(|o| o.stderr).unwrap_or_default();
+        panic!(
+            "{method}: no ping answer through pronto in 5 s; pronto says: {}",
+            String::from_utf8_lossy(&o)
+        );
+    }
+
+    // Idle, it sleeps: well under a tenth of a core over one second.
+    let before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_seconds(pid) - before;
+    assert!(
+        used < 0.1,
+        "{method}: idle pronto used {used:.2} s of CPU in 1 s"
+    );
+
+    let o = t
+        .exec(
+            0,
+            &["ping", "-c", "5", "-i", "0.2", "-W", "1", &t.server_ip],
+        )
+        .output()
+        .expect("ping runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && text.contains("5 received"),
+        "{method}: ping through pronto:\n{text}"
+    );
+
+    if !have("iperf3") {
+        eprintln!("SKIPPED iperf3 part of the devices test ({method}): iperf3 is not installed");
+        return;
+    }
+    let server = t
+        .exec(2, &["iperf3", "-s", "-1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 server starts");
+    t.children.push(server);
+    let mut report = None;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while report.is_none() && Instant::now() < deadline {
+        let o = t
+            .exec(0, &["iperf3", "-c", &t.server_ip, "-t", "2", "-J"])
+            .output()
+            .expect("iperf3 client runs");
+        if o.status.success() {
+            report = Some(String::from_utf8_lossy(&o.stdout).into_owned());
+        } else {
+            // The server may not be listening yet.
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let report = report.unwrap_or_else(|| panic!("{method}: iperf3 never connected"));
+    let bps = received_bps(&report).expect("iperf3 reports a throughput");
+    eprintln!(
+        "devices test: iperf3 TCP through pronto, METHOD {method}: {:.2} Gbit/s",
+        bps / 1e9
+    );
+    assert!(bps > 0.0, "{method}: no TCP throughput:\n{report}");
+}
+
+#[test]
+fn veth_forwarding_with_socket_method() {
+    forward_through_pronto("SOCKET", 's', 201);
+}
+
+#[test]
+fn veth_forwarding_with_ring_method() {
+    forward_through_pronto("RING", 'r', 202);
+}
+
+#[test]
+fn iperf3_report_is_read() {
+    let json = "{\"end\": {\"sum_sent\": {\"bits_per_second\": 5.0},\n\
+                \"sum_received\": {\"seconds\": 2, \"bits_per_second\": 1.5e9,\n\"x\": 1}}}";
+    assert_eq!(received_bps(json), Some(1.5e9));
+    assert_eq!(received_bps("{}"), None);
+}

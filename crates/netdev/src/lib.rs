@@ -1,0 +1,778 @@
+//! pronto's Linux network interfaces: `AF_PACKET` sockets bound to an
+//! interface by name, for the `FromDevice` and `ToDevice` elements.
+//!
+//! Two methods:
+//!
+//! - [`Method::Socket`]: one non-blocking `recvfrom`/`send` system call per
+//!   frame. Simple; the baseline.
+//! - [`Method::Ring`] (default): a `TPACKET_V3` receive ring (the kernel
+//!   fills variable-size frames into blocks and hands a block over when it
+//!   is full or its timeout — 1 ms by default — expires) and a
+//!   `TPACKET_V2` transmit ring (frames are written in place and sent with
+//!   one `send` call per batch, bypassing the queueing discipline).
+//!
+//! Receive sockets ask for a virtio-net header in front of each frame
+//! (`PACKET_VNET_HDR`), so that frames whose checksum the sender left to
+//! the device, and TCP segmentation-offload frames (up to 64 KiB, common on
+//! veth and from local stacks), arrive whole and described: checksums are
+//! completed and TSO frames are cut into MSS-sized segments before they
+//! become pool packets ([`offload`]). Any other frame longer than a pool
+//! slot ([`pronto_packet::MAX_PACKET`], 1,920 bytes) is counted
+//! ([`RxStats::oversize`]) and dropped.
+//!
+//! Every length and offset read from a ring is checked against the ring
+//! before use. The `unsafe` code (socket options, the ring mapping) is in
+//! one module, each block with its reason.
+
+pub mod offload;
+mod sys;
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use pronto_packet::{Batch, Pool};
+
+pub use offload::{Delivery, Vnet, VNET_LEN};
+
+/// How frames move between pronto and the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// One system call per frame.
+    Socket,
+    /// Shared-memory rings (`TPACKET_V3` receive, `TPACKET_V2` transmit).
+    Ring,
+}
+
+impl Method {
+    /// Parses `SOCKET`, `RING`, or Click's `LINUX` (a plain packet socket).
+    pub fn parse(s: &str) -> Option<Method> {
+        match s {
+            "SOCKET" | "LINUX" => Some(Method::Socket),
+            "RING" => Some(Method::Ring),
+            _ => None,
+        }
+    }
+}
+
+/// Why an interface could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum DevError {
+    /// The name is empty or longer than 15 bytes.
+    #[error("{0}: bad interface name")]
+    BadName(String),
+    /// A system call failed.
+    #[error("{ifname}: {what}: {err}")]
+    Os {
+        /// The interface.
+        ifname: String,
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        err: io::Error,
+    },
+}
+
+fn os<'a>(ifname: &'a str, what: &'static str) -> impl FnOnce(io::Error) -> DevError + 'a {
+    move |err| DevError::Os {
+        ifname: ifname.to_string(),
+        what,
+        err,
+    }
+}
+
+/// Receive-side counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxStats {
+    /// Packets made.
+    pub packets: u64,
+    /// Frames dropped because they do not fit a pool slot.
+    pub oversize: u64,
+    /// Frames dropped because their ring entry or offload header was
+    /// inconsistent.
+    pub bad: u64,
+    /// Packets dropped because the pool was empty.
+    pub nomem: u64,
+    /// TCP segmentation-offload frames cut into segments.
+    pub segmented: u64,
+}
+
+impl RxStats {
+    /// Every frame or packet dropped on the way in.
+    pub fn drops(&self) -> u64 {
+        self.oversize + self.bad + self.nomem
+    }
+}
+
+/// How to open a receiving interface.
+#[derive(Clone, Debug)]
+pub struct RxConfig {
+    /// Socket or ring.
+    pub method: Method,
+    /// Put the interface in promiscuous mode while open.
+    pub promisc: bool,
+    /// Also receive frames the host sends on the interface.
+    pub outbound: bool,
+    /// Bytes of each frame kept (the rest is recorded in the extra length
+    /// annotation).
+    pub snaplen: usize,
+    /// Ring block timeout in milliseconds (at least 1).
+    pub block_timeout_ms: u32,
+    /// Stamp packets with the kernel's receive time (ring) or the current
+    /// time (socket); otherwise leave the timestamp unset.
+    pub timestamp: bool,
+}
+
+impl Default for RxConfig {
+    fn default() -> Self {
+        RxConfig {
+            method: Method::Ring,
+            promisc: false,
+            outbound: false,
+            snaplen: 2046,
+            block_timeout_ms: 1,
+            timestamp: true,
+        }
+    }
+}
+
+/// Receive ring geometry: 64 blocks of 128 KiB (a whole 64 KiB
+/// segmentation-offload frame fits one block).
+const RX_BLOCK_SIZE: usize = 128 * 1024;
+const RX_BLOCKS: usize = 64;
+const RX_FRAME_SIZE: usize = 2048;
+/// Socket-method receive buffer: the largest offload frame plus header.
+const RX_BUF: usize = 256 * 1024;
+/// Transmit ring geometry: 1,024 frames of 2 KiB.
+const TX_FRAME_SIZE: usize = 2048;
+const TX_BLOCK_SIZE: usize = 64 * 1024;
+const TX_BLOCKS: usize = 32;
+/// Where a `TPACKET_V2` transmit frame's data starts
+/// (`TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)`).
+const TX_DATA_OFF: usize = 32;
+
+const TP_STATUS_KERNEL: u32 = 0;
+const TP_STATUS_USER: u32 = 1;
+const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+const TP_STATUS_SEND_REQUEST: u32 = 1;
+const TP_STATUS_SENDING: u32 = 2;
+const TPACKET_V2: i32 = 1;
+const TPACKET_V3: i32 = 2;
+/// `sizeof(struct tpacket3_hdr)`, and where the `sockaddr_ll` follows it.
+const TP3_HDR: usize = 48;
+/// `sizeof(struct sockaddr_ll)`.
+const SLL_LEN: usize = 20;
+/// Offset of a block's `block_status`, `num_pkts`, `offset_to_first_pkt`.
+const BLK_STATUS: usize = 8;
+const BLK_NUM: usize = 12;
+const BLK_FIRST: usize = 16;
+
+fn open_socket(ifname: &str, proto: u16) -> Result<(OwnedFd, i32), DevError> {
+    if ifname.is_empty() || ifname.len() > 15 || ifname.contains(['/', ' ', '\0']) {
+        return Err(DevError::BadName(ifname.to_string()));
+    }
+    let fd = sys::packet_socket(proto).map_err(os(ifname, "socket"))?;
+    let idx = rustix::net::netdevice::name_to_index(&fd, ifname)
+        .map_err(|e| os(ifname, "no such interface")(e.into()))?;
+    Ok((fd, idx as i32))
+}
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    let w = b.get(off..off + 4)?;
+    Some(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    let w = b.get(off..off + 2)?;
+    Some(u16::from_ne_bytes([w[0], w[1]]))
+}
+
+struct RxRing {
+    map: sys::Mapping,
+    block_size: usize,
+    nblocks: usize,
+    /// The block being read.
+    cur: usize,
+    /// Packets of it already delivered.
+    next_pkt: u32,
+    /// Offset (in the block) of the next packet.
+    next_off: usize,
+}
+
+enum RxKind {
+    Socket {
+        buf: Box<[u8]>,
+        /// A frame in `buf` (its length) whose segments did not all fit
+        /// the last batch, and the next segment.
+        pending: Option<(usize, usize)>,
+    },
+    Ring {
+        ring: RxRing,
+        /// The next segment of the current frame.
+        resume: usize,
+    },
+}
+
+/// An interface opened for receiving.
+pub struct RxDevice {
+    fd: OwnedFd,
+    kind: RxKind,
+    cfg: RxConfig,
+    stats: RxStats,
+}
+
+impl RxDevice {
+    /// Opens `ifname` for receiving.
+    pub fn open(ifname: &str, cfg: &RxConfig) -> Result<RxDevice, DevError> {
+        // Protocol 0 until bound: nothing is queued before the ring exists.
+        let (fd, ifindex) = open_socket(ifname, 0)?;
+        let one: libc::c_int = 1;
+        sys::set_opt(&fd, sys::PACKET_VNET_HDR, &one).map_err(os(ifname, "PACKET_VNET_HDR"))?;
+        if !cfg.outbound {
+            // Older kernels lack the option; outgoing frames are then
+            // recognised by their packet type.
+            let _ = sys::set_opt(&fd, sys::PACKET_IGNORE_OUTGOING, &one);
+        }
+        let kind = match cfg.method {
+            Method::Socket => RxKind::Socket {
+                buf: vec![0u8; RX_BUF].into_boxed_slice(),
+                pending: None,
+            },
+            Method::Ring => {
+                let v: libc::c_int = TPACKET_V3;
+                sys::set_opt(&fd, sys::PACKET_VERSION, &v).map_err(os(ifname, "PACKET_VERSION"))?;
+                let req = sys::TpacketReq3 {
+                    block_size: RX_BLOCK_SIZE as u32,
+                    block_nr: RX_BLOCKS as u32,
+                    frame_size: RX_FRAME_SIZE as u32,
+                    frame_nr: (RX_BLOCK_SIZE / RX_FRAME_SIZE * RX_BLOCKS) as u32,
+                    retire_blk_tov: cfg.block_timeout_ms.max(1),
+                    sizeof_priv: 0,
+                    feature_req_word: 0,
+                };
+                sys::set_opt(&fd, sys::PACKET_RX_RING, &req)
+                    .map_err(os(ifname, "PACKET_RX_RING"))?;
+                let map = sys::Mapping::new(&fd, RX_BLOCK_SIZE * RX_BLOCKS)
+                    .map_err(os(ifname, "mmap"))?;
+                RxKind::Ring {
+                    ring: RxRing {
+                        map,
+                        block_size: RX_BLOCK_SIZE,
+                        nblocks: RX_BLOCKS,
+                        cur: 0,
+                        next_pkt: 0,
+                        next_off: 0,
+                    },
+                    resume: 0,
+                }
+            }
+        };
+        sys::bind(&fd, ifindex, sys::ETH_P_ALL).map_err(os(ifname, "bind"))?;
+        if cfg.promisc {
+            let mreq = sys::PacketMreq {
+                ifindex,
+                kind: sys::PACKET_MR_PROMISC,
+                ..Default::default()
+            };
+            sys::set_opt(&fd, sys::PACKET_ADD_MEMBERSHIP, &mreq)
+                .map_err(os(ifname, "promiscuous mode"))?;
+        }
+        Ok(RxDevice {
+            fd,
+            kind,
+            cfg: cfg.clone(),
+            stats: RxStats::default(),
+        })
+    }
+
+    /// The socket, to wait for readability when idle.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &RxStats {
+        &self.stats
+    }
+
+    /// Zeroes the counters.
+    pub fn reset_stats(&mut self) {
+        self.stats = RxStats::default();
+    }
+
+    /// Frames the kernel dropped since the last call (the socket's buffer
+    /// or ring was full); `None` if it cannot tell.
+    pub fn take_kernel_drops(&self) -> Option<u64> {
+        sys::stats(&self.fd).ok().map(|(_, d)| d as u64)
+    }
+
+    /// Receives up to `max` packets into `batch` without blocking; returns
+    /// how many were added. `now` stamps socket-method packets.
+    pub fn recv(&mut self, pool: &Pool, batch: &mut Batch, max: usize, now: i64) -> usize {
+        let before = batch.len();
+        let limit = (before + max).min(pronto_packet::BATCH_MAX);
+        match &mut self.kind {
+            RxKind::Socket { buf, pending } => recv_socket(
+                &self.fd,
+                buf,
+                pending,
+                &self.cfg,
+                pool,
+                batch,
+                limit,
+                now,
+                &mut self.stats,
+            ),
+            RxKind::Ring { ring, resume } => {
+                recv_ring(ring, resume, &self.cfg, pool, batch, limit, &mut self.stats)
+            }
+        }
+        batch.len() - before
+    }
+}
+
+/// True while `batch` holds fewer than `limit` packets.
+fn room_left(batch: &Batch, limit: usize) -> bool {
+    batch.len() < limit
+}
+
+#[allow(clippy::too_many_arguments)]
+fn recv_socket(
+    fd: &OwnedFd,
+    buf: &mut [u8],
+    pending: &mut Option<(usize, usize)>,
+    cfg: &RxConfig,
+    pool: &Pool,
+    batch: &mut Batch,
+    limit: usize,
+    now: i64,
+    stats: &mut RxStats,
+) {
+    let ts = if cfg.timestamp { now } else { 0 };
+    while room_left(batch, limit) {
+        let (len, first) = match pending.take() {
+            Some(p) => p,
+            None => match sys::recv(fd, buf) {
+                Ok((n, pkttype)) => {
+                    if n > buf.len() {
+                        stats.oversize += 1;
+                        continue;
+                    }
+                    if pkttype == sys::PACKET_OUTGOING && !cfg.outbound {
+                        continue;
+                    }
+                    (n, 0)
+                }
+                Err(_) => break,
+            },
+        };
+        let Some((hdr, frame)) = buf[..len].split_first_chunk_mut::<VNET_LEN>() else {
+            stats.bad += 1;
+            continue;
+        };
+        let vnet = Vnet::parse(hdr);
+        match offload::deliver(
+            frame,
+            Some(vnet),
+            first,
+            ts,
+            cfg.snaplen,
+            pool,
+            batch,
+            limit,
+            stats,
+        ) {
+            Delivery::Done => {}
+            Delivery::Resume(i) => {
+                *pending = Some((len, i));
+                break;
+            }
+        }
+    }
+}
+
+fn recv_ring(
+    ring: &mut RxRing,
+    resume: &mut usize,
+    cfg: &RxConfig,
+    pool: &Pool,
+    batch: &mut Batch,
+    limit: usize,
+    stats: &mut RxStats,
+) {
+    let bs = ring.block_size;
+    while room_left(batch, limit) {
+        let boff = ring.cur * bs;
+        if ring.map.load(boff + BLK_STATUS) & TP_STATUS_USER == 0 {
+            return;
+        }
+        // SAFETY: the block's status says user space owns it; the kernel
+        // does not touch it until the status is set back to KERNEL below,
+        // after the last use of this slice.
+        let Some(block) = (unsafe { ring.map.bytes_mut(boff, bs) }) else {
+            return;
+        };
+        let num = u32_at(block, BLK_NUM).unwrap_or(0);
+        if ring.next_pkt == 0 {
+            ring.next_off = u32_at(block, BLK_FIRST).unwrap_or(0) as usize;
+        }
+        while ring.next_pkt < num {
+            if !room_left(batch, limit) {
+                return;
+            }
+            let off = ring.next_off;
+            let Some(entry) = parse_entry(block, off) else {
+                stats.bad += 1;
+                ring.next_pkt = num;
+                break;
+            };
+            let done = if entry.outgoing && !cfg.outbound {
+                Delivery::Done
+            } else if entry.snaplen < entry.len {
+                stats.oversize += 1;
+                Delivery::Done
+            } else {
+                let ts = if cfg.timestamp { entry.ts } else { 0 };
+                let before = batch.len();
+                let (hdr, frame) =
+                    block[entry.mac - VNET_LEN..entry.mac + entry.snaplen].split_at_mut(VNET_LEN);
+                let hdr: &[u8; VNET_LEN] = (&*hdr).try_into().unwrap_or(&[0; VNET_LEN]);
+                let vnet = Vnet::parse(hdr);
+                let r = offload::deliver(
+                    frame,
+                    Some(vnet),
+                    *resume,
+                    ts,
+                    cfg.snaplen,
+                    pool,
+                    batch,
+                    limit,
+                    stats,
+                );
+                if let Some(vlan) = entry.vlan {
+                    for p in &mut batch.as_mut_slice()[before..] {
+                        insert_vlan(p, vlan);
+                    }
+                }
+                r
+            };
+            match done {
+                Delivery::Done => {
+                    *resume = 0;
+                    ring.next_pkt += 1;
+                    if entry.next == 0 && ring.next_pkt < num {
+                        stats.bad += 1;
+                        ring.next_pkt = num;
+                    }
+                    ring.next_off = off + entry.next;
+                }
+                Delivery::Resume(i) => {
+                    *resume = i;
+                    return;
+                }
+            }
+        }
+        // Hand the block back and move on.
+        ring.map.store(boff + BLK_STATUS, TP_STATUS_KERNEL);
+        ring.cur = (ring.cur + 1) % ring.nblocks;
+        ring.next_pkt = 0;
+        ring.next_off = 0;
+    }
+}
+
+/// One frame's ring entry, checked against its block.
+struct Entry {
+    next: usize,
+    ts: i64,
+    snaplen: usize,
+    len: usize,
+    mac: usize,
+    outgoing: bool,
+    vlan: Option<(u16, u16)>,
+}
+
+/// Reads the `tpacket3_hdr` at `off` in `block`; `None` if any part of the
+/// entry (header, address, virtio-net header, frame bytes) falls outside
+/// the block.
+fn parse_entry(block: &[u8], off: usize) -> Option<Entry> {
+    let h = block.get(off..off.checked_add(TP3_HDR + SLL_LEN)?)?;
+    let next = u32_at(h, 0)? as usize;
+    let sec = u32_at(h, 4)? as i64;
+    let nsec = u32_at(h, 8)? as i64;
+    let snaplen = u32_at(h, 12)? as usize;
+    let len = u32_at(h, 16)? as usize;
+    let status = u32_at(h, 20)?;
+    let mac = u16_at(h, 24)? as usize;
+    let tci = u32_at(h, 32)? as u16;
+    let tpid = u16_at(h, 36)?;
+    let pkttype = *h.get(TP3_HDR + 10)?;
+    if mac < TP3_HDR + SLL_LEN + VNET_LEN {
+        return None;
+    }
+    let mac = off + mac;
+    let end = mac.checked_add(snaplen)?;
+    if end > block.len() || (next != 0 && off + next > block.len()) {
+        return None;
+    }
+    let vlan = (status & TP_STATUS_VLAN_VALID != 0).then(|| {
+        let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 && tpid != 0 {
+            tpid
+        } else {
+            0x8100
+        };
+        (tpid, tci)
+    });
+    Some(Entry {
+        next,
+        ts: sec * 1_000_000_000 + nsec,
+        snaplen,
+        len,
+        mac,
+        outgoing: pkttype == sys::PACKET_OUTGOING,
+        vlan,
+    })
+}
+
+/// Puts back a VLAN tag the device took off (the kernel reports it beside
+/// the frame).
+fn insert_vlan(p: &mut pronto_packet::Packet, (tpid, tci): (u16, u16)) {
+    if p.len() < 12 || p.push(4).is_none() {
+        return;
+    }
+    let d = p.data_mut();
+    d.copy_within(4..16, 0);
+    d[12..14].copy_from_slice(&tpid.to_be_bytes());
+    d[14..16].copy_from_slice(&tci.to_be_bytes());
+    p.set_mac_header(0);
+}
+
+/// What [`TxDevice::send`] did with a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// Sent, or queued in the ring until [`TxDevice::flush`].
+    Ok,
+    /// No room now (ring full, socket buffer full); try again later.
+    Full,
+    /// Refused (too long, interface down, ...); counted in `errors`.
+    Failed,
+}
+
+struct TxRing {
+    map: sys::Mapping,
+    nframes: usize,
+    cur: usize,
+    queued: usize,
+}
+
+/// An interface opened for sending.
+pub struct TxDevice {
+    fd: OwnedFd,
+    ring: Option<TxRing>,
+    /// Frames refused by the kernel.
+    pub errors: u64,
+    /// The last refusal, for a message.
+    pub last_error: Option<io::Error>,
+}
+
+impl TxDevice {
+    /// Opens `ifname` for sending. The socket receives nothing.
+    pub fn open(ifname: &str, method: Method) -> Result<TxDevice, DevError> {
+        let (fd, ifindex) = open_socket(ifname, 0)?;
+        let one: libc::c_int = 1;
+        // Straight to the driver, as a forwarding path wants; kernels
+        // without it just queue.
+        let _ = sys::set_opt(&fd, sys::PACKET_QDISC_BYPASS, &one);
+        let ring = match method {
+            Method::Socket => None,
+            Method::Ring => {
+                let v: libc::c_int = TPACKET_V2;
+                sys::set_opt(&fd, sys::PACKET_VERSION, &v).map_err(os(ifname, "PACKET_VERSION"))?;
+                // A malformed frame is skipped rather than stopping the
+                // ring.
+                sys::set_opt(&fd, sys::PACKET_LOSS, &one).map_err(os(ifname, "PACKET_LOSS"))?;
+                let nframes = TX_BLOCK_SIZE / TX_FRAME_SIZE * TX_BLOCKS;
+                let req = sys::TpacketReq {
+                    block_size: TX_BLOCK_SIZE as u32,
+                    block_nr: TX_BLOCKS as u32,
+                    frame_size: TX_FRAME_SIZE as u32,
+                    frame_nr: nframes as u32,
+                };
+                sys::set_opt(&fd, sys::PACKET_TX_RING, &req)
+                    .map_err(os(ifname, "PACKET_TX_RING"))?;
+                let map = sys::Mapping::new(&fd, TX_BLOCK_SIZE * TX_BLOCKS)
+                    .map_err(os(ifname, "mmap"))?;
+                Some(TxRing {
+                    map,
+                    nframes,
+                    cur: 0,
+                    queued: 0,
+                })
+            }
+        };
+        sys::bind(&fd, ifindex, 0).map_err(os(ifname, "bind"))?;
+        Ok(TxDevice {
+            fd,
+            ring,
+            errors: 0,
+            last_error: None,
+        })
+    }
+
+    /// The socket, to wait for writability when the ring is full.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// How many frames (up to `max`) can be sent now.
+    pub fn room(&self, max: usize) -> usize {
+        let Some(r) = &self.ring else {
+            return max;
+        };
+        let mut n = 0;
+        while n < max.min(r.nframes) {
+            let off = ((r.cur + n) % r.nframes) * TX_FRAME_SIZE;
+            if r.map.load(off) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING) != 0 {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Sends one frame (ring: writes it into the ring; it leaves at the
+    /// next [`TxDevice::flush`]).
+    pub fn send(&mut self, data: &[u8]) -> Sent {
+        let Some(r) = &mut self.ring else {
+            return match sys::send(&self.fd, data) {
+                Ok(_) => Sent::Ok,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::ENOBUFS)) => {
+                    Sent::Full
+                }
+                Err(e) => {
+                    self.errors += 1;
+                    self.last_error = Some(e);
+                    Sent::Failed
+                }
+            };
+        };
+        if data.len() > TX_FRAME_SIZE - TX_DATA_OFF {
+            self.errors += 1;
+            return Sent::Failed;
+        }
+        let off = r.cur * TX_FRAME_SIZE;
+        if r.map.load(off) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING) != 0 {
+            return Sent::Full;
+        }
+        // SAFETY: the frame's status is neither "send request" nor
+        // "sending", so the kernel does not read or write it until we set
+        // the status below; no other view of the frame exists.
+        let Some(frame) = (unsafe { r.map.bytes_mut(off, TX_FRAME_SIZE) }) else {
+            return Sent::Failed;
+        };
+        frame[TX_DATA_OFF..TX_DATA_OFF + data.len()].copy_from_slice(data);
+        let len = (data.len() as u32).to_ne_bytes();
+        frame[4..8].copy_from_slice(&len); // tp_len
+        frame[8..12].copy_from_slice(&len); // tp_snaplen
+        r.map.store(off, TP_STATUS_SEND_REQUEST);
+        r.cur = (r.cur + 1) % r.nframes;
+        r.queued += 1;
+        Sent::Ok
+    }
+
+    /// Asks the kernel to send what the ring holds (one system call).
+    pub fn flush(&mut self) {
+        let Some(r) = &mut self.ring else {
+            return;
+        };
+        if r.queued == 0 {
+            return;
+        }
+        r.queued = 0;
+        if let Err(e) = sys::kick(&self.fd) {
+            if !matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::ENOBUFS)) {
+                self.errors += 1;
+                self.last_error = Some(e);
+            }
+        }
+    }
+
+    /// Frames written into the ring and not yet handed to the kernel.
+    pub fn queued(&self) -> usize {
+        self.ring.as_ref().map_or(0, |r| r.queued)
+    }
+
+    /// Length of the ring mapping, 0 for the socket method.
+    pub fn ring_bytes(&self) -> usize {
+        self.ring.as_ref().map_or(0, |r| r.map.len())
+    }
+}
+
+impl Drop for TxDevice {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_names_and_missing_interfaces_are_errors() {
+        let e = RxDevice::open("", &RxConfig::default())
+            .err()
+            .expect("error");
+        assert_eq!(e.to_string(), ": bad interface name");
+        let e = TxDevice::open("a-name-far-too-long", Method::Socket)
+            .err()
+            .expect("error");
+        assert_eq!(e.to_string(), "a-name-far-too-long: bad interface name");
+        match TxDevice::open("pronto-nonexist", Method::Ring) {
+            Err(DevError::Os { what, .. }) => {
+                // Without CAP_NET_RAW the socket call fails first.
+                assert!(what == "no such interface" || what == "socket", "{what}");
+            }
+            other => panic!("unexpected {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn ring_entries_outside_the_block_are_refused() {
+        let mut block = vec![0u8; 4096];
+        // A plausible entry at 48: mac at 90, 60 bytes.
+        let put =
+            |b: &mut [u8], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+        put(&mut block, 48 + 12, 60); // snaplen
+        put(&mut block, 48 + 16, 60); // len
+        block[48 + 24..48 + 26].copy_from_slice(&90u16.to_ne_bytes());
+        let e = parse_entry(&block, 48).expect("entry");
+        assert_eq!((e.mac, e.snaplen, e.len), (138, 60, 60));
+        // Frame bytes past the block.
+        put(&mut block, 48 + 12, 4000);
+        assert!(parse_entry(&block, 48).is_none());
+        put(&mut block, 48 + 12, 60);
+        // Next entry past the block.
+        put(&mut block, 48, 5000);
+        assert!(parse_entry(&block, 48).is_none());
+        put(&mut block, 48, 0);
+        // MAC offset inside the header.
+        block[48 + 24..48 + 26].copy_from_slice(&20u16.to_ne_bytes());
+        assert!(parse_entry(&block, 48).is_none());
+        // Entry header itself past the block.
+        assert!(parse_entry(&block, 4090).is_none());
+        assert!(parse_entry(&block, usize::MAX - 3).is_none());
+    }
+
+    #[test]
+    fn vlan_tag_is_put_back() {
+        let pool = Pool::new(4).expect("pool");
+        let mut p = pool
+            .alloc_frame(&[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0x08, 0x00, 0x45], 0)
+            .expect("pkt");
+        insert_vlan(&mut p, (0x8100, 7));
+        assert_eq!(
+            p.data(),
+            &[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0x81, 0x00, 0, 7, 0x08, 0x00, 0x45]
+        );
+    }
+}
