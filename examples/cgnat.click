@@ -7,7 +7,9 @@
 // Reads the bundled trace (both directions), sends packets from subscriber
 // addresses to the NAT's inside input and the rest to its outside input,
 // writes every translated packet to $OUT and the port-block allocation log
-// to $LOG, and prints the NAT's mappings, blocks and drops. Each subscriber
+// to $LOG, and prints the NAT's mappings, blocks and drops. ICMP errors
+// about translated packets (a TTL exceeded from outside, a port unreachable
+// from a subscriber) are translated both ways (RFC 5508). Each subscriber
 // gets blocks of 16 ports on one paired address, at most 2 blocks. Add
 // --simtime for a reproducible clock (the log's timestamps).
 
@@ -37,6 +39,7 @@ DriverManager(wait,
   print "outbound      " $(nat.outbound),
   print "inbound       " $(nat.inbound),
   print "hairpinned    " $(nat.hairpinned),
+  print "icmp errors   " $(nat.icmp_errors),
   print "mappings      " $(nat.nmappings),
   print "subscribers   " $(nat.nsubscribers),
   print "blocks        " $(nat.nblocks),

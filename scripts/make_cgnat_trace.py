@@ -6,7 +6,7 @@ their replies, a reply from a host the subscriber never contacted (allowed:
 endpoint-independent filtering), a hairpinned packet between two
 subscribers, a burst of TCP connections that uses up one subscriber's port
 quota, unsolicited inbound packets, a ping, a source outside the subscriber
-range and an ARP frame. Run from the repository root."""
+range, an ARP frame and ICMP errors both ways. Run from the repository root."""
 import struct
 
 def csum(b):
@@ -43,6 +43,11 @@ def udp(src, sport, dst, dport, payload=b"pronto-dns-query"):
 
 def icmp_echo(src, dst, typ, ident_):
     msg = struct.pack("!BBHHH", typ, 0, 0, ident_, 1) + b"pronto-ping-data"
+    return ipv4(src, dst, 1, msg[:2] + struct.pack("!H", csum(msg)) + msg[4:])
+
+def icmp_error(src, dst, typ, code, quoted, mtu=0):
+    # The quoted packet: its IP header and first 8 transport bytes.
+    msg = struct.pack("!BBHHH", typ, code, 0, 0, mtu) + quoted[:28]
     return ipv4(src, dst, 1, msg[:2] + struct.pack("!H", csum(msg)) + msg[4:])
 
 frames = []
@@ -84,6 +89,14 @@ add(udp(SUB(7), 40007, "8.8.8.8", 53))
 # J: ARP.  K: a source in 100.64.0.0/10 but outside the subscriber range.
 frames.append(bytes.fromhex("ffffffffffff" "020000000001" "0806") + bytes(46))
 add(udp("100.64.1.9", 40009, "8.8.8.8", 53))
+# L: ICMP errors (RFC 5508). A router reports that subscriber 1's DNS
+# query (as translated) exceeded its TTL: back to 100.64.0.1.
+add(icmp_error("203.0.113.1", "198.51.100.5", 11, 0, udp("198.51.100.5", 1024, "8.8.8.8", 53)))
+# Subscriber 6 answers the DNS reply it got with port unreachable: out
+# from its mapping's address, the quoted packet translated too.
+add(icmp_error(SUB(6), "8.8.8.8", 3, 3, udp("8.8.8.8", 53, SUB(6), 40006, b"pronto-dns-reply")))
+# An error quoting a port no mapping holds: dropped.
+add(icmp_error("203.0.113.1", "198.51.100.5", 3, 4, udp("198.51.100.5", 1500, "8.8.8.8", 53), 1280))
 
 with open("examples/cgnat.pcap", "wb") as f:
     f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))

@@ -91,17 +91,18 @@ fn cgnat_example_translates_logs_and_counts() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         stdout,
-        "read           61 frames, 1 not IPv4, 0 malformed\n\
-         outbound       40\n\
-         inbound        10\n\
+        "read           64 frames, 1 not IPv4, 0 malformed\n\
+         outbound       41\n\
+         inbound        11\n\
          hairpinned     1\n\
+         icmp errors    2\n\
          mappings       41\n\
          subscribers    7\n\
          blocks         8\n\
          exhaustion     4\n\
-         no mapping     4\n\
+         no mapping     5\n\
          not internal   1\n\
-         dropped        9\n\
+         dropped        10\n\
          port blocks:\n\
          198.51.100.4 1024-1039 subscriber=100.64.0.4 tcp=0 udp=1 icmp=1\n\
          198.51.100.5 1024-1039 subscriber=100.64.0.1 tcp=16 udp=1 icmp=0\n\
@@ -131,7 +132,7 @@ fn cgnat_example_translates_logs_and_counts() {
     assert_eq!(got.lines().collect::<Vec<_>>(), want);
 
     let frames = pcap_frames(&out);
-    assert_eq!(frames.len(), 51, "40 outbound + 10 inbound + 1 hairpinned");
+    assert_eq!(frames.len(), 53, "41 outbound + 11 inbound + 1 hairpinned");
     for f in &frames {
         assert!(checksums_ok(&f[14..]), "bad checksum in {}", flow(f));
     }
@@ -156,11 +157,29 @@ fn cgnat_example_translates_logs_and_counts() {
         "icmp8 198.51.100.4 > 1.1.1.1 id 1024",
         "icmp0 1.1.1.1 > 100.64.0.4 id 1911",
         "udp 198.51.100.7:1040 > 8.8.8.8:53",
+        // ICMP errors, translated both ways.
+        "icmp11 203.0.113.1 > 100.64.0.1 id 0",
+        "icmp3 198.51.100.6 > 8.8.8.8 id 0",
     ] {
         assert!(
             flows.iter().any(|f| f == want),
             "{want} missing in {flows:#?}"
         );
+    }
+    // The packets quoted in the ICMP errors are translated too, with
+    // checksums that verify.
+    for (head, quoted) in [
+        ("icmp11 ", "udp 100.64.0.1:40001 > 8.8.8.8:53"),
+        ("icmp3 ", "udp 8.8.8.8:53 > 198.51.100.6:1040"),
+    ] {
+        let f = frames
+            .iter()
+            .find(|f| flow(f).starts_with(head))
+            .expect("ICMP error");
+        let mut inner = f[..14].to_vec();
+        inner.extend_from_slice(&f[14 + 28..]);
+        assert_eq!(flow(&inner), quoted);
+        assert_eq!(fold(sum16(&inner[14..34], 0)), 0xffff, "quoted IP checksum");
     }
     let tcp_out = flows
         .iter()

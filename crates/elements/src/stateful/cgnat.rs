@@ -7,7 +7,9 @@ use std::io::Write as _;
 use pronto_packet::wire::{be16, set_be16};
 use pronto_packet::{Batch, Packet};
 
-use super::table::{csum16, csum32, ip, iso8601, IndexTable, Slab, TimerWheel};
+use super::table::{
+    csum16, csum32, ip, iso8601, FlowSlot, FlowTable, IndexTable, Slab, TimerWheel,
+};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, IpPrefix,
     Out, Seconds, Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
@@ -70,7 +72,6 @@ struct Mapping {
     tcp: u8,
     nremotes: u8,
     frame: u32,
-    expiry: i64,
     /// When the timer wheel will look at the mapping next.
     queued: i64,
 }
@@ -120,8 +121,12 @@ pub struct Cgnat {
     drop_port: Option<usize>,
 
     maps: Slab<Mapping>,
-    inside: IndexTable<u64>,
-    outside: IndexTable<u64>,
+    /// Inside address:port to mapping; the slot holds the external
+    /// address:port.
+    inside: FlowTable,
+    /// External address:port to mapping; the slot holds the inside
+    /// address:port.
+    outside: FlowTable,
     wheel: TimerWheel,
     remotes: Vec<[u32; NREMOTES]>,
 
@@ -143,6 +148,7 @@ pub struct Cgnat {
     outbound: u64,
     inbound: u64,
     hairpinned: u64,
+    icmp_errors: u64,
     last_now: i64,
 }
 
@@ -276,6 +282,118 @@ fn rewrite(d: &mut [u8], hl: usize, proto: u8, src: bool, addr: u32, port: u16) 
     }
 }
 
+/// ICMP error types the NAT translates (RFC 5508): destination
+/// unreachable (packet too big included), time exceeded, parameter
+/// problem.
+#[inline]
+fn is_icmp_error(ty: u8) -> bool {
+    matches!(ty, 3 | 11 | 12)
+}
+
+/// The packet quoted in an ICMP error.
+struct Quote {
+    /// Offsets from the outer IP header: the ICMP header, the quoted IP
+    /// header, and the end of the ICMP message.
+    icmp: usize,
+    ip: usize,
+    end: usize,
+    ihl: usize,
+    proto: u8,
+    src: u32,
+    dst: u32,
+    sport: u16,
+    dport: u16,
+}
+
+/// Finds the quoted IP header and the first 8 bytes of its transport
+/// header (TCP, UDP, ICMP echo) in the ICMP error `d` (ICMP at `hl`).
+fn parse_quote(d: &[u8], hl: usize) -> Result<Quote, Reason> {
+    let end = (be16(d, 2) as usize).min(d.len());
+    let ip = hl + 8;
+    if end < ip + 20 {
+        return Err(Reason::Malformed);
+    }
+    let q = &d[ip..end];
+    let ihl = ((q[0] & 15) as usize) * 4;
+    if q[0] >> 4 != 4 || ihl < 20 || q.len() < ihl + 8 {
+        return Err(Reason::Malformed);
+    }
+    if be16(q, 6) & 0x1fff != 0 {
+        // A later fragment quotes no ports.
+        return Err(Reason::Unsupported);
+    }
+    let proto = q[9];
+    let l4 = &q[ihl..];
+    let (sport, dport) = match proto {
+        TCP | UDP => (be16(l4, 0), be16(l4, 2)),
+        ICMP if l4[0] == 0 || l4[0] == 8 => (be16(l4, 4), be16(l4, 4)),
+        _ => return Err(Reason::Unsupported),
+    };
+    Ok(Quote {
+        icmp: hl,
+        ip,
+        end,
+        ihl,
+        proto,
+        src: u32::from_be_bytes([q[12], q[13], q[14], q[15]]),
+        dst: u32::from_be_bytes([q[16], q[17], q[18], q[19]]),
+        sport,
+        dport,
+    })
+}
+
+/// Rewrites the source (`src`) or destination address of the IP header
+/// at the start of `d`, fixing its checksum incrementally.
+fn rewrite_addr(d: &mut [u8], src: bool, addr: u32) {
+    let o = if src { 12 } else { 16 };
+    let old = u32::from_be_bytes([d[o], d[o + 1], d[o + 2], d[o + 3]]);
+    d[o..o + 4].copy_from_slice(&addr.to_be_bytes());
+    let s = csum32(be16(d, 10), old, addr);
+    set_be16(d, 10, s);
+}
+
+/// Rewrites the source (`src`) or destination address and port of the
+/// packet quoted in the ICMP error `d`, updating incrementally the quoted
+/// IP header checksum, the quoted transport checksum (when quoted) and the
+/// ICMP checksum, which covers all of these.
+fn rewrite_quote(d: &mut [u8], q: &Quote, src: bool, addr: u32, port: u16) {
+    let ip = q.ip;
+    let l4 = ip + q.ihl;
+    let ao = ip + if src { 12 } else { 16 };
+    let old_a = u32::from_be_bytes([d[ao], d[ao + 1], d[ao + 2], d[ao + 3]]);
+    d[ao..ao + 4].copy_from_slice(&addr.to_be_bytes());
+    let old_ipsum = be16(d, ip + 10);
+    let new_ipsum = csum32(old_ipsum, old_a, addr);
+    set_be16(d, ip + 10, new_ipsum);
+    let (po, co) = match q.proto {
+        TCP => (if src { 0 } else { 2 }, 16),
+        UDP => (if src { 0 } else { 2 }, 6),
+        _ => (4, 2),
+    };
+    let old_p = be16(d, l4 + po);
+    set_be16(d, l4 + po, port);
+    let mut icsum = be16(d, q.icmp + 2);
+    icsum = csum32(icsum, old_a, addr);
+    icsum = csum16(icsum, old_p, port);
+    icsum = csum16(icsum, old_ipsum, new_ipsum);
+    let co = l4 + co;
+    if co + 2 <= q.end {
+        let old_c = be16(d, co);
+        let new_c = match q.proto {
+            TCP => csum16(csum32(old_c, old_a, addr), old_p, port),
+            UDP if old_c == 0 => 0,
+            UDP => match csum16(csum32(old_c, old_a, addr), old_p, port) {
+                0 => 0xffff,
+                c => c,
+            },
+            _ => csum16(old_c, old_p, port),
+        };
+        set_be16(d, co, new_c);
+        icsum = csum16(icsum, old_c, new_c);
+    }
+    set_be16(d, q.icmp + 2, icsum);
+}
+
 impl Cgnat {
     /// The class description.
     pub const SPEC: Spec = Spec::new("CGNAT")
@@ -324,8 +442,20 @@ impl Cgnat {
              \x20 2026-11-22T10:00:00.123Z cgnat ALLOC subscriber=100.64.0.7 external=198.51.100.3 ports=2048-2559\n\
              \x20 2026-11-22T10:05:00.000Z cgnat RELEASE subscriber=100.64.0.7 external=198.51.100.3 ports=2048-2559\n\n\
              TCP, UDP and ICMP echo are translated (TCP and UDP checksums and the\n\
-             ICMP checksum are updated; a zero UDP checksum stays zero). Fragments,\n\
-             ICMP errors and other protocols are dropped as unsupported. A TCP\n\
+             ICMP checksum are updated; a zero UDP checksum stays zero). Fragments\n\
+             and other protocols are dropped as unsupported.\n\n\
+             ICMP errors (destination unreachable, packet too big included, time\n\
+             exceeded, parameter problem) are translated as RFC 5508 and RFC 7857\n\
+             ask: one from outside quoting a packet a mapping sent (outer destination\n\
+             and quoted source: the mapping's external address and port) goes to\n\
+             output 1 with the outer destination and the quoted source set back to\n\
+             the inside address and port; one from a subscriber quoting a packet that\n\
+             came in through a mapping goes to output 0 with the outer source and the\n\
+             quoted destination set to the external address and port. The quoted IP\n\
+             and transport checksums and the ICMP checksum are updated incrementally.\n\
+             Errors match mappings only (they never make or refresh one); others are\n\
+             dropped as no_mapping, and errors about hairpinned packets as\n\
+             unsupported. A TCP\n\
              mapping is established once SYNs were seen both ways and transitory\n\
              before that and after FINs both ways or a RST. Packets in either\n\
              direction refresh a mapping. Mappings expire by a timer: a timer wheel\n\
@@ -369,6 +499,7 @@ impl Cgnat {
              \x20                       `PROTO INSIDE:PORT EXTERNAL:PORT STATE expires=+SECS`\n\
              \x20 log (read)            the last allocation log lines\n\
              \x20 outbound, inbound, hairpinned (read)  packets translated\n\
+             \x20 icmp_errors (read)    ICMP errors translated (both ways; also in outbound/inbound)\n\
              \x20 exhaustion_drops, table_full_drops, no_mapping_drops, filtered_drops,\n\
              \x20 not_internal_drops, unsupported_drops, malformed_drops (read)  drops by reason\n\
              \x20 drops (read)          all drops\n\
@@ -493,8 +624,8 @@ impl Cgnat {
             hairpin,
             drop_port: (ctx.noutputs > 2).then_some(2),
             maps: Slab::new(capacity),
-            inside: IndexTable::new(capacity),
-            outside: IndexTable::new(capacity),
+            inside: FlowTable::new(capacity),
+            outside: FlowTable::new(capacity),
             wheel: TimerWheel::new(capacity, WHEEL_UNIT, WHEEL_BUCKETS),
             remotes: if adf {
                 vec![[0; NREMOTES]; capacity]
@@ -516,6 +647,7 @@ impl Cgnat {
             outbound: 0,
             inbound: 0,
             hairpinned: 0,
+            icmp_errors: 0,
             last_now: 0,
         }))
     }
@@ -570,9 +702,18 @@ impl Cgnat {
         }
     }
 
-    /// Notes TCP flags and pushes the mapping's expiry forward.
-    #[inline]
-    fn refresh(&mut self, i: u32, flags: u8, outbound: bool, now: i64) {
+    /// The mapping's expiry: the later of its two slots' (each direction
+    /// refreshes its own slot only).
+    fn expiry_of(&self, m: &Mapping) -> i64 {
+        let e = |t: &FlowTable, k: u64| t.find(k).map_or(i64::MIN, |p| t.slot(p).expiry);
+        e(&self.inside, key(m.proto, m.int_addr, m.int_port))
+            .max(e(&self.outside, key(m.proto, m.ext_addr, m.ext_port)))
+    }
+
+    /// Notes TCP flags, recomputes the timeout class and sets the expiry
+    /// of both of the mapping's slots: the path for packets that may
+    /// change a mapping's class (new mappings, TCP SYN, FIN, RST).
+    fn refresh_slow(&mut self, i: u32, flags: u8, outbound: bool, now: i64) {
         let m = self.maps.get_mut(i);
         if m.proto == TCP {
             if flags & 0x02 != 0 {
@@ -587,14 +728,41 @@ impl Cgnat {
         }
         let c = Self::class_of(m);
         let expiry = now + self.timeouts[c as usize];
-        m.expiry = expiry;
         // The wheel is touched only when the expiry moves earlier than
         // where the mapping is queued (a new mapping, a TCP close).
-        if expiry < m.queued {
+        let requeue = expiry < m.queued;
+        if requeue {
             m.queued = expiry;
+        }
+        let m = *m;
+        for (t, k) in [
+            (&mut self.inside, key(m.proto, m.int_addr, m.int_port)),
+            (&mut self.outside, key(m.proto, m.ext_addr, m.ext_port)),
+        ] {
+            if let Some(p) = t.find(k) {
+                let s = t.slot_mut(p);
+                s.class = c;
+                s.expiry = expiry;
+            }
+        }
+        if requeue {
             self.wheel.unlink(i);
             self.wheel.insert(i, expiry, now);
         }
+    }
+
+    /// Pushes the expiry of the slot at `pos` forward (its class stays:
+    /// the packet carries no TCP SYN, FIN or RST). Only that slot's line
+    /// is written, and only when the expiry changes; the wheel is not
+    /// touched (the expiry only moves later).
+    #[inline]
+    fn refresh_fast(t: &mut FlowTable, timeouts: &[i64; 4], pos: usize, now: i64) -> FlowSlot {
+        let s = t.slot_mut(pos);
+        let e = now + timeouts[s.class as usize & 3];
+        if s.expiry != e {
+            s.expiry = e;
+        }
+        *s
     }
 
     /// Removes mapping `i`, releasing its block (and subscriber) when it
@@ -747,26 +915,42 @@ impl Cgnat {
             tcp: 0,
             nremotes: 0,
             frame: fi,
-            expiry: now,
             queued: i64::MAX,
         };
         let i = self.maps.alloc(m).ok_or(Reason::TableFull)?;
-        self.inside.insert(key(proto, addr, port), i);
-        self.outside.insert(key(proto, ext_addr, ext_port), i);
+        let slot = |k, addr, port| FlowSlot {
+            key: k,
+            expiry: now,
+            addr,
+            entry: i,
+            port,
+            class: Self::class_of(&m),
+        };
+        self.inside
+            .insert(slot(key(proto, addr, port), ext_addr, ext_port));
+        self.outside
+            .insert(slot(key(proto, ext_addr, ext_port), addr, port));
         Ok(i)
     }
 
-    /// The live mapping stored under `k` in the inside (`inside`) or
-    /// outside table; an expired one is removed.
+    /// The position of the live mapping slot stored under `k` in the
+    /// inside (`inside`) or outside table; an expired mapping is removed.
     #[inline]
-    fn lookup(&mut self, inside: bool, k: u64, now: i64) -> Option<u32> {
+    fn live(&mut self, inside: bool, k: u64, now: i64) -> Option<usize> {
         let t = if inside { &self.inside } else { &self.outside };
-        let i = t.get(k)?;
-        if self.maps.get(i).expiry <= now {
-            self.remove_mapping(i, now);
-            return None;
+        let pos = t.find(k)?;
+        let s = t.slot(pos);
+        if s.expiry > now {
+            return Some(pos);
         }
-        Some(i)
+        // The other direction may have refreshed the mapping.
+        let i = s.entry;
+        let m = *self.maps.get(i);
+        if self.expiry_of(&m) > now {
+            return Some(pos);
+        }
+        self.remove_mapping(i, now);
+        None
     }
 
     fn remember(&mut self, i: u32, remote: u32) {
@@ -805,59 +989,150 @@ impl Cgnat {
         if h.src & self.int_mask != self.int_net {
             return Err(Reason::NotInternal);
         }
+        if h.proto == ICMP && is_icmp_error(h.flags) {
+            return self.outbound_icmp_error(p, &h, now);
+        }
         if h.proto == ICMP && h.flags != 8 {
             return Err(Reason::Unsupported);
         }
-        let i = match self.lookup(true, key(h.proto, h.src, h.sport), now) {
-            Some(i) => i,
-            None => self.create(h.proto, h.src, h.sport, now)?,
-        };
-        let m = *self.maps.get(i);
         if self.hairpin && h.proto != ICMP && self.in_pool(h.dst) {
-            let j = self
-                .lookup(false, key(h.proto, h.dst, h.dport), now)
-                .ok_or(Reason::NoMapping)?;
-            if !self.admits(j, m.ext_addr) {
-                return Err(Reason::Filtered);
-            }
-            let t = *self.maps.get(j);
-            let d = p.network_data_mut().ok_or(Reason::Malformed)?;
-            rewrite(d, h.hl, h.proto, true, m.ext_addr, m.ext_port);
-            rewrite(d, h.hl, h.proto, false, t.int_addr, t.int_port);
-            self.remember(i, h.dst);
-            self.refresh(i, h.flags, true, now);
-            self.refresh(j, h.flags, false, now);
-            self.hairpinned += 1;
-            return Ok(1);
+            return self.hairpin_packet(p, &h, now);
         }
+        let k = key(h.proto, h.src, h.sport);
+        let (xaddr, xport, i) = match self.live(true, k, now) {
+            Some(pos) if h.proto != TCP || h.flags & 0x07 == 0 => {
+                let s = Self::refresh_fast(&mut self.inside, &self.timeouts, pos, now);
+                (s.addr, s.port, s.entry)
+            }
+            found => {
+                let i = match found {
+                    Some(pos) => self.inside.slot(pos).entry,
+                    None => self.create(h.proto, h.src, h.sport, now)?,
+                };
+                self.refresh_slow(i, h.flags, true, now);
+                let m = self.maps.get(i);
+                (m.ext_addr, m.ext_port, i)
+            }
+        };
         let d = p.network_data_mut().ok_or(Reason::Malformed)?;
-        rewrite(d, h.hl, h.proto, true, m.ext_addr, m.ext_port);
+        rewrite(d, h.hl, h.proto, true, xaddr, xport);
         self.remember(i, h.dst);
-        self.refresh(i, h.flags, true, now);
         self.outbound += 1;
         Ok(0)
     }
 
+    /// A subscriber packet (TCP, UDP) to an address in the pool: goes back
+    /// inside translated both ways.
+    fn hairpin_packet(&mut self, p: &mut Packet, h: &Parsed, now: i64) -> Result<usize, Reason> {
+        let i = match self.live(true, key(h.proto, h.src, h.sport), now) {
+            Some(pos) => self.inside.slot(pos).entry,
+            None => self.create(h.proto, h.src, h.sport, now)?,
+        };
+        // The sender's mapping is refreshed (and a new one kept) even when
+        // the packet is dropped below.
+        self.refresh_slow(i, h.flags, true, now);
+        let m = *self.maps.get(i);
+        let jpos = self
+            .live(false, key(h.proto, h.dst, h.dport), now)
+            .ok_or(Reason::NoMapping)?;
+        let j = self.outside.slot(jpos).entry;
+        if !self.admits(j, m.ext_addr) {
+            return Err(Reason::Filtered);
+        }
+        let t = *self.maps.get(j);
+        let d = p.network_data_mut().ok_or(Reason::Malformed)?;
+        rewrite(d, h.hl, h.proto, true, m.ext_addr, m.ext_port);
+        rewrite(d, h.hl, h.proto, false, t.int_addr, t.int_port);
+        self.remember(i, h.dst);
+        self.refresh_slow(j, h.flags, false, now);
+        self.hairpinned += 1;
+        Ok(1)
+    }
+
     fn inbound_packet(&mut self, p: &mut Packet, now: i64) -> Result<usize, Reason> {
         let h = parse(p)?;
+        if h.proto == ICMP && is_icmp_error(h.flags) {
+            return self.inbound_icmp_error(p, &h, now);
+        }
         if h.proto == ICMP && h.flags != 0 {
             return Err(Reason::Unsupported);
         }
         if !self.in_pool(h.dst) {
             return Err(Reason::NoMapping);
         }
-        let i = self
-            .lookup(false, key(h.proto, h.dst, h.dport), now)
+        let pos = self
+            .live(false, key(h.proto, h.dst, h.dport), now)
             .ok_or(Reason::NoMapping)?;
+        let i = self.outside.slot(pos).entry;
         if !self.admits(i, h.src) {
             return Err(Reason::Filtered);
         }
-        let m = *self.maps.get(i);
+        let (xaddr, xport) = if h.proto != TCP || h.flags & 0x07 == 0 {
+            let s = Self::refresh_fast(&mut self.outside, &self.timeouts, pos, now);
+            (s.addr, s.port)
+        } else {
+            self.refresh_slow(i, h.flags, false, now);
+            let m = self.maps.get(i);
+            (m.int_addr, m.int_port)
+        };
         let d = p.network_data_mut().ok_or(Reason::Malformed)?;
-        rewrite(d, h.hl, h.proto, false, m.int_addr, m.int_port);
-        self.refresh(i, h.flags, false, now);
+        rewrite(d, h.hl, h.proto, false, xaddr, xport);
         self.inbound += 1;
         Ok(1)
+    }
+
+    /// An ICMP error from outside about a packet a mapping translated: the
+    /// outer destination and the quoted source go back to the inside
+    /// address and port. The mapping is not refreshed.
+    fn inbound_icmp_error(
+        &mut self,
+        p: &mut Packet,
+        h: &Parsed,
+        now: i64,
+    ) -> Result<usize, Reason> {
+        let q = parse_quote(p.network_data().ok_or(Reason::Malformed)?, h.hl)?;
+        if !self.in_pool(h.dst) || q.src != h.dst {
+            return Err(Reason::NoMapping);
+        }
+        let pos = self
+            .live(false, key(q.proto, q.src, q.sport), now)
+            .ok_or(Reason::NoMapping)?;
+        let s = *self.outside.slot(pos);
+        if !self.admits(s.entry, q.dst) {
+            return Err(Reason::Filtered);
+        }
+        let d = p.network_data_mut().ok_or(Reason::Malformed)?;
+        rewrite_addr(d, false, s.addr);
+        rewrite_quote(d, &q, true, s.addr, s.port);
+        self.inbound += 1;
+        self.icmp_errors += 1;
+        Ok(1)
+    }
+
+    /// An ICMP error from a subscriber about a packet that came in through
+    /// a mapping: the outer source becomes the mapping's external address
+    /// and the quoted destination its external address and port. Errors
+    /// about hairpinned packets are not translated.
+    fn outbound_icmp_error(
+        &mut self,
+        p: &mut Packet,
+        h: &Parsed,
+        now: i64,
+    ) -> Result<usize, Reason> {
+        let q = parse_quote(p.network_data().ok_or(Reason::Malformed)?, h.hl)?;
+        if self.in_pool(h.dst) || self.in_pool(q.src) {
+            return Err(Reason::Unsupported);
+        }
+        let pos = self
+            .live(true, key(q.proto, q.dst, q.dport), now)
+            .ok_or(Reason::NoMapping)?;
+        let s = *self.inside.slot(pos);
+        let d = p.network_data_mut().ok_or(Reason::Malformed)?;
+        rewrite_addr(d, true, s.addr);
+        rewrite_quote(d, &q, false, s.addr, s.port);
+        self.outbound += 1;
+        self.icmp_errors += 1;
+        Ok(0)
     }
 
     #[inline]
@@ -895,10 +1170,11 @@ impl Cgnat {
         Some(key(proto, addr, be16(l4, po)))
     }
 
-    /// Brings the table slots and mappings a batch needs into the cache,
-    /// all loads of a pass independent of each other, so that a large
-    /// table costs about one memory latency per batch pass rather than a
-    /// few per packet.
+    /// Brings the table slots a batch needs into the cache before the
+    /// packets are processed, all loads independent of each other, so that
+    /// a large table costs about one memory latency per batch rather than
+    /// one per packet. A slot holds everything an existing flow's packet
+    /// needs, so this is the only line of the table the packet touches.
     fn warm(&self, port: usize, batch: &Batch) {
         let t = if port == 0 {
             &self.inside
@@ -908,13 +1184,7 @@ impl Cgnat {
         let mut acc = 0u64;
         for p in batch.iter() {
             if let Some(k) = Self::hint_key(port, p) {
-                acc = acc.wrapping_add(t.touch(k) as u64);
-            }
-        }
-        std::hint::black_box(acc);
-        for p in batch.iter() {
-            if let Some(i) = Self::hint_key(port, p).and_then(|k| t.get(k)) {
-                acc = acc.wrapping_add(self.maps.get(i).expiry as u64);
+                acc = acc.wrapping_add(t.touch(k));
             }
         }
         std::hint::black_box(acc);
@@ -928,12 +1198,12 @@ impl Cgnat {
                 return false;
             };
             budget -= 1;
-            let m = self.maps.get_mut(i);
-            if m.expiry <= now {
+            let m = *self.maps.get(i);
+            let e = self.expiry_of(&m);
+            if e <= now {
                 self.remove_mapping(i, now);
             } else {
-                m.queued = m.expiry;
-                let e = m.expiry;
+                self.maps.get_mut(i).queued = e;
                 self.wheel.insert(i, e, now);
             }
         }
@@ -965,16 +1235,21 @@ impl Cgnat {
 
     fn table_text(&self) -> String {
         use std::fmt::Write as _;
-        let mut v: Vec<Mapping> = self.inside.values().map(|i| *self.maps.get(i)).collect();
+        let mut v: Vec<Mapping> = self
+            .inside
+            .iter()
+            .map(|s| *self.maps.get(s.entry))
+            .collect();
         v.sort_by_key(|m| (m.proto, m.int_addr, m.int_port));
         let mut s = String::new();
         for m in v {
+            let expiry = self.expiry_of(&m);
             let state = match Self::class_of(&m) {
                 C_TCP_EST => "established",
                 C_TCP_TRANS => "transitory",
                 _ => "active",
             };
-            let left = (m.expiry - self.last_now) as f64 / 1e9;
+            let left = (expiry - self.last_now) as f64 / 1e9;
             let _ = writeln!(
                 s,
                 "{} {}:{} {}:{} {state} expires=+{left:.3}",
@@ -1036,6 +1311,7 @@ impl Element for Cgnat {
             HandlerInfo::read("outbound"),
             HandlerInfo::read("inbound"),
             HandlerInfo::read("hairpinned"),
+            HandlerInfo::read("icmp_errors"),
             HandlerInfo::read("exhaustion_drops"),
             HandlerInfo::read("table_full_drops"),
             HandlerInfo::read("no_mapping_drops"),
@@ -1062,6 +1338,7 @@ impl Element for Cgnat {
             "outbound" => Ok(self.outbound.to_string()),
             "inbound" => Ok(self.inbound.to_string()),
             "hairpinned" => Ok(self.hairpinned.to_string()),
+            "icmp_errors" => Ok(self.icmp_errors.to_string()),
             "exhaustion_drops" => d(Reason::Exhausted),
             "table_full_drops" => d(Reason::TableFull),
             "no_mapping_drops" => d(Reason::NoMapping),
@@ -1081,6 +1358,7 @@ impl Element for Cgnat {
                 self.outbound = 0;
                 self.inbound = 0;
                 self.hairpinned = 0;
+                self.icmp_errors = 0;
                 Ok(())
             }
             _ => Err(HandlerError::NoSuchHandler(name.into())),
@@ -1238,6 +1516,250 @@ mod tests {
         assert_eq!(read(e, "unsupported_drops"), "1");
         assert!(read(e, "table")
             .starts_with("icmp 100.64.0.5:4660 198.51.100.1:1024 active expires=+60.000\n"));
+    }
+
+    #[test]
+    fn inbound_icmp_errors_are_translated_back_exactly() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1/32", 3);
+        let e = e.as_mut();
+        // Three mappings on 198.51.100.1: UDP 1024, TCP 1024 (subscriber .1),
+        // ICMP 1536 (subscriber .5, the next block).
+        send(e, &pool, 0, &udp("100.64.0.1", 5000, "8.8.8.8", 53), T0).expect("udp");
+        let syn = tcp("100.64.0.1", 40000, "93.184.216.34", 443, 0x02);
+        send(e, &pool, 0, &syn, T0).expect("tcp");
+        send(e, &pool, 0, &icmp("100.64.0.5", "1.1.1.1", 8, 0x1234), T0).expect("ping");
+        let t = T0 + 10 * SEC;
+
+        // Time exceeded quoting the translated DNS query (IP header and 8
+        // bytes of UDP, as most routers quote).
+        let err = icmp_error(
+            "203.0.113.1",
+            "198.51.100.1",
+            11,
+            &udp("198.51.100.1", 1024, "8.8.8.8", 53),
+        );
+        let (o, got) = send(e, &pool, 1, &err, t).expect("translated");
+        assert_eq!(o, 1);
+        #[rustfmt::skip]
+        let want: [u8; 56] = [
+            0x45, 0x00, 0x00, 0x38, // outer IP: total length 56
+            0x00, 0x01, 0x00, 0x00, // ID 1
+            0x40, 0x01, 0xda, 0x81, // TTL 64, ICMP, header checksum
+            203, 0, 113, 1,         // source: the router
+            100, 64, 0, 1,          // destination: back to the subscriber
+            0x0b, 0x00, 0x48, 0x3f, // time exceeded, code 0, ICMP checksum
+            0x00, 0x00, 0x00, 0x00, // unused
+            0x45, 0x00, 0x00, 0x20, // quoted IP: total length 32
+            0x00, 0x01, 0x00, 0x00, // ID 1
+            0x40, 0x11, 0x06, 0x7c, // TTL 64, UDP, quoted header checksum
+            100, 64, 0, 1,          // quoted source: the inside address
+            8, 8, 8, 8,             // quoted destination
+            0x13, 0x88, 0x00, 0x35, // quoted ports: 5000 -> 53
+            0x00, 0x0c, 0x98, 0xf7, // UDP length 12, quoted UDP checksum
+        ];
+        assert_eq!(got, want);
+        assert!(checksums_ok(&got));
+        assert_eq!(
+            got,
+            icmp_error(
+                "203.0.113.1",
+                "100.64.0.1",
+                11,
+                &udp("100.64.0.1", 5000, "8.8.8.8", 53)
+            )
+        );
+
+        // Packet too big (MTU 1280) quoting the whole TCP SYN: the quoted TCP
+        // checksum is updated too.
+        let ptb = |dst: &str, quoted: &[u8]| {
+            icmp_error_with("203.0.113.2", dst, 3, 4, [0, 0, 0x05, 0x00], quoted)
+        };
+        let (o, got) = send(
+            e,
+            &pool,
+            1,
+            &ptb(
+                "198.51.100.1",
+                &tcp("198.51.100.1", 1024, "93.184.216.34", 443, 0x02),
+            ),
+            t,
+        )
+        .expect("translated");
+        assert_eq!(o, 1);
+        assert_eq!(got, ptb("100.64.0.1", &syn));
+        assert!(checksums_ok(&got));
+
+        // Destination unreachable quoting the ping: identifier and the
+        // quoted ICMP checksum go back.
+        let unreach =
+            |dst: &str, quoted: &[u8]| icmp_error_with("1.1.1.1", dst, 3, 1, [0; 4], quoted);
+        let (o, got) = send(
+            e,
+            &pool,
+            1,
+            &unreach("198.51.100.1", &icmp("198.51.100.1", "1.1.1.1", 8, 1536)),
+            t,
+        )
+        .expect("translated");
+        assert_eq!(o, 1);
+        assert_eq!(
+            got,
+            unreach("100.64.0.5", &icmp("100.64.0.5", "1.1.1.1", 8, 0x1234))
+        );
+
+        // A zero quoted UDP checksum stays zero.
+        let mut q = udp("198.51.100.1", 1024, "8.8.8.8", 53);
+        q[26..28].copy_from_slice(&[0, 0]);
+        let mut w = udp("100.64.0.1", 5000, "8.8.8.8", 53);
+        w[26..28].copy_from_slice(&[0, 0]);
+        let (_, got) = send(
+            e,
+            &pool,
+            1,
+            &icmp_error("203.0.113.1", "198.51.100.1", 12, &q),
+            t,
+        )
+        .expect("translated");
+        assert_eq!(got, icmp_error("203.0.113.1", "100.64.0.1", 12, &w));
+
+        // No mapping behind the quoted port, a quote that does not match
+        // the outer destination, a truncated quote, an unknown ICMP type:
+        // dropped to output 2 and counted.
+        let drop = |e: &mut dyn Element, p: &[u8]| send(e, &pool, 1, p, t).map(|x| x.0);
+        let stray = udp("198.51.100.1", 2000, "8.8.8.8", 53);
+        assert_eq!(
+            drop(e, &icmp_error("203.0.113.1", "198.51.100.1", 11, &stray)),
+            Some(2)
+        );
+        assert_eq!(
+            drop(e, &icmp_error("203.0.113.1", "198.51.100.9", 11, &stray)),
+            Some(2)
+        );
+        let mut short = icmp_error("203.0.113.1", "198.51.100.1", 11, &stray);
+        short.truncate(50);
+        short[2..4].copy_from_slice(&50u16.to_be_bytes());
+        assert_eq!(drop(e, &short), Some(2));
+        assert_eq!(
+            drop(e, &icmp_error("203.0.113.1", "198.51.100.1", 5, &stray)),
+            Some(2)
+        );
+        assert_eq!(read(e, "no_mapping_drops"), "2");
+        assert_eq!(read(e, "malformed_drops"), "1");
+        assert_eq!(read(e, "unsupported_drops"), "1");
+        assert_eq!(read(e, "icmp_errors"), "4");
+        assert_eq!(read(e, "inbound"), "4");
+        // Errors never refresh a mapping: 10 s later, 10 s less to live.
+        assert_eq!(
+            read(e, "table"),
+            "icmp 100.64.0.5:4660 198.51.100.1:1536 active expires=+50.000\n\
+             tcp 100.64.0.1:40000 198.51.100.1:1024 transitory expires=+230.000\n\
+             udp 100.64.0.1:5000 198.51.100.1:1024 active expires=+290.000\n"
+        );
+    }
+
+    #[test]
+    fn outbound_icmp_errors_use_the_mapping() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1/32", 3);
+        let e = e.as_mut();
+        send(e, &pool, 0, &udp("100.64.0.1", 5000, "8.8.8.8", 53), T0).expect("out");
+        // A packet comes in through the mapping...
+        let (_, inb) = send(
+            e,
+            &pool,
+            1,
+            &udp("203.0.113.9", 7777, "198.51.100.1", 1024),
+            T0,
+        )
+        .expect("in");
+        // ...and the subscriber answers with port unreachable.
+        let unreach =
+            |src: &str, dst: &str, quoted: &[u8]| icmp_error_with(src, dst, 3, 3, [0; 4], quoted);
+        let want = unreach(
+            "198.51.100.1",
+            "203.0.113.9",
+            &udp("203.0.113.9", 7777, "198.51.100.1", 1024),
+        );
+        let (o, got) =
+            send(e, &pool, 0, &unreach("100.64.0.1", "203.0.113.9", &inb), T0).expect("translated");
+        assert_eq!(o, 0);
+        assert_eq!(got, want);
+        assert!(checksums_ok(&got));
+        // A subscriber's own router (another inside address) reporting on
+        // the same packet: the error leaves from the mapping's address.
+        let (o, got) = send(
+            e,
+            &pool,
+            0,
+            &icmp_error("100.64.0.2", "203.0.113.9", 11, &inb),
+            T0,
+        )
+        .expect("translated");
+        assert_eq!(o, 0);
+        assert_eq!(
+            got,
+            icmp_error(
+                "198.51.100.1",
+                "203.0.113.9",
+                11,
+                &udp("203.0.113.9", 7777, "198.51.100.1", 1024)
+            )
+        );
+        // No mapping for the quoted destination: dropped.
+        let stray = udp("203.0.113.9", 7777, "100.64.0.1", 6000);
+        assert_eq!(
+            send(
+                e,
+                &pool,
+                0,
+                &unreach("100.64.0.1", "203.0.113.9", &stray),
+                T0
+            )
+            .map(|x| x.0),
+            Some(2)
+        );
+        // About a hairpinned packet (quoted source in the pool): dropped.
+        let hp = udp("198.51.100.1", 1024, "100.64.0.1", 5000);
+        assert_eq!(
+            send(e, &pool, 0, &unreach("100.64.0.1", "198.51.100.1", &hp), T0).map(|x| x.0),
+            Some(2)
+        );
+        assert_eq!(read(e, "no_mapping_drops"), "1");
+        assert_eq!(read(e, "unsupported_drops"), "1");
+        assert_eq!(read(e, "icmp_errors"), "2");
+        assert_eq!(read(e, "outbound"), "3");
+        assert_eq!(read(e, "nmappings"), "1");
+    }
+
+    #[test]
+    fn either_direction_keeps_a_mapping_alive() {
+        // Each direction refreshes its own table slot; the mapping lives
+        // until the later of the two expires.
+        let pool = Pool::new(64).expect("pool");
+        let mut e = nat("EXTERNAL 198.51.100.1, UDP 30", 2);
+        let e = e.as_mut();
+        let out = udp("100.64.0.1", 5000, "8.8.8.8", 53);
+        let back = udp("8.8.8.8", 53, "198.51.100.1", 1024);
+        send(e, &pool, 0, &out, T0).expect("out");
+        // Only inbound traffic at +20 s: the inside slot expires at +30 s,
+        // the outside one at +50 s.
+        send(e, &pool, 1, &back, T0 + 20 * SEC).expect("in");
+        let mut ctrl = Control::default();
+        run_task(e, &pool, vec![], 2, T0 + 45 * SEC, &mut ctrl);
+        assert_eq!(read(e, "nmappings"), "1");
+        // Outbound at +40 s still finds the same mapping.
+        let (_, p) = send(e, &pool, 0, &out, T0 + 40 * SEC).expect("out");
+        assert_eq!(tuple(&p).1, 1024);
+        assert_eq!(
+            read(e, "table"),
+            "udp 100.64.0.1:5000 198.51.100.1:1024 active expires=+30.000\n"
+        );
+        run_task(e, &pool, vec![], 2, T0 + 69 * SEC, &mut ctrl);
+        assert_eq!(read(e, "nmappings"), "1");
+        run_task(e, &pool, vec![], 2, T0 + 70 * SEC + 100_000_000, &mut ctrl);
+        assert_eq!(read(e, "nmappings"), "0");
+        assert_eq!(send(e, &pool, 1, &back, T0 + 71 * SEC), None);
     }
 
     #[test]

@@ -179,6 +179,168 @@ impl<K: Key> IndexTable<K> {
     }
 }
 
+/// One slot of a [`FlowTable`]: a flow key with what a packet of the flow
+/// needs (the translated address and port, the expiry and its timeout
+/// class), so that looking up an existing flow reads one slot. Slots are
+/// 32 bytes, aligned so that none straddles two cache lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(32))]
+pub struct FlowSlot {
+    /// The flow key.
+    pub key: u64,
+    /// When the flow expires unless refreshed (ns since the epoch).
+    pub expiry: i64,
+    /// The translated address.
+    pub addr: u32,
+    /// The owner's entry number; [`FlowTable`] marks free slots with
+    /// `u32::MAX`.
+    pub entry: u32,
+    /// The translated port.
+    pub port: u16,
+    /// The timeout class.
+    pub class: u8,
+}
+
+const FREE_SLOT: FlowSlot = FlowSlot {
+    key: 0,
+    expiry: 0,
+    addr: 0,
+    entry: EMPTY,
+    port: 0,
+    class: 0,
+};
+
+/// An open-addressing table of [`FlowSlot`]s keyed by `u64`, with linear
+/// probing and backward-shift deletion, sized once for at most `capacity`
+/// keys at a load factor of one half or less. Slot positions stay valid
+/// until the next removal.
+pub struct FlowTable {
+    slots: Vec<FlowSlot>,
+    mask: usize,
+    len: usize,
+    max: usize,
+}
+
+impl FlowTable {
+    /// A table for up to `capacity` keys.
+    pub fn new(capacity: usize) -> Self {
+        let n = (capacity.max(8) * 2).next_power_of_two();
+        FlowTable {
+            slots: vec![FREE_SLOT; n],
+            mask: n - 1,
+            len: 0,
+            max: capacity.max(1),
+        }
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no key is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn home(&self, k: u64) -> usize {
+        (k.hash64() as usize) & self.mask
+    }
+
+    /// Loads the first slot `k` probes (see [`IndexTable::touch`]).
+    #[inline]
+    pub fn touch(&self, k: u64) -> u64 {
+        self.slots[self.home(k)].key
+    }
+
+    /// The position of the slot holding `k`.
+    #[inline]
+    pub fn find(&self, k: u64) -> Option<usize> {
+        let mut i = self.home(k);
+        loop {
+            let s = &self.slots[i];
+            if s.entry == EMPTY {
+                return None;
+            }
+            if s.key == k {
+                return Some(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The slot at `pos` (from [`FlowTable::find`]).
+    #[inline]
+    pub fn slot(&self, pos: usize) -> &FlowSlot {
+        &self.slots[pos]
+    }
+
+    /// The slot at `pos`, writable (its key must stay).
+    #[inline]
+    pub fn slot_mut(&mut self, pos: usize) -> &mut FlowSlot {
+        &mut self.slots[pos]
+    }
+
+    /// Stores `s` under `s.key` (replacing an old slot); false when the
+    /// table already holds its capacity of keys or `s.entry` is
+    /// `u32::MAX`.
+    pub fn insert(&mut self, s: FlowSlot) -> bool {
+        if s.entry == EMPTY {
+            return false;
+        }
+        let mut i = self.home(s.key);
+        loop {
+            let t = &mut self.slots[i];
+            if t.entry == EMPTY {
+                if self.len >= self.max {
+                    return false;
+                }
+                *t = s;
+                self.len += 1;
+                return true;
+            }
+            if t.key == s.key {
+                *t = s;
+                return true;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Removes `k`, returning its slot.
+    pub fn remove(&mut self, k: u64) -> Option<FlowSlot> {
+        let mut i = self.find(k)?;
+        let v = self.slots[i];
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let s = self.slots[j];
+            if s.entry == EMPTY {
+                break;
+            }
+            let h = self.home(s.key);
+            let in_between = if i <= j {
+                i < h && h <= j
+            } else {
+                i < h || h <= j
+            };
+            if !in_between {
+                self.slots[i] = s;
+                i = j;
+            }
+        }
+        self.slots[i] = FREE_SLOT;
+        self.len -= 1;
+        Some(v)
+    }
+
+    /// Every stored slot, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = &FlowSlot> + '_ {
+        self.slots.iter().filter(|s| s.entry != EMPTY)
+    }
+}
+
 /// Fixed-size storage for entries: slot numbers handed out from a free
 /// stack, never reallocated.
 pub struct Slab<T: Copy + Default> {
@@ -458,6 +620,56 @@ mod tests {
             for k in [3u128, 0, 7, 1, 6, 2, 5, 4] {
                 assert_eq!(t.get(k + round * 8), Some(k as u32));
                 assert_eq!(t.remove(k + round * 8), Some(k as u32));
+            }
+            assert!(t.is_empty());
+        }
+    }
+
+    #[test]
+    fn flow_table_slots_are_one_line_and_survive_removals() {
+        assert_eq!(std::mem::size_of::<FlowSlot>(), 32);
+        assert_eq!(std::mem::align_of::<FlowSlot>(), 32);
+        let slot = |k: u64| FlowSlot {
+            key: k,
+            expiry: k as i64 * 3,
+            addr: k as u32 ^ 0xdead_beef,
+            entry: k as u32,
+            port: k as u16,
+            class: (k % 4) as u8,
+        };
+        let mut t = FlowTable::new(600);
+        for k in 0..600u64 {
+            assert!(t.insert(slot(k * 65_537)));
+        }
+        assert!(!t.insert(slot(1)), "capacity is enforced");
+        assert!(!t.insert(FlowSlot {
+            entry: EMPTY,
+            ..slot(2)
+        }));
+        for k in (0..600u64).step_by(3) {
+            assert_eq!(t.remove(k * 65_537), Some(slot(k * 65_537)));
+        }
+        assert_eq!(t.len(), 400);
+        for k in 0..600u64 {
+            let got = t.find(k * 65_537).map(|p| *t.slot(p));
+            assert_eq!(got, (k % 3 != 0).then(|| slot(k * 65_537)), "key {k}");
+        }
+        let p = t.find(65_537).expect("present");
+        t.slot_mut(p).expiry = 42;
+        assert_eq!(t.slot(t.find(65_537).expect("present")).expiry, 42);
+        assert_eq!(t.iter().count(), 400);
+        assert_eq!(t.remove(3), None);
+        // Dense collisions in a small table.
+        let mut t = FlowTable::new(8);
+        for round in 0..40u64 {
+            for k in 0..8u64 {
+                assert!(t.insert(slot(k + round * 8)));
+            }
+            for k in [5u64, 0, 7, 2, 6, 1, 3, 4] {
+                assert_eq!(
+                    t.remove(k + round * 8).map(|s| s.entry),
+                    Some((k + round * 8) as u32)
+                );
             }
             assert!(t.is_empty());
         }

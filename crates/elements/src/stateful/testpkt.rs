@@ -78,8 +78,22 @@ pub fn icmp(src: &str, dst: &str, ty: u8, id: u16) -> Vec<u8> {
 
 /// An ICMP error of type `ty` from `src` to `dst` quoting `quoted`.
 pub fn icmp_error(src: &str, dst: &str, ty: u8, quoted: &[u8]) -> Vec<u8> {
-    let mut l4 = vec![ty, 0, 0, 0, 0, 0, 0, 0];
-    l4.extend_from_slice(&quoted[..quoted.len().min(28)]);
+    icmp_error_with(src, dst, ty, 0, [0; 4], &quoted[..quoted.len().min(28)])
+}
+
+/// An ICMP error of type `ty`, code `code`, with `rest` in bytes 4-7 (the
+/// MTU of a packet-too-big error), quoting all of `quoted`.
+pub fn icmp_error_with(
+    src: &str,
+    dst: &str,
+    ty: u8,
+    code: u8,
+    rest: [u8; 4],
+    quoted: &[u8],
+) -> Vec<u8> {
+    let mut l4 = vec![ty, code, 0, 0];
+    l4.extend_from_slice(&rest);
+    l4.extend_from_slice(quoted);
     let c = checksum(&l4);
     l4[2..4].copy_from_slice(&c.to_be_bytes());
     let mut p = ip_header(1, a(src), a(dst), l4.len());
