@@ -135,7 +135,7 @@ fn bench(c: &mut Criterion) {
                             b.clear();
                         }
                     },
-                    BatchSize::SmallInput,
+                    BatchSize::PerIteration,
                 );
             });
             assert_eq!(
