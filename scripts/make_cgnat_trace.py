@@ -8,52 +8,30 @@ subscribers, a burst of TCP connections that uses up one subscriber's port
 quota, unsolicited inbound packets, a ping, a source outside the subscriber
 range, an ARP frame and ICMP errors both ways. Run from the repository root."""
 import struct
+import tracelib
+from tracelib import icmp, tcp as tcp_
 
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-
-def ip4(s):
-    return bytes(int(x) for x in s.split("."))
-
-ETH = bytes.fromhex("020000000002" "020000000001" "0800")
-ident = 0
-
-def ipv4(src, dst, proto, l4):
-    global ident
-    ident += 1
-    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), ident, 0, 64, proto, 0, ip4(src), ip4(dst))
-    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + l4
-
-def l4sum(src, dst, proto, seg):
-    return csum(ip4(src) + ip4(dst) + struct.pack("!BBH", 0, proto, len(seg)) + seg)
 
 def tcp(src, sport, dst, dport, flags):
-    seg = struct.pack("!HHIIBBHHH", sport, dport, 1000, 0 if flags == 0x02 else 2000, 0x50, flags, 65535, 0, 0)
-    return ipv4(src, dst, 6, seg[:16] + struct.pack("!H", l4sum(src, dst, 6, seg)) + seg[18:])
+    return tcp_(src, sport, dst, dport, flags, 1000, 0 if flags == 0x02 else 2000)
+
 
 def udp(src, sport, dst, dport, payload=b"pronto-dns-query"):
-    seg = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
-    c = l4sum(src, dst, 17, seg) or 0xFFFF
-    return ipv4(src, dst, 17, seg[:6] + struct.pack("!H", c) + seg[8:])
+    return tracelib.udp(src, sport, dst, dport, payload)
+
 
 def icmp_echo(src, dst, typ, ident_):
-    msg = struct.pack("!BBHHH", typ, 0, 0, ident_, 1) + b"pronto-ping-data"
-    return ipv4(src, dst, 1, msg[:2] + struct.pack("!H", csum(msg)) + msg[4:])
+    return icmp(src, dst, typ, 0, struct.pack("!HH", ident_, 1), b"pronto-ping-data")
+
 
 def icmp_error(src, dst, typ, code, quoted, mtu=0):
     # The quoted packet: its IP header and first 8 transport bytes.
-    msg = struct.pack("!BBHHH", typ, code, 0, 0, mtu) + quoted[:28]
-    return ipv4(src, dst, 1, msg[:2] + struct.pack("!H", csum(msg)) + msg[4:])
+    return icmp(src, dst, typ, code, struct.pack("!HH", 0, mtu), quoted[:28])
+
 
 frames = []
 def add(ipbytes):
-    f = ETH + ipbytes
-    frames.append(f + b"\0" * max(0, 60 - len(f)))
+    frames.append(tracelib.eth(ipbytes))
 
 SUB = lambda k: f"100.64.0.{k}"
 # Pool index = subscriber address mod 4; each subscriber's first block on
@@ -87,7 +65,7 @@ add(icmp_echo("1.1.1.1", "198.51.100.4", 0, 1024))
 # I: a seventh subscriber (paired with 198.51.100.7, second block).
 add(udp(SUB(7), 40007, "8.8.8.8", 53))
 # J: ARP.  K: a source in 100.64.0.0/10 but outside the subscriber range.
-frames.append(bytes.fromhex("ffffffffffff" "020000000001" "0806") + bytes(46))
+frames.append(tracelib.ARP)
 add(udp("100.64.1.9", 40009, "8.8.8.8", 53))
 # L: ICMP errors (RFC 5508). A router reports that subscriber 1's DNS
 # query (as translated) exceeded its TTL: back to 100.64.0.1.
@@ -98,9 +76,4 @@ add(icmp_error(SUB(6), "8.8.8.8", 3, 3, udp("8.8.8.8", 53, SUB(6), 40006, b"pron
 # An error quoting a port no mapping holds: dropped.
 add(icmp_error("203.0.113.1", "198.51.100.5", 3, 4, udp("198.51.100.5", 1500, "8.8.8.8", 53), 1280))
 
-with open("examples/cgnat.pcap", "wb") as f:
-    f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-    for i, fr in enumerate(frames):
-        f.write(struct.pack("<IIII", 1700000000 + i // 10, (i % 10) * 100000, len(fr), len(fr)))
-        f.write(fr)
-print(f"wrote examples/cgnat.pcap: {len(frames)} frames")
+tracelib.write_pcap("examples/cgnat.pcap", frames)

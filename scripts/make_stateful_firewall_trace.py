@@ -7,49 +7,17 @@ ACK and RST segments, DNS with a spoofed reply, an ICMP error about a UDP
 flow, a ping and an unsolicited one, a connection the policy denies, and an
 ARP frame. Run from the repository root."""
 import struct
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-
-def ip4(s):
-    return bytes(int(x) for x in s.split("."))
-
-ETH = bytes.fromhex("020000000002" "020000000001" "0800")
-ident = 0
-
-def ipv4(src, dst, proto, l4):
-    global ident
-    ident += 1
-    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), ident, 0, 64, proto, 0, ip4(src), ip4(dst))
-    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + l4
-
-def l4sum(src, dst, proto, seg):
-    return csum(ip4(src) + ip4(dst) + struct.pack("!BBH", 0, proto, len(seg)) + seg)
+import tracelib
+from tracelib import icmp, tcp
 
 SYN, ACK, FIN, RST, PSH = 0x02, 0x10, 0x01, 0x04, 0x08
 
-def tcp(src, sport, dst, dport, flags, seq=1000, ack=0, payload=b""):
-    seg = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 0x50, flags, 65535, 0, 0) + payload
-    return ipv4(src, dst, 6, seg[:16] + struct.pack("!H", l4sum(src, dst, 6, seg)) + seg[18:])
-
 def udp(src, sport, dst, dport, payload=b"pronto-dns"):
-    seg = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
-    c = l4sum(src, dst, 17, seg) or 0xFFFF
-    return ipv4(src, dst, 17, seg[:6] + struct.pack("!H", c) + seg[8:])
-
-def icmp(src, dst, typ, code, rest, payload):
-    msg = struct.pack("!BBH", typ, code, 0) + rest + payload
-    return ipv4(src, dst, 1, msg[:2] + struct.pack("!H", csum(msg)) + msg[4:])
+    return tracelib.udp(src, sport, dst, dport, payload)
 
 frames = []
 def add(ipbytes):
-    f = ETH + ipbytes
-    frames.append(f + b"\0" * max(0, 60 - len(f)))
+    frames.append(tracelib.eth(ipbytes))
 
 C, S = "10.0.0.5", "93.184.216.34"
 # 1: a TCP session and its teardown (8 packets, all pass).
@@ -90,11 +58,6 @@ add(icmp("198.51.100.66", C, 8, 0, struct.pack("!HH", 0x99, 1), b"pronto-ping-da
 add(tcp(C, 40002, S, 23, SYN))
 add(tcp("10.0.0.8", 44444, S, 443, ACK, 1, 1))
 # 10: ARP.
-frames.append(bytes.fromhex("ffffffffffff" "020000000001" "0806") + bytes(46))
+frames.append(tracelib.ARP)
 
-with open("examples/stateful-firewall.pcap", "wb") as f:
-    f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-    for i, fr in enumerate(frames):
-        f.write(struct.pack("<IIII", 1700000000 + i // 10, (i % 10) * 100000, len(fr), len(fr)))
-        f.write(fr)
-print(f"wrote examples/stateful-firewall.pcap: {len(frames)} frames")
+tracelib.write_pcap("examples/stateful-firewall.pcap", frames)

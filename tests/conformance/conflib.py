@@ -204,6 +204,54 @@ class Pkt:
         self.th = off + (self.data[off] & 0xF) * 4
 
 
+# ------------------------------------------- rewriting (Click's checksum deltas)
+
+def be16(b, o):
+    return struct.unpack("!H", bytes(b[o:o + 2]))[0]
+
+
+def be32(b, o):
+    return struct.unpack("!I", bytes(b[o:o + 4]))[0]
+
+
+def put16(b, o, v):
+    b[o:o + 2] = struct.pack("!H", v & 0xFFFF)
+
+
+def words(a):
+    """The 16-bit words of a byte string (an address: two)."""
+    return [be16(a, i) for i in range(0, len(a), 2)]
+
+
+def upd(c, old, new):
+    """RFC 1624 eqn. 3 incremental update of checksum c."""
+    s = (~c & 0xFFFF) + (~old & 0xFFFF) + new
+    s = (s & 0xFFFF) + (s >> 16)
+    return ~(s + (s >> 16)) & 0xFFFF
+
+
+def upd_words(c, old, new):
+    """upd over pairs of words; from 0, the checksum delta of old -> new."""
+    for o, n in zip(old, new):
+        c = upd(c, o, n)
+    return c
+
+
+def apply_delta(b, off, delta, reply):
+    """Applies a rewriter's checksum delta to the checksum at b[off:off + 2]
+    (its complement on the forward direction), as Click does; 0 is no
+    change."""
+    if delta:
+        put16(b, off, upd(be16(b, off), 0, delta if reply else ~delta & 0xFFFF))
+
+
+def plus1(v):
+    """Identifier + 1 as the reference computes it on a little-endian host: one is
+    added to the wire bytes read in host order."""
+    le = struct.unpack("<H", struct.pack("!H", v))[0]
+    return struct.unpack("!H", struct.pack("<H", (le + 1) & 0xFFFF))[0]
+
+
 # ---------------------------------------------------------------- pcap files
 
 def write_input(path, frames):

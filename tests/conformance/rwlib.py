@@ -10,18 +10,9 @@ and same-port-first (no suffix) allocation are modelled, not random ('?').
 import ctypes
 import struct
 
+from conflib import be16, upd
+
 RW_DROP = -1
-
-
-def be16(b, o):
-    return struct.unpack("!H", bytes(b[o:o + 2]))[0]
-
-
-def upd(c, old, new):
-    """RFC 1624 eqn. 3 incremental update of checksum c."""
-    s = (~c & 0xFFFF) + (~old & 0xFFFF) + new
-    s = (s & 0xFFFF) + (s >> 16)
-    return ~(s + (s >> 16)) & 0xFFFF
 
 
 def ip_s(a):

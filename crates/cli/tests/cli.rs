@@ -2,19 +2,14 @@
 //! `run` with Click's options.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+mod common;
+
+use common::{run_example, scratch, tcpdump};
 
 fn pronto() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pronto"))
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pronto-cli-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch directory");
-    d
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -264,31 +259,15 @@ fn simtime_makes_time_deterministic() {
 fn firewall_example_runs_and_tcpdump_reads_its_output() {
     let dir = scratch("firewall");
     let out_pcap = dir.join("allowed.pcap");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = run(pronto()
-        .current_dir(&root)
-        .args(["run", "examples/firewall.click"])
-        .arg(format!("OUT={}", out_pcap.display())));
-    assert!(o.status.success(), "{}", stderr(&o));
-    let report = stdout(&o);
+    let report = run_example("firewall", &[], &[("OUT", &out_pcap)]).stdout;
     assert!(report.contains("read         158 packets"), "{report}");
     assert!(
         report.contains("allowed      118 packets, 5296 bytes"),
         "{report}"
     );
     assert!(report.contains("denied       32"), "{report}");
-    match Command::new("tcpdump").arg("-nr").arg(&out_pcap).output() {
-        Ok(t) => {
-            assert!(
-                t.status.success(),
-                "tcpdump: {}",
-                String::from_utf8_lossy(&t.stderr)
-            );
-            let lines = String::from_utf8_lossy(&t.stdout).lines().count();
-            assert_eq!(lines, 118, "tcpdump read {lines} packets");
-        }
-        Err(_) => {
-            eprintln!("SKIPPED: tcpdump not installed; pcap not read back by an independent tool")
-        }
+    if let Some(text) = tcpdump(&out_pcap) {
+        let lines = text.lines().count();
+        assert_eq!(lines, 118, "tcpdump read {lines} packets");
     }
 }

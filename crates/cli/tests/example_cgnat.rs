@@ -2,65 +2,9 @@
 //! trace and checks the printed counters, the allocation log and the
 //! translated packets.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pronto-example-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch directory");
-    d
-}
-
-/// The frames of a little-endian pcap file (micro- or nanosecond).
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(path).expect("pcap written");
-    let magic = [b[0], b[1], b[2], b[3]];
-    assert!(
-        magic == [0xd4, 0xc3, 0xb2, 0xa1] || magic == [0x4d, 0x3c, 0xb2, 0xa1],
-        "pcap magic {magic:x?}"
-    );
-    let mut v = Vec::new();
-    let mut off = 24;
-    while off + 16 <= b.len() {
-        let cap = u32::from_le_bytes([b[off + 8], b[off + 9], b[off + 10], b[off + 11]]) as usize;
-        v.push(b[off + 16..off + 16 + cap].to_vec());
-        off += 16 + cap;
-    }
-    v
-}
-
-fn sum16(data: &[u8], mut acc: u32) -> u32 {
-    for c in data.chunks(2) {
-        acc += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
-    }
-    acc
-}
-
-fn fold(mut acc: u32) -> u16 {
-    while acc >> 16 != 0 {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
-}
-
-/// True if the IPv4 header and TCP/UDP/ICMP checksums of `ip` verify.
-fn checksums_ok(ip: &[u8]) -> bool {
-    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-    let ip = &ip[..total];
-    if fold(sum16(&ip[..20], 0)) != 0xffff {
-        return false;
-    }
-    let l4 = &ip[20..];
-    match ip[9] {
-        6 | 17 => {
-            let mut acc = sum16(&ip[12..20], 0) + u32::from(ip[9]) + l4.len() as u32;
-            acc = sum16(l4, acc);
-            fold(acc) == 0xffff
-        }
-        _ => fold(sum16(l4, 0)) == 0xffff,
-    }
-}
+use common::{checksums_ok, ip_of, pcap_frames, run_example, scratch, sum16};
 
 /// `proto src:port > dst:port` of an Ethernet/IPv4 frame.
 fn flow(f: &[u8]) -> String {
@@ -79,16 +23,7 @@ fn cgnat_example_translates_logs_and_counts() {
     let dir = scratch("cgnat");
     let out = dir.join("out.pcap");
     let log = dir.join("alloc.log");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .current_dir(&root)
-        .args(["run", "--simtime", "examples/cgnat.click"])
-        .arg(format!("OUT={}", out.display()))
-        .arg(format!("LOG={}", log.display()))
-        .output()
-        .expect("pronto runs");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = run_example("cgnat", &["--simtime"], &[("OUT", &out), ("LOG", &log)]).stdout;
     assert_eq!(
         stdout,
         "read           64 frames, 1 not IPv4, 0 malformed\n\
@@ -134,7 +69,7 @@ fn cgnat_example_translates_logs_and_counts() {
     let frames = pcap_frames(&out);
     assert_eq!(frames.len(), 53, "41 outbound + 11 inbound + 1 hairpinned");
     for f in &frames {
-        assert!(checksums_ok(&f[14..]), "bad checksum in {}", flow(f));
+        assert!(checksums_ok(ip_of(f)), "bad checksum in {}", flow(f));
     }
     let flows: Vec<String> = frames.iter().map(|f| flow(f)).collect();
     for want in [
@@ -179,7 +114,7 @@ fn cgnat_example_translates_logs_and_counts() {
         let mut inner = f[..14].to_vec();
         inner.extend_from_slice(&f[14 + 28..]);
         assert_eq!(flow(&inner), quoted);
-        assert_eq!(fold(sum16(&inner[14..34], 0)), 0xffff, "quoted IP checksum");
+        assert_eq!(sum16(&inner[14..34]), 0xffff, "quoted IP checksum");
     }
     let tcp_out = flows
         .iter()

@@ -5,56 +5,17 @@
 //! the backends' answers back to the VIP.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pronto-cli-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch directory");
-    d
-}
+mod common;
 
-/// The frames of a pcap file.
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(path).expect("pcap written");
-    assert!(b.len() >= 24, "pcap header");
-    let mut v = Vec::new();
-    let mut i = 24;
-    while i + 16 <= b.len() {
-        let caplen = u32::from_le_bytes([b[i + 8], b[i + 9], b[i + 10], b[i + 11]]) as usize;
-        v.push(b[i + 16..i + 16 + caplen].to_vec());
-        i += 16 + caplen;
-    }
-    assert_eq!(i, b.len(), "pcap ends on a record");
-    v
-}
-
-/// The one's-complement sum of `data`, folded (odd length padded with 0).
-fn sum16(data: &[u8]) -> u32 {
-    let mut s: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
-        .sum();
-    while s >> 16 != 0 {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s
-}
+use common::{checksums_ok, pcap_frames, run_example, scratch, tcpdump};
 
 /// A TCP frame's IP packet, with its IP and TCP checksums checked.
 fn checked_ip(f: &[u8]) -> &[u8] {
-    assert_eq!(&f[12..14], &[8, 0], "IPv4 frame");
-    let tl = usize::from(u16::from_be_bytes([f[16], f[17]]));
-    let ip = &f[14..14 + tl];
+    let ip = common::ip_of(f);
     assert_eq!(ip[0], 0x45);
     assert_eq!(ip[9], 6, "TCP");
-    assert_eq!(sum16(&ip[..20]), 0xffff, "IP checksum");
-    let mut ph = Vec::from(&ip[12..20]);
-    ph.extend_from_slice(&[0, 6]);
-    ph.extend_from_slice(&((tl - 20) as u16).to_be_bytes());
-    ph.extend_from_slice(&ip[20..]);
-    assert_eq!(sum16(&ph), 0xffff, "TCP checksum");
+    assert!(checksums_ok(ip), "IP and TCP checksums");
     ip
 }
 
@@ -79,15 +40,7 @@ web4 - - 10.1.0.4 80 0 1 active 14
 fn lb_example_balances_drains_and_keeps_connections() {
     let dir = scratch("lb");
     let out_pcap = dir.join("lb.pcap");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .current_dir(&root)
-        .args(["run", "examples/lb.click"])
-        .arg(format!("OUT={}", out_pcap.display()))
-        .output()
-        .expect("pronto runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report = String::from_utf8_lossy(&o.stdout);
+    let report = run_example("lb", &[], &[("OUT", &out_pcap)]).stdout;
     assert_eq!(report.trim_end(), EXPECTED.trim_end());
 
     let frames = pcap_frames(&out_pcap);
@@ -143,23 +96,8 @@ fn lb_example_balances_drains_and_keeps_connections() {
         .count();
     assert_eq!(web3_fins, 5);
 
-    match Command::new("tcpdump")
-        .args(["-nn", "-r"])
-        .arg(&out_pcap)
-        .output()
-    {
-        Ok(t) => {
-            assert!(
-                t.status.success(),
-                "tcpdump: {}",
-                String::from_utf8_lossy(&t.stderr)
-            );
-            let text = String::from_utf8_lossy(&t.stdout);
-            assert_eq!(text.lines().count(), 192);
-            assert_eq!(text.matches("192.0.2.10.80 > 203.0.113.").count(), 96);
-        }
-        Err(_) => {
-            eprintln!("SKIPPED: tcpdump not installed; pcap not read back by an independent tool")
-        }
+    if let Some(text) = tcpdump(&out_pcap) {
+        assert_eq!(text.lines().count(), 192);
+        assert_eq!(text.matches("192.0.2.10.80 > 203.0.113.").count(), 96);
     }
 }

@@ -3,71 +3,9 @@
 //! writes translated packets with the predicted public ports, echo
 //! identifiers and valid checksums.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pronto-cli-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch directory");
-    d
-}
-
-/// The frames of a pcap file.
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(path).expect("pcap written");
-    assert!(b.len() >= 24, "pcap header");
-    let mut v = Vec::new();
-    let mut i = 24;
-    while i + 16 <= b.len() {
-        let caplen = u32::from_le_bytes([b[i + 8], b[i + 9], b[i + 10], b[i + 11]]) as usize;
-        v.push(b[i + 16..i + 16 + caplen].to_vec());
-        i += 16 + caplen;
-    }
-    assert_eq!(i, b.len(), "pcap ends on a record");
-    v
-}
-
-/// The one's-complement sum of `data`, folded (odd length padded with 0).
-fn sum16(data: &[u8]) -> u32 {
-    let mut s: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
-        .sum();
-    while s >> 16 != 0 {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s
-}
-
-/// A frame's IPv4 packet (after the 14-byte Ethernet header, without
-/// link padding).
-fn ip_of(f: &[u8]) -> &[u8] {
-    assert_eq!(&f[12..14], &[8, 0], "IPv4 frame");
-    let tl = usize::from(u16::from_be_bytes([f[16], f[17]]));
-    &f[14..14 + tl]
-}
-
-/// Checks the IP header checksum and the TCP/UDP (with pseudo-header) or
-/// ICMP checksum of a frame.
-fn assert_checksums(f: &[u8]) {
-    let ip = ip_of(f);
-    let hl = usize::from(ip[0] & 15) * 4;
-    assert_eq!(sum16(&ip[..hl]), 0xffff, "IP checksum of {f:02x?}");
-    let l4 = &ip[hl..];
-    let ok = match ip[9] {
-        6 | 17 => {
-            let mut ph = Vec::from(&ip[12..20]);
-            ph.extend_from_slice(&[0, ip[9]]);
-            ph.extend_from_slice(&(l4.len() as u16).to_be_bytes());
-            ph.extend_from_slice(l4);
-            sum16(&ph) == 0xffff
-        }
-        1 => sum16(l4) == 0xffff,
-        p => panic!("unexpected protocol {p}"),
-    };
-    assert!(ok, "transport checksum of {f:02x?}");
-}
+use common::{checksums_ok, ip_of, pcap_frames, run_example, scratch, sum16, tcpdump};
 
 /// (source, source port, destination, destination port) of a TCP/UDP
 /// frame, addresses as text.
@@ -102,15 +40,7 @@ const ROUTER_IN: [u8; 6] = [2, 0, 0, 0, 0, 1];
 fn nat_example_translates_both_directions() {
     let dir = scratch("nat");
     let out_pcap = dir.join("translated.pcap");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .current_dir(&root)
-        .args(["run", "examples/nat.click"])
-        .arg(format!("OUT={}", out_pcap.display()))
-        .output()
-        .expect("pronto runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report = String::from_utf8_lossy(&o.stdout);
+    let report = run_example("nat", &[], &[("OUT", &out_pcap)]).stdout;
     let expected = format!(
         "read             41 frames\n\
          outbound         17 packets: 15 TCP/UDP, 2 pings\n\
@@ -126,7 +56,7 @@ fn nat_example_translates_both_directions() {
     let frames = pcap_frames(&out_pcap);
     assert_eq!(frames.len(), 32);
     for f in &frames {
-        assert_checksums(f);
+        assert!(checksums_ok(ip_of(f)), "checksums of {f:02x?}");
         let from_public = ip_of(f)[12..16] == [198, 51, 100, 1];
         if from_public {
             assert_eq!(f[..6], GATEWAY, "outbound frames go to the gateway");
@@ -222,38 +152,23 @@ fn nat_example_translates_both_directions() {
         .iter()
         .all(|f| ip_of(f)[12..16] != [198, 18, 0, 66] && ip_of(f)[16..20] != [198, 18, 0, 66]));
 
-    match Command::new("tcpdump")
-        .args(["-nn", "-r"])
-        .arg(&out_pcap)
-        .output()
-    {
-        Ok(t) => {
-            assert!(
-                t.status.success(),
-                "tcpdump: {}",
-                String::from_utf8_lossy(&t.stderr)
-            );
-            let text = String::from_utf8_lossy(&t.stdout);
-            assert_eq!(text.lines().count(), 32, "{text}");
-            assert!(
-                text.contains("198.51.100.1.1024 > 93.184.216.34.80: Flags [S]"),
-                "{text}"
-            );
-            assert!(
-                text.contains("93.184.216.34.80 > 10.0.0.2.40001: Flags [S.]"),
-                "{text}"
-            );
-            assert!(
-                text.contains("198.51.100.1 > 203.0.113.5: ICMP echo request, id 1024, seq 1"),
-                "{text}"
-            );
-            assert!(
-                text.contains("192.0.2.254 > 10.0.0.3: ICMP time exceeded in-transit"),
-                "{text}"
-            );
-        }
-        Err(_) => {
-            eprintln!("SKIPPED: tcpdump not installed; pcap not read back by an independent tool")
-        }
+    if let Some(text) = tcpdump(&out_pcap) {
+        assert_eq!(text.lines().count(), 32, "{text}");
+        assert!(
+            text.contains("198.51.100.1.1024 > 93.184.216.34.80: Flags [S]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("93.184.216.34.80 > 10.0.0.2.40001: Flags [S.]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("198.51.100.1 > 203.0.113.5: ICMP echo request, id 1024, seq 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("192.0.2.254 > 10.0.0.3: ICMP time exceeded in-transit"),
+            "{text}"
+        );
     }
 }

@@ -2,55 +2,28 @@
 //! priority scheduling and the egress shaper over the bundled trace, run
 //! on simulated time (`--simtime`) so that every count is exact.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pronto-cli-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch directory");
-    d
-}
+mod common;
 
-/// The frames of a pcap file.
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(path).expect("pcap written");
-    assert!(b.len() >= 24, "pcap header");
-    let mut v = Vec::new();
-    let mut i = 24;
-    while i + 16 <= b.len() {
-        let caplen = u32::from_le_bytes([b[i + 8], b[i + 9], b[i + 10], b[i + 11]]) as usize;
-        v.push(b[i + 16..i + 16 + caplen].to_vec());
-        i += 16 + caplen;
-    }
-    assert_eq!(i, b.len(), "pcap ends on a record");
-    v
-}
+use common::{pcap_frames, scratch, tcpdump, Run};
 
 /// True for the trace's voice frames: IPv4/UDP to port 5004.
 fn is_voice(f: &[u8]) -> bool {
     f.len() >= 38 && f[12..14] == [8, 0] && f[23] == 17 && f[36..38] == [0x13, 0x8c]
 }
 
-fn run_example(tag: &str) -> (Output, PathBuf) {
+fn run_example(tag: &str) -> (Run, PathBuf) {
     let dir = scratch(tag);
     let out_pcap = dir.join("uplink.pcap");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .current_dir(&root)
-        .args(["run", "--simtime", "examples/ratelimit.click"])
-        .arg(format!("OUT={}", out_pcap.display()))
-        .output()
-        .expect("pronto runs");
-    (o, out_pcap)
+    let run = common::run_example("ratelimit", &["--simtime"], &[("OUT", &out_pcap)]);
+    (run, out_pcap)
 }
 
 #[test]
 fn ratelimit_example_polices_and_prioritises_voice() {
-    let (o, out_pcap) = run_example("ratelimit");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let report = String::from_utf8_lossy(&o.stdout);
+    let (run, out_pcap) = run_example("ratelimit");
+    let report = run.stdout;
     // Trace: 100 voice frames (2 calls), 120 bulk frames; subscriber 3's
     // 200 packets/s and subscriber 1's voice+bulk peak exceed 100/s.
     assert!(report.contains("read           220 packets\n"), "{report}");
@@ -83,10 +56,8 @@ fn ratelimit_example_polices_and_prioritises_voice() {
 /// Click's own run of it with `--simtime`.
 #[test]
 fn ratelimit_example_full_counts() {
-    let (o, out_pcap) = run_example("ratelimit-full");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let report = String::from_utf8_lossy(&o.stdout);
+    let (run, out_pcap) = run_example("ratelimit-full");
+    let report = run.stdout;
     assert!(
         report.contains("bulk   in/out  78 46 queue drops 32\n"),
         "{report}"
@@ -95,11 +66,7 @@ fn ratelimit_example_full_counts() {
     let frames = pcap_frames(&out_pcap);
     assert_eq!(frames.len(), 146);
     assert_eq!(frames.iter().filter(|f| is_voice(f)).count(), 100);
-    match Command::new("tcpdump").arg("-nr").arg(&out_pcap).output() {
-        Ok(t) => {
-            assert!(t.status.success(), "tcpdump failed");
-            assert_eq!(String::from_utf8_lossy(&t.stdout).lines().count(), 146);
-        }
-        Err(_) => eprintln!("SKIPPED: tcpdump not installed"),
+    if let Some(text) = tcpdump(&out_pcap) {
+        assert_eq!(text.lines().count(), 146);
     }
 }

@@ -5,46 +5,12 @@
 //! ICMP errors with their quotes), with the small routes file and with the
 //! full generated table (scripts/make_bgp_table.py).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pronto-cli-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch directory");
-    d
-}
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The frames of a pcap file.
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(path).expect("pcap written");
-    assert!(b.len() >= 24, "pcap header");
-    let mut v = Vec::new();
-    let mut i = 24;
-    while i + 16 <= b.len() {
-        let caplen = u32::from_le_bytes([b[i + 8], b[i + 9], b[i + 10], b[i + 11]]) as usize;
-        v.push(b[i + 16..i + 16 + caplen].to_vec());
-        i += 16 + caplen;
-    }
-    assert_eq!(i, b.len(), "pcap ends on a record");
-    v
-}
-
-/// The Internet checksum of `data` (odd length padded with 0).
-fn cksum(data: &[u8]) -> [u8; 2] {
-    let mut s: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
-        .sum();
-    while s >> 16 != 0 {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    (!(s as u16)).to_be_bytes()
-}
+use common::{cksum, pcap_frames, root, run_example, scratch};
 
 /// Sets an IP header's checksum.
 fn fix_ip_sum(ip: &mut [u8]) {
@@ -52,13 +18,6 @@ fn fix_ip_sum(ip: &mut [u8]) {
     ip[10..12].copy_from_slice(&[0, 0]);
     let s = cksum(&ip[..hl]);
     ip[10..12].copy_from_slice(&s);
-}
-
-/// A frame's IPv4 packet (after the Ethernet header, without padding).
-fn ip_of(f: &[u8]) -> Vec<u8> {
-    assert_eq!(&f[12..14], &[8, 0], "IPv4 frame");
-    let tl = usize::from(u16::from_be_bytes([f[16], f[17]]));
-    f[14..14 + tl].to_vec()
 }
 
 const R0: [u8; 6] = [2, 0, 10, 0, 0, 1];
@@ -146,7 +105,7 @@ fn fragments(ip: &[u8], dst: [u8; 6], src: [u8; 6]) -> Vec<Vec<u8>> {
 
 /// Every frame the router writes for the bundled trace, in pronto's order.
 fn expected_frames(input: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let ip = |i: usize| ip_of(&input[i]);
+    let ip = |i: usize| common::ip_of(&input[i]).to_vec();
     let (a0, a1) = ([10, 0, 0, 1], [10, 0, 1, 1]);
     let query = |src: [u8; 6], spa, tpa| arp(1, [0xff; 6], src, spa, [0; 6], tpa);
     let mut v = vec![
@@ -187,16 +146,11 @@ fn expected_frames(input: &[Vec<u8>]) -> Vec<Vec<u8>> {
 
 fn run_router(dir: &Path, routes: Option<&Path>) -> (String, Vec<Vec<u8>>) {
     let out_pcap = dir.join("routed.pcap");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pronto"));
-    cmd.current_dir(root())
-        .args(["run", "examples/router.click"])
-        .arg(format!("OUT={}", out_pcap.display()));
+    let mut defines = vec![("OUT", out_pcap.as_path())];
     if let Some(r) = routes {
-        cmd.arg(format!("ROUTES={}", r.display()));
+        defines.push(("ROUTES", r));
     }
-    let o = cmd.output().expect("pronto runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    let report = run_example("router", &[], &defines).stdout;
     let expected = format!(
         "read             26 frames\n\
          arp              2 + 1 queries in, 2 replies out, 4 replies in, 4 queries out\n\

@@ -2,53 +2,20 @@
 //! its bundled trace and checks the printed counters, the connection table
 //! and the packets that passed.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pronto-example-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch directory");
-    d
-}
-
-/// The frames of a little-endian pcap file (micro- or nanosecond).
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let b = std::fs::read(path).expect("pcap written");
-    let magic = [b[0], b[1], b[2], b[3]];
-    assert!(
-        magic == [0xd4, 0xc3, 0xb2, 0xa1] || magic == [0x4d, 0x3c, 0xb2, 0xa1],
-        "pcap magic {magic:x?}"
-    );
-    let mut v = Vec::new();
-    let mut off = 24;
-    while off + 16 <= b.len() {
-        let cap = u32::from_le_bytes([b[off + 8], b[off + 9], b[off + 10], b[off + 11]]) as usize;
-        v.push(b[off + 16..off + 16 + cap].to_vec());
-        off += 16 + cap;
-    }
-    v
-}
+use common::{pcap_frames, root, run_example, scratch};
 
 /// Frames of the input trace, by index.
 fn trace() -> Vec<Vec<u8>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    pcap_frames(&root.join("examples/stateful-firewall.pcap"))
+    pcap_frames(&root().join("examples/stateful-firewall.pcap"))
 }
 
 #[test]
 fn stateful_firewall_example_tracks_and_drops_by_reason() {
     let dir = scratch("stateful-firewall");
     let out = dir.join("out.pcap");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .current_dir(&root)
-        .args(["run", "--simtime", "examples/stateful-firewall.click"])
-        .arg(format!("OUT={}", out.display()))
-        .output()
-        .expect("pronto runs");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = run_example("stateful-firewall", &["--simtime"], &[("OUT", &out)]).stdout;
     assert_eq!(
         stdout,
         "read           28 frames, 1 not IPv4, 0 malformed\n\

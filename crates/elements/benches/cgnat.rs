@@ -4,44 +4,25 @@
 //! pseudo-randomly across the whole table, outbound (input 0) and inbound
 //! (input 1). No figure here is a pass/fail threshold.
 
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use pronto_elements::{registry, ConfigCtx, Control, Element, Out};
+mod common;
+
+use common::{bench_input, configure, ip_packet, ipv4, picker, BATCH, T0};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use pronto_elements::{Control, Element, Out};
 use pronto_packet::{Batch, Pool};
 
-const BATCH: usize = 32;
 const FLOWS_PER_SUBSCRIBER: u32 = 2048;
-const T0: i64 = 1_795_341_600_000_000_000;
 
 /// A 32-byte IPv4/UDP packet, valid IP checksum, UDP checksum 0.
 fn udp(src: u32, sport: u16, dst: u32, dport: u16) -> [u8; 32] {
-    let mut p = [0u8; 32];
-    p[..12].copy_from_slice(&[0x45, 0, 0, 32, 0, 1, 0, 0, 64, 17, 0, 0]);
-    p[12..16].copy_from_slice(&src.to_be_bytes());
-    p[16..20].copy_from_slice(&dst.to_be_bytes());
-    p[20..22].copy_from_slice(&sport.to_be_bytes());
-    p[22..24].copy_from_slice(&dport.to_be_bytes());
+    let mut p = ipv4::<32>(17, src, sport, dst, dport);
     p[24..26].copy_from_slice(&12u16.to_be_bytes());
-    let c = pronto_packet::wire::checksum(&p[..20]);
-    p[10..12].copy_from_slice(&c.to_be_bytes());
     p
 }
 
 fn make(n: usize) -> Box<dyn Element> {
-    let entry = registry::lookup("CGNAT").expect("CGNAT is registered");
-    let push = [true, true];
     let config = format!("EXTERNAL 198.51.0.0/16, CAPACITY {n}, BLOCKS_PER_SUBSCRIBER 8");
-    let ctx = ConfigCtx {
-        name: "nat",
-        config: &config,
-        ninputs: 2,
-        noutputs: 2,
-        base_dir: std::path::Path::new("."),
-        keywords: entry.spec.keywords,
-        output_push: &push,
-        input_push: &push,
-        peers: &pronto_elements::NoPeers,
-    };
-    (entry.factory)(&ctx).expect("configures")
+    configure("CGNAT", "nat", &config)
 }
 
 fn inside(k: u32) -> (u32, u16) {
@@ -63,9 +44,7 @@ fn filled(pool: &Pool, n: u32) -> (Box<dyn Element>, Vec<(u32, u16)>) {
         let mut batch = Batch::new();
         while batch.len() < BATCH && k < n {
             let (a, p) = inside(k);
-            let mut pkt = pool.alloc_from(&udp(a, p, 0x0808_0808, 53)).expect("slot");
-            pkt.set_network_header(0, 20);
-            let _ = batch.push(pkt);
+            let _ = batch.push(ip_packet(pool, &udp(a, p, 0x0808_0808, 53)));
             k += 1;
         }
         let mut out = Out::new(&mut bufs, pool, T0, &mut ctrl);
@@ -89,47 +68,20 @@ fn cgnat(c: &mut Criterion) {
     group.throughput(Throughput::Elements(BATCH as u64));
     for &n in &[1_000u32, 100_000, 1_000_000] {
         let (mut e, ext) = filled(&pool, n);
-        let mut bufs = [Batch::new(), Batch::new()];
-        let mut ctrl = Control::default();
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut pick = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng % n as u64) as u32
-        };
+        let mut pick = picker(n);
         for (dir, name) in [(0usize, "outbound"), (1, "inbound")] {
-            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
-                b.iter_batched_ref(
-                    || {
-                        let mut batch = Batch::new();
-                        for _ in 0..BATCH {
-                            let k = pick();
-                            let data = if dir == 0 {
-                                let (a, p) = inside(k);
-                                udp(a, p, 0x0808_0808, 53)
-                            } else {
-                                let (a, p) = ext[k as usize];
-                                udp(0x0808_0808, 53, a, p)
-                            };
-                            let mut pkt = pool.alloc_from(&data).expect("slot");
-                            pkt.set_network_header(0, 20);
-                            let _ = batch.push(pkt);
-                        }
-                        batch
-                    },
-                    |batch| {
-                        let mut out = Out::new(&mut bufs, &pool, T0, &mut ctrl);
-                        e.push(dir, batch, &mut out);
-                        debug_assert_eq!(out.passed(), Some(dir));
-                        batch.clear();
-                        for b in bufs.iter_mut() {
-                            b.clear();
-                        }
-                    },
-                    BatchSize::PerIteration,
-                )
-            });
+            let packet = || {
+                let k = pick();
+                if dir == 0 {
+                    let (a, p) = inside(k);
+                    udp(a, p, 0x0808_0808, 53)
+                } else {
+                    let (a, p) = ext[k as usize];
+                    udp(0x0808_0808, 53, a, p)
+                }
+            };
+            let id = BenchmarkId::new(name, n);
+            bench_input(&mut group, id, &pool, e.as_mut(), dir, packet);
         }
     }
     group.finish();

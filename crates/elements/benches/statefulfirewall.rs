@@ -4,47 +4,27 @@
 //! whole table, from the trusted side (input 0) and from the untrusted
 //! side (input 1). No figure here is a pass/fail threshold.
 
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use pronto_elements::{registry, ConfigCtx, Control, Element, Out};
+mod common;
+
+use common::{bench_input, configure, ip_packet, ipv4, picker, BATCH, T0};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use pronto_elements::{Control, Element, Out};
 use pronto_packet::{Batch, Pool};
 
-const BATCH: usize = 32;
-const T0: i64 = 1_795_341_600_000_000_000;
 const SERVER: u32 = 0x5db8_d822; // 93.184.216.34
 
 /// A 40-byte IPv4/TCP segment with flags `flags` (valid IP checksum; the
 /// firewall does not check the TCP checksum).
 fn tcp(src: u32, sport: u16, dst: u32, dport: u16, flags: u8) -> [u8; 40] {
-    let mut p = [0u8; 40];
-    p[..12].copy_from_slice(&[0x45, 0, 0, 40, 0, 1, 0, 0, 64, 6, 0, 0]);
-    p[12..16].copy_from_slice(&src.to_be_bytes());
-    p[16..20].copy_from_slice(&dst.to_be_bytes());
-    p[20..22].copy_from_slice(&sport.to_be_bytes());
-    p[22..24].copy_from_slice(&dport.to_be_bytes());
+    let mut p = ipv4::<40>(6, src, sport, dst, dport);
     p[32] = 0x50; // data offset 5
     p[33] = flags;
     p[34..36].copy_from_slice(&[0xff, 0xff]); // window
-    let c = pronto_packet::wire::checksum(&p[..20]);
-    p[10..12].copy_from_slice(&c.to_be_bytes());
     p
 }
 
 fn make(n: usize) -> Box<dyn Element> {
-    let entry = registry::lookup("StatefulFirewall").expect("StatefulFirewall is registered");
-    let push = [true, true];
-    let config = format!("CAPACITY {n}");
-    let ctx = ConfigCtx {
-        name: "fw",
-        config: &config,
-        ninputs: 2,
-        noutputs: 2,
-        base_dir: std::path::Path::new("."),
-        keywords: entry.spec.keywords,
-        output_push: &push,
-        input_push: &push,
-        peers: &pronto_elements::NoPeers,
-    };
-    (entry.factory)(&ctx).expect("configures")
+    configure("StatefulFirewall", "fw", &format!("CAPACITY {n}"))
 }
 
 /// Connection `k`: a trusted client address and port (1024 ports per
@@ -75,9 +55,7 @@ fn push(
 ) {
     let mut batch = Batch::new();
     for k in ks {
-        let mut pkt = pool.alloc_from(&segment(k, dir, flags)).expect("slot");
-        pkt.set_network_header(0, 20);
-        let _ = batch.push(pkt);
+        let _ = batch.push(ip_packet(pool, &segment(k, dir, flags)));
     }
     let mut out = Out::new(bufs, pool, T0, ctrl);
     e.push(dir, &mut batch, &mut out);
@@ -114,40 +92,11 @@ fn firewall(c: &mut Criterion) {
     group.throughput(Throughput::Elements(BATCH as u64));
     for &n in &[1_000u32, 100_000, 1_000_000] {
         let mut e = filled(&pool, n);
-        let mut bufs = [Batch::new(), Batch::new()];
-        let mut ctrl = Control::default();
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut pick = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng % n as u64) as u32
-        };
+        let mut pick = picker(n);
         for (dir, name) in [(0usize, "trusted"), (1, "untrusted")] {
-            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
-                b.iter_batched_ref(
-                    || {
-                        let mut batch = Batch::new();
-                        for _ in 0..BATCH {
-                            let mut pkt =
-                                pool.alloc_from(&segment(pick(), dir, 0x10)).expect("slot");
-                            pkt.set_network_header(0, 20);
-                            let _ = batch.push(pkt);
-                        }
-                        batch
-                    },
-                    |batch| {
-                        let mut out = Out::new(&mut bufs, &pool, T0, &mut ctrl);
-                        e.push(dir, batch, &mut out);
-                        debug_assert_eq!(out.passed(), Some(dir));
-                        batch.clear();
-                        for b in bufs.iter_mut() {
-                            b.clear();
-                        }
-                    },
-                    BatchSize::PerIteration,
-                )
-            });
+            let id = BenchmarkId::new(name, n);
+            let packet = || segment(pick(), dir, 0x10);
+            bench_input(&mut group, id, &pool, e.as_mut(), dir, packet);
         }
     }
     group.finish();

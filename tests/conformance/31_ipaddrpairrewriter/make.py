@@ -7,27 +7,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 from conflib import *  # noqa: E402,F403
 
 
-def be16(b, o):
-    return struct.unpack("!H", bytes(b[o:o + 2]))[0]
-
-
-def upd(c, old, new):
-    """RFC 1624 eqn. 3 incremental update of checksum c."""
-    s = (~c & 0xFFFF) + (~old & 0xFFFF) + new
-    s = (s & 0xFFFF) + (s >> 16)
-    return ~(s + (s >> 16)) & 0xFFFF
-
-
-def words(a):
-    return [be16(a, i) for i in range(0, len(a), 2)]
-
-
-def apply_delta(b, off, delta, reply):
-    if delta:
-        c = upd(be16(b, off), 0, delta if reply else ~delta & 0xFFFF)
-        b[off:off + 2] = struct.pack("!H", c)
-
-
 def click_hash(saddr, daddr):
     """The table's hash of a (saddr, 0, daddr, 0) key: addresses read little-endian."""
     rot = lambda v, r: ((v << r) | (v >> (32 - r))) & 0xFFFFFFFF

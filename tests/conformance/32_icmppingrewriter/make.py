@@ -7,33 +7,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 from conflib import *  # noqa: E402,F403
 
 
-def be16(b, o):
-    return struct.unpack("!H", bytes(b[o:o + 2]))[0]
-
-
-def upd(c, old, new):
-    """RFC 1624 eqn. 3 incremental update of checksum c."""
-    s = (~c & 0xFFFF) + (~old & 0xFFFF) + new
-    s = (s & 0xFFFF) + (s >> 16)
-    return ~(s + (s >> 16)) & 0xFFFF
-
-
-def plus1(v):
-    """Identifier + 1 as the reference computes it on a little-endian host: one is
-    added to the wire bytes read in host order."""
-    le = struct.unpack("<H", struct.pack("!H", v))[0]
-    return struct.unpack("!H", struct.pack("<H", (le + 1) & 0xFFFF))[0]
-
-
-def aw(a):
-    return [be16(a, 0), be16(a, 2)]
-
-
-def apply_delta(b, off, delta, reply):
-    if delta:
-        b[off:off + 2] = struct.pack("!H", upd(be16(b, off), 0, delta if reply else ~delta & 0xFFFF))
-
-
 def key_hash(k):
     rot = lambda v, r: ((v << r) | (v >> (32 - r))) & 0xFFFFFFFF
     s, sp, d, dp = k
@@ -134,7 +107,7 @@ def main():
         orig_src, orig_id, orig_dst = fk[0], fk[1], fk[2]
         new_src, new_id = rk[2], rk[3]
         ipd = 0
-        for o, n in zip(aw(orig_src) + aw(orig_dst), aw(new_src) + aw(orig_dst)):
+        for o, n in zip(words(orig_src) + words(orig_dst), words(new_src) + words(orig_dst)):
             ipd = upd(ipd, o, n)
         l4d = upd(0, orig_id, new_id)
         if reply:

@@ -7,42 +7,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 from conflib import *  # noqa: E402,F403
 
 
-def be16(b, o):
-    return struct.unpack("!H", bytes(b[o:o + 2]))[0]
-
-
-def put16(b, o, v):
-    b[o:o + 2] = struct.pack("!H", v)
-
-
-def upd(c, old, new):
-    """RFC 1624 eqn. 3 incremental update of checksum c."""
-    s = (~c & 0xFFFF) + (~old & 0xFFFF) + new
-    s = (s & 0xFFFF) + (s >> 16)
-    return ~(s + (s >> 16)) & 0xFFFF
-
-
-def upd_words(c, old, new):
-    for o, n in zip(old, new):
-        c = upd(c, o, n)
-    return c
-
-
-def plus1(v):
-    """Identifier + 1 as the reference computes it on a little-endian host."""
-    le = struct.unpack("<H", struct.pack("!H", v))[0]
-    return struct.unpack("!H", struct.pack("<H", (le + 1) & 0xFFFF))[0]
-
-
-def aw(a):
-    return [be16(a, 0), be16(a, 2)]
-
-
-def apply_delta(b, off, delta, reply):
-    if delta:
-        put16(b, off, upd(be16(b, off), 0, delta if reply else ~delta & 0xFFFF))
-
-
 A, B, R, G = "192.168.1.10", "192.168.1.11", "198.51.100.5", "203.0.113.1"
 N1, N2, NP = "10.0.0.1", "10.0.0.2", "10.0.0.3"
 
@@ -104,14 +68,14 @@ def main():
                 nid = 1024 + len(pings)
                 pings.append((src, ident, dst, nid))
                 new = bytes([10, 0, 0, 3])
-                ipd = upd_words(0, aw(src), aw(new))
+                ipd = upd_words(0, words(src), words(new))
                 d[ip + 12:ip + 16] = new
                 apply_delta(d, ip + 10, ipd, False)
                 apply_delta(d, th + 2, upd(0, ident, nid), False)
                 put16(d, th + 4, nid)
             else:
                 new = amap.setdefault(src, pools[len(amap)])
-                ipd = upd_words(0, aw(src), aw(new))
+                ipd = upd_words(0, words(src), words(new))
                 d[ip + 12:ip + 16] = new
                 apply_delta(d, ip + 10, ipd, False)
                 if proto == 6:
@@ -160,13 +124,13 @@ def main():
             new_saddr, new_daddr, nsport, ndport = pdst, h, plus1(oid), oid
         old, new = [], []
         if bytes(d[ip + 16:ip + 20]) == esrc:
-            o = aw(d[ip + 16:ip + 20])
+            o = words(d[ip + 16:ip + 20])
             d[ip + 16:ip + 20] = new_daddr
-            put16(d, ip + 10, upd_words(be16(d, ip + 10), o, aw(new_daddr)))
-        old = [be16(d, e + 10)] + aw(esrc) + aw(edst)
+            put16(d, ip + 10, upd_words(be16(d, ip + 10), o, words(new_daddr)))
+        old = [be16(d, e + 10)] + words(esrc) + words(edst)
         d[e + 12:e + 16] = new_daddr
         d[e + 16:e + 20] = new_saddr
-        new = [0] + aw(new_daddr) + aw(new_saddr)
+        new = [0] + words(new_daddr) + words(new_saddr)
         put16(d, e + 10, upd_words(old[0], old[1:5], new[1:5]))
         new[0] = be16(d, e + 10)
         if use and ep in (6, 17, 33):

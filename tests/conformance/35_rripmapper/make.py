@@ -62,8 +62,4 @@ def main():
     write_text(os.path.join(HERE, "expected.txt"), [rw.nflows, fails, rw.nflows])
 
 
-def be16(b, o):
-    return (b[o] << 8) | b[o + 1]
-
-
 main()

@@ -7,7 +7,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from conflib import *  # noqa: E402,F403
-from rwlib import Pattern, Rewriter, SourceIPHash, Spec  # noqa: E402
+from rwlib import Pattern, Rewriter, SourceIPHash, Spec, aton  # noqa: E402
 
 VIP = "192.0.2.10"
 CLIENTS = ["203.0.113.%d" % i for i in (1, 2, 3, 4, 5, 9, 17, 33, 65, 129, 200, 254)] + \
@@ -56,10 +56,6 @@ def main():
         write_todump(os.path.join(HERE, "expected_%s.pcap" % k), v)
     write_text(os.path.join(HERE, "expected.txt"),
                [rw.nflows, sum(s.failures for s in rw.specs)])
-
-
-def aton(s):
-    return bytes(int(x) for x in s.split("."))
 
 
 main()

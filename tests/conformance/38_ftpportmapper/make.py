@@ -7,29 +7,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 from conflib import *  # noqa: E402,F403
 
 
-def be16(b, o):
-    return struct.unpack("!H", bytes(b[o:o + 2]))[0]
-
-
-def be32(b, o):
-    return struct.unpack("!I", bytes(b[o:o + 4]))[0]
-
-
-def put16(b, o, v):
-    b[o:o + 2] = struct.pack("!H", v & 0xFFFF)
-
-
-def upd(c, old, new):
-    """RFC 1624 eqn. 3 incremental update of checksum c."""
-    s = (~c & 0xFFFF) + (~old & 0xFFFF) + new
-    s = (s & 0xFFFF) + (s >> 16)
-    return ~(s + (s >> 16)) & 0xFFFF
-
-
-def words(a):
-    return [be16(a, i) for i in range(0, len(a), 2)]
-
-
 def seq_geq(a, b):
     return ((a - b) & 0xFFFFFFFF) < 0x80000000
 

@@ -7,36 +7,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 from conflib import *  # noqa: E402,F403
 
 
-def be16(b, o):
-    return struct.unpack("!H", bytes(b[o:o + 2]))[0]
-
-
-def put16(b, o, v):
-    b[o:o + 2] = struct.pack("!H", v & 0xFFFF)
-
-
-def upd(c, old, new):
-    """RFC 1624 eqn. 3 incremental update of checksum c."""
-    s = (~c & 0xFFFF) + (~old & 0xFFFF) + new
-    s = (s & 0xFFFF) + (s >> 16)
-    return ~(s + (s >> 16)) & 0xFFFF
-
-
-def upd_words(c, old, new):
-    for o, n in zip(old, new):
-        c = upd(c, o, n)
-    return c
-
-
-def aw(a):
-    return [be16(a, 0), be16(a, 2)]
-
-
-def apply_delta(b, off, delta, reply):
-    if delta:
-        put16(b, off, upd(be16(b, off), 0, delta if reply else ~delta & 0xFFFF))
-
-
 H1, H2 = "192.168.1.10", "192.168.1.11"
 R, G, NAT = "198.51.100.5", "203.0.113.1", "10.0.0.1"
 
@@ -121,7 +91,7 @@ def main():
                 continue
             i, reply = hit
             (o_sa, o_sp, o_da, o_dp), (n_sa, n_sp, n_da, n_dp) = flows[i]
-            ipd = upd_words(0, aw(o_sa) + aw(o_da), aw(n_sa) + aw(n_da))
+            ipd = upd_words(0, words(o_sa) + words(o_da), words(n_sa) + words(n_da))
             l4d = upd(upd(ipd, o_sp, n_sp), o_dp, n_dp)
             if reply:
                 d[ip + 16:ip + 20] = o_sa
@@ -162,13 +132,13 @@ def main():
         else:
             n_sa, n_sp, n_da, n_dp = new_fwd
         if bytes(d[ip + 16:ip + 20]) == search[2]:
-            o = aw(d[ip + 16:ip + 20])
+            o = words(d[ip + 16:ip + 20])
             d[ip + 16:ip + 20] = n_da
-            put16(d, ip + 10, upd_words(be16(d, ip + 10), o, aw(n_da)))
-        old = [be16(d, e + 10)] + aw(esrc) + aw(edst)
+            put16(d, ip + 10, upd_words(be16(d, ip + 10), o, words(n_da)))
+        old = [be16(d, e + 10)] + words(esrc) + words(edst)
         d[e + 12:e + 16] = n_da
         d[e + 16:e + 20] = n_sa
-        new = [0] + aw(n_da) + aw(n_sa)
+        new = [0] + words(n_da) + words(n_sa)
         put16(d, e + 10, upd_words(old[0], old[1:5], new[1:5]))
         new[0] = be16(d, e + 10)
         if use:

@@ -2163,42 +2163,6 @@ mod tests {
             "EXTERNAL 198.51.100.0/30, INTERNAL 0.0.0.0/0, PORTS 1-64, BLOCK_SIZE 8",
             3,
         );
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut ctrl = Control::default();
-        for round in 0..400 {
-            let mut pkts = Vec::new();
-            for _ in 0..8 {
-                let len = (next() % 70) as usize;
-                let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-                if len > 20 && next() % 2 == 0 {
-                    // Mostly valid-looking headers, to reach the tables.
-                    d[0] = 0x45;
-                    d[6] = 0;
-                    d[7] = 0;
-                    d[9] = [1u8, 6, 17][(next() % 3) as usize];
-                    d[12] = 100;
-                    d[13] = 64;
-                }
-                pkts.push(pkt(&pool, &d));
-            }
-            let now = T0 + round * SEC / 10;
-            push_at(
-                e.as_mut(),
-                &pool,
-                (round % 2) as usize,
-                pkts,
-                3,
-                now,
-                &mut ctrl,
-            );
-            run_task(e.as_mut(), &pool, vec![], 3, now, &mut ctrl);
-        }
-        let _ = e.read_handler("table").expect("table");
+        push_random_packets(e.as_mut(), &pool);
     }
 }

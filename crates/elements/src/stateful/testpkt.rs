@@ -1,5 +1,7 @@
 //! Packet builders and checks for the stateful elements' tests.
 
+use crate::standard::test_support::{push_at, run_task};
+use crate::{Control, Element};
 use pronto_packet::wire::{checksum, fold, ones_sum, pseudo_header_sum};
 use pronto_packet::{Packet, Pool};
 
@@ -132,4 +134,40 @@ pub fn tuple(p: &[u8]) -> (String, u16, String, u16) {
     } else {
         (s, be(20), d, be(22))
     }
+}
+
+/// Pushes 400 rounds of 8 random packets (half of the longer ones with
+/// IPv4/ICMP/TCP/UDP-looking headers from 100.64.x.x) into `e`'s inputs 0
+/// and 1 in turn, 0.1 s apart, running its task after each round (3
+/// outputs); then reads its `table` handler. Nothing may panic.
+pub fn push_random_packets(e: &mut dyn Element, pool: &Pool) {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut ctrl = Control::default();
+    for round in 0..400 {
+        let mut pkts = Vec::new();
+        for _ in 0..8 {
+            let len = (next() % 70) as usize;
+            let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if len > 20 && next() % 2 == 0 {
+                // Mostly valid-looking headers, to reach the tables.
+                d[0] = 0x45;
+                d[6] = 0;
+                d[7] = 0;
+                d[9] = [1u8, 6, 17][(next() % 3) as usize];
+                d[12] = 100;
+                d[13] = 64;
+            }
+            pkts.push(pkt(pool, &d));
+        }
+        let now = T0 + round * SEC / 10;
+        push_at(e, pool, (round % 2) as usize, pkts, 3, now, &mut ctrl);
+        run_task(e, pool, vec![], 3, now, &mut ctrl);
+    }
+    let _ = e.read_handler("table").expect("table");
 }

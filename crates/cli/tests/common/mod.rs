@@ -1,0 +1,140 @@
+//! Helpers shared by the tests that run the bundled examples: a scratch
+//! directory, running `pronto run examples/NAME.click` with defines, the
+//! frames of a pcap file, Internet checksums, and reading a pcap back with
+//! tcpdump.
+
+// Each test binary uses only some of these.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root (where `examples/` is).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pronto-cli-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d
+}
+
+/// What a successful `pronto run` printed.
+pub struct Run {
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs `pronto run OPTIONS examples/NAME.click KEY=PATH...` from the
+/// repository root and asserts that it succeeds.
+pub fn run_example(name: &str, options: &[&str], defines: &[(&str, &Path)]) -> Run {
+    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
+        .current_dir(root())
+        .arg("run")
+        .args(options)
+        .arg(format!("examples/{name}.click"))
+        .args(defines.iter().map(|(k, p)| format!("{k}={}", p.display())))
+        .output()
+        .expect("pronto runs");
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}");
+    Run {
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr,
+    }
+}
+
+/// The frames of a little-endian pcap file (micro- or nanosecond).
+pub fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
+    let b = std::fs::read(path).expect("pcap written");
+    assert!(b.len() >= 24, "pcap header");
+    let magic = [b[0], b[1], b[2], b[3]];
+    assert!(
+        magic == [0xd4, 0xc3, 0xb2, 0xa1] || magic == [0x4d, 0x3c, 0xb2, 0xa1],
+        "pcap magic {magic:x?}"
+    );
+    let mut v = Vec::new();
+    let mut i = 24;
+    while i + 16 <= b.len() {
+        let caplen = u32::from_le_bytes([b[i + 8], b[i + 9], b[i + 10], b[i + 11]]) as usize;
+        v.push(b[i + 16..i + 16 + caplen].to_vec());
+        i += 16 + caplen;
+    }
+    assert_eq!(i, b.len(), "pcap ends on a record");
+    v
+}
+
+/// The one's-complement sum of `data`, folded (odd length padded with 0);
+/// 0xffff over data that holds its own checksum means it verifies.
+pub fn sum16(data: &[u8]) -> u16 {
+    let mut s: u32 = data
+        .chunks(2)
+        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
+        .sum();
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s as u16
+}
+
+/// The Internet checksum of `data`, as it is stored.
+pub fn cksum(data: &[u8]) -> [u8; 2] {
+    (!sum16(data)).to_be_bytes()
+}
+
+/// A frame's IPv4 packet (after the 14-byte Ethernet header, without
+/// link padding).
+pub fn ip_of(f: &[u8]) -> &[u8] {
+    assert_eq!(&f[12..14], &[8, 0], "IPv4 frame");
+    let tl = usize::from(u16::from_be_bytes([f[16], f[17]]));
+    &f[14..14 + tl]
+}
+
+/// True if the IP header checksum and the TCP/UDP (with pseudo-header) or
+/// ICMP checksum of the IPv4 packet `ip` verify; false for other protocols.
+pub fn checksums_ok(ip: &[u8]) -> bool {
+    let hl = usize::from(ip[0] & 15) * 4;
+    if sum16(&ip[..hl]) != 0xffff {
+        return false;
+    }
+    let l4 = &ip[hl..];
+    match ip[9] {
+        6 | 17 => {
+            let mut ph = Vec::from(&ip[12..20]);
+            ph.extend_from_slice(&[0, ip[9]]);
+            ph.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+            ph.extend_from_slice(l4);
+            sum16(&ph) == 0xffff
+        }
+        1 => sum16(l4) == 0xffff,
+        _ => false,
+    }
+}
+
+/// What `tcpdump -nn -r PCAP` prints, asserting that it reads the file; None
+/// (with a note) where tcpdump is not installed.
+pub fn tcpdump(pcap: &Path) -> Option<String> {
+    match Command::new("tcpdump")
+        .args(["-nn", "-r"])
+        .arg(pcap)
+        .output()
+    {
+        Ok(t) => {
+            assert!(
+                t.status.success(),
+                "tcpdump: {}",
+                String::from_utf8_lossy(&t.stderr)
+            );
+            Some(String::from_utf8_lossy(&t.stdout).into_owned())
+        }
+        Err(_) => {
+            eprintln!("SKIPPED: tcpdump not installed; pcap not read back by an independent tool");
+            None
+        }
+    }
+}
