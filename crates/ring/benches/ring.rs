@@ -28,9 +28,7 @@ fn transfer(n: u64, batch: usize) -> Duration {
         }
         sum
     });
-    let descs: Vec<Desc> = (0..batch as u32)
-        .map(|i| Desc { slot: i, len: 64 })
-        .collect();
+    let descs: Vec<Desc> = (0..batch as u32).map(|i| Desc::new(i, 256, 64)).collect();
     let t0 = Instant::now();
     let mut sent = 0u64;
     while sent < n {

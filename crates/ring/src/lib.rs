@@ -1,7 +1,7 @@
 //! pronto's shared-memory rings: how packets move between processes.
 //!
 //! A middlebox and the switch exchange packets as descriptors (slot index,
-//! length) on single-producer/single-consumer rings ([`ring`]) that live in
+//! offset in the slot, length) on single-producer/single-consumer rings ([`ring`]) that live in
 //! memfd regions ([`shm`]) both processes map; the packet bytes stay in a
 //! packet pool. Each direction has a [`doorbell::Doorbell`] (eventfd) that
 //! the producer rings only when the consumer announced it is going to

@@ -9,8 +9,12 @@
 //!  64   producer head      (descriptors published, wrapping u32)
 //! 128   consumer tail      (descriptors consumed, wrapping u32)
 //! 192   consumer sleeping  (1 while the consumer waits on its doorbell)
-//! 256   descriptors        (capacity x 8 bytes: slot index, length)
+//! 256   descriptors        (capacity x 8 bytes: slot u32, offset u16, length u16)
 //! ```
+//!
+//! A ring may sit at any 64-aligned offset of a larger region
+//! ([`init_at`], [`Producer::attach_at`], [`Consumer::attach_at`]), so that
+//! one memfd can hold several rings and a packet pool (the switch's ports).
 //!
 //! Each side keeps its own copy of the capacity and its own position, and
 //! publishes a whole batch with one release store. Everything read from
@@ -27,26 +31,29 @@ use std::sync::Arc;
 use crate::shm::SharedRegion;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"PRONTORG");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Byte offset of the producer's head in a ring region.
 pub const OFF_HEAD: usize = 64;
 /// Byte offset of the consumer's tail.
 pub const OFF_TAIL: usize = 128;
 /// Byte offset of the consumer's sleeping flag.
 pub const OFF_SLEEPING: usize = 192;
-/// Byte offset of the first descriptor (8 bytes each: slot, length).
+/// Byte offset of the first descriptor (8 bytes each: slot, offset, length).
 pub const OFF_DESCS: usize = 256;
 
 /// Largest ring (descriptors).
 pub const MAX_CAPACITY: u32 = 1 << 20;
 
-/// One packet: a slot index in the sender's pool and the packet's length.
+/// One packet: a slot index in a pool, where in the slot the packet's
+/// bytes start, and how many there are.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Desc {
     /// Slot index in the pool the ring's packets live in.
     pub slot: u32,
+    /// Byte offset of the packet's first byte from the start of the slot.
+    pub off: u16,
     /// Packet length in bytes.
-    pub len: u32,
+    pub len: u16,
 }
 
 /// Why a descriptor was refused.
@@ -58,30 +65,51 @@ pub enum DescError {
     /// The length is zero or larger than a slot holds.
     #[error("length {0} outside 1..=slot size")]
     BadLength(u32),
+    /// The offset lies in the slot's reserved header, or the packet runs
+    /// past the end of the slot.
+    #[error("offset {0} (+ length) outside the slot's data area")]
+    BadOffset(u32),
 }
 
 impl Desc {
+    /// A descriptor of `len` bytes at offset `off` of slot `slot`.
+    #[inline]
+    pub const fn new(slot: u32, off: u16, len: u16) -> Desc {
+        Desc { slot, off, len }
+    }
+
     #[inline]
     fn pack(self) -> u64 {
-        (self.slot as u64) | ((self.len as u64) << 32)
+        (self.slot as u64) | ((self.off as u64) << 32) | ((self.len as u64) << 48)
     }
 
     #[inline]
     fn unpack(v: u64) -> Desc {
         Desc {
             slot: v as u32,
-            len: (v >> 32) as u32,
+            off: (v >> 32) as u16,
+            len: (v >> 48) as u16,
         }
     }
 
-    /// Checks the descriptor against a pool of `slots` slots holding at
-    /// most `max_len` bytes each.
+    /// Checks the descriptor against a pool of `slots` slots of
+    /// `slot_size` bytes whose first `reserved` bytes are not packet data:
+    /// the slot exists, the length is 1 to `max_len`, and the bytes lie in
+    /// `reserved..slot_size` of the slot.
     #[inline]
-    pub fn check(&self, slots: u32, max_len: u32) -> Result<(), DescError> {
+    pub fn check(
+        &self,
+        slots: u32,
+        reserved: u32,
+        slot_size: u32,
+        max_len: u32,
+    ) -> Result<(), DescError> {
         if self.slot >= slots {
             Err(DescError::BadSlot(self.slot))
-        } else if self.len == 0 || self.len > max_len {
-            Err(DescError::BadLength(self.len))
+        } else if self.len == 0 || self.len as u32 > max_len {
+            Err(DescError::BadLength(self.len as u32))
+        } else if (self.off as u32) < reserved || self.off as u32 + self.len as u32 > slot_size {
+            Err(DescError::BadOffset(self.off as u32))
         } else {
             Ok(())
         }
@@ -117,20 +145,31 @@ pub struct RingFaults {
 
 struct View {
     region: Arc<SharedRegion>,
+    base: usize,
     cap: u32,
     mask: u32,
 }
 
 impl View {
-    fn new(region: Arc<SharedRegion>, cap: u32, init: bool) -> Result<View, RingError> {
+    fn new(
+        region: Arc<SharedRegion>,
+        base: usize,
+        cap: u32,
+        init: bool,
+    ) -> Result<View, RingError> {
         if !(2..=MAX_CAPACITY).contains(&cap) || !cap.is_power_of_two() {
             return Err(RingError::BadCapacity(cap));
         }
-        if region.len() != region_len(cap) {
+        if !base.is_multiple_of(64)
+            || base
+                .checked_add(region_len(cap))
+                .is_none_or(|end| end > region.len())
+        {
             return Err(RingError::BadHeader(cap));
         }
         let v = View {
             region,
+            base,
             cap,
             mask: cap - 1,
         };
@@ -149,20 +188,24 @@ impl View {
 
     #[inline]
     fn u32_at(&self, off: usize) -> &AtomicU32 {
+        let off = self.base + off;
         debug_assert!(off.is_multiple_of(4) && off + 4 <= self.region.len());
         // SAFETY: `off` is a 4-aligned offset inside the mapping (all
-        // callers use the fixed header offsets, checked against the
-        // region's length in `new`); the mapping lives as long as `self`;
-        // AtomicU32 has u32's layout and every access to these bytes, here
-        // and in the peer, is atomic.
+        // callers use the fixed header offsets below `region_len(cap)`,
+        // and `new` checked that base + region_len(cap) fits the region
+        // and that base is 64-aligned); the mapping lives as long as
+        // `self`; AtomicU32 has u32's layout and every access to these
+        // bytes, here and in the peer, is atomic.
         unsafe { &*(self.region.as_ptr().add(off).cast::<AtomicU32>()) }
     }
 
     #[inline]
     fn u64_at(&self, off: usize) -> &AtomicU64 {
+        let off = self.base + off;
         debug_assert!(off.is_multiple_of(8) && off + 8 <= self.region.len());
         // SAFETY: as in `u32_at`, for an 8-aligned offset (the mapping is
-        // page-aligned).
+        // page-aligned, `base` 64-aligned, descriptor slots masked to the
+        // capacity).
         unsafe { &*(self.region.as_ptr().add(off).cast::<AtomicU64>()) }
     }
 
@@ -197,7 +240,7 @@ pub fn create(name: &str, capacity: u32) -> Result<(Arc<SharedRegion>, Producer)
     }
     let region = Arc::new(SharedRegion::create(name, region_len(capacity))?);
     let p = Producer {
-        v: View::new(region.clone(), capacity, true)?,
+        v: View::new(region.clone(), 0, capacity, true)?,
         head: 0,
         tail_cache: 0,
         faults: RingFaults::default(),
@@ -205,10 +248,30 @@ pub fn create(name: &str, capacity: u32) -> Result<(Arc<SharedRegion>, Producer)
     Ok((region, p))
 }
 
+/// Writes an empty ring of `capacity` descriptors at byte `offset`
+/// (64-aligned) of `region`, which must hold `region_len(capacity)` bytes
+/// from there. Both ends then attach with `attach_at`.
+pub fn init_at(region: &Arc<SharedRegion>, offset: usize, capacity: u32) -> Result<(), RingError> {
+    let v = View::new(region.clone(), offset, capacity, true)?;
+    v.u32_at(OFF_HEAD).store(0, Ordering::Relaxed);
+    v.u32_at(OFF_TAIL).store(0, Ordering::Relaxed);
+    v.u32_at(OFF_SLEEPING).store(0, Ordering::Release);
+    Ok(())
+}
+
 impl Producer {
     /// The producing end of an existing ring region.
     pub fn attach(region: Arc<SharedRegion>, capacity: u32) -> Result<Producer, RingError> {
-        let v = View::new(region, capacity, false)?;
+        Self::attach_at(region, 0, capacity)
+    }
+
+    /// The producing end of a ring at byte `offset` of `region`.
+    pub fn attach_at(
+        region: Arc<SharedRegion>,
+        offset: usize,
+        capacity: u32,
+    ) -> Result<Producer, RingError> {
+        let v = View::new(region, offset, capacity, false)?;
         let head = v.u32_at(OFF_HEAD).load(Ordering::Relaxed);
         let tail = v.u32_at(OFF_TAIL).load(Ordering::Acquire);
         Ok(Producer {
@@ -220,9 +283,11 @@ impl Producer {
     }
 
     /// Free room, refreshing the consumer's position only when the cached
-    /// one says the ring is too full for `want` more.
+    /// one says the ring is too full for `want` more (so the answer is
+    /// exact only below `want`; 0 if the consumer's position is
+    /// implausible, which is counted).
     #[inline]
-    fn room(&mut self, want: u32) -> u32 {
+    pub fn room(&mut self, want: u32) -> u32 {
         let used = self.head.wrapping_sub(self.tail_cache);
         if self.v.cap - used.min(self.v.cap) >= want {
             return self.v.cap - used;
@@ -235,6 +300,13 @@ impl Producer {
         }
         self.tail_cache = tail;
         self.v.cap - used
+    }
+
+    /// Free room for descriptors (re-reads the consumer's position; 0 if
+    /// that position is implausible, which is counted).
+    #[inline]
+    pub fn free(&mut self) -> u32 {
+        self.room(self.v.cap)
     }
 
     /// Queues as many of `descs` as fit and publishes them with one store;
@@ -284,7 +356,16 @@ impl Producer {
 impl Consumer {
     /// The consuming end of an existing ring region.
     pub fn attach(region: Arc<SharedRegion>, capacity: u32) -> Result<Consumer, RingError> {
-        let v = View::new(region, capacity, false)?;
+        Self::attach_at(region, 0, capacity)
+    }
+
+    /// The consuming end of a ring at byte `offset` of `region`.
+    pub fn attach_at(
+        region: Arc<SharedRegion>,
+        offset: usize,
+        capacity: u32,
+    ) -> Result<Consumer, RingError> {
+        let v = View::new(region, offset, capacity, false)?;
         let tail = v.u32_at(OFF_TAIL).load(Ordering::Relaxed);
         Ok(Consumer {
             v,
@@ -379,17 +460,12 @@ mod tests {
     fn push_pop_wraps_and_batches() {
         let (region, mut p) = create("t", 8).expect("ring");
         let mut c = Consumer::attach(region, 8).expect("attach");
-        let descs: Vec<Desc> = (0..12)
-            .map(|i| Desc {
-                slot: i,
-                len: 60 + i,
-            })
-            .collect();
+        let descs: Vec<Desc> = (0..12).map(|i| Desc::new(i, 128, 60 + i as u16)).collect();
         assert_eq!(p.push(&descs), 8, "only capacity fits");
         assert_eq!(p.push(&descs[8..]), 0);
         let mut out = [Desc::default(); 5];
         assert_eq!(c.pop(&mut out), 5);
-        assert_eq!(out[4], Desc { slot: 4, len: 64 });
+        assert_eq!(out[4], Desc::new(4, 128, 64));
         assert_eq!(p.push(&descs[8..]), 4, "room refreshed from the tail");
         let mut all = [Desc::default(); 16];
         assert_eq!(c.pop(&mut all), 3, "cached head first");
@@ -416,19 +492,53 @@ mod tests {
 
     #[test]
     fn descriptor_checks() {
-        assert_eq!(Desc { slot: 3, len: 64 }.check(4, 2048), Ok(()));
+        let ok = |d: Desc| d.check(4, 128, 2176, 1920);
+        assert_eq!(ok(Desc::new(3, 256, 64)), Ok(()));
+        assert_eq!(ok(Desc::new(3, 128, 1920)), Ok(()));
+        assert_eq!(ok(Desc::new(4, 256, 64)), Err(DescError::BadSlot(4)));
+        assert_eq!(ok(Desc::new(0, 256, 0)), Err(DescError::BadLength(0)));
+        assert_eq!(ok(Desc::new(0, 128, 1921)), Err(DescError::BadLength(1921)));
+        assert_eq!(ok(Desc::new(0, 127, 64)), Err(DescError::BadOffset(127)));
+        assert_eq!(ok(Desc::new(0, 2000, 200)), Err(DescError::BadOffset(2000)));
         assert_eq!(
-            Desc { slot: 4, len: 64 }.check(4, 2048),
-            Err(DescError::BadSlot(4))
+            ok(Desc::new(0, u16::MAX, u16::MAX)),
+            Err(DescError::BadLength(65535))
         );
-        assert_eq!(
-            Desc { slot: 0, len: 0 }.check(4, 2048),
-            Err(DescError::BadLength(0))
+        // Round trip through the packed form keeps every field.
+        let d = Desc::new(0xdead_beef, 0x1234, 0xfedc);
+        assert_eq!(Desc::unpack(d.pack()), d);
+    }
+
+    #[test]
+    fn rings_at_offsets_share_one_region() {
+        let region = Arc::new(SharedRegion::create("t", 4096 * 3).expect("region"));
+        init_at(&region, 4096, 8).expect("ring at 4096");
+        init_at(&region, 8192, 16).expect("ring at 8192");
+        assert!(matches!(
+            init_at(&region, 4096 + 8, 8),
+            Err(RingError::BadHeader(8))
+        ));
+        assert!(matches!(
+            init_at(&region, 8192, 1024),
+            Err(RingError::BadHeader(1024))
+        ));
+        let mut p1 = Producer::attach_at(region.clone(), 4096, 8).expect("p1");
+        let mut c1 = Consumer::attach_at(region.clone(), 4096, 8).expect("c1");
+        let mut p2 = Producer::attach_at(region.clone(), 8192, 16).expect("p2");
+        let mut c2 = Consumer::attach_at(region.clone(), 8192, 16).expect("c2");
+        assert!(
+            Consumer::attach_at(region.clone(), 0, 8).is_err(),
+            "no ring at 0"
         );
-        assert_eq!(
-            Desc { slot: 0, len: 2049 }.check(4, 2048),
-            Err(DescError::BadLength(2049))
-        );
+        assert_eq!(p1.push(&[Desc::new(1, 2, 3)]), 1);
+        assert_eq!(p2.push(&[Desc::new(4, 5, 6), Desc::new(7, 8, 9)]), 2);
+        assert_eq!(p1.free(), 7);
+        let mut out = [Desc::default(); 4];
+        assert_eq!(c1.pop(&mut out), 1);
+        assert_eq!(out[0], Desc::new(1, 2, 3));
+        assert_eq!(c2.pop(&mut out), 2);
+        assert_eq!(out[1], Desc::new(7, 8, 9));
+        assert_eq!(p2.free(), 16);
     }
 
     #[test]
@@ -453,16 +563,19 @@ mod tests {
         assert!(region.store_u32(OFF_DESCS + 12, u32::MAX));
         assert!(region.store_u32(OFF_HEAD, 2));
         assert_eq!(c.pop(&mut out), 2);
-        assert_eq!(out[0].check(1024, 2048), Err(DescError::BadSlot(u32::MAX)));
         assert_eq!(
-            out[1].check(1024, 2048),
-            Err(DescError::BadLength(u32::MAX))
+            out[0].check(1024, 128, 2176, 1920),
+            Err(DescError::BadSlot(u32::MAX))
+        );
+        assert_eq!(
+            out[1].check(1024, 128, 2176, 1920),
+            Err(DescError::BadLength(u32::from(u16::MAX)))
         );
         // A consumer tail claiming more consumed than produced: once the
         // producer needs the consumer's position, it sees no room and
         // counts it.
         let (region, mut p) = create("t", 8).expect("ring");
-        let d = [Desc { slot: 1, len: 60 }; 8];
+        let d = [Desc::new(1, 128, 60); 8];
         assert_eq!(p.push(&d), 8);
         assert!(region.store_u32(OFF_TAIL, 100));
         assert_eq!(p.push(&d), 0);
@@ -477,7 +590,7 @@ mod tests {
         let (region, mut p) = create("t", 8).expect("ring");
         let mut c = Consumer::attach(region, 8).expect("attach");
         assert!(c.prepare_sleep());
-        assert_eq!(p.push(&[Desc { slot: 1, len: 1 }]), 1);
+        assert_eq!(p.push(&[Desc::new(1, 128, 1)]), 1);
         assert!(p.consumer_wants_wakeup());
         assert!(!p.consumer_wants_wakeup(), "rung once");
         c.woke();

@@ -19,19 +19,31 @@ unsafe impl Sync for SharedRegion {}
 
 impl SharedRegion {
     /// A new zero-filled region of `len` bytes (`name` shows in
-    /// `/proc/PID/maps`).
+    /// `/proc/PID/maps`). The file is sealed against shrinking and growing,
+    /// so that no holder of its descriptor can make mapped pages vanish
+    /// (touching them would raise `SIGBUS`).
     pub fn create(name: &str, len: usize) -> std::io::Result<SharedRegion> {
         if len == 0 {
             return Err(std::io::Error::other("shared region of zero bytes"));
         }
-        let fd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC)?;
+        let fd = rustix::fs::memfd_create(
+            name,
+            rustix::fs::MemfdFlags::CLOEXEC | rustix::fs::MemfdFlags::ALLOW_SEALING,
+        )?;
         rustix::fs::ftruncate(&fd, len as u64)?;
+        rustix::fs::fcntl_add_seals(
+            &fd,
+            rustix::fs::SealFlags::SHRINK
+                | rustix::fs::SealFlags::GROW
+                | rustix::fs::SealFlags::SEAL,
+        )?;
         Self::map(fd, len)
     }
 
     /// Maps a region another process created, checking that the file is
-    /// exactly `len` bytes long (a peer could hand over a shorter file,
-    /// and touching pages beyond its end would raise `SIGBUS`).
+    /// exactly `len` bytes long and sealed against shrinking (a peer could
+    /// hand over a shorter file, or shrink it later, and touching pages
+    /// beyond its end would raise `SIGBUS`).
     pub fn attach(fd: OwnedFd, len: usize) -> std::io::Result<SharedRegion> {
         let st = rustix::fs::fstat(&fd)?;
         if st.st_size != len as i64 {
@@ -40,9 +52,13 @@ impl SharedRegion {
                 format!("shared region is {} bytes, expected {len}", st.st_size),
             ));
         }
-        // A peer that could shrink the file later would make our pages
-        // vanish: only accept files sealed against shrinking where the
-        // kernel supports seals; otherwise rely on the size check above.
+        let seals = rustix::fs::fcntl_get_seals(&fd).unwrap_or(rustix::fs::SealFlags::empty());
+        if !seals.contains(rustix::fs::SealFlags::SHRINK) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "shared region is not sealed against shrinking",
+            ));
+        }
         Self::map(fd, len)
     }
 
@@ -109,6 +125,68 @@ impl SharedRegion {
             .is_some()
     }
 
+    /// Copies `src` to byte offset `off`; false (and nothing written) if
+    /// the range is not inside the region.
+    #[inline]
+    pub fn write_bytes(&self, off: usize, src: &[u8]) -> bool {
+        if off.checked_add(src.len()).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: the destination range is inside the mapping (checked
+        // above), which lives as long as `self`; `src` is a Rust slice and
+        // cannot overlap a range we only reach through raw pointers. No
+        // reference to region bytes is created: the peer may write the
+        // same bytes concurrently, which can only make the copied values
+        // wrong (packet bytes are data, never trusted for control).
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(off), src.len())
+        };
+        true
+    }
+
+    /// Copies `dst.len()` bytes from byte offset `off` into `dst`; false
+    /// (and `dst` untouched) if the range is not inside the region.
+    #[inline]
+    pub fn read_bytes(&self, off: usize, dst: &mut [u8]) -> bool {
+        if off.checked_add(dst.len()).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: as in `write_bytes`, with the roles swapped.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), dst.as_mut_ptr(), dst.len())
+        };
+        true
+    }
+
+    /// Copies `len` bytes from byte offset `off` of this region to byte
+    /// offset `dst_off` of `dst` (the switch's one copy per delivered
+    /// packet); false (and nothing copied) unless both ranges are inside
+    /// their regions and, within one region, do not overlap.
+    #[inline]
+    pub fn copy_to(&self, off: usize, dst: &SharedRegion, dst_off: usize, len: usize) -> bool {
+        let (Some(end), Some(dst_end)) = (off.checked_add(len), dst_off.checked_add(len)) else {
+            return false;
+        };
+        if end > self.len || dst_end > dst.len {
+            return false;
+        }
+        if std::ptr::eq(self, dst) && off < dst_end && dst_off < end {
+            return false;
+        }
+        // SAFETY: both ranges lie inside live mappings (checked above)
+        // and do not overlap (distinct regions are distinct mappings, and
+        // ranges of one region were checked); raw pointers only, as in
+        // `write_bytes`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.ptr.as_ptr().add(off),
+                dst.ptr.as_ptr().add(dst_off),
+                len,
+            )
+        };
+        true
+    }
+
     /// Loads the 32-bit value at byte offset `off` (4-aligned, in bounds).
     pub fn load_u32(&self, off: usize) -> Option<u32> {
         self.atomic_u32(off)
@@ -127,5 +205,42 @@ impl Drop for SharedRegion {
         // SAFETY: unmaps exactly the mapping made in `map`; the ring types
         // that point into it hold the region and drop before it.
         let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_copies_are_bounds_checked() {
+        let a = SharedRegion::create("a", 4096).expect("a");
+        let b = SharedRegion::create("b", 4096).expect("b");
+        assert!(a.write_bytes(100, b"hello"));
+        assert!(!a.write_bytes(4093, b"hello"));
+        assert!(!a.write_bytes(usize::MAX, b"x"));
+        assert!(a.copy_to(100, &b, 4091, 5));
+        assert!(!a.copy_to(100, &b, 4092, 5));
+        assert!(!a.copy_to(usize::MAX - 1, &b, 0, 5));
+        assert!(!a.copy_to(100, &a, 102, 5), "overlapping within one region");
+        assert!(a.copy_to(100, &a, 105, 5));
+        let mut out = [0u8; 5];
+        assert!(b.read_bytes(4091, &mut out));
+        assert_eq!(&out, b"hello");
+        assert!(!b.read_bytes(4092, &mut out));
+    }
+
+    #[test]
+    fn attach_refuses_unsealed_or_resized_files() {
+        let a = SharedRegion::create("a", 4096).expect("a");
+        assert!(
+            rustix::fs::ftruncate(a.as_fd(), 1024).is_err(),
+            "sealed against shrinking"
+        );
+        assert!(SharedRegion::attach(a.dup_fd().expect("dup"), 4096).is_ok());
+        let plain =
+            rustix::fs::memfd_create("plain", rustix::fs::MemfdFlags::CLOEXEC).expect("memfd");
+        rustix::fs::ftruncate(&plain, 4096).expect("truncate");
+        assert!(SharedRegion::attach(plain, 4096).is_err());
     }
 }

@@ -14,10 +14,7 @@ const N: u32 = 1_000_000;
 const CAP: u32 = 1024;
 
 fn expected(i: u32) -> Desc {
-    Desc {
-        slot: i % 4096,
-        len: 60 + i % 1000,
-    }
+    Desc::new(i % 4096, 128 + (i % 64) as u16, 60 + (i % 1000) as u16)
 }
 
 fn child(raw: i32) {

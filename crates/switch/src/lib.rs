@@ -1,0 +1,59 @@
+//! pronto's shared-memory L2 switch: virtual ports between middleboxes,
+//! in the manner of VALE/netmap.
+//!
+//! Each port is one peer's shared region ([`layout`]): a pool of fixed
+//! packet slots that both the peer and the switch map, and four
+//! single-producer/single-consumer rings of descriptors (`slot`, `off`,
+//! `len`):
+//!
+//! | ring | producer → consumer | carries |
+//! |---|---|---|
+//! | `rx` | peer → switch | frames the peer sends |
+//! | `done` | switch → peer | those frames' slots, once copied (the peer may reuse them) |
+//! | `fill` | peer → switch | empty slots the switch may write frames into |
+//! | `tx` | switch → peer | frames delivered to the peer (in slots it filled) |
+//!
+//! The peer owns every slot and decides which ones it lends out: slots it
+//! sends return on `done`, slots it lends on `fill` return filled on `tx`
+//! (the AF_XDP "UMEM" split, which lets a pronto packet pool be the port's
+//! pool later). The switch copies each frame's bytes from the sender's
+//! pool into a receiver's slot, so no tenant ever maps another's memory,
+//! and checks every index, offset and length a peer wrote before touching
+//! a byte; a bad one is counted against that port and skipped.
+//!
+//! Each port has two doorbells (eventfds): the switch sleeps on the
+//! peers' doorbells (epoll) when all ports are idle, and rings a peer's
+//! doorbell only when that peer announced it is going to sleep.
+//!
+//! [`switch::Switch`] is the forwarding engine (MAC table with optional
+//! learning and aging, flooding, per-port counters, run-time attach and
+//! detach, up to 65,536 ports); [`switch::SwitchHandle`] runs it on its own
+//! thread. [`peer::Peer`] is a port's other end, used by tests, benches and
+//! (later) middleboxes.
+//!
+//! This crate holds no `unsafe`: every access to shared bytes goes through
+//! `pronto_ring::SharedRegion`'s bounds-checked copies and atomics.
+
+#![forbid(unsafe_code)]
+
+pub mod layout;
+pub mod peer;
+pub mod switch;
+pub mod table;
+
+pub use layout::{Geometry, PortError, PortShm};
+pub use peer::Peer;
+pub use switch::{Config, PortCounters, PortStats, Switch, SwitchError, SwitchHandle};
+
+/// Raises this process's open-file limit to its hard maximum (each port
+/// holds three descriptors in the switch process: the region and two
+/// doorbells). Returns the new soft limit.
+pub fn raise_fd_limit() -> std::io::Result<u64> {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current != lim.maximum {
+        lim.current = lim.maximum;
+        setrlimit(Resource::Nofile, lim)?;
+    }
+    Ok(lim.current.unwrap_or(u64::MAX))
+}

@@ -1,0 +1,173 @@
+//! The MAC table: static entries, learned entries with aging, a fixed
+//! capacity reserved up front so that learning never allocates.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A MAC address packed into the low 48 bits of a `u64` (first byte
+/// highest).
+pub type Mac = u64;
+
+/// Packs six bytes.
+#[inline]
+pub fn mac(b: &[u8; 6]) -> Mac {
+    u64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]])
+}
+
+/// True for group (broadcast and multicast) addresses.
+#[inline]
+pub fn is_group(m: Mac) -> bool {
+    m & (1 << 40) != 0
+}
+
+/// A multiplicative hash for 48-bit keys (the table is keyed by MACs the
+/// switch chose to learn, capped in size, so flooding it costs its owner
+/// nothing but its own entries).
+#[derive(Default)]
+pub struct MacHasher(u64);
+
+impl Hasher for MacHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        let x = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = x ^ (x >> 32);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    port: u16,
+    seen: u32,
+    fixed: bool,
+}
+
+/// MAC → port.
+pub struct MacTable {
+    map: HashMap<Mac, Entry, BuildHasherDefault<MacHasher>>,
+    max: usize,
+    aging_ms: u32,
+    /// Addresses not learned because the table was full.
+    pub full: u64,
+}
+
+impl MacTable {
+    /// A table of at most `max` entries whose learned entries expire after
+    /// `aging_ms` milliseconds without traffic.
+    pub fn new(max: usize, aging_ms: u32) -> MacTable {
+        let mut map = HashMap::default();
+        map.reserve(max);
+        MacTable {
+            map,
+            max,
+            aging_ms,
+            full: 0,
+        }
+    }
+
+    /// Adds a static entry (replacing any entry for `m`); false if full.
+    pub fn add_static(&mut self, m: Mac, port: u16) -> bool {
+        if self.map.len() >= self.max && !self.map.contains_key(&m) {
+            return false;
+        }
+        self.map.insert(
+            m,
+            Entry {
+                port,
+                seen: 0,
+                fixed: true,
+            },
+        );
+        true
+    }
+
+    /// Records that `m` was seen on `port` at `now_ms`.
+    #[inline]
+    pub fn learn(&mut self, m: Mac, port: u16, now_ms: u32) {
+        if let Some(e) = self.map.get_mut(&m) {
+            if !e.fixed {
+                e.port = port;
+                e.seen = now_ms;
+            }
+        } else if self.map.len() < self.max {
+            self.map.insert(
+                m,
+                Entry {
+                    port,
+                    seen: now_ms,
+                    fixed: false,
+                },
+            );
+        } else {
+            self.full += 1;
+        }
+    }
+
+    /// The port for `m`, unless unknown or aged out.
+    #[inline]
+    pub fn lookup(&self, m: Mac, now_ms: u32) -> Option<u16> {
+        let e = self.map.get(&m)?;
+        (e.fixed || now_ms.wrapping_sub(e.seen) < self.aging_ms).then_some(e.port)
+    }
+
+    /// Drops learned entries older than the aging time.
+    pub fn expire(&mut self, now_ms: u32) {
+        let aging = self.aging_ms;
+        self.map
+            .retain(|_, e| e.fixed || now_ms.wrapping_sub(e.seen) < aging);
+    }
+
+    /// Drops every entry (static ones too) pointing at `port`.
+    pub fn remove_port(&mut self, port: u16) {
+        self.map.retain(|_, e| e.port != port);
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True if no entries are held.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learns_ages_and_keeps_static() {
+        let mut t = MacTable::new(3, 100);
+        let a = mac(&[2, 0, 0, 0, 0, 1]);
+        let b = mac(&[2, 0, 0, 0, 0, 2]);
+        assert!(!is_group(a));
+        assert!(is_group(mac(&[0xff; 6])));
+        assert!(is_group(mac(&[1, 0, 0x5e, 0, 0, 1])));
+        assert!(t.add_static(a, 7));
+        t.learn(a, 9, 0);
+        assert_eq!(t.lookup(a, 1_000_000), Some(7), "static wins, never ages");
+        t.learn(b, 2, 10);
+        assert_eq!(t.lookup(b, 50), Some(2));
+        t.learn(b, 3, 60);
+        assert_eq!(t.lookup(b, 150), Some(3), "moved and refreshed");
+        assert_eq!(t.lookup(b, 161), None, "aged");
+        t.learn(3, 1, 0);
+        t.learn(4, 1, 0);
+        assert_eq!(t.full, 1);
+        t.expire(1000);
+        assert_eq!(t.len(), 1);
+        t.remove_port(7);
+        assert!(t.is_empty());
+    }
+}

@@ -1,0 +1,405 @@
+//! The switch on its own thread with peers on others: byte-exact
+//! exchange, flooding and learning, detach under traffic, a hostile peer,
+//! and an idle switch that sleeps.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pronto_ring::Desc;
+use pronto_switch::layout::RX_OFFSET;
+use pronto_switch::{Config, Geometry, Peer, PortShm, SwitchHandle};
+
+fn mac(n: u8) -> [u8; 6] {
+    [2, 0, 0, 0, 0, n]
+}
+
+/// A frame from `src` to `dst` whose bytes all derive from `seq`.
+fn frame(dst: [u8; 6], src: [u8; 6], seq: u32, buf: &mut [u8; 2048]) -> usize {
+    let len = 60 + (seq as usize * 7919) % 1400;
+    buf[..6].copy_from_slice(&dst);
+    buf[6..12].copy_from_slice(&src);
+    buf[12..16].copy_from_slice(&seq.to_le_bytes());
+    for (i, b) in buf[16..len].iter_mut().enumerate() {
+        *b = (seq as usize).wrapping_mul(31).wrapping_add(i) as u8;
+    }
+    len
+}
+
+fn port(name: &str) -> PortShm {
+    PortShm::create(name, Geometry::new(512, 256).expect("geometry")).expect("port")
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Sends `n` frames to `peer_mac` (never more than `window` ahead of what
+/// the other side counted) and receives `n`, checking each byte.
+fn exchange(
+    mut p: Peer,
+    me: [u8; 6],
+    them: [u8; 6],
+    n: u32,
+    mine: Arc<AtomicU64>,
+    theirs: Arc<AtomicU64>,
+) -> Peer {
+    let mut buf = [0u8; 2048];
+    let mut want = [0u8; 2048];
+    let (mut sent, mut got) = (0u32, 0u32);
+    while sent < n || got < n {
+        let mut progress = false;
+        while sent < n && (sent as u64) < theirs.load(Ordering::Acquire) + 32 {
+            let len = frame(them, me, sent, &mut buf);
+            if p.send(&[&buf[..len]]) == 0 {
+                break;
+            }
+            sent += 1;
+            progress = true;
+        }
+        let k = p.recv(|f| {
+            let len = frame(me, them, got, &mut want);
+            assert_eq!(f, &want[..len], "frame {got} differs");
+            got += 1;
+        });
+        if k > 0 {
+            mine.store(got as u64, Ordering::Release);
+            progress = true;
+        }
+        if !progress {
+            p.wait(Some(Duration::from_micros(200)));
+        }
+    }
+    p
+}
+
+#[test]
+fn two_peers_exchange_frames_byte_exactly() {
+    let sw = SwitchHandle::spawn(Config {
+        learning: false,
+        ..Config::default()
+    })
+    .expect("switch");
+    let (a, b) = (port("a"), port("b"));
+    sw.attach(1, a.clone()).expect("attach a");
+    sw.attach(2, b.clone()).expect("attach b");
+    sw.add_static(mac(1), 1).expect("static");
+    sw.add_static(mac(2), 2).expect("static");
+    let (ca, cb) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    const N: u32 = 50_000;
+    let pa = Peer::new(a, 128).expect("peer a");
+    let pb = Peer::new(b, 128).expect("peer b");
+    let (x, y) = (ca.clone(), cb.clone());
+    let ta = std::thread::spawn(move || exchange(pa, mac(1), mac(2), N, x, y));
+    let tb = std::thread::spawn(move || exchange(pb, mac(2), mac(1), N, cb, ca));
+    let pa = ta.join().expect("peer a");
+    let pb = tb.join().expect("peer b");
+    for (id, p) in [(1, &pa), (2, &pb)] {
+        let c = sw.counters(id).expect("counters");
+        assert_eq!((c.rx_packets, c.tx_packets), (N as u64, N as u64), "{c:?}");
+        assert_eq!(c.drops(), 0, "{c:?}");
+        assert_eq!(p.counters().received, N as u64);
+        assert_eq!(p.counters().bad_desc, 0);
+    }
+    sw.stop().expect("stop");
+}
+
+/// Receives what has arrived within `ms` milliseconds.
+fn drain(p: &mut Peer, ms: u64) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(ms) {
+        if p.recv(|f| out.push(f.to_vec())) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    out
+}
+
+#[test]
+fn floods_unknown_and_group_frames_then_learns() {
+    let sw = SwitchHandle::spawn(Config {
+        learning: true,
+        aging: Duration::from_millis(300),
+        ..Config::default()
+    })
+    .expect("switch");
+    let mut peers: Vec<Peer> = (1..=3u16)
+        .map(|i| {
+            let shm = port(&format!("p{i}"));
+            sw.attach(i, shm.clone()).expect("attach");
+            Peer::new(shm, 64).expect("peer")
+        })
+        .collect();
+    let mut buf = [0u8; 2048];
+    // 1 → 2, unknown: flooded to 2 and 3.
+    let len = frame(mac(2), mac(1), 1, &mut buf);
+    assert_eq!(peers[0].send(&[&buf[..len]]), 1);
+    let f1 = buf[..len].to_vec();
+    assert_eq!(drain(&mut peers[1], 50), vec![f1.clone()]);
+    assert_eq!(drain(&mut peers[2], 10), vec![f1.clone()]);
+    // 2 → 1: 1 was learned, so only 1 gets it.
+    let len = frame(mac(1), mac(2), 2, &mut buf);
+    peers[1].send(&[&buf[..len]]);
+    assert_eq!(drain(&mut peers[0], 50), vec![buf[..len].to_vec()]);
+    assert!(drain(&mut peers[2], 20).is_empty());
+    // 1 → 2 again: 2 is learned now.
+    peers[0].send(&[&f1]);
+    assert_eq!(drain(&mut peers[1], 50), vec![f1.clone()]);
+    assert!(drain(&mut peers[2], 20).is_empty());
+    // Broadcast and multicast from 3 reach 1 and 2, not 3.
+    let mut bc = f1.clone();
+    bc[..6].copy_from_slice(&[0xff; 6]);
+    bc[6..12].copy_from_slice(&mac(3));
+    let mut mc = bc.clone();
+    mc[..6].copy_from_slice(&[0x01, 0x00, 0x5e, 0, 0, 1]);
+    peers[2].send(&[&bc, &mc]);
+    assert_eq!(drain(&mut peers[0], 50), vec![bc.clone(), mc.clone()]);
+    assert_eq!(drain(&mut peers[1], 10), vec![bc, mc]);
+    assert!(drain(&mut peers[2], 10).is_empty());
+    // After the aging time, 2 is unknown again: flooded.
+    std::thread::sleep(Duration::from_millis(1200));
+    peers[0].send(&[&f1]);
+    assert_eq!(drain(&mut peers[1], 50), vec![f1.clone()]);
+    assert_eq!(drain(&mut peers[2], 10), vec![f1]);
+    let c3 = sw.counters(3).expect("c3");
+    assert_eq!((c3.rx_packets, c3.tx_packets, c3.drops()), (2, 2, 0));
+    let c1 = sw.counters(1).expect("c1");
+    assert_eq!((c1.rx_packets, c1.tx_packets), (3, 3));
+}
+
+#[test]
+fn detach_under_traffic_leaves_other_ports_running() {
+    let sw = SwitchHandle::spawn(Config::default()).expect("switch");
+    let (a, b, c) = (port("a"), port("b"), port("c"));
+    for (i, p) in [(1, &a), (2, &b), (3, &c)] {
+        sw.attach(i, p.clone()).expect("attach");
+    }
+    sw.add_static(mac(2), 2).expect("static");
+    let stop = Arc::new(AtomicBool::new(false));
+    let blaster = |shm: PortShm, me: u8, stop: Arc<AtomicBool>| {
+        std::thread::spawn(move || {
+            let mut p = Peer::new(shm, 64).expect("peer");
+            let mut buf = [0u8; 2048];
+            let mut seq = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let len = frame(mac(2), mac(me), seq, &mut buf);
+                if p.send(&[&buf[..len]]) == 1 {
+                    seq += 1;
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            seq
+        })
+    };
+    let t1 = blaster(a, 1, stop.clone());
+    let t3 = blaster(c, 3, stop.clone());
+    let got = Arc::new(AtomicU64::new(0));
+    let (g, s) = (got.clone(), stop.clone());
+    let rx = std::thread::spawn(move || {
+        let mut p = Peer::new(b, 256).expect("peer b");
+        let mut per = [0u64; 4];
+        while !s.load(Ordering::Relaxed) {
+            if p.recv(|f| per[f[11] as usize & 3] += 1) == 0 {
+                std::thread::yield_now();
+            }
+            g.store(per.iter().sum(), Ordering::Relaxed);
+        }
+        per
+    });
+    wait_until("traffic from both", || {
+        let c1 = sw.counters(1).expect("1").rx_packets;
+        let c3 = sw.counters(3).expect("3").rx_packets;
+        c1 > 1000 && c3 > 1000
+    });
+    sw.detach(3).expect("detach 3");
+    let frozen = sw.counters(3).expect("kept after detach");
+    let before = got.load(Ordering::Relaxed);
+    wait_until("port 1 still flows", || {
+        got.load(Ordering::Relaxed) > before + 10_000
+    });
+    assert_eq!(sw.counters(3), Some(frozen), "detached port is not served");
+    assert!(sw.detach(3).is_err());
+    // A new port attached under traffic gets its frames too.
+    let d = port("d");
+    sw.attach(4, d.clone()).expect("attach 4");
+    sw.add_static(mac(4), 4).expect("static");
+    let mut pd = Peer::new(d, 64).expect("peer d");
+    let mut buf = [0u8; 2048];
+    let len = frame(mac(4), mac(9), 5, &mut buf);
+    let mut pe = {
+        let e = port("e");
+        sw.attach(5, e.clone()).expect("attach 5");
+        Peer::new(e, 64).expect("peer e")
+    };
+    pe.send(&[&buf[..len]]);
+    let mut seen = Vec::new();
+    wait_until("frame to the new port", || {
+        pd.recv(|f| seen.push(f.to_vec()));
+        !seen.is_empty()
+    });
+    assert_eq!(seen[0], buf[..len]);
+    stop.store(true, Ordering::Relaxed);
+    let sent1 = t1.join().expect("t1");
+    t3.join().expect("t3");
+    let per = rx.join().expect("rx");
+    assert!(per[1] > 10_000 && per[3] > 0, "{per:?}");
+    assert!(per[1] <= sent1 as u64);
+}
+
+#[test]
+fn hostile_peer_is_counted_and_neighbours_are_unaffected() {
+    let sw = SwitchHandle::spawn(Config {
+        learning: false,
+        ..Config::default()
+    })
+    .expect("switch");
+    let (a, b, h) = (port("a"), port("b"), port("h"));
+    sw.attach(1, a.clone()).expect("a");
+    sw.attach(2, b.clone()).expect("b");
+    sw.attach(3, h.clone()).expect("h");
+    sw.add_static(mac(1), 1).expect("static");
+    sw.add_static(mac(2), 2).expect("static");
+    let (ca, cb) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    const N: u32 = 20_000;
+    let pa = Peer::new(a, 128).expect("peer a");
+    let pb = Peer::new(b, 128).expect("peer b");
+    let (x, y) = (ca.clone(), cb.clone());
+    let ta = std::thread::spawn(move || exchange(pa, mac(1), mac(2), N, x, y));
+    let tb = std::thread::spawn(move || exchange(pb, mac(2), mac(1), N, cb, ca));
+    // The hostile peer: garbage descriptors, garbage lent slots, then
+    // garbage ring positions, all while 1 and 2 talk.
+    let g = h.geometry;
+    let mut ph = Peer::new(h.clone(), 0).expect("hostile");
+    let bad = [
+        Desc::new(g.slots, RX_OFFSET, 60),
+        Desc::new(u32::MAX, 0, 0),
+        Desc::new(0, 0, 60),
+        Desc::new(0, 100, 60),
+        Desc::new(0, RX_OFFSET, 0),
+        Desc::new(0, RX_OFFSET, 13),
+        Desc::new(0, RX_OFFSET, u16::MAX),
+        Desc::new(0, 2100, 100),
+        Desc::new(0, u16::MAX, u16::MAX),
+    ];
+    let mut queued = 0u64;
+    for _ in 0..1000 {
+        loop {
+            let k = ph.send_raw(&bad);
+            queued += k as u64;
+            // The switch returns even garbage on the done ring, and
+            // stops taking from a port whose done ring is full.
+            ph.free_slots();
+            if k == bad.len() {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
+    wait_until("every garbage descriptor counted", || {
+        ph.free_slots();
+        sw.counters(3).expect("h").drop_bad_desc == queued
+    });
+    // Lend slots that do not exist, then flood so the switch reads them.
+    ph.fill_raw(&[Desc::new(u32::MAX, 0, 0), Desc::new(g.slots, 0, 0)]);
+    let rx_ring = g.ring_offset(pronto_switch::layout::RingId::Rx);
+    let tail = h.region.load_u32(rx_ring + 128).expect("tail");
+    // A head claiming more than the ring holds, then one going backwards.
+    h.region
+        .store_u32(rx_ring + 64, tail.wrapping_add(g.ring + 5));
+    h.to_switch.ring().expect("ring");
+    wait_until("bad ring position counted", || {
+        sw.counters(3).expect("h").drop_bad_ring > 0
+    });
+    h.region.store_u32(rx_ring + 64, tail.wrapping_sub(1));
+    h.to_switch.ring().expect("ring");
+    let pa = ta.join().expect("a");
+    let pb = tb.join().expect("b");
+    for (id, p) in [(1, &pa), (2, &pb)] {
+        let c = sw.counters(id).expect("counters");
+        assert_eq!(
+            (c.rx_packets, c.tx_packets, c.drops()),
+            (N as u64, N as u64, 0)
+        );
+        assert_eq!(p.counters().bad_desc, 0);
+    }
+    let c = sw.counters(3).expect("h");
+    assert_eq!(c.drop_bad_desc, queued);
+    assert_eq!(c.rx_packets, 0);
+    // The switch is still alive and serving.
+    let mut pa = pa;
+    let mut pb = pb;
+    let mut buf = [0u8; 2048];
+    let len = frame(mac(2), mac(1), 0, &mut buf);
+    pa.send(&[&buf[..len]]);
+    let mut seen = 0;
+    wait_until("still forwarding", || {
+        pb.recv(|_| seen += 1);
+        seen == 1
+    });
+}
+
+#[test]
+fn hostile_fill_slots_are_refused() {
+    let sw = SwitchHandle::spawn(Config::default()).expect("switch");
+    let (a, h) = (port("a"), port("h"));
+    sw.attach(1, a.clone()).expect("a");
+    sw.attach(2, h.clone()).expect("h");
+    let mut pa = Peer::new(a, 64).expect("a");
+    let mut ph = Peer::new(h.clone(), 0).expect("h");
+    let g = h.geometry;
+    ph.fill_raw(&[Desc::new(u32::MAX, 0, 0), Desc::new(g.slots, 0, 0)]);
+    let mut buf = [0u8; 2048];
+    let len = frame([0xff; 6], mac(1), 0, &mut buf);
+    pa.send(&[&buf[..len]]);
+    wait_until("refused", || {
+        let c = sw.counters(2).expect("h");
+        c.drop_bad_fill == 2 && c.drop_no_buffer == 1
+    });
+}
+
+#[test]
+fn idle_switch_sleeps_and_wakes_on_a_doorbell() {
+    let sw = SwitchHandle::spawn(Config {
+        learning: false,
+        ..Config::default()
+    })
+    .expect("switch");
+    let (a, b) = (port("a"), port("b"));
+    sw.attach(1, a.clone()).expect("a");
+    sw.attach(2, b.clone()).expect("b");
+    sw.add_static(mac(2), 2).expect("static");
+    let mut pa = Peer::new(a, 64).expect("a");
+    let mut pb = Peer::new(b, 64).expect("b");
+    let mut buf = [0u8; 2048];
+    let len = frame(mac(2), mac(1), 0, &mut buf);
+    let s0 = sw.sleeps();
+    pa.send(&[&buf[..len]]);
+    wait_until("first frame", || pb.recv(|_| {}) == 1);
+    wait_until("asleep", || sw.sleeps() > s0);
+    std::thread::sleep(Duration::from_millis(20));
+    let r0 = sw.rounds();
+    std::thread::sleep(Duration::from_millis(200));
+    let r1 = sw.rounds();
+    assert!(r1 - r0 <= 2, "idle switch ran {} rounds in 200 ms", r1 - r0);
+    // A send rings the doorbell and the frame still arrives; the peer
+    // sleeps on its own doorbell meanwhile.
+    let t = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let mut n = 0;
+        while n == 0 {
+            pb.wait(Some(Duration::from_secs(5)));
+            n = pb.recv(|_| {});
+            assert!(t0.elapsed() < Duration::from_secs(10));
+        }
+        n
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    pa.send(&[&buf[..len]]);
+    assert_eq!(t.join().expect("receiver"), 1);
+}
