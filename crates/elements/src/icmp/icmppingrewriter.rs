@@ -1,14 +1,7 @@
 //! `ICMPPingRewriter`: NAT for ICMP echo requests and replies.
 
-use std::sync::{Arc, Mutex};
-
-use pronto_packet::Batch;
-
-use crate::tcpudp::rwtable::{lock, IcmpMapHandle, Kind, Table, HANDLERS, TABLE_KEYWORDS};
-use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Shared, Spec, FIELD_DST_IP, FIELD_OTHER, FIELD_SRC_IP,
-};
+use crate::tcpudp::rwtable::{table_spec, Kind, TableRewriter, TABLE_KEYWORDS};
+use crate::{ConfigCtx, ConfigError, Element, Spec};
 
 const KEYWORDS: &[&str] = &[
     TABLE_KEYWORDS[0],
@@ -23,22 +16,12 @@ const KEYWORDS: &[&str] = &[
 
 /// Rewrites ICMP echo requests' addresses and identifiers along a mapping
 /// table; echo replies to a rewritten request are mapped back.
-pub struct ICMPPingRewriter {
-    table: Arc<Mutex<Table>>,
-    noutputs: usize,
-}
+pub struct ICMPPingRewriter;
 
 impl ICMPPingRewriter {
     /// Click's description of the class.
-    pub const SPEC: Spec = Spec::new("ICMPPingRewriter")
-        .ports("1-/1-")
-        .processing("h/h")
+    pub const SPEC: Spec = table_spec(Spec::new("ICMPPingRewriter"))
         .keywords(KEYWORDS)
-        .profile(
-            ActionProfile::reads(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
-                .writes(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
-                .dropping(),
-        )
         .doc(
             "ICMPPingRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])\n\n\
              Rewrites ICMP echo requests' source/destination addresses and\n\
@@ -70,42 +53,7 @@ impl ICMPPingRewriter {
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
         let mut a = ctx.args();
         let dst_anno = a.read_or("DST_ANNO", true)?;
-        let table = Table::configure(ctx, a, Kind::Ping, 300, dst_anno)?;
-        Ok(Box::new(ICMPPingRewriter {
-            table: Arc::new(Mutex::new(table)),
-            noutputs: ctx.noutputs,
-        }))
-    }
-}
-
-impl Element for ICMPPingRewriter {
-    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let now = out.now;
-        let mut t = lock(&self.table);
-        push_each(batch, out, |p, _| t.process(port, p, now));
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        lock(&self.table)
-            .read(name)
-            .ok_or_else(|| HandlerError::NoSuchHandler(name.into()))
-    }
-
-    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
-        lock(&self.table)
-            .write(name, value)
-            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
-    }
-
-    fn shared(&self) -> Option<Shared> {
-        Some(Arc::new(IcmpMapHandle {
-            noutputs: self.noutputs,
-            table: self.table.clone(),
-        }))
+        TableRewriter::configure(ctx, a, Kind::Ping, 300, dst_anno)
     }
 }
 

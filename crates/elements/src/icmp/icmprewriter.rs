@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use pronto_packet::wire::{addr4, be16, set_be16, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP};
 use pronto_packet::{Batch, Packet};
 
+use crate::tcpudp::rwcore::lock;
 use crate::tcpudp::rwcore::{update_in_cksum, Core, FlowId};
-use crate::tcpudp::rwtable::{lock, IcmpLookup, IcmpMapHandle};
+use crate::tcpudp::rwtable::{IcmpLookup, IcmpMapHandle};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELD_DST_IP,
     FIELD_OTHER, FIELD_PAYLOAD,

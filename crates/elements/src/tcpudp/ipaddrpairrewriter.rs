@@ -1,34 +1,17 @@
 //! `IPAddrPairRewriter`: NAT per address pair, rewriting source and
 //! destination addresses of any IP protocol.
 
-use std::sync::{Arc, Mutex};
-
-use pronto_packet::Batch;
-
-use crate::tcpudp::rwtable::{lock, IcmpMapHandle, Kind, Table, HANDLERS, TABLE_KEYWORDS};
-use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Shared, Spec, FIELD_DST_IP, FIELD_OTHER, FIELD_SRC_IP,
-};
+use crate::tcpudp::rwtable::{table_spec, Kind, TableRewriter, TABLE_KEYWORDS};
+use crate::{ConfigCtx, ConfigError, Element, Spec};
 
 /// Rewrites IP packets' source and destination addresses along a mapping
 /// table keyed by address pair, with replies mapped back.
-pub struct IPAddrPairRewriter {
-    table: Arc<Mutex<Table>>,
-    noutputs: usize,
-}
+pub struct IPAddrPairRewriter;
 
 impl IPAddrPairRewriter {
     /// Click's description of the class.
-    pub const SPEC: Spec = Spec::new("IPAddrPairRewriter")
-        .ports("1-/1-")
-        .processing("h/h")
+    pub const SPEC: Spec = table_spec(Spec::new("IPAddrPairRewriter"))
         .keywords(&TABLE_KEYWORDS)
-        .profile(
-            ActionProfile::reads(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
-                .writes(FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
-                .dropping(),
-        )
         .doc(
             "IPAddrPairRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])\n\n\
              NAT per address pair: rewrites the source and destination addresses of\n\
@@ -62,41 +45,6 @@ impl IPAddrPairRewriter {
 
     /// Configures an `IPAddrPairRewriter`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        let table = Table::configure(ctx, ctx.args(), Kind::Pair, 7200, true)?;
-        Ok(Box::new(IPAddrPairRewriter {
-            table: Arc::new(Mutex::new(table)),
-            noutputs: ctx.noutputs,
-        }))
-    }
-}
-
-impl Element for IPAddrPairRewriter {
-    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let now = out.now;
-        let mut t = lock(&self.table);
-        push_each(batch, out, |p, _| t.process(port, p, now));
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        lock(&self.table)
-            .read(name)
-            .ok_or_else(|| HandlerError::NoSuchHandler(name.into()))
-    }
-
-    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
-        lock(&self.table)
-            .write(name, value)
-            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
-    }
-
-    fn shared(&self) -> Option<Shared> {
-        Some(Arc::new(IcmpMapHandle {
-            noutputs: self.noutputs,
-            table: self.table.clone(),
-        }))
+        TableRewriter::configure(ctx, ctx.args(), Kind::Pair, 7200, true)
     }
 }

@@ -1,19 +1,11 @@
 //! `IPRewriter`: network address and port translation for TCP and UDP.
 
-use pronto_packet::{Batch, BATCH_MAX};
-
-use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS, NO_ENTRY};
-use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
-};
+use crate::tcpudp::rwcore::{rewriter_spec, CoreRewriter, Flavor, BASE_KEYWORDS};
+use crate::{ConfigCtx, ConfigError, Element, Spec, FIELDS_5TUPLE, FIELD_OTHER};
 
 /// Rewrites TCP and UDP flows' addresses and ports along a mapping table
 /// (NAPT), with replies mapped back.
-pub struct IPRewriter {
-    core: CoreCell,
-    noutputs: usize,
-}
+pub struct IPRewriter;
 
 const KEYWORDS: &[&str] = &[
     BASE_KEYWORDS[0],
@@ -35,15 +27,8 @@ const KEYWORDS: &[&str] = &[
 
 impl IPRewriter {
     /// Click's description of the class.
-    pub const SPEC: Spec = Spec::new("IPRewriter")
-        .ports("1-/1-")
-        .processing("h/h")
+    pub const SPEC: Spec = rewriter_spec(Spec::new("IPRewriter"), FIELDS_5TUPLE | FIELD_OTHER)
         .keywords(KEYWORDS)
-        .profile(
-            ActionProfile::reads(FIELDS_5TUPLE | FIELD_OTHER)
-                .writes(FIELDS_5TUPLE | FIELD_OTHER)
-                .dropping(),
-        )
         .doc(
             "IPRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])\n\n\
              Rewrites the source and destination addresses and ports of TCP and UDP\n\
@@ -84,78 +69,7 @@ impl IPRewriter {
 
     /// Configures an `IPRewriter`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Ok(Box::new(IPRewriter {
-            core: CoreCell::new(Core::configure(ctx, Flavor::Ip)?),
-            noutputs: ctx.noutputs,
-        }))
-    }
-}
-
-impl Element for IPRewriter {
-    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let now = out.now;
-        let mut core = self.core.get();
-        // Two passes: every packet's entry first, then the rewrites.
-        let mut ahead = [NO_ENTRY; BATCH_MAX];
-        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
-        let mut i = 0;
-        push_each(batch, out, |p, _| {
-            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
-            i += 1;
-            core.process_hinted(port, p, now, Some((generation, e)))
-        });
-    }
-
-    fn has_task(&self) -> bool {
-        true
-    }
-
-    fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
-        self.core.get().run_timer(out.now)
-    }
-
-    fn shared(&self) -> Option<crate::Shared> {
-        self.core.shared()
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        const H: &[HandlerInfo] = &[
-            HandlerInfo::read("tcp_table"),
-            HandlerInfo::read("udp_table"),
-            HandlerInfo::read("tcp_mappings"),
-            HandlerInfo::read("udp_mappings"),
-            HandlerInfo::read("table_size"),
-            HandlerInfo::read("nmappings"),
-            HandlerInfo::read("mapping_failures"),
-            HandlerInfo::read("patterns"),
-            HandlerInfo::read("size"),
-            HandlerInfo::rw("capacity"),
-            HandlerInfo::write("clear"),
-            HandlerInfo::rw("pattern0"),
-            HandlerInfo::rw("pattern1"),
-            HandlerInfo::rw("pattern2"),
-            HandlerInfo::rw("pattern3"),
-        ];
-        H
-    }
-
-    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        match name {
-            "tcp_table" | "tcp_mappings" => Ok(self.core.read().table(0)),
-            "udp_table" | "udp_mappings" => Ok(self.core.read().table(1)),
-            _ => self
-                .core
-                .read()
-                .read_common(name)
-                .ok_or_else(|| HandlerError::NoSuchHandler(name.into())),
-        }
-    }
-
-    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
-        self.core
-            .get()
-            .write_common(name, value, self.noutputs)
-            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
+        CoreRewriter::configure(ctx, Flavor::Ip)
     }
 }
 

@@ -3,9 +3,10 @@
 use std::sync::{Arc, Mutex};
 
 use crate::tcpudp::rwcore::{
-    lock, named_patterns, FlowId, IPMapper, MapperChoice, MapperHandle, PatternSlot,
+    lock, mapper_args, mapper_spec, named_patterns, FlowId, IPMapper, MapperChoice, MapperElement,
+    PatternSlot,
 };
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec};
+use crate::{ConfigCtx, ConfigError, Element, Spec};
 
 /// The round-robin mapper's state, shared with the rewriters that name it.
 pub struct RoundRobin {
@@ -51,19 +52,12 @@ impl IPMapper for RoundRobin {
 /// Works with `IPRewriter`-like elements: an input specification that is
 /// this element's name gives each new flow the next of its patterns that
 /// can map it.
-pub struct RoundRobinIPMapper {
-    state: Arc<RoundRobin>,
-}
+pub struct RoundRobinIPMapper;
 
 impl RoundRobinIPMapper {
     /// Click's description of the class.
-    pub const SPEC: Spec = Spec::new("RoundRobinIPMapper")
-        .ports("0/0")
-        .processing("a/a")
-        .phase(crate::PHASE_INFO + 10)
-        .profile(ActionProfile::NONE)
-        .doc(
-            "RoundRobinIPMapper(PATTERN1, ..., PATTERNn)\n\n\
+    pub const SPEC: Spec = mapper_spec(Spec::new("RoundRobinIPMapper")).doc(
+        "RoundRobinIPMapper(PATTERN1, ..., PATTERNn)\n\n\
              Round-robin mapper for IPRewriter, TCPRewriter and UDPRewriter: a\n\
              rewriter input specification consisting of this element's name asks it\n\
              for the rewrite of each new flow. Each PATTERN is 'SADDR SPORT DADDR DPORT\n\
@@ -72,12 +66,11 @@ impl RoundRobinIPMapper {
              one used last, and the first that maps the flow is used. Useful for load\n\
              balancing. Several rewriters may share one mapper.\n\n\
              Ports: none.",
-        );
+    );
 
     /// Configures a `RoundRobinIPMapper`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        let args = pronto_lang::args::split_args(ctx.config);
-        let args: Vec<String> = args.into_iter().filter(|a| !a.trim().is_empty()).collect();
+        let args = mapper_args(ctx);
         if args.is_empty() {
             return Err(ConfigError::new("no patterns given"));
         }
@@ -92,19 +85,10 @@ impl RoundRobinIPMapper {
             patterns.push(p);
             outputs.push((f, r));
         }
-        Ok(Box::new(RoundRobinIPMapper {
-            state: Arc::new(RoundRobin {
-                inner: Mutex::new(RrInner { patterns, last: 0 }),
-                outputs,
-            }),
-        }))
-    }
-}
-
-impl Element for RoundRobinIPMapper {
-    fn shared(&self) -> Option<crate::Shared> {
-        let m: Arc<dyn IPMapper> = self.state.clone();
-        Some(Arc::new(MapperHandle(m)))
+        Ok(MapperElement::boxed(Arc::new(RoundRobin {
+            inner: Mutex::new(RrInner { patterns, last: 0 }),
+            outputs,
+        })))
     }
 }
 

@@ -14,12 +14,15 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pronto_packet::wire::{addr4, be16, set_be16};
-use pronto_packet::Packet;
+use pronto_packet::{Batch, Packet, BATCH_MAX};
 
-use crate::{Args, ConfigCtx, ConfigError, HandlerError, Seconds, TaskStatus};
+use crate::{
+    push_each, ActionProfile, Args, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo,
+    Out, Seconds, Spec, TaskStatus,
+};
 
-/// Jiffies per second (the mapping table keeps time in milliseconds).
-const HZ: i64 = 1000;
+/// Jiffies per second (the mapping tables keep time in milliseconds).
+pub(crate) const HZ: i64 = 1000;
 
 /// IP protocol number of DCCP (ports in the UDP positions).
 const IP_PROTO_DCCP: u8 = 33;
@@ -85,7 +88,8 @@ impl std::fmt::Display for FlowId {
     }
 }
 
-fn ip_str(a: u32) -> String {
+/// An address in dotted-quad form.
+pub(crate) fn ip_str(a: u32) -> String {
     let b = a.to_be_bytes();
     format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
 }
@@ -608,6 +612,40 @@ pub trait IPMapper: Send + Sync {
 /// What a mapper element shares ([`crate::Element::shared`]).
 pub struct MapperHandle(pub Arc<dyn IPMapper>);
 
+/// A mapper class's description `spec` with what every mapper has: no
+/// ports, configured before the rewriters that name it.
+pub const fn mapper_spec(spec: Spec) -> Spec {
+    spec.ports("0/0")
+        .processing("a/a")
+        .phase(crate::PHASE_INFO + 10)
+        .profile(ActionProfile::NONE)
+}
+
+/// A mapper's configuration arguments, empty ones left out.
+pub fn mapper_args(ctx: &ConfigCtx<'_>) -> Vec<String> {
+    pronto_lang::args::split_args(ctx.config)
+        .into_iter()
+        .filter(|a| !a.trim().is_empty())
+        .collect()
+}
+
+/// The element of a mapper class without handlers: it only hands its
+/// mapper to the rewriters that name it.
+pub struct MapperElement(Arc<dyn IPMapper>);
+
+impl MapperElement {
+    /// Wraps a configured mapper.
+    pub fn boxed(mapper: Arc<dyn IPMapper>) -> Box<dyn Element> {
+        Box::new(MapperElement(mapper))
+    }
+}
+
+impl Element for MapperElement {
+    fn shared(&self) -> Option<crate::Shared> {
+        Some(Arc::new(MapperHandle(self.0.clone())))
+    }
+}
+
 /// A mapper an input names.
 #[derive(Clone)]
 pub struct MapperRef {
@@ -762,28 +800,6 @@ pub(crate) fn parse_spec(
     Ok(ParsedSpec::Plain(is))
 }
 
-/// Stores a parsed specification's pattern or mapper and returns the input
-/// specification that refers to it.
-pub(crate) fn store_spec(
-    parsed: ParsedSpec,
-    patterns: &mut Vec<PatternSlot>,
-    mappers: &mut Vec<MapperRef>,
-) -> RwInput {
-    match parsed {
-        ParsedSpec::Plain(is) => is,
-        ParsedSpec::Pattern(mut is, slot) => {
-            patterns.push(slot);
-            is.kind = RwKind::Pattern(patterns.len() - 1);
-            is
-        }
-        ParsedSpec::Mapper(mut is, m) => {
-            mappers.push(m);
-            is.kind = RwKind::Mapper(mappers.len() - 1);
-            is
-        }
-    }
-}
-
 /// Checks a mapper's outputs against the rewriter's (Click's
 /// `notify_rewriter`).
 pub(crate) fn check_mapper(m: &MapperRef, noutputs: usize) -> Result<(), String> {
@@ -796,6 +812,388 @@ pub(crate) fn check_mapper(m: &MapperRef, noutputs: usize) -> Result<(), String>
         }
     }
     Ok(())
+}
+
+/// A rewriter's input specifications, with the patterns and mappers they
+/// use, and the named patterns and mapper elements that a `patternN` write
+/// may name.
+pub struct Inputs {
+    specs: Vec<RwInput>,
+    patterns: Vec<PatternSlot>,
+    mappers: Vec<MapperRef>,
+    named: Vec<(String, SharedPattern)>,
+    known_mappers: Vec<MapperRef>,
+    noutputs: usize,
+}
+
+impl std::ops::Index<usize> for Inputs {
+    type Output = RwInput;
+    #[inline]
+    fn index(&self, i: usize) -> &RwInput {
+        &self.specs[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Inputs {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut RwInput {
+        &mut self.specs[i]
+    }
+}
+
+impl Inputs {
+    /// Parses `specs`, one specification per input of the element `ctx`
+    /// configures.
+    pub(crate) fn configure(ctx: &ConfigCtx<'_>, specs: &[String]) -> Result<Inputs, ConfigError> {
+        if specs.len() != ctx.ninputs {
+            return Err(ConfigError::new(format!(
+                "need {} arguments, one per input port",
+                ctx.ninputs
+            )));
+        }
+        let named = named_patterns(ctx);
+        let known_mappers: Vec<MapperRef> = MAPPER_CLASSES
+            .iter()
+            .flat_map(|c| ctx.peers.of_class(c))
+            .filter_map(|p| {
+                let h = p.shared?.downcast::<MapperHandle>().ok()?;
+                Some(MapperRef {
+                    name: p.name,
+                    mapper: h.0.clone(),
+                })
+            })
+            .collect();
+        let element = |w: &str| match ctx.peer(w) {
+            None => ElementLookup::Unknown,
+            Some(p) => match p.shared.and_then(|s| s.downcast::<MapperHandle>().ok()) {
+                Some(h) => ElementLookup::Mapper(MapperRef {
+                    name: format!("{} :: {}", p.name, p.class),
+                    mapper: h.0.clone(),
+                }),
+                None => ElementLookup::NotMapper,
+            },
+        };
+        let mut inputs = Inputs {
+            specs: Vec::with_capacity(specs.len()),
+            patterns: Vec::new(),
+            mappers: Vec::new(),
+            named,
+            known_mappers,
+            noutputs: ctx.noutputs,
+        };
+        for (i, s) in specs.iter().enumerate() {
+            let parsed = parse_spec(s, ctx.noutputs, &inputs.named, &element)
+                .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+            let is = inputs.store(parsed);
+            if let RwKind::Mapper(mi) = is.kind {
+                check_mapper(&inputs.mappers[mi], ctx.noutputs)
+                    .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+            }
+            inputs.specs.push(is);
+        }
+        Ok(inputs)
+    }
+
+    /// Number of inputs.
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+
+    /// True for a rewriter without inputs.
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// Input `port`'s specification.
+    #[inline]
+    pub fn get(&self, port: usize) -> Option<&RwInput> {
+        self.specs.get(port)
+    }
+
+    /// Input `port`'s specification, to count in.
+    #[inline]
+    pub fn get_mut(&mut self, port: usize) -> Option<&mut RwInput> {
+        self.specs.get_mut(port)
+    }
+
+    /// The rewriter's number of outputs.
+    pub fn noutputs(&self) -> usize {
+        self.noutputs
+    }
+
+    /// The output of a packet that gets no mapping on input `port`, or
+    /// `None` to drop it.
+    #[inline]
+    pub fn no_mapping_output(&self, port: usize) -> Option<usize> {
+        match self.specs.get(port) {
+            Some(is) if is.kind == RwKind::NoChange => Some(is.foutput),
+            _ => None,
+        }
+    }
+
+    /// The rewrite of the new flow `flowid` (of IP protocol `proto`) that
+    /// input `port`'s specification chooses, with the outputs of its two
+    /// directions. `taken` says whether a reply key is in use. `Err` when
+    /// there is none: `Some(output)` for a packet passed unchanged, `None`
+    /// for one dropped (a mapping failure is counted first; a mapper's
+    /// choice of outputs the rewriter lacks is not).
+    #[inline]
+    pub(crate) fn choose(
+        &mut self,
+        port: usize,
+        flowid: FlowId,
+        proto: u8,
+        taken: impl Fn(&FlowId) -> bool,
+        rng: &mut u64,
+    ) -> Result<(FlowId, usize, usize), Option<usize>> {
+        let Some(is) = self.specs.get(port) else {
+            return Err(None);
+        };
+        let (f, r) = (is.foutput, is.routput);
+        let chosen = match is.kind {
+            RwKind::Drop => return Err(None),
+            RwKind::NoChange => return Err(Some(f)),
+            RwKind::Keep => Some((flowid, f, r)),
+            RwKind::Pattern(pi) => self.patterns[pi]
+                .rewrite(flowid, taken, rng)
+                .map(|x| (x, f, r)),
+            RwKind::Mapper(mi) => {
+                match self.mappers[mi]
+                    .mapper
+                    .rewrite_flowid(flowid, proto, &taken, rng)
+                {
+                    // A flow whose outputs do not exist is dropped.
+                    Some(c) if c.foutput < self.noutputs && c.routput < self.noutputs => {
+                        Some((c.flow, c.foutput, c.routput))
+                    }
+                    Some(_) => return Err(None),
+                    None => None,
+                }
+            }
+        };
+        chosen.ok_or_else(|| {
+            self.specs[port].failures += 1;
+            None
+        })
+    }
+
+    /// Stores a parsed specification's pattern or mapper and returns the
+    /// input specification that refers to it.
+    fn store(&mut self, parsed: ParsedSpec) -> RwInput {
+        match parsed {
+            ParsedSpec::Plain(is) => is,
+            ParsedSpec::Pattern(mut is, slot) => {
+                self.patterns.push(slot);
+                is.kind = RwKind::Pattern(self.patterns.len() - 1);
+                is
+            }
+            ParsedSpec::Mapper(mut is, m) => {
+                self.mappers.push(m);
+                is.kind = RwKind::Mapper(self.mappers.len() - 1);
+                is
+            }
+        }
+    }
+
+    /// `patterns` (all inputs) or `patternN` (one input).
+    pub fn patterns_text(&self, which: Option<usize>) -> String {
+        let mut s = String::new();
+        for (i, is) in self.specs.iter().enumerate() {
+            if which.is_some_and(|w| w != i) {
+                continue;
+            }
+            match is.kind {
+                RwKind::Drop => s.push_str("<drop>"),
+                RwKind::NoChange => s.push_str("<nochange>"),
+                RwKind::Keep => s.push_str("<keep>"),
+                RwKind::Pattern(pi) => s.push_str(&self.patterns[pi].unparse()),
+                RwKind::Mapper(_) => s.push_str("<mapper>"),
+            }
+            if is.count != 0 {
+                s.push_str(&format!(" [{}]", is.count));
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    /// The input a `patternN` handler names, if there is one.
+    fn pattern_handler(&self, name: &str) -> Option<usize> {
+        let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
+        (n < self.specs.len()).then_some(n)
+    }
+
+    /// Reads the handlers about the inputs: `table_size` (`nmappings`),
+    /// `mapping_failures`, `patterns` and `patternN`.
+    fn read(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "table_size" | "nmappings" => self
+                .specs
+                .iter()
+                .fold(0u32, |a, is| a.wrapping_add(is.count))
+                .to_string(),
+            "mapping_failures" => self
+                .specs
+                .iter()
+                .fold(0u32, |a, is| a.wrapping_add(is.failures))
+                .to_string(),
+            "patterns" => self.patterns_text(None),
+            _ => self.patterns_text(Some(self.pattern_handler(name)?)),
+        })
+    }
+
+    /// Parses a `patternN` write: the input and its new specification.
+    fn parse_write(&self, n: usize, value: &str) -> Result<ParsedSpec, HandlerError> {
+        let known = &self.known_mappers;
+        let element = |w: &str| match known.iter().find(|m| m.name == w) {
+            Some(m) => ElementLookup::Mapper(m.clone()),
+            None => ElementLookup::Unknown,
+        };
+        parse_spec(value, self.noutputs, &self.named, &element)
+            .map_err(|e| HandlerError::BadValue(format!("input spec {n}: {e}")))
+    }
+
+    /// Makes `parsed` input `n`'s specification (the input's flows are gone
+    /// already).
+    fn replace(&mut self, n: usize, parsed: ParsedSpec) -> Result<(), HandlerError> {
+        let is = self.store(parsed);
+        if let RwKind::Mapper(mi) = is.kind {
+            check_mapper(&self.mappers[mi], self.noutputs)
+                .map_err(|e| HandlerError::BadValue(format!("input spec {n}: {e}")))?;
+        }
+        self.specs[n] = is;
+        Ok(())
+    }
+}
+
+/// What the two mapping tables ([`Core`] and the address and ping
+/// rewriters' table) share: flows in slots that expire, guaranteed for a
+/// while after each packet and best effort after that, a capacity, input
+/// specifications, and the handlers about them.
+pub(crate) trait MappingTable {
+    /// Number of flow slots, live or not.
+    fn nslots(&self) -> usize;
+    /// Whether the flow in slot `i` is guaranteed, and its expiry, if it is
+    /// live.
+    fn expiry_of(&self, i: usize) -> Option<(bool, i64)>;
+    /// Moves the flow in slot `i`, whose guarantee ran out, to best effort.
+    fn to_best_effort(&mut self, i: usize);
+    /// Removes the flow in slot `i` and its table entries.
+    fn destroy(&mut self, i: usize);
+    /// The input that made the flow in slot `i`, if it is live.
+    fn input_of(&self, i: usize) -> Option<usize>;
+    /// Number of live flows.
+    fn nlive(&self) -> usize;
+    /// Most live flows.
+    fn capacity(&self) -> i64;
+    /// Sets the capacity.
+    fn set_capacity(&mut self, c: i64);
+    /// A `capacity` write's value, if it is valid.
+    fn parse_capacity(value: &str) -> Option<i64>;
+    /// The time of the last packet or timer, in jiffies.
+    fn last_now(&self) -> i64;
+    /// The input specifications.
+    fn inputs(&self) -> &Inputs;
+    /// The input specifications, to change.
+    fn inputs_mut(&mut self) -> &mut Inputs;
+
+    /// Moves flows whose guarantee has run out to best effort.
+    fn shift_best_effort(&mut self, now: i64) {
+        for i in 0..self.nslots() {
+            if let Some((true, e)) = self.expiry_of(i) {
+                if now >= e {
+                    self.to_best_effort(i);
+                }
+            }
+        }
+    }
+
+    /// The live flow that expires first among guaranteed or best-effort
+    /// ones (the lowest slot among equals).
+    fn first_to_expire(&self, guaranteed: bool) -> Option<usize> {
+        let mut first: Option<(i64, usize)> = None;
+        for i in 0..self.nslots() {
+            match self.expiry_of(i) {
+                Some((g, e)) if g == guaranteed && first.is_none_or(|(f, _)| e < f) => {
+                    first = Some((e, i))
+                }
+                _ => {}
+            }
+        }
+        first.map(|(_, i)| i)
+    }
+
+    /// Makes room for the new flow `idx`; true if `idx` itself was removed.
+    fn shrink_for_new_flow(&mut self, idx: usize, now: i64) -> bool {
+        self.shift_best_effort(now);
+        let dead = self.first_to_expire(false).unwrap_or(idx);
+        self.destroy(dead);
+        dead == idx
+    }
+
+    /// Removes expired flows, then flows beyond the capacity (all flows
+    /// when `clear_all`).
+    fn shrink(&mut self, clear_all: bool, now: i64) {
+        self.shift_best_effort(now);
+        for i in 0..self.nslots() {
+            if let Some((false, e)) = self.expiry_of(i) {
+                if now >= e {
+                    self.destroy(i);
+                }
+            }
+        }
+        let cap = if clear_all { 0 } else { self.capacity() };
+        while self.nlive() as i64 > cap {
+            match self
+                .first_to_expire(false)
+                .or_else(|| self.first_to_expire(true))
+            {
+                Some(i) => self.destroy(i),
+                None => break,
+            }
+        }
+    }
+
+    /// Reads a handler every rewriter has: `table_size` (`nmappings`),
+    /// `mapping_failures`, `patterns`, `patternN`, `size`, `capacity`.
+    fn read_common(&self, name: &str) -> Option<String> {
+        match name {
+            "size" => Some(self.nlive().to_string()),
+            "capacity" => Some(self.capacity().to_string()),
+            _ => self.inputs().read(name),
+        }
+    }
+
+    /// Writes a handler every rewriter has (`capacity`, `clear`,
+    /// `patternN`); `None` if `name` is not one.
+    fn write_common(&mut self, name: &str, value: &str) -> Option<Result<(), HandlerError>> {
+        let now = self.last_now();
+        match name {
+            "capacity" => Some(match Self::parse_capacity(value) {
+                Some(c) => {
+                    self.set_capacity(c);
+                    self.shrink(false, now);
+                    Ok(())
+                }
+                None => Err(HandlerError::BadValue("CAPACITY: expected integer".into())),
+            }),
+            "clear" => {
+                self.shrink(true, now);
+                Some(Ok(()))
+            }
+            _ => {
+                let n = self.inputs().pattern_handler(name)?;
+                Some(self.inputs().parse_write(n, value).and_then(|parsed| {
+                    for i in 0..self.nslots() {
+                        if self.input_of(i) == Some(n) {
+                            self.destroy(i);
+                        }
+                    }
+                    self.inputs_mut().replace(n, parsed)
+                }))
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1076,14 +1474,7 @@ struct Timeouts {
 pub struct Core {
     flavor: Flavor,
     /// Input specifications, one per input.
-    pub inputs: Vec<RwInput>,
-    patterns: Vec<PatternSlot>,
-    mappers: Vec<MapperRef>,
-    /// Named patterns and mapper elements known at configuration, for
-    /// `patternN` writes.
-    named: Vec<(String, SharedPattern)>,
-    known_mappers: Vec<MapperRef>,
-    noutputs: usize,
+    pub inputs: Inputs,
     /// Sequence-number delta transitions of flows that have them.
     seq: HashMap<u32, Vec<SeqDelta>, FlowHashBuilder>,
     flows: Vec<Flow>,
@@ -1122,7 +1513,8 @@ pub const BASE_KEYWORDS: [&str; 8] = [
     "REPLY_ANNO",
 ];
 
-fn secs(s: Option<Seconds>) -> Option<i64> {
+/// A time keyword's value in jiffies (whole seconds, rounded).
+pub(crate) fn secs(s: Option<Seconds>) -> Option<i64> {
     s.map(|s| s.0.round().max(0.0) as i64 * HZ)
 }
 
@@ -1225,56 +1617,11 @@ impl Core {
         };
         let specs = a.rest();
         a.finish()?;
-        if specs.len() != ctx.ninputs {
-            return Err(ConfigError::new(format!(
-                "need {} arguments, one per input port",
-                ctx.ninputs
-            )));
-        }
-        let named = named_patterns(ctx);
-        let known_mappers: Vec<MapperRef> = MAPPER_CLASSES
-            .iter()
-            .flat_map(|c| ctx.peers.of_class(c))
-            .filter_map(|p| {
-                let h = p.shared?.downcast::<MapperHandle>().ok()?;
-                Some(MapperRef {
-                    name: p.name,
-                    mapper: h.0.clone(),
-                })
-            })
-            .collect();
-        let element = |w: &str| match ctx.peer(w) {
-            None => ElementLookup::Unknown,
-            Some(p) => match p.shared.and_then(|s| s.downcast::<MapperHandle>().ok()) {
-                Some(h) => ElementLookup::Mapper(MapperRef {
-                    name: format!("{} :: {}", p.name, p.class),
-                    mapper: h.0.clone(),
-                }),
-                None => ElementLookup::NotMapper,
-            },
-        };
-        let mut patterns = Vec::new();
-        let mut mappers = Vec::new();
-        let mut inputs = Vec::with_capacity(specs.len());
-        for (i, s) in specs.iter().enumerate() {
-            let parsed = parse_spec(s, ctx.noutputs, &named, &element)
-                .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
-            let is = store_spec(parsed, &mut patterns, &mut mappers);
-            if let RwKind::Mapper(mi) = is.kind {
-                check_mapper(&mappers[mi], ctx.noutputs)
-                    .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
-            }
-            inputs.push(is);
-        }
+        let inputs = Inputs::configure(ctx, &specs)?;
         let reserve = (capacity as usize).min(4096);
         Ok(Core {
             flavor,
             inputs,
-            patterns,
-            mappers,
-            named,
-            known_mappers,
-            noutputs: ctx.noutputs,
             seq: HashMap::with_hasher(FlowHashBuilder),
             flows: Vec::with_capacity(reserve),
             free: Vec::with_capacity(reserve),
@@ -1352,7 +1699,7 @@ impl Core {
 
     /// The rewriter's number of outputs.
     pub fn noutputs(&self) -> usize {
-        self.noutputs
+        self.inputs.noutputs()
     }
 
     /// The table [`Core::get_entry`] searches for protocol `proto` (0: any
@@ -1536,13 +1883,6 @@ impl Core {
         r
     }
 
-    fn no_mapping_output(&self, port: usize) -> Option<usize> {
-        match self.inputs.get(port) {
-            Some(is) if is.kind == RwKind::NoChange => Some(is.foutput),
-            _ => None,
-        }
-    }
-
     fn process_inner(
         &mut self,
         port: usize,
@@ -1558,7 +1898,7 @@ impl Core {
         let th_set = p.transport_header_offset();
         let data = p.data();
         if data.len() < nh + 20 {
-            return self.no_mapping_output(port);
+            return self.inputs.no_mapping_output(port);
         }
         let ip = &data[nh..];
         let hl = ((ip[0] & 15) as usize) * 4;
@@ -1571,7 +1911,7 @@ impl Core {
         let first_frag = be16(ip, 6) & 0x1fff == 0;
         let mi = match self.map_index(proto) {
             Some(mi) if first_frag && tlen >= 8 => mi,
-            _ => return self.no_mapping_output(port),
+            _ => return self.inputs.no_mapping_output(port),
         };
         let tcp = &data[th..];
         let flowid = FlowId {
@@ -1589,7 +1929,7 @@ impl Core {
             Some(e) => e,
             None => {
                 let Some(e) = self.new_flow(port, flowid, mi, proto, now) else {
-                    return self.no_mapping_output(port);
+                    return self.inputs.no_mapping_output(port);
                 };
                 if let Some(off) = self.reply_anno {
                     let v = p.anno_bytes()[off];
@@ -1633,36 +1973,11 @@ impl Core {
         proto: u8,
         now: i64,
     ) -> Option<u32> {
-        let is = self.inputs.get(port)?;
-        let (mut f, mut r, kind) = (is.foutput, is.routput, is.kind.clone());
         let map = &self.maps[mi];
-        let chosen = match kind {
-            RwKind::Drop | RwKind::NoChange => return None,
-            RwKind::Keep => Some(flowid),
-            RwKind::Pattern(pi) => {
-                self.patterns[pi].rewrite(flowid, |k| map.contains_key(k), &mut self.rng)
-            }
-            RwKind::Mapper(i) => {
-                let taken = |k: &FlowId| map.contains_key(k);
-                match self.mappers[i]
-                    .mapper
-                    .rewrite_flowid(flowid, proto, &taken, &mut self.rng)
-                {
-                    // Click drops a flow whose outputs do not exist.
-                    Some(c) if c.foutput < self.noutputs && c.routput < self.noutputs => {
-                        f = c.foutput;
-                        r = c.routput;
-                        Some(c.flow)
-                    }
-                    Some(_) => return None,
-                    None => None,
-                }
-            }
-        };
-        let Some(rewritten) = chosen else {
-            self.inputs[port].failures += 1;
-            return None;
-        };
+        let (rewritten, f, r) = self
+            .inputs
+            .choose(port, flowid, proto, |k| map.contains_key(k), &mut self.rng)
+            .ok()?;
         let tcp_style = match self.flavor {
             Flavor::Ip => proto == pronto_packet::wire::IP_PROTO_TCP,
             Flavor::Tcp => true,
@@ -1726,83 +2041,6 @@ impl Core {
         Some(idx << 1)
     }
 
-    /// Removes a flow and its table entries.
-    fn destroy(&mut self, idx: usize) {
-        let f = self.flows[idx];
-        if !f.live {
-            return;
-        }
-        self.generation = self.generation.wrapping_add(1);
-        let map = &mut self.maps[f.map as usize];
-        for d in 0..2u32 {
-            if map.get(&f.keys[d as usize]) == Some(&(((idx as u32) << 1) | d)) {
-                map.remove(&f.keys[d as usize]);
-            }
-        }
-        if f.has_dt {
-            self.seq.remove(&(idx as u32));
-            self.flows[idx].has_dt = false;
-        }
-        self.flows[idx].live = false;
-        self.free.push(idx as u32);
-        self.live -= 1;
-        if let Some(is) = self.inputs.get_mut(f.input as usize) {
-            is.count = is.count.wrapping_sub(1);
-        }
-    }
-
-    /// Moves flows whose guarantee has run out to best effort.
-    fn shift_best_effort(&mut self, now: i64) {
-        for i in 0..self.flows.len() {
-            let f = self.flows[i];
-            if f.live && f.guaranteed && now >= f.expiry {
-                let e = self.best_effort_expiry(&f);
-                self.flows[i].expiry = e;
-                self.flows[i].guaranteed = false;
-            }
-        }
-    }
-
-    /// The live flow that expires first among guaranteed or best-effort ones.
-    fn first_to_expire(&self, guaranteed: bool) -> Option<usize> {
-        self.flows
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.live && f.guaranteed == guaranteed)
-            .min_by_key(|(i, f)| (f.expiry, *i))
-            .map(|(i, _)| i)
-    }
-
-    /// Makes room for the new flow `idx`; true if `idx` itself was removed.
-    fn shrink_for_new_flow(&mut self, idx: usize, now: i64) -> bool {
-        self.shift_best_effort(now);
-        let dead = self.first_to_expire(false).unwrap_or(idx);
-        self.destroy(dead);
-        dead == idx
-    }
-
-    /// Removes expired flows, then flows beyond the capacity (all flows
-    /// when `clear_all`).
-    fn shrink(&mut self, clear_all: bool, now: i64) {
-        self.shift_best_effort(now);
-        for i in 0..self.flows.len() {
-            let f = self.flows[i];
-            if f.live && !f.guaranteed && now >= f.expiry {
-                self.destroy(i);
-            }
-        }
-        let cap = if clear_all { 0 } else { self.capacity };
-        while self.live as i64 > cap {
-            match self
-                .first_to_expire(false)
-                .or_else(|| self.first_to_expire(true))
-            {
-                Some(i) => self.destroy(i),
-                None => break,
-            }
-        }
-    }
-
     /// The mapping table of table `mi`, one line per entry, as Click prints
     /// it (entries in flow-creation slot order).
     pub fn table(&self, mi: usize) -> String {
@@ -1842,112 +2080,84 @@ impl Core {
         }
         s
     }
+}
 
-    /// `patterns` (all inputs) or `patternN` (one input).
-    pub fn patterns_text(&self, which: Option<usize>) -> String {
-        let mut s = String::new();
-        for (i, is) in self.inputs.iter().enumerate() {
-            if which.is_some_and(|w| w != i) {
-                continue;
-            }
-            match is.kind {
-                RwKind::Drop => s.push_str("<drop>"),
-                RwKind::NoChange => s.push_str("<nochange>"),
-                RwKind::Keep => s.push_str("<keep>"),
-                RwKind::Pattern(pi) => s.push_str(&self.patterns[pi].unparse()),
-                RwKind::Mapper(_) => s.push_str("<mapper>"),
-            }
-            if is.count != 0 {
-                s.push_str(&format!(" [{}]", is.count));
-            }
-            s.push('\n');
-        }
-        s
+impl MappingTable for Core {
+    fn nslots(&self) -> usize {
+        self.flows.len()
     }
 
-    /// Reads a handler every rewriter has.
-    pub fn read_common(&self, name: &str) -> Option<String> {
-        Some(match name {
-            "table_size" | "nmappings" => self
-                .inputs
-                .iter()
-                .fold(0u32, |a, is| a.wrapping_add(is.count))
-                .to_string(),
-            "mapping_failures" => self
-                .inputs
-                .iter()
-                .fold(0u32, |a, is| a.wrapping_add(is.failures))
-                .to_string(),
-            "patterns" => self.patterns_text(None),
-            "size" => self.live.to_string(),
-            "capacity" => self.capacity.to_string(),
-            _ => {
-                let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
-                if n >= self.inputs.len() {
-                    return None;
-                }
-                self.patterns_text(Some(n))
-            }
-        })
+    fn expiry_of(&self, i: usize) -> Option<(bool, i64)> {
+        let f = &self.flows[i];
+        f.live.then_some((f.guaranteed, f.expiry))
     }
 
-    /// Writes a handler every rewriter has; `None` if `name` is not one.
-    pub fn write_common(
-        &mut self,
-        name: &str,
-        value: &str,
-        noutputs: usize,
-    ) -> Option<Result<(), HandlerError>> {
-        let now = self.last_now;
-        match name {
-            "capacity" => {
-                let v = value.split_whitespace().next().and_then(parse_int);
-                Some(match v {
-                    Some(c) if (0..=0x7fff_ffff).contains(&c) => {
-                        self.capacity = c;
-                        self.shrink(false, now);
-                        Ok(())
-                    }
-                    _ => Err(HandlerError::BadValue("CAPACITY: expected integer".into())),
-                })
-            }
-            "clear" => {
-                self.shrink(true, now);
-                Some(Ok(()))
-            }
-            _ => {
-                let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
-                if n >= self.inputs.len() {
-                    return None;
-                }
-                let known = &self.known_mappers;
-                let element = |w: &str| match known.iter().find(|m| m.name == w) {
-                    Some(m) => ElementLookup::Mapper(m.clone()),
-                    None => ElementLookup::Unknown,
-                };
-                let parsed = parse_spec(value, noutputs, &self.named, &element);
-                Some(match parsed {
-                    Ok(parsed) => {
-                        for i in 0..self.flows.len() {
-                            if self.flows[i].live && self.flows[i].input as usize == n {
-                                self.destroy(i);
-                            }
-                        }
-                        let is = store_spec(parsed, &mut self.patterns, &mut self.mappers);
-                        if let RwKind::Mapper(mi) = is.kind {
-                            if let Err(e) = check_mapper(&self.mappers[mi], noutputs) {
-                                return Some(Err(HandlerError::BadValue(format!(
-                                    "input spec {n}: {e}"
-                                ))));
-                            }
-                        }
-                        self.inputs[n] = is;
-                        Ok(())
-                    }
-                    Err(e) => Err(HandlerError::BadValue(format!("input spec {n}: {e}"))),
-                })
+    fn to_best_effort(&mut self, i: usize) {
+        let f = self.flows[i];
+        self.flows[i].expiry = self.best_effort_expiry(&f);
+        self.flows[i].guaranteed = false;
+    }
+
+    /// Removes a flow and its table entries.
+    fn destroy(&mut self, idx: usize) {
+        let f = self.flows[idx];
+        if !f.live {
+            return;
+        }
+        self.generation = self.generation.wrapping_add(1);
+        let map = &mut self.maps[f.map as usize];
+        for d in 0..2u32 {
+            if map.get(&f.keys[d as usize]) == Some(&(((idx as u32) << 1) | d)) {
+                map.remove(&f.keys[d as usize]);
             }
         }
+        if f.has_dt {
+            self.seq.remove(&(idx as u32));
+            self.flows[idx].has_dt = false;
+        }
+        self.flows[idx].live = false;
+        self.free.push(idx as u32);
+        self.live -= 1;
+        if let Some(is) = self.inputs.get_mut(f.input as usize) {
+            is.count = is.count.wrapping_sub(1);
+        }
+    }
+
+    fn input_of(&self, i: usize) -> Option<usize> {
+        let f = &self.flows[i];
+        f.live.then_some(f.input as usize)
+    }
+
+    fn nlive(&self) -> usize {
+        self.live
+    }
+
+    fn capacity(&self) -> i64 {
+        self.capacity
+    }
+
+    fn set_capacity(&mut self, c: i64) {
+        self.capacity = c;
+    }
+
+    fn parse_capacity(value: &str) -> Option<i64> {
+        value
+            .split_whitespace()
+            .next()
+            .and_then(parse_int)
+            .filter(|c| (0..=0x7fff_ffff).contains(c))
+    }
+
+    fn last_now(&self) -> i64 {
+        self.last_now
+    }
+
+    fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    fn inputs_mut(&mut self) -> &mut Inputs {
+        &mut self.inputs
     }
 }
 
@@ -2068,6 +2278,133 @@ impl CoreCell {
                 }
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The elements
+
+/// A rewriter class's description `spec` with what every rewriter has:
+/// any number of push inputs and outputs, reading and writing the header
+/// `fields`, dropping packets without a mapping.
+pub const fn rewriter_spec(spec: Spec, fields: u8) -> Spec {
+    spec.ports("1-/1-")
+        .processing("h/h")
+        .profile(ActionProfile::reads(fields).writes(fields).dropping())
+}
+
+/// The element `IPRewriter`, `TCPRewriter` and `UDPRewriter` configure: a
+/// [`Core`] of their flavor, with its reaping timer and handlers.
+pub struct CoreRewriter {
+    core: CoreCell,
+    flavor: Flavor,
+}
+
+/// `IPRewriter`'s handlers (a TCP and a UDP table).
+const IP_HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("tcp_table"),
+    HandlerInfo::read("udp_table"),
+    HandlerInfo::read("tcp_mappings"),
+    HandlerInfo::read("udp_mappings"),
+    HandlerInfo::read("table_size"),
+    HandlerInfo::read("nmappings"),
+    HandlerInfo::read("mapping_failures"),
+    HandlerInfo::read("patterns"),
+    HandlerInfo::read("size"),
+    HandlerInfo::rw("capacity"),
+    HandlerInfo::write("clear"),
+    HandlerInfo::rw("pattern0"),
+    HandlerInfo::rw("pattern1"),
+    HandlerInfo::rw("pattern2"),
+    HandlerInfo::rw("pattern3"),
+];
+
+/// The handlers of `TCPRewriter` and `UDPRewriter` (one table).
+const ONE_TABLE_HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("table"),
+    HandlerInfo::read("mappings"),
+    HandlerInfo::read("table_size"),
+    HandlerInfo::read("nmappings"),
+    HandlerInfo::read("mapping_failures"),
+    HandlerInfo::read("patterns"),
+    HandlerInfo::read("size"),
+    HandlerInfo::rw("capacity"),
+    HandlerInfo::write("clear"),
+    HandlerInfo::rw("pattern0"),
+    HandlerInfo::rw("pattern1"),
+    HandlerInfo::rw("pattern2"),
+    HandlerInfo::rw("pattern3"),
+];
+
+impl CoreRewriter {
+    /// Configures a rewriter of `flavor`.
+    pub fn configure(ctx: &ConfigCtx<'_>, flavor: Flavor) -> Result<Box<dyn Element>, ConfigError> {
+        Ok(Box::new(CoreRewriter {
+            core: CoreCell::new(Core::configure(ctx, flavor)?),
+            flavor,
+        }))
+    }
+
+    /// The table a `table`-like read handler prints.
+    fn table_of(&self, name: &str) -> Option<usize> {
+        match (self.flavor, name) {
+            (Flavor::Ip, "tcp_table" | "tcp_mappings") => Some(0),
+            (Flavor::Ip, "udp_table" | "udp_mappings") => Some(1),
+            (Flavor::Tcp | Flavor::Udp, "table" | "mappings") => Some(0),
+            _ => None,
+        }
+    }
+}
+
+impl Element for CoreRewriter {
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        let mut core = self.core.get();
+        // Two passes: every packet's entry first, then the rewrites.
+        let mut ahead = [NO_ENTRY; BATCH_MAX];
+        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
+        let mut i = 0;
+        push_each(batch, out, |p, _| {
+            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
+            i += 1;
+            core.process_hinted(port, p, now, Some((generation, e)))
+        });
+    }
+
+    fn has_task(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
+        self.core.get().run_timer(out.now)
+    }
+
+    fn shared(&self) -> Option<crate::Shared> {
+        self.core.shared()
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        match self.flavor {
+            Flavor::Ip => IP_HANDLERS,
+            Flavor::Tcp | Flavor::Udp => ONE_TABLE_HANDLERS,
+        }
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        let core = self.core.read();
+        match self.table_of(name) {
+            Some(mi) => Ok(core.table(mi)),
+            None => core
+                .read_common(name)
+                .ok_or_else(|| HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        self.core
+            .get()
+            .write_common(name, value)
+            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
     }
 }
 

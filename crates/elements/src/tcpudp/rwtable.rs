@@ -14,17 +14,16 @@
 use std::sync::{Arc, Mutex};
 
 use pronto_packet::wire::{addr4, be16, set_be16, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP};
-use pronto_packet::Packet;
+use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::rwcore::{
-    check_mapper, named_patterns, parse_anno, parse_spec, store_spec, update_in_cksum, Core,
-    ElementLookup, FlowHashBuilder, FlowId, FlowMap, MapperHandle, MapperRef, PatternSlot, RwInput,
-    RwKind, SharedPattern, MAPPER_CLASSES,
+    ip_str, lock, parse_anno, rewriter_spec, secs, update_in_cksum, Core, FlowHashBuilder, FlowId,
+    FlowMap, Inputs, MappingTable, HZ,
 };
-use crate::{Args, ConfigCtx, ConfigError, HandlerError, Seconds};
-
-/// Jiffies per second: times are kept in milliseconds.
-const HZ: i64 = 1000;
+use crate::{
+    push_each, Args, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Shared,
+    FIELD_DST_IP, FIELD_OTHER, FIELD_SRC_IP,
+};
 
 /// ICMP echo request type.
 const ICMP_ECHO: u8 = 8;
@@ -122,11 +121,7 @@ struct Flow {
 pub struct Table {
     kind: Kind,
     /// Input specifications, one per input.
-    pub inputs: Vec<RwInput>,
-    patterns: Vec<PatternSlot>,
-    mappers: Vec<MapperRef>,
-    named: Vec<(String, SharedPattern)>,
-    known_mappers: Vec<MapperRef>,
+    pub inputs: Inputs,
     flows: Vec<Flow>,
     free: Vec<u32>,
     map: FlowMap,
@@ -143,11 +138,6 @@ pub struct Table {
     dst_anno: bool,
     reply_anno: Option<usize>,
     rng: u64,
-    noutputs: usize,
-}
-
-fn secs(s: Option<Seconds>) -> Option<i64> {
-    s.map(|s| s.0.round().max(0.0) as i64 * HZ)
 }
 
 impl Table {
@@ -184,55 +174,11 @@ impl Table {
         };
         let specs = a.rest();
         a.finish()?;
-        if specs.len() != ctx.ninputs {
-            return Err(ConfigError::new(format!(
-                "need {} arguments, one per input port",
-                ctx.ninputs
-            )));
-        }
-        let named = named_patterns(ctx);
-        let known_mappers: Vec<MapperRef> = MAPPER_CLASSES
-            .iter()
-            .flat_map(|c| ctx.peers.of_class(c))
-            .filter_map(|p| {
-                let h = p.shared?.downcast::<MapperHandle>().ok()?;
-                Some(MapperRef {
-                    name: p.name,
-                    mapper: h.0.clone(),
-                })
-            })
-            .collect();
-        let element = |w: &str| match ctx.peer(w) {
-            None => ElementLookup::Unknown,
-            Some(p) => match p.shared.and_then(|s| s.downcast::<MapperHandle>().ok()) {
-                Some(h) => ElementLookup::Mapper(MapperRef {
-                    name: format!("{} :: {}", p.name, p.class),
-                    mapper: h.0.clone(),
-                }),
-                None => ElementLookup::NotMapper,
-            },
-        };
-        let mut patterns = Vec::new();
-        let mut mappers = Vec::new();
-        let mut inputs = Vec::with_capacity(specs.len());
-        for (i, s) in specs.iter().enumerate() {
-            let parsed = parse_spec(s, ctx.noutputs, &named, &element)
-                .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
-            let is = store_spec(parsed, &mut patterns, &mut mappers);
-            if let RwKind::Mapper(mi) = is.kind {
-                check_mapper(&mappers[mi], ctx.noutputs)
-                    .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
-            }
-            inputs.push(is);
-        }
+        let inputs = Inputs::configure(ctx, &specs)?;
         let reserve = (capacity.max(0) as usize).min(4096);
         Ok(Table {
             kind,
             inputs,
-            patterns,
-            mappers,
-            named,
-            known_mappers,
             flows: Vec::with_capacity(reserve),
             free: Vec::with_capacity(reserve),
             map: FlowMap::with_capacity_and_hasher(2 * reserve, FlowHashBuilder),
@@ -248,7 +194,6 @@ impl Table {
             dst_anno,
             reply_anno,
             rng: 0x2545_f491_4f6c_dd1d,
-            noutputs: ctx.noutputs,
         })
     }
 
@@ -337,7 +282,7 @@ impl Table {
         if !ok {
             return None;
         }
-        if fo >= self.noutputs || ro >= self.noutputs {
+        if fo >= self.inputs.noutputs() || ro >= self.inputs.noutputs() {
             return None;
         }
         let w = |f: FlowId| {
@@ -414,91 +359,11 @@ impl Table {
         Some(fwd)
     }
 
-    /// Removes a flow and whichever of its entries are still in the table.
-    fn destroy(&mut self, idx: usize) {
-        let f = self.flows[idx];
-        if !f.live {
-            return;
-        }
-        for d in 0..2u32 {
-            let h = ((idx as u32) << 1) | d;
-            let key = f.keys[d as usize];
-            if self.map.get(&key) == Some(&h) {
-                self.bucket_remove(h);
-                self.map.remove(&key);
-            }
-        }
-        self.flows[idx].live = false;
-        self.free.push(idx as u32);
-        self.live -= 1;
-        if let Some(is) = self.inputs.get_mut(f.input as usize) {
-            is.count = is.count.wrapping_sub(1);
-        }
-    }
-
     fn best_effort_expiry(&self, f: &Flow) -> i64 {
         f.expiry + self.timeout - self.guarantee
     }
 
-    /// Moves flows whose guarantee has run out to best effort.
-    fn shift_best_effort(&mut self, now: i64) {
-        for i in 0..self.flows.len() {
-            let f = self.flows[i];
-            if f.live && f.guaranteed && now >= f.expiry {
-                self.flows[i].expiry = self.best_effort_expiry(&f);
-                self.flows[i].guaranteed = false;
-            }
-        }
-    }
-
-    fn first_to_expire(&self, guaranteed: bool) -> Option<usize> {
-        self.flows
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.live && f.guaranteed == guaranteed)
-            .min_by_key(|(i, f)| (f.expiry, *i))
-            .map(|(i, _)| i)
-    }
-
-    /// Makes room for the new flow `idx`; true if `idx` itself went.
-    fn shrink_for_new_flow(&mut self, idx: usize, now: i64) -> bool {
-        self.shift_best_effort(now);
-        let dead = self.first_to_expire(false).unwrap_or(idx);
-        self.destroy(dead);
-        dead == idx
-    }
-
-    /// Removes expired flows, then flows beyond the capacity (every flow
-    /// when `clear_all`).
-    fn shrink(&mut self, clear_all: bool, now: i64) {
-        self.shift_best_effort(now);
-        for i in 0..self.flows.len() {
-            let f = self.flows[i];
-            if f.live && !f.guaranteed && now >= f.expiry {
-                self.destroy(i);
-            }
-        }
-        let cap = if clear_all { 0 } else { self.capacity };
-        while self.live as i64 > cap {
-            match self
-                .first_to_expire(false)
-                .or_else(|| self.first_to_expire(true))
-            {
-                Some(i) => self.destroy(i),
-                None => break,
-            }
-        }
-    }
-
     // ----------------------------------------------------------- packets
-
-    /// The output of a packet that gets no mapping on input `port`.
-    fn no_mapping_output(&self, port: usize) -> Option<usize> {
-        match self.inputs.get(port) {
-            Some(is) if is.kind == RwKind::NoChange => Some(is.foutput),
-            _ => None,
-        }
-    }
 
     /// Rewrites `flowid` as input `port` says and installs the flow.
     /// `Err(output)` when there is no mapping: the packet goes to that
@@ -510,33 +375,14 @@ impl Table {
         proto: u8,
         now: i64,
     ) -> Result<u32, Option<usize>> {
-        let Some(is) = self.inputs.get(port) else {
-            return Err(None);
-        };
-        let mut outputs = (is.foutput, is.routput);
         let map = &self.map;
-        let taken = |k: &FlowId| map.contains_key(k);
-        let chosen = match is.kind {
-            RwKind::Drop => return Err(None),
-            RwKind::NoChange => return Err(Some(is.foutput)),
-            RwKind::Keep => Some(flowid),
-            RwKind::Pattern(pi) => self.patterns[pi].rewrite(flowid, taken, &mut self.rng),
-            RwKind::Mapper(mi) => self.mappers[mi]
-                .mapper
-                .rewrite_flowid(flowid, proto, &taken, &mut self.rng)
-                .map(|c| {
-                    outputs = (c.foutput, c.routput);
-                    c.flow
-                }),
-        };
-        let Some(mut rewritten) = chosen else {
-            self.inputs[port].failures += 1;
-            return Err(None);
-        };
+        let (mut rewritten, fo, ro) =
+            self.inputs
+                .choose(port, flowid, proto, |k| map.contains_key(k), &mut self.rng)?;
         if self.kind == Kind::Ping {
             rewritten.dport = plus1(rewritten.sport);
         }
-        self.add_flow(port, flowid, rewritten, outputs, now)
+        self.add_flow(port, flowid, rewritten, (fo, ro), now)
             .ok_or(None)
     }
 
@@ -555,11 +401,11 @@ impl Table {
         }
         let nh = match p.network_header_offset() {
             Some(o) if o >= 0 => o as usize,
-            _ => return self.no_mapping_output(port),
+            _ => return self.inputs.no_mapping_output(port),
         };
         let data = p.data();
         if data.len() < nh + 20 {
-            return self.no_mapping_output(port);
+            return self.inputs.no_mapping_output(port);
         }
         let ip = &data[nh..];
         let th = match p.transport_header_offset() {
@@ -593,7 +439,7 @@ impl Table {
                 let ok = ip[9] == IP_PROTO_ICMP && first_frag && data.len() >= th + 6;
                 let ty = if ok { data[th] } else { 0xff };
                 if ty != ICMP_ECHO && ty != ICMP_ECHOREPLY {
-                    return self.no_mapping_output(port);
+                    return self.inputs.no_mapping_output(port);
                 }
                 let echo = ty == ICMP_ECHO;
                 let id = be16(data, th + 4);
@@ -608,7 +454,7 @@ impl Table {
         };
         let entry = match found {
             Some(e) => e,
-            None if !may_create => return self.no_mapping_output(port),
+            None if !may_create => return self.inputs.no_mapping_output(port),
             None => match self.new_flow(port, flowid, ip[9], now) {
                 Ok(e) => {
                     if let Some(off) = self.reply_anno {
@@ -753,111 +599,93 @@ impl Table {
         s
     }
 
-    /// `patterns` (all inputs) or `patternN` (one input).
-    pub fn patterns_text(&self, which: Option<usize>) -> String {
-        let mut s = String::new();
-        for (i, is) in self.inputs.iter().enumerate() {
-            if which.is_some_and(|w| w != i) {
-                continue;
-            }
-            match is.kind {
-                RwKind::Drop => s.push_str("<drop>"),
-                RwKind::NoChange => s.push_str("<nochange>"),
-                RwKind::Keep => s.push_str("<keep>"),
-                RwKind::Pattern(pi) => s.push_str(&self.patterns[pi].unparse()),
-                RwKind::Mapper(_) => s.push_str("<mapper>"),
-            }
-            if is.count != 0 {
-                s.push_str(&format!(" [{}]", is.count));
-            }
-            s.push('\n');
-        }
-        s
-    }
-
     /// Reads a handler; `None` if there is no such handler.
     pub fn read(&self, name: &str) -> Option<String> {
-        Some(match name {
-            "table" | "mappings" => self.table(),
-            "table_size" | "nmappings" => self
-                .inputs
-                .iter()
-                .fold(0u32, |a, is| a.wrapping_add(is.count))
-                .to_string(),
-            "mapping_failures" => self
-                .inputs
-                .iter()
-                .fold(0u32, |a, is| a.wrapping_add(is.failures))
-                .to_string(),
-            "patterns" => self.patterns_text(None),
-            "size" => self.live.to_string(),
-            "capacity" => self.capacity.to_string(),
-            _ => {
-                let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
-                if n >= self.inputs.len() {
-                    return None;
-                }
-                self.patterns_text(Some(n))
-            }
-        })
+        match name {
+            "table" | "mappings" => Some(self.table()),
+            _ => self.read_common(name),
+        }
     }
 
     /// Writes a handler; `None` if there is no such handler.
     pub fn write(&mut self, name: &str, value: &str) -> Option<Result<(), HandlerError>> {
-        let now = self.last_now;
-        match name {
-            "capacity" => {
-                let mut words = value.split_whitespace();
-                let v = match (words.next(), words.next()) {
-                    (Some(w), None) => pronto_lang::args::parse_i64(w).ok(),
-                    _ => None,
-                };
-                Some(match v {
-                    Some(c) if (-0x8000_0000..=0x7fff_ffff).contains(&c) => {
-                        self.capacity = c;
-                        self.shrink(false, now);
-                        Ok(())
-                    }
-                    _ => Err(HandlerError::BadValue("CAPACITY: expected integer".into())),
-                })
-            }
-            "clear" => {
-                self.shrink(true, now);
-                Some(Ok(()))
-            }
-            _ => {
-                let n: usize = name.strip_prefix("pattern")?.parse().ok()?;
-                if n >= self.inputs.len() {
-                    return None;
-                }
-                let known = &self.known_mappers;
-                let element = |w: &str| match known.iter().find(|m| m.name == w) {
-                    Some(m) => ElementLookup::Mapper(m.clone()),
-                    None => ElementLookup::Unknown,
-                };
-                let parsed = parse_spec(value, self.noutputs, &self.named, &element);
-                Some(match parsed {
-                    Ok(parsed) => {
-                        for i in 0..self.flows.len() {
-                            if self.flows[i].live && self.flows[i].input as usize == n {
-                                self.destroy(i);
-                            }
-                        }
-                        let is = store_spec(parsed, &mut self.patterns, &mut self.mappers);
-                        if let RwKind::Mapper(mi) = is.kind {
-                            if let Err(e) = check_mapper(&self.mappers[mi], self.noutputs) {
-                                return Some(Err(HandlerError::BadValue(format!(
-                                    "input spec {n}: {e}"
-                                ))));
-                            }
-                        }
-                        self.inputs[n] = is;
-                        Ok(())
-                    }
-                    Err(e) => Err(HandlerError::BadValue(format!("input spec {n}: {e}"))),
-                })
+        self.write_common(name, value)
+    }
+}
+
+impl MappingTable for Table {
+    fn nslots(&self) -> usize {
+        self.flows.len()
+    }
+
+    fn expiry_of(&self, i: usize) -> Option<(bool, i64)> {
+        let f = &self.flows[i];
+        f.live.then_some((f.guaranteed, f.expiry))
+    }
+
+    fn to_best_effort(&mut self, i: usize) {
+        self.flows[i].expiry = self.best_effort_expiry(&self.flows[i]);
+        self.flows[i].guaranteed = false;
+    }
+
+    /// Removes a flow and whichever of its entries are still in the table.
+    fn destroy(&mut self, idx: usize) {
+        let f = self.flows[idx];
+        if !f.live {
+            return;
+        }
+        for d in 0..2u32 {
+            let h = ((idx as u32) << 1) | d;
+            let key = f.keys[d as usize];
+            if self.map.get(&key) == Some(&h) {
+                self.bucket_remove(h);
+                self.map.remove(&key);
             }
         }
+        self.flows[idx].live = false;
+        self.free.push(idx as u32);
+        self.live -= 1;
+        if let Some(is) = self.inputs.get_mut(f.input as usize) {
+            is.count = is.count.wrapping_sub(1);
+        }
+    }
+
+    fn input_of(&self, i: usize) -> Option<usize> {
+        let f = &self.flows[i];
+        f.live.then_some(f.input as usize)
+    }
+
+    fn nlive(&self) -> usize {
+        self.live
+    }
+
+    fn capacity(&self) -> i64 {
+        self.capacity
+    }
+
+    fn set_capacity(&mut self, c: i64) {
+        self.capacity = c;
+    }
+
+    fn parse_capacity(value: &str) -> Option<i64> {
+        let mut words = value.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some(w), None) => pronto_lang::args::parse_i64(w).ok(),
+            _ => None,
+        }
+        .filter(|c| (-0x8000_0000..=0x7fff_ffff).contains(c))
+    }
+
+    fn last_now(&self) -> i64 {
+        self.last_now
+    }
+
+    fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    fn inputs_mut(&mut self) -> &mut Inputs {
+        &mut self.inputs
     }
 }
 
@@ -912,19 +740,6 @@ impl IcmpLookup for Table {
     }
 }
 
-/// Locks a shared table, whether or not a holder panicked.
-pub fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(e) => e.into_inner(),
-    }
-}
-
-fn ip_str(a: u32) -> String {
-    let b = a.to_be_bytes();
-    format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
-}
-
 /// The handlers of every table rewriter (`patternN` for inputs 0 to 7).
 pub const HANDLERS: &[crate::HandlerInfo] = &[
     crate::HandlerInfo::read("table"),
@@ -945,3 +760,65 @@ pub const HANDLERS: &[crate::HandlerInfo] = &[
     crate::HandlerInfo::rw("pattern6"),
     crate::HandlerInfo::rw("pattern7"),
 ];
+
+/// A table rewriter class's description `spec` with the ports, processing
+/// and profile they share.
+pub const fn table_spec(spec: crate::Spec) -> crate::Spec {
+    rewriter_spec(spec, FIELD_SRC_IP | FIELD_DST_IP | FIELD_OTHER)
+}
+
+/// The element `IPAddrRewriter`, `IPAddrPairRewriter` and
+/// `ICMPPingRewriter` configure: a [`Table`] of their kind, shared with the
+/// `ICMPRewriter` elements that name it.
+pub struct TableRewriter {
+    table: Arc<Mutex<Table>>,
+    noutputs: usize,
+}
+
+impl TableRewriter {
+    /// Configures a table rewriter (see [`Table::configure`]).
+    pub fn configure(
+        ctx: &ConfigCtx<'_>,
+        a: Args,
+        kind: Kind,
+        timeout: i64,
+        dst_anno: bool,
+    ) -> Result<Box<dyn Element>, ConfigError> {
+        let table = Table::configure(ctx, a, kind, timeout, dst_anno)?;
+        Ok(Box::new(TableRewriter {
+            table: Arc::new(Mutex::new(table)),
+            noutputs: ctx.noutputs,
+        }))
+    }
+}
+
+impl Element for TableRewriter {
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        let mut t = lock(&self.table);
+        push_each(batch, out, |p, _| t.process(port, p, now));
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        lock(&self.table)
+            .read(name)
+            .ok_or_else(|| HandlerError::NoSuchHandler(name.into()))
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        lock(&self.table)
+            .write(name, value)
+            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        Some(Arc::new(IcmpMapHandle {
+            noutputs: self.noutputs,
+            table: self.table.clone(),
+        }))
+    }
+}

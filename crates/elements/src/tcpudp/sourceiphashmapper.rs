@@ -4,9 +4,10 @@
 use std::sync::{Arc, Mutex};
 
 use crate::tcpudp::rwcore::{
-    lock, named_patterns, FlowId, IPMapper, MapperChoice, MapperHandle, PatternSlot,
+    lock, mapper_args, mapper_spec, named_patterns, FlowId, IPMapper, MapperChoice, MapperElement,
+    PatternSlot,
 };
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec};
+use crate::{ConfigCtx, ConfigError, Element, Spec};
 
 /// The C library's `random()` (the additive feedback generator of
 /// `srandom`/`random`), so that a SEED places the nodes where Click does.
@@ -180,19 +181,12 @@ impl IPMapper for SourceIPHash {
 /// Like `RoundRobinIPMapper`, but picks the pattern (server) by consistent
 /// hashing of the flow's source address, so that a source keeps going to
 /// the same server even as servers are added or removed.
-pub struct SourceIPHashMapper {
-    state: Arc<SourceIPHash>,
-}
+pub struct SourceIPHashMapper;
 
 impl SourceIPHashMapper {
     /// Click's description of the class.
-    pub const SPEC: Spec = Spec::new("SourceIPHashMapper")
-        .ports("0/0")
-        .processing("a/a")
-        .phase(crate::PHASE_INFO + 10)
-        .profile(ActionProfile::NONE)
-        .doc(
-            "SourceIPHashMapper(NNODES SEED, PATTERN1 FOUTPUT ROUTPUT ID1, ...)\n\n\
+    pub const SPEC: Spec = mapper_spec(Spec::new("SourceIPHashMapper")).doc(
+        "SourceIPHashMapper(NNODES SEED, PATTERN1 FOUTPUT ROUTPUT ID1, ...)\n\n\
              Mapper for IPRewriter-like elements (name it as an input specification):\n\
              each new flow gets the pattern of the server its source address hashes\n\
              to. Servers are placed on a consistent-hash ring, NNODES points per\n\
@@ -200,14 +194,11 @@ impl SourceIPHashMapper {
              random(), as Click uses). Each PATTERN is 'SADDR SPORT DADDR DPORT' or\n\
              a pattern name; ID is the server's non-negative identifier.\n\n\
              Ports: none.",
-        );
+    );
 
     /// Configures a `SourceIPHashMapper`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        let args: Vec<String> = pronto_lang::args::split_args(ctx.config)
-            .into_iter()
-            .filter(|a| !a.trim().is_empty())
-            .collect();
+        let args = mapper_args(ctx);
         match args.len() {
             0 => return Err(ConfigError::new("no hash seed given")),
             1 => return Err(ConfigError::new("no patterns given")),
@@ -244,26 +235,18 @@ impl SourceIPHashMapper {
             ids.push(id);
         }
         let ring = Ring::new(&ids, nnodes as usize, seed as u32);
-        Ok(Box::new(SourceIPHashMapper {
-            state: Arc::new(SourceIPHash {
-                patterns: Mutex::new(patterns),
-                outputs,
-                ring,
-            }),
-        }))
-    }
-}
-
-impl Element for SourceIPHashMapper {
-    fn shared(&self) -> Option<crate::Shared> {
-        let m: Arc<dyn IPMapper> = self.state.clone();
-        Some(Arc::new(MapperHandle(m)))
+        Ok(MapperElement::boxed(Arc::new(SourceIPHash {
+            patterns: Mutex::new(patterns),
+            outputs,
+            ring,
+        })))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcpudp::rwcore::MapperHandle;
     use crate::tcpudp::testutil::{config_error, configure};
 
     #[test]

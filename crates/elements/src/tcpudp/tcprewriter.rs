@@ -1,20 +1,12 @@
 //! `TCPRewriter`: address and port translation for TCP.
 
-use pronto_packet::{Batch, BATCH_MAX};
-
-use crate::tcpudp::rwcore::{Core, CoreCell, Flavor, BASE_KEYWORDS, NO_ENTRY};
-use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
-};
+use crate::tcpudp::rwcore::{rewriter_spec, CoreRewriter, Flavor, BASE_KEYWORDS};
+use crate::{ConfigCtx, ConfigError, Element, Spec, FIELDS_5TUPLE, FIELD_OTHER};
 
 /// Rewrites TCP flows along a mapping table, like `IPRewriter` restricted
 /// to TCP. Sequence-number deltas that `FTPPortMapper` installs are applied
 /// to later segments (and SACK blocks) of the flow.
-pub struct TCPRewriter {
-    core: CoreCell,
-    noutputs: usize,
-}
+pub struct TCPRewriter;
 
 const KEYWORDS: &[&str] = &[
     BASE_KEYWORDS[0],
@@ -33,15 +25,8 @@ const KEYWORDS: &[&str] = &[
 
 impl TCPRewriter {
     /// Click's description of the class.
-    pub const SPEC: Spec = Spec::new("TCPRewriter")
-        .ports("1-/1-")
-        .processing("h/h")
+    pub const SPEC: Spec = rewriter_spec(Spec::new("TCPRewriter"), FIELDS_5TUPLE | FIELD_OTHER)
         .keywords(KEYWORDS)
-        .profile(
-            ActionProfile::reads(FIELDS_5TUPLE | FIELD_OTHER)
-                .writes(FIELDS_5TUPLE | FIELD_OTHER)
-                .dropping(),
-        )
         .doc(
             "TCPRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])\n\n\
              Rewrites TCP packets' addresses and ports along a mapping table, as\n\
@@ -58,75 +43,7 @@ impl TCPRewriter {
 
     /// Configures a `TCPRewriter`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Ok(Box::new(TCPRewriter {
-            core: CoreCell::new(Core::configure(ctx, Flavor::Tcp)?),
-            noutputs: ctx.noutputs,
-        }))
-    }
-}
-
-impl Element for TCPRewriter {
-    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let now = out.now;
-        let mut core = self.core.get();
-        // Two passes: every packet's entry first, then the rewrites.
-        let mut ahead = [NO_ENTRY; BATCH_MAX];
-        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
-        let mut i = 0;
-        push_each(batch, out, |p, _| {
-            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
-            i += 1;
-            core.process_hinted(port, p, now, Some((generation, e)))
-        });
-    }
-
-    fn has_task(&self) -> bool {
-        true
-    }
-
-    fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
-        self.core.get().run_timer(out.now)
-    }
-
-    fn shared(&self) -> Option<crate::Shared> {
-        self.core.shared()
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        const H: &[HandlerInfo] = &[
-            HandlerInfo::read("table"),
-            HandlerInfo::read("mappings"),
-            HandlerInfo::read("table_size"),
-            HandlerInfo::read("nmappings"),
-            HandlerInfo::read("mapping_failures"),
-            HandlerInfo::read("patterns"),
-            HandlerInfo::read("size"),
-            HandlerInfo::rw("capacity"),
-            HandlerInfo::write("clear"),
-            HandlerInfo::rw("pattern0"),
-            HandlerInfo::rw("pattern1"),
-            HandlerInfo::rw("pattern2"),
-            HandlerInfo::rw("pattern3"),
-        ];
-        H
-    }
-
-    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        match name {
-            "table" | "mappings" => Ok(self.core.read().table(0)),
-            _ => self
-                .core
-                .read()
-                .read_common(name)
-                .ok_or_else(|| HandlerError::NoSuchHandler(name.into())),
-        }
-    }
-
-    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
-        self.core
-            .get()
-            .write_common(name, value, self.noutputs)
-            .unwrap_or_else(|| Err(HandlerError::NoSuchHandler(name.into())))
+        CoreRewriter::configure(ctx, Flavor::Tcp)
     }
 }
 
