@@ -815,7 +815,16 @@ impl Router {
         match h {
             "name" => return Ok(info.name.clone()),
             "class" => return Ok(info.class.name.to_string()),
-            "config" => return Ok(info.config.clone()),
+            // An element with its own `config` (Click's normalised text,
+            // RED's and RatedUnqueue's) answers it itself.
+            "config"
+                if !self.elems[node]
+                    .handlers()
+                    .iter()
+                    .any(|x| x.name == "config") =>
+            {
+                return Ok(info.config.clone())
+            }
             "ports" => return Ok(self.ports_text(node)),
             "handlers" => return Ok(self.handlers_text(node)),
             _ => {}

@@ -222,3 +222,22 @@ fn address_info_names_in_route_tables() {
         "10.0.0.0/24\t\t-\t\t0\n0.0.0.0/0\t\t192.0.2.1\t1\n"
     );
 }
+
+#[test]
+fn red_sees_a_full_queue_as_full_within_a_batch() {
+    // Click 2.1 prints `0 55`: the queue fills, RED's instant average never
+    // exceeds the queue's capacity (5) so it never reaches 30.
+    let mut r = build(
+        "InfiniteSource(LIMIT 60, STOP true, BURST 60) -> r :: RED(30, 30, 1, STABILITY 0, QUEUES q)
+           -> q :: Queue(5) -> Unqueue(ACTIVE false) -> Discard;",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    r.run().expect("run");
+    assert_eq!(r.read_handler("r.drops", "").expect("drops"), "0");
+    assert_eq!(r.read_handler("q.drops", "").expect("drops"), "55");
+    // RED answers `config` with Click's normalised text.
+    assert_eq!(
+        r.read_handler("r.config", "").expect("config"),
+        "30, 30, 1, QUEUES q, STABILITY 0"
+    );
+}

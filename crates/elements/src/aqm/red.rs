@@ -12,8 +12,30 @@ use crate::{
 
 /// What a Storage element (a queue) shares so that `RED` can read its
 /// length: its [`crate::Element::shared`] object is an
-/// `Arc<StorageLength>` kept equal to the number of packets it holds.
-pub type StorageLength = AtomicUsize;
+/// `Arc<StorageLength>` kept equal to the number of packets it holds, and
+/// its capacity.
+#[derive(Debug, Default)]
+pub struct StorageLength {
+    /// Packets held now.
+    pub len: AtomicUsize,
+    /// Most packets it holds.
+    pub capacity: AtomicUsize,
+}
+
+impl StorageLength {
+    /// A level of `len` packets in a storage of `capacity`.
+    pub fn new(len: usize, capacity: usize) -> StorageLength {
+        StorageLength {
+            len: AtomicUsize::new(len),
+            capacity: AtomicUsize::new(capacity),
+        }
+    }
+
+    /// Stores the current length.
+    pub fn store(&self, len: usize, order: Ordering) {
+        self.len.store(len, order);
+    }
+}
 
 /// Classes whose instances are Storage elements.
 const STORAGE_CLASSES: &[&str] = &[
@@ -203,7 +225,7 @@ impl RED {
     fn queue_size(&self) -> u64 {
         self.queues
             .iter()
-            .map(|(_, l)| l.load(Ordering::Relaxed) as u64)
+            .map(|(_, l)| l.len.load(Ordering::Relaxed) as u64)
             .sum()
     }
 
@@ -220,7 +242,14 @@ impl RED {
     /// Click's decision for one packet when the watched queues hold
     /// `pending` packets more than they report (see `push`).
     fn should_drop(&mut self, now: i64, pending: u64) -> bool {
-        let s = self.queue_size() + pending;
+        // Packets passed in this batch count as queued, but no queue holds
+        // more than its capacity (the rest will be its tail drops).
+        let cap: u64 = self
+            .queues
+            .iter()
+            .map(|(_, l)| l.capacity.load(Ordering::Relaxed) as u64)
+            .sum();
+        let s = (self.queue_size() + pending).min(cap.max(self.queue_size()));
         let avg = if self.size.stability == 0 {
             s
         } else if s != 0 {
@@ -514,7 +543,7 @@ mod tests {
     #[test]
     fn thresholds_with_instant_average() {
         let pool = Pool::new(64).expect("pool");
-        let len = Arc::new(StorageLength::new(0));
+        let len = Arc::new(StorageLength::new(0, 1000));
         let mut e = red("2, 4, 0.5, STABILITY 0", &len, 2).expect("ok");
         // At or below MIN_THRESH: nothing is marked.
         len.store(2, Ordering::Relaxed);
@@ -533,7 +562,7 @@ mod tests {
     #[test]
     fn average_and_errors() {
         let pool = Pool::new(64).expect("pool");
-        let len = Arc::new(StorageLength::new(8));
+        let len = Arc::new(StorageLength::new(8, 1000));
         let mut e = red("5, 50, 0.02, QUEUES q, GENTLE false", &len, 1).expect("ok");
         push_n(e.as_mut(), &pool, 1, 1);
         // One update from 0 toward 8 with stability 4: (8192+8)/16 = 512.5.

@@ -15,7 +15,8 @@ pub struct SimpleQueue {
     capacity: usize,
     drops: u64,
     highwater: usize,
-    len: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Length and capacity, shared with RED.
+    len: std::sync::Arc<crate::aqm::red::StorageLength>,
 }
 
 /// Most packets preallocated for at configure time; a bigger queue grows
@@ -49,7 +50,7 @@ impl SimpleQueue {
             capacity,
             drops: 0,
             highwater: 0,
-            len: Default::default(),
+            len: std::sync::Arc::new(crate::aqm::red::StorageLength::new(0, capacity)),
         })
     }
 }
@@ -136,6 +137,9 @@ impl Element for SimpleQueue {
             "capacity" => {
                 let c: u32 = handler_value(value, "CAPACITY: expected unsigned integer")?;
                 self.capacity = c as usize;
+                self.len
+                    .capacity
+                    .store(self.capacity, std::sync::atomic::Ordering::Relaxed);
                 self.q.truncate(self.capacity);
             }
             "reset_counts" => {
