@@ -4,7 +4,7 @@
 use pronto_packet::wire::be16;
 use pronto_packet::{Batch, Packet};
 
-use super::table::{ip, IndexTable, Slab, TimerWheel};
+use super::table::{ip, Slab, SlotTable, TableSlot, TimerWheel};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
     Seconds, Spec, TaskStatus, FIELDS_5TUPLE,
@@ -71,6 +71,10 @@ const FIN_REPLY: u8 = 2;
 const WHEEL_UNIT: i64 = 100_000_000;
 const WHEEL_BUCKETS: usize = 65_536;
 
+/// Tables for more connections than this (1 MiB of slots or more) are
+/// warmed a batch at a time.
+const WARM_ABOVE: usize = 16_384;
+
 /// Connections expired per task run at most.
 const EXPIRE_BUDGET: usize = 65_536;
 
@@ -94,22 +98,57 @@ const REASON_HANDLERS: [&str; 6] = [
     "table_full_drops",
 ];
 
+/// A connection's entry, which the timer wheel refers to by number.
 #[derive(Clone, Copy, Default)]
 struct Conn {
-    /// Trusted-side address and port (ICMP echo: identifier).
-    a: u32,
-    ap: u16,
-    /// Untrusted-side address and port.
-    b: u32,
-    bp: u16,
-    proto: u8,
-    state: u8,
-    fins: u8,
-    expiry: i64,
-    /// When the timer wheel will look at the connection next.
+    /// The connection key.
+    key: u128,
+    /// When the timer wheel will look at the connection next; never later
+    /// than the expiry in the connection's slot.
     queued: i64,
 }
 
+/// A slot of the connection table: the key with the connection's state and
+/// expiry, so that a packet of a known connection reads (and, when its
+/// expiry moves, writes) this one 32-byte slot and nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(32))]
+struct ConnSlot {
+    key: u128,
+    /// When the connection expires unless refreshed (ns since the epoch).
+    expiry: i64,
+    /// The entry number; `u32::MAX` marks a free slot.
+    entry: u32,
+    state: u8,
+    fins: u8,
+}
+
+const FREE: u32 = u32::MAX;
+
+impl TableSlot for ConnSlot {
+    type Key = u128;
+    #[inline]
+    fn free() -> Self {
+        ConnSlot {
+            key: 0,
+            expiry: 0,
+            entry: FREE,
+            state: 0,
+            fins: 0,
+        }
+    }
+    #[inline]
+    fn is_free(&self) -> bool {
+        self.entry == FREE
+    }
+    #[inline]
+    fn key(&self) -> u128 {
+        self.key
+    }
+}
+
+/// The connection key: protocol, trusted-side address and port (ICMP echo:
+/// identifier), untrusted-side address and port, in sort order.
 #[inline]
 fn conn_key(proto: u8, a: u32, ap: u16, b: u32, bp: u16) -> u128 {
     ((proto as u128) << 96)
@@ -119,12 +158,27 @@ fn conn_key(proto: u8, a: u32, ap: u16, b: u32, bp: u16) -> u128 {
         | bp as u128
 }
 
+/// The parts of a connection key: protocol, trusted address and port,
+/// untrusted address and port.
+fn key_parts(k: u128) -> (u8, u32, u16, u32, u16) {
+    (
+        (k >> 96) as u8,
+        (k >> 64) as u32,
+        (k >> 48) as u16,
+        (k >> 16) as u32,
+        k as u16,
+    )
+}
+
 /// A connection-tracking firewall (see [`StatefulFirewall::SPEC`]).
 pub struct StatefulFirewall {
     timeouts: [i64; NSTATES],
     drop_port: Option<usize>,
     conns: Slab<Conn>,
-    index: IndexTable<u128>,
+    table: SlotTable<ConnSlot>,
+    /// Whether batches warm the table first: only when it is too large to
+    /// stay in the cache (for a small one the extra pass costs more).
+    warm: bool,
     wheel: TimerWheel,
     drops: [u64; 6],
     passed: [u64; 2],
@@ -223,6 +277,28 @@ fn quoted_key(q: &[u8], to: u32) -> Option<u128> {
         ICMP if l4[0] == 8 => conn_key(ICMP, s, be16(l4, 4), d, 0),
         ICMP => return None,
         _ => conn_key(proto, s, 0, d, 0),
+    })
+}
+
+/// The key of the connection a packet entering on `port` would belong to,
+/// read with as few checks as possible: it only picks the table slot to
+/// warm (see [`StatefulFirewall::warm`]).
+#[inline]
+fn hint_key(port: usize, p: &Packet) -> Option<u128> {
+    let d = p.network_data()?;
+    let hl = ((*d.first()? & 15) as usize) * 4;
+    let iph = d.get(..20)?;
+    let l4 = d.get(hl..hl + 8)?;
+    let (proto, src, dst) = (iph[9], addr(iph, 12), addr(iph, 16));
+    let (a, b) = if port == 0 { (src, dst) } else { (dst, src) };
+    Some(match proto {
+        TCP | UDP => {
+            let (sp, dp) = (be16(l4, 0), be16(l4, 2));
+            let (ap, bp) = if port == 0 { (sp, dp) } else { (dp, sp) };
+            conn_key(proto, a, ap, b, bp)
+        }
+        ICMP => conn_key(ICMP, a, be16(l4, 4), b, 0),
+        _ => conn_key(proto, a, 0, b, 0),
     })
 }
 
@@ -373,7 +449,8 @@ impl StatefulFirewall {
             timeouts,
             drop_port: (ctx.noutputs > 2).then_some(2),
             conns: Slab::new(capacity),
-            index: IndexTable::new(capacity),
+            table: SlotTable::new(capacity),
+            warm: capacity > WARM_ABOVE,
             wheel: TimerWheel::new(capacity, WHEEL_UNIT, WHEEL_BUCKETS),
             drops: [0; 6],
             passed: [0; 2],
@@ -385,64 +462,69 @@ impl StatefulFirewall {
 
     fn remove(&mut self, i: u32) {
         let c = *self.conns.get(i);
-        self.index.remove(conn_key(c.proto, c.a, c.ap, c.b, c.bp));
+        self.table.remove(c.key);
         self.wheel.unlink(i);
         self.conns.free(i);
     }
 
-    /// The live connection under `k`; an expired one is removed.
+    /// The slot position of the live connection under `k`; an expired one
+    /// is removed.
     #[inline]
-    fn lookup(&mut self, k: u128, now: i64) -> Option<u32> {
-        let i = self.index.get(k)?;
-        if self.conns.get(i).expiry <= now {
-            self.remove(i);
+    fn lookup(&mut self, k: u128, now: i64) -> Option<usize> {
+        let pos = self.table.find(k)?;
+        let s = self.table.slot(pos);
+        if s.expiry <= now {
+            self.remove(s.entry);
             return None;
         }
-        Some(i)
+        Some(pos)
     }
 
+    /// Sets the state of the connection in slot `pos` and its expiry from
+    /// it. A packet that changes neither (the same clock) writes nothing;
+    /// one that only moves the expiry later writes the slot alone. The
+    /// entry and the wheel are touched only when the expiry moves earlier
+    /// than where the connection is queued (a state with a shorter
+    /// timeout): it is queued no later than its old expiry.
     #[inline]
-    fn set_state(&mut self, i: u32, state: u8, fins: u8, now: i64) {
-        let c = self.conns.get_mut(i);
-        c.state = state;
-        c.fins = fins;
+    fn set_state(&mut self, pos: usize, state: u8, fins: u8, now: i64) {
         let expiry = now + self.timeouts[state as usize];
-        c.expiry = expiry;
-        // The wheel is touched only when the expiry moves earlier than
-        // where the connection is queued (a new connection, a state with a
-        // shorter timeout).
-        if expiry < c.queued {
-            c.queued = expiry;
-            self.wheel.unlink(i);
-            self.wheel.insert(i, expiry, now);
+        let s = self.table.slot_mut(pos);
+        if s.expiry == expiry && s.state == state && s.fins == fins {
+            return;
+        }
+        let earlier = expiry < s.expiry;
+        s.state = state;
+        s.fins = fins;
+        s.expiry = expiry;
+        if earlier {
+            let i = s.entry;
+            let c = self.conns.get_mut(i);
+            if expiry < c.queued {
+                c.queued = expiry;
+                self.wheel.unlink(i);
+                self.wheel.insert(i, expiry, now);
+            }
         }
     }
 
-    fn open(
-        &mut self,
-        k: u128,
-        h: &Parsed,
-        ap: u16,
-        bp: u16,
-        state: u8,
-        now: i64,
-    ) -> Result<(), Reason> {
+    fn open(&mut self, k: u128, state: u8, now: i64) -> Result<(), Reason> {
+        let expiry = now + self.timeouts[state as usize];
         let i = self
             .conns
             .alloc(Conn {
-                a: h.src,
-                ap,
-                b: h.dst,
-                bp,
-                proto: h.proto,
-                state,
-                fins: 0,
-                expiry: now,
-                queued: i64::MAX,
+                key: k,
+                queued: expiry,
             })
             .ok_or(Reason::TableFull)?;
-        self.index.insert(k, i);
-        self.set_state(i, state, 0, now);
+        self.table.insert(ConnSlot {
+            key: k,
+            expiry,
+            entry: i,
+            state,
+            fins: 0,
+        });
+        self.wheel.insert(i, expiry, now);
         Ok(())
     }
 
@@ -456,7 +538,7 @@ impl StatefulFirewall {
             _ => (h.sport, h.dport),
         };
         let k = conn_key(h.proto, h.src, ap, h.dst, bp);
-        let Some(i) = self.lookup(k, now) else {
+        let Some(pos) = self.lookup(k, now) else {
             let state = match h.proto {
                 TCP if h.flags & (TH_SYN | TH_ACK | TH_RST) == TH_SYN => SYN_SENT,
                 TCP => return Err(Reason::NoConnection),
@@ -464,15 +546,15 @@ impl StatefulFirewall {
                 ICMP => ICMP_ECHO,
                 _ => OTHER,
             };
-            return self.open(k, h, ap, bp, state, now);
+            return self.open(k, state, now);
         };
-        let c = *self.conns.get(i);
+        let c = *self.table.slot(pos);
         let (state, fins) = if h.proto == TCP {
             tcp_next(c.state, c.fins, true, h.flags).ok_or(Reason::Invalid)?
         } else {
             (c.state, c.fins)
         };
-        self.set_state(i, state, fins, now);
+        self.set_state(pos, state, fins, now);
         Ok(())
     }
 
@@ -490,20 +572,20 @@ impl StatefulFirewall {
             },
             _ => conn_key(h.proto, h.dst, h.dport, h.src, h.sport),
         };
-        let Some(i) = self.lookup(k, now) else {
+        let Some(pos) = self.lookup(k, now) else {
             return Err(match h.proto {
                 TCP if h.flags & (TH_SYN | TH_ACK | TH_RST) == TH_SYN => Reason::Unsolicited,
                 TCP | ICMP => Reason::NoConnection,
                 _ => Reason::Unsolicited,
             });
         };
-        let c = *self.conns.get(i);
+        let c = *self.table.slot(pos);
         let (state, fins) = match h.proto {
             TCP => tcp_next(c.state, c.fins, false, h.flags).ok_or(Reason::Invalid)?,
             UDP => (UDP_REPLIED, 0),
             _ => (c.state, c.fins),
         };
-        self.set_state(i, state, fins, now);
+        self.set_state(pos, state, fins, now);
         Ok(())
     }
 
@@ -529,13 +611,30 @@ impl StatefulFirewall {
         }
     }
 
+    /// Brings the table slots a batch needs into the cache before the
+    /// packets are processed, all loads independent of each other, so that
+    /// a large table costs about one memory latency per batch rather than
+    /// one per packet. A packet of a known connection in a steady state
+    /// touches no other line of the table.
+    fn warm(&self, port: usize, batch: &Batch) {
+        let mut acc = 0u128;
+        for p in batch.iter() {
+            if let Some(k) = hint_key(port, p) {
+                acc ^= self.table.touch(k);
+            }
+        }
+        std::hint::black_box(acc);
+    }
+
     fn table_text(&self) -> String {
         use std::fmt::Write as _;
-        let mut v: Vec<Conn> = self.index.values().map(|i| *self.conns.get(i)).collect();
-        v.sort_by_key(|c| (c.proto, c.a, c.ap, c.b, c.bp));
+        // Key order is protocol, then trusted and untrusted address and port.
+        let mut v: Vec<ConnSlot> = self.table.iter().copied().collect();
+        v.sort_by_key(|c| c.key);
         let mut s = String::new();
         for c in v {
-            let proto = match c.proto {
+            let (proto, a, ap, b, bp) = key_parts(c.key);
+            let proto = match proto {
                 TCP => "tcp".to_string(),
                 UDP => "udp".to_string(),
                 ICMP => "icmp".to_string(),
@@ -545,10 +644,10 @@ impl StatefulFirewall {
             let _ = writeln!(
                 s,
                 "{proto} {}:{} {}:{} {} expires=+{left:.3}",
-                ip(c.a),
-                c.ap,
-                ip(c.b),
-                c.bp,
+                ip(a),
+                ap,
+                ip(b),
+                bp,
                 STATE_NAMES[c.state as usize]
             );
         }
@@ -560,6 +659,9 @@ impl Element for StatefulFirewall {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         self.last_now = now;
+        if self.warm && batch.len() > 1 {
+            self.warm(port, batch);
+        }
         push_each(batch, out, |p, _| self.action(port, p, now));
     }
 
@@ -579,12 +681,15 @@ impl Element for StatefulFirewall {
                     TaskStatus::SleepUntil(self.wheel.next_due(now))
                 };
             };
-            let c = self.conns.get_mut(i);
-            if c.expiry <= now {
+            let k = self.conns.get(i).key;
+            let e = self
+                .table
+                .find(k)
+                .map_or(i64::MIN, |pos| self.table.slot(pos).expiry);
+            if e <= now {
                 self.remove(i);
             } else {
-                c.queued = c.expiry;
-                let e = c.expiry;
+                self.conns.get_mut(i).queued = e;
                 self.wheel.insert(i, e, now);
             }
         }
@@ -633,7 +738,7 @@ impl Element for StatefulFirewall {
         match name {
             "reset" => {
                 self.conns.clear();
-                self.index.clear();
+                self.table.clear();
                 self.wheel.clear();
                 self.drops = [0; 6];
                 self.passed = [0; 2];
@@ -888,6 +993,92 @@ mod tests {
         assert_eq!(err("CAPACITY 0"), "CAPACITY: expected 1 to 67108864");
         assert_eq!(err("UDP x"), "UDP: expected time in seconds, found `x`");
         assert_eq!(err("5"), "too many arguments: `5` was not expected");
+    }
+
+    #[test]
+    fn connection_slots_are_one_line() {
+        assert_eq!(std::mem::size_of::<ConnSlot>(), 32);
+        assert_eq!(std::mem::align_of::<ConnSlot>(), 32);
+        let k = conn_key(TCP, 0x0a00_0005, 40000, 0x5db8_d822, 443);
+        assert_eq!(key_parts(k), (TCP, 0x0a00_0005, 40000, 0x5db8_d822, 443));
+    }
+
+    /// Pushes a batch into `port` at `now`; returns how many packets left
+    /// on each of the three outputs.
+    fn send_batch(
+        e: &mut dyn Element,
+        pool: &Pool,
+        port: usize,
+        v: &[Vec<u8>],
+        now: i64,
+    ) -> [usize; 3] {
+        let mut ctrl = Control::default();
+        let pkts = v.iter().map(|d| pkt(pool, d)).collect();
+        let outs = push_at(e, pool, port, pkts, 3, now, &mut ctrl);
+        [outs[0].len(), outs[1].len(), outs[2].len()]
+    }
+
+    #[test]
+    fn batches_of_mixed_packets() {
+        let pool = Pool::new(64).expect("pool");
+        // Large enough for batches to warm the table first.
+        let mut e = fw("CAPACITY 20000");
+        let e = e.as_mut();
+        let mut gre = udp(IN, 0, OUT, 0);
+        gre[9] = 47;
+        let mut gre_back = udp(OUT, 0, IN, 0);
+        gre_back[9] = 47;
+        let mut short = udp(IN, 1, OUT, 2);
+        short.truncate(25);
+        let syn = tcp(IN, 40000, OUT, 443, 0x02);
+        let ack = tcp(IN, 40000, OUT, 443, 0x10);
+        let batch = [
+            syn.clone(),
+            udp(IN, 5000, OUT, 53),
+            icmp(IN, OUT, 8, 7),
+            gre,
+            short,
+            tcp(IN, 40001, OUT, 443, 0x10),
+        ];
+        assert_eq!(send_batch(e, &pool, 0, &batch, T0), [4, 0, 2]);
+        let batch = [
+            tcp(OUT, 443, IN, 40000, 0x12),
+            udp(OUT, 53, IN, 5000),
+            icmp(OUT, IN, 0, 7),
+            gre_back,
+            udp(OUT, 53, IN, 5001),
+        ];
+        assert_eq!(send_batch(e, &pool, 1, &batch, T0), [0, 4, 1]);
+        // The handshake completes and data follows in the same batch.
+        let batch = [ack.clone(), ack.clone(), syn, ack.clone()];
+        assert_eq!(send_batch(e, &pool, 0, &batch, T0 + SEC), [3, 0, 1]);
+        assert_eq!(
+            read(e, "table"),
+            "icmp 10.0.0.5:7 93.184.216.34:0 ICMP_ECHO expires=+29.000\n\
+             tcp 10.0.0.5:40000 93.184.216.34:443 ESTABLISHED expires=+432000.000\n\
+             udp 10.0.0.5:5000 93.184.216.34:53 UDP_REPLIED expires=+179.000\n\
+             proto47 10.0.0.5:0 93.184.216.34:0 OTHER expires=+599.000\n"
+        );
+        assert_eq!(read(e, "invalid_drops"), "1");
+        assert_eq!(read(e, "no_connection_drops"), "1");
+        assert_eq!(read(e, "unsolicited_drops"), "1");
+        assert_eq!(read(e, "malformed_drops"), "1");
+        // A packet stamped earlier than the last one moves the expiry
+        // earlier, and the timer collects the connection then.
+        let mut ctrl = Control::default();
+        let day = 86_400 * SEC;
+        run_task(e, &pool, vec![], 3, T0 + day, &mut ctrl);
+        assert_eq!(read(e, "nconnections"), "1");
+        assert_eq!(send(e, &pool, 0, &ack, T0 + 20 * SEC), 0);
+        run_task(e, &pool, vec![], 3, T0 + 5 * day + SEC, &mut ctrl);
+        assert_eq!(read(e, "nconnections"), "1");
+        assert_eq!(
+            send(e, &pool, 1, &tcp(OUT, 443, IN, 40000, 0x10), T0 + 5 * SEC),
+            1
+        );
+        run_task(e, &pool, vec![], 3, T0 + 5 * day + 6 * SEC, &mut ctrl);
+        assert_eq!(read(e, "nconnections"), "0");
+        assert_eq!(read(e, "table"), "");
     }
 
     #[test]

@@ -30,34 +30,37 @@ impl Key for u128 {
 
 const EMPTY: u32 = u32::MAX;
 
-#[derive(Clone, Copy, Default)]
-struct Slot<K> {
-    key: K,
-    val: u32,
+/// A slot of a [`SlotTable`]: a key together with whatever its owner
+/// keeps next to it, and a way to mark the slot free.
+pub trait TableSlot: Copy {
+    /// The key type.
+    type Key: Key;
+    /// A free slot.
+    fn free() -> Self;
+    /// True for a free slot.
+    fn is_free(&self) -> bool;
+    /// The key of a slot in use.
+    fn key(&self) -> Self::Key;
 }
 
-/// A map from keys to `u32` values with linear probing and backward-shift
-/// deletion (no tombstones), sized once for at most `capacity` keys at a
-/// load factor of one half or less.
-pub struct IndexTable<K: Key> {
-    slots: Vec<Slot<K>>,
+/// An open-addressing table of slots with linear probing and
+/// backward-shift deletion (no tombstones), sized once for at most
+/// `capacity` keys at a load factor of one half or less. Slot positions
+/// stay valid until the next removal. [`IndexTable`] and [`FlowTable`]
+/// are this table over their slot types.
+pub struct SlotTable<S: TableSlot> {
+    slots: Vec<S>,
     mask: usize,
     len: usize,
     max: usize,
 }
 
-impl<K: Key> IndexTable<K> {
+impl<S: TableSlot> SlotTable<S> {
     /// A table for up to `capacity` keys.
     pub fn new(capacity: usize) -> Self {
         let n = (capacity.max(8) * 2).next_power_of_two();
-        IndexTable {
-            slots: vec![
-                Slot {
-                    key: K::default(),
-                    val: EMPTY
-                };
-                n
-            ],
+        SlotTable {
+            slots: vec![S::free(); n],
             mask: n - 1,
             len: 0,
             max: capacity.max(1),
@@ -75,80 +78,86 @@ impl<K: Key> IndexTable<K> {
     }
 
     #[inline]
-    fn home(&self, k: &K) -> usize {
+    fn home(&self, k: &S::Key) -> usize {
         (k.hash64() as usize) & self.mask
     }
 
-    /// Loads the first slot `k` probes and returns its value, so that a
-    /// pass over a whole batch issues its cache misses together (the CPU
+    /// Loads the first slot `k` probes and returns its key, so that a pass
+    /// over a whole batch issues its cache misses together (the CPU
     /// overlaps independent loads) before the packets are processed.
     #[inline]
-    pub fn touch(&self, k: K) -> u32 {
-        self.slots[self.home(&k)].val
+    pub fn touch(&self, k: S::Key) -> S::Key {
+        self.slots[self.home(&k)].key()
     }
 
-    /// The value stored for `k`.
+    /// The position of the slot holding `k`.
     #[inline]
-    pub fn get(&self, k: K) -> Option<u32> {
+    pub fn find(&self, k: S::Key) -> Option<usize> {
         let mut i = self.home(&k);
         loop {
             let s = &self.slots[i];
-            if s.val == EMPTY {
+            if s.is_free() {
                 return None;
             }
-            if s.key == k {
-                return Some(s.val);
+            if s.key() == k {
+                return Some(i);
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    /// Stores `k -> v` (replacing an old value); false when the table
-    /// already holds its capacity of keys.
-    pub fn insert(&mut self, k: K, v: u32) -> bool {
+    /// The slot at `pos` (from [`SlotTable::find`]).
+    #[inline]
+    pub fn slot(&self, pos: usize) -> &S {
+        &self.slots[pos]
+    }
+
+    /// The slot at `pos`, writable (its key must stay).
+    #[inline]
+    pub fn slot_mut(&mut self, pos: usize) -> &mut S {
+        &mut self.slots[pos]
+    }
+
+    /// Stores `s` under its key (replacing an old slot); false when the
+    /// table already holds its capacity of keys or `s` is a free slot.
+    pub fn insert(&mut self, s: S) -> bool {
+        if s.is_free() {
+            return false;
+        }
+        let k = s.key();
         let mut i = self.home(&k);
         loop {
-            let s = &mut self.slots[i];
-            if s.val == EMPTY {
+            let t = &mut self.slots[i];
+            if t.is_free() {
                 if self.len >= self.max {
                     return false;
                 }
-                *s = Slot { key: k, val: v };
+                *t = s;
                 self.len += 1;
                 return true;
             }
-            if s.key == k {
-                s.val = v;
+            if t.key() == k {
+                *t = s;
                 return true;
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    /// Removes `k`, returning its value.
-    pub fn remove(&mut self, k: K) -> Option<u32> {
-        let mut i = self.home(&k);
-        loop {
-            let s = self.slots[i];
-            if s.val == EMPTY {
-                return None;
-            }
-            if s.key == k {
-                break;
-            }
-            i = (i + 1) & self.mask;
-        }
-        let v = self.slots[i].val;
+    /// Removes `k`, returning its slot.
+    pub fn remove(&mut self, k: S::Key) -> Option<S> {
+        let mut i = self.find(k)?;
+        let v = self.slots[i];
         // Shift later members of the probe run back over the hole.
         let mut j = i;
         loop {
             j = (j + 1) & self.mask;
             let s = self.slots[j];
-            if s.val == EMPTY {
+            if s.is_free() {
                 break;
             }
-            let h = self.home(&s.key);
-            // Move the entry at j into the hole at i unless its home lies
+            let h = self.home(&s.key());
+            // Move the slot at j into the hole at i unless its home lies
             // cyclically in (i, j].
             let in_between = if i <= j {
                 i < h && h <= j
@@ -160,22 +169,93 @@ impl<K: Key> IndexTable<K> {
                 i = j;
             }
         }
-        self.slots[i].val = EMPTY;
+        self.slots[i] = S::free();
         self.len -= 1;
         Some(v)
     }
 
-    /// Every stored value, in table order.
-    pub fn values(&self) -> impl Iterator<Item = u32> + '_ {
-        self.slots.iter().filter(|s| s.val != EMPTY).map(|s| s.val)
+    /// Every slot in use, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = &S> + '_ {
+        self.slots.iter().filter(|s| !s.is_free())
     }
 
     /// Removes every key.
     pub fn clear(&mut self) {
-        for s in &mut self.slots {
-            s.val = EMPTY;
-        }
+        self.slots.fill(S::free());
         self.len = 0;
+    }
+}
+
+/// A slot of an [`IndexTable`].
+#[derive(Clone, Copy)]
+pub struct IndexSlot<K> {
+    key: K,
+    val: u32,
+}
+
+impl<K: Key> TableSlot for IndexSlot<K> {
+    type Key = K;
+    #[inline]
+    fn free() -> Self {
+        IndexSlot {
+            key: K::default(),
+            val: EMPTY,
+        }
+    }
+    #[inline]
+    fn is_free(&self) -> bool {
+        self.val == EMPTY
+    }
+    #[inline]
+    fn key(&self) -> K {
+        self.key
+    }
+}
+
+/// A map from keys to `u32` values (not `u32::MAX`) over a [`SlotTable`].
+pub struct IndexTable<K: Key>(SlotTable<IndexSlot<K>>);
+
+impl<K: Key> IndexTable<K> {
+    /// A table for up to `capacity` keys.
+    pub fn new(capacity: usize) -> Self {
+        IndexTable(SlotTable::new(capacity))
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when no key is stored.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value stored for `k`.
+    #[inline]
+    pub fn get(&self, k: K) -> Option<u32> {
+        self.0.find(k).map(|p| self.0.slot(p).val)
+    }
+
+    /// Stores `k -> v` (replacing an old value); false when the table
+    /// already holds its capacity of keys or `v` is `u32::MAX`.
+    pub fn insert(&mut self, k: K, v: u32) -> bool {
+        self.0.insert(IndexSlot { key: k, val: v })
+    }
+
+    /// Removes `k`, returning its value.
+    pub fn remove(&mut self, k: K) -> Option<u32> {
+        self.0.remove(k).map(|s| s.val)
+    }
+
+    /// Every stored value, in table order.
+    pub fn values(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().map(|s| s.val)
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.0.clear();
     }
 }
 
@@ -201,145 +281,27 @@ pub struct FlowSlot {
     pub class: u8,
 }
 
-const FREE_SLOT: FlowSlot = FlowSlot {
-    key: 0,
-    expiry: 0,
-    addr: 0,
-    entry: EMPTY,
-    port: 0,
-    class: 0,
-};
-
-/// An open-addressing table of [`FlowSlot`]s keyed by `u64`, with linear
-/// probing and backward-shift deletion, sized once for at most `capacity`
-/// keys at a load factor of one half or less. Slot positions stay valid
-/// until the next removal.
-pub struct FlowTable {
-    slots: Vec<FlowSlot>,
-    mask: usize,
-    len: usize,
-    max: usize,
+impl TableSlot for FlowSlot {
+    type Key = u64;
+    #[inline]
+    fn free() -> Self {
+        FlowSlot {
+            entry: EMPTY,
+            ..FlowSlot::default()
+        }
+    }
+    #[inline]
+    fn is_free(&self) -> bool {
+        self.entry == EMPTY
+    }
+    #[inline]
+    fn key(&self) -> u64 {
+        self.key
+    }
 }
 
-impl FlowTable {
-    /// A table for up to `capacity` keys.
-    pub fn new(capacity: usize) -> Self {
-        let n = (capacity.max(8) * 2).next_power_of_two();
-        FlowTable {
-            slots: vec![FREE_SLOT; n],
-            mask: n - 1,
-            len: 0,
-            max: capacity.max(1),
-        }
-    }
-
-    /// Number of keys.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when no key is stored.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline]
-    fn home(&self, k: u64) -> usize {
-        (k.hash64() as usize) & self.mask
-    }
-
-    /// Loads the first slot `k` probes (see [`IndexTable::touch`]).
-    #[inline]
-    pub fn touch(&self, k: u64) -> u64 {
-        self.slots[self.home(k)].key
-    }
-
-    /// The position of the slot holding `k`.
-    #[inline]
-    pub fn find(&self, k: u64) -> Option<usize> {
-        let mut i = self.home(k);
-        loop {
-            let s = &self.slots[i];
-            if s.entry == EMPTY {
-                return None;
-            }
-            if s.key == k {
-                return Some(i);
-            }
-            i = (i + 1) & self.mask;
-        }
-    }
-
-    /// The slot at `pos` (from [`FlowTable::find`]).
-    #[inline]
-    pub fn slot(&self, pos: usize) -> &FlowSlot {
-        &self.slots[pos]
-    }
-
-    /// The slot at `pos`, writable (its key must stay).
-    #[inline]
-    pub fn slot_mut(&mut self, pos: usize) -> &mut FlowSlot {
-        &mut self.slots[pos]
-    }
-
-    /// Stores `s` under `s.key` (replacing an old slot); false when the
-    /// table already holds its capacity of keys or `s.entry` is
-    /// `u32::MAX`.
-    pub fn insert(&mut self, s: FlowSlot) -> bool {
-        if s.entry == EMPTY {
-            return false;
-        }
-        let mut i = self.home(s.key);
-        loop {
-            let t = &mut self.slots[i];
-            if t.entry == EMPTY {
-                if self.len >= self.max {
-                    return false;
-                }
-                *t = s;
-                self.len += 1;
-                return true;
-            }
-            if t.key == s.key {
-                *t = s;
-                return true;
-            }
-            i = (i + 1) & self.mask;
-        }
-    }
-
-    /// Removes `k`, returning its slot.
-    pub fn remove(&mut self, k: u64) -> Option<FlowSlot> {
-        let mut i = self.find(k)?;
-        let v = self.slots[i];
-        let mut j = i;
-        loop {
-            j = (j + 1) & self.mask;
-            let s = self.slots[j];
-            if s.entry == EMPTY {
-                break;
-            }
-            let h = self.home(s.key);
-            let in_between = if i <= j {
-                i < h && h <= j
-            } else {
-                i < h || h <= j
-            };
-            if !in_between {
-                self.slots[i] = s;
-                i = j;
-            }
-        }
-        self.slots[i] = FREE_SLOT;
-        self.len -= 1;
-        Some(v)
-    }
-
-    /// Every stored slot, in table order.
-    pub fn iter(&self) -> impl Iterator<Item = &FlowSlot> + '_ {
-        self.slots.iter().filter(|s| s.entry != EMPTY)
-    }
-}
+/// A table of [`FlowSlot`]s keyed by `u64` (see [`SlotTable`]).
+pub type FlowTable = SlotTable<FlowSlot>;
 
 /// Fixed-size storage for entries: slot numbers handed out from a free
 /// stack, never reallocated.
