@@ -233,6 +233,9 @@ fn forward_through_pronto(method: &str, tag: char, subnet: u8) {
         o.status.success() && text.contains("5 received"),
         "{method}: ping through pronto:\n{text}"
     );
+    if let Some(rtt) = text.lines().find(|l| l.starts_with("rtt ")) {
+        eprintln!("devices test: ping through pronto, METHOD {method}: {rtt}");
+    }
 
     if !have("iperf3") {
         eprintln!("SKIPPED iperf3 part of the devices test ({method}): iperf3 is not installed");

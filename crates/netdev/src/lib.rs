@@ -5,11 +5,13 @@
 //!
 //! - [`Method::Socket`]: one non-blocking `recvfrom`/`send` system call per
 //!   frame. Simple; the baseline.
-//! - [`Method::Ring`] (default): a `TPACKET_V3` receive ring (the kernel
-//!   fills variable-size frames into blocks and hands a block over when it
-//!   is full or its timeout — 1 ms by default — expires) and a
-//!   `TPACKET_V2` transmit ring (frames are written in place and sent with
-//!   one `send` call per batch, bypassing the queueing discipline).
+//! - [`Method::Ring`] (default): `TPACKET_V2` rings. On receive the
+//!   kernel writes each frame into its own fixed-size ring slot and hands
+//!   it over at once (the slot's status becomes user-owned), so a frame
+//!   waits for no block to fill or timer to fire; pronto copies a batch of
+//!   ready slots out and gives each back. On transmit frames are written
+//!   in place and sent with one `send` call per batch, bypassing the
+//!   queueing discipline.
 //!
 //! Receive sockets ask for a virtio-net header in front of each frame
 //! (`PACKET_VNET_HDR`), so that frames whose checksum the sender left to
@@ -39,7 +41,7 @@ pub use offload::{Delivery, Vnet, VNET_LEN};
 pub enum Method {
     /// One system call per frame.
     Socket,
-    /// Shared-memory rings (`TPACKET_V3` receive, `TPACKET_V2` transmit).
+    /// Shared-memory `TPACKET_V2` rings (receive and transmit).
     Ring,
 }
 
@@ -115,7 +117,9 @@ pub struct RxConfig {
     /// Bytes of each frame kept (the rest is recorded in the extra length
     /// annotation).
     pub snaplen: usize,
-    /// Ring block timeout in milliseconds (at least 1).
+    /// Ignored. The receive ring was once a `TPACKET_V3` block ring whose
+    /// blocks were handed over on a timeout; the `TPACKET_V2` frame ring
+    /// hands every frame over as soon as it is written.
     pub block_timeout_ms: u32,
     /// Stamp packets with the kernel's receive time (ring) or the current
     /// time (socket); otherwise leave the timestamp unset.
@@ -135,11 +139,19 @@ impl Default for RxConfig {
     }
 }
 
-/// Receive ring geometry: 64 blocks of 128 KiB (a whole 64 KiB
-/// segmentation-offload frame fits one block).
-const RX_BLOCK_SIZE: usize = 128 * 1024;
-const RX_BLOCKS: usize = 64;
-const RX_FRAME_SIZE: usize = 2048;
+/// Receive ring geometry: 128 blocks of 256 KiB, each holding three
+/// frame slots of 87,376 bytes, 384 slots in all. A slot takes a whole
+/// 64 KiB segmentation-offload frame with its ring header, address and
+/// virtio-net header. (Blocks are allocated in power-of-two page runs, so
+/// a 256 KiB block with three slots wastes 16 bytes.)
+const RX_BLOCK_SIZE: usize = 256 * 1024;
+const RX_BLOCKS: usize = 128;
+const RX_FRAME_SIZE: usize = (RX_BLOCK_SIZE / 3) & !15;
+// A slot holds the frame header, address, alignment slack and virtio-net
+// header in front of a 64 KiB frame; the kernel wants 16-byte-aligned
+// slots in page-multiple blocks.
+const _: () = assert!(RX_FRAME_SIZE >= 65_536 + TP2_HDR + SLL_LEN + 64 + VNET_LEN);
+const _: () = assert!(RX_FRAME_SIZE.is_multiple_of(16) && RX_BLOCK_SIZE.is_power_of_two());
 /// Socket-method receive buffer: the largest offload frame plus header.
 const RX_BUF: usize = 256 * 1024;
 /// Transmit ring geometry: 1,024 frames of 2 KiB.
@@ -157,15 +169,11 @@ const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
 const TP_STATUS_SEND_REQUEST: u32 = 1;
 const TP_STATUS_SENDING: u32 = 2;
 const TPACKET_V2: i32 = 1;
-const TPACKET_V3: i32 = 2;
-/// `sizeof(struct tpacket3_hdr)`, and where the `sockaddr_ll` follows it.
-const TP3_HDR: usize = 48;
+/// `TPACKET_ALIGN(sizeof(struct tpacket2_hdr))`, where the `sockaddr_ll`
+/// follows the frame header.
+const TP2_HDR: usize = 32;
 /// `sizeof(struct sockaddr_ll)`.
 const SLL_LEN: usize = 20;
-/// Offset of a block's `block_status`, `num_pkts`, `offset_to_first_pkt`.
-const BLK_STATUS: usize = 8;
-const BLK_NUM: usize = 12;
-const BLK_FIRST: usize = 16;
 
 fn open_socket(ifname: &str, proto: u16) -> Result<(OwnedFd, i32), DevError> {
     if ifname.is_empty() || ifname.len() > 15 || ifname.contains(['/', ' ', '\0']) {
@@ -190,13 +198,20 @@ fn u16_at(b: &[u8], off: usize) -> Option<u16> {
 struct RxRing {
     map: sys::Mapping,
     block_size: usize,
-    nblocks: usize,
-    /// The block being read.
+    frame_size: usize,
+    /// Frame slots per block.
+    per_block: usize,
+    /// Frame slots in all.
+    nframes: usize,
+    /// The slot to read next.
     cur: usize,
-    /// Packets of it already delivered.
-    next_pkt: u32,
-    /// Offset (in the block) of the next packet.
-    next_off: usize,
+}
+
+impl RxRing {
+    /// Offset of slot `i` in the mapping (slots never straddle blocks).
+    fn frame_off(&self, i: usize) -> usize {
+        (i / self.per_block) * self.block_size + (i % self.per_block) * self.frame_size
+    }
 }
 
 enum RxKind {
@@ -239,16 +254,15 @@ impl RxDevice {
                 pending: None,
             },
             Method::Ring => {
-                let v: libc::c_int = TPACKET_V3;
+                let v: libc::c_int = TPACKET_V2;
                 sys::set_opt(&fd, sys::PACKET_VERSION, &v).map_err(os(ifname, "PACKET_VERSION"))?;
-                let req = sys::TpacketReq3 {
+                let per_block = RX_BLOCK_SIZE / RX_FRAME_SIZE;
+                let nframes = per_block * RX_BLOCKS;
+                let req = sys::TpacketReq {
                     block_size: RX_BLOCK_SIZE as u32,
                     block_nr: RX_BLOCKS as u32,
                     frame_size: RX_FRAME_SIZE as u32,
-                    frame_nr: (RX_BLOCK_SIZE / RX_FRAME_SIZE * RX_BLOCKS) as u32,
-                    retire_blk_tov: cfg.block_timeout_ms.max(1),
-                    sizeof_priv: 0,
-                    feature_req_word: 0,
+                    frame_nr: nframes as u32,
                 };
                 sys::set_opt(&fd, sys::PACKET_RX_RING, &req)
                     .map_err(os(ifname, "PACKET_RX_RING"))?;
@@ -258,10 +272,10 @@ impl RxDevice {
                     ring: RxRing {
                         map,
                         block_size: RX_BLOCK_SIZE,
-                        nblocks: RX_BLOCKS,
+                        frame_size: RX_FRAME_SIZE,
+                        per_block,
+                        nframes,
                         cur: 0,
-                        next_pkt: 0,
-                        next_off: 0,
                     },
                     resume: 0,
                 }
@@ -400,42 +414,31 @@ fn recv_ring(
     limit: usize,
     stats: &mut RxStats,
 ) {
-    let bs = ring.block_size;
     while room_left(batch, limit) {
-        let boff = ring.cur * bs;
-        if ring.map.load(boff + BLK_STATUS) & TP_STATUS_USER == 0 {
+        let off = ring.frame_off(ring.cur);
+        if ring.map.load(off) & TP_STATUS_USER == 0 {
             return;
         }
-        // SAFETY: the block's status says user space owns it; the kernel
+        // SAFETY: the slot's status says user space owns it; the kernel
         // does not touch it until the status is set back to KERNEL below,
         // after the last use of this slice.
-        let Some(block) = (unsafe { ring.map.bytes_mut(boff, bs) }) else {
+        let Some(slot) = (unsafe { ring.map.bytes_mut(off, ring.frame_size) }) else {
             return;
         };
-        let num = u32_at(block, BLK_NUM).unwrap_or(0);
-        if ring.next_pkt == 0 {
-            ring.next_off = u32_at(block, BLK_FIRST).unwrap_or(0) as usize;
-        }
-        while ring.next_pkt < num {
-            if !room_left(batch, limit) {
-                return;
-            }
-            let off = ring.next_off;
-            let Some(entry) = parse_entry(block, off) else {
+        let done = match parse_entry(slot) {
+            None => {
                 stats.bad += 1;
-                ring.next_pkt = num;
-                break;
-            };
-            let done = if entry.outgoing && !cfg.outbound {
                 Delivery::Done
-            } else if entry.snaplen < entry.len {
+            }
+            Some(e) if e.outgoing && !cfg.outbound => Delivery::Done,
+            Some(e) if e.snaplen < e.len => {
                 stats.oversize += 1;
                 Delivery::Done
-            } else {
-                let ts = if cfg.timestamp { entry.ts } else { 0 };
+            }
+            Some(e) => {
+                let ts = if cfg.timestamp { e.ts } else { 0 };
                 let before = batch.len();
-                let (hdr, frame) =
-                    block[entry.mac - VNET_LEN..entry.mac + entry.snaplen].split_at_mut(VNET_LEN);
+                let (hdr, frame) = slot[e.mac - VNET_LEN..e.mac + e.snaplen].split_at_mut(VNET_LEN);
                 let hdr: &[u8; VNET_LEN] = (&*hdr).try_into().unwrap_or(&[0; VNET_LEN]);
                 let vnet = Vnet::parse(hdr);
                 let r = offload::deliver(
@@ -449,40 +452,32 @@ fn recv_ring(
                     limit,
                     stats,
                 );
-                if let Some(vlan) = entry.vlan {
+                if let Some(vlan) = e.vlan {
                     for p in &mut batch.as_mut_slice()[before..] {
                         insert_vlan(p, vlan);
                     }
                 }
                 r
-            };
-            match done {
-                Delivery::Done => {
-                    *resume = 0;
-                    ring.next_pkt += 1;
-                    if entry.next == 0 && ring.next_pkt < num {
-                        stats.bad += 1;
-                        ring.next_pkt = num;
-                    }
-                    ring.next_off = off + entry.next;
-                }
-                Delivery::Resume(i) => {
-                    *resume = i;
-                    return;
-                }
+            }
+        };
+        match done {
+            Delivery::Done => {
+                // Hand the slot back and move on.
+                *resume = 0;
+                ring.map.store(off, TP_STATUS_KERNEL);
+                ring.cur = (ring.cur + 1) % ring.nframes;
+            }
+            Delivery::Resume(i) => {
+                // The batch is full mid-frame: keep the slot for the rest.
+                *resume = i;
+                return;
             }
         }
-        // Hand the block back and move on.
-        ring.map.store(boff + BLK_STATUS, TP_STATUS_KERNEL);
-        ring.cur = (ring.cur + 1) % ring.nblocks;
-        ring.next_pkt = 0;
-        ring.next_off = 0;
     }
 }
 
-/// One frame's ring entry, checked against its block.
+/// One frame's ring entry, checked against its slot.
 struct Entry {
-    next: usize,
     ts: i64,
     snaplen: usize,
     len: usize,
@@ -491,27 +486,25 @@ struct Entry {
     vlan: Option<(u16, u16)>,
 }
 
-/// Reads the `tpacket3_hdr` at `off` in `block`; `None` if any part of the
-/// entry (header, address, virtio-net header, frame bytes) falls outside
-/// the block.
-fn parse_entry(block: &[u8], off: usize) -> Option<Entry> {
-    let h = block.get(off..off.checked_add(TP3_HDR + SLL_LEN)?)?;
-    let next = u32_at(h, 0)? as usize;
-    let sec = u32_at(h, 4)? as i64;
-    let nsec = u32_at(h, 8)? as i64;
-    let snaplen = u32_at(h, 12)? as usize;
-    let len = u32_at(h, 16)? as usize;
-    let status = u32_at(h, 20)?;
-    let mac = u16_at(h, 24)? as usize;
-    let tci = u32_at(h, 32)? as u16;
-    let tpid = u16_at(h, 36)?;
-    let pkttype = *h.get(TP3_HDR + 10)?;
-    if mac < TP3_HDR + SLL_LEN + VNET_LEN {
+/// Reads the `tpacket2_hdr` at the start of `slot`; `None` if any part of
+/// the entry (header, address, virtio-net header, frame bytes) falls
+/// outside the slot.
+fn parse_entry(slot: &[u8]) -> Option<Entry> {
+    let h = slot.get(..TP2_HDR + SLL_LEN)?;
+    let status = u32_at(h, 0)?;
+    let len = u32_at(h, 4)? as usize;
+    let snaplen = u32_at(h, 8)? as usize;
+    let mac = u16_at(h, 12)? as usize;
+    let sec = u32_at(h, 16)? as i64;
+    let nsec = u32_at(h, 20)? as i64;
+    let tci = u16_at(h, 24)?;
+    let tpid = u16_at(h, 26)?;
+    let pkttype = *h.get(TP2_HDR + 10)?;
+    if mac < TP2_HDR + SLL_LEN + VNET_LEN {
         return None;
     }
-    let mac = off + mac;
     let end = mac.checked_add(snaplen)?;
-    if end > block.len() || (next != 0 && off + next > block.len()) {
+    if end > slot.len() {
         return None;
     }
     let vlan = (status & TP_STATUS_VLAN_VALID != 0).then(|| {
@@ -523,7 +516,6 @@ fn parse_entry(block: &[u8], off: usize) -> Option<Entry> {
         (tpid, tci)
     });
     Some(Entry {
-        next,
         ts: sec * 1_000_000_000 + nsec,
         snaplen,
         len,
@@ -737,30 +729,34 @@ mod tests {
     }
 
     #[test]
-    fn ring_entries_outside_the_block_are_refused() {
-        let mut block = vec![0u8; 4096];
-        // A plausible entry at 48: mac at 90, 60 bytes.
+    fn ring_entries_outside_the_slot_are_refused() {
+        let mut slot = vec![0u8; 4096];
+        // A plausible entry: mac at 90, 60 bytes, VLAN 7 reported.
         let put =
             |b: &mut [u8], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
-        put(&mut block, 48 + 12, 60); // snaplen
-        put(&mut block, 48 + 16, 60); // len
-        block[48 + 24..48 + 26].copy_from_slice(&90u16.to_ne_bytes());
-        let e = parse_entry(&block, 48).expect("entry");
-        assert_eq!((e.mac, e.snaplen, e.len), (138, 60, 60));
-        // Frame bytes past the block.
-        put(&mut block, 48 + 12, 4000);
-        assert!(parse_entry(&block, 48).is_none());
-        put(&mut block, 48 + 12, 60);
-        // Next entry past the block.
-        put(&mut block, 48, 5000);
-        assert!(parse_entry(&block, 48).is_none());
-        put(&mut block, 48, 0);
-        // MAC offset inside the header.
-        block[48 + 24..48 + 26].copy_from_slice(&20u16.to_ne_bytes());
-        assert!(parse_entry(&block, 48).is_none());
-        // Entry header itself past the block.
-        assert!(parse_entry(&block, 4090).is_none());
-        assert!(parse_entry(&block, usize::MAX - 3).is_none());
+        put(&mut slot, 0, TP_STATUS_USER | TP_STATUS_VLAN_VALID);
+        put(&mut slot, 4, 60); // len
+        put(&mut slot, 8, 60); // snaplen
+        slot[12..14].copy_from_slice(&90u16.to_ne_bytes());
+        put(&mut slot, 16, 3); // sec
+        put(&mut slot, 20, 5); // nsec
+        slot[24..26].copy_from_slice(&7u16.to_ne_bytes());
+        let e = parse_entry(&slot).expect("entry");
+        assert_eq!((e.mac, e.snaplen, e.len), (90, 60, 60));
+        assert_eq!(e.ts, 3_000_000_005);
+        assert_eq!(e.vlan, Some((0x8100, 7)));
+        assert!(!e.outgoing);
+        // Frame bytes past the slot.
+        put(&mut slot, 8, 4010);
+        assert!(parse_entry(&slot).is_none());
+        put(&mut slot, 8, u32::MAX);
+        assert!(parse_entry(&slot).is_none());
+        put(&mut slot, 8, 60);
+        // MAC offset inside the header (no room for the virtio-net header).
+        slot[12..14].copy_from_slice(&61u16.to_ne_bytes());
+        assert!(parse_entry(&slot).is_none());
+        // Slot too short for the header itself.
+        assert!(parse_entry(&slot[..40]).is_none());
     }
 
     #[test]

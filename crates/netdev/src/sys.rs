@@ -26,20 +26,6 @@ pub(crate) const PACKET_OUTGOING: u8 = 4;
 /// `ETH_P_ALL`, host order.
 pub(crate) const ETH_P_ALL: u16 = 0x0003;
 
-/// `struct tpacket_req3` (also read as `struct tpacket_req`, its first four
-/// fields).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub(crate) struct TpacketReq3 {
-    pub block_size: u32,
-    pub block_nr: u32,
-    pub frame_size: u32,
-    pub frame_nr: u32,
-    pub retire_blk_tov: u32,
-    pub sizeof_priv: u32,
-    pub feature_req_word: u32,
-}
-
 /// `struct tpacket_req`.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -195,7 +181,7 @@ pub(crate) fn stats(fd: &OwnedFd) -> io::Result<(u32, u32)> {
 /// A ring shared with the kernel: the socket's `mmap`ed RX or TX ring.
 ///
 /// The kernel writes the ring concurrently. Status words are read and
-/// written only as atomics; the bytes of a block or frame are viewed as
+/// written only as atomics; the bytes of a frame slot are viewed as
 /// slices only while the ring protocol makes them ours (status says
 /// user-owned, or available for sending), which the `unsafe` accessors
 /// require of their callers.
@@ -276,7 +262,7 @@ impl Mapping {
     ///
     /// # Safety
     /// The caller must own those bytes under the ring protocol (a receive
-    /// block the kernel handed over and that is not yet given back, a
+    /// frame the kernel handed over and that is not yet given back, a
     /// transmit frame not marked for sending), so that the kernel does not
     /// touch them while the slice lives, and hold no other view of them.
     #[allow(clippy::mut_from_ref)]

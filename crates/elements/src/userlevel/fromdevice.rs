@@ -55,10 +55,11 @@ impl FromDevice {
              recorded in the extra length annotation\n  \
              SNIFFER    boolean; accepted; false only warns (the kernel still sees\n             \
              the frames)\n  \
-             METHOD     RING (default: TPACKET_V3 receive ring) or SOCKET (one system\n             \
+             METHOD     RING (default: TPACKET_V2 receive ring, each frame handed\n             \
+             over as soon as the kernel writes it) or SOCKET (one system\n             \
              call per frame; Click's LINUX is the same)\n  \
-             TIMEOUT    time; RING block timeout, the longest a frame waits in a\n             \
-             half-filled block (default 1ms; whole milliseconds, at least 1)\n  \
+             TIMEOUT    time; accepted and checked (above 0, at most 60s) but has no\n             \
+             effect: it was the block timeout of an earlier block ring\n  \
              OUTBOUND   boolean; also receive frames the host sends (default false)\n  \
              BURST      packets per task run, at least 1 (default 1)\n  \
              TIMESTAMP  boolean; stamp packets (default true)\n\
