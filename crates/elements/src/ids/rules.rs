@@ -89,82 +89,75 @@ pub enum Proto {
     Icmp,
 }
 
-/// An address expression.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AddrExpr {
-    /// Any address.
-    Any,
-    /// A network: address and mask, host order, address already masked.
-    Net(u32, u32),
-    /// A list: matches when some positive element matches (or there is
-    /// none) and no negated element's inner expression matches.
-    List(Vec<AddrExpr>),
-    /// A negation.
-    Not(Box<AddrExpr>),
+/// What one element of an address or port expression stands for.
+pub trait Leaf {
+    /// The value tested (an address or a port).
+    type Value: Copy;
+    /// True if `v` lies inside.
+    fn contains(&self, v: Self::Value) -> bool;
 }
 
-impl AddrExpr {
-    /// True if `ip` (host order) matches.
-    pub fn matches(&self, ip: u32) -> bool {
-        match self {
-            AddrExpr::Any => true,
-            AddrExpr::Net(a, m) => ip & m == *a,
-            AddrExpr::Not(x) => !x.matches(ip),
-            AddrExpr::List(v) => {
-                let mut any_pos = false;
-                let mut pos_hit = false;
-                for x in v {
-                    match x {
-                        AddrExpr::Not(inner) => {
-                            if inner.matches(ip) {
-                                return false;
-                            }
-                        }
-                        _ => {
-                            any_pos = true;
-                            pos_hit = pos_hit || x.matches(ip);
-                        }
-                    }
-                }
-                pos_hit || !any_pos
-            }
-        }
+/// A network: address and mask, host order, address already masked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Net(pub u32, pub u32);
+
+impl Leaf for Net {
+    type Value = u32;
+    fn contains(&self, ip: u32) -> bool {
+        ip & self.1 == self.0
     }
 }
 
-/// A port expression.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PortExpr {
-    /// Any port.
-    Any,
-    /// An inclusive range.
-    Range(u16, u16),
-    /// A list (same rules as [`AddrExpr::List`]).
-    List(Vec<PortExpr>),
-    /// A negation.
-    Not(Box<PortExpr>),
+/// An inclusive port range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range(pub u16, pub u16);
+
+impl Leaf for Range {
+    type Value = u16;
+    fn contains(&self, port: u16) -> bool {
+        (self.0..=self.1).contains(&port)
+    }
 }
 
-impl PortExpr {
-    /// True if `port` matches.
-    pub fn matches(&self, port: u16) -> bool {
+/// An address or port expression: `any`, a value, a list, a negation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetExpr<L> {
+    /// Anything.
+    Any,
+    /// One network or port range.
+    Leaf(L),
+    /// A list: matches when some positive element matches (or there is
+    /// none) and no negated element's inner expression matches.
+    List(Vec<SetExpr<L>>),
+    /// A negation.
+    Not(Box<SetExpr<L>>),
+}
+
+/// An address expression.
+pub type AddrExpr = SetExpr<Net>;
+/// A port expression.
+pub type PortExpr = SetExpr<Range>;
+
+impl<L: Leaf> SetExpr<L> {
+    /// True if `v` matches.
+    pub fn matches(&self, v: L::Value) -> bool {
         match self {
-            PortExpr::Any => true,
-            PortExpr::Range(lo, hi) => (*lo..=*hi).contains(&port),
-            PortExpr::Not(x) => !x.matches(port),
-            PortExpr::List(v) => {
+            SetExpr::Any => true,
+            SetExpr::Leaf(l) => l.contains(v),
+            SetExpr::Not(x) => !x.matches(v),
+            SetExpr::List(items) => {
                 let mut any_pos = false;
                 let mut pos_hit = false;
-                for x in v {
+                for x in items {
                     match x {
-                        PortExpr::Not(inner) => {
-                            if inner.matches(port) {
+                        SetExpr::Not(inner) => {
+                            if inner.matches(v) {
                                 return false;
                             }
                         }
                         _ => {
                             any_pos = true;
-                            pos_hit = pos_hit || x.matches(port);
+                            pos_hit = pos_hit || x.matches(v);
                         }
                     }
                 }
@@ -174,7 +167,7 @@ impl PortExpr {
     }
 
     fn is_any(&self) -> bool {
-        matches!(self, PortExpr::Any)
+        matches!(self, SetExpr::Any)
     }
 }
 
@@ -972,117 +965,106 @@ fn var_value<'a>(
     }
 }
 
-fn parse_addr(s: &str, pos: usize, vars: &Vars<'_>, depth: usize) -> Result<AddrExpr, Problem> {
+/// The syntax addresses and ports share: `!X`, `$VAR`, `[X, Y, ...]` and
+/// `any`; anything else is a single value read by `leaf`. `what` names the
+/// kind in error texts ("address" / "port").
+fn parse_set<L>(
+    s: &str,
+    pos: usize,
+    vars: &Vars<'_>,
+    depth: usize,
+    what: &str,
+    leaf: &dyn Fn(&str, usize) -> Result<L, Problem>,
+) -> Result<SetExpr<L>, Problem> {
     let s = s.trim();
     if let Some(rest) = s.strip_prefix('!') {
-        return Ok(AddrExpr::Not(Box::new(parse_addr(
+        return Ok(SetExpr::Not(Box::new(parse_set(
             rest,
             pos + 1,
             vars,
             depth,
+            what,
+            leaf,
         )?)));
     }
     if s.starts_with('$') {
         let v = var_value(s, pos, vars, depth)?;
         // Errors inside a variable's value are reported at the use.
-        return parse_addr(v, pos, vars, depth + 1).map_err(|e| match e {
+        return parse_set(v, pos, vars, depth + 1, what, leaf).map_err(|e| match e {
             Problem::Error(_, m) => Problem::Error(pos, format!("in `{s}`: {m}")),
             Problem::Skip(_, m) => Problem::Skip(pos, m),
         });
     }
     if let Some(inner) = s.strip_prefix('[') {
         let Some(inner) = inner.strip_suffix(']') else {
-            return err(pos, format!("unbalanced `[` in address `{s}`"));
+            let kind = if what == "port" { "ports" } else { what };
+            return err(pos, format!("unbalanced `[` in {kind} `{s}`"));
         };
         let mut v = Vec::new();
         for (p, item) in list_items(inner, pos + 1) {
             if item.is_empty() {
-                return err(p, "empty address list element");
+                return err(p, format!("empty {what} list element"));
             }
-            v.push(parse_addr(item, p, vars, depth)?);
+            v.push(parse_set(item, p, vars, depth, what, leaf)?);
         }
-        return Ok(AddrExpr::List(v));
+        return Ok(SetExpr::List(v));
     }
     if s.eq_ignore_ascii_case("any") {
-        return Ok(AddrExpr::Any);
+        return Ok(SetExpr::Any);
     }
-    if s.contains(':') {
-        return skip(pos, format!("IPv6 address `{s}` not supported"));
-    }
-    let (a, len) = match s.split_once('/') {
-        Some((a, l)) => match l.parse::<u32>() {
-            Ok(n) if n <= 32 => (a, n),
-            _ => return err(pos, format!("bad prefix length in `{s}`")),
-        },
-        None => (s, 32),
-    };
-    let ip: std::net::Ipv4Addr = match a.parse() {
-        Ok(ip) => ip,
-        Err(_) => return err(pos, format!("bad address `{s}`")),
-    };
-    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-    Ok(AddrExpr::Net(u32::from(ip) & mask, mask))
+    leaf(s, pos).map(SetExpr::Leaf)
+}
+
+fn parse_addr(s: &str, pos: usize, vars: &Vars<'_>, depth: usize) -> Result<AddrExpr, Problem> {
+    parse_set(s, pos, vars, depth, "address", &|s, pos| {
+        if s.contains(':') {
+            return skip(pos, format!("IPv6 address `{s}` not supported"));
+        }
+        let (a, len) = match s.split_once('/') {
+            Some((a, l)) => match l.parse::<u32>() {
+                Ok(n) if n <= 32 => (a, n),
+                _ => return err(pos, format!("bad prefix length in `{s}`")),
+            },
+            None => (s, 32),
+        };
+        let ip: std::net::Ipv4Addr = match a.parse() {
+            Ok(ip) => ip,
+            Err(_) => return err(pos, format!("bad address `{s}`")),
+        };
+        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+        Ok(Net(u32::from(ip) & mask, mask))
+    })
 }
 
 fn parse_port(s: &str, pos: usize, vars: &Vars<'_>, depth: usize) -> Result<PortExpr, Problem> {
-    let s = s.trim();
-    if let Some(rest) = s.strip_prefix('!') {
-        return Ok(PortExpr::Not(Box::new(parse_port(
-            rest,
-            pos + 1,
-            vars,
-            depth,
-        )?)));
-    }
-    if s.starts_with('$') {
-        let v = var_value(s, pos, vars, depth)?;
-        return parse_port(v, pos, vars, depth + 1).map_err(|e| match e {
-            Problem::Error(_, m) => Problem::Error(pos, format!("in `{s}`: {m}")),
-            Problem::Skip(_, m) => Problem::Skip(pos, m),
-        });
-    }
-    if let Some(inner) = s.strip_prefix('[') {
-        let Some(inner) = inner.strip_suffix(']') else {
-            return err(pos, format!("unbalanced `[` in ports `{s}`"));
+    parse_set(s, pos, vars, depth, "port", &|s, pos| {
+        let num = |t: &str, dflt: u16| -> Result<u16, Problem> {
+            if t.is_empty() {
+                return Ok(dflt);
+            }
+            t.parse::<u16>()
+                .or_else(|_| err(pos, format!("bad port `{s}`")))
         };
-        let mut v = Vec::new();
-        for (p, item) in list_items(inner, pos + 1) {
-            if item.is_empty() {
-                return err(p, "empty port list element");
+        match s.split_once(':') {
+            Some((a, b)) => {
+                if a.is_empty() && b.is_empty() {
+                    return err(pos, format!("bad port `{s}`"));
+                }
+                let (lo, hi) = (num(a, 0)?, num(b, u16::MAX)?);
+                if lo > hi {
+                    return err(pos, format!("empty port range `{s}`"));
+                }
+                Ok(Range(lo, hi))
             }
-            v.push(parse_port(item, p, vars, depth)?);
-        }
-        return Ok(PortExpr::List(v));
-    }
-    if s.eq_ignore_ascii_case("any") {
-        return Ok(PortExpr::Any);
-    }
-    let num = |t: &str, dflt: u16| -> Result<u16, Problem> {
-        if t.is_empty() {
-            return Ok(dflt);
-        }
-        t.parse::<u16>()
-            .or_else(|_| err(pos, format!("bad port `{s}`")))
-    };
-    match s.split_once(':') {
-        Some((a, b)) => {
-            if a.is_empty() && b.is_empty() {
-                return err(pos, format!("bad port `{s}`"));
+            None => {
+                if s.is_empty() {
+                    return err(pos, "missing port");
+                }
+                let p = num(s, 0)?;
+                Ok(Range(p, p))
             }
-            let (lo, hi) = (num(a, 0)?, num(b, u16::MAX)?);
-            if lo > hi {
-                return err(pos, format!("empty port range `{s}`"));
-            }
-            Ok(PortExpr::Range(lo, hi))
         }
-        None => {
-            if s.is_empty() {
-                return err(pos, "missing port");
-            }
-            let p = num(s, 0)?;
-            Ok(PortExpr::Range(p, p))
-        }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -1121,10 +1103,10 @@ mod tests {
         );
         assert_eq!(r.action, Action::Alert);
         assert_eq!(r.proto, Proto::Tcp);
-        assert_eq!(r.src, AddrExpr::Net(ip("10.0.0.0"), 0xff00_0000));
+        assert_eq!(r.src, AddrExpr::Leaf(Net(ip("10.0.0.0"), 0xff00_0000)));
         assert_eq!(r.sport, PortExpr::Any);
-        assert_eq!(r.dst, AddrExpr::Net(ip("192.168.1.5"), u32::MAX));
-        assert_eq!(r.dport, PortExpr::Range(80, 80));
+        assert_eq!(r.dst, AddrExpr::Leaf(Net(ip("192.168.1.5"), u32::MAX)));
+        assert_eq!(r.dport, PortExpr::Leaf(Range(80, 80)));
         assert!(!r.bidirectional);
         assert_eq!(r.msg, "WEB x \"q\"; y");
         assert_eq!(r.contents.len(), 2);
@@ -1191,7 +1173,7 @@ mod tests {
         assert!(!r.dst.matches(ip("3.3.4.5")));
         assert_eq!(
             one("alert ip 0.0.0.0/0 any -> any any (sid:1;)").src,
-            AddrExpr::Net(0, 0)
+            AddrExpr::Leaf(Net(0, 0))
         );
     }
 
@@ -1202,10 +1184,10 @@ mod tests {
         assert!(!r.sport.matches(8008) && !r.sport.matches(81));
         assert!(r.dport.matches(1024) && !r.dport.matches(1023) && !r.dport.matches(0));
         let r = one("alert tcp any 1024: -> any :1024 (sid:1;)");
-        assert_eq!(r.sport, PortExpr::Range(1024, 65535));
-        assert_eq!(r.dport, PortExpr::Range(0, 1024));
+        assert_eq!(r.sport, PortExpr::Leaf(Range(1024, 65535)));
+        assert_eq!(r.dport, PortExpr::Leaf(Range(0, 1024)));
         let r = one("alert tcp any 1:1024 -> any [ 21 , 23 ] (sid:1;)");
-        assert_eq!(r.sport, PortExpr::Range(1, 1024));
+        assert_eq!(r.sport, PortExpr::Leaf(Range(1, 1024)));
         assert!(r.dport.matches(23) && !r.dport.matches(22));
     }
 
@@ -1234,7 +1216,7 @@ mod tests {
             &[],
         )
         .expect("parses");
-        assert_eq!(set.rules[0].sport, PortExpr::Range(22, 22));
+        assert_eq!(set.rules[0].sport, PortExpr::Leaf(Range(22, 22)));
     }
 
     #[test]
