@@ -1,7 +1,9 @@
 //! `pronto`: run Click configurations (`pronto run`, a drop-in for the
 //! `click` command), check them, and document the element library.
 
+mod bench;
 mod run;
+mod switch;
 
 use std::process::ExitCode;
 
@@ -11,7 +13,9 @@ pronto: network functions as Click configurations
 Usage:
   pronto run [OPTIONS] [FILE | -] [NAME=VALUE...]   run a configuration (like `click`)
   pronto check FILE                                 parse, resolve and validate only
+  pronto switch [OPTIONS]                           run the shared-memory switch (`pronto switch --help`)
   pronto elements [CLASS]                           list classes, or document one
+  pronto bench SUBCOMMAND [OPTIONS]                 run an experiment (`pronto bench help`)
   pronto --version
 
 `pronto run` accepts Click's options:
@@ -24,6 +28,12 @@ Usage:
   -t, --time                    report how long the run took
   -w, --no-warnings             do not print warnings
       --simtime[=SECONDS]       simulated time, starting at SECONDS (default 1000000000)
+      --switch SOCKET           FromDevice/ToDevice(NAME) are this middlebox's ports on the
+                                switch listening at SOCKET (`pronto switch`), not Linux
+                                interfaces
+      --name NAME               this middlebox's name on the switch (ports NAME/IFACE;
+                                default: the configuration file's name)
+      --mac IFACE=MAC           frames for MAC go to IFACE's port (repeatable)
       --help                    this message
   NAME=VALUE after the file sets the configuration's `define`d parameter $NAME.
 ";
@@ -39,6 +49,8 @@ fn main() -> ExitCode {
         "run" => run::run(rest),
         "check" => run::check(rest),
         "elements" => elements(rest),
+        "bench" => bench::main(rest),
+        "switch" => switch::main(rest),
         "--version" | "-v" | "version" => {
             println!("pronto {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -21,6 +21,12 @@ struct RunOpts {
     no_warnings: bool,
     simtime: Option<f64>,
     defines: Vec<(String, String)>,
+    /// `--switch SOCKET`: interfaces are ports of this switch.
+    switch: Option<String>,
+    /// `--name NAME`: this middlebox's name on the switch.
+    name: Option<String>,
+    /// `--mac IF=MAC`: frames for MAC go to interface IF's port.
+    macs: Vec<(String, [u8; 6])>,
 }
 
 fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
@@ -64,6 +70,22 @@ fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
                         .map_err(|_| format!("--simtime: expected seconds, found `{v}`"))?,
                     None => 1_000_000_000.0,
                 })
+            }
+            "--switch" => o.switch = Some(value(&mut i, flag, inline)?),
+            "--name" => o.name = Some(value(&mut i, flag, inline)?),
+            "--mac" => {
+                let v = value(&mut i, flag, inline)?;
+                let parsed = v.split_once('=').and_then(|(ifname, m)| {
+                    Some((ifname.to_string(), pronto_switch::control::parse_mac(m)?))
+                });
+                match parsed {
+                    Some(x) if !x.0.is_empty() => o.macs.push(x),
+                    _ => {
+                        return Err(format!(
+                        "--mac: expected INTERFACE=MAC (e.g. eth0=02:00:00:00:00:01), found `{v}`"
+                    ))
+                    }
+                }
             }
             "--help" => return Err(String::new()),
             "-" if o.file.is_none() && !positional_done => {
@@ -171,6 +193,30 @@ fn build(o: &RunOpts) -> Result<(Router, SourceMap), ExitCode> {
             eprintln!("pronto: {out}: {e}");
             return Err(ExitCode::from(1));
         }
+    }
+    if let Some(sock) = &o.switch {
+        let instance = o.name.clone().unwrap_or_else(|| {
+            o.file
+                .as_deref()
+                .and_then(|f| std::path::Path::new(f).file_stem())
+                .map(|s| s.to_string_lossy().into_owned())
+                .filter(|s| s != "-")
+                .unwrap_or_else(|| format!("pronto-{}", std::process::id()))
+        });
+        if let Err(e) = pronto_switch::control::check_name(&instance) {
+            eprintln!("pronto: --name: {e}");
+            return Err(ExitCode::from(1));
+        }
+        pronto_elements::userlevel::swport::set_switch(Some(
+            pronto_elements::userlevel::swport::SwitchAttach {
+                socket: PathBuf::from(sock),
+                instance,
+                macs: o.macs.clone(),
+            },
+        ));
+    } else if !o.macs.is_empty() || o.name.is_some() {
+        eprintln!("pronto: --name and --mac apply to switch ports: give --switch SOCKET too");
+        return Err(ExitCode::from(1));
     }
     let ropts = RouterOptions {
         base_dir: PathBuf::from("."),

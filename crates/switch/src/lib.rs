@@ -28,14 +28,16 @@
 //! [`switch::Switch`] is the forwarding engine (MAC table with optional
 //! learning and aging, flooding, per-port counters, run-time attach and
 //! detach, up to 65,536 ports); [`switch::SwitchHandle`] runs it on its own
-//! thread. [`peer::Peer`] is a port's other end, used by tests, benches and
-//! (later) middleboxes.
+//! thread. [`peer::Peer`] is a port's other end: `FromDevice` and
+//! `ToDevice` under `pronto run --switch`, tests and benches. [`control`]
+//! is the unix socket through which processes ask the switch for ports.
 //!
 //! This crate holds no `unsafe`: every access to shared bytes goes through
 //! `pronto_ring::SharedRegion`'s bounds-checked copies and atomics.
 
 #![forbid(unsafe_code)]
 
+pub mod control;
 pub mod layout;
 pub mod peer;
 pub mod switch;

@@ -36,6 +36,9 @@ pub struct Peer {
     done: Consumer,
     free: Vec<u32>,
     descs: [Desc; BATCH],
+    /// Frames written by [`Peer::queue`], not yet on the rx ring.
+    staged: [Desc; BATCH],
+    nstaged: usize,
     buf: [u8; SLOT_STRIDE as usize],
     counters: PeerCounters,
 }
@@ -57,6 +60,8 @@ impl Peer {
             done: Consumer::attach_at(r.clone(), g.ring_offset(RingId::Done), g.ring)?,
             free,
             descs: [Desc::default(); BATCH],
+            staged: [Desc::default(); BATCH],
+            nstaged: 0,
             buf: [0; SLOT_STRIDE as usize],
             counters: PeerCounters::default(),
             shm,
@@ -112,12 +117,19 @@ impl Peer {
     /// Sends `frames` (each copied into a slot of this peer's pool), as
     /// many as there are slots and ring room for; returns how many went.
     pub fn send(&mut self, frames: &[&[u8]]) -> usize {
+        self.send_iter(frames.iter().copied())
+    }
+
+    /// Sends each frame `frames` yields, like [`Peer::send`] (in ring
+    /// batches of 64, with no allocation); returns how many went.
+    pub fn send_iter<'a>(&mut self, frames: impl IntoIterator<Item = &'a [u8]>) -> usize {
         self.reclaim();
         let g = self.shm.geometry;
         let mut total = 0;
-        for chunk in frames.chunks(BATCH) {
+        let mut frames = frames.into_iter().peekable();
+        while frames.peek().is_some() {
             let mut n = 0;
-            for f in chunk {
+            for f in frames.by_ref().take(BATCH) {
                 if !(MIN_FRAME as usize..=MAX_FRAME as usize).contains(&f.len()) {
                     self.counters.bad_length += 1;
                     continue;
@@ -146,6 +158,70 @@ impl Peer {
         total
     }
 
+    /// Copies `frame` into a free slot and stages it for the switch; it
+    /// goes out at the next [`Peer::flush`] (or when 64 are staged).
+    /// False when it cannot: length outside `MIN_FRAME..=MAX_FRAME`
+    /// (counted in `bad_length`) or no free slot even after taking back
+    /// the ones the switch is done with (not counted: the caller decides).
+    pub fn queue(&mut self, frame: &[u8]) -> bool {
+        if !(MIN_FRAME as usize..=MAX_FRAME as usize).contains(&frame.len()) {
+            self.counters.bad_length += 1;
+            return false;
+        }
+        if self.free.is_empty() {
+            self.flush();
+            self.reclaim();
+        }
+        let Some(slot) = self.free.pop() else {
+            return false;
+        };
+        let g = self.shm.geometry;
+        self.shm
+            .region
+            .write_bytes(g.slot_offset(slot) + RX_OFFSET as usize, frame);
+        self.staged[self.nstaged] = Desc::new(slot, RX_OFFSET, frame.len() as u16);
+        self.nstaged += 1;
+        if self.nstaged == BATCH {
+            self.flush();
+        }
+        true
+    }
+
+    /// Publishes the staged frames on the rx ring (one store) and rings
+    /// the switch if it sleeps. Frames the ring has no room for are
+    /// dropped and counted in `no_room`.
+    pub fn flush(&mut self) {
+        let n = self.nstaged;
+        if n == 0 {
+            return;
+        }
+        self.nstaged = 0;
+        let k = self.rx.push(&self.staged[..n]);
+        for d in &self.staged[k..n] {
+            self.free.push(d.slot);
+        }
+        self.counters.no_room += (n - k) as u64;
+        self.counters.sent += k as u64;
+        if k > 0 && self.rx.consumer_wants_wakeup() {
+            let _ = self.shm.to_switch.ring();
+        }
+    }
+
+    /// Flushes staged frames and waits, at most `timeout`, until the
+    /// switch has taken every frame sent (before a peer goes away: frames
+    /// still on the ring when the port detaches are lost). True if it did.
+    pub fn drain(&mut self, timeout: Duration) -> bool {
+        self.flush();
+        let end = std::time::Instant::now() + timeout;
+        while self.rx.queued() > 0 {
+            if std::time::Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        true
+    }
+
     /// Pushes raw descriptors onto the port's rx ring, unchecked: for
     /// tests that play a hostile peer. Returns how many were queued.
     pub fn send_raw(&mut self, descs: &[Desc]) -> usize {
@@ -166,9 +242,15 @@ impl Peer {
     /// out of the shared slot, so that the switch cannot change them under
     /// `f`), and lends their slots back to the switch. Returns how many
     /// arrived.
-    pub fn recv(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+    pub fn recv(&mut self, f: impl FnMut(&[u8])) -> usize {
+        self.recv_max(BATCH, f)
+    }
+
+    /// Like [`Peer::recv`], taking at most `max` (at most 64) frames.
+    pub fn recv_max(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
         let g = self.shm.geometry;
-        let k = self.tx.pop(&mut self.descs);
+        let max = max.min(BATCH);
+        let k = self.tx.pop(&mut self.descs[..max]);
         for i in 0..k {
             let d = self.descs[i];
             if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
@@ -212,6 +294,27 @@ impl Peer {
         }
         self.counters.received += k as u64;
         k
+    }
+
+    /// Announces that this peer is about to sleep on its doorbell until
+    /// frames arrive: false if frames are already waiting (do not sleep).
+    /// After waking (the doorbell's descriptor became readable), call
+    /// [`Peer::woke`].
+    pub fn prepare_sleep(&mut self) -> bool {
+        self.tx.prepare_sleep()
+    }
+
+    /// Ends a sleep begun with [`Peer::prepare_sleep`]: withdraws the
+    /// announcement and clears the doorbell.
+    pub fn woke(&mut self) {
+        self.tx.woke();
+        self.shm.to_peer.clear();
+    }
+
+    /// The doorbell the switch rings for this peer (poll it for reading).
+    pub fn doorbell(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.shm.to_peer.as_fd()
     }
 
     /// Sleeps on the doorbell until the switch delivers frames or returns

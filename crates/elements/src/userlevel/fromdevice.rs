@@ -3,6 +3,8 @@
 use std::cell::Cell;
 
 use pronto_netdev::{Method, RxConfig, RxDevice};
+
+use super::swport::RxBackend;
 use pronto_packet::Batch;
 
 use crate::util::cfg_err;
@@ -17,7 +19,7 @@ const SPIN_POLLS: u32 = 32;
 
 /// Receives packets from a network interface.
 pub struct FromDevice {
-    dev: RxDevice,
+    dev: RxBackend,
     method: Method,
     burst: usize,
     count: u64,
@@ -48,6 +50,10 @@ impl FromDevice {
              (1,920 bytes) is dropped and counted in `drops'.\n\
              When the interface is idle the task sleeps on the socket instead of\n\
              spinning.\n\n\
+             Under `pronto run --switch SOCKET`, DEVNAME names this middlebox's\n\
+             virtual interface: a port of pronto's switch (shared with a\n\
+             ToDevice of the same name); METHOD and the socket options do not\n\
+             apply there.\n\n\
              Ports: no inputs; 1 push output.\n\
              Keywords:\n  \
              PROMISC    boolean; promiscuous mode while running (default false)\n  \
@@ -108,7 +114,10 @@ impl FromDevice {
             block_timeout_ms: timeout_ms,
             timestamp,
         };
-        let dev = RxDevice::open(&ifname, &cfg).map_err(|e| cfg_err(e.to_string()))?;
+        let dev = RxBackend::open(&ifname, || {
+            RxDevice::open(&ifname, &cfg).map_err(|e| e.to_string())
+        })
+        .map_err(cfg_err)?;
         Ok(Box::new(FromDevice {
             dev,
             method,
@@ -142,7 +151,7 @@ impl Element for FromDevice {
             return TaskStatus::Busy;
         }
         self.empty_polls = self.empty_polls.saturating_add(1);
-        if self.empty_polls < SPIN_POLLS {
+        if self.empty_polls < SPIN_POLLS || !self.dev.prepare_idle() {
             TaskStatus::Busy
         } else {
             TaskStatus::Idle
@@ -174,6 +183,7 @@ impl Element for FromDevice {
             "drops" => Ok(self.dev.stats().drops().to_string()),
             "kernel_drops" => Ok(self.update_kernel_drops().to_string()),
             "encap" => Ok("ETHER".into()),
+            "method" if self.dev.is_switch() => Ok("SWITCH".into()),
             "method" => Ok(match self.method {
                 Method::Ring => "RING".into(),
                 Method::Socket => "SOCKET".into(),

@@ -2,6 +2,7 @@
 //! `AF_PACKET` sockets or `TPACKET` rings (`pronto-netdev`).
 
 pub mod fromdevice;
+pub mod swport;
 pub mod todevice;
 
 /// Parses a `METHOD` argument (`RING`, the default, or `SOCKET`; Click's

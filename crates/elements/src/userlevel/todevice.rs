@@ -1,6 +1,8 @@
 //! `ToDevice`: sends packets out of a Linux network interface.
 
 use pronto_netdev::{Method, Sent, TxDevice};
+
+use super::swport::TxBackend;
 use pronto_packet::Batch;
 
 use crate::util::cfg_err;
@@ -12,7 +14,7 @@ use crate::{
 /// Sends packets out of a network interface.
 pub struct ToDevice {
     ifname: String,
-    dev: TxDevice,
+    dev: TxBackend,
     method: Method,
     burst: usize,
     pull: bool,
@@ -40,6 +42,10 @@ impl ToDevice {
              one; packets that could not be sent (interface refused them, transmit\n\
              ring or socket buffer full) to output 1 if there is one, and are\n\
              otherwise dropped and counted in `drops'.\n\n\
+             Under `pronto run --switch SOCKET`, DEVNAME names this middlebox's\n\
+             virtual interface: a port of pronto's switch (shared with a\n\
+             FromDevice of the same name); a frame the port has no free slot\n\
+             for counts as not sent.\n\n\
              Ports: 1 input (pull or push; Click's is pull only); 0 to 2 push\n\
              outputs.\n\
              Keywords:\n  \
@@ -63,7 +69,10 @@ impl ToDevice {
             return Err(cfg_err("BURST out of range"));
         }
         let method = super::method(method)?;
-        let dev = TxDevice::open(&ifname, method).map_err(|e| cfg_err(e.to_string()))?;
+        let dev = TxBackend::open(&ifname, || {
+            TxDevice::open(&ifname, method).map_err(|e| e.to_string())
+        })
+        .map_err(cfg_err)?;
         Ok(Box::new(ToDevice {
             ifname,
             dev,
@@ -99,13 +108,14 @@ impl ToDevice {
             }
         }
         self.dev.flush();
-        if self.dev.errors > self.reported_errors {
+        let (errors, last) = self.dev.errors();
+        if errors > self.reported_errors {
             if self.reported_errors == 0 {
-                if let Some(e) = &self.dev.last_error {
+                if let Some(e) = last {
                     eprintln!("ToDevice({}): {e}", self.ifname);
                 }
             }
-            self.reported_errors = self.dev.errors;
+            self.reported_errors = errors;
         }
     }
 }
@@ -137,7 +147,7 @@ impl Element for ToDevice {
     fn wait_fd(&self) -> Option<WaitFd<'_>> {
         // Only a full ring is worth waiting on; an empty input waits on
         // whatever fills it.
-        self.full.then(|| WaitFd {
+        (self.full && !self.dev.is_switch()).then(|| WaitFd {
             fd: self.dev.fd(),
             writable: true,
         })
@@ -157,6 +167,7 @@ impl Element for ToDevice {
         match name {
             "count" => Ok(self.count.to_string()),
             "drops" => Ok(self.drops.to_string()),
+            "method" if self.dev.is_switch() => Ok("SWITCH".into()),
             "method" => Ok(match self.method {
                 Method::Ring => "RING".into(),
                 Method::Socket => "SOCKET".into(),

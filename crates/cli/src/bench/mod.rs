@@ -1,0 +1,200 @@
+//! `pronto bench`: the experiments behind docs/benchmarks.md. Each
+//! subcommand measures pronto and its baseline in the same sitting, writes
+//! a CSV and, when Python's matplotlib is installed, a PNG plot next to it.
+
+mod gen;
+mod switch;
+mod tcp;
+mod veth;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+pronto bench: experiments (each writes OUT/NAME.csv and OUT/NAME.png)
+
+Usage:
+  pronto bench SUBCOMMAND [--out DIR] [OPTIONS]
+
+Subcommands:
+  switch     switch throughput port to port at 64..1500 B, against the ring's limit
+  ports      switch throughput as attached ports grow (1..1024, traffic on 2)
+  gen IFACE  packet generator: UDP frames at full speed or a set rate out of IFACE
+  sink IFACE receive and count, rate and one-way latency percentiles
+  veth       OUVR: 64 B forwarding rate and ping delay through a middle namespace,
+             pronto (SOCKET, RING, XDP) against Linux forwarding
+  tcp        iperf3 and ping through pronto between two namespaces, against Linux
+
+Common options:
+  --out DIR  where CSV and PNG files go (default bench-work/)
+";
+
+/// Runs `pronto bench ARGS`.
+pub fn main(args: &[String]) -> ExitCode {
+    let Some(sub) = args.first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(1);
+    };
+    let rest = &args[1..];
+    let r = match sub.as_str() {
+        "--help" | "help" => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        "switch" | "ports" => switch::main(sub, rest),
+        "gen" => gen::main(rest),
+        "sink" => gen::sink(rest),
+        "veth" => veth::main(rest),
+        "tcp" => tcp::main(rest),
+        other => Err(format!("unknown bench subcommand `{other}`\n\n{USAGE}")),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pronto bench {sub}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Options every subcommand takes, and the ones left for it.
+pub struct Common {
+    /// Output directory.
+    pub out: PathBuf,
+    /// `--name value` / `--flag` pairs not understood here.
+    pub rest: Vec<String>,
+}
+
+impl Common {
+    /// Splits `--out DIR` off `args`.
+    pub fn parse(args: &[String]) -> Result<Common, String> {
+        let mut out = PathBuf::from("bench-work");
+        let mut rest = Vec::new();
+        let mut i = 0;
+        while i < args.len() {
+            match args[i].as_str() {
+                "--out" => {
+                    i += 1;
+                    out = PathBuf::from(args.get(i).ok_or("--out needs a directory")?);
+                }
+                a => rest.push(a.to_string()),
+            }
+            i += 1;
+        }
+        std::fs::create_dir_all(&out)
+            .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+        Ok(Common { out, rest })
+    }
+
+    /// The value after `--name` in the rest, parsed.
+    pub fn opt<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, String> {
+        match self.rest.iter().position(|a| a == name) {
+            None => Ok(None),
+            Some(i) => {
+                let v = self
+                    .rest
+                    .get(i + 1)
+                    .ok_or_else(|| format!("{name} needs a value"))?;
+                v.parse()
+                    .map(Some)
+                    .map_err(|_| format!("{name}: cannot parse `{v}`"))
+            }
+        }
+    }
+
+    /// Whether `--name` was given.
+    #[allow(dead_code)]
+    pub fn flag(&self, name: &str) -> bool {
+        self.rest.iter().any(|a| a == name)
+    }
+}
+
+/// A CSV table built in memory and written at once.
+pub struct Csv {
+    text: String,
+    cols: usize,
+}
+
+impl Csv {
+    /// A table with these column names.
+    pub fn new(cols: &[&str]) -> Csv {
+        Csv {
+            text: cols.join(",") + "\n",
+            cols: cols.len(),
+        }
+    }
+
+    /// Appends a row (as many cells as columns; an empty cell is missing).
+    pub fn row(&mut self, cells: &[String]) {
+        debug_assert_eq!(cells.len(), self.cols, "CSV row width");
+        let _ = writeln!(self.text, "{}", cells.join(","));
+    }
+
+    /// Writes the table to `path`.
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        std::fs::write(path, &self.text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+/// What a plot shows.
+pub struct PlotSpec<'a> {
+    /// Title over the plot.
+    pub title: &'a str,
+    /// CSV column on the x axis, and its label.
+    pub x: (&'a str, &'a str),
+    /// Label of the y axis.
+    pub ylabel: &'a str,
+    /// `column` or `column:legend` for each line.
+    pub ys: &'a [&'a str],
+}
+
+/// Draws `csv` into `png` with matplotlib. Without it, says how to get it
+/// and returns Ok: the CSV is the result, the plot a view of it.
+pub fn plot(csv: &Path, png: &Path, spec: &PlotSpec<'_>) -> Result<(), String> {
+    let script = include_str!("plot.py");
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg("-c").arg(script).arg(csv).arg(png);
+    cmd.args([spec.title, spec.x.0, spec.x.1, spec.ylabel]);
+    cmd.args(spec.ys);
+    match cmd.output() {
+        Ok(o) if o.status.success() => {
+            println!("wrote {} and {}", csv.display(), png.display());
+            Ok(())
+        }
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            if err.contains("No module named 'matplotlib'") {
+                println!(
+                    "wrote {} (no plot: install python3-matplotlib for the PNG)",
+                    csv.display()
+                );
+                Ok(())
+            } else {
+                Err(format!("plotting {} failed: {}", png.display(), err.trim()))
+            }
+        }
+        Err(e) => {
+            println!(
+                "wrote {} (no plot: python3 not runnable: {e})",
+                csv.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Median of `v` (sorted in place); 0 when empty.
+pub fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}

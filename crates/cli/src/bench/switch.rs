@@ -1,0 +1,287 @@
+//! `pronto bench switch` and `pronto bench ports`: the switch's forwarding
+//! rate port to port, against the physical limit of a shared-memory ring
+//! measured in the same sitting.
+//!
+//! The switch runs on its own thread (one switching core); one other
+//! thread plays both peers, sending batches of 64 frames from port A
+//! (each written into one of A's slots) and taking what arrives at port B
+//! (slots returned unread). The ring limit is two threads and one
+//! descriptor ring: the producer writes each frame into a slot and
+//! publishes its index, the consumer takes the index and reads the frame
+//! (one copy each side), or only indices for the index-only figure.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pronto_ring::{Consumer, Desc};
+use pronto_switch::{Config, Geometry, Peer, PortShm, SwitchHandle};
+
+use super::{median, plot, Common, Csv, PlotSpec};
+
+const SIZES: [usize; 6] = [64, 128, 256, 512, 1024, 1500];
+const PORTS: [u32; 7] = [2, 4, 16, 64, 256, 1024, 4096];
+
+/// Runs `pronto bench switch|ports`.
+pub fn main(sub: &str, args: &[String]) -> Result<(), String> {
+    let c = Common::parse(args)?;
+    let secs: f64 = c.opt("--duration")?.unwrap_or(1.0);
+    let runs: usize = c.opt("--runs")?.unwrap_or(3);
+    if !(0.05..=600.0).contains(&secs) || runs == 0 {
+        return Err("--duration must be 0.05..600 seconds and --runs at least 1".into());
+    }
+    let dur = Duration::from_secs_f64(secs);
+    pronto_switch::raise_fd_limit()
+        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    match sub {
+        "switch" => sizes(&c, dur, runs),
+        _ => ports(&c, dur, runs, c.opt("--max-ports")?.unwrap_or(1024)),
+    }
+}
+
+fn sizes(c: &Common, dur: Duration, runs: usize) -> Result<(), String> {
+    let mut csv = Csv::new(&[
+        "size",
+        "switch_mpps",
+        "ring_copy_mpps",
+        "ring_index_mpps",
+        "fraction_of_copy_limit",
+        "switch_gbps",
+    ]);
+    println!(
+        "switch port to port, one switching thread, median of {runs} runs of {:.1} s",
+        dur.as_secs_f64()
+    );
+    println!("| frame | switch Mpps | ring limit (1 copy) Mpps | index-only Mpps | switch / limit | switch Gb/s |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for &size in &SIZES {
+        let mut sw = Vec::new();
+        let mut copy = Vec::new();
+        let mut idx = Vec::new();
+        for _ in 0..runs {
+            sw.push(switch_rate(size, 0, dur)?);
+            copy.push(ring_rate(size, dur));
+            idx.push(ring_rate(0, dur));
+        }
+        let (s, cp, ix) = (median(&mut sw), median(&mut copy), median(&mut idx));
+        let gbps = s * (size as f64 + 24.0) * 8.0 / 1e9;
+        println!(
+            "| {size} | {:.1} | {:.1} | {:.0} | {:.2} | {:.1} |",
+            s / 1e6,
+            cp / 1e6,
+            ix / 1e6,
+            s / cp,
+            gbps
+        );
+        csv.row(&[
+            size.to_string(),
+            format!("{:.3}", s / 1e6),
+            format!("{:.3}", cp / 1e6),
+            format!("{:.3}", ix / 1e6),
+            format!("{:.3}", s / cp),
+            format!("{gbps:.2}"),
+        ]);
+    }
+    let path = c.out.join("switch.csv");
+    csv.write(&path)?;
+    plot(
+        &path,
+        &c.out.join("switch.png"),
+        &PlotSpec {
+            title: "pronto switch, port to port (one switching core)",
+            x: ("size", "frame size (bytes)"),
+            ylabel: "Mpps",
+            ys: &["switch_mpps:switch", "ring_copy_mpps:ring limit (1 copy)"],
+        },
+    )
+}
+
+fn ports(c: &Common, dur: Duration, runs: usize, max: u32) -> Result<(), String> {
+    let mut csv = Csv::new(&["ports", "switch_mpps", "idle_cpu_pct"]);
+    println!(
+        "switch at 64 B with N ports attached (traffic on 2), median of {runs} runs of {:.1} s",
+        dur.as_secs_f64()
+    );
+    println!("| ports | Mpps | switch CPU with all ports idle |");
+    println!("|---:|---:|---:|");
+    for &n in PORTS.iter().filter(|&&n| n <= max) {
+        let mut v = Vec::new();
+        for _ in 0..runs {
+            v.push(switch_rate(64, n - 2, dur)?);
+        }
+        let r = median(&mut v);
+        let idle = idle_cpu(n, Duration::from_secs(1))?;
+        println!("| {n} | {:.1} | {:.2}% |", r / 1e6, idle);
+        csv.row(&[
+            n.to_string(),
+            format!("{:.3}", r / 1e6),
+            format!("{idle:.3}"),
+        ]);
+    }
+    let path = c.out.join("ports.csv");
+    csv.write(&path)?;
+    plot(
+        &path,
+        &c.out.join("ports.png"),
+        &PlotSpec {
+            title: "pronto switch at 64 B as ports are attached (traffic on 2)",
+            x: ("ports", "attached ports"),
+            ylabel: "Mpps",
+            ys: &["switch_mpps:switch"],
+        },
+    )
+}
+
+/// Frames per second from port A to port B at `size` bytes with `idle`
+/// more ports attached.
+fn switch_rate(size: usize, idle: u32, dur: Duration) -> Result<f64, String> {
+    let sw = SwitchHandle::spawn(Config {
+        learning: false,
+        ..Config::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let g = Geometry::new(2048, 1024).map_err(|e| e.to_string())?;
+    let mk = |name: &str| PortShm::create(name, g).map_err(|e| e.to_string());
+    let (a, b) = (mk("bench-a")?, mk("bench-b")?);
+    sw.attach(0, a.clone()).map_err(|e| e.to_string())?;
+    sw.attach(1, b.clone()).map_err(|e| e.to_string())?;
+    sw.add_static([2, 0, 0, 0, 0, 2], 1)
+        .map_err(|e| e.to_string())?;
+    let small = Geometry::new(64, 64).map_err(|e| e.to_string())?;
+    let mut idle_peers = Vec::new();
+    for i in 0..idle {
+        let shm = PortShm::create("bench-idle", small).map_err(|e| e.to_string())?;
+        sw.attach(2 + i as u16, shm.clone())
+            .map_err(|e| e.to_string())?;
+        idle_peers.push(Peer::new(shm, 32).map_err(|e| e.to_string())?);
+    }
+    let mut pa = Peer::new(a, 0).map_err(|e| e.to_string())?;
+    let mut pb = Peer::new(b, 1024).map_err(|e| e.to_string())?;
+    let mut f = vec![0x55u8; size];
+    f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let frames = [&f[..]; 64];
+    let mut run = |d: Duration| {
+        let t0 = Instant::now();
+        let mut got = 0u64;
+        let mut polls = 0u32;
+        loop {
+            pa.send(&frames);
+            loop {
+                let k = pb.recv_discard();
+                got += k as u64;
+                if k < 64 {
+                    break;
+                }
+            }
+            polls += 1;
+            if polls.is_multiple_of(64) && t0.elapsed() >= d {
+                return got as f64 / t0.elapsed().as_secs_f64();
+            }
+        }
+    };
+    run(dur / 5);
+    let r = run(dur);
+    drop(idle_peers);
+    sw.stop().map_err(|e| e.to_string())?;
+    Ok(r)
+}
+
+/// Percent of one core the switch uses over `d` with `n` ports attached
+/// and no traffic at all.
+fn idle_cpu(n: u32, d: Duration) -> Result<f64, String> {
+    let sw = SwitchHandle::spawn(Config::default()).map_err(|e| e.to_string())?;
+    let small = Geometry::new(64, 64).map_err(|e| e.to_string())?;
+    let mut peers = Vec::new();
+    for i in 0..n {
+        let shm = PortShm::create("bench-idle", small).map_err(|e| e.to_string())?;
+        sw.attach(i as u16, shm.clone())
+            .map_err(|e| e.to_string())?;
+        peers.push(Peer::new(shm, 32).map_err(|e| e.to_string())?);
+    }
+    // Let every port park first.
+    std::thread::sleep(Duration::from_millis(300));
+    let c0 = cpu_seconds();
+    let t0 = Instant::now();
+    std::thread::sleep(d);
+    let used = cpu_seconds() - c0;
+    let pct = 100.0 * used / t0.elapsed().as_secs_f64();
+    drop(peers);
+    sw.stop().map_err(|e| e.to_string())?;
+    Ok(pct)
+}
+
+/// CPU time of this process so far.
+fn cpu_seconds() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// Frames per second through one ring between two threads, each frame
+/// `size` bytes copied into a slot by the producer and out by the
+/// consumer (`size` 0: indices only).
+fn ring_rate(size: usize, dur: Duration) -> f64 {
+    const RING: u32 = 1024;
+    const STRIDE: usize = 2048;
+    let (region, mut prod) = pronto_ring::ring::create("bench-ring", RING).expect("ring");
+    let pool = Arc::new(
+        pronto_ring::SharedRegion::create("bench-pool", RING as usize * STRIDE).expect("pool"),
+    );
+    let mut cons = Consumer::attach(region, RING).expect("consumer");
+    let stop = Arc::new(AtomicBool::new(false));
+    let taken = Arc::new(AtomicU64::new(0));
+    let (s, t, p2) = (stop.clone(), taken.clone(), pool.clone());
+    let consumer = std::thread::spawn(move || {
+        let mut descs = [Desc::default(); 64];
+        let mut buf = [0u8; STRIDE];
+        let mut n = 0u64;
+        while !s.load(Ordering::Relaxed) {
+            let k = cons.pop(&mut descs);
+            if size > 0 {
+                for d in &descs[..k] {
+                    p2.read_bytes(d.slot as usize * STRIDE, &mut buf[..d.len as usize]);
+                }
+            }
+            n += k as u64;
+            t.store(n, Ordering::Relaxed);
+            if k == 0 {
+                std::hint::spin_loop();
+            }
+        }
+        t.store(n, Ordering::Relaxed);
+    });
+    let frame = vec![0x55u8; size.max(1)];
+    let mut descs = [Desc::default(); 64];
+    let mut slot = 0u32;
+    let t0 = Instant::now();
+    let mut rounds = 0u32;
+    let start_count = |t: &AtomicU64| t.load(Ordering::Relaxed);
+    let warm = dur / 5;
+    let mut base: Option<(Instant, u64)> = None;
+    loop {
+        let room = (prod.room(64) as usize).min(64);
+        for d in descs.iter_mut().take(room) {
+            if size > 0 {
+                pool.write_bytes(slot as usize * STRIDE, &frame[..size]);
+            }
+            *d = Desc::new(slot, 0, size as u16);
+            slot = (slot + 1) % RING;
+        }
+        prod.push(&descs[..room]);
+        rounds += 1;
+        if rounds.is_multiple_of(256) {
+            let now = Instant::now();
+            match base {
+                None if now - t0 >= warm => base = Some((now, start_count(&taken))),
+                Some((b, n0)) if now - b >= dur => {
+                    let n1 = start_count(&taken);
+                    stop.store(true, Ordering::Relaxed);
+                    let _ = consumer.join();
+                    return (n1 - n0) as f64 / (now - b).as_secs_f64();
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! `pronto switch`: runs pronto's shared-memory switch in the foreground,
+//! serving its control socket; `pronto switch ports` lists its ports.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use pronto_switch::control::{ServeConfig, Server};
+use pronto_switch::Geometry;
+
+const USAGE: &str = "\
+pronto switch: the shared-memory switch middleboxes attach their interfaces to
+
+Usage:
+  pronto switch [--socket PATH] [--no-learning] [--aging SECONDS] [--slots N] [--ring N]
+  pronto switch ports [--socket PATH]
+
+  --socket PATH    control socket (default $PRONTO_SWITCH, else /run/pronto/switch.sock
+                   as root, /tmp/pronto-switch-UID.sock otherwise)
+  --no-learning    route only static MACs (`pronto run --mac`); flood the rest
+  --aging SECONDS  how long a learned MAC lives without traffic (default 300)
+  --slots N        packet slots per port (default 1024)
+  --ring N         ring capacity per port, a power of two (default 512)
+
+Middleboxes attach with `pronto run --switch PATH CONFIG`: their
+FromDevice(eth0)/ToDevice(eth0) become port NAME/eth0. Stop with Ctrl-C.
+";
+
+/// The control socket used when none is given.
+pub fn default_socket() -> PathBuf {
+    if let Some(p) = std::env::var_os("PRONTO_SWITCH") {
+        return PathBuf::from(p);
+    }
+    let uid = rustix::process::getuid().as_raw();
+    if uid == 0 {
+        PathBuf::from("/run/pronto/switch.sock")
+    } else {
+        std::env::temp_dir().join(format!("pronto-switch-{uid}.sock"))
+    }
+}
+
+/// Runs `pronto switch ARGS`.
+pub fn main(args: &[String]) -> ExitCode {
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_empty() => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pronto switch: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let mut socket = None;
+    let mut cfg = ServeConfig::default();
+    let mut list = false;
+    let mut i = 0;
+    let value = |i: &mut usize, flag: &str| -> Result<String, String> {
+        *i += 1;
+        args.get(*i)
+            .cloned()
+            .ok_or_else(|| format!("{flag} needs a value"))
+    };
+    fn num(flag: &str, v: &str) -> Result<u32, String> {
+        v.parse()
+            .map_err(|_| format!("{flag}: expected a number, found `{v}`"))
+    }
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "ports" if i == 0 => list = true,
+            "--socket" => socket = Some(PathBuf::from(value(&mut i, a)?)),
+            "--no-learning" => cfg.switch.learning = false,
+            "--aging" => {
+                let v = value(&mut i, a)?;
+                cfg.switch.aging = std::time::Duration::from_secs(num(a, &v)? as u64);
+            }
+            "--slots" => {
+                let v = value(&mut i, a)?;
+                cfg.geometry.slots = num(a, &v)?;
+            }
+            "--ring" => {
+                let v = value(&mut i, a)?;
+                cfg.geometry.ring = num(a, &v)?;
+            }
+            "--help" | "-h" | "help" => return Err(String::new()),
+            _ => return Err(format!("unknown argument `{a}` (`pronto switch --help`)")),
+        }
+        i += 1;
+    }
+    let socket = socket.unwrap_or_else(default_socket);
+    if list {
+        let ports = pronto_switch::control::ports(&socket).map_err(|e| e.to_string())?;
+        if ports.is_empty() {
+            println!("no ports attached");
+        }
+        for p in ports {
+            println!("{p}");
+        }
+        return Ok(());
+    }
+    cfg.geometry =
+        Geometry::new(cfg.geometry.slots, cfg.geometry.ring).map_err(|e| format!("{e}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| format!("cannot install a signal handler: {e}"))?;
+    }
+    let mut server = Server::bind(&socket, cfg)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    eprintln!(
+        "pronto switch: listening on {} (learning {}, {} slots and {}-entry rings per port)",
+        socket.display(),
+        if cfg.switch.learning { "on" } else { "off" },
+        cfg.geometry.slots,
+        cfg.geometry.ring
+    );
+    let r = server.serve(&stop).map_err(|e| e.to_string());
+    let _ = std::fs::remove_file(&socket);
+    r
+}

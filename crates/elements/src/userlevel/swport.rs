@@ -1,0 +1,326 @@
+//! Switch ports as network interfaces.
+//!
+//! Under `pronto run --switch SOCKET`, `FromDevice(eth0)` and
+//! `ToDevice(eth0)` name the middlebox's virtual interface `eth0`: a port
+//! of pronto's shared-memory switch (`pronto switch`), asked for over the
+//! switch's control socket as `INSTANCE/eth0`. A `FromDevice` and a
+//! `ToDevice` naming the same interface share one port, as they share one
+//! device in Click. So one configuration runs unchanged against a Linux
+//! interface or on the switch.
+//!
+//! Receiving copies each frame out of the port's shared slot into a pool
+//! packet (the switch cannot change it afterwards); sending copies the
+//! packet into one of the port's slots and publishes a batch at a time.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::rc::{Rc, Weak};
+use std::sync::Mutex;
+
+use pronto_netdev::{RxDevice, RxStats, Sent, TxDevice};
+use pronto_packet::{Batch, Pool};
+use pronto_switch::Peer;
+
+/// Where a process's interfaces attach, when they are switch ports.
+#[derive(Clone, Debug)]
+pub struct SwitchAttach {
+    /// The switch's control socket.
+    pub socket: PathBuf,
+    /// This middlebox's name: its ports are `INSTANCE/IFNAME`.
+    pub instance: String,
+    /// MAC addresses to route to interfaces (`IFNAME`, MAC): the switch
+    /// sends frames for them to that port (a static entry).
+    pub macs: Vec<(String, [u8; 6])>,
+}
+
+static SWITCH: Mutex<Option<SwitchAttach>> = Mutex::new(None);
+
+/// Makes every `FromDevice`/`ToDevice` configured after this call in
+/// this process open switch ports (`Some`) or Linux interfaces (`None`).
+pub fn set_switch(attach: Option<SwitchAttach>) {
+    if let Ok(mut s) = SWITCH.lock() {
+        *s = attach;
+    }
+}
+
+fn current() -> Option<SwitchAttach> {
+    SWITCH.lock().ok().and_then(|s| s.clone())
+}
+
+/// One attached port, shared by the elements naming its interface.
+struct Port {
+    peer: Peer,
+    /// Keeps the port attached; the switch detaches it when this closes.
+    _conn: UnixStream,
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        // Frames still on the ring when the connection closes are lost
+        // with the port: give the switch a moment to take them.
+        self.peer.drain(std::time::Duration::from_millis(200));
+    }
+}
+
+thread_local! {
+    static OPEN: RefCell<HashMap<String, Weak<RefCell<Port>>>> = RefCell::new(HashMap::new());
+}
+
+/// Slots of a port lent to the switch for receiving (the rest send).
+const LEND: u32 = 512;
+
+/// The port for `ifname` when interfaces are switch ports (attaching it
+/// on first use), `Ok(None)` when they are Linux interfaces.
+/// A shared port and a descriptor of its doorbell.
+type PortAndBell = (Rc<RefCell<Port>>, OwnedFd);
+
+fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
+    let Some(sw) = current() else {
+        return Ok(None);
+    };
+    let existing = OPEN.with(|o| o.borrow().get(ifname).and_then(Weak::upgrade));
+    let port = match existing {
+        Some(p) => p,
+        None => {
+            let name = format!("{}/{ifname}", sw.instance);
+            let mac = sw.macs.iter().find(|(i, _)| i == ifname).map(|(_, m)| *m);
+            let a = pronto_switch::control::attach(&sw.socket, &name, mac).map_err(|e| {
+                let hint = if e.to_string().contains("already attached") {
+                    " (another middlebox has this name: give this one another with --name)"
+                } else {
+                    ""
+                };
+                format!("{ifname}: {e}{hint}")
+            })?;
+            let peer = Peer::new(a.shm, LEND).map_err(|e| format!("{ifname}: {e}"))?;
+            let p = Rc::new(RefCell::new(Port {
+                peer,
+                _conn: a.conn,
+            }));
+            OPEN.with(|o| o.borrow_mut().insert(ifname.to_string(), Rc::downgrade(&p)));
+            p
+        }
+    };
+    let bell = port
+        .borrow()
+        .peer
+        .shm()
+        .to_peer
+        .dup_fd()
+        .map_err(|e| format!("{ifname}: cannot duplicate the port's doorbell: {e}"))?;
+    Ok(Some((port, bell)))
+}
+
+/// Receiving end of a switch port.
+pub struct SwRx {
+    port: Rc<RefCell<Port>>,
+    bell: OwnedFd,
+    stats: RxStats,
+    asleep: bool,
+}
+
+impl SwRx {
+    fn recv(&mut self, pool: &Pool, batch: &mut Batch, max: usize, now: i64) -> usize {
+        let mut port = self.port.borrow_mut();
+        if self.asleep {
+            self.asleep = false;
+            port.peer.woke();
+        }
+        let before = batch.len();
+        let room = (before + max).min(pronto_packet::BATCH_MAX) - before;
+        let stats = &mut self.stats;
+        port.peer.recv_max(room, |data| {
+            if data.len() > pronto_packet::MAX_PACKET {
+                stats.oversize += 1;
+                return;
+            }
+            match pool.alloc_frame(data, now) {
+                Some(p) => {
+                    if batch.push(p).is_ok() {
+                        stats.packets += 1;
+                    } else {
+                        stats.nomem += 1;
+                    }
+                }
+                None => stats.nomem += 1,
+            }
+        });
+        batch.len() - before
+    }
+}
+
+/// Where a `FromDevice` receives from.
+pub enum RxBackend {
+    /// A Linux interface.
+    Dev(RxDevice),
+    /// A switch port.
+    Switch(SwRx),
+}
+
+impl RxBackend {
+    /// Opens `ifname`: a switch port under `pronto run --switch`, else a
+    /// Linux interface with `open`.
+    pub fn open(
+        ifname: &str,
+        open: impl FnOnce() -> Result<RxDevice, String>,
+    ) -> Result<RxBackend, String> {
+        match port(ifname)? {
+            Some((port, bell)) => Ok(RxBackend::Switch(SwRx {
+                port,
+                bell,
+                stats: RxStats::default(),
+                asleep: false,
+            })),
+            None => open().map(RxBackend::Dev),
+        }
+    }
+
+    /// True for a switch port.
+    pub fn is_switch(&self) -> bool {
+        matches!(self, RxBackend::Switch(_))
+    }
+
+    /// Receives up to `max` packets into `batch` without blocking.
+    pub fn recv(&mut self, pool: &Pool, batch: &mut Batch, max: usize, now: i64) -> usize {
+        match self {
+            RxBackend::Dev(d) => d.recv(pool, batch, max, now),
+            RxBackend::Switch(s) => s.recv(pool, batch, max, now),
+        }
+    }
+
+    /// Called before the task reports itself idle: a switch port asks to
+    /// be woken by its doorbell, and says false if frames already wait.
+    pub fn prepare_idle(&mut self) -> bool {
+        match self {
+            RxBackend::Dev(_) => true,
+            RxBackend::Switch(s) => {
+                if s.asleep {
+                    return true;
+                }
+                let ok = s.port.borrow_mut().peer.prepare_sleep();
+                s.asleep = ok;
+                ok
+            }
+        }
+    }
+
+    /// What to poll for readability while idle.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            RxBackend::Dev(d) => d.fd(),
+            RxBackend::Switch(s) => s.bell.as_fd(),
+        }
+    }
+
+    /// Receive counters.
+    pub fn stats(&self) -> &RxStats {
+        match self {
+            RxBackend::Dev(d) => d.stats(),
+            RxBackend::Switch(s) => &s.stats,
+        }
+    }
+
+    /// Zeroes the receive counters.
+    pub fn reset_stats(&mut self) {
+        match self {
+            RxBackend::Dev(d) => d.reset_stats(),
+            RxBackend::Switch(s) => s.stats = RxStats::default(),
+        }
+    }
+
+    /// Frames the kernel dropped since the last call (devices only).
+    pub fn take_kernel_drops(&self) -> Option<u64> {
+        match self {
+            RxBackend::Dev(d) => d.take_kernel_drops(),
+            RxBackend::Switch(_) => None,
+        }
+    }
+}
+
+/// Where a `ToDevice` sends to.
+pub enum TxBackend {
+    /// A Linux interface.
+    Dev(TxDevice),
+    /// A switch port.
+    Switch(SwTx),
+}
+
+/// Sending end of a switch port.
+pub struct SwTx {
+    port: Rc<RefCell<Port>>,
+    bell: OwnedFd,
+}
+
+impl TxBackend {
+    /// Opens `ifname`: a switch port under `pronto run --switch`, else a
+    /// Linux interface with `open`.
+    pub fn open(
+        ifname: &str,
+        open: impl FnOnce() -> Result<TxDevice, String>,
+    ) -> Result<TxBackend, String> {
+        match port(ifname)? {
+            Some((port, bell)) => Ok(TxBackend::Switch(SwTx { port, bell })),
+            None => open().map(TxBackend::Dev),
+        }
+    }
+
+    /// True for a switch port.
+    pub fn is_switch(&self) -> bool {
+        matches!(self, TxBackend::Switch(_))
+    }
+
+    /// Sends (or queues until [`TxBackend::flush`]) one frame.
+    pub fn send(&mut self, data: &[u8]) -> Sent {
+        match self {
+            TxBackend::Dev(d) => d.send(data),
+            TxBackend::Switch(t) => {
+                let mut p = t.port.borrow_mut();
+                if p.peer.queue(data) {
+                    Sent::Ok
+                } else if (pronto_switch::layout::MIN_FRAME as usize
+                    ..=pronto_switch::layout::MAX_FRAME as usize)
+                    .contains(&data.len())
+                {
+                    Sent::Full
+                } else {
+                    Sent::Failed
+                }
+            }
+        }
+    }
+
+    /// Hands queued frames over.
+    pub fn flush(&mut self) {
+        match self {
+            TxBackend::Dev(d) => d.flush(),
+            TxBackend::Switch(t) => t.port.borrow_mut().peer.flush(),
+        }
+    }
+
+    /// How many of `max` frames could be sent now.
+    pub fn room(&mut self, max: usize) -> usize {
+        match self {
+            TxBackend::Dev(d) => d.room(max),
+            TxBackend::Switch(t) => t.port.borrow_mut().peer.free_slots().min(max),
+        }
+    }
+
+    /// What to poll while the transmit side is full.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            TxBackend::Dev(d) => d.fd(),
+            TxBackend::Switch(t) => t.bell.as_fd(),
+        }
+    }
+
+    /// Send errors so far, and the last one (devices only).
+    pub fn errors(&self) -> (u64, Option<&std::io::Error>) {
+        match self {
+            TxBackend::Dev(d) => (d.errors, d.last_error.as_ref()),
+            TxBackend::Switch(_) => (0, None),
+        }
+    }
+}
