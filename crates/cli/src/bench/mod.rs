@@ -150,39 +150,34 @@ pub struct PlotSpec<'a> {
     pub ys: &'a [&'a str],
 }
 
-/// Draws `csv` into `png` with matplotlib. Without it, says how to get it
-/// and returns Ok: the CSV is the result, the plot a view of it.
+/// Draws `csv` into `png` with matplotlib (the first Python on `PATH`
+/// that has it, else the system's `/usr/bin/python3`). Without it, says
+/// how to get it and returns Ok: the CSV is the result, the plot a view.
 pub fn plot(csv: &Path, png: &Path, spec: &PlotSpec<'_>) -> Result<(), String> {
     let script = include_str!("plot.py");
-    let mut cmd = std::process::Command::new("python3");
-    cmd.arg("-c").arg(script).arg(csv).arg(png);
-    cmd.args([spec.title, spec.x.0, spec.x.1, spec.ylabel]);
-    cmd.args(spec.ys);
-    match cmd.output() {
-        Ok(o) if o.status.success() => {
-            println!("wrote {} and {}", csv.display(), png.display());
-            Ok(())
-        }
-        Ok(o) => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            if err.contains("No module named 'matplotlib'") {
-                println!(
-                    "wrote {} (no plot: install python3-matplotlib for the PNG)",
-                    csv.display()
-                );
-                Ok(())
-            } else {
-                Err(format!("plotting {} failed: {}", png.display(), err.trim()))
+    let mut last = String::new();
+    for py in ["python3", "/usr/bin/python3"] {
+        let mut cmd = std::process::Command::new(py);
+        cmd.arg("-c").arg(script).arg(csv).arg(png);
+        cmd.args([spec.title, spec.x.0, spec.x.1, spec.ylabel]);
+        cmd.args(spec.ys);
+        match cmd.output() {
+            Ok(o) if o.status.success() => {
+                println!("wrote {} and {}", csv.display(), png.display());
+                return Ok(());
             }
-        }
-        Err(e) => {
-            println!(
-                "wrote {} (no plot: python3 not runnable: {e})",
-                csv.display()
-            );
-            Ok(())
+            Ok(o) => {
+                let err = String::from_utf8_lossy(&o.stderr).into_owned();
+                if !err.contains("No module named 'matplotlib'") {
+                    return Err(format!("plotting {} failed: {}", png.display(), err.trim()));
+                }
+                last = "install python3-matplotlib for the PNG".into();
+            }
+            Err(e) => last = format!("{py} not runnable: {e}"),
         }
     }
+    println!("wrote {} (no plot: {last})", csv.display());
+    Ok(())
 }
 
 /// Median of `v` (sorted in place); 0 when empty.
