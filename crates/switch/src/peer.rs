@@ -128,10 +128,17 @@ impl Peer {
         let mut total = 0;
         let mut frames = frames.into_iter().peekable();
         while frames.peek().is_some() {
+            // Copy only what the ring can take now: a frame copied into a
+            // slot and then refused by a full ring is wasted work.
+            let room = (self.rx.room(BATCH as u32) as usize).min(BATCH);
             let mut n = 0;
             for f in frames.by_ref().take(BATCH) {
                 if !(MIN_FRAME as usize..=MAX_FRAME as usize).contains(&f.len()) {
                     self.counters.bad_length += 1;
+                    continue;
+                }
+                if n == room {
+                    self.counters.no_room += 1;
                     continue;
                 }
                 let Some(slot) = self.free.pop() else {

@@ -6,6 +6,8 @@
 // Each test binary uses only some of these.
 #![allow(dead_code)]
 
+pub mod netns;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

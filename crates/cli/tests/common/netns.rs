@@ -1,0 +1,181 @@
+//! Network namespaces for tests that run real clients through pronto: a
+//! client namespace and a server namespace joined through a middle
+//! namespace over two veth pairs, removed (with everything started in
+//! them) when dropped.
+//!
+//! ```text
+//! client ns          middle ns (pronto)          server ns
+//! c ─── veth ─── a                    b ─── veth ─── s
+//! 10.N.0.1/24                                        10.N.0.2/24
+//! ```
+
+use std::process::{Child, Command, Output, Stdio};
+
+/// Whether `tool` is on `PATH`.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn sh(args: &[&str]) -> Output {
+    Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn must(args: &[&str]) {
+    let o = sh(args);
+    assert!(
+        o.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Why namespace tests cannot run here, if they cannot (`tag` keeps the
+/// probe's name apart from other tests').
+pub fn missing_prerequisite(tag: &str, tools: &[&str]) -> Option<String> {
+    if !rustix::process::geteuid().is_root() {
+        return Some("not root".into());
+    }
+    for t in ["ip"].iter().chain(tools) {
+        if !have(t) {
+            return Some(format!("no `{t}` command"));
+        }
+    }
+    let probe = format!("prontoprobe{}{tag}", std::process::id());
+    let o = sh(&["ip", "netns", "add", &probe]);
+    if !o.status.success() {
+        return Some(format!(
+            "cannot make network namespaces: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    let _ = sh(&["ip", "netns", "del", &probe]);
+    None
+}
+
+/// Three namespaces and two veth pairs.
+pub struct Topology {
+    /// Client, middle and server namespace names.
+    pub ns: [String; 3],
+    /// The middle's interface towards the client.
+    pub a: String,
+    /// The middle's interface towards the server.
+    pub b: String,
+    /// The client's address.
+    pub client_ip: String,
+    /// The server's address.
+    pub server_ip: String,
+    /// Processes killed before the namespaces go.
+    pub children: Vec<Child>,
+}
+
+impl Topology {
+    /// Makes the namespaces and links; `subnet` picks 10.`subnet`.0.0/24.
+    pub fn new(tag: &str, subnet: u8) -> Topology {
+        let pid = std::process::id();
+        let ns = [
+            format!("pronto{pid}{tag}c"),
+            format!("pronto{pid}{tag}m"),
+            format!("pronto{pid}{tag}s"),
+        ];
+        let t = Topology {
+            ns: ns.clone(),
+            a: format!("pa{pid}{tag}"),
+            b: format!("pb{pid}{tag}"),
+            client_ip: format!("10.{subnet}.0.1"),
+            server_ip: format!("10.{subnet}.0.2"),
+            children: Vec::new(),
+        };
+        for n in &ns {
+            must(&["ip", "netns", "add", n]);
+        }
+        let (c, m, s) = (&ns[0], &ns[1], &ns[2]);
+        // Made inside the middle namespace, so the default namespace never
+        // holds any of them.
+        for (here, there, far) in [(&t.a, "c", c), (&t.b, "s", s)] {
+            must(&[
+                "ip", "-n", m, "link", "add", here, "type", "veth", "peer", "name", there, "netns",
+                far,
+            ]);
+            must(&["ip", "-n", m, "link", "set", here, "up"]);
+            must(&["ip", "-n", far, "link", "set", there, "up"]);
+            must(&["ip", "-n", far, "link", "set", "lo", "up"]);
+        }
+        let cidr = |ip: &str| format!("{ip}/24");
+        must(&[
+            "ip",
+            "-n",
+            c,
+            "addr",
+            "add",
+            &cidr(&t.client_ip),
+            "dev",
+            "c",
+        ]);
+        must(&[
+            "ip",
+            "-n",
+            s,
+            "addr",
+            "add",
+            &cidr(&t.server_ip),
+            "dev",
+            "s",
+        ]);
+        t
+    }
+
+    /// A command run inside namespace `which` (0 client, 1 middle, 2
+    /// server).
+    pub fn exec(&self, which: usize, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns[which]]).args(args);
+        c
+    }
+
+    /// Starts `args` in namespace `which`, killed when the topology goes.
+    pub fn spawn(&mut self, which: usize, args: &[&str]) {
+        let child = self
+            .exec(which, args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        self.children.push(child);
+    }
+
+    /// Pings the server from the client until it answers (true) or
+    /// `secs` pass.
+    pub fn wait_ping(&self, secs: u64) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while std::time::Instant::now() < deadline {
+            if self
+                .exec(0, &["ping", "-c", "1", "-W", "1", &self.server_ip])
+                .output()
+                .is_ok_and(|o| o.status.success())
+            {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for n in &self.ns {
+            let _ = sh(&["ip", "netns", "del", n]);
+        }
+    }
+}
