@@ -1,7 +1,7 @@
 //! pronto's Linux network interfaces: `AF_PACKET` sockets bound to an
 //! interface by name, for the `FromDevice` and `ToDevice` elements.
 //!
-//! Two methods:
+//! Three methods:
 //!
 //! - [`Method::Socket`]: one non-blocking `recvfrom`/`send` system call per
 //!   frame. Simple; the baseline.
@@ -12,6 +12,16 @@
 //!   ready slots out and gives each back. On transmit frames are written
 //!   in place and sent with one `send` call per batch, bypassing the
 //!   queueing discipline.
+//! - [`Method::Xdp`]: `AF_XDP` sockets in copy mode, one per receive
+//!   queue, fed by a small XDP program that pronto builds and attaches
+//!   itself (natively where the driver can, else generic; see
+//!   [`RxDevice::xdp_mode`]) and that passes frames on queues without a
+//!   socket to the kernel. Frames are copied out of (and into) a UMEM
+//!   through four shared rings, in batches, with a system call only when
+//!   the kernel asks for one. Needs root (or `CAP_NET_ADMIN`,
+//!   `CAP_NET_RAW` and `CAP_BPF`). Unlike the other two, the kernel's
+//!   stack does not see the frames pronto receives, and frames the host
+//!   sends are never received. Details and limits in [`xdp`].
 //!
 //! Receive sockets ask for a virtio-net header in front of each frame
 //! (`PACKET_VNET_HDR`), so that frames whose checksum the sender left to
@@ -22,19 +32,35 @@
 //! slot ([`pronto_packet::MAX_PACKET`], 1,920 bytes) is counted
 //! ([`RxStats::oversize`]) and dropped.
 //!
+//! The XDP method takes frames whole from the driver, without a
+//! virtio-net header: segmentation-offload frames do not reach it (veth
+//! turns segmentation offload off on its peer while an XDP program is
+//! attached), and a frame whose checksum its sender left to the device
+//! arrives with that checksum unfinished.
+//!
 //! Every length and offset read from a ring is checked against the ring
-//! before use. The `unsafe` code (socket options, the ring mapping) is in
-//! one module, each block with its reason.
+//! before use. The `unsafe` code (socket options, `bpf(2)`, the ring and
+//! UMEM mappings, TAP ioctls) is in `sys`, `xdp_sys` and `tap`, each block
+//! with its reason.
+//!
+//! [`tap`] opens TAP devices for `FromHost`/`ToHost`: frames to and from
+//! the host's own stack.
 
+pub mod gso;
 pub mod offload;
 mod sys;
+pub mod tap;
+pub mod xdp;
+mod xdp_sys;
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use pronto_packet::{Batch, Pool};
 
+pub use gso::GsoStats;
 pub use offload::{Delivery, Vnet, VNET_LEN};
+pub use xdp::XdpMode;
 
 /// How frames move between pronto and the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,15 +69,28 @@ pub enum Method {
     Socket,
     /// Shared-memory `TPACKET_V2` rings (receive and transmit).
     Ring,
+    /// `AF_XDP` sockets fed by an XDP program ([`xdp`]).
+    Xdp,
 }
 
 impl Method {
-    /// Parses `SOCKET`, `RING`, or Click's `LINUX` (a plain packet socket).
+    /// Parses `SOCKET`, `RING`, `XDP`, or Click's `LINUX` (a plain packet
+    /// socket).
     pub fn parse(s: &str) -> Option<Method> {
         match s {
             "SOCKET" | "LINUX" => Some(Method::Socket),
             "RING" => Some(Method::Ring),
+            "XDP" => Some(Method::Xdp),
             _ => None,
+        }
+    }
+
+    /// The name [`Method::parse`] reads (`SOCKET`, `RING`, `XDP`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Socket => "SOCKET",
+            Method::Ring => "RING",
+            Method::Xdp => "XDP",
         }
     }
 }
@@ -71,6 +110,18 @@ pub enum DevError {
         what: &'static str,
         /// The error.
         err: io::Error,
+    },
+    /// A step of setting up `METHOD XDP` failed.
+    #[error("{ifname}: METHOD XDP: {step}: {err}; {hint}")]
+    Xdp {
+        /// The interface.
+        ifname: String,
+        /// The step that failed.
+        step: &'static str,
+        /// The error.
+        err: io::Error,
+        /// What it probably means and what to do.
+        hint: String,
     },
 }
 
@@ -185,6 +236,30 @@ fn open_socket(ifname: &str, proto: u16) -> Result<(OwnedFd, i32), DevError> {
     Ok((fd, idx as i32))
 }
 
+/// The socket offload frames go out on: `PACKET_VNET_HDR`, queueing
+/// discipline bypassed, a send buffer for a few of them; `None` if the
+/// kernel refuses any step (then segments go one by one).
+fn gso_socket(ifname: &str, ifindex: i32) -> Option<OwnedFd> {
+    let (fd, _) = open_socket(ifname, 0).ok()?;
+    let one: libc::c_int = 1;
+    sys::set_opt(&fd, sys::PACKET_VNET_HDR, &one).ok()?;
+    let _ = sys::set_opt(&fd, sys::PACKET_QDISC_BYPASS, &one);
+    let _ = rustix::net::sockopt::set_socket_send_buffer_size(&fd, 4 << 20);
+    sys::bind(&fd, ifindex, 0).ok()?;
+    Some(fd)
+}
+
+/// With `METHOD XDP`, a failure to open the packet socket that finds the
+/// interface is reported as an XDP step, with advice.
+fn xdp_open_err(e: DevError, method: Method) -> DevError {
+    match e {
+        DevError::Os { ifname, what, err } if method == Method::Xdp => {
+            xdp::xdp_err(&ifname, what, err)
+        }
+        e => e,
+    }
+}
+
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     let w = b.get(off..off + 4)?;
     Some(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
@@ -226,6 +301,7 @@ enum RxKind {
         /// The next segment of the current frame.
         resume: usize,
     },
+    Xdp(xdp::XdpRx),
 }
 
 /// An interface opened for receiving.
@@ -240,7 +316,27 @@ impl RxDevice {
     /// Opens `ifname` for receiving.
     pub fn open(ifname: &str, cfg: &RxConfig) -> Result<RxDevice, DevError> {
         // Protocol 0 until bound: nothing is queued before the ring exists.
-        let (fd, ifindex) = open_socket(ifname, 0)?;
+        let (fd, ifindex) = open_socket(ifname, 0).map_err(|e| xdp_open_err(e, cfg.method))?;
+        if cfg.method == Method::Xdp {
+            // The packet socket stays unbound (it receives nothing); it
+            // holds the promiscuous membership, dropped when it closes.
+            let kind = RxKind::Xdp(xdp::XdpRx::open(ifname, ifindex as u32)?);
+            if cfg.promisc {
+                let mreq = sys::PacketMreq {
+                    ifindex,
+                    kind: sys::PACKET_MR_PROMISC,
+                    ..Default::default()
+                };
+                sys::set_opt(&fd, sys::PACKET_ADD_MEMBERSHIP, &mreq)
+                    .map_err(os(ifname, "promiscuous mode"))?;
+            }
+            return Ok(RxDevice {
+                fd,
+                kind,
+                cfg: cfg.clone(),
+                stats: RxStats::default(),
+            });
+        }
         let one: libc::c_int = 1;
         sys::set_opt(&fd, sys::PACKET_VNET_HDR, &one).map_err(os(ifname, "PACKET_VNET_HDR"))?;
         if !cfg.outbound {
@@ -253,6 +349,7 @@ impl RxDevice {
                 buf: vec![0u8; RX_BUF].into_boxed_slice(),
                 pending: None,
             },
+            Method::Xdp => unreachable!("handled above"),
             Method::Ring => {
                 let v: libc::c_int = TPACKET_V2;
                 sys::set_opt(&fd, sys::PACKET_VERSION, &v).map_err(os(ifname, "PACKET_VERSION"))?;
@@ -299,9 +396,30 @@ impl RxDevice {
         })
     }
 
-    /// The socket, to wait for readability when idle.
+    /// The descriptor to wait on for readability when idle: the socket
+    /// (XDP: the queue's socket, or an epoll descriptor over every
+    /// queue's socket).
     pub fn fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        match &self.kind {
+            RxKind::Xdp(x) => x.fd(),
+            _ => self.fd.as_fd(),
+        }
+    }
+
+    /// Where the XDP program runs (`None` unless the method is XDP).
+    pub fn xdp_mode(&self) -> Option<XdpMode> {
+        match &self.kind {
+            RxKind::Xdp(x) => Some(x.mode()),
+            _ => None,
+        }
+    }
+
+    /// Receive queues (XDP sockets) read; 1 for the other methods.
+    pub fn queue_count(&self) -> usize {
+        match &self.kind {
+            RxKind::Xdp(x) => x.queue_count(),
+            _ => 1,
+        }
     }
 
     /// Counters so far.
@@ -317,11 +435,14 @@ impl RxDevice {
     /// Frames the kernel dropped since the last call (the socket's buffer
     /// or ring was full); `None` if it cannot tell.
     pub fn take_kernel_drops(&self) -> Option<u64> {
+        if let RxKind::Xdp(x) = &self.kind {
+            return x.take_kernel_drops();
+        }
         sys::stats(&self.fd).ok().map(|(_, d)| d as u64)
     }
 
     /// Receives up to `max` packets into `batch` without blocking; returns
-    /// how many were added. `now` stamps socket-method packets.
+    /// how many were added. `now` stamps socket- and XDP-method packets.
     pub fn recv(&mut self, pool: &Pool, batch: &mut Batch, max: usize, now: i64) -> usize {
         let before = batch.len();
         let limit = (before + max).min(pronto_packet::BATCH_MAX);
@@ -339,6 +460,10 @@ impl RxDevice {
             ),
             RxKind::Ring { ring, resume } => {
                 recv_ring(ring, resume, &self.cfg, pool, batch, limit, &mut self.stats)
+            }
+            RxKind::Xdp(x) => {
+                let ts = if self.cfg.timestamp { now } else { 0 };
+                x.recv(self.cfg.snaplen, ts, pool, batch, limit, &mut self.stats)
             }
         }
         batch.len() - before
@@ -560,6 +685,10 @@ struct TxRing {
 pub struct TxDevice {
     fd: OwnedFd,
     ring: Option<TxRing>,
+    xdp: Option<xdp::XdpTx>,
+    /// RING method: consecutive TCP segments joined into offload frames,
+    /// sent on a second socket with `PACKET_VNET_HDR` ([`gso`]).
+    gso: Option<(OwnedFd, Box<gso::Coalescer>)>,
     /// Frames refused by the kernel.
     pub errors: u64,
     /// The last refusal, for a message.
@@ -569,13 +698,25 @@ pub struct TxDevice {
 impl TxDevice {
     /// Opens `ifname` for sending. The socket receives nothing.
     pub fn open(ifname: &str, method: Method) -> Result<TxDevice, DevError> {
-        let (fd, ifindex) = open_socket(ifname, 0)?;
+        let (fd, ifindex) = open_socket(ifname, 0).map_err(|e| xdp_open_err(e, method))?;
+        if method == Method::Xdp {
+            // The packet socket stays unbound and unused.
+            let x = xdp::XdpTx::open(ifname, ifindex as u32)?;
+            return Ok(TxDevice {
+                fd,
+                ring: None,
+                xdp: Some(x),
+                gso: None,
+                errors: 0,
+                last_error: None,
+            });
+        }
         let one: libc::c_int = 1;
         // Straight to the driver, as a forwarding path wants; kernels
         // without it just queue.
         let _ = sys::set_opt(&fd, sys::PACKET_QDISC_BYPASS, &one);
         let ring = match method {
-            Method::Socket => None,
+            Method::Socket | Method::Xdp => None,
             Method::Ring => {
                 let v: libc::c_int = TPACKET_V2;
                 sys::set_opt(&fd, sys::PACKET_VERSION, &v).map_err(os(ifname, "PACKET_VERSION"))?;
@@ -602,21 +743,37 @@ impl TxDevice {
             }
         };
         sys::bind(&fd, ifindex, 0).map_err(os(ifname, "bind"))?;
+        // Best effort: without it, segments go one by one through the ring.
+        let gso = match method {
+            Method::Ring => {
+                gso_socket(ifname, ifindex).map(|f| (f, Box::new(gso::Coalescer::new())))
+            }
+            _ => None,
+        };
         Ok(TxDevice {
             fd,
             ring,
+            xdp: None,
+            gso,
             errors: 0,
             last_error: None,
         })
     }
 
-    /// The socket, to wait for writability when the ring is full.
+    /// The socket, to wait for writability when the ring is full (XDP:
+    /// queue 0's socket, writable when its TX ring is half empty).
     pub fn fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        match &self.xdp {
+            Some(x) => x.fd(),
+            None => self.fd.as_fd(),
+        }
     }
 
     /// How many frames (up to `max`) can be sent now.
     pub fn room(&self, max: usize) -> usize {
+        if let Some(x) = &self.xdp {
+            return x.room(max);
+        }
         let Some(r) = &self.ring else {
             return max;
         };
@@ -634,6 +791,29 @@ impl TxDevice {
     /// Sends one frame (ring: writes it into the ring; it leaves at the
     /// next [`TxDevice::flush`]).
     pub fn send(&mut self, data: &[u8]) -> Sent {
+        if let Some(x) = &mut self.xdp {
+            return match x.send(data) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.errors += 1;
+                    self.last_error = Some(e);
+                    Sent::Failed
+                }
+            };
+        }
+        if let Some((_, co)) = &mut self.gso {
+            if co.append(data) {
+                return Sent::Ok;
+            }
+            if co.pending() {
+                self.send_gso();
+            }
+            if let Some((_, co)) = &mut self.gso {
+                if co.start(data) {
+                    return Sent::Ok;
+                }
+            }
+        }
         let Some(r) = &mut self.ring else {
             return match sys::send(&self.fd, data) {
                 Ok(_) => Sent::Ok,
@@ -671,8 +851,54 @@ impl TxDevice {
         Sent::Ok
     }
 
-    /// Asks the kernel to send what the ring holds (one system call).
+    /// Sends the held offload frame, after what the ring holds (which is
+    /// older).
+    fn send_gso(&mut self) {
+        self.kick_ring();
+        let Some((fd, co)) = &mut self.gso else {
+            return;
+        };
+        if let Some(frame) = co.take() {
+            if let Err(e) = sys::send(fd, frame) {
+                self.errors += 1;
+                self.last_error = Some(e);
+            }
+        }
+    }
+
+    /// Segments joined into offload frames so far (RING method).
+    pub fn gso_stats(&self) -> GsoStats {
+        self.gso
+            .as_ref()
+            .map(|(_, c)| c.stats())
+            .unwrap_or_default()
+    }
+
+    /// Asks the kernel to send what the ring holds (one system call), then
+    /// any held offload frame.
     pub fn flush(&mut self) {
+        if self.gso.as_ref().is_some_and(|(_, c)| c.pending()) {
+            self.send_gso();
+            return;
+        }
+        self.kick_ring();
+    }
+
+    fn kick_ring(&mut self) {
+        if let Some(x) = &mut self.xdp {
+            let bad = x.bad();
+            if let Some(e) = x.flush() {
+                self.errors += 1;
+                self.last_error = Some(e);
+            }
+            if x.bad() > bad {
+                self.errors += x.bad() - bad;
+                self.last_error = Some(io::Error::other(
+                    "the kernel gave back a transmit frame pronto had not lent (skipped)",
+                ));
+            }
+            return;
+        }
         let Some(r) = &mut self.ring else {
             return;
         };
@@ -690,11 +916,18 @@ impl TxDevice {
 
     /// Frames written into the ring and not yet handed to the kernel.
     pub fn queued(&self) -> usize {
+        if let Some(x) = &self.xdp {
+            return x.queued();
+        }
         self.ring.as_ref().map_or(0, |r| r.queued)
     }
 
-    /// Length of the ring mapping, 0 for the socket method.
+    /// Length of the ring mapping (XDP: of the UMEM frames sent from), 0
+    /// for the socket method.
     pub fn ring_bytes(&self) -> usize {
+        if let Some(x) = &self.xdp {
+            return x.umem_bytes();
+        }
         self.ring.as_ref().map_or(0, |r| r.map.len())
     }
 }

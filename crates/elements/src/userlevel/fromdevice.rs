@@ -62,8 +62,11 @@ impl FromDevice {
              SNIFFER    boolean; accepted; false only warns (the kernel still sees\n             \
              the frames)\n  \
              METHOD     RING (default: TPACKET_V2 receive ring, each frame handed\n             \
-             over as soon as the kernel writes it) or SOCKET (one system\n             \
-             call per frame; Click's LINUX is the same)\n  \
+             over as soon as the kernel writes it), SOCKET (one system\n             \
+             call per frame; Click's LINUX is the same) or XDP (AF_XDP\n             \
+             sockets on every receive queue, fed by an XDP program pronto\n             \
+             attaches; needs root; the kernel's stack no longer sees the\n             \
+             frames; OUTBOUND has no effect)\n  \
              TIMEOUT    time; accepted and checked (above 0, at most 60s) but has no\n             \
              effect: it was the block timeout of an earlier block ring\n  \
              OUTBOUND   boolean; also receive frames the host sends (default false)\n  \
@@ -187,6 +190,7 @@ impl Element for FromDevice {
             "method" => Ok(match self.method {
                 Method::Ring => "RING".into(),
                 Method::Socket => "SOCKET".into(),
+                Method::Xdp => "XDP".into(),
             }),
             _ => Err(HandlerError::NoSuchHandler(name.into())),
         }
@@ -229,7 +233,7 @@ mod tests {
         assert_eq!(err("lo, BURST 0"), "BURST out of range");
         assert_eq!(
             err("lo, METHOD PCAP"),
-            "bad METHOD `PCAP`: expected RING or SOCKET"
+            "bad METHOD `PCAP`: expected RING, SOCKET or XDP"
         );
         assert_eq!(err("lo, TIMEOUT 0"), "TIMEOUT out of range");
         assert_eq!(

@@ -1,17 +1,22 @@
 //! Click's `userlevel` elements: real Linux network interfaces, through
-//! `AF_PACKET` sockets or `TPACKET` rings (`pronto-netdev`).
+//! `AF_PACKET` sockets, `TPACKET` rings or `AF_XDP` sockets
+//! (`pronto-netdev`), switch ports under `pronto run --switch`
+//! (`swport`), and the host's stack through a TAP device
+//! (`FromHost`/`ToHost`).
 
 pub mod fromdevice;
+pub mod fromhost;
 pub mod swport;
 pub mod todevice;
+pub mod tohost;
 
-/// Parses a `METHOD` argument (`RING`, the default, or `SOCKET`; Click's
-/// `LINUX` means `SOCKET`).
+/// Parses a `METHOD` argument (`RING`, the default, `SOCKET` or `XDP`;
+/// Click's `LINUX` means `SOCKET`).
 fn method(m: Option<String>) -> Result<pronto_netdev::Method, crate::ConfigError> {
     match m {
         None => Ok(pronto_netdev::Method::Ring),
         Some(s) => pronto_netdev::Method::parse(&s).ok_or_else(|| {
-            crate::util::cfg_err(format!("bad METHOD `{s}`: expected RING or SOCKET"))
+            crate::util::cfg_err(format!("bad METHOD `{s}`: expected RING, SOCKET or XDP"))
         }),
     }
 }

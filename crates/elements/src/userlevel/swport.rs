@@ -11,14 +11,18 @@
 //! Receiving copies each frame out of the port's shared slot into a pool
 //! packet (the switch cannot change it afterwards); sending copies the
 //! packet into one of the port's slots and publishes a batch at a time.
+//!
+//! The registry of open ports is process-wide, so a `FromDevice(eth0)`
+//! on one thread of `pronto run --threads N` and a `ToDevice(eth0)` on
+//! another share one port behind a mutex: receiving locks it once per
+//! batch, sending once per frame (`ToDevice` hands frames over one at a
+//! time) and once per flush; on one thread the lock is never contended.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::rc::{Rc, Weak};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use pronto_netdev::{RxDevice, RxStats, Sent, TxDevice};
 use pronto_packet::{Batch, Pool};
@@ -65,8 +69,15 @@ impl Drop for Port {
     }
 }
 
-thread_local! {
-    static OPEN: RefCell<HashMap<String, Weak<RefCell<Port>>>> = RefCell::new(HashMap::new());
+/// Ports attached so far, by interface name (weak: a port detaches when
+/// the last element using it goes).
+static OPEN: Mutex<Option<HashMap<String, Weak<Mutex<Port>>>>> = Mutex::new(None);
+
+/// Locks a port. A thread that panicked while holding it left the port's
+/// rings consistent (every ring update is one published position), so a
+/// poisoned lock is used as is.
+fn lock(port: &Mutex<Port>) -> MutexGuard<'_, Port> {
+    port.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Slots of a port lent to the switch for receiving (the rest send).
@@ -75,13 +86,17 @@ const LEND: u32 = 512;
 /// The port for `ifname` when interfaces are switch ports (attaching it
 /// on first use), `Ok(None)` when they are Linux interfaces.
 /// A shared port and a descriptor of its doorbell.
-type PortAndBell = (Rc<RefCell<Port>>, OwnedFd);
+type PortAndBell = (Arc<Mutex<Port>>, OwnedFd);
 
 fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
     let Some(sw) = current() else {
         return Ok(None);
     };
-    let existing = OPEN.with(|o| o.borrow().get(ifname).and_then(Weak::upgrade));
+    // Held across the attach, so that two threads configuring the two
+    // ends of one interface at once attach it once.
+    let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+    let open = open.get_or_insert_with(HashMap::new);
+    let existing = open.get(ifname).and_then(Weak::upgrade);
     let port = match existing {
         Some(p) => p,
         None => {
@@ -96,16 +111,15 @@ fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
                 format!("{ifname}: {e}{hint}")
             })?;
             let peer = Peer::new(a.shm, LEND).map_err(|e| format!("{ifname}: {e}"))?;
-            let p = Rc::new(RefCell::new(Port {
+            let p = Arc::new(Mutex::new(Port {
                 peer,
                 _conn: a.conn,
             }));
-            OPEN.with(|o| o.borrow_mut().insert(ifname.to_string(), Rc::downgrade(&p)));
+            open.insert(ifname.to_string(), Arc::downgrade(&p));
             p
         }
     };
-    let bell = port
-        .borrow()
+    let bell = lock(&port)
         .peer
         .shm()
         .to_peer
@@ -116,7 +130,7 @@ fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
 
 /// Receiving end of a switch port.
 pub struct SwRx {
-    port: Rc<RefCell<Port>>,
+    port: Arc<Mutex<Port>>,
     bell: OwnedFd,
     stats: RxStats,
     asleep: bool,
@@ -124,7 +138,7 @@ pub struct SwRx {
 
 impl SwRx {
     fn recv(&mut self, pool: &Pool, batch: &mut Batch, max: usize, now: i64) -> usize {
-        let mut port = self.port.borrow_mut();
+        let mut port = lock(&self.port);
         if self.asleep {
             self.asleep = false;
             port.peer.woke();
@@ -200,7 +214,7 @@ impl RxBackend {
                 if s.asleep {
                     return true;
                 }
-                let ok = s.port.borrow_mut().peer.prepare_sleep();
+                let ok = lock(&s.port).peer.prepare_sleep();
                 s.asleep = ok;
                 ok
             }
@@ -250,7 +264,7 @@ pub enum TxBackend {
 
 /// Sending end of a switch port.
 pub struct SwTx {
-    port: Rc<RefCell<Port>>,
+    port: Arc<Mutex<Port>>,
     bell: OwnedFd,
 }
 
@@ -277,7 +291,7 @@ impl TxBackend {
         match self {
             TxBackend::Dev(d) => d.send(data),
             TxBackend::Switch(t) => {
-                let mut p = t.port.borrow_mut();
+                let mut p = lock(&t.port);
                 if p.peer.queue(data) {
                     Sent::Ok
                 } else if (pronto_switch::layout::MIN_FRAME as usize
@@ -296,7 +310,7 @@ impl TxBackend {
     pub fn flush(&mut self) {
         match self {
             TxBackend::Dev(d) => d.flush(),
-            TxBackend::Switch(t) => t.port.borrow_mut().peer.flush(),
+            TxBackend::Switch(t) => lock(&t.port).peer.flush(),
         }
     }
 
@@ -304,7 +318,7 @@ impl TxBackend {
     pub fn room(&mut self, max: usize) -> usize {
         match self {
             TxBackend::Dev(d) => d.room(max),
-            TxBackend::Switch(t) => t.port.borrow_mut().peer.free_slots().min(max),
+            TxBackend::Switch(t) => lock(&t.port).peer.free_slots().min(max),
         }
     }
 

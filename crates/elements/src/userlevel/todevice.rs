@@ -51,8 +51,10 @@ impl ToDevice {
              Keywords:\n  \
              BURST   packets pulled per task run, at least 1 (default 1)\n  \
              METHOD  RING (default: TPACKET_V2 transmit ring, one send call per\n          \
-             batch, bypassing the queueing discipline) or SOCKET (one send call\n          \
-             per packet; Click's LINUX is the same)\n  \
+             batch, bypassing the queueing discipline), SOCKET (one send call\n          \
+             per packet; Click's LINUX is the same) or XDP (an AF_XDP socket's\n          \
+             transmit ring, one send call per batch when the kernel asks;\n          \
+             needs root)\n  \
              DEBUG   boolean; accepted, ignored\n\
              Handlers:\n  count (read), drops (read), reset_counts (write)",
         );
@@ -171,6 +173,7 @@ impl Element for ToDevice {
             "method" => Ok(match self.method {
                 Method::Ring => "RING".into(),
                 Method::Socket => "SOCKET".into(),
+                Method::Xdp => "XDP".into(),
             }),
             _ => Err(HandlerError::NoSuchHandler(name.into())),
         }
@@ -214,7 +217,7 @@ mod tests {
         assert_eq!(err("lo, BURST 0"), "BURST out of range");
         assert_eq!(
             err("lo, METHOD NETMAP"),
-            "bad METHOD `NETMAP`: expected RING or SOCKET"
+            "bad METHOD `NETMAP`: expected RING, SOCKET or XDP"
         );
         assert_eq!(err("a/b"), "a/b: bad interface name");
     }
