@@ -59,6 +59,8 @@ classes!(
     crate::standard::rrsched::RoundRobinSched,
     crate::standard::shaper::Shaper,
     crate::standard::flowpolicer::FlowPolicer,
+    crate::standard::packetgen::PacketGen,
+    crate::standard::packetsink::PacketSink,
     // end standard
     // ip/
     crate::ip::addressinfo::AddressInfo,
@@ -138,7 +140,9 @@ classes!(
     // end stateful
     // userlevel/
     crate::userlevel::fromdevice::FromDevice,
+    crate::userlevel::fromhost::FromHost,
     crate::userlevel::todevice::ToDevice,
+    crate::userlevel::tohost::ToHost,
     // end userlevel
 );
 

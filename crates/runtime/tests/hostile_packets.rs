@@ -33,8 +33,9 @@
 //!
 //! Classes with no packet path are excluded (see [`EXCLUDED`]): AddressInfo
 //! (names only), and the runtime's Script and DriverManager (not in the
-//! element registry). FromDevice and ToDevice are excluded too: they need
-//! a real network interface and the rights to open a packet socket. IPRewriterPatterns and the mappers
+//! element registry). FromDevice, ToDevice, FromHost and ToHost are
+//! excluded too: they need a real network interface (or TAP device) and the
+//! rights to open it. IPRewriterPatterns and the mappers
 //! (RoundRobinIPMapper, SourceIPHashMapper, MaglevIPMapper) have no ports,
 //! but each serves a rewriter's new flows, so rows here run them behind a
 //! rewriter. A class added to the registry without a row here fails the
@@ -60,7 +61,13 @@ fn packets() -> usize {
 
 /// Classes without a packet path, and the device I/O classes, which need a
 /// real network interface (and the rights to open a packet socket).
-const EXCLUDED: &[&str] = &["AddressInfo", "FromDevice", "ToDevice"];
+const EXCLUDED: &[&str] = &[
+    "AddressInfo",
+    "FromDevice",
+    "ToDevice",
+    "FromHost",
+    "ToHost",
+];
 
 /// Feeds: the text that ends in the element `in`, which a row reads from.
 /// `$TRACE` is the hostile pcap.
@@ -137,6 +144,14 @@ macro_rules! three {
 }
 
 const ROWS: &[Row] = &[
+    // pronto's packet generator and sink
+    src(
+        "PacketGen",
+        "PacketGen(LIMIT 300, BURST 7, FLOWS 5, LENGTH 100, STOP true) -> PacketSink -> Strip(14) -> CheckIPHeader -> Discard;",
+    ),
+    src("PacketGen", "PacketGen(RATE 100000, LIMIT 100, LENGTH 1514, STOP true) -> Discard;"),
+    r("PacketSink", "in -> PacketSink -> Discard;"),
+    r("PacketSink", "in -> PacketSink(OFFSET 0);"),
     // ethernet/
     r("ARPPrint", "in -> ARPPrint(hostile, OUTFILE $D/arpprint.txt) -> Discard;"),
     r("ARPPrint", "in -> ARPPrint(ETHER true, TIMESTAMP true, OUTFILE $D/arpprint2.txt) -> Discard;"),

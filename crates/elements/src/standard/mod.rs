@@ -8,6 +8,8 @@ pub mod hashswitch;
 pub mod idle;
 pub mod infinitesource;
 pub mod null;
+pub mod packetgen;
+pub mod packetsink;
 pub mod paint;
 pub mod paintswitch;
 pub mod painttee;
