@@ -28,6 +28,7 @@ Usage:
   -t, --time                    report how long the run took
   -w, --no-warnings             do not print warnings
       --simtime[=SECONDS]       simulated time, starting at SECONDS (default 1000000000)
+      --threads N               run on N threads (1 to 64, default 1); see StaticThreadSched
       --switch SOCKET           FromDevice/ToDevice(NAME) are this middlebox's ports on the
                                 switch listening at SOCKET (`pronto switch`), not Linux
                                 interfaces

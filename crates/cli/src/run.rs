@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pronto_lang::{Diagnostic, Level, SourceMap};
-use pronto_runtime::{Clock, Router, RouterOptions};
+use pronto_runtime::{CallError, Clock, Router, RouterOptions, Threads, MAX_THREADS};
 
 /// Parsed `pronto run` options.
 #[derive(Default, Debug)]
@@ -27,6 +27,30 @@ struct RunOpts {
     name: Option<String>,
     /// `--mac IF=MAC`: frames for MAC go to interface IF's port.
     macs: Vec<(String, [u8; 6])>,
+    /// `--threads N` (0: not given, one thread).
+    threads: usize,
+}
+
+/// The configured router: one, or one per thread (`--threads N`, N > 1).
+enum Routers {
+    One(Router),
+    Many(Threads),
+}
+
+impl Routers {
+    fn run(&mut self) -> Result<(), String> {
+        match self {
+            Routers::One(r) => r.run(),
+            Routers::Many(t) => t.run(),
+        }
+    }
+
+    fn read_handler(&mut self, full: &str, params: &str) -> Result<String, CallError> {
+        match self {
+            Routers::One(r) => r.read_handler(full, params),
+            Routers::Many(t) => t.read_handler(full, params),
+        }
+    }
 }
 
 fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
@@ -72,6 +96,17 @@ fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
                 })
             }
             "--switch" => o.switch = Some(value(&mut i, flag, inline)?),
+            "--threads" => {
+                let v = value(&mut i, flag, inline)?;
+                o.threads = match v.parse::<usize>() {
+                    Ok(n) if (1..=MAX_THREADS).contains(&n) => n,
+                    _ => {
+                        return Err(format!(
+                            "--threads: expected a number of threads from 1 to {MAX_THREADS}, found `{v}`"
+                        ))
+                    }
+                };
+            }
             "--name" => o.name = Some(value(&mut i, flag, inline)?),
             "--mac" => {
                 let v = value(&mut i, flag, inline)?;
@@ -166,7 +201,7 @@ fn report(sm: &SourceMap, diags: &[Diagnostic], warnings: bool) {
 }
 
 /// Parses, checks and configures; prints diagnostics. `None` on error.
-fn build(o: &RunOpts) -> Result<(Router, SourceMap), ExitCode> {
+fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
     let (name, text) = match load(o) {
         Ok(x) => x,
         Err(e) => {
@@ -226,8 +261,20 @@ fn build(o: &RunOpts) -> Result<(Router, SourceMap), ExitCode> {
         },
         ..RouterOptions::default()
     };
+    if o.threads > 1 {
+        let mut warnings = Vec::new();
+        let built = Threads::build(&flat, &sm, &ropts, o.threads, &mut warnings);
+        report(&sm, &warnings, !o.no_warnings);
+        return match built {
+            Ok(t) => Ok((Routers::Many(t), sm)),
+            Err(errs) => {
+                report(&sm, &errs, true);
+                Err(ExitCode::from(1))
+            }
+        };
+    }
     match Router::build(&flat, &sm, &ropts) {
-        Ok(r) => Ok((r, sm)),
+        Ok(r) => Ok((Routers::One(r), sm)),
         Err(errs) => {
             report(&sm, &errs, true);
             Err(ExitCode::from(1))

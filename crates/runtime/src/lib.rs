@@ -9,8 +9,11 @@
 mod graph;
 mod router;
 mod script;
+mod staticthreadsched;
+mod threads;
 
 pub use router::{
     all_classes, format_timestamp, is_known_class, lookup_class, wall_clock_ns, CallError, Clock,
     Router, RouterOptions,
 };
+pub use threads::{partition, Partition, Threads, MAX_THREADS};

@@ -17,6 +17,7 @@ use pronto_packet::{Batch, Pool, BATCH_MAX};
 
 use crate::graph::{self, Graph};
 use crate::script::{Env, Script, ScriptState};
+use crate::threads::{Link, Msg};
 
 /// Where the runtime's time comes from.
 #[derive(Clone, Copy, Debug)]
@@ -136,13 +137,18 @@ pub struct Router {
     pull_one_seen: bool,
     script_error: Option<String>,
     flat_text: String,
+    /// The other threads' routers, under `pronto run --threads N`
+    /// (`None`: the only router, and no cost in the task loop).
+    link: Option<Box<Link>>,
     pool: Pool,
 }
 
 /// Looks up an element class by Click name: the element library plus the
-/// runtime's own `Script` and `DriverManager`.
+/// runtime's own `Script`, `DriverManager` and `StaticThreadSched`.
 pub fn lookup_class(name: &str) -> Option<ClassEntry> {
-    crate::script::lookup(name).or_else(|| pronto_elements::registry::lookup(name))
+    crate::script::lookup(name)
+        .or_else(|| crate::staticthreadsched::lookup(name))
+        .or_else(|| pronto_elements::registry::lookup(name))
 }
 
 /// Every class the runtime knows, sorted by name.
@@ -153,6 +159,7 @@ pub fn all_classes() -> Vec<ClassEntry> {
             .iter()
             .filter_map(|n| crate::script::lookup(n)),
     );
+    v.extend(crate::staticthreadsched::lookup("StaticThreadSched"));
     v.sort_by_key(|e| e.spec.name);
     v
 }
@@ -341,6 +348,7 @@ impl Router {
             pull_one_seen: false,
             script_error: None,
             flat_text: flat.to_click(),
+            link: None,
             pool,
         })
     }
@@ -559,6 +567,12 @@ impl Router {
             // coarse are what Click's "recent time" gives too.
             if rounds_busy.is_multiple_of(16) {
                 self.run_now = self.now();
+                if self.link.is_some() {
+                    self.serve_link();
+                    if self.ctrl.stop_requests > 0 {
+                        self.handle_stops();
+                    }
+                }
             }
             let mut busy = false;
             let mut next_wake = i64::MAX;
@@ -641,16 +655,30 @@ impl Router {
                         // was due.
                     } else if next_wake == i64::MAX && !any_idle {
                         // Click would idle forever; so do we, cheaply.
-                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        self.idle_sleep(50_000_000);
                     } else {
                         let now = self.now();
                         let until = if any_idle { now + 20_000 } else { next_wake };
                         let d = (until - now).clamp(0, 50_000_000);
                         if d > 0 {
-                            std::thread::sleep(std::time::Duration::from_nanos(d as u64));
+                            self.idle_sleep(d);
+                        }
+                    }
+                    if let Some(link) = &self.link {
+                        // Clear before serving: a call sent after this
+                        // rings again.
+                        link.bell.clear();
+                        self.serve_link();
+                        if self.ctrl.stop_requests > 0 {
+                            self.handle_stops();
                         }
                     }
                 }
+            }
+        }
+        if let Some(link) = &self.link {
+            if link.me == 0 {
+                link.stop_all();
             }
         }
         for e in &mut self.elems {
@@ -695,9 +723,155 @@ impl Router {
             tv_sec: timeout / 1_000_000_000,
             tv_nsec: timeout % 1_000_000_000,
         };
+        if let Some(link) = &self.link {
+            fds.push(PollFd::new(&*link.bell, PollFlags::IN));
+        }
         // An interrupted or failed poll just ends the wait early.
         let _ = rustix::event::poll(&mut fds, Some(&ts));
         true
+    }
+
+    /// Sleeps `ns` nanoseconds while idle; with other threads, until one
+    /// of them rings this router's doorbell, at the latest.
+    fn idle_sleep(&self, ns: i64) {
+        let d = std::time::Duration::from_nanos(ns.max(0) as u64);
+        match &self.link {
+            Some(link) => link.bell.wait(d),
+            None => std::thread::sleep(d),
+        }
+    }
+
+    // ---- other threads ---------------------------------------------------
+
+    /// Connects this router to the other threads' (`full_text`, when not
+    /// empty, is the whole configuration, for the `flatconfig` handler).
+    pub(crate) fn set_link(&mut self, link: Link, full_text: String) {
+        if !full_text.is_empty() {
+            self.flat_text = full_text;
+        }
+        self.link = Some(Box::new(link));
+    }
+
+    /// Stops if thread 0 has stopped, and answers the calls waiting in the
+    /// inbox.
+    pub(crate) fn serve_link(&mut self) {
+        let Some(link) = &self.link else { return };
+        if link.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            self.stopped = true;
+        }
+        while let Some(msg) = self.link.as_ref().and_then(|l| l.inbox.try_recv().ok()) {
+            self.handle_msg(msg);
+        }
+    }
+
+    fn handle_msg(&mut self, msg: Msg) {
+        match msg {
+            Msg::Call {
+                read,
+                handler,
+                arg,
+                reply,
+                bell,
+            } => {
+                let r = if read {
+                    self.read_handler(&handler, &arg)
+                } else {
+                    self.write_handler(&handler, &arg).map(|()| String::new())
+                };
+                let _ = reply.send(r);
+                bell.ring();
+            }
+            Msg::Stop => self.ctrl.stop_requests += 1,
+            Msg::Go | Msg::Quit => {
+                if let Some(link) = self.link.as_mut() {
+                    link.pending = Some(msg);
+                }
+            }
+        }
+    }
+
+    /// A worker, once built: answers calls until told to run (true) or to
+    /// quit (false).
+    pub(crate) fn wait_go(&mut self) -> bool {
+        loop {
+            let Some(link) = self.link.as_mut() else {
+                return true;
+            };
+            match link.pending.take() {
+                Some(Msg::Go) => return true,
+                Some(Msg::Quit) => return false,
+                _ => {}
+            }
+            match link.inbox.recv() {
+                Ok(msg) => self.handle_msg(msg),
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// A worker after its run: answers calls until told to quit.
+    pub(crate) fn serve_until_quit(&mut self) {
+        loop {
+            let Some(link) = self.link.as_mut() else {
+                return;
+            };
+            if matches!(link.pending.take(), Some(Msg::Quit)) {
+                return;
+            }
+            match link.inbox.recv() {
+                Ok(msg) => self.handle_msg(msg),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// The thread that owns element `elem`, when it is not this one.
+    fn remote_owner(&self, elem: &str) -> Option<usize> {
+        let link = self.link.as_ref()?;
+        link.owner.get(elem).copied().filter(|&t| t != link.me)
+    }
+
+    /// Calls a handler on another thread's router and waits for the
+    /// answer, answering calls to this router meanwhile.
+    fn remote_call(
+        &mut self,
+        thread: usize,
+        read: bool,
+        full: &str,
+        arg: &str,
+    ) -> Result<String, CallError> {
+        let gone = || CallError::Failed(full.to_string(), format!("thread {thread} has ended"));
+        let Some(link) = &self.link else {
+            return Err(gone());
+        };
+        let Some(peer) = link.peers.get(thread).and_then(|p| p.as_ref()) else {
+            return Err(gone());
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sent = peer.send(Msg::Call {
+            read,
+            handler: full.to_string(),
+            arg: arg.to_string(),
+            reply: tx,
+            bell: link.bell.clone(),
+        });
+        if !sent {
+            return Err(gone());
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(r) => return r,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return Err(gone()),
+                Err(std::sync::mpsc::TryRecvError::Empty) => {}
+            }
+            self.serve_link();
+            if let Ok(r) = rx.try_recv() {
+                return r;
+            }
+            if let Some(link) = &self.link {
+                link.bell.wait(std::time::Duration::from_millis(10));
+            }
+        }
     }
 
     fn flush_output(&mut self) {
@@ -715,6 +889,17 @@ impl Router {
     /// Requests to stop go to the first driver script still running; with
     /// none, the router stops.
     fn handle_stops(&mut self) {
+        if let Some(link) = self.link.as_ref().filter(|l| l.me != 0) {
+            // Drivers run on thread 0: the request goes there.
+            if let Some(Some(main)) = link.peers.first() {
+                for _ in 0..self.ctrl.stop_requests {
+                    main.send(Msg::Stop);
+                }
+            }
+            self.ctrl.stop_requests = 0;
+            self.flush_output();
+            return;
+        }
         while self.ctrl.stop_requests > 0 && !self.stopped {
             self.ctrl.stop_requests -= 1;
             let mut driver = None;
@@ -808,9 +993,12 @@ impl Router {
         let Some(elem) = elem else {
             return self.global_read(h, params);
         };
-        let node = self
-            .find(elem)
-            .ok_or_else(|| CallError::NoElement(elem.to_string()))?;
+        let Some(node) = self.find(elem) else {
+            return match self.remote_owner(elem) {
+                Some(t) => self.remote_call(t, true, full, params),
+                None => Err(CallError::NoElement(elem.to_string())),
+            };
+        };
         let info = &self.graph.nodes[node];
         match h {
             "name" => return Ok(info.name.clone()),
@@ -860,9 +1048,12 @@ impl Router {
                 _ => Err(CallError::NoHandler(String::new(), h.to_string(), "write")),
             };
         };
-        let node = self
-            .find(elem)
-            .ok_or_else(|| CallError::NoElement(elem.to_string()))?;
+        let Some(node) = self.find(elem) else {
+            return match self.remote_owner(elem) {
+                Some(t) => self.remote_call(t, false, full, value).map(|_| ()),
+                None => Err(CallError::NoElement(elem.to_string())),
+            };
+        };
         if matches!(h, "step" | "goto" | "run") && self.script_mut(node).is_some() {
             return self
                 .drive_script(node, ScriptCall::Control(h, value))
@@ -883,9 +1074,13 @@ impl Router {
         match h {
             "version" => Ok(env!("CARGO_PKG_VERSION").to_string()),
             "list" => {
-                let mut s = format!("{}\n", self.graph.nodes.len());
-                for n in &self.graph.nodes {
-                    s.push_str(&n.name);
+                let names: Vec<&str> = match &self.link {
+                    Some(link) => link.names.iter().map(String::as_str).collect(),
+                    None => self.graph.nodes.iter().map(|n| n.name.as_str()).collect(),
+                };
+                let mut s = format!("{}\n", names.len());
+                for n in names {
+                    s.push_str(n);
                     s.push('\n');
                 }
                 Ok(s)
