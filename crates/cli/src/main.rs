@@ -29,6 +29,8 @@ Usage:
   -w, --no-warnings             do not print warnings
       --simtime[=SECONDS]       simulated time, starting at SECONDS (default 1000000000)
       --threads N               run on N threads (1 to 64, default 1); see StaticThreadSched
+      --busy-poll               never sleep while idle: poll devices and ports continuously
+                                (lowest latency; one core busy all the time)
       --switch SOCKET           FromDevice/ToDevice(NAME) are this middlebox's ports on the
                                 switch listening at SOCKET (`pronto switch`), not Linux
                                 interfaces
@@ -52,6 +54,8 @@ fn main() -> ExitCode {
         "elements" => elements(rest),
         "bench" => bench::main(rest),
         "switch" => switch::main(rest),
+        // Started by the daemon inside a sandbox (control socket at fd 3).
+        "instance" => pronto_sandbox::instance::main(),
         "--version" | "-v" | "version" => {
             println!("pronto {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

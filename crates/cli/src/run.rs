@@ -21,6 +21,8 @@ struct RunOpts {
     no_warnings: bool,
     simtime: Option<f64>,
     defines: Vec<(String, String)>,
+    /// `--busy-poll`: never sleep while idle.
+    busy_poll: bool,
     /// `--switch SOCKET`: interfaces are ports of this switch.
     switch: Option<String>,
     /// `--name NAME`: this middlebox's name on the switch.
@@ -96,6 +98,7 @@ fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
                 })
             }
             "--switch" => o.switch = Some(value(&mut i, flag, inline)?),
+            "--busy-poll" => o.busy_poll = true,
             "--threads" => {
                 let v = value(&mut i, flag, inline)?;
                 o.threads = match v.parse::<usize>() {
@@ -259,6 +262,7 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
             Some(s) => Clock::Simulated((s * 1e9) as i64),
             None => Clock::Real,
         },
+        busy_poll: o.busy_poll,
         ..RouterOptions::default()
     };
     if o.threads > 1 {

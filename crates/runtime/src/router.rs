@@ -38,6 +38,9 @@ pub struct RouterOptions {
     pub pool_slots: usize,
     /// Time source.
     pub clock: Clock,
+    /// Never block or sleep while idle: poll tasks continuously (lowest
+    /// latency, one core busy all the time; `pronto run --busy-poll`).
+    pub busy_poll: bool,
 }
 
 impl Default for RouterOptions {
@@ -46,6 +49,7 @@ impl Default for RouterOptions {
             base_dir: PathBuf::from("."),
             pool_slots: 16 * 1024,
             clock: Clock::Real,
+            busy_poll: false,
         }
     }
 }
@@ -126,6 +130,7 @@ pub struct Router {
     scripts: Vec<usize>,
     ctrl: Control,
     clock: Clock,
+    busy_poll: bool,
     sim_now: i64,
     /// The time read once at the start of the current task run, handed to
     /// every element the run reaches (one clock read per batch, not per
@@ -342,6 +347,7 @@ impl Router {
             scripts,
             ctrl: Control::default(),
             clock: opts.clock,
+            busy_poll: opts.busy_poll,
             sim_now,
             run_now: 0,
             stopped: false,
@@ -650,7 +656,11 @@ impl Router {
                     }
                 }
                 Clock::Real => {
-                    if self.wait_on_fds(now, next_wake) {
+                    if self.busy_poll && (any_idle || next_wake != i64::MAX) {
+                        // Poll again at once: a frame is picked up within a
+                        // round, not after a wake-up.
+                        std::hint::spin_loop();
+                    } else if self.wait_on_fds(now, next_wake) {
                         // Blocked until a descriptor was ready or a timer
                         // was due.
                     } else if next_wake == i64::MAX && !any_idle {

@@ -555,6 +555,7 @@ impl Threads {
                 base_dir: opts.base_dir.clone(),
                 pool_slots: opts.pool_slots,
                 clock: opts.clock,
+                busy_poll: opts.busy_poll,
             };
             let built_tx = built_tx.clone();
             let done_tx = done_tx.clone();

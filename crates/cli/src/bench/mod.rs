@@ -3,6 +3,7 @@
 //! a CSV and, when Python's matplotlib is installed, a PNG plot next to it.
 
 mod gen;
+mod netns;
 mod switch;
 mod tcp;
 mod veth;
@@ -23,7 +24,7 @@ Subcommands:
   gen IFACE  packet generator: UDP frames at full speed or a set rate out of IFACE
   sink IFACE receive and count, rate and one-way latency percentiles
   veth       OUVR: 64 B forwarding rate and ping delay through a middle namespace,
-             pronto (SOCKET, RING, XDP) against Linux forwarding
+             pronto (SOCKET, RING, RING+POLL = --busy-poll, XDP) against Linux forwarding
   tcp        iperf3 and ping through pronto between two namespaces, against Linux
 
 Common options:

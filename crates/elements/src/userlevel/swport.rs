@@ -80,14 +80,18 @@ fn lock(port: &Mutex<Port>) -> MutexGuard<'_, Port> {
     port.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Slots of a port lent to the switch for receiving (the rest send).
-const LEND: u32 = 512;
+/// Half of a port's slots are lent to the switch for receiving (at most
+/// a ring's worth), the rest send: a port's receive buffering is set by
+/// the switch's `--slots` and `--ring`.
+fn lend(g: pronto_switch::Geometry) -> u32 {
+    (g.slots / 2).max(1).min(g.ring)
+}
 
-/// The port for `ifname` when interfaces are switch ports (attaching it
-/// on first use), `Ok(None)` when they are Linux interfaces.
 /// A shared port and a descriptor of its doorbell.
 type PortAndBell = (Arc<Mutex<Port>>, OwnedFd);
 
+/// The port for `ifname` when interfaces are switch ports (attaching it
+/// on first use), `Ok(None)` when they are Linux interfaces.
 fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
     let Some(sw) = current() else {
         return Ok(None);
@@ -110,7 +114,8 @@ fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
                 };
                 format!("{ifname}: {e}{hint}")
             })?;
-            let peer = Peer::new(a.shm, LEND).map_err(|e| format!("{ifname}: {e}"))?;
+            let lent = lend(a.shm.geometry);
+            let peer = Peer::new(a.shm, lent).map_err(|e| format!("{ifname}: {e}"))?;
             let p = Arc::new(Mutex::new(Port {
                 peer,
                 _conn: a.conn,

@@ -1,0 +1,324 @@
+//! Cgroup limits for one sandbox, on cgroup v1 or v2 (detected at run
+//! time).
+//!
+//! - **v2** (`ROOT/cgroup.controllers` exists): one directory
+//!   `ROOT/PARENT/NAME`; the `memory`, `cpu` and `pids` controllers are
+//!   enabled in `ROOT/cgroup.subtree_control` and
+//!   `ROOT/PARENT/cgroup.subtree_control` when a limit needs them; limits in
+//!   `memory.max` (and `memory.swap.max` = 0), `cpu.max`, `pids.max`.
+//! - **v1** (otherwise): one directory per controller,
+//!   `ROOT/{memory,cpu,pids}/PARENT/NAME`; limits in
+//!   `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes` when swap
+//!   accounting exists), `cpu.cfs_period_us`/`cpu.cfs_quota_us`,
+//!   `pids.max`.
+//!
+//! `PARENT` (default `pronto`) is created when missing and left in place;
+//! `NAME` directories are removed when the [`Cgroup`] is dropped (after
+//! the sandbox's process has been reaped).
+
+use std::path::{Path, PathBuf};
+
+use crate::{Limits, SandboxError};
+
+/// The CFS period used for CPU quotas (100 ms, the kernel's default).
+pub const CPU_PERIOD_US: u64 = 100_000;
+
+/// Which cgroup hierarchy a root holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// One hierarchy per controller.
+    V1,
+    /// The unified hierarchy.
+    V2,
+}
+
+/// Detects the hierarchy at `root`: v2 when `root/cgroup.controllers`
+/// exists, else v1.
+pub fn detect(root: &Path) -> Version {
+    if root.join("cgroup.controllers").exists() {
+        Version::V2
+    } else {
+        Version::V1
+    }
+}
+
+/// A sandbox's cgroup directories (removed on drop).
+#[derive(Debug)]
+pub struct Cgroup {
+    version: Version,
+    /// Directories made for this sandbox, one per v1 controller or the one
+    /// v2 directory.
+    dirs: Vec<PathBuf>,
+}
+
+fn io_err(step: &str, path: &Path, value: Option<&str>, e: std::io::Error) -> SandboxError {
+    SandboxError::Cgroup {
+        step: step.to_string(),
+        path: path.to_path_buf(),
+        value: value.map(str::to_string),
+        source: e,
+    }
+}
+
+fn write(path: &Path, value: &str, step: &str) -> Result<(), SandboxError> {
+    std::fs::write(path, value).map_err(|e| io_err(step, path, Some(value), e))
+}
+
+fn mkdir(path: &Path) -> Result<(), SandboxError> {
+    match std::fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io_err("creating the cgroup directory", path, None, e)),
+    }
+}
+
+impl Cgroup {
+    /// Creates `root/.../parent/name` and writes `limits` into it.
+    pub fn create(
+        root: &Path,
+        parent: &str,
+        name: &str,
+        limits: &Limits,
+    ) -> Result<Cgroup, SandboxError> {
+        let version = detect(root);
+        let mut cg = Cgroup {
+            version,
+            dirs: Vec::new(),
+        };
+        match version {
+            Version::V1 => cg.create_v1(root, parent, name, limits)?,
+            Version::V2 => cg.create_v2(root, parent, name, limits)?,
+        }
+        Ok(cg)
+    }
+
+    fn create_v1(
+        &mut self,
+        root: &Path,
+        parent: &str,
+        name: &str,
+        limits: &Limits,
+    ) -> Result<(), SandboxError> {
+        for controller in ["memory", "cpu", "pids"] {
+            let mount = root.join(controller);
+            if !mount.join("cgroup.procs").exists() {
+                return Err(SandboxError::CgroupMissing {
+                    what: format!("cgroup v1 {controller} controller"),
+                    path: mount,
+                    hint: format!(
+                        "mount it (`mount -t cgroup -o {controller} cgroup {}`) or point \
+                         SandboxSpec::cgroup_root at the hierarchy",
+                        root.join(controller).display()
+                    ),
+                });
+            }
+            let p = mount.join(parent);
+            mkdir(&p)?;
+            let dir = p.join(name);
+            mkdir(&dir)?;
+            self.dirs.push(dir.clone());
+            match controller {
+                "memory" => {
+                    if let Some(m) = limits.memory_bytes {
+                        let v = m.to_string();
+                        // Memory first (memory+swap may not go below it),
+                        // then memory+swap to the same value: no swap.
+                        let memsw = dir.join("memory.memsw.limit_in_bytes");
+                        write(
+                            &dir.join("memory.limit_in_bytes"),
+                            &v,
+                            "setting the memory limit",
+                        )?;
+                        if memsw.exists() {
+                            write(&memsw, &v, "setting the memory+swap limit")?;
+                        }
+                    }
+                }
+                "cpu" => {
+                    if let Some(c) = limits.cpu {
+                        write(
+                            &dir.join("cpu.cfs_period_us"),
+                            &CPU_PERIOD_US.to_string(),
+                            "setting the CPU period",
+                        )?;
+                        write(
+                            &dir.join("cpu.cfs_quota_us"),
+                            &cpu_quota_us(c).to_string(),
+                            "setting the CPU quota",
+                        )?;
+                    }
+                }
+                _ => {
+                    if let Some(p) = limits.pids {
+                        write(
+                            &dir.join("pids.max"),
+                            &p.to_string(),
+                            "setting the pids limit",
+                        )?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn create_v2(
+        &mut self,
+        root: &Path,
+        parent: &str,
+        name: &str,
+        limits: &Limits,
+    ) -> Result<(), SandboxError> {
+        let mut wanted = Vec::new();
+        if limits.memory_bytes.is_some() {
+            wanted.push("memory");
+        }
+        if limits.cpu.is_some() {
+            wanted.push("cpu");
+        }
+        if limits.pids.is_some() {
+            wanted.push("pids");
+        }
+        let controllers_file = root.join("cgroup.controllers");
+        let available = std::fs::read_to_string(&controllers_file).map_err(|e| {
+            io_err(
+                "reading the available controllers",
+                &controllers_file,
+                None,
+                e,
+            )
+        })?;
+        for c in &wanted {
+            if !available.split_whitespace().any(|a| a == *c) {
+                return Err(SandboxError::CgroupMissing {
+                    what: format!("cgroup v2 {c} controller"),
+                    path: controllers_file,
+                    hint: format!(
+                        "the hierarchy at {} does not offer it (its cgroup.controllers \
+                         reads `{}`); enable it on the parent cgroup or leave that limit unset",
+                        root.display(),
+                        available.trim()
+                    ),
+                });
+            }
+        }
+        let p = root.join(parent);
+        let enable: String = wanted.iter().map(|c| format!("+{c} ")).collect();
+        let enable = enable.trim_end();
+        if !enable.is_empty() {
+            write(
+                &root.join("cgroup.subtree_control"),
+                enable,
+                "enabling controllers for child cgroups",
+            )?;
+        }
+        mkdir(&p)?;
+        if !enable.is_empty() {
+            write(
+                &p.join("cgroup.subtree_control"),
+                enable,
+                "enabling controllers for child cgroups",
+            )?;
+        }
+        let dir = p.join(name);
+        mkdir(&dir)?;
+        self.dirs.push(dir.clone());
+        if let Some(m) = limits.memory_bytes {
+            write(
+                &dir.join("memory.max"),
+                &m.to_string(),
+                "setting the memory limit",
+            )?;
+            let swap = dir.join("memory.swap.max");
+            if swap.exists() {
+                write(&swap, "0", "forbidding swap")?;
+            }
+        }
+        if let Some(c) = limits.cpu {
+            write(
+                &dir.join("cpu.max"),
+                &format!("{} {CPU_PERIOD_US}", cpu_quota_us(c)),
+                "setting the CPU quota",
+            )?;
+        }
+        if let Some(n) = limits.pids {
+            write(
+                &dir.join("pids.max"),
+                &n.to_string(),
+                "setting the pids limit",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The hierarchy in use.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// This sandbox's directories (one per v1 controller, or the v2 one).
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// Moves process `pid` into every directory.
+    pub fn join(&self, pid: u32) -> Result<(), SandboxError> {
+        for d in &self.dirs {
+            write(
+                &d.join("cgroup.procs"),
+                &pid.to_string(),
+                "moving the sandbox into its cgroup",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// How many times the kernel's OOM killer killed a process of this
+    /// cgroup (v1 `memory.oom_control`, v2 `memory.events`, `oom_kill`).
+    pub fn oom_kills(&self) -> Option<u64> {
+        let file = match self.version {
+            Version::V1 => self.dirs.first()?.join("memory.oom_control"),
+            Version::V2 => self.dirs.first()?.join("memory.events"),
+        };
+        let text = std::fs::read_to_string(file).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// Peak memory use in bytes (v1 `memory.max_usage_in_bytes`, v2
+    /// `memory.peak` where the kernel has it).
+    pub fn memory_peak(&self) -> Option<u64> {
+        let file = match self.version {
+            Version::V1 => self.dirs.first()?.join("memory.max_usage_in_bytes"),
+            Version::V2 => self.dirs.first()?.join("memory.peak"),
+        };
+        std::fs::read_to_string(file).ok()?.trim().parse().ok()
+    }
+}
+
+/// The CFS quota for `cpu` cores (fractions allowed), at least 1 ms.
+pub fn cpu_quota_us(cpu: f64) -> u64 {
+    ((cpu * CPU_PERIOD_US as f64).round() as u64).max(1000)
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        for d in self.dirs.iter().rev() {
+            // A cgroup whose last process just exited can be busy for a
+            // moment; retry briefly.
+            for attempt in 0..50 {
+                match std::fs::remove_dir(d) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                    Err(e) => {
+                        if attempt == 49 {
+                            eprintln!("pronto-sandbox: cannot remove cgroup {}: {e}", d.display());
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
+                }
+            }
+        }
+    }
+}

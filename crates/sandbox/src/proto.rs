@@ -1,0 +1,279 @@
+//! The instance protocol: what travels over the sandbox's socket.
+//!
+//! The socket is a unix stream socket; the instance has its end at
+//! descriptor [`SOCKET_FD`] (3). Every message, in both directions, is a
+//! frame: a 4-byte little-endian length `N` (at most [`MAX_MESSAGE`]), then
+//! `N` bytes of UTF-8. Descriptors (ring memfds, doorbells) may ride along
+//! with a frame (`SCM_RIGHTS`, attached to its first byte); requests that
+//! do not expect descriptors close them.
+//!
+//! Requests (one per frame; the verb, then one space, then its argument):
+//!
+//! | request | meaning | reply |
+//! |---|---|---|
+//! | `PING` | liveness | `OK pronto-instance` |
+//! | `CONFIG <text>` | parse and configure a Click configuration, replacing the current one (not while it runs); the first accepted one locks the instance down (seccomp) before the reply | `OK <N> elements`, or `ERR <diagnostics>` (rendered rustc-style, file name `config`) |
+//! | `READ <element>.<handler>` | call a read handler | `OK <value>` |
+//! | `WRITE <element>.<handler>[ <value>]` | call a write handler (value: the rest of the frame, may be empty or contain spaces) | `OK` |
+//! | `RUN` | run the router until its driver stops (a `STOP true` source, a script's `stop`) | `OK stopped`, or `ERR <script error>` |
+//! | `STOP` | end the instance | `OK`, then the process exits with status 0 |
+//!
+//! Replies are `OK` or `OK <text>` on success and `ERR <text>` on failure.
+//! Requests are answered in order, one at a time: while a `RUN` is in
+//! progress the instance reads no further request (the runtime has no step
+//! API to interleave handler calls with the task loop); they are answered
+//! when the run ends. End of stream on the socket ends the instance.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// Descriptor number of the instance's end of the socket.
+pub const SOCKET_FD: i32 = 3;
+
+/// The largest frame payload (16 MiB).
+pub const MAX_MESSAGE: usize = 16 << 20;
+
+/// A request to an instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request<'a> {
+    /// `PING`.
+    Ping,
+    /// `CONFIG <text>`.
+    Config(&'a str),
+    /// `READ <element.handler>`.
+    Read(&'a str),
+    /// `WRITE <element.handler> <value>`.
+    Write(&'a str, &'a str),
+    /// `RUN`.
+    Run,
+    /// `STOP`.
+    Stop,
+}
+
+impl<'a> Request<'a> {
+    /// The frame payload.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Request::Ping => b"PING".to_vec(),
+            Request::Config(t) => format!("CONFIG {t}").into_bytes(),
+            Request::Read(h) => format!("READ {h}").into_bytes(),
+            Request::Write(h, "") => format!("WRITE {h}").into_bytes(),
+            Request::Write(h, v) => format!("WRITE {h} {v}").into_bytes(),
+            Request::Run => b"RUN".to_vec(),
+            Request::Stop => b"STOP".to_vec(),
+        }
+    }
+
+    /// Parses a frame payload; the error says what is wrong.
+    pub fn parse(payload: &'a [u8]) -> Result<Request<'a>, String> {
+        let text = std::str::from_utf8(payload)
+            .map_err(|e| format!("request is not UTF-8 (byte {})", e.valid_up_to()))?;
+        let (verb, arg) = match text.split_once(' ') {
+            Some((v, a)) => (v, Some(a)),
+            None => (text, None),
+        };
+        let need = |what: &str| -> Result<&'a str, String> {
+            match arg {
+                Some(a) if !a.is_empty() => Ok(a),
+                _ => Err(format!("{verb}: expected {what}")),
+            }
+        };
+        let none = |r: Request<'a>| -> Result<Request<'a>, String> {
+            match arg {
+                None => Ok(r),
+                Some(_) => Err(format!("{verb}: takes no argument")),
+            }
+        };
+        match verb {
+            "PING" => none(Request::Ping),
+            "RUN" => none(Request::Run),
+            "STOP" => none(Request::Stop),
+            "CONFIG" => Ok(Request::Config(arg.unwrap_or(""))),
+            "READ" => Ok(Request::Read(need("ELEMENT.HANDLER")?)),
+            "WRITE" => {
+                let rest = need("ELEMENT.HANDLER [VALUE]")?;
+                Ok(match rest.split_once(' ') {
+                    Some((h, v)) => Request::Write(h, v),
+                    None => Request::Write(rest, ""),
+                })
+            }
+            _ => Err(format!(
+                "unknown request `{}`: expected PING, CONFIG, READ, WRITE, RUN or STOP",
+                verb.chars().take(32).collect::<String>()
+            )),
+        }
+    }
+}
+
+/// An instance's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// `OK [text]`.
+    Ok(String),
+    /// `ERR text`.
+    Err(String),
+}
+
+impl Reply {
+    /// The frame payload.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Reply::Ok(t) if t.is_empty() => b"OK".to_vec(),
+            Reply::Ok(t) => format!("OK {t}").into_bytes(),
+            Reply::Err(t) => format!("ERR {t}").into_bytes(),
+        }
+    }
+
+    /// Parses a frame payload.
+    pub fn parse(payload: &[u8]) -> Result<Reply, String> {
+        let text = String::from_utf8_lossy(payload);
+        if text == "OK" {
+            return Ok(Reply::Ok(String::new()));
+        }
+        if let Some(t) = text.strip_prefix("OK ") {
+            return Ok(Reply::Ok(t.to_string()));
+        }
+        if let Some(t) = text.strip_prefix("ERR ") {
+            return Ok(Reply::Err(t.to_string()));
+        }
+        Err(format!(
+            "reply starts with neither `OK` nor `ERR`: `{}`",
+            text.chars().take(40).collect::<String>()
+        ))
+    }
+}
+
+/// Sends one frame with `fds` attached.
+pub fn send_frame(sock: impl AsFd, payload: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    if payload.len() > MAX_MESSAGE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "message of {} bytes exceeds the {MAX_MESSAGE}-byte frame limit",
+                payload.len()
+            ),
+        ));
+    }
+    let mut buf = Vec::with_capacity(4 + payload.len());
+    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    buf.extend_from_slice(payload);
+    loop {
+        match pronto_ring::fdpass::send(sock.as_fd(), &buf, fds) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+/// Fills `buf` from the socket, collecting descriptors. `Ok(false)` on end
+/// of stream before the first byte.
+fn fill(sock: BorrowedFd<'_>, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match pronto_ring::fdpass::recv(sock, &mut buf[got..]) {
+            Ok((0, _)) if got == 0 => return Ok(false),
+            Ok((0, _)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the socket in the middle of a frame",
+                ))
+            }
+            Ok((n, more)) => {
+                got += n;
+                fds.extend(more);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Receives one frame and the descriptors that came with it; `None` at end
+/// of stream.
+pub fn recv_frame(sock: impl AsFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
+    let sock = sock.as_fd();
+    let mut fds = Vec::new();
+    let mut len = [0u8; 4];
+    if !fill(sock, &mut len, &mut fds)? {
+        return Ok(None);
+    }
+    let n = u32::from_le_bytes(len) as usize;
+    if n > MAX_MESSAGE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("peer announced a {n}-byte frame; the limit is {MAX_MESSAGE}"),
+        ));
+    }
+    let mut payload = vec![0u8; n];
+    if n > 0 && !fill(sock, &mut payload, &mut fds)? {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the peer closed the socket in the middle of a frame",
+        ));
+    }
+    Ok(Some((payload, fds)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip() {
+        for r in [
+            Request::Ping,
+            Request::Config("a :: Idle;"),
+            Request::Read("c.count"),
+            Request::Write("c.reset", ""),
+            Request::Write("q.capacity", "10 20"),
+            Request::Run,
+            Request::Stop,
+        ] {
+            let enc = r.encode();
+            assert_eq!(Request::parse(&enc).expect("parses"), r);
+        }
+        assert_eq!(
+            Request::parse(b"READ").expect_err("no handler"),
+            "READ: expected ELEMENT.HANDLER"
+        );
+        assert_eq!(
+            Request::parse(b"PING x").expect_err("argument"),
+            "PING: takes no argument"
+        );
+        assert!(Request::parse(b"HELLO")
+            .expect_err("unknown")
+            .starts_with("unknown request `HELLO`"));
+        assert!(Request::parse(&[0xff]).is_err());
+    }
+
+    #[test]
+    fn replies_round_trip() {
+        for r in [
+            Reply::Ok(String::new()),
+            Reply::Ok("1000".into()),
+            Reply::Err("no element named `x`".into()),
+        ] {
+            assert_eq!(Reply::parse(&r.encode()).expect("parses"), r);
+        }
+        assert!(Reply::parse(b"HELLO").is_err());
+    }
+
+    #[test]
+    fn frames_travel_and_oversized_ones_are_refused() {
+        let (a, b) = pronto_ring::fdpass::socket_pair().expect("pair");
+        send_frame(&a, b"READ c.count", &[]).expect("send");
+        send_frame(&a, b"", &[]).expect("send empty");
+        let (p, fds) = recv_frame(&b).expect("recv").expect("frame");
+        assert_eq!(p, b"READ c.count");
+        assert!(fds.is_empty());
+        let (p, _) = recv_frame(&b).expect("recv").expect("frame");
+        assert!(p.is_empty());
+        // A lying length is refused, not allocated.
+        rustix::io::write(&a, &u32::MAX.to_le_bytes()).expect("write");
+        let e = recv_frame(&b).expect_err("too long");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        drop(a);
+        assert!(recv_frame(&b).expect("eof").is_none());
+    }
+}

@@ -1,0 +1,708 @@
+//! The kernel side of starting a sandbox: `clone` into new namespaces, the
+//! child's set-up up to `execve`, and waiting for and signalling it. All of
+//! this crate's `unsafe` is here.
+//!
+//! The child is made by a raw `clone` without `CLONE_VM` (a fork that
+//! enters six new namespaces at once). The parent may have other threads,
+//! so between `clone` and `execve` the child does only what is safe after a
+//! fork: plain system calls on data the parent prepared ([`ChildPlan`]), no
+//! allocation, no locks, no panics. A failing step writes a fixed-size
+//! record (step, plan index, errno) to the error pipe and exits; the parent
+//! turns it into an error that names the step and its path. A successful
+//! `execve` closes the error pipe (close-on-exec), which the parent reads
+//! as "started".
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+
+/// Namespaces every sandbox gets.
+pub(crate) const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNS
+    | libc::CLONE_NEWNET
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUTS;
+
+// Secure bits (linux/securebits.h): uid 0 gets no capabilities from
+// `execve`, set-uid transitions do not touch capabilities, both locked.
+const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
+const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
+const SECBIT_NO_SETUID_FIXUP: libc::c_ulong = 1 << 2;
+const SECBIT_NO_SETUID_FIXUP_LOCKED: libc::c_ulong = 1 << 3;
+const SECBIT_KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
+
+/// One step of the child's set-up, as reported through the error pipe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Step {
+    /// Waiting for the parent to write the id maps and join the cgroups.
+    WaitParent = 1,
+    /// `setgroups(0, NULL)`.
+    SetGroups,
+    /// `setresgid(0, 0, 0)`.
+    SetGid,
+    /// `setresuid(0, 0, 0)`.
+    SetUid,
+    /// `sethostname`.
+    Hostname,
+    /// Making every inherited mount private.
+    MakePrivate,
+    /// Mounting the tmpfs root.
+    MountRoot,
+    /// A mount-plan entry (index): directory, symlink, file or bind mount.
+    Plan,
+    /// Read-only remount of a bind mount (index).
+    RemountRo,
+    /// `chdir` into the new root.
+    Chdir,
+    /// `pivot_root`.
+    PivotRoot,
+    /// Detaching the old root.
+    UmountOld,
+    /// Read-only remount of the new root.
+    RemountRoot,
+    /// `setrlimit` (index into the rlimit list).
+    Rlimit,
+    /// `setsid`.
+    Setsid,
+    /// `PR_SET_PDEATHSIG`.
+    DeathSignal,
+    /// `PR_SET_NO_NEW_PRIVS`.
+    NoNewPrivs,
+    /// Dropping capabilities (secure bits, ambient set, bounding set).
+    Capabilities,
+    /// Placing a descriptor (index: 0 stdin, 1 stdout, 2 stderr, 3 socket).
+    Dup,
+    /// Closing every other descriptor.
+    CloseRange,
+    /// `execve`.
+    Exec,
+}
+
+impl Step {
+    pub(crate) fn from_u32(v: u32) -> Option<Step> {
+        use Step::*;
+        [
+            WaitParent,
+            SetGroups,
+            SetGid,
+            SetUid,
+            Hostname,
+            MakePrivate,
+            MountRoot,
+            Plan,
+            RemountRo,
+            Chdir,
+            PivotRoot,
+            UmountOld,
+            RemountRoot,
+            Rlimit,
+            Setsid,
+            DeathSignal,
+            NoNewPrivs,
+            Capabilities,
+            Dup,
+            CloseRange,
+            Exec,
+        ]
+        .into_iter()
+        .find(|s| *s as u32 == v)
+    }
+}
+
+/// What one entry of the mount plan does inside the new root.
+pub(crate) enum MountOp {
+    /// `mkdir(target, 0755)`.
+    Mkdir,
+    /// `symlink(link, target)`.
+    Symlink { link: CString },
+    /// Bind `source` (a directory) on `target`, read-only.
+    BindDir {
+        source: CString,
+        flags: libc::c_ulong,
+    },
+    /// Create an empty file at `target` and bind `source` (a file) on it,
+    /// read-only.
+    BindFile {
+        source: CString,
+        flags: libc::c_ulong,
+    },
+}
+
+/// One entry of the mount plan: `target` is the full path (the root
+/// mount point joined with the path inside).
+pub(crate) struct PlanEntry {
+    pub target: CString,
+    pub op: MountOp,
+}
+
+/// Everything the child needs, prepared (allocated) by the parent.
+pub(crate) struct ChildPlan {
+    /// The empty directory the tmpfs root is mounted on.
+    pub root: CString,
+    /// tmpfs options.
+    pub tmpfs_opts: CString,
+    pub hostname: CString,
+    pub plan: Vec<PlanEntry>,
+    /// The program's path inside the new root.
+    pub exec_path: CString,
+    pub argv: Vec<CString>,
+    pub envp: Vec<CString>,
+    pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
+    /// Descriptors to place at 0, 1, 2 and 3 (`None`: keep the inherited
+    /// one).
+    pub fds: [Option<RawFd>; 4],
+    pub die_with_parent: bool,
+}
+
+/// The error record the child writes: step, index, errno.
+pub(crate) const REPORT_LEN: usize = 12;
+
+/// A child's failure as read from the error pipe.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChildFailure {
+    pub step: Option<Step>,
+    pub index: u32,
+    pub errno: i32,
+}
+
+impl ChildFailure {
+    pub(crate) fn parse(b: &[u8; REPORT_LEN]) -> ChildFailure {
+        let word = |i: usize| [b[i], b[i + 1], b[i + 2], b[i + 3]];
+        ChildFailure {
+            step: Step::from_u32(u32::from_ne_bytes(word(0))),
+            index: u32::from_ne_bytes(word(4)),
+            errno: i32::from_ne_bytes(word(8)),
+        }
+    }
+}
+
+/// Starts the child in new namespaces. In the parent, returns its pid; the
+/// child never returns from this function.
+///
+/// `go_r` is the read end of the pipe on which the parent releases the
+/// child (`go_w` is closed in the child, so a parent that dies first gives
+/// end-of-file); `err_w` is the close-on-exec write end of the error pipe.
+pub(crate) fn clone_child(
+    plan: &ChildPlan,
+    go_r: RawFd,
+    go_w: RawFd,
+    err_w: RawFd,
+) -> io::Result<libc::pid_t> {
+    // Pointer arrays for execve, built before the clone (no allocation in
+    // the child).
+    let argv: Vec<*const libc::c_char> = plan
+        .argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let envp: Vec<*const libc::c_char> = plan
+        .envp
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let flags = (NAMESPACES | libc::SIGCHLD) as libc::c_ulong;
+    // SAFETY: a raw clone without CLONE_VM behaves like fork: the child
+    // gets a copy of this address space and continues on its copy of this
+    // stack (stack argument 0). No pid/tid pointers are passed. In the
+    // child only `child_main` runs, which makes plain system calls on
+    // memory prepared here and never returns.
+    let ret = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if ret == 0 {
+        let (step, index, errno) = child_main(plan, &argv, &envp, go_r, go_w, err_w);
+        report_and_exit(err_w, step, index, errno);
+    }
+    Ok(ret as libc::pid_t)
+}
+
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns this thread's errno slot, valid for
+    // the thread's life.
+    unsafe { *libc::__errno_location() }
+}
+
+fn report_and_exit(err_w: RawFd, step: Step, index: u32, errno: i32) -> ! {
+    let mut rec = [0u8; REPORT_LEN];
+    rec[0..4].copy_from_slice(&(step as u32).to_ne_bytes());
+    rec[4..8].copy_from_slice(&index.to_ne_bytes());
+    rec[8..12].copy_from_slice(&errno.to_ne_bytes());
+    // SAFETY: writing a stack buffer to a pipe we own, then leaving without
+    // running any of the parent's exit handlers (`_exit`).
+    unsafe {
+        libc::write(err_w, rec.as_ptr().cast(), REPORT_LEN);
+        libc::_exit(127)
+    }
+}
+
+/// Checks a libc return value: `Err((step, index, errno))` when negative.
+macro_rules! check {
+    ($e:expr, $step:expr, $idx:expr) => {
+        if $e < 0 {
+            return ($step, $idx as u32, errno());
+        }
+    };
+}
+
+/// The child, from `clone` to `execve`. Returns only on failure: the step,
+/// its index and errno.
+fn child_main(
+    plan: &ChildPlan,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    go_r: RawFd,
+    go_w: RawFd,
+    err_w: RawFd,
+) -> (Step, u32, i32) {
+    let null = std::ptr::null::<libc::c_char>();
+    // SAFETY: each call below is a plain system call on
+    // NUL-terminated strings and arrays owned by `plan` (alive: the child
+    // has a copy of the parent's memory), or on integers; none allocates,
+    // takes a lock or touches state shared with the parent's other threads.
+    unsafe {
+        libc::close(go_w);
+        let mut b = 0u8;
+        let n = loop {
+            let n = libc::read(go_r, (&raw mut b).cast(), 1);
+            if n < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            break n;
+        };
+        if n != 1 {
+            // The parent gave up (or died) before releasing us.
+            return (
+                Step::WaitParent,
+                0,
+                if n == 0 { libc::EPIPE } else { errno() },
+            );
+        }
+        libc::close(go_r);
+        // Become uid/gid 0 of the new user namespace (the mapped,
+        // unprivileged host ids), without the parent's groups. Raw system
+        // calls: glibc's wrappers would try to change the credentials of
+        // the parent's other threads too (which do not exist here) and wait
+        // for them forever.
+        check!(
+            libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()),
+            Step::SetGroups,
+            0
+        );
+        check!(
+            libc::syscall(libc::SYS_setresgid, 0u32, 0u32, 0u32),
+            Step::SetGid,
+            0
+        );
+        check!(
+            libc::syscall(libc::SYS_setresuid, 0u32, 0u32, 0u32),
+            Step::SetUid,
+            0
+        );
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        check!(
+            libc::sethostname(plan.hostname.as_ptr(), plan.hostname.as_bytes().len()),
+            Step::Hostname,
+            0
+        );
+
+        // The filesystem view: a tmpfs with read-only binds, then
+        // pivot_root into it.
+        check!(
+            libc::mount(
+                null,
+                c"/".as_ptr(),
+                null,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null()
+            ),
+            Step::MakePrivate,
+            0
+        );
+        check!(
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                plan.root.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                plan.tmpfs_opts.as_ptr().cast()
+            ),
+            Step::MountRoot,
+            0
+        );
+        for (i, e) in plan.plan.iter().enumerate() {
+            let t = e.target.as_ptr();
+            match &e.op {
+                MountOp::Mkdir => check!(libc::mkdir(t, 0o755), Step::Plan, i),
+                MountOp::Symlink { link } => {
+                    check!(libc::symlink(link.as_ptr(), t), Step::Plan, i)
+                }
+                MountOp::BindDir { source, flags } | MountOp::BindFile { source, flags } => {
+                    if matches!(e.op, MountOp::BindDir { .. }) {
+                        check!(libc::mkdir(t, 0o755), Step::Plan, i);
+                    } else {
+                        let fd =
+                            libc::open(t, libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o755);
+                        check!(fd, Step::Plan, i);
+                        libc::close(fd);
+                    }
+                    check!(
+                        libc::mount(source.as_ptr(), t, null, libc::MS_BIND, std::ptr::null()),
+                        Step::Plan,
+                        i
+                    );
+                    check!(
+                        libc::mount(
+                            null,
+                            t,
+                            null,
+                            libc::MS_REMOUNT
+                                | libc::MS_BIND
+                                | libc::MS_RDONLY
+                                | libc::MS_NOSUID
+                                | libc::MS_NODEV
+                                | flags,
+                            std::ptr::null()
+                        ),
+                        Step::RemountRo,
+                        i
+                    );
+                }
+            }
+        }
+        check!(libc::chdir(plan.root.as_ptr()), Step::Chdir, 0);
+        check!(
+            libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()),
+            Step::PivotRoot,
+            0
+        );
+        check!(
+            libc::umount2(c".".as_ptr(), libc::MNT_DETACH),
+            Step::UmountOld,
+            0
+        );
+        check!(libc::chdir(c"/".as_ptr()), Step::Chdir, 1);
+        check!(
+            libc::mount(
+                null,
+                c"/".as_ptr(),
+                null,
+                libc::MS_REMOUNT
+                    | libc::MS_BIND
+                    | libc::MS_RDONLY
+                    | libc::MS_NOSUID
+                    | libc::MS_NODEV,
+                std::ptr::null()
+            ),
+            Step::RemountRoot,
+            0
+        );
+
+        for (i, (res, v)) in plan.rlimits.iter().enumerate() {
+            let lim = libc::rlimit {
+                rlim_cur: *v,
+                rlim_max: *v,
+            };
+            check!(libc::setrlimit(*res, &lim), Step::Rlimit, i);
+        }
+        check!(libc::setsid(), Step::Setsid, 0);
+        if plan.die_with_parent {
+            check!(
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0
+                ),
+                Step::DeathSignal,
+                0
+            );
+        }
+        check!(
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
+            Step::NoNewPrivs,
+            0
+        );
+        // No capabilities after execve: uid 0 is not special, no ambient
+        // capabilities, an empty bounding set.
+        check!(
+            libc::prctl(
+                libc::PR_SET_SECUREBITS,
+                SECBIT_NOROOT
+                    | SECBIT_NOROOT_LOCKED
+                    | SECBIT_NO_SETUID_FIXUP
+                    | SECBIT_NO_SETUID_FIXUP_LOCKED
+                    | SECBIT_KEEP_CAPS_LOCKED,
+                0,
+                0,
+                0
+            ),
+            Step::Capabilities,
+            0
+        );
+        check!(
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+                0,
+                0,
+                0
+            ),
+            Step::Capabilities,
+            1
+        );
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) < 0 {
+                if errno() == libc::EINVAL {
+                    break; // past the last capability this kernel knows
+                }
+                return (Step::Capabilities, 2, errno());
+            }
+        }
+
+        // Descriptors: 0-2 as asked, the socket at 3, nothing else.
+        for (i, fd) in plan.fds.iter().enumerate() {
+            if let Some(fd) = *fd {
+                if fd == i as RawFd {
+                    // Already in place: only clear close-on-exec.
+                    check!(libc::fcntl(fd, libc::F_SETFD, 0), Step::Dup, i);
+                } else {
+                    check!(libc::dup2(fd, i as RawFd), Step::Dup, i);
+                }
+            }
+        }
+        // Everything from 4 up except the error pipe, which close-on-exec
+        // closes (and which reports a failing execve).
+        let e = err_w as u32;
+        let ranges = [(4u32, e.saturating_sub(1)), (e.saturating_add(1), u32::MAX)];
+        for (lo, hi) in ranges {
+            if lo > hi {
+                continue;
+            }
+            if libc::syscall(libc::SYS_close_range, lo, hi, 0u32) < 0 {
+                if errno() != libc::ENOSYS {
+                    return (Step::CloseRange, 0, errno());
+                }
+                for fd in lo..=hi.min(4095) {
+                    libc::close(fd as RawFd);
+                }
+            }
+        }
+        libc::execve(plan.exec_path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+        (Step::Exec, 0, errno())
+    }
+}
+
+/// A child's end: exited with a code or killed by a signal, as a raw wait
+/// status.
+pub(crate) fn wait(pid: libc::pid_t, block: bool) -> io::Result<Option<libc::c_int>> {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid writes the status into a local.
+        let r = unsafe { libc::waitpid(pid, &mut status, if block { 0 } else { libc::WNOHANG }) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(if r == 0 { None } else { Some(status) });
+    }
+}
+
+/// Sends `sig` to `pid`.
+pub(crate) fn signal(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill takes plain integers.
+    if unsafe { libc::kill(pid, sig) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `statvfs` flags of the file system holding `path`, as the mount flags a
+/// read-only bind remount must keep (a bind of a mount inherited from a
+/// more privileged namespace may not drop `nosuid`, `nodev`, `noexec` or
+/// change its atime mode).
+pub(crate) fn mount_flags_of(path: &std::ffi::CStr) -> io::Result<libc::c_ulong> {
+    // SAFETY: statvfs fills a zeroed local from a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let f = st.f_flag;
+    let mut m = 0;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if f & st_flag != 0 {
+            m |= ms_flag;
+        }
+    }
+    Ok(m)
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub(crate) fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into a local array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are fresh and owned by nothing else.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// Duplicates `fd` to a descriptor numbered 10 or above, close-on-exec (so
+/// that placing descriptors at 0-3 in the child cannot overwrite it).
+pub(crate) fn dup_high(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<std::os::fd::OwnedFd> {
+    Ok(rustix::io::fcntl_dupfd_cloexec(fd, 10)?)
+}
+
+/// Starts `program` as a plain child (no namespaces) with `fd` at
+/// descriptor 3: the measurement baseline.
+pub(crate) fn spawn_with_fd3(
+    program: &std::path::Path,
+    args: &[String],
+    fd: std::os::fd::OwnedFd,
+) -> io::Result<std::process::Child> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let fd = dup_high(std::os::fd::AsFd::as_fd(&fd))?;
+    let raw = fd.as_raw_fd();
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args).stdin(std::process::Stdio::null());
+    // SAFETY: the hook runs in the forked child before execve and makes
+    // only async-signal-safe system calls (dup2 on integers).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(raw, 3) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn();
+    drop(fd);
+    child
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn exit_child() -> ! {
+        // SAFETY: leaves the forked child at once, without exit handlers.
+        unsafe { libc::_exit(0) }
+    }
+
+    /// One `clone` with all six namespace flags; the child exits at once.
+    fn one_clone() {
+        // SAFETY: fork-like raw clone; the child only calls _exit.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone,
+                (NAMESPACES | libc::SIGCHLD) as libc::c_ulong,
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+            )
+        };
+        assert!(pid >= 0, "clone: {}", io::Error::last_os_error());
+        if pid == 0 {
+            exit_child();
+        }
+        assert_eq!(wait(pid as libc::pid_t, true).expect("wait"), Some(0));
+    }
+
+    /// fork, `unshare` the six namespaces, fork again (the grandchild is
+    /// PID 1 of the new PID namespace); both exit at once.
+    fn fork_unshare_fork() {
+        // SAFETY: fork-like raw clone; the child only makes raw system
+        // calls (unshare, clone, wait4) and _exit.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone,
+                libc::SIGCHLD as libc::c_ulong,
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+            )
+        };
+        assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+        if pid == 0 {
+            // SAFETY: as above.
+            unsafe {
+                if libc::syscall(libc::SYS_unshare, NAMESPACES as libc::c_ulong) < 0 {
+                    libc::_exit(1);
+                }
+                let g = libc::syscall(
+                    libc::SYS_clone,
+                    libc::SIGCHLD as libc::c_ulong,
+                    0usize,
+                    0usize,
+                    0usize,
+                    0usize,
+                );
+                if g == 0 {
+                    libc::_exit(0);
+                }
+                let mut st = 0;
+                libc::syscall(libc::SYS_wait4, g, &mut st, 0, 0usize);
+                libc::_exit(if g > 0 && st == 0 { 0 } else { 2 });
+            }
+        }
+        assert_eq!(wait(pid as libc::pid_t, true).expect("wait"), Some(0));
+    }
+
+    /// Which way into six namespaces is cheaper. Run with
+    /// `cargo test -p pronto-sandbox --release --lib -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "measurement; prints figures"]
+    fn measure_clone_against_fork_unshare_fork() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipping measure_clone_against_fork_unshare_fork: needs root");
+            return;
+        }
+        const N: usize = 200;
+        let run = |f: &dyn Fn()| {
+            let mut v: Vec<f64> = (0..N)
+                .map(|_| {
+                    let t = Instant::now();
+                    f();
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            (v[N / 2], v[N * 99 / 100])
+        };
+        let (m, p) = run(&one_clone);
+        println!("clone(6 namespaces) + exit + wait: median {m:.3} ms, p99 {p:.3} ms");
+        let (m, p) = run(&fork_unshare_fork);
+        println!(
+            "fork + unshare(6 namespaces) + fork + exits + waits: median {m:.3} ms, p99 {p:.3} ms"
+        );
+    }
+}
