@@ -13,13 +13,14 @@ const USAGE: &str = "\
 pronto switch: the shared-memory switch middleboxes attach their interfaces to
 
 Usage:
-  pronto switch [--socket PATH] [--no-learning] [--aging SECONDS] [--slots N] [--ring N]
+  pronto switch [--socket PATH] [--no-learning] [--aging SECONDS] [--cpu N] [--slots N] [--ring N]
   pronto switch ports [--socket PATH]
 
   --socket PATH    control socket (default $PRONTO_SWITCH, else /run/pronto/switch.sock
                    as root, /tmp/pronto-switch-UID.sock otherwise)
   --no-learning    route only static MACs (`pronto run --mac`); flood the rest
   --aging SECONDS  how long a learned MAC lives without traffic (default 300)
+  --cpu N          pin the switching thread to CPU N
   --slots N        packet slots per port (default 1024)
   --ring N         ring capacity per port, a power of two (default 512)
 
@@ -76,6 +77,10 @@ fn run(args: &[String]) -> Result<(), String> {
             "ports" if i == 0 => list = true,
             "--socket" => socket = Some(PathBuf::from(value(&mut i, a)?)),
             "--no-learning" => cfg.switch.learning = false,
+            "--cpu" => {
+                let v = value(&mut i, a)?;
+                cfg.switch.cpu = Some(num(a, &v)? as usize);
+            }
             "--aging" => {
                 let v = value(&mut i, a)?;
                 cfg.switch.aging = std::time::Duration::from_secs(num(a, &v)? as u64);

@@ -47,6 +47,16 @@ pub use layout::{Geometry, PortError, PortShm};
 pub use peer::Peer;
 pub use switch::{Config, PortCounters, PortStats, Switch, SwitchError, SwitchHandle};
 
+/// Pins the calling thread to CPU `cpu` (benchmarks; `pronto switch
+/// --cpu`): a switching thread that migrates between cores loses its
+/// caches and, on a small machine, shares a core with its peers.
+pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set)?;
+    Ok(())
+}
+
 /// Raises this process's open-file limit to its hard maximum (each port
 /// holds three descriptors in the switch process: the region and two
 /// doorbells). Returns the new soft limit.

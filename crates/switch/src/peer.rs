@@ -229,6 +229,41 @@ impl Peer {
         true
     }
 
+    /// Writes `frame` into every slot this peer sends from, once, for
+    /// [`Peer::send_written`] (benchmarks: a producer that, like a NIC
+    /// writing by DMA, costs the switch's core nothing per byte).
+    pub fn prefill(&mut self, frame: &[u8]) {
+        self.reclaim();
+        let g = self.shm.geometry;
+        for &slot in &self.free {
+            self.shm
+                .region
+                .write_bytes(g.slot_offset(slot) + RX_OFFSET as usize, frame);
+        }
+    }
+
+    /// Sends up to `n` (at most 64) frames of `len` bytes whose bytes are
+    /// already in their slots ([`Peer::prefill`]); returns how many went.
+    pub fn send_written(&mut self, len: u16, n: usize) -> usize {
+        self.reclaim();
+        let room = (self.rx.room(BATCH as u32) as usize).min(n).min(BATCH);
+        let mut k = 0;
+        while k < room {
+            let Some(slot) = self.free.pop() else { break };
+            self.descs[k] = Desc::new(slot, RX_OFFSET, len);
+            k += 1;
+        }
+        let sent = self.rx.push(&self.descs[..k]);
+        for d in &self.descs[sent..k] {
+            self.free.push(d.slot);
+        }
+        self.counters.sent += sent as u64;
+        if sent > 0 && self.rx.consumer_wants_wakeup() {
+            let _ = self.shm.to_switch.ring();
+        }
+        sent
+    }
+
     /// Pushes raw descriptors onto the port's rx ring, unchecked: for
     /// tests that play a hostile peer. Returns how many were queued.
     pub fn send_raw(&mut self, descs: &[Desc]) -> usize {

@@ -63,6 +63,8 @@ pub struct Config {
     pub aging: Duration,
     /// Most MAC table entries.
     pub table_size: usize,
+    /// The CPU the switching thread is pinned to, if any.
+    pub cpu: Option<usize>,
 }
 
 impl Default for Config {
@@ -71,6 +73,7 @@ impl Default for Config {
             learning: true,
             aging: Duration::from_secs(300),
             table_size: 1 << 16,
+            cpu: None,
         }
     }
 }
@@ -721,9 +724,15 @@ impl SwitchHandle {
         let (tx, rx) = mpsc::channel();
         sw.control = Some((rx, bell.clone()));
         let loop_stats = sw.loop_stats.clone();
+        let cpu = cfg.cpu;
         let thread = std::thread::Builder::new()
             .name("pronto-switch".into())
-            .spawn(move || sw.run())?;
+            .spawn(move || {
+                if let Some(c) = cpu {
+                    crate::pin_current_thread(c)?;
+                }
+                sw.run()
+            })?;
         Ok(SwitchHandle {
             tx,
             bell,

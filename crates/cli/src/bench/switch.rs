@@ -5,7 +5,11 @@
 //! The switch runs on its own thread (one switching core); one other
 //! thread plays both peers, sending batches of 64 frames from port A
 //! (each written into one of A's slots) and taking what arrives at port B
-//! (slots returned unread). The ring limit is two threads and one
+//! (slots returned unread); a second figure has A's frames written into
+//! its slots once, up front, so that only the switch touches packet bytes
+//! (as with a NIC writing them by DMA). Threads are pinned, the peers to
+//! CPU 0 and the switch to CPU 1 (`--no-pin` to leave them be). The ring
+//! limit is two threads and one
 //! descriptor ring: the producer writes each frame into a slot and
 //! publishes its index, the consumer takes the index and reads the frame
 //! (one copy each side), or only indices for the index-only figure.
@@ -19,6 +23,14 @@ use pronto_switch::{Config, Geometry, Peer, PortShm, SwitchHandle};
 
 use super::{median, plot, Common, Csv, PlotSpec};
 
+/// Whether the threads are pinned (one core each).
+static PIN: AtomicBool = AtomicBool::new(false);
+
+/// Slots per port and ring capacity: 256 frames in flight per ring, the
+/// working set of a port (256 x 2,176 B) staying in a core's L2 cache.
+const SLOTS: u32 = 512;
+const RING_CAP: u32 = 256;
+
 const SIZES: [usize; 6] = [64, 128, 256, 512, 1024, 1500];
 const PORTS: [u32; 7] = [2, 4, 16, 64, 256, 1024, 4096];
 
@@ -31,6 +43,16 @@ pub fn main(sub: &str, args: &[String]) -> Result<(), String> {
         return Err("--duration must be 0.05..600 seconds and --runs at least 1".into());
     }
     let dur = Duration::from_secs_f64(secs);
+    // The peers' thread on CPU 0, the switch (or the ring's consumer) on
+    // CPU 1: both measured paths get the same two cores, every run.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = cpus >= 2 && !c.flag("--no-pin");
+    if pin {
+        pronto_switch::pin_current_thread(0)
+            .map_err(|e| format!("cannot pin to CPU 0 (try --no-pin): {e}"))?;
+    }
+    PIN.store(pin, Ordering::Relaxed);
+
     pronto_switch::raise_fd_limit()
         .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
     match sub {
@@ -43,6 +65,7 @@ fn sizes(c: &Common, dur: Duration, runs: usize) -> Result<(), String> {
     let mut csv = Csv::new(&[
         "size",
         "switch_mpps",
+        "switch_prefilled_mpps",
         "ring_copy_mpps",
         "ring_index_mpps",
         "fraction_of_copy_limit",
@@ -52,22 +75,29 @@ fn sizes(c: &Common, dur: Duration, runs: usize) -> Result<(), String> {
         "switch port to port, one switching thread, median of {runs} runs of {:.1} s",
         dur.as_secs_f64()
     );
-    println!("| frame | switch Mpps | ring limit (1 copy) Mpps | index-only Mpps | switch / limit | switch Gb/s |");
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| frame | switch Mpps | switch Mpps, sender prefilled | ring limit (1 copy) Mpps | \
+         index-only Mpps | switch / limit | switch Gb/s |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
     for &size in &SIZES {
         let mut sw = Vec::new();
+        let mut pre = Vec::new();
         let mut copy = Vec::new();
         let mut idx = Vec::new();
         for _ in 0..runs {
-            sw.push(switch_rate(size, 0, dur)?);
+            sw.push(switch_rate(size, 0, dur, false)?);
+            pre.push(switch_rate(size, 0, dur, true)?);
             copy.push(ring_rate(size, dur));
             idx.push(ring_rate(0, dur));
         }
         let (s, cp, ix) = (median(&mut sw), median(&mut copy), median(&mut idx));
+        let sp = median(&mut pre);
         let gbps = s * (size as f64 + 24.0) * 8.0 / 1e9;
         println!(
-            "| {size} | {:.1} | {:.1} | {:.0} | {:.2} | {:.1} |",
+            "| {size} | {:.1} | {:.1} | {:.1} | {:.0} | {:.2} | {:.1} |",
             s / 1e6,
+            sp / 1e6,
             cp / 1e6,
             ix / 1e6,
             s / cp,
@@ -76,6 +106,7 @@ fn sizes(c: &Common, dur: Duration, runs: usize) -> Result<(), String> {
         csv.row(&[
             size.to_string(),
             format!("{:.3}", s / 1e6),
+            format!("{:.3}", sp / 1e6),
             format!("{:.3}", cp / 1e6),
             format!("{:.3}", ix / 1e6),
             format!("{:.3}", s / cp),
@@ -91,7 +122,11 @@ fn sizes(c: &Common, dur: Duration, runs: usize) -> Result<(), String> {
             title: "pronto switch, port to port (one switching core)",
             x: ("size", "frame size (bytes)"),
             ylabel: "Mpps",
-            ys: &["switch_mpps:switch", "ring_copy_mpps:ring limit (1 copy)"],
+            ys: &[
+                "switch_mpps:switch (sender copies each frame)",
+                "switch_prefilled_mpps:switch (sender's frames prefilled)",
+                "ring_copy_mpps:ring limit (1 copy each side)",
+            ],
         },
     )
 }
@@ -107,7 +142,7 @@ fn ports(c: &Common, dur: Duration, runs: usize, max: u32) -> Result<(), String>
     for &n in PORTS.iter().filter(|&&n| n <= max) {
         let mut v = Vec::new();
         for _ in 0..runs {
-            v.push(switch_rate(64, n - 2, dur)?);
+            v.push(switch_rate(64, n - 2, dur, false)?);
         }
         let r = median(&mut v);
         let idle = idle_cpu(n, Duration::from_secs(1))?;
@@ -134,13 +169,14 @@ fn ports(c: &Common, dur: Duration, runs: usize, max: u32) -> Result<(), String>
 
 /// Frames per second from port A to port B at `size` bytes with `idle`
 /// more ports attached.
-fn switch_rate(size: usize, idle: u32, dur: Duration) -> Result<f64, String> {
+fn switch_rate(size: usize, idle: u32, dur: Duration, prefill: bool) -> Result<f64, String> {
     let sw = SwitchHandle::spawn(Config {
         learning: false,
+        cpu: PIN.load(Ordering::Relaxed).then_some(1),
         ..Config::default()
     })
     .map_err(|e| e.to_string())?;
-    let g = Geometry::new(2048, 1024).map_err(|e| e.to_string())?;
+    let g = Geometry::new(SLOTS, RING_CAP).map_err(|e| e.to_string())?;
     let mk = |name: &str| PortShm::create(name, g).map_err(|e| e.to_string());
     let (a, b) = (mk("bench-a")?, mk("bench-b")?);
     sw.attach(0, a.clone()).map_err(|e| e.to_string())?;
@@ -156,18 +192,25 @@ fn switch_rate(size: usize, idle: u32, dur: Duration) -> Result<f64, String> {
         idle_peers.push(Peer::new(shm, 32).map_err(|e| e.to_string())?);
     }
     let mut pa = Peer::new(a, 0).map_err(|e| e.to_string())?;
-    let mut pb = Peer::new(b, 1024).map_err(|e| e.to_string())?;
+    let mut pb = Peer::new(b, RING_CAP).map_err(|e| e.to_string())?;
     let mut f = vec![0x55u8; size];
     f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
     f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
     f[12..14].copy_from_slice(&[0x08, 0x00]);
     let frames = [&f[..]; 64];
+    if prefill {
+        pa.prefill(&f);
+    }
     let mut run = |d: Duration| {
         let t0 = Instant::now();
         let mut got = 0u64;
         let mut polls = 0u32;
         loop {
-            pa.send(&frames);
+            if prefill {
+                pa.send_written(size as u16, 64);
+            } else {
+                pa.send(&frames);
+            }
             loop {
                 let k = pb.recv_discard();
                 got += k as u64;
@@ -233,7 +276,7 @@ fn cpu_seconds() -> f64 {
 /// `size` bytes copied into a slot by the producer and out by the
 /// consumer (`size` 0: indices only).
 fn ring_rate(size: usize, dur: Duration) -> f64 {
-    const RING: u32 = 1024;
+    const RING: u32 = RING_CAP;
     const STRIDE: usize = 2048;
     let (region, mut prod) = pronto_ring::ring::create("bench-ring", RING).expect("ring");
     let pool = Arc::new(
@@ -244,6 +287,9 @@ fn ring_rate(size: usize, dur: Duration) -> f64 {
     let taken = Arc::new(AtomicU64::new(0));
     let (s, t, p2) = (stop.clone(), taken.clone(), pool.clone());
     let consumer = std::thread::spawn(move || {
+        if PIN.load(Ordering::Relaxed) {
+            let _ = pronto_switch::pin_current_thread(1);
+        }
         let mut descs = [Desc::default(); 64];
         let mut buf = [0u8; STRIDE];
         let mut n = 0u64;
