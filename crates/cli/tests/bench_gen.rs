@@ -5,10 +5,14 @@
 //! passes. Its namespaces and interfaces are named after this process and
 //! removed when the test ends, whatever happens.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+
+use common::netns::{missing_prerequisite, must, sh};
 
 fn pronto() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pronto"))
@@ -76,42 +80,6 @@ fn bench_gen_and_sink_reject_bad_options() {
         .expect("pronto runs");
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("pronto bench sink: give the interface"));
-}
-
-fn sh(args: &[&str]) -> Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn must(args: &[&str]) {
-    let o = sh(args);
-    assert!(
-        o.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Why the veth test cannot run here, if it cannot.
-fn missing_prerequisite() -> Option<String> {
-    if !rustix::process::geteuid().is_root() {
-        return Some("not root".into());
-    }
-    let probe = format!("pgprobe{}", std::process::id());
-    match Command::new("ip").args(["netns", "add", &probe]).output() {
-        Err(e) => return Some(format!("no `ip` command (iproute2): {e}")),
-        Ok(o) if !o.status.success() => {
-            return Some(format!(
-                "cannot make network namespaces: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ))
-        }
-        Ok(_) => {}
-    }
-    let _ = sh(&["ip", "netns", "del", &probe]);
-    None
 }
 
 /// Two namespaces joined by a veth pair; removed on drop (deleting a
@@ -190,7 +158,7 @@ fn field<'a>(line: &'a str, key: &str) -> &'a str {
 
 #[test]
 fn bench_gen_to_bench_sink_over_veth() {
-    if let Some(why) = missing_prerequisite() {
+    if let Some(why) = missing_prerequisite("g", &[]) {
         eprintln!(
             "skipping bench_gen_to_bench_sink_over_veth: needs root and network namespaces ({why})"
         );

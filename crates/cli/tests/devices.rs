@@ -20,135 +20,12 @@
 //! here, named after this process, and removed when the test ends,
 //! whatever happens.
 
-use std::process::{Child, Command, Output, Stdio};
+mod common;
+
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn sh(args: &[&str]) -> Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn must(args: &[&str]) {
-    let o = sh(args);
-    assert!(
-        o.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Why these tests cannot run here, if they cannot.
-fn missing_prerequisite(tag: char) -> Option<String> {
-    if !rustix::process::geteuid().is_root() {
-        return Some("not root".into());
-    }
-    if !have("ip") {
-        return Some("no `ip` command (iproute2)".into());
-    }
-    let probe = format!("prontoprobe{}{tag}", std::process::id());
-    let o = sh(&["ip", "netns", "add", &probe]);
-    if !o.status.success() {
-        return Some(format!(
-            "cannot make network namespaces: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
-    }
-    let _ = sh(&["ip", "netns", "del", &probe]);
-    None
-}
-
-/// Three namespaces and two veth pairs, removed on drop (deleting a
-/// namespace deletes the veth ends in it, and with them their peers).
-struct Topology {
-    ns: [String; 3],
-    a: String,
-    b: String,
-    server_ip: String,
-    children: Vec<Child>,
-}
-
-impl Topology {
-    fn new(tag: char, subnet: u8) -> Topology {
-        let pid = std::process::id();
-        let ns = [
-            format!("pronto{pid}{tag}c"),
-            format!("pronto{pid}{tag}m"),
-            format!("pronto{pid}{tag}s"),
-        ];
-        let t = Topology {
-            ns: ns.clone(),
-            a: format!("pa{pid}{tag}"),
-            b: format!("pb{pid}{tag}"),
-            server_ip: format!("10.{subnet}.0.2"),
-            children: Vec::new(),
-        };
-        for n in &ns {
-            must(&["ip", "netns", "add", n]);
-        }
-        let (c, m, s) = (&ns[0], &ns[1], &ns[2]);
-        // Made inside the middle namespace, so the default namespace never
-        // holds any of them.
-        for (here, there, far) in [(&t.a, "c", c), (&t.b, "s", s)] {
-            must(&[
-                "ip", "-n", m, "link", "add", here, "type", "veth", "peer", "name", there, "netns",
-                far,
-            ]);
-            must(&["ip", "-n", m, "link", "set", here, "up"]);
-            must(&["ip", "-n", far, "link", "set", there, "up"]);
-            must(&["ip", "-n", far, "link", "set", "lo", "up"]);
-        }
-        must(&[
-            "ip",
-            "-n",
-            c,
-            "addr",
-            "add",
-            &format!("10.{subnet}.0.1/24"),
-            "dev",
-            "c",
-        ]);
-        must(&[
-            "ip",
-            "-n",
-            s,
-            "addr",
-            "add",
-            &format!("10.{subnet}.0.2/24"),
-            "dev",
-            "s",
-        ]);
-        t
-    }
-
-    fn exec(&self, which: usize, args: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns[which]]).args(args);
-        c
-    }
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        for n in &self.ns {
-            let _ = sh(&["ip", "netns", "del", n]);
-        }
-    }
-}
+use common::netns::{have, missing_prerequisite, Topology};
 
 /// CPU seconds used so far by process `pid`.
 fn cpu_seconds(pid: u32) -> f64 {
@@ -175,11 +52,11 @@ fn received_bps(json: &str) -> Option<f64> {
 }
 
 fn forward_through_pronto(method: &str, tag: char, subnet: u8) {
-    if let Some(why) = missing_prerequisite(tag) {
+    if let Some(why) = missing_prerequisite(&tag.to_string(), &["ping"]) {
         eprintln!("SKIPPED devices test ({method}): {why}. CI runs it as root.");
         return;
     }
-    let mut t = Topology::new(tag, subnet);
+    let mut t = Topology::new(&tag.to_string(), subnet);
     if method == "XDP" {
         // An XDP frame carries no note that its checksum was left to the
         // device (veth offloads it by default), so the hosts on either

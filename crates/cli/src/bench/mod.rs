@@ -105,7 +105,6 @@ impl Common {
     }
 
     /// Whether `--name` was given.
-    #[allow(dead_code)]
     pub fn flag(&self, name: &str) -> bool {
         self.rest.iter().any(|a| a == name)
     }

@@ -21,14 +21,16 @@ pub fn have(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn sh(args: &[&str]) -> Output {
+/// Runs a command and returns what it did (panics if it cannot start).
+pub fn sh(args: &[&str]) -> Output {
     Command::new(args[0])
         .args(&args[1..])
         .output()
         .unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
-fn must(args: &[&str]) {
+/// Runs a command that must succeed.
+pub fn must(args: &[&str]) {
     let o = sh(args);
     assert!(
         o.status.success(),
