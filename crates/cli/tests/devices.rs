@@ -206,3 +206,72 @@ fn iperf3_report_is_read() {
     assert_eq!(received_bps(json), Some(1.5e9));
     assert_eq!(received_bps("{}"), None);
 }
+
+/// `FANOUT`: two `FromDevice` elements on one interface, on two threads,
+/// share its frames flow by flow; together they see every frame.
+#[test]
+fn fanout_splits_an_interface_between_two_threads() {
+    if let Some(why) = missing_prerequisite("f", &[]) {
+        eprintln!("SKIPPED fanout test: {why}. CI runs it as root.");
+        return;
+    }
+    let t = Topology::new("f", 204);
+    let rx = format!(
+        "FromDevice({a}, FANOUT 7, BURST 32) -> c1 :: Counter -> Discard;\n\
+         FromDevice({a}, FANOUT 7, BURST 32) -> c2 :: Counter -> Discard;\n\
+         Script(label l, wait 20ms, goto l $(lt $(add $(c1.count) $(c2.count)) 2000),\n\
+                print $(c1.count) $(c2.count), stop);",
+        a = t.a
+    );
+    let mut middle = t
+        .exec(
+            1,
+            &[
+                env!("CARGO_BIN_EXE_pronto"),
+                "run",
+                "--threads",
+                "2",
+                "-e",
+                &rx,
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pronto starts");
+    std::thread::sleep(Duration::from_millis(500));
+    // 2,000 UDP frames over 64 flows (source ports) from the client.
+    let tx = format!(
+        "PacketGen(LIMIT 2000, RATE 20000, FLOWS 64, SRCIP {c}, DSTIP {s}, \
+         DSTETH ff:ff:ff:ff:ff:ff, STOP true) -> ToDevice(c)",
+        c = t.client_ip,
+        s = t.server_ip
+    );
+    let o = t
+        .exec(0, &[env!("CARGO_BIN_EXE_pronto"), "run", "-e", &tx])
+        .output()
+        .expect("generator runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while middle.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = middle.kill();
+            let o = middle.wait_with_output().expect("output");
+            panic!(
+                "fanout receivers did not see 2000 frames: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = middle.wait_with_output().expect("output");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let n: Vec<u64> = out
+        .split_whitespace()
+        .map(|w| w.parse().expect("a count"))
+        .collect();
+    assert_eq!(n.len(), 2, "{out}");
+    // Every frame once (a few more: the kernel's own IPv6 chatter).
+    assert!((2000..=2020).contains(&(n[0] + n[1])), "{out}");
+    assert!(n[0] > 0 && n[1] > 0, "both threads got flows: {out}");
+}

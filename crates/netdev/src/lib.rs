@@ -175,6 +175,11 @@ pub struct RxConfig {
     /// Stamp packets with the kernel's receive time (ring) or the current
     /// time (socket); otherwise leave the timestamp unset.
     pub timestamp: bool,
+    /// Join fanout group `id` (RING and SOCKET): every packet socket of
+    /// the network namespace in the group gets a share of the interface's
+    /// frames, whole flows each (by flow hash), so that several
+    /// `FromDevice` elements (on several threads) serve one interface.
+    pub fanout: Option<u16>,
 }
 
 impl Default for RxConfig {
@@ -186,6 +191,7 @@ impl Default for RxConfig {
             snaplen: 2046,
             block_timeout_ms: 1,
             timestamp: true,
+            fanout: None,
         }
     }
 }
@@ -379,6 +385,13 @@ impl RxDevice {
             }
         };
         sys::bind(&fd, ifindex, sys::ETH_P_ALL).map_err(os(ifname, "bind"))?;
+        if let Some(id) = cfg.fanout {
+            let arg: u32 = id as u32 | (sys::PACKET_FANOUT_HASH_DEFRAG << 16);
+            sys::set_opt(&fd, sys::PACKET_FANOUT, &arg).map_err(os(
+                ifname,
+                "PACKET_FANOUT (another socket of the group has other settings?)",
+            ))?;
+        }
         if cfg.promisc {
             let mreq = sys::PacketMreq {
                 ifindex,

@@ -19,6 +19,10 @@ pub(crate) const PACKET_LOSS: libc::c_int = 14;
 pub(crate) const PACKET_VNET_HDR: libc::c_int = 15;
 pub(crate) const PACKET_QDISC_BYPASS: libc::c_int = 20;
 pub(crate) const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+pub(crate) const PACKET_FANOUT: libc::c_int = 18;
+/// Fanout by flow hash, IP fragments reassembled first so that they hash
+/// like their flow.
+pub(crate) const PACKET_FANOUT_HASH_DEFRAG: u32 = 0x8000;
 /// `PACKET_MR_PROMISC` membership type.
 pub(crate) const PACKET_MR_PROMISC: u16 = 1;
 /// `sll_pkttype` of a packet the host sent.

@@ -34,6 +34,7 @@ impl FromDevice {
         .processing("h/h")
         .keywords(&[
             "PROMISC", "SNAPLEN", "SNIFFER", "METHOD", "OUTBOUND", "BURST", "TIMESTAMP", "TIMEOUT",
+            "FANOUT",
         ])
         .profile(ActionProfile::NONE)
         .doc(
@@ -71,6 +72,11 @@ impl FromDevice {
              effect: it was the block timeout of an earlier block ring\n  \
              OUTBOUND   boolean; also receive frames the host sends (default false)\n  \
              BURST      packets per task run, at least 1 (default 1)\n  \
+             FANOUT     group id 0-65535 (RING and SOCKET; pronto's): every\n             \
+             FromDevice naming the interface with the same FANOUT (in this\n             \
+             network namespace) gets a share of its frames, whole flows\n             \
+             each, so that several (on several threads with --threads, or\n             \
+             in several processes) serve it\n  \
              TIMESTAMP  boolean; stamp packets (default true)\n\
              Handlers:\n  \
              count (read), drops (read: frames too long, malformed, or without a\n  \
@@ -90,6 +96,7 @@ impl FromDevice {
         let burst: u32 = a.read_or("BURST", 1)?;
         let timestamp = a.read_or("TIMESTAMP", true)?;
         let timeout: Option<Seconds> = a.read("TIMEOUT")?;
+        let fanout: Option<u16> = a.read("FANOUT")?;
         a.finish()?;
         if !(14..=65535).contains(&snaplen) {
             return Err(cfg_err("SNAPLEN out of range"));
@@ -98,6 +105,11 @@ impl FromDevice {
             return Err(cfg_err("BURST out of range"));
         }
         let method = super::method(method)?;
+        if fanout.is_some() && method == Method::Xdp {
+            return Err(cfg_err(
+                "FANOUT applies to METHOD RING and SOCKET (METHOD XDP serves every queue itself)",
+            ));
+        }
         let timeout_ms = match timeout {
             None => 1,
             Some(Seconds(s)) if s > 0.0 && s <= 60.0 => ((s * 1000.0).ceil() as u32).max(1),
@@ -116,6 +128,7 @@ impl FromDevice {
             snaplen: snaplen as usize,
             block_timeout_ms: timeout_ms,
             timestamp,
+            fanout,
         };
         let dev = RxBackend::open(&ifname, || {
             RxDevice::open(&ifname, &cfg).map_err(|e| e.to_string())
