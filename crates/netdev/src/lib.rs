@@ -242,6 +242,29 @@ fn open_socket(ifname: &str, proto: u16) -> Result<(OwnedFd, i32), DevError> {
     Ok((fd, idx as i32))
 }
 
+/// Sets up a TPACKET ring (`opt`: `PACKET_RX_RING` or `PACKET_TX_RING`)
+/// of `blocks` blocks of `block` bytes cut into `frame`-byte frames, and
+/// maps it; returns the mapping and the number of frames.
+fn map_ring(
+    fd: &OwnedFd,
+    ifname: &str,
+    opt: (libc::c_int, &'static str),
+    block: usize,
+    blocks: usize,
+    frame: usize,
+) -> Result<(sys::Mapping, usize), DevError> {
+    let nframes = block / frame * blocks;
+    let req = sys::TpacketReq {
+        block_size: block as u32,
+        block_nr: blocks as u32,
+        frame_size: frame as u32,
+        frame_nr: nframes as u32,
+    };
+    sys::set_opt(fd, opt.0, &req).map_err(os(ifname, opt.1))?;
+    let map = sys::Mapping::new(fd, block * blocks).map_err(os(ifname, "mmap"))?;
+    Ok((map, nframes))
+}
+
 /// The socket offload frames go out on: `PACKET_VNET_HDR`, queueing
 /// discipline bypassed, a send buffer for a few of them; `None` if the
 /// kernel refuses any step (then segments go one by one).
@@ -360,17 +383,14 @@ impl RxDevice {
                 let v: libc::c_int = TPACKET_V2;
                 sys::set_opt(&fd, sys::PACKET_VERSION, &v).map_err(os(ifname, "PACKET_VERSION"))?;
                 let per_block = RX_BLOCK_SIZE / RX_FRAME_SIZE;
-                let nframes = per_block * RX_BLOCKS;
-                let req = sys::TpacketReq {
-                    block_size: RX_BLOCK_SIZE as u32,
-                    block_nr: RX_BLOCKS as u32,
-                    frame_size: RX_FRAME_SIZE as u32,
-                    frame_nr: nframes as u32,
-                };
-                sys::set_opt(&fd, sys::PACKET_RX_RING, &req)
-                    .map_err(os(ifname, "PACKET_RX_RING"))?;
-                let map = sys::Mapping::new(&fd, RX_BLOCK_SIZE * RX_BLOCKS)
-                    .map_err(os(ifname, "mmap"))?;
+                let (map, nframes) = map_ring(
+                    &fd,
+                    ifname,
+                    (sys::PACKET_RX_RING, "PACKET_RX_RING"),
+                    RX_BLOCK_SIZE,
+                    RX_BLOCKS,
+                    RX_FRAME_SIZE,
+                )?;
                 RxKind::Ring {
                     ring: RxRing {
                         map,
@@ -736,17 +756,14 @@ impl TxDevice {
                 // A malformed frame is skipped rather than stopping the
                 // ring.
                 sys::set_opt(&fd, sys::PACKET_LOSS, &one).map_err(os(ifname, "PACKET_LOSS"))?;
-                let nframes = TX_BLOCK_SIZE / TX_FRAME_SIZE * TX_BLOCKS;
-                let req = sys::TpacketReq {
-                    block_size: TX_BLOCK_SIZE as u32,
-                    block_nr: TX_BLOCKS as u32,
-                    frame_size: TX_FRAME_SIZE as u32,
-                    frame_nr: nframes as u32,
-                };
-                sys::set_opt(&fd, sys::PACKET_TX_RING, &req)
-                    .map_err(os(ifname, "PACKET_TX_RING"))?;
-                let map = sys::Mapping::new(&fd, TX_BLOCK_SIZE * TX_BLOCKS)
-                    .map_err(os(ifname, "mmap"))?;
+                let (map, nframes) = map_ring(
+                    &fd,
+                    ifname,
+                    (sys::PACKET_TX_RING, "PACKET_TX_RING"),
+                    TX_BLOCK_SIZE,
+                    TX_BLOCKS,
+                    TX_FRAME_SIZE,
+                )?;
                 Some(TxRing {
                     map,
                     nframes,

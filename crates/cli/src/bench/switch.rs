@@ -226,17 +226,6 @@ fn switch_rate(size: usize, idle: u32, dur: Duration, prefill: bool) -> Result<f
     };
     run(dur / 5);
     let r = run(dur);
-    if std::env::var_os("PRONTO_BENCH_DEBUG").is_some() {
-        eprintln!(
-            "debug: rounds {} sleeps {} a {:?} b {:?} a-port {:?} b-port {:?}",
-            sw.rounds(),
-            sw.sleeps(),
-            pa.counters(),
-            pb.counters(),
-            sw.counters(0),
-            sw.counters(1)
-        );
-    }
     drop(idle_peers);
     sw.stop().map_err(|e| e.to_string())?;
     Ok(r)

@@ -200,11 +200,7 @@ impl Element for FromDevice {
             "kernel_drops" => Ok(self.update_kernel_drops().to_string()),
             "encap" => Ok("ETHER".into()),
             "method" if self.dev.is_switch() => Ok("SWITCH".into()),
-            "method" => Ok(match self.method {
-                Method::Ring => "RING".into(),
-                Method::Socket => "SOCKET".into(),
-                Method::Xdp => "XDP".into(),
-            }),
+            "method" => Ok(self.method.as_str().into()),
             _ => Err(HandlerError::NoSuchHandler(name.into())),
         }
     }

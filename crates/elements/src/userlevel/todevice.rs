@@ -170,11 +170,7 @@ impl Element for ToDevice {
             "count" => Ok(self.count.to_string()),
             "drops" => Ok(self.drops.to_string()),
             "method" if self.dev.is_switch() => Ok("SWITCH".into()),
-            "method" => Ok(match self.method {
-                Method::Ring => "RING".into(),
-                Method::Socket => "SOCKET".into(),
-                Method::Xdp => "XDP".into(),
-            }),
+            "method" => Ok(self.method.as_str().into()),
             _ => Err(HandlerError::NoSuchHandler(name.into())),
         }
     }
