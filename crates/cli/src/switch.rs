@@ -13,14 +13,16 @@ const USAGE: &str = "\
 pronto switch: the shared-memory switch middleboxes attach their interfaces to
 
 Usage:
-  pronto switch [--socket PATH] [--no-learning] [--aging SECONDS] [--cpu N] [--slots N] [--ring N]
+  pronto switch [--socket PATH] [--no-learning] [--aging SECONDS] [--threads N] [--cpu N]
+                [--slots N] [--ring N]
   pronto switch ports [--socket PATH]
 
   --socket PATH    control socket (default $PRONTO_SWITCH, else /run/pronto/switch.sock
                    as root, /tmp/pronto-switch-UID.sock otherwise)
   --no-learning    route only static MACs (`pronto run --mac`); flood the rest
   --aging SECONDS  how long a learned MAC lives without traffic (default 300)
-  --cpu N          pin the switching thread to CPU N
+  --threads N      switching threads (default 1); ports spread over them as they attach
+  --cpu N          pin switching thread i to CPU N+i
   --slots N        packet slots per port (default 1024)
   --ring N         ring capacity per port, a power of two (default 512)
 
@@ -77,6 +79,17 @@ fn run(args: &[String]) -> Result<(), String> {
             "ports" if i == 0 => list = true,
             "--socket" => socket = Some(PathBuf::from(value(&mut i, a)?)),
             "--no-learning" => cfg.switch.learning = false,
+            "--threads" => {
+                let v = value(&mut i, a)?;
+                let n = num(a, &v)? as usize;
+                if !(1..=pronto_switch::switch::MAX_THREADS).contains(&n) {
+                    return Err(format!(
+                        "--threads: {n} is out of range (1 to {})",
+                        pronto_switch::switch::MAX_THREADS
+                    ));
+                }
+                cfg.switch.threads = n;
+            }
             "--cpu" => {
                 let v = value(&mut i, a)?;
                 cfg.switch.cpu = Some(num(a, &v)? as usize);

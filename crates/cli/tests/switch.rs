@@ -128,7 +128,12 @@ fn two_middleboxes_exchange_frames_through_the_switch() {
     let sock: PathBuf = dir.join("sw.sock");
     // 2,048 receive slots per port: 0.4 s of slack at 5,000 frames/s for a
     // middlebox process a loaded machine does not schedule.
-    let _sw = start_switch(&sock, &["--slots", "4096", "--ring", "2048"]);
+    // Two switching threads: the two middleboxes' ports land on different
+    // threads, so every frame crosses from one thread's port to the other's.
+    let _sw = start_switch(
+        &sock,
+        &["--slots", "4096", "--ring", "2048", "--threads", "2"],
+    );
 
     // A mirror: sends each frame back with the addresses swapped; its MAC
     // is a static entry. It stops once it has seen 1000 frames.
@@ -259,6 +264,16 @@ fn switch_errors_are_clear() {
         stderr,
         "pronto switch: bad port geometry: 1024 slots (1..=1048576), rings of 100 \
          (power of two, 2..=65536)\n"
+    );
+    let o = pronto()
+        .args(["switch", "--socket"])
+        .arg(dir.join("x.sock"))
+        .args(["--threads", "0"])
+        .output()
+        .expect("switch");
+    assert_eq!(
+        text(&o).1,
+        "pronto switch: --threads: 0 is out of range (1 to 64)\n"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -27,8 +27,8 @@
 //!
 //! [`switch::Switch`] is the forwarding engine (MAC table with optional
 //! learning and aging, flooding, per-port counters, run-time attach and
-//! detach, up to 65,536 ports); [`switch::SwitchHandle`] runs it on its own
-//! thread. [`peer::Peer`] is a port's other end: `FromDevice` and
+//! detach, up to 65,536 ports); [`switch::SwitchHandle`] runs it on one or
+//! more threads, ports spread over them. [`peer::Peer`] is a port's other end: `FromDevice` and
 //! `ToDevice` under `pronto run --switch`, tests and benches. [`control`]
 //! is the unix socket through which processes ask the switch for ports.
 //!
@@ -51,6 +51,15 @@ pub use switch::{Config, PortCounters, PortStats, Switch, SwitchError, SwitchHan
 /// --cpu`): a switching thread that migrates between cores loses its
 /// caches and, on a small machine, shares a core with its peers.
 pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
+    if cpu >= rustix::thread::CpuSet::MAX_CPU {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "CPU {cpu} is out of range (0 to {})",
+                rustix::thread::CpuSet::MAX_CPU - 1
+            ),
+        ));
+    }
     let mut set = rustix::thread::CpuSet::new();
     set.set(cpu);
     rustix::thread::sched_setaffinity(None, &set)?;

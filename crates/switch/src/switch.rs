@@ -1,34 +1,44 @@
 //! The switching engine.
 //!
-//! One thread services every port. Ports with traffic are *hot*: each
-//! round takes up to [`BATCH`] frames from each hot port's rx ring, checks
-//! each descriptor, looks the destination up, copies the frame into a slot
-//! the destination lent on its fill ring, and queues it; after the batch
-//! each destination's queue is published on its tx ring with one store,
-//! and the sender's slots go back on its done ring with one more.
+//! A switch runs one or more switching threads ([`Config::threads`]);
+//! each port's *receive side* (its rx and done rings, its doorbell) belongs
+//! to one thread, ports spread over the threads as they attach (the least
+//! loaded thread takes the next one). Each port's *transmit side* (its
+//! fill and tx rings) may be written by any thread and is guarded by a
+//! lock taken once per batch and destination, the way VALE locks a
+//! destination ring; the MAC table and the port table are shared behind a
+//! read-write lock, read once per batch, written only to learn a new or
+//! moved address (or refresh an old one, at most every second), to attach
+//! or detach a port, and to age entries.
+//!
+//! Ports with traffic are *hot*: each round a thread takes up to [`BATCH`]
+//! frames from each of its hot ports' rx rings, checks each descriptor,
+//! looks the destination up, then visits each destination once: it copies
+//! that destination's frames, in order, into slots the destination lent
+//! on its fill ring and publishes them on its tx ring with one store.
+//! The sender's slots then go back on its done ring with one more.
 //!
 //! A hot port that stays empty for [`PARK_AFTER`] polls is *parked*: its
 //! rx ring's "consumer sleeping" flag is set, so its peer rings the
-//! switch's doorbell on its next send, and the switch stops polling it.
-//! When the whole switch has come up empty for [`IDLE_ROUNDS`] rounds
-//! (spinning for the first [`SPIN_ROUNDS`], then yielding), every port is
-//! parked at once. Doorbells are watched with one epoll set, checked without blocking
-//! every [`EPOLL_EVERY`] rounds while some port is hot, and blocked on
-//! when none is. A round's cost is thus proportional to the busy ports,
-//! not to the attached ones, and an idle switch sleeps in `epoll_wait`.
-//! Between a busy round and parking, empty rounds back off (spin, then
-//! yield).
+//! switch's doorbell on its next send, and the thread stops polling it.
+//! When a thread has come up empty for [`IDLE_ROUNDS`] rounds
+//! (spinning for the first [`SPIN_ROUNDS`], then yielding), all its ports
+//! are parked at once. Doorbells are watched with one epoll set per
+//! thread, checked without blocking every [`EPOLL_EVERY`] rounds while
+//! some port is hot, and blocked on when none is. A round's cost is thus
+//! proportional to the busy ports, not to the attached ones, and an idle
+//! switch sleeps in `epoll_wait`.
 //!
 //! Nothing here allocates per packet: descriptor batches, fill caches and
-//! per-port output queues are fixed arrays, the dirty-port list and the
-//! MAC table reserve their capacity up front.
+//! per-port output queues are fixed arrays, the hot lists and the MAC
+//! table reserve their capacity up front.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use pronto_ring::{Consumer, Desc, Doorbell, Producer};
+use pronto_ring::{Consumer, Desc, Doorbell, Producer, SharedRegion};
 use rustix::event::epoll;
 
 use crate::layout::{
@@ -49,6 +59,8 @@ pub const IDLE_ROUNDS: u32 = 512;
 pub const EPOLL_EVERY: u64 = 32;
 /// The most ports a switch holds (port numbers are `u16`).
 pub const MAX_PORTS: usize = 1 << 16;
+/// The most switching threads.
+pub const MAX_THREADS: usize = 64;
 
 const FILL_CACHE: usize = 64;
 const CONTROL_KEY: u64 = u64::MAX;
@@ -63,7 +75,9 @@ pub struct Config {
     pub aging: Duration,
     /// Most MAC table entries.
     pub table_size: usize,
-    /// The CPU the switching thread is pinned to, if any.
+    /// Switching threads (at least 1, at most [`MAX_THREADS`]).
+    pub threads: usize,
+    /// Pin switching thread `i` to CPU `cpu + i`, if set.
     pub cpu: Option<usize>,
 }
 
@@ -73,6 +87,7 @@ impl Default for Config {
             learning: true,
             aging: Duration::from_secs(300),
             table_size: 1 << 16,
+            threads: 1,
             cpu: None,
         }
     }
@@ -93,6 +108,9 @@ pub enum SwitchError {
     /// The switch thread is gone.
     #[error("the switch has stopped")]
     Stopped,
+    /// A bad setting.
+    #[error("{0}")]
+    Config(String),
     /// A system call failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -140,30 +158,42 @@ impl PortCounters {
     }
 }
 
-/// A port's counters, published by the switch thread after each batch
-/// that touches the port.
+/// A port's counters, published by the switching threads after each
+/// batch that touches the port: the receive side's by the thread that
+/// owns it, the transmit side's by whichever thread delivered.
 #[derive(Default, Debug)]
 pub struct PortStats {
-    v: [AtomicU64; 10],
+    v: [AtomicU64; 11],
 }
 
 impl PortStats {
-    fn publish(&self, c: &PortCounters) {
-        let a = [
-            c.rx_packets,
-            c.rx_bytes,
-            c.tx_packets,
-            c.tx_bytes,
-            c.drop_bad_desc,
-            c.drop_bad_ring,
-            c.drop_bad_fill,
-            c.drop_no_route,
-            c.drop_no_buffer,
-            c.drop_ring_full,
-        ];
-        for (d, s) in self.v.iter().zip(a) {
-            d.store(s, Ordering::Relaxed);
+    fn store(&self, pairs: &[(usize, u64)]) {
+        for &(i, x) in pairs {
+            self.v[i].store(x, Ordering::Relaxed);
         }
+    }
+
+    /// The receive side's counters (rx and done rings).
+    fn publish_rx(&self, c: &PortCounters) {
+        self.store(&[
+            (0, c.rx_packets),
+            (1, c.rx_bytes),
+            (4, c.drop_bad_desc),
+            (5, c.drop_bad_ring),
+            (7, c.drop_no_route),
+        ]);
+    }
+
+    /// The transmit side's counters (fill and tx rings).
+    fn publish_tx(&self, c: &PortCounters) {
+        self.store(&[
+            (2, c.tx_packets),
+            (3, c.tx_bytes),
+            (6, c.drop_bad_fill),
+            (8, c.drop_no_buffer),
+            (9, c.drop_ring_full),
+            (10, c.drop_bad_ring),
+        ]);
     }
 
     /// A snapshot.
@@ -175,7 +205,7 @@ impl PortStats {
             tx_packets: l(2),
             tx_bytes: l(3),
             drop_bad_desc: l(4),
-            drop_bad_ring: l(5),
+            drop_bad_ring: l(5) + l(10),
             drop_bad_fill: l(6),
             drop_no_route: l(7),
             drop_no_buffer: l(8),
@@ -184,63 +214,44 @@ impl PortStats {
     }
 }
 
-struct Port {
+/// A port's receive side (rx and done rings): owned by one switching
+/// thread.
+struct RxSide {
     id: u16,
     geometry: Geometry,
     shm: PortShm,
     rx: Consumer,
-    fill: Consumer,
-    tx: Producer,
     done: Producer,
-    fill_cache: [Desc; FILL_CACHE],
-    fill_n: usize,
-    pending: [Desc; BATCH],
-    pending_n: usize,
-    tx_room: u32,
-    dirty: bool,
     idle: u32,
     parked: bool,
     c: PortCounters,
     stats: Arc<PortStats>,
 }
 
-impl Port {
-    fn new(id: u16, shm: PortShm) -> Result<Port, SwitchError> {
-        let g = shm.geometry;
-        let r = &shm.region;
-        Ok(Port {
-            id,
-            geometry: g,
-            rx: Consumer::attach_at(r.clone(), g.ring_offset(RingId::Rx), g.ring)
-                .map_err(crate::layout::PortError::from)?,
-            fill: Consumer::attach_at(r.clone(), g.ring_offset(RingId::Fill), g.ring)
-                .map_err(crate::layout::PortError::from)?,
-            tx: Producer::attach_at(r.clone(), g.ring_offset(RingId::Tx), g.ring)
-                .map_err(crate::layout::PortError::from)?,
-            done: Producer::attach_at(r.clone(), g.ring_offset(RingId::Done), g.ring)
-                .map_err(crate::layout::PortError::from)?,
-            shm,
-            fill_cache: [Desc::default(); FILL_CACHE],
-            fill_n: 0,
-            pending: [Desc::default(); BATCH],
-            pending_n: 0,
-            tx_room: 0,
-            dirty: false,
-            idle: 0,
-            parked: false,
-            c: PortCounters::default(),
-            stats: Arc::new(PortStats::default()),
-        })
-    }
-
+impl RxSide {
     fn publish(&mut self) {
-        self.c.drop_bad_ring = self.rx.faults().bad_position
-            + self.fill.faults().bad_position
-            + self.tx.faults().bad_position
-            + self.done.faults().bad_position;
-        self.stats.publish(&self.c);
+        self.c.drop_bad_ring = self.rx.faults().bad_position + self.done.faults().bad_position;
+        self.stats.publish_rx(&self.c);
     }
+}
 
+/// A port's transmit side (fill and tx rings): written by whichever
+/// switching thread has frames for the port, under the port's lock.
+struct TxSide {
+    geometry: Geometry,
+    shm: PortShm,
+    fill: Consumer,
+    tx: Producer,
+    fill_cache: [Desc; FILL_CACHE],
+    fill_n: usize,
+    pending: [Desc; BATCH],
+    pending_n: usize,
+    tx_room: u32,
+    c: PortCounters,
+    stats: Arc<PortStats>,
+}
+
+impl TxSide {
     /// Refills the slot cache from the fill ring; false if still empty.
     #[inline]
     fn refill(&mut self) -> bool {
@@ -259,54 +270,96 @@ impl Port {
         self.fill_n = n;
         n > 0
     }
+
+    /// Starts a visit: at most one batch of frames follows.
+    #[inline]
+    fn begin(&mut self) {
+        self.tx_room = self.tx.room(BATCH as u32);
+    }
+
+    /// Copies one frame from `src` at `at` into the next lent slot and
+    /// queues it.
+    #[inline]
+    fn deliver(&mut self, src: &SharedRegion, at: usize, len: u16) {
+        if self.fill_n == 0 && !self.refill() {
+            self.c.drop_no_buffer += 1;
+            return;
+        }
+        if self.pending_n as u32 >= self.tx_room {
+            self.c.drop_ring_full += 1;
+            return;
+        }
+        self.fill_n -= 1;
+        let slot = self.fill_cache[self.fill_n].slot;
+        let to = self.geometry.slot_offset(slot) + RX_OFFSET as usize;
+        if !src.copy_to(at, &self.shm.region, to, len as usize) {
+            // Unreachable with checked descriptors and slots; counted anyway.
+            self.c.drop_no_buffer += 1;
+            self.fill_n += 1;
+            return;
+        }
+        self.pending[self.pending_n] = Desc::new(slot, RX_OFFSET, len);
+        self.pending_n += 1;
+        self.c.tx_packets += 1;
+        self.c.tx_bytes += len as u64;
+    }
+
+    /// Ends a visit: publishes the queued frames with one store, wakes
+    /// the peer if it sleeps, publishes the counters.
+    #[inline]
+    fn finish(&mut self) {
+        if self.pending_n > 0 {
+            self.tx.push(&self.pending[..self.pending_n]);
+            self.pending_n = 0;
+            if self.tx.consumer_wants_wakeup() {
+                let _ = self.shm.to_peer.ring();
+            }
+        }
+        self.c.drop_bad_ring = self.fill.faults().bad_position + self.tx.faults().bad_position;
+        self.stats.publish_tx(&self.c);
+    }
 }
 
-/// Two distinct ports, one shared and one mutable.
-#[inline]
-fn pair(ports: &mut [Port], a: usize, b: usize) -> (&Port, &mut Port) {
-    if a < b {
-        let (x, y) = ports.split_at_mut(b);
-        (&x[a], &mut y[0])
-    } else {
-        let (x, y) = ports.split_at_mut(a);
-        (&y[0], &mut x[b])
+/// What the switching threads share: the MAC table and every port's
+/// transmit side, by port number.
+struct Fabric {
+    table: MacTable,
+    tx: Vec<Option<Arc<Mutex<TxSide>>>>,
+    /// Attached port numbers (flooding visits them in this order).
+    attached: Vec<u16>,
+}
+
+type SharedFabric = Arc<RwLock<Fabric>>;
+
+impl Fabric {
+    fn new(cfg: &Config) -> Fabric {
+        let aging = cfg.aging.as_millis().min(u32::MAX as u128 / 2) as u32;
+        Fabric {
+            table: MacTable::new(cfg.table_size, aging.max(1)),
+            tx: (0..MAX_PORTS).map(|_| None).collect(),
+            attached: Vec::with_capacity(64),
+        }
     }
 }
 
-/// Copies one frame into `dst`'s next lent slot and queues it.
-#[inline]
-fn deliver(src: &Port, dst: &mut Port, at: usize, len: u16, dirty: &mut Vec<u32>, di: usize) {
-    if !dst.dirty {
-        dst.dirty = true;
-        dst.tx_room = dst.tx.room(BATCH as u32);
-        dirty.push(di as u32);
-    }
-    if dst.fill_n == 0 && !dst.refill() {
-        dst.c.drop_no_buffer += 1;
-        return;
-    }
-    if dst.pending_n as u32 >= dst.tx_room {
-        dst.c.drop_ring_full += 1;
-        return;
-    }
-    dst.fill_n -= 1;
-    let slot = dst.fill_cache[dst.fill_n].slot;
-    let to = dst.geometry.slot_offset(slot) + RX_OFFSET as usize;
-    if !src
-        .shm
-        .region
-        .copy_to(at, &dst.shm.region, to, len as usize)
-    {
-        // Unreachable with checked descriptors and slots; counted anyway.
-        dst.c.drop_no_buffer += 1;
-        dst.fill_n += 1;
-        return;
-    }
-    dst.pending[dst.pending_n] = Desc::new(slot, RX_OFFSET, len);
-    dst.pending_n += 1;
-    dst.c.tx_packets += 1;
-    dst.c.tx_bytes += len as u64;
+// A thread that panicked while holding a lock leaves counters and rings in
+// a consistent state (every update is a single store), so a poisoned lock
+// is taken as it is.
+fn read(f: &RwLock<Fabric>) -> RwLockReadGuard<'_, Fabric> {
+    f.read().unwrap_or_else(|e| e.into_inner())
 }
+
+fn write(f: &RwLock<Fabric>) -> RwLockWriteGuard<'_, Fabric> {
+    f.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn lock(t: &Mutex<TxSide>) -> MutexGuard<'_, TxSide> {
+    t.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Target of a frame in a batch: a port number, or one of these.
+const TO_NOBODY: u32 = u32::MAX;
+const TO_ALL: u32 = u32::MAX - 1;
 
 enum Cmd {
     Attach(
@@ -315,7 +368,6 @@ enum Cmd {
         mpsc::SyncSender<Result<Arc<PortStats>, SwitchError>>,
     ),
     Detach(u16, mpsc::SyncSender<bool>),
-    Static(Mac, u16),
     Stop,
 }
 
@@ -328,15 +380,21 @@ pub struct LoopStats {
     pub sleeps: AtomicU64,
 }
 
-/// The switch: ports, MAC table, and the loop's state.
+/// One switching thread's engine: the receive sides of its ports, its
+/// hot list, its doorbells; the fabric is shared with the other threads.
+/// On its own (`Switch::new`) it is a whole one-threaded switch, driven
+/// by [`Switch::poll_once`].
 pub struct Switch {
-    ports: Vec<Port>,
+    fabric: SharedFabric,
+    ports: Vec<RxSide>,
     index: Vec<u32>,
     hot: Vec<u32>,
-    dirty: Vec<u32>,
     descs: [Desc; BATCH],
-    table: MacTable,
+    target: [u32; BATCH],
+    learn: [Mac; BATCH],
     cfg: Config,
+    /// This thread ages the MAC table (thread 0).
+    ages: bool,
     epoll: rustix::fd::OwnedFd,
     start: Instant,
     now_ms: u32,
@@ -349,19 +407,38 @@ pub struct Switch {
 }
 
 impl Switch {
-    /// An empty switch.
+    /// An empty one-threaded switch.
     pub fn new(cfg: Config) -> Result<Switch, SwitchError> {
-        let aging = cfg.aging.as_millis().min(u32::MAX as u128 / 2) as u32;
+        let fabric = Arc::new(RwLock::new(Fabric::new(&cfg)));
+        Switch::engine(cfg, fabric, true, Instant::now())
+    }
+
+    /// Another engine over the same ports table and MAC table, to be
+    /// driven by another thread: ports attached to it have their receive
+    /// side served there, and frames flow between the engines' ports.
+    /// (Only the first engine ages the MAC table.)
+    pub fn sibling(&self) -> Result<Switch, SwitchError> {
+        Switch::engine(self.cfg, self.fabric.clone(), false, self.start)
+    }
+
+    fn engine(
+        cfg: Config,
+        fabric: SharedFabric,
+        ages: bool,
+        start: Instant,
+    ) -> Result<Switch, SwitchError> {
         Ok(Switch {
+            fabric,
             ports: Vec::new(),
             index: vec![0; MAX_PORTS],
             hot: Vec::new(),
-            dirty: Vec::new(),
             descs: [Desc::default(); BATCH],
-            table: MacTable::new(cfg.table_size, aging.max(1)),
+            target: [TO_NOBODY; BATCH],
+            learn: [0; BATCH],
             cfg,
+            ages,
             epoll: epoll::create(epoll::CreateFlags::CLOEXEC)?,
-            start: Instant::now(),
+            start,
             now_ms: 0,
             last_expire: 0,
             rounds: 0,
@@ -372,38 +449,76 @@ impl Switch {
         })
     }
 
-    /// Attaches `shm` as port `id`; returns its counters.
+    /// Attaches `shm` as port `id` (its receive side served by this
+    /// engine); returns its counters.
     pub fn attach(&mut self, id: u16, shm: PortShm) -> Result<Arc<PortStats>, SwitchError> {
-        if self.index[id as usize] != 0 {
-            return Err(SwitchError::PortTaken(id));
+        let g = shm.geometry;
+        let r = &shm.region;
+        let ring = |id: RingId| g.ring_offset(id);
+        let e = crate::layout::PortError::from;
+        let stats = Arc::new(PortStats::default());
+        let rx = RxSide {
+            id,
+            geometry: g,
+            rx: Consumer::attach_at(r.clone(), ring(RingId::Rx), g.ring).map_err(e)?,
+            done: Producer::attach_at(r.clone(), ring(RingId::Done), g.ring).map_err(e)?,
+            shm: shm.clone(),
+            idle: 0,
+            parked: false,
+            c: PortCounters::default(),
+            stats: stats.clone(),
+        };
+        let tx = TxSide {
+            geometry: g,
+            fill: Consumer::attach_at(r.clone(), ring(RingId::Fill), g.ring).map_err(e)?,
+            tx: Producer::attach_at(r.clone(), ring(RingId::Tx), g.ring).map_err(e)?,
+            shm,
+            fill_cache: [Desc::default(); FILL_CACHE],
+            fill_n: 0,
+            pending: [Desc::default(); BATCH],
+            pending_n: 0,
+            tx_room: 0,
+            c: PortCounters::default(),
+            stats: stats.clone(),
+        };
+        {
+            let mut f = write(&self.fabric);
+            if f.tx[id as usize].is_some() {
+                return Err(SwitchError::PortTaken(id));
+            }
+            epoll::add(
+                &self.epoll,
+                &*rx.shm.to_switch,
+                epoll::EventData::new_u64(id as u64),
+                epoll::EventFlags::IN,
+            )?;
+            f.tx[id as usize] = Some(Arc::new(Mutex::new(tx)));
+            f.attached.push(id);
         }
-        let port = Port::new(id, shm)?;
-        epoll::add(
-            &self.epoll,
-            &*port.shm.to_switch,
-            epoll::EventData::new_u64(id as u64),
-            epoll::EventFlags::IN,
-        )?;
-        let stats = port.stats.clone();
-        self.ports.push(port);
+        self.ports.push(rx);
         let di = self.ports.len() - 1;
         self.index[id as usize] = di as u32 + 1;
         self.hot.push(di as u32);
         // Room for every port at once, so that the hot path never grows
-        // these.
-        self.dirty
-            .reserve(self.ports.len().saturating_sub(self.dirty.len()));
+        // the hot list.
         self.hot
             .reserve(self.ports.len().saturating_sub(self.hot.len()));
         Ok(stats)
     }
 
-    /// Detaches port `id` (its MAC entries go too); false if not attached.
+    /// Detaches port `id` (its MAC entries go too); false if this engine
+    /// does not serve it.
     pub fn detach(&mut self, id: u16) -> bool {
         let di = match self.index[id as usize] {
             0 => return false,
             n => (n - 1) as usize,
         };
+        {
+            let mut f = write(&self.fabric);
+            f.tx[id as usize] = None;
+            f.attached.retain(|&p| p != id);
+            f.table.remove_port(id);
+        }
         let last = self.ports.len() - 1;
         let port = self.ports.swap_remove(di);
         let _ = epoll::delete(&self.epoll, &*port.shm.to_switch);
@@ -418,16 +533,15 @@ impl Switch {
                 }
             }
         }
-        self.table.remove_port(id);
         true
     }
 
     /// Adds a static MAC → port entry.
     pub fn add_static(&mut self, m: [u8; 6], port: u16) -> bool {
-        self.table.add_static(mac(&m), port)
+        write(&self.fabric).table.add_static(mac(&m), port)
     }
 
-    /// Ports attached.
+    /// Ports this engine serves.
     pub fn ports(&self) -> usize {
         self.ports.len()
     }
@@ -444,10 +558,11 @@ impl Switch {
     /// number of descriptors taken.
     fn service(&mut self, s: usize) -> usize {
         let Switch {
+            fabric,
             ports,
             descs,
-            table,
-            dirty,
+            target,
+            learn,
             cfg,
             now_ms,
             ..
@@ -467,8 +582,12 @@ impl Switch {
         }
         let g = src.geometry;
         let src_id = src.id;
-        for d in &descs[..n] {
-            let src = &mut ports[s];
+        let region = &src.shm.region;
+        let f = read(fabric);
+        let mut flood = false;
+        let mut learn_n = 0;
+        for (i, d) in descs[..n].iter().enumerate() {
+            target[i] = TO_NOBODY;
             if d.len < MIN_FRAME
                 || d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
                     .is_err()
@@ -478,54 +597,80 @@ impl Switch {
             }
             let at = g.slot_offset(d.slot) + d.off as usize;
             let mut hdr = [0u8; 12];
-            src.shm.region.read_bytes(at, &mut hdr);
+            region.read_bytes(at, &mut hdr);
             src.c.rx_packets += 1;
             src.c.rx_bytes += d.len as u64;
             let dst_mac = mac(&[hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]]);
             let src_mac = mac(&[hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]]);
-            if cfg.learning && !is_group(src_mac) {
-                table.learn(src_mac, src_id, now);
+            if cfg.learning
+                && !is_group(src_mac)
+                && (learn_n == 0 || learn[learn_n - 1] != src_mac)
+                && f.table.needs_learn(src_mac, src_id, now)
+            {
+                learn[learn_n] = src_mac;
+                learn_n += 1;
             }
-            let target = if is_group(dst_mac) {
+            let to = if is_group(dst_mac) {
                 None
             } else {
-                table.lookup(dst_mac, now)
+                f.table.lookup(dst_mac, now)
             };
-            match target {
-                Some(t) => {
-                    let ti = self_index(&self.index, t);
-                    match ti {
-                        Some(ti) if ti != s => {
-                            let (src, dst) = pair(ports, s, ti);
-                            deliver(src, dst, at, d.len, dirty, ti);
-                        }
-                        _ => ports[s].c.drop_no_route += 1,
-                    }
-                }
+            match to {
+                Some(t) if t != src_id && f.tx[t as usize].is_some() => target[i] = t as u32,
+                Some(_) => src.c.drop_no_route += 1,
                 None => {
-                    for ti in 0..ports.len() {
-                        if ti != s {
-                            let (src, dst) = pair(ports, s, ti);
-                            deliver(src, dst, at, d.len, dirty, ti);
-                        }
+                    target[i] = TO_ALL;
+                    flood = true;
+                }
+            }
+        }
+        // Each destination is visited once, under its lock, and gets its
+        // frames in the order they came.
+        let at = |d: &Desc| g.slot_offset(d.slot) + d.off as usize;
+        if flood {
+            for &t in &f.attached {
+                if t == src_id {
+                    continue;
+                }
+                let Some(dst) = &f.tx[t as usize] else {
+                    continue;
+                };
+                let mut dst = lock(dst);
+                dst.begin();
+                for (i, d) in descs[..n].iter().enumerate() {
+                    if target[i] == t as u32 || target[i] == TO_ALL {
+                        dst.deliver(region, at(d), d.len);
                     }
                 }
+                dst.finish();
             }
-        }
-        for &t in dirty.iter() {
-            let p = &mut ports[t as usize];
-            if p.pending_n > 0 {
-                p.tx.push(&p.pending[..p.pending_n]);
-                p.pending_n = 0;
-                if p.tx.consumer_wants_wakeup() {
-                    let _ = p.shm.to_peer.ring();
+        } else {
+            for i in 0..n {
+                let t = target[i];
+                if t == TO_NOBODY {
+                    continue;
                 }
+                let Some(dst) = &f.tx[t as usize] else {
+                    continue;
+                };
+                let mut dst = lock(dst);
+                dst.begin();
+                for j in i..n {
+                    if target[j] == t {
+                        dst.deliver(region, at(&descs[j]), descs[j].len);
+                        target[j] = TO_NOBODY;
+                    }
+                }
+                dst.finish();
             }
-            p.dirty = false;
-            p.publish();
         }
-        dirty.clear();
-        let src = &mut ports[s];
+        drop(f);
+        if learn_n > 0 {
+            let mut f = write(fabric);
+            for &m in &learn[..learn_n] {
+                f.table.learn(m, src_id, now);
+            }
+        }
         src.done.push(&descs[..n]);
         if src.done.consumer_wants_wakeup() {
             let _ = src.shm.to_peer.ring();
@@ -566,7 +711,7 @@ impl Switch {
         moved
     }
 
-    /// Parks every hot port that is still empty (the whole switch has
+    /// Parks every hot port that is still empty (the whole thread has
     /// been idle for a while).
     fn park_all(&mut self) {
         let mut i = 0;
@@ -584,9 +729,9 @@ impl Switch {
 
     fn tick(&mut self) {
         self.now_ms = self.start.elapsed().as_millis() as u32;
-        if self.cfg.learning && self.now_ms.wrapping_sub(self.last_expire) >= 1000 {
+        if self.ages && self.cfg.learning && self.now_ms.wrapping_sub(self.last_expire) >= 1000 {
             self.last_expire = self.now_ms;
-            self.table.expire(self.now_ms);
+            write(&self.fabric).table.expire(self.now_ms);
         }
     }
 
@@ -647,9 +792,6 @@ impl Switch {
                 Cmd::Detach(id, reply) => {
                     let _ = reply.send(self.detach(id));
                 }
-                Cmd::Static(m, port) => {
-                    self.table.add_static(m, port);
-                }
                 Cmd::Stop => self.stop = true,
             }
         }
@@ -666,7 +808,7 @@ impl Switch {
         while !self.stop {
             let moved = self.poll_once();
             if self.hot.is_empty() {
-                let timeout = self.cfg.learning.then_some(Duration::from_secs(1));
+                let timeout = (self.ages && self.cfg.learning).then_some(Duration::from_secs(1));
                 self.loop_stats.sleeps.fetch_add(1, Ordering::Relaxed);
                 self.events(&mut events, timeout)?;
                 self.tick();
@@ -701,110 +843,190 @@ fn self_index(index: &[u32], id: u16) -> Option<usize> {
     }
 }
 
-/// A switch running on its own thread, driven through a control channel.
-pub struct SwitchHandle {
+/// One switching thread, as the handle sees it.
+struct Worker {
     tx: mpsc::Sender<Cmd>,
     bell: Arc<Doorbell>,
     loop_stats: Arc<LoopStats>,
-    stats: Mutex<std::collections::HashMap<u16, Arc<PortStats>>>,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
+/// Where each port lives and what it counted.
+#[derive(Default)]
+struct Placement {
+    /// Port number → switching thread.
+    owner: std::collections::HashMap<u16, usize>,
+    /// Ports per thread.
+    load: Vec<usize>,
+    /// Counters of every port attached so far (kept after a detach).
+    stats: std::collections::HashMap<u16, Arc<PortStats>>,
+}
+
+/// A switch running on its own threads, driven through control channels.
+pub struct SwitchHandle {
+    fabric: SharedFabric,
+    workers: Vec<Worker>,
+    placement: Mutex<Placement>,
+}
+
 impl SwitchHandle {
-    /// Starts a switch thread.
+    /// Starts the switching threads.
     pub fn spawn(cfg: Config) -> Result<SwitchHandle, SwitchError> {
-        let mut sw = Switch::new(cfg)?;
-        let bell = Arc::new(Doorbell::new()?);
-        epoll::add(
-            &sw.epoll,
-            &*bell,
-            epoll::EventData::new_u64(CONTROL_KEY),
-            epoll::EventFlags::IN,
-        )?;
-        let (tx, rx) = mpsc::channel();
-        sw.control = Some((rx, bell.clone()));
-        let loop_stats = sw.loop_stats.clone();
-        let cpu = cfg.cpu;
-        let thread = std::thread::Builder::new()
-            .name("pronto-switch".into())
-            .spawn(move || {
-                if let Some(c) = cpu {
-                    crate::pin_current_thread(c)?;
-                }
-                sw.run()
-            })?;
-        Ok(SwitchHandle {
-            tx,
-            bell,
-            loop_stats,
-            stats: Mutex::new(Default::default()),
-            thread: Some(thread),
-        })
+        if cfg.threads == 0 || cfg.threads > MAX_THREADS {
+            return Err(SwitchError::Config(format!(
+                "switching threads: {} is out of range (1 to {MAX_THREADS})",
+                cfg.threads
+            )));
+        }
+        let fabric = Arc::new(RwLock::new(Fabric::new(&cfg)));
+        let start = Instant::now();
+        let mut handle = SwitchHandle {
+            fabric: fabric.clone(),
+            workers: Vec::new(),
+            placement: Mutex::new(Placement {
+                load: vec![0; cfg.threads],
+                ..Placement::default()
+            }),
+        };
+        for t in 0..cfg.threads {
+            let mut sw = Switch::engine(cfg, fabric.clone(), t == 0, start)?;
+            let bell = Arc::new(Doorbell::new()?);
+            epoll::add(
+                &sw.epoll,
+                &*bell,
+                epoll::EventData::new_u64(CONTROL_KEY),
+                epoll::EventFlags::IN,
+            )?;
+            let (tx, rx) = mpsc::channel();
+            sw.control = Some((rx, bell.clone()));
+            let loop_stats = sw.loop_stats.clone();
+            let cpu = cfg.cpu.map(|c| c + t);
+            let (pinned_tx, pinned) = mpsc::sync_channel(1);
+            let thread = std::thread::Builder::new()
+                .name(format!("pronto-switch-{t}"))
+                .spawn(move || {
+                    if let Some(c) = cpu {
+                        if let Err(e) = crate::pin_current_thread(c) {
+                            let _ = pinned_tx.send(Err(e));
+                            return Ok(());
+                        }
+                    }
+                    let _ = pinned_tx.send(Ok(()));
+                    sw.run()
+                })?;
+            // Started threads are stopped by the handle's drop if a later
+            // one fails to start.
+            handle.workers.push(Worker {
+                tx,
+                bell,
+                loop_stats,
+                thread: Some(thread),
+            });
+            if let Ok(Err(e)) = pinned.recv() {
+                return Err(SwitchError::Config(format!(
+                    "cannot pin switching thread {t} to CPU {}: {e}",
+                    cpu.unwrap_or_default()
+                )));
+            }
+        }
+        Ok(handle)
     }
 
-    fn send(&self, cmd: Cmd) -> Result<(), SwitchError> {
-        self.tx.send(cmd).map_err(|_| SwitchError::Stopped)?;
-        self.bell.ring()?;
+    fn send(&self, t: usize, cmd: Cmd) -> Result<(), SwitchError> {
+        let w = &self.workers[t];
+        w.tx.send(cmd).map_err(|_| SwitchError::Stopped)?;
+        w.bell.ring()?;
         Ok(())
     }
 
-    /// Attaches `shm` as port `id` while the switch runs.
-    pub fn attach(&self, id: u16, shm: PortShm) -> Result<(), SwitchError> {
+    fn placement(&self) -> MutexGuard<'_, Placement> {
+        self.placement.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Switching threads.
+    pub fn threads(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Attaches `shm` as port `id` while the switch runs, on the thread
+    /// serving the fewest ports; returns that thread.
+    pub fn attach(&self, id: u16, shm: PortShm) -> Result<usize, SwitchError> {
+        let mut p = self.placement();
+        if p.owner.contains_key(&id) {
+            return Err(SwitchError::PortTaken(id));
+        }
+        let t = (0..p.load.len()).min_by_key(|&t| p.load[t]).unwrap_or(0);
         let (tx, rx) = mpsc::sync_channel(1);
-        self.send(Cmd::Attach(id, shm, tx))?;
+        self.send(t, Cmd::Attach(id, shm, tx))?;
         let stats = rx.recv().map_err(|_| SwitchError::Stopped)??;
-        self.stats
-            .lock()
-            .map_err(|_| SwitchError::Stopped)?
-            .insert(id, stats);
-        Ok(())
+        p.owner.insert(id, t);
+        p.load[t] += 1;
+        p.stats.insert(id, stats);
+        Ok(t)
     }
 
     /// Detaches port `id` while the switch runs.
     pub fn detach(&self, id: u16) -> Result<(), SwitchError> {
+        let mut p = self.placement();
+        let t = *p.owner.get(&id).ok_or(SwitchError::NoPort(id))?;
         let (tx, rx) = mpsc::sync_channel(1);
-        self.send(Cmd::Detach(id, tx))?;
-        if rx.recv().map_err(|_| SwitchError::Stopped)? {
-            Ok(())
-        } else {
-            Err(SwitchError::NoPort(id))
+        self.send(t, Cmd::Detach(id, tx))?;
+        if !rx.recv().map_err(|_| SwitchError::Stopped)? {
+            return Err(SwitchError::NoPort(id));
         }
+        p.owner.remove(&id);
+        p.load[t] -= 1;
+        Ok(())
     }
 
-    /// Adds a static MAC → port entry.
-    pub fn add_static(&self, m: [u8; 6], port: u16) -> Result<(), SwitchError> {
-        self.send(Cmd::Static(mac(&m), port))
+    /// Adds a static MAC → port entry (false if the table is full).
+    pub fn add_static(&self, m: [u8; 6], port: u16) -> Result<bool, SwitchError> {
+        Ok(write(&self.fabric).table.add_static(mac(&m), port))
     }
 
     /// Counters of port `id` (kept after a detach, frozen).
     pub fn counters(&self, id: u16) -> Option<PortCounters> {
-        self.stats.lock().ok()?.get(&id).map(|s| s.get())
+        self.placement().stats.get(&id).map(|s| s.get())
     }
 
-    /// Rounds the loop has run.
+    /// The switching thread serving port `id`.
+    pub fn thread_of(&self, id: u16) -> Option<usize> {
+        self.placement().owner.get(&id).copied()
+    }
+
+    /// Rounds the loops have run, over every thread.
     pub fn rounds(&self) -> u64 {
-        self.loop_stats.rounds.load(Ordering::Relaxed)
+        let r = |w: &Worker| w.loop_stats.rounds.load(Ordering::Relaxed);
+        self.workers.iter().map(r).sum()
     }
 
-    /// Times the loop blocked on the doorbells.
+    /// Times the loops blocked on the doorbells, over every thread.
     pub fn sleeps(&self) -> u64 {
-        self.loop_stats.sleeps.load(Ordering::Relaxed)
+        let s = |w: &Worker| w.loop_stats.sleeps.load(Ordering::Relaxed);
+        self.workers.iter().map(s).sum()
     }
 
-    /// Stops the switch thread and waits for it.
+    /// Stops the switching threads and waits for them.
     pub fn stop(mut self) -> Result<(), SwitchError> {
         self.shutdown()
     }
 
     fn shutdown(&mut self) -> Result<(), SwitchError> {
-        let Some(t) = self.thread.take() else {
-            return Ok(());
-        };
-        let _ = self.send(Cmd::Stop);
-        match t.join() {
-            Ok(r) => Ok(r?),
-            Err(_) => Err(SwitchError::Stopped),
+        let mut result = Ok(());
+        for t in 0..self.workers.len() {
+            let Some(thread) = self.workers[t].thread.take() else {
+                continue;
+            };
+            let _ = self.send(t, Cmd::Stop);
+            let r = match thread.join() {
+                Ok(r) => r.map_err(SwitchError::from),
+                Err(_) => Err(SwitchError::Stopped),
+            };
+            if result.is_ok() {
+                result = r;
+            }
         }
+        result
     }
 }
 
@@ -861,5 +1083,42 @@ mod tests {
         pa.send(&[&f]);
         sw.poll_once();
         assert_eq!(sw.counters(1).expect("a").rx_packets, 2);
+    }
+
+    #[test]
+    fn sibling_engines_share_ports_and_macs() {
+        let mut s0 = Switch::new(Config::default()).expect("switch");
+        let mut s1 = s0.sibling().expect("sibling");
+        let g = Geometry::new(256, 128).expect("g");
+        let a = PortShm::create("a", g).expect("a");
+        let b = PortShm::create("b", g).expect("b");
+        s0.attach(1, a.clone()).expect("attach");
+        s1.attach(2, b.clone()).expect("attach");
+        assert!(
+            matches!(s1.attach(1, a.clone()), Err(SwitchError::PortTaken(1))),
+            "port numbers are switch-wide"
+        );
+        let mut pa = Peer::new(a, 64).expect("peer a");
+        let mut pb = Peer::new(b, 64).expect("peer b");
+        let (ma, mb) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        // Unknown destination: engine 0 floods into engine 1's port, and
+        // learns a.
+        let f = frame(mb, ma, 7, 100);
+        pa.send(&[&f]);
+        assert_eq!((s1.poll_once(), s0.poll_once()), (0, 1));
+        let mut got = Vec::new();
+        pb.recv(|x| got.push(x.to_vec()));
+        assert_eq!(got, vec![f]);
+        // b answers through engine 1, unicast to the learned a.
+        let r = frame(ma, mb, 9, 60);
+        pb.send(&[&r]);
+        assert_eq!(s1.poll_once(), 1);
+        got.clear();
+        pa.recv(|x| got.push(x.to_vec()));
+        assert_eq!(got, vec![r]);
+        assert_eq!(s0.counters(1).expect("a").tx_packets, 1);
+        assert_eq!(s1.counters(2).expect("b").rx_packets, 1);
+        assert!(!s0.detach(2), "engine 0 does not serve port 2");
+        assert!(s1.detach(2));
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A MAC address packed into the low 48 bits of a `u64` (first byte
 /// highest).
@@ -56,8 +57,8 @@ pub struct MacTable {
     map: HashMap<Mac, Entry, BuildHasherDefault<MacHasher>>,
     max: usize,
     aging_ms: u32,
-    /// Addresses not learned because the table was full.
-    pub full: u64,
+    refresh_ms: u32,
+    full: AtomicU64,
 }
 
 impl MacTable {
@@ -70,7 +71,11 @@ impl MacTable {
             map,
             max,
             aging_ms,
-            full: 0,
+            // A learned entry is refreshed at most this often: the table
+            // is shared by the switching threads, and a refresh takes its
+            // write lock.
+            refresh_ms: (aging_ms / 4).clamp(1, 1000),
+            full: AtomicU64::new(0),
         }
     }
 
@@ -108,8 +113,30 @@ impl MacTable {
                 },
             );
         } else {
-            self.full += 1;
+            self.full.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Whether `learn(m, port, now_ms)` would change anything worth a
+    /// write: `m` is new (and there is room), moved, or due for a refresh.
+    /// An address turned away because the table is full is counted here.
+    #[inline]
+    pub fn needs_learn(&self, m: Mac, port: u16, now_ms: u32) -> bool {
+        match self.map.get(&m) {
+            Some(e) => {
+                !e.fixed && (e.port != port || now_ms.wrapping_sub(e.seen) >= self.refresh_ms)
+            }
+            None if self.map.len() < self.max => true,
+            None => {
+                self.full.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// Addresses not learned because the table was full.
+    pub fn full(&self) -> u64 {
+        self.full.load(Ordering::Relaxed)
     }
 
     /// The port for `m`, unless unknown or aged out.
@@ -164,7 +191,16 @@ mod tests {
         assert_eq!(t.lookup(b, 161), None, "aged");
         t.learn(3, 1, 0);
         t.learn(4, 1, 0);
-        assert_eq!(t.full, 1);
+        assert_eq!(t.full(), 1);
+        assert!(!t.needs_learn(5, 1, 0), "full: turned away");
+        assert_eq!(t.full(), 2);
+        assert!(!t.needs_learn(a, 1, 0), "static never learns");
+        assert!(!t.needs_learn(3, 1, 0), "fresh, same port");
+        assert!(t.needs_learn(3, 2, 0), "moved");
+        assert!(
+            t.needs_learn(3, 1, 25),
+            "due for a refresh (aging 100 ms / 4)"
+        );
         t.expire(1000);
         assert_eq!(t.len(), 1);
         t.remove_port(7);

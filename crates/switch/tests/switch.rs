@@ -79,14 +79,25 @@ fn exchange(
 
 #[test]
 fn two_peers_exchange_frames_byte_exactly() {
+    two_peers_exchange(1);
+}
+
+#[test]
+fn two_peers_on_two_switching_threads_exchange_frames_byte_exactly() {
+    two_peers_exchange(2);
+}
+
+fn two_peers_exchange(threads: usize) {
     let sw = SwitchHandle::spawn(Config {
         learning: false,
+        threads,
         ..Config::default()
     })
     .expect("switch");
+    assert_eq!(sw.threads(), threads);
     let (a, b) = (port("a"), port("b"));
-    sw.attach(1, a.clone()).expect("attach a");
-    sw.attach(2, b.clone()).expect("attach b");
+    assert_eq!(sw.attach(1, a.clone()).expect("attach a"), 0);
+    assert_eq!(sw.attach(2, b.clone()).expect("attach b"), threads - 1);
     sw.add_static(mac(1), 1).expect("static");
     sw.add_static(mac(2), 2).expect("static");
     let (ca, cb) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
@@ -106,6 +117,120 @@ fn two_peers_exchange_frames_byte_exactly() {
         assert_eq!(p.counters().bad_desc, 0);
     }
     sw.stop().expect("stop");
+}
+
+#[test]
+fn two_switching_threads_deliver_into_one_port_at_once() {
+    // The sink is served by thread 0, the senders by threads 1 and 0: both
+    // threads copy into the sink's slots concurrently, under its lock.
+    let sw = SwitchHandle::spawn(Config {
+        threads: 2,
+        ..Config::default()
+    })
+    .expect("switch");
+    let (sink, a, b) = (port("sink"), port("a"), port("b"));
+    assert_eq!(sw.attach(1, sink.clone()).expect("sink"), 0);
+    assert_eq!(sw.attach(2, a.clone()).expect("a"), 1);
+    assert_eq!(sw.attach(3, b.clone()).expect("b"), 0);
+    assert!(sw.add_static(mac(1), 1).expect("static"));
+    const N: u32 = 40_000;
+    let got = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
+    let senders: Vec<_> = [(a, 2u8), (b, 3u8)]
+        .into_iter()
+        .enumerate()
+        .map(|(k, (shm, me))| {
+            let seen = got[k].clone();
+            std::thread::spawn(move || {
+                let mut p = Peer::new(shm, 32).expect("sender");
+                let mut buf = [0u8; 2048];
+                let mut sent = 0u32;
+                while sent < N {
+                    // At most 64 frames ahead of the sink: the sink lends
+                    // 256 slots to both senders together.
+                    if (sent as u64) < seen.load(Ordering::Acquire) + 64 {
+                        let len = frame(mac(1), mac(me), sent, &mut buf);
+                        if p.send(&[&buf[..len]]) == 1 {
+                            sent += 1;
+                            continue;
+                        }
+                    }
+                    std::thread::yield_now();
+                }
+                p
+            })
+        })
+        .collect();
+    let mut ps = Peer::new(sink, 256).expect("sink peer");
+    let mut next = [0u32; 2];
+    let mut want = [0u8; 2048];
+    let t0 = Instant::now();
+    while next[0] < N || next[1] < N {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "stalled at {next:?}"
+        );
+        let k = ps.recv(|f| {
+            let from = f[11];
+            assert!(from == 2 || from == 3, "frame from {from}");
+            let i = (from - 2) as usize;
+            let len = frame(mac(1), mac(from), next[i], &mut want);
+            assert_eq!(f, &want[..len], "frame {} from port {from}", next[i]);
+            next[i] += 1;
+            got[i].store(next[i] as u64, Ordering::Release);
+        });
+        if k == 0 {
+            std::thread::yield_now();
+        }
+    }
+    for s in senders {
+        s.join().expect("sender");
+    }
+    let c = sw.counters(1).expect("sink");
+    assert_eq!((c.tx_packets, c.drops()), (2 * N as u64, 0), "{c:?}");
+    for id in [2, 3] {
+        let c = sw.counters(id).expect("sender");
+        assert_eq!((c.rx_packets, c.drops()), (N as u64, 0), "{c:?}");
+    }
+    // Detaching a port of one thread leaves the other thread's ports be.
+    sw.detach(3).expect("detach");
+    assert_eq!(sw.thread_of(3), None);
+    assert_eq!(sw.thread_of(2), Some(1));
+    assert!(sw.detach(3).is_err());
+    sw.stop().expect("stop");
+}
+
+#[test]
+fn switching_threads_out_of_range_are_refused() {
+    for threads in [0, 65] {
+        let e = SwitchHandle::spawn(Config {
+            threads,
+            ..Config::default()
+        })
+        .err()
+        .expect("refused");
+        assert_eq!(
+            e.to_string(),
+            format!("switching threads: {threads} is out of range (1 to 64)")
+        );
+    }
+    let pin = |cpu| {
+        SwitchHandle::spawn(Config {
+            threads: 2,
+            cpu: Some(cpu),
+            ..Config::default()
+        })
+        .err()
+        .expect("refused")
+        .to_string()
+    };
+    assert_eq!(
+        pin(1000),
+        "cannot pin switching thread 0 to CPU 1000: Invalid argument (os error 22)"
+    );
+    assert_eq!(
+        pin(100_000),
+        "cannot pin switching thread 0 to CPU 100000: CPU 100000 is out of range (0 to 1023)"
+    );
 }
 
 /// Receives what has arrived within `ms` milliseconds.

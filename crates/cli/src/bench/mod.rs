@@ -21,6 +21,7 @@ Usage:
 Subcommands:
   switch     switch throughput port to port at 64..1500 B, against the ring's limit
   ports      switch throughput as attached ports grow (1..1024, traffic on 2)
+  cores      switch throughput with 1..N switching threads sharing one switch
   gen IFACE  packet generator: UDP frames at full speed or a set rate out of IFACE
   sink IFACE receive and count, rate and one-way latency percentiles
   veth       OUVR: 64 B forwarding rate and ping delay through a middle namespace,
@@ -43,7 +44,7 @@ pub fn main(args: &[String]) -> ExitCode {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
         }
-        "switch" | "ports" => switch::main(sub, rest),
+        "switch" | "ports" | "cores" => switch::main(sub, rest),
         "gen" => gen::main(rest),
         "sink" => gen::sink(rest),
         "veth" => veth::main(rest),

@@ -57,6 +57,12 @@ pub fn main(sub: &str, args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
     match sub {
         "switch" => sizes(&c, dur, runs),
+        "cores" => cores(
+            &c,
+            dur,
+            runs,
+            c.opt("--max-threads")?.unwrap_or(cpus.min(8)),
+        ),
         _ => ports(&c, dur, runs, c.opt("--max-ports")?.unwrap_or(1024)),
     }
 }
@@ -165,6 +171,158 @@ fn ports(c: &Common, dur: Duration, runs: usize, max: u32) -> Result<(), String>
             ys: &["switch_mpps:switch"],
         },
     )
+}
+
+/// `pronto bench cores`: aggregate forwarding rate at 64 B with 1..`max`
+/// switching engines sharing one switch (one ports table, one MAC table),
+/// each on its own pinned thread.
+///
+/// So that the figure measures the switch and not a contest for cores
+/// between switching threads and traffic threads, each thread both plays
+/// its pair of peers (port A sends prefilled frames, port B takes them)
+/// and drives its own engine, which serves A's and B's receive sides. In
+/// `local` traffic A(t) sends to B(t), on the same engine; in `cross`
+/// traffic A(t) sends to B(t+1): every frame is copied by one thread into
+/// a port another thread serves, under that port's lock.
+fn cores(c: &Common, dur: Duration, runs: usize, max: usize) -> Result<(), String> {
+    if max == 0 || max > pronto_switch::switch::MAX_THREADS {
+        return Err("--max-threads must be 1..64".into());
+    }
+    let mut csv = Csv::new(&[
+        "threads",
+        "local_mpps",
+        "cross_mpps",
+        "local_speedup",
+        "cross_speedup",
+    ]);
+    println!(
+        "switch at 64 B, N engines on N threads (each also plays its peers), median of {runs} \
+         runs of {:.1} s",
+        dur.as_secs_f64()
+    );
+    println!("| threads | local Mpps | cross-thread Mpps | local / 1 thread | cross / 1 thread |");
+    println!("|---:|---:|---:|---:|---:|");
+    let (mut base_l, mut base_c) = (0.0, 0.0);
+    for t in 1..=max {
+        let mut l = Vec::new();
+        let mut x = Vec::new();
+        for _ in 0..runs {
+            l.push(engines_rate(t, false, dur)?);
+            x.push(engines_rate(t, true, dur)?);
+        }
+        let (l, x) = (median(&mut l), median(&mut x));
+        if t == 1 {
+            (base_l, base_c) = (l, x);
+        }
+        println!(
+            "| {t} | {:.1} | {:.1} | {:.2} | {:.2} |",
+            l / 1e6,
+            x / 1e6,
+            l / base_l,
+            x / base_c
+        );
+        csv.row(&[
+            t.to_string(),
+            format!("{:.3}", l / 1e6),
+            format!("{:.3}", x / 1e6),
+            format!("{:.3}", l / base_l),
+            format!("{:.3}", x / base_c),
+        ]);
+    }
+    let path = c.out.join("cores.csv");
+    csv.write(&path)?;
+    plot(
+        &path,
+        &c.out.join("cores.png"),
+        &PlotSpec {
+            title: "pronto switch at 64 B, switching threads sharing one switch",
+            x: ("threads", "switching threads"),
+            ylabel: "Mpps (all threads)",
+            ys: &[
+                "local_mpps:traffic within each thread's ports",
+                "cross_mpps:every frame to another thread's port",
+            ],
+        },
+    )
+}
+
+/// Frames per second delivered by `n` engines of one switch, each on its
+/// own thread with its pair of peers (see [`cores`]).
+fn engines_rate(n: usize, cross: bool, dur: Duration) -> Result<f64, String> {
+    let err = |e: pronto_switch::SwitchError| e.to_string();
+    let mut root = pronto_switch::Switch::new(Config {
+        learning: false,
+        ..Config::default()
+    })
+    .map_err(err)?;
+    let g = Geometry::new(SLOTS, RING_CAP).map_err(|e| e.to_string())?;
+    let b_mac = |t: usize| [2, 0, 0, 0, 1, t as u8];
+    let mut engines = Vec::new();
+    for t in 0..n {
+        let mut e = if t == 0 {
+            None
+        } else {
+            Some(root.sibling().map_err(err)?)
+        };
+        let sw = e.as_mut().unwrap_or(&mut root);
+        let a = PortShm::create("bench-a", g).map_err(|e| e.to_string())?;
+        let b = PortShm::create("bench-b", g).map_err(|e| e.to_string())?;
+        sw.attach(2 * t as u16, a.clone()).map_err(err)?;
+        sw.attach(2 * t as u16 + 1, b.clone()).map_err(err)?;
+        sw.add_static(b_mac(t), 2 * t as u16 + 1);
+        let mut pa = Peer::new(a, 0).map_err(|e| e.to_string())?;
+        let pb = Peer::new(b, RING_CAP).map_err(|e| e.to_string())?;
+        let to = if cross { (t + 1) % n } else { t };
+        let mut f = vec![0x55u8; 64];
+        f[..6].copy_from_slice(&b_mac(to));
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, t as u8]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        pa.prefill(&f);
+        engines.push((e, pa, pb));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let go = Arc::new(std::sync::Barrier::new(n + 1));
+    let counts: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let mut threads = Vec::new();
+    let mut root = Some(root);
+    for (t, (e, mut pa, mut pb)) in engines.into_iter().enumerate() {
+        let mut sw = match e {
+            Some(e) => e,
+            None => root.take().ok_or("engine 0 taken twice")?,
+        };
+        let (stop, go, count) = (stop.clone(), go.clone(), counts[t].clone());
+        threads.push(std::thread::spawn(move || {
+            if PIN.load(Ordering::Relaxed) {
+                let _ = pronto_switch::pin_current_thread(t);
+            }
+            go.wait();
+            let mut got = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..64 {
+                    pa.send_written(64, 64);
+                    sw.poll_once();
+                    got += pb.recv_discard() as u64;
+                }
+                count.store(got, Ordering::Relaxed);
+            }
+        }));
+    }
+    let total = || {
+        counts
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum::<u64>()
+    };
+    go.wait();
+    std::thread::sleep(dur / 5);
+    let (t0, n0) = (Instant::now(), total());
+    std::thread::sleep(dur);
+    let (t1, n1) = (Instant::now(), total());
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().map_err(|_| "a bench thread panicked")?;
+    }
+    Ok((n1 - n0) as f64 / (t1 - t0).as_secs_f64())
 }
 
 /// Frames per second from port A to port B at `size` bytes with `idle`
