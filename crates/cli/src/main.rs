@@ -2,6 +2,10 @@
 //! `click` command), check them, and document the element library.
 
 mod bench;
+mod ctl;
+mod daemon;
+mod demo;
+mod http;
 mod run;
 mod switch;
 
@@ -14,6 +18,12 @@ Usage:
   pronto run [OPTIONS] [FILE | -] [NAME=VALUE...]   run a configuration (like `click`)
   pronto check FILE                                 parse, resolve and validate only
   pronto switch [OPTIONS]                           run the shared-memory switch (`pronto switch --help`)
+  pronto demo                                       three tenants' sandboxed middleboxes on the
+                                                    switch, traffic through them, figures
+  pronto daemon [OPTIONS]                           the daemon: switch, sandboxed instances, REST API
+  pronto create|ls|show|rm|config|read|write|stats|ports|tenant ...
+                                                    manage instances through the daemon
+                                                    (`pronto ls --help`)
   pronto elements [CLASS]                           list classes, or document one
   pronto bench SUBCOMMAND [OPTIONS]                 run an experiment (`pronto bench help`)
   pronto --version
@@ -54,6 +64,9 @@ fn main() -> ExitCode {
         "elements" => elements(rest),
         "bench" => bench::main(rest),
         "switch" => switch::main(rest),
+        "daemon" => daemon::main(rest),
+        "demo" => demo::main(rest),
+        c if ctl::COMMANDS.contains(&c) => ctl::main(c, rest),
         // Started by the daemon inside a sandbox (control socket at fd 3).
         "instance" => pronto_sandbox::instance::main(),
         "--version" | "-v" | "version" => {

@@ -7,11 +7,13 @@
 //! under simulated time is deterministic.
 
 mod graph;
+mod remote;
 mod router;
 mod script;
 mod staticthreadsched;
 mod threads;
 
+pub use remote::Remote;
 pub use router::{
     all_classes, format_timestamp, is_known_class, lookup_class, wall_clock_ns, CallError, Clock,
     Router, RouterOptions,

@@ -145,6 +145,8 @@ pub struct Router {
     /// The other threads' routers, under `pronto run --threads N`
     /// (`None`: the only router, and no cost in the task loop).
     link: Option<Box<Link>>,
+    /// Calls from other threads ([`Router::remote`]).
+    pub(crate) inbox: Option<Box<crate::remote::Inbox>>,
     pool: Pool,
 }
 
@@ -355,6 +357,7 @@ impl Router {
             script_error: None,
             flat_text: flat.to_click(),
             link: None,
+            inbox: None,
             pool,
         })
     }
@@ -579,6 +582,12 @@ impl Router {
                         self.handle_stops();
                     }
                 }
+                if self.inbox.is_some() {
+                    self.serve_inbox();
+                    if self.ctrl.stop_requests > 0 {
+                        self.handle_stops();
+                    }
+                }
             }
             let mut busy = false;
             let mut next_wake = i64::MAX;
@@ -683,6 +692,13 @@ impl Router {
                             self.handle_stops();
                         }
                     }
+                    if let Some(inbox) = &self.inbox {
+                        inbox.bell.clear();
+                        self.serve_inbox();
+                        if self.ctrl.stop_requests > 0 {
+                            self.handle_stops();
+                        }
+                    }
                 }
             }
         }
@@ -736,6 +752,9 @@ impl Router {
         if let Some(link) = &self.link {
             fds.push(PollFd::new(&*link.bell, PollFlags::IN));
         }
+        if let Some(inbox) = &self.inbox {
+            fds.push(PollFd::new(&*inbox.bell, PollFlags::IN));
+        }
         // An interrupted or failed poll just ends the wait early.
         let _ = rustix::event::poll(&mut fds, Some(&ts));
         true
@@ -745,9 +764,13 @@ impl Router {
     /// of them rings this router's doorbell, at the latest.
     fn idle_sleep(&self, ns: i64) {
         let d = std::time::Duration::from_nanos(ns.max(0) as u64);
-        match &self.link {
-            Some(link) => link.bell.wait(d),
-            None => std::thread::sleep(d),
+        match (&self.link, &self.inbox) {
+            (Some(link), None) => link.bell.wait(d),
+            (None, Some(inbox)) => inbox.bell.wait(d),
+            (Some(link), Some(inbox)) => {
+                crate::threads::Bell::wait_either(&link.bell, &inbox.bell, d)
+            }
+            (None, None) => std::thread::sleep(d),
         }
     }
 
@@ -762,6 +785,11 @@ impl Router {
         self.link = Some(Box::new(link));
     }
 
+    /// Ends the run at once (a remote halt).
+    pub(crate) fn halt_now(&mut self) {
+        self.stopped = true;
+    }
+
     /// Stops if thread 0 has stopped, and answers the calls waiting in the
     /// inbox.
     pub(crate) fn serve_link(&mut self) {
@@ -774,7 +802,7 @@ impl Router {
         }
     }
 
-    fn handle_msg(&mut self, msg: Msg) {
+    pub(crate) fn handle_msg(&mut self, msg: Msg) {
         match msg {
             Msg::Call {
                 read,
@@ -792,6 +820,7 @@ impl Router {
                 bell.ring();
             }
             Msg::Stop => self.ctrl.stop_requests += 1,
+            Msg::Halt => self.halt_now(),
             Msg::Go | Msg::Quit => {
                 if let Some(link) = self.link.as_mut() {
                     link.pending = Some(msg);

@@ -351,7 +351,7 @@ pub fn partition(flat: &FlatConfig, nthreads: usize) -> Result<Partition, Vec<Di
 pub(crate) struct Bell(OwnedFd);
 
 impl Bell {
-    fn new() -> std::io::Result<Bell> {
+    pub(crate) fn new() -> std::io::Result<Bell> {
         let fd = rustix::event::eventfd(
             0,
             rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
@@ -384,6 +384,24 @@ impl Bell {
     }
 }
 
+impl Bell {
+    /// Waits until either bell rings or `timeout` passes, then clears both.
+    pub(crate) fn wait_either(a: &Bell, b: &Bell, timeout: Duration) {
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        let ts = Timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        let mut fds = [
+            PollFd::new(&a.0, PollFlags::IN),
+            PollFd::new(&b.0, PollFlags::IN),
+        ];
+        let _ = rustix::event::poll(&mut fds, Some(&ts));
+        a.clear();
+        b.clear();
+    }
+}
+
 impl AsFd for Bell {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()
@@ -403,6 +421,8 @@ pub(crate) enum Msg {
     },
     /// A stop request, for thread 0's driver.
     Stop,
+    /// End the run now (a [`crate::Remote`] halting the router).
+    Halt,
     /// Start running (worker threads, once every thread is built).
     Go,
     /// Leave.

@@ -72,6 +72,29 @@ fn mkdir(path: &Path) -> Result<(), SandboxError> {
     }
 }
 
+/// Makes a sandbox's own cgroup directory. One left behind by a sandbox
+/// whose owner died before cleaning up (its processes gone) is removed
+/// first, so no stale limit carries over.
+fn fresh_dir(path: &Path) -> Result<(), SandboxError> {
+    match std::fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_dir(path).map_err(|e| {
+                io_err(
+                    "removing a cgroup left by an earlier sandbox of this name (is it still \
+                     running?)",
+                    path,
+                    None,
+                    e,
+                )
+            })?;
+            std::fs::create_dir(path)
+                .map_err(|e| io_err("creating the cgroup directory", path, None, e))
+        }
+        Err(e) => Err(io_err("creating the cgroup directory", path, None, e)),
+    }
+}
+
 impl Cgroup {
     /// Creates `root/.../parent/name` and writes `limits` into it.
     pub fn create(
@@ -115,7 +138,7 @@ impl Cgroup {
             let p = mount.join(parent);
             mkdir(&p)?;
             let dir = p.join(name);
-            mkdir(&dir)?;
+            fresh_dir(&dir)?;
             self.dirs.push(dir.clone());
             match controller {
                 "memory" => {
@@ -221,7 +244,7 @@ impl Cgroup {
             )?;
         }
         let dir = p.join(name);
-        mkdir(&dir)?;
+        fresh_dir(&dir)?;
         self.dirs.push(dir.clone());
         if let Some(m) = limits.memory_bytes {
             write(

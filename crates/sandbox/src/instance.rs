@@ -8,11 +8,12 @@
 //! already namespaced, read-only, capability-less) view, and everything
 //! after runs under the allow-list.
 //!
-//! One thread, no step API: the runtime's `Router::run` owns the thread
-//! until the driver stops, so requests that arrive during a `RUN` wait
-//! until it ends (see the protocol's notes). A configuration that never
-//! stops keeps its requests waiting; the parent can still kill the
-//! process.
+//! Two threads, both started before the lock-down: this one reads
+//! requests; the router thread builds and runs routers (a `Router` stays
+//! on the thread that built it). While a router runs, handler calls reach
+//! it through its `Remote` between rounds of its task loop, and a new
+//! configuration is first built here, on the request thread, as a check,
+//! so that a bad one is refused while the old one keeps running.
 //!
 //! Arguments: `--pool-slots N` sets the packet pool's size (default
 //! [`DEFAULT_POOL_SLOTS`]; the pool is mapped and touched in full, so it
@@ -20,8 +21,10 @@
 
 use std::process::ExitCode;
 
+use std::sync::mpsc;
+
 use pronto_lang::SourceMap;
-use pronto_runtime::{Router, RouterOptions};
+use pronto_runtime::{Remote, Router, RouterOptions};
 
 use crate::proto::{self, Reply, Request};
 
@@ -34,8 +37,25 @@ const EXIT_SOCKET: u8 = 2;
 /// Exit status when the seccomp filter could not be installed.
 const EXIT_SECCOMP: u8 = 3;
 
+/// What the request thread asks of the router thread.
+enum Job {
+    /// Build a configuration (replacing the current router on success).
+    Build(String, mpsc::Sender<Result<(usize, Remote), String>>),
+    /// Call a handler of the current router while it is not running.
+    Call(bool, String, String, mpsc::Sender<Result<String, String>>),
+    /// Run the current router; the result goes to the sender when the
+    /// run ends.
+    Run(mpsc::Sender<Result<(), String>>),
+}
+
 struct Instance {
-    router: Option<Router>,
+    jobs: mpsc::Sender<Job>,
+    /// The current router's handle and its configuration text.
+    current: Option<(Remote, String)>,
+    /// Set while a run is in progress: where its end is reported.
+    running: Option<mpsc::Receiver<Result<(), String>>>,
+    /// How the last run ended, until `WAIT` collects it.
+    ended: Option<Result<(), String>>,
     locked: bool,
     pool_slots: usize,
 }
@@ -86,21 +106,35 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_SOCKET);
         }
     };
+    let (jobs, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("router".into())
+        .spawn(move || router_thread(rx, pool_slots));
+    if let Err(e) = spawned {
+        eprintln!("pronto instance: cannot start the router thread: {e}");
+        return ExitCode::from(EXIT_SOCKET);
+    }
     let mut inst = Instance {
-        router: None,
+        jobs,
+        current: None,
+        running: None,
+        ended: None,
         locked: false,
         pool_slots,
     };
     loop {
-        let payload = match proto::recv_frame(&sock) {
-            Ok(Some((payload, _fds))) => payload,
-            Ok(None) => return ExitCode::SUCCESS,
+        let (payload, fds) = match proto::recv_frame(&sock) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => {
+                inst.halt();
+                return ExitCode::SUCCESS;
+            }
             Err(e) => {
                 eprintln!("pronto instance: reading a request: {e}");
                 return ExitCode::from(EXIT_SOCKET);
             }
         };
-        let (reply, next) = inst.handle(&payload);
+        let (reply, next) = inst.handle(&payload, fds);
         if let Err(e) = proto::send_frame(&sock, &reply.encode(), &[]) {
             eprintln!("pronto instance: sending a reply: {e}");
             return ExitCode::from(EXIT_SOCKET);
@@ -111,15 +145,142 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The router thread: builds, runs and answers for routers.
+fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
+    let mut router: Option<Router> = None;
+    while let Ok(job) = jobs.recv() {
+        match job {
+            Job::Build(text, reply) => {
+                let r = build(&text, pool_slots).and_then(|mut r| {
+                    let remote = r
+                        .remote()
+                        .map_err(|e| format!("cannot make the router's doorbell: {e}"))?;
+                    let n = r.element_names().count();
+                    Ok((r, n, remote))
+                });
+                match r {
+                    Ok((r, n, remote)) => {
+                        // The old router (stopped) goes; the new one stays.
+                        router = Some(r);
+                        let _ = reply.send(Ok((n, remote)));
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
+            Job::Call(read, h, v, reply) => {
+                let r = match router.as_mut() {
+                    None => Err(NO_CONFIG.to_string()),
+                    Some(r) if read => r.read_handler(&h, &v).map_err(|e| e.to_string()),
+                    Some(r) => r
+                        .write_handler(&h, &v)
+                        .map(|()| String::new())
+                        .map_err(|e| e.to_string()),
+                };
+                let _ = reply.send(r);
+            }
+            Job::Run(done) => {
+                let r = match router.as_mut() {
+                    None => Err(NO_CONFIG.to_string()),
+                    Some(r) => r.run(),
+                };
+                let _ = done.send(r);
+            }
+        }
+    }
+}
+
+const NO_CONFIG: &str = "no configuration: send CONFIG first";
+
+/// Parses and builds `text`; the rendered diagnostics on failure.
+fn build(text: &str, pool_slots: usize) -> Result<Router, String> {
+    let mut sm = SourceMap::new();
+    let file = sm.add("config", text);
+    let opts = pronto_lang::Options {
+        defines: &[],
+        is_primitive: &pronto_runtime::is_known_class,
+    };
+    let render = |diags: &[pronto_lang::Diagnostic]| -> String {
+        diags
+            .iter()
+            .map(|d| d.render(&sm))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (flat, _warnings) = pronto_lang::parse_flat(&sm, file, &opts).map_err(|d| render(&d))?;
+    let ropts = RouterOptions {
+        base_dir: "/".into(),
+        pool_slots,
+        ..RouterOptions::default()
+    };
+    Router::build(&flat, &sm, &ropts).map_err(|d| render(&d))
+}
+
 impl Instance {
-    fn handle(&mut self, payload: &[u8]) -> (Reply, Next) {
+    /// Notices a run that ended by itself.
+    fn poll_run(&mut self) {
+        if let Some(rx) = &self.running {
+            if let Ok(r) = rx.try_recv() {
+                self.running = None;
+                self.ended = Some(r);
+            }
+        }
+    }
+
+    /// Ends the current run, if any, and waits for it.
+    fn halt(&mut self) {
+        if let (Some(rx), Some((remote, _))) = (self.running.take(), &self.current) {
+            remote.halt();
+            if let Ok(r) = rx.recv() {
+                self.ended = Some(r);
+            }
+        }
+    }
+
+    fn ask<T>(&self, make: impl FnOnce(mpsc::Sender<T>) -> Job) -> Result<T, String> {
+        let (tx, rx) = mpsc::channel();
+        self.jobs
+            .send(make(tx))
+            .map_err(|_| "the router thread has ended".to_string())?;
+        rx.recv()
+            .map_err(|_| "the router thread has ended".to_string())
+    }
+
+    fn start_run(&mut self) -> Result<(), String> {
+        let (tx, rx) = mpsc::channel();
+        self.jobs
+            .send(Job::Run(tx))
+            .map_err(|_| "the router thread has ended".to_string())?;
+        self.running = Some(rx);
+        self.ended = None;
+        Ok(())
+    }
+
+    fn handle(&mut self, payload: &[u8], fds: Vec<std::os::fd::OwnedFd>) -> (Reply, Next) {
+        self.poll_run();
         let req = match Request::parse(payload) {
             Ok(r) => r,
             Err(e) => return (Reply::Err(e), Next::Continue),
         };
+        let ok = |t: &str| (Reply::Ok(t.to_string()), Next::Continue);
+        let err = |t: String| (Reply::Err(t), Next::Continue);
         match req {
-            Request::Ping => (Reply::Ok("pronto-instance".into()), Next::Continue),
-            Request::Stop => (Reply::Ok(String::new()), Next::Exit(ExitCode::SUCCESS)),
+            Request::Ping => ok("pronto-instance"),
+            Request::Stop => {
+                self.halt();
+                (Reply::Ok(String::new()), Next::Exit(ExitCode::SUCCESS))
+            }
+            Request::Port(iface, slots, ring) => {
+                let r = pronto_switch::Geometry::new(slots, ring)
+                    .and_then(|g| pronto_switch::PortShm::from_fds(fds, g))
+                    .map_err(|e| format!("PORT {iface}: {e}"))
+                    .and_then(|shm| pronto_elements::userlevel::swport::give_port(iface, shm));
+                match r {
+                    Ok(()) => ok(""),
+                    Err(e) => err(e),
+                }
+            }
             Request::Config(text) => match self.configure(text) {
                 Ok(n) => {
                     if !self.locked {
@@ -128,67 +289,91 @@ impl Instance {
                         }
                         self.locked = true;
                     }
-                    (Reply::Ok(format!("{n} elements")), Next::Continue)
+                    ok(&format!("{n} elements"))
                 }
-                Err(e) => (Reply::Err(e), Next::Continue),
+                Err(e) => err(e),
             },
-            Request::Read(h) => match self.router.as_mut() {
-                None => (no_config(), Next::Continue),
-                Some(r) => match r.read_handler(h, "") {
-                    Ok(v) => (Reply::Ok(v), Next::Continue),
-                    Err(e) => (Reply::Err(e.to_string()), Next::Continue),
-                },
+            Request::Read(h) => match self.call(true, h, "") {
+                Ok(v) => (Reply::Ok(v), Next::Continue),
+                Err(e) => err(e),
             },
-            Request::Write(h, v) => match self.router.as_mut() {
-                None => (no_config(), Next::Continue),
-                Some(r) => match r.write_handler(h, v) {
-                    Ok(()) => (Reply::Ok(String::new()), Next::Continue),
-                    Err(e) => (Reply::Err(e.to_string()), Next::Continue),
-                },
+            Request::Write(h, v) => match self.call(false, h, v) {
+                Ok(_) => ok(""),
+                Err(e) => err(e),
             },
-            Request::Run => match self.router.as_mut() {
-                None => (no_config(), Next::Continue),
-                Some(r) => match r.run() {
-                    Ok(()) => (Reply::Ok("stopped".into()), Next::Continue),
-                    Err(e) => (Reply::Err(e), Next::Continue),
-                },
-            },
+            Request::Run => {
+                if self.current.is_none() {
+                    return err(NO_CONFIG.into());
+                }
+                if self.running.is_some() {
+                    return ok("running");
+                }
+                match self.start_run() {
+                    Ok(()) => ok("running"),
+                    Err(e) => err(e),
+                }
+            }
+            Request::Wait => {
+                if let Some(rx) = self.running.take() {
+                    self.ended = Some(
+                        rx.recv()
+                            .unwrap_or_else(|_| Err("the router thread has ended".to_string())),
+                    );
+                }
+                match self.ended.take() {
+                    Some(Ok(())) => ok("stopped"),
+                    Some(Err(e)) => err(e),
+                    None => err("not running: send RUN first".into()),
+                }
+            }
         }
     }
 
-    /// Parses and builds `text`; on success it replaces the current
-    /// router, on failure the current one stays. Returns the number of elements, or the rendered
-    /// diagnostics.
-    fn configure(&mut self, text: &str) -> Result<usize, String> {
-        let mut sm = SourceMap::new();
-        let file = sm.add("config", text);
-        let opts = pronto_lang::Options {
-            defines: &[],
-            is_primitive: &pronto_runtime::is_known_class,
-        };
-        let render = |diags: &[pronto_lang::Diagnostic]| -> String {
-            diags
-                .iter()
-                .map(|d| d.render(&sm))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        let (flat, _warnings) =
-            pronto_lang::parse_flat(&sm, file, &opts).map_err(|d| render(&d))?;
-        let ropts = RouterOptions {
-            base_dir: "/".into(),
-            pool_slots: self.pool_slots,
-            ..RouterOptions::default()
-        };
-        // Built beside the old one: a configuration that fails leaves the
-        // current router in place.
-        let router = Router::build(&flat, &sm, &ropts).map_err(|d| render(&d))?;
-        let n = router.element_names().count();
-        self.router = Some(router);
-        Ok(n)
+    fn call(&mut self, read: bool, h: &str, v: &str) -> Result<String, String> {
+        match (&self.current, &self.running) {
+            (None, _) => Err(NO_CONFIG.into()),
+            (Some((remote, _)), Some(_)) => {
+                let r = if read {
+                    remote.read(h, v)
+                } else {
+                    remote.write(h, v).map(|()| String::new())
+                };
+                r.map_err(|e| e.to_string())
+            }
+            (Some(_), None) => self.ask(|tx| Job::Call(read, h.to_string(), v.to_string(), tx))?,
+        }
     }
-}
 
-fn no_config() -> Reply {
-    Reply::Err("no configuration: send CONFIG first".into())
+    /// Builds `text`. While a router runs, the new configuration is built
+    /// here first as a check (a bad one changes nothing); then the old run
+    /// ends, the router thread builds the new one and runs it at once.
+    /// Returns the number of elements, or the rendered diagnostics.
+    fn configure(&mut self, text: &str) -> Result<usize, String> {
+        let was_running = self.running.is_some();
+        if was_running {
+            drop(build(text, self.pool_slots)?);
+            self.halt();
+        }
+        let built = self.ask(|tx| Job::Build(text.to_string(), tx))?;
+        match built {
+            Ok((n, remote)) => {
+                self.current = Some((remote, text.to_string()));
+                if was_running {
+                    self.start_run()?;
+                }
+                Ok(n)
+            }
+            Err(e) if was_running => {
+                // Checked above, so unexpected: bring the old one back.
+                if let Some((_, old)) = self.current.take() {
+                    if let Ok(Ok((_, remote))) = self.ask(|tx| Job::Build(old.clone(), tx)) {
+                        self.current = Some((remote, old));
+                        self.start_run()?;
+                    }
+                }
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
 }

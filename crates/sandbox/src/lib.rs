@@ -918,9 +918,26 @@ impl Sandbox {
         self.request(&Request::Write(handler, value)).map(|_| ())
     }
 
-    /// `RUN`: runs the router until its driver stops.
+    /// `RUN`: starts the router running (on the instance's router
+    /// thread); returns at once.
     pub fn run(&mut self) -> Result<(), SandboxError> {
         self.request(&Request::Run).map(|_| ())
+    }
+
+    /// `WAIT`: waits until the run ends by itself (its driver stops).
+    pub fn wait_stopped(&mut self) -> Result<(), SandboxError> {
+        self.request(&Request::Wait).map(|_| ())
+    }
+
+    /// `PORT`: makes a switch port the instance's interface `iface`.
+    pub fn give_port(
+        &mut self,
+        iface: &str,
+        geometry: (u32, u32),
+        fds: &[BorrowedFd<'_>],
+    ) -> Result<(), SandboxError> {
+        self.request_with_fds(&Request::Port(iface, geometry.0, geometry.1), fds)
+            .map(|_| ())
     }
 
     /// `STOP`, then waits for the exit status.

@@ -12,17 +12,19 @@
 //! | request | meaning | reply |
 //! |---|---|---|
 //! | `PING` | liveness | `OK pronto-instance` |
-//! | `CONFIG <text>` | parse and configure a Click configuration, replacing the current one (not while it runs); the first accepted one locks the instance down (seccomp) before the reply | `OK <N> elements`, or `ERR <diagnostics>` (rendered rustc-style, file name `config`) |
-//! | `READ <element>.<handler>` | call a read handler | `OK <value>` |
-//! | `WRITE <element>.<handler>[ <value>]` | call a write handler (value: the rest of the frame, may be empty or contain spaces) | `OK` |
-//! | `RUN` | run the router until its driver stops (a `STOP true` source, a script's `stop`) | `OK stopped`, or `ERR <script error>` |
-//! | `STOP` | end the instance | `OK`, then the process exits with status 0 |
+//! | `PORT <iface> <slots> <ring>` + 3 descriptors | interface `iface` is this switch port: its memfd and its two doorbells (to the switch, to the instance), in that order; configurations then name only given interfaces in `FromDevice`/`ToDevice` | `OK` |
+//! | `CONFIG <text>` | parse and build a Click configuration, replacing the current one. While one runs, the new one is built and checked first: a bad one is refused and the old one keeps running; a good one replaces it and runs at once. The first accepted configuration locks the instance down (seccomp) before the reply | `OK <N> elements`, or `ERR <diagnostics>` (rendered rustc-style, file name `config`) |
+//! | `READ <element>.<handler>` | call a read handler (also while running) | `OK <value>` |
+//! | `WRITE <element>.<handler>[ <value>]` | call a write handler (value: the rest of the frame, may be empty or contain spaces; also while running) | `OK` |
+//! | `RUN` | start running the router on its own thread | `OK running` at once |
+//! | `WAIT` | wait until the run ends by itself (a `STOP true` source, a script's `stop`) | `OK stopped`, or `ERR <script error>` |
+//! | `STOP` | end the run (if any) and the instance | `OK`, then the process exits with status 0 |
 //!
 //! Replies are `OK` or `OK <text>` on success and `ERR <text>` on failure.
-//! Requests are answered in order, one at a time: while a `RUN` is in
-//! progress the instance reads no further request (the runtime has no step
-//! API to interleave handler calls with the task loop); they are answered
-//! when the run ends. End of stream on the socket ends the instance.
+//! Requests are answered in order, one at a time; the router runs on a
+//! thread of its own, and handler calls reach it between rounds of its
+//! task loop (`pronto_runtime::Remote`). End of stream on the socket ends
+//! the instance.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -46,6 +48,10 @@ pub enum Request<'a> {
     Write(&'a str, &'a str),
     /// `RUN`.
     Run,
+    /// `WAIT`.
+    Wait,
+    /// `PORT <iface> <slots> <ring>` (with the port's three descriptors).
+    Port(&'a str, u32, u32),
     /// `STOP`.
     Stop,
 }
@@ -60,6 +66,8 @@ impl<'a> Request<'a> {
             Request::Write(h, "") => format!("WRITE {h}").into_bytes(),
             Request::Write(h, v) => format!("WRITE {h} {v}").into_bytes(),
             Request::Run => b"RUN".to_vec(),
+            Request::Wait => b"WAIT".to_vec(),
+            Request::Port(i, s, r) => format!("PORT {i} {s} {r}").into_bytes(),
             Request::Stop => b"STOP".to_vec(),
         }
     }
@@ -87,6 +95,19 @@ impl<'a> Request<'a> {
         match verb {
             "PING" => none(Request::Ping),
             "RUN" => none(Request::Run),
+            "WAIT" => none(Request::Wait),
+            "PORT" => {
+                let a = need("INTERFACE SLOTS RING")?;
+                let mut it = a.split(' ');
+                let bad = || format!("PORT: expected INTERFACE SLOTS RING, found `{a}`");
+                let iface = it.next().filter(|i| !i.is_empty()).ok_or_else(bad)?;
+                let slots = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+                let ring = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+                if it.next().is_some() {
+                    return Err(bad());
+                }
+                Ok(Request::Port(iface, slots, ring))
+            }
             "STOP" => none(Request::Stop),
             "CONFIG" => Ok(Request::Config(arg.unwrap_or(""))),
             "READ" => Ok(Request::Read(need("ELEMENT.HANDLER")?)),
@@ -98,7 +119,7 @@ impl<'a> Request<'a> {
                 })
             }
             _ => Err(format!(
-                "unknown request `{}`: expected PING, CONFIG, READ, WRITE, RUN or STOP",
+                "unknown request `{}`: expected PING, PORT, CONFIG, READ, WRITE, RUN, WAIT or STOP",
                 verb.chars().take(32).collect::<String>()
             )),
         }
@@ -228,6 +249,8 @@ mod tests {
             Request::Write("c.reset", ""),
             Request::Write("q.capacity", "10 20"),
             Request::Run,
+            Request::Wait,
+            Request::Port("eth0", 256, 128),
             Request::Stop,
         ] {
             let enc = r.encode();
@@ -245,6 +268,10 @@ mod tests {
             .expect_err("unknown")
             .starts_with("unknown request `HELLO`"));
         assert!(Request::parse(&[0xff]).is_err());
+        assert_eq!(
+            Request::parse(b"PORT eth0 12").expect_err("short"),
+            "PORT: expected INTERFACE SLOTS RING, found `eth0 12`"
+        );
     }
 
     #[test]

@@ -113,6 +113,10 @@ pub fn allowed() -> Vec<(i64, &'static str)> {
         (libc::SYS_ftruncate, "sizing that pool"),
         // --- threads' primitives and randomness ---
         (libc::SYS_futex, "std's locks and once-cells"),
+        (
+            libc::SYS_eventfd2,
+            "the doorbell of a router built after lock-down (handler calls while it runs)",
+        ),
         (libc::SYS_getrandom, "hash map seeds"),
         // --- signals and exit ---
         (libc::SYS_rt_sigreturn, "returning from a signal handler"),
@@ -217,9 +221,10 @@ pub fn install() -> Result<(), String> {
     let [allow, deny] = programs()?;
     // The open filter first: once the allow-list is in, `seccomp` and
     // `prctl` themselves are no longer allowed.
-    seccompiler::apply_filter(&deny)
+    // Every thread (the request thread and the router's) gets both filters.
+    seccompiler::apply_filter_all_threads(&deny)
         .map_err(|e| format!("seccomp: installing the open filter: {e}"))?;
-    seccompiler::apply_filter(&allow)
+    seccompiler::apply_filter_all_threads(&allow)
         .map_err(|e| format!("seccomp: installing the allow-list: {e}"))?;
     Ok(())
 }

@@ -55,6 +55,7 @@ fn counter_counts_1000_packets_inside_a_sandbox() {
     sb.ping().expect("ping");
     assert_eq!(sb.configure(COUNTER).expect("config"), "3 elements");
     sb.run().expect("run");
+    sb.wait_stopped().expect("the run ends");
     assert_eq!(sb.read("c.count").expect("read"), "1000");
     sb.write("c.reset", "").expect("reset");
     assert_eq!(sb.read("c.count").expect("read"), "0");
@@ -86,6 +87,7 @@ fn a_sleeping_router_with_timers_and_output_runs_under_the_allow_list() {
     sb.write("c.reset", "").expect("reset");
     let start = Instant::now();
     sb.run().expect("run");
+    sb.wait_stopped().expect("the run ends");
     assert!(start.elapsed() >= Duration::from_millis(80));
     assert_eq!(sb.read("c.count").expect("read"), "5");
     assert_eq!(sb.stop().expect("stop").code(), Some(0));
@@ -223,6 +225,7 @@ fn bad_reconfiguration_is_rejected_and_the_old_one_stays() {
         other => panic!("expected ERR, got {other:?}"),
     }
     sb.run().expect("run");
+    sb.wait_stopped().expect("the run ends");
     assert_eq!(sb.read("c.count").expect("read"), "1000");
 }
 
@@ -536,4 +539,53 @@ fn measure_spawn_and_memory() {
     );
     drop(sock);
     child.wait().expect("wait");
+}
+
+#[test]
+fn handlers_answer_and_reconfiguration_works_while_the_router_runs() {
+    if !root_or_skip("handlers_answer_and_reconfiguration_works_while_the_router_runs") {
+        return;
+    }
+    let mut sb = spawn(&spec("live"));
+    sb.configure("c :: Counter; TimedSource(0.002s) -> c -> Discard;")
+        .expect("config");
+    sb.run().expect("run");
+    let count =
+        |sb: &mut Sandbox, h: &str| -> u64 { sb.read(h).expect("read").parse().expect("a number") };
+    let t0 = Instant::now();
+    while count(&mut sb, "c.count") < 3 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "never counted");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sb.write("c.reset", "").expect("reset while running");
+    // A bad configuration is refused; the old one keeps running.
+    match sb.configure("c :: Counter; Nope -> c;") {
+        Err(SandboxError::Remote(t)) => assert!(t.contains("Nope"), "{t}"),
+        other => panic!("expected ERR, got {other:?}"),
+    }
+    let before = count(&mut sb, "c.count");
+    let t0 = Instant::now();
+    while count(&mut sb, "c.count") <= before {
+        assert!(t0.elapsed() < Duration::from_secs(10), "stopped counting");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A good one replaces it and runs at once.
+    assert_eq!(
+        sb.configure("d :: Counter; TimedSource(0.002s) -> d -> Discard;")
+            .expect("reconfigure"),
+        "3 elements"
+    );
+    let t0 = Instant::now();
+    while count(&mut sb, "d.count") < 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the new one never counted"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    match sb.read("c.count") {
+        Err(SandboxError::Remote(t)) => assert_eq!(t, "no element named `c`"),
+        other => panic!("expected ERR, got {other:?}"),
+    }
+    assert_eq!(sb.stop().expect("stop").code(), Some(0));
 }

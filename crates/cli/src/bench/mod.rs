@@ -2,6 +2,7 @@
 //! subcommand measures pronto and its baseline in the same sitting, writes
 //! a CSV and, when Python's matplotlib is installed, a PNG plot next to it.
 
+mod daemon;
 mod gen;
 mod netns;
 mod switch;
@@ -27,6 +28,11 @@ Subcommands:
   veth       OUVR: 64 B forwarding rate and ping delay through a middle namespace,
              pronto (SOCKET, RING, RING+POLL = --busy-poll, XDP) against Linux forwarding
   tcp        iperf3 and ping through pronto between two namespaces, against Linux
+  boot       sandboxed instances: API request to first forwarded frame as they accumulate
+             (--count N, default 1000), idle memory (PSS) and idle CPU
+  handlers   handler write/read round trips through the REST API, 1 B to 64 KB
+  consolidate  --count N (10,000) instances at once answering ARP and ping; memory, idle CPU
+  chain      switch + sandboxed firewalls: by frame size, and chains of 1 to 5
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)
@@ -45,6 +51,7 @@ pub fn main(args: &[String]) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         "switch" | "ports" | "cores" => switch::main(sub, rest),
+        "boot" | "handlers" | "chain" | "consolidate" => daemon::main(sub, rest),
         "gen" => gen::main(rest),
         "sink" => gen::sink(rest),
         "veth" => veth::main(rest),

@@ -12,6 +12,10 @@
 //! packet (the switch cannot change it afterwards); sending copies the
 //! packet into one of the port's slots and publishes a batch at a time.
 //!
+//! In a sandboxed instance the daemon hands the interfaces' port memory
+//! over instead ([`give_port`]); the configuration then names only those
+//! interfaces.
+//!
 //! The registry of open ports is process-wide, so a `FromDevice(eth0)`
 //! on one thread of `pronto run --threads N` and a `ToDevice(eth0)` on
 //! another share one port behind a mutex: receiving locks it once per
@@ -57,8 +61,50 @@ fn current() -> Option<SwitchAttach> {
 /// One attached port, shared by the elements naming its interface.
 struct Port {
     peer: Peer,
-    /// Keeps the port attached; the switch detaches it when this closes.
-    _conn: UnixStream,
+    /// Keeps the port attached; the switch detaches it when this closes
+    /// (`None`: a port handed over by the daemon, which detaches it).
+    _conn: Option<UnixStream>,
+}
+
+/// Ports handed to this process by the daemon (a sandboxed instance has
+/// no way to reach the switch's socket: its interfaces' port memory and
+/// doorbells arrive over its control socket), by interface name. Held
+/// strongly: they outlive reconfigurations, which find them again.
+static GIVEN: Mutex<Option<HashMap<String, Arc<Mutex<Port>>>>> = Mutex::new(None);
+
+/// Makes `shm` this process's interface `ifname`: from now on every
+/// `FromDevice`/`ToDevice` names one of the given interfaces (and only
+/// those).
+pub fn give_port(ifname: &str, shm: pronto_switch::PortShm) -> Result<(), String> {
+    let lent = lend(shm.geometry);
+    let peer = Peer::new(shm, lent).map_err(|e| format!("{ifname}: {e}"))?;
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    let given = given.get_or_insert_with(HashMap::new);
+    if given.contains_key(ifname) {
+        return Err(format!("interface {ifname} was already given"));
+    }
+    given.insert(
+        ifname.to_string(),
+        Arc::new(Mutex::new(Port { peer, _conn: None })),
+    );
+    Ok(())
+}
+
+/// A given port for `ifname`, if ports were given at all.
+fn given(ifname: &str) -> Option<Result<Arc<Mutex<Port>>, String>> {
+    let given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    let given = given.as_ref()?;
+    Some(match given.get(ifname) {
+        Some(p) => Ok(p.clone()),
+        None => {
+            let mut names: Vec<&str> = given.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            Err(format!(
+                "{ifname}: this instance has no interface {ifname} (its interfaces: {})",
+                names.join(", ")
+            ))
+        }
+    })
 }
 
 impl Drop for Port {
@@ -93,6 +139,16 @@ type PortAndBell = (Arc<Mutex<Port>>, OwnedFd);
 /// The port for `ifname` when interfaces are switch ports (attaching it
 /// on first use), `Ok(None)` when they are Linux interfaces.
 fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
+    if let Some(p) = given(ifname) {
+        let port = p?;
+        let bell = lock(&port)
+            .peer
+            .shm()
+            .to_peer
+            .dup_fd()
+            .map_err(|e| format!("{ifname}: cannot duplicate the port's doorbell: {e}"))?;
+        return Ok(Some((port, bell)));
+    }
     let Some(sw) = current() else {
         return Ok(None);
     };
@@ -118,7 +174,7 @@ fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
             let peer = Peer::new(a.shm, lent).map_err(|e| format!("{ifname}: {e}"))?;
             let p = Arc::new(Mutex::new(Port {
                 peer,
-                _conn: a.conn,
+                _conn: Some(a.conn),
             }));
             open.insert(ifname.to_string(), Arc::downgrade(&p));
             p

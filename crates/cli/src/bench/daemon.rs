@@ -1,0 +1,644 @@
+//! The ClickOS evaluation redone on pronto's sandboxes, through the real
+//! daemon (started in this process, API on its unix socket):
+//!
+//! - `pronto bench boot`: from the API request to the instance forwarding
+//!   its first frame, as instances accumulate (1 .. `--count`), with each
+//!   idle instance's memory (PSS) and the idle CPU of everything.
+//! - `pronto bench handlers`: handler write and read round trips through
+//!   the API, payloads 1 B .. 64 KB.
+//! - `pronto bench consolidate`: `--count` (10,000) instances at once,
+//!   each answering ARP and ping through the switch, with memory and idle
+//!   CPU as they accumulate.
+//! - `pronto bench chain`: frames through the switch and 1 .. 5 sandboxed
+//!   middleboxes in a chain, at the six frame sizes for one.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use pronto_daemon::api::Daemon;
+use pronto_switch::Peer;
+use serde_json::json;
+
+use super::{median, plot, Common, Csv, PlotSpec};
+use crate::http::{request, Endpoint};
+
+/// Runs `pronto bench boot|handlers|chain`.
+pub fn main(sub: &str, args: &[String]) -> Result<(), String> {
+    if !rustix::process::geteuid().is_root() {
+        return Err("sandboxes need root (namespaces, cgroups)".into());
+    }
+    let c = Common::parse(args)?;
+    pronto_switch::raise_fd_limit()
+        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    match sub {
+        "boot" => boot(&c, c.opt("--count")?.unwrap_or(1000)),
+        "handlers" => handlers(&c, c.opt("--runs")?.unwrap_or(200)),
+        "consolidate" => consolidate(&c, c.opt("--count")?.unwrap_or(10_000)),
+        _ => chain(&c, c.opt("--duration")?.unwrap_or(1.0)),
+    }
+}
+
+struct Scratch {
+    dir: std::path::PathBuf,
+    d: Option<Daemon>,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(d) = self.d.take() {
+            d.shutdown();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn start(tag: &str, pool_slots: usize) -> Result<Scratch, String> {
+    let dir = std::env::temp_dir().join(format!("pronto-bench-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut o = crate::daemon::default_options()?;
+    o.socket = dir.join("sock");
+    o.state_dir = dir.join("state");
+    o.listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+    o.manager.pool_slots = pool_slots;
+    let d = Daemon::start(o)?;
+    Ok(Scratch { dir, d: Some(d) })
+}
+
+impl Scratch {
+    fn d(&self) -> &Daemon {
+        self.d.as_ref().expect("daemon running")
+    }
+
+    fn ep(&self) -> Endpoint {
+        Endpoint::Unix(self.d().socket.clone())
+    }
+
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> Result<String, String> {
+        let r = request(&self.ep(), None, method, path, body)?;
+        if r.status >= 400 {
+            return Err(format!("{method} {path}: {}", r.error()));
+        }
+        Ok(r.text())
+    }
+}
+
+fn mac(i: u32) -> [u8; 6] {
+    [2, 1, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]
+}
+
+fn mac_str(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+const GEN: [u8; 6] = [2, 0, 0, 0, 0, 0xfd];
+
+/// Instance `i`'s first frame: sent until it comes back mirrored.
+fn probe(gen: &mut Peer, i: u32, deadline: Duration) -> bool {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&mac(i));
+    f[6..12].copy_from_slice(&GEN);
+    f[12..14].copy_from_slice(&[0x88, 0xb5]);
+    f[14..18].copy_from_slice(&i.to_be_bytes());
+    let t0 = Instant::now();
+    let mut last_send = None::<Instant>;
+    while t0.elapsed() < deadline {
+        if last_send.is_none_or(|t| t.elapsed() > Duration::from_millis(2)) {
+            gen.send(&[&f]);
+            last_send = Some(Instant::now());
+        }
+        let mut back = false;
+        gen.recv(|r| back |= r.len() >= 18 && r[14..18] == i.to_be_bytes() && r[..6] == GEN);
+        if back {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    false
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn boot(c: &Common, count: u32) -> Result<(), String> {
+    let s = start("boot", 512)?;
+    let m = s.d().manager().clone();
+    let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
+    let _ = m.switch().add_static(GEN, gen_id);
+    let mut gen = Peer::new(gen_shm, 64).map_err(|e| e.to_string())?;
+    let config = "FromDevice(eth0) -> EtherMirror -> Queue(64) -> ToDevice(eth0);";
+    let mut csv = Csv::new(&["instance", "boot_ms", "api_ms"]);
+    let mut boots = Vec::new();
+    println!("creating {count} instances one after another (API request -> first frame forwarded)");
+    for i in 1..=count {
+        let body = json!({
+            "name": format!("b{i}"),
+            "config": config,
+            "interfaces": [{"name": "eth0", "mac": mac_str(&mac(i))}],
+        })
+        .to_string();
+        let t0 = Instant::now();
+        s.call(
+            "POST",
+            "/v1/instances",
+            Some(("application/json", body.as_bytes())),
+        )?;
+        let api = t0.elapsed();
+        if !probe(&mut gen, i, Duration::from_secs(5)) {
+            return Err(format!("instance {i} forwarded nothing within 5 s"));
+        }
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        boots.push(ms);
+        csv.row(&[
+            i.to_string(),
+            format!("{ms:.3}"),
+            format!("{:.3}", api.as_secs_f64() * 1e3),
+        ]);
+        if i.is_power_of_two() || i % 100 == 0 {
+            eprint!("\r  {i} instances, last boot {ms:.2} ms   ");
+        }
+    }
+    eprintln!();
+    // Memory of idle instances, and idle CPU of everything.
+    let mut pss = Vec::new();
+    for i in (1..=count).step_by((count as usize / 20).max(1)) {
+        if let Ok(v) = m.view("default", &format!("b{i}"), true) {
+            if let Some(p) = v.pss_bytes {
+                pss.push(p as f64);
+            }
+        }
+    }
+    let pids: Vec<u32> = m.list(None).iter().filter_map(|v| v.pid).collect();
+    let (self0, kids0) = (cpu_self(), cpu_of(&pids));
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let el = t0.elapsed().as_secs_f64();
+    let daemon_cpu = 100.0 * (cpu_self() - self0) / el;
+    let inst_cpu = 100.0 * (cpu_of(&pids) - kids0) / el;
+    let path = c.out.join("boot.csv");
+    csv.write(&path)?;
+    let n = boots.len();
+    let window = |k: usize| {
+        let lo = k.saturating_sub(5);
+        let hi = (k + 5).min(n);
+        median(&mut boots[lo..hi].to_vec())
+    };
+    let first = boots[0];
+    let last = window(n - 1);
+    let mut all = boots.clone();
+    println!("| instances | boot median ms | boot p99 ms | 1st ms | {n}th ms (median of 10 around) | {n}th / 1st | PSS idle MB (median) | daemon+switch CPU idle | all instances' CPU idle |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {n} | {:.2} | {:.2} | {first:.2} | {last:.2} | {:.2} | {:.2} | {daemon_cpu:.2}% | {inst_cpu:.2}% |",
+        median(&mut all.clone()),
+        pct(&mut all, 0.99),
+        last / first.max(1e-9),
+        median(&mut pss) / 1e6
+    );
+    plot(
+        &path,
+        &c.out.join("boot.png"),
+        &PlotSpec {
+            title: "pronto: API request to first forwarded frame, as instances accumulate",
+            x: ("instance", "instances running"),
+            ylabel: "ms",
+            ys: &[
+                "boot_ms:request to first frame back",
+                "api_ms:request to API reply",
+            ],
+        },
+    )?;
+    for i in 1..=count {
+        let _ = m.remove("default", &format!("b{i}"));
+    }
+    m.detach_port(gen_id);
+    Ok(())
+}
+
+/// CPU seconds of this process.
+fn cpu_self() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// CPU seconds of these processes (utime + stime), from /proc.
+fn cpu_of(pids: &[u32]) -> f64 {
+    let tick = 100.0;
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .filter_map(|s| {
+            let rest = s.rsplit(')').next()?.to_string();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let u: f64 = f.get(11)?.parse().ok()?;
+            let k: f64 = f.get(12)?.parse().ok()?;
+            Some((u + k) / tick)
+        })
+        .sum()
+}
+
+fn handlers(c: &Common, runs: usize) -> Result<(), String> {
+    let s = start("handlers", 512)?;
+    let body = json!({
+        "name": "state",
+        "config": "s :: TimedSource(ACTIVE false); c :: Counter; Idle -> c -> Discard;",
+    })
+    .to_string();
+    s.call(
+        "POST",
+        "/v1/instances",
+        Some(("application/json", body.as_bytes())),
+    )?;
+    let mut csv = Csv::new(&[
+        "bytes",
+        "write_us_p50",
+        "read_us_p50",
+        "write_us_p99",
+        "read_us_p99",
+    ]);
+    println!("handler round trips through the API (unix socket), {runs} each");
+    println!("| payload | write p50 µs | read p50 µs | write p99 µs | read p99 µs |");
+    println!("|---:|---:|---:|---:|---:|");
+    for size in [1usize, 16, 256, 1024, 4096, 16384, 65536] {
+        let payload: String = (0..size).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+        let (mut w, mut r) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            s.call(
+                "PUT",
+                "/v1/instances/state/handlers/s.data",
+                Some(("text/plain", payload.as_bytes())),
+            )?;
+            w.push(t0.elapsed().as_secs_f64() * 1e6);
+            let t0 = Instant::now();
+            let got = s.call("GET", "/v1/instances/state/handlers/s.data", None)?;
+            r.push(t0.elapsed().as_secs_f64() * 1e6);
+            if got.len() != size {
+                return Err(format!("read back {} bytes of {size}", got.len()));
+            }
+        }
+        let (w50, r50) = (median(&mut w.clone()), median(&mut r.clone()));
+        let (w99, r99) = (pct(&mut w, 0.99), pct(&mut r, 0.99));
+        println!("| {size} | {w50:.0} | {r50:.0} | {w99:.0} | {r99:.0} |");
+        csv.row(&[
+            size.to_string(),
+            format!("{w50:.1}"),
+            format!("{r50:.1}"),
+            format!("{w99:.1}"),
+            format!("{r99:.1}"),
+        ]);
+    }
+    let path = c.out.join("handlers.csv");
+    csv.write(&path)?;
+    plot(
+        &path,
+        &c.out.join("handlers.png"),
+        &PlotSpec {
+            title: "pronto: handler round trips through the REST API",
+            x: ("bytes", "payload (bytes)"),
+            ylabel: "µs (median)",
+            ys: &["write_us_p50:write", "read_us_p50:read"],
+        },
+    )
+}
+
+/// Frames per second through a chain of `n` sandboxed firewalls at `size`
+/// bytes (generator and sink ports in this process).
+fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration) -> Result<f64, String> {
+    let m = s.d().manager().clone();
+    let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
+    let (sink_id, sink_shm) = m.attach_port("bench/sink").map_err(|e| e.to_string())?;
+    const SINK: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
+    let _ = m.switch().add_static(SINK, sink_id);
+    let hop = |k: usize| [2, 2, 0, 0, k as u8, 1];
+    let mut names = Vec::new();
+    for k in 0..n {
+        let next = if k + 1 == n { SINK } else { hop(k + 1) };
+        let config = format!(
+            "FromDevice(eth0, BURST 32) -> Classifier(12/0800) -> Strip(14) -> CheckIPHeader \
+             -> IPFilter(allow udp, deny all) -> Unstrip(14) \
+             -> EtherRewrite({}, {}) -> Queue(1024) -> ToDevice(eth0, BURST 32);",
+            mac_str(&hop(k)),
+            mac_str(&next)
+        );
+        let name = format!("fw{k}");
+        let body = json!({
+            "name": name,
+            "config": config,
+            "interfaces": [{"name": "eth0", "mac": mac_str(&hop(k))}],
+        })
+        .to_string();
+        s.call(
+            "POST",
+            "/v1/instances",
+            Some(("application/json", body.as_bytes())),
+        )?;
+        names.push(name);
+    }
+    let mut gen = Peer::new(gen_shm, 0).map_err(|e| e.to_string())?;
+    let mut sink = Peer::new(sink_shm, 1024).map_err(|e| e.to_string())?;
+    let mut f = vec![0u8; size];
+    f[..6].copy_from_slice(&hop(0));
+    f[6..12].copy_from_slice(&GEN);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_len = (size - 14) as u16;
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    let mut sum = 0u32;
+    for c in f[14..34].chunks(2) {
+        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f[34..36].copy_from_slice(&1000u16.to_be_bytes());
+    f[36..38].copy_from_slice(&2000u16.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    gen.prefill(&f);
+    let mut measure = |d: Duration| {
+        let t0 = Instant::now();
+        let mut got = 0u64;
+        let mut sent = 0u64;
+        while t0.elapsed() < d {
+            // Keep at most 2,048 frames in flight: the chain sets the pace.
+            if sent < got + 2048 {
+                sent += gen.send_written(size as u16, 32) as u64;
+            }
+            got += sink.recv_discard() as u64;
+        }
+        got as f64 / t0.elapsed().as_secs_f64()
+    };
+    measure(dur / 4);
+    let r = measure(dur);
+    for name in names {
+        let _ = m.remove("default", &name);
+    }
+    m.detach_port(gen_id);
+    m.detach_port(sink_id);
+    Ok(r)
+}
+
+fn chain(c: &Common, secs: f64) -> Result<(), String> {
+    let s = start("chain", 2048)?;
+    let dur = Duration::from_secs_f64(secs);
+    let mut csv = Csv::new(&["size", "one_kpps"]);
+    println!("switch + one sandboxed firewall, by frame size");
+    println!("| frame | kpps | Gb/s |");
+    println!("|---:|---:|---:|");
+    for size in [64usize, 128, 256, 512, 1024, 1500] {
+        let r = chain_rate(&s, 1, size, dur)?;
+        println!(
+            "| {size} | {:.0} | {:.2} |",
+            r / 1e3,
+            r * (size as f64 + 24.0) * 8.0 / 1e9
+        );
+        csv.row(&[size.to_string(), format!("{:.1}", r / 1e3)]);
+    }
+    let path = c.out.join("chain_sizes.csv");
+    csv.write(&path)?;
+    plot(
+        &path,
+        &c.out.join("chain_sizes.png"),
+        &PlotSpec {
+            title: "pronto: switch + one sandboxed firewall",
+            x: ("size", "frame size (bytes)"),
+            ylabel: "kpps",
+            ys: &["one_kpps:forwarded"],
+        },
+    )?;
+    let mut csv = Csv::new(&["chain", "kpps", "of_one"]);
+    println!("\nchains of sandboxed firewalls, 64 B");
+    println!("| middleboxes | kpps | of one |");
+    println!("|---:|---:|---:|");
+    let mut one = 0.0;
+    for n in 1..=5 {
+        let r = chain_rate(&s, n, 64, dur)?;
+        if n == 1 {
+            one = r;
+        }
+        println!("| {n} | {:.0} | {:.2} |", r / 1e3, r / one);
+        csv.row(&[
+            n.to_string(),
+            format!("{:.1}", r / 1e3),
+            format!("{:.3}", r / one),
+        ]);
+    }
+    let path = c.out.join("chain.csv");
+    csv.write(&path)?;
+    plot(
+        &path,
+        &c.out.join("chain.png"),
+        &PlotSpec {
+            title: "pronto: chains of sandboxed firewalls (64 B)",
+            x: ("chain", "middleboxes in the chain"),
+            ylabel: "kpps",
+            ys: &["kpps:forwarded"],
+        },
+    )
+}
+
+/// Memory in use on the machine (MemTotal - MemAvailable), bytes.
+fn mem_used() -> u64 {
+    let t = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let get = |k: &str| {
+        t.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    get("MemTotal:").saturating_sub(get("MemAvailable:"))
+}
+
+/// Instance `i`'s IPv4 address (10.128.0.0/9).
+fn ip(i: u32) -> [u8; 4] {
+    let a = (10u32 << 24) | (128 << 16) | i;
+    a.to_be_bytes()
+}
+
+/// Sends an ARP request and a ping to instance `i`; true if both answer.
+fn answers(gen: &mut Peer, i: u32) -> bool {
+    let me = [10, 127, 255, 254];
+    let mut arp = vec![0u8; 60];
+    arp[..6].copy_from_slice(&[0xff; 6]);
+    arp[6..12].copy_from_slice(&GEN);
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    arp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    arp[22..28].copy_from_slice(&GEN);
+    arp[28..32].copy_from_slice(&me);
+    arp[38..42].copy_from_slice(&ip(i));
+    let mut ping = vec![0u8; 98];
+    ping[..6].copy_from_slice(&mac(i));
+    ping[6..12].copy_from_slice(&GEN);
+    ping[12..14].copy_from_slice(&[0x08, 0x00]);
+    ping[14] = 0x45;
+    ping[16..18].copy_from_slice(&84u16.to_be_bytes());
+    ping[22] = 64;
+    ping[23] = 1;
+    ping[26..30].copy_from_slice(&me);
+    ping[30..34].copy_from_slice(&ip(i));
+    let sum = |b: &[u8]| {
+        let mut s = 0u32;
+        for c in b.chunks(2) {
+            s += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+        }
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        !(s as u16)
+    };
+    let c = sum(&ping[14..34]);
+    ping[24..26].copy_from_slice(&c.to_be_bytes());
+    ping[34] = 8;
+    ping[38..40].copy_from_slice(&(i as u16).to_be_bytes());
+    let c = sum(&ping[34..]);
+    ping[36..38].copy_from_slice(&c.to_be_bytes());
+    let (mut got_arp, mut got_ping) = (false, false);
+    let t0 = Instant::now();
+    let mut sent = None::<Instant>;
+    while t0.elapsed() < Duration::from_secs(2) && !(got_arp && got_ping) {
+        if sent.is_none_or(|t| t.elapsed() > Duration::from_millis(100)) {
+            gen.send(&[&arp, &ping]);
+            sent = Some(Instant::now());
+        }
+        gen.recv(|r| {
+            if r.len() >= 42 && r[12..14] == [8, 6] && r[21] == 2 && r[28..32] == ip(i) {
+                got_arp = true;
+            }
+            if r.len() >= 42
+                && r[12..14] == [8, 0]
+                && r[23] == 1
+                && r[34] == 0
+                && r[26..30] == ip(i)
+            {
+                got_ping = true;
+            }
+        });
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    got_arp && got_ping
+}
+
+fn consolidate(c: &Common, count: u32) -> Result<(), String> {
+    // Room for the instances' processes and the daemon's threads.
+    let _ = std::fs::write("/proc/sys/kernel/pid_max", "4194304");
+    let _ = std::fs::write("/proc/sys/kernel/threads-max", "4194304");
+    let mut s = start("consolidate", 32)?;
+    let m = s.d().manager().clone();
+    let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
+    let _ = m.switch().add_static(GEN, gen_id);
+    let mut gen = Peer::new(gen_shm, 64).map_err(|e| e.to_string())?;
+    let mem0 = mem_used();
+    let mut csv = Csv::new(&[
+        "instances",
+        "mem_used_mb",
+        "mb_per_instance",
+        "boot_ms_last",
+        "answering",
+    ]);
+    println!("consolidation: up to {count} instances, each answering ARP and ping on the switch");
+    println!("| instances | memory used MB | MB per instance | boot ms (last) | sampled instances answering |");
+    println!("|---:|---:|---:|---:|---:|");
+    let mut reached = 0;
+    let mut why = String::new();
+    for i in 1..=count {
+        let config = format!(
+            "FromDevice(eth0) -> c :: Classifier(12/0806 20/0001, 12/0800, -);\n\
+             q :: Queue(16) -> ToDevice(eth0);\n\
+             c[0] -> ARPResponder({ip} {mac}) -> q;\n\
+             c[1] -> Strip(14) -> CheckIPHeader -> IPClassifier(icmp type echo and dst host {ip}) \
+             -> ICMPPingResponder -> Unstrip(14) -> EtherMirror -> q;\n\
+             c[2] -> Discard;",
+            ip = std::net::Ipv4Addr::from(ip(i)),
+            mac = mac_str(&mac(i))
+        );
+        let body = json!({
+            "name": format!("c{i}"),
+            "config": config,
+            "memory": "8M",
+            "pids": 4,
+            "interfaces": [{"name": "eth0", "mac": mac_str(&mac(i))}],
+        })
+        .to_string();
+        let t0 = Instant::now();
+        if let Err(e) = s.call(
+            "POST",
+            "/v1/instances",
+            Some(("application/json", body.as_bytes())),
+        ) {
+            why = e;
+            break;
+        }
+        let boot = t0.elapsed().as_secs_f64() * 1e3;
+        reached = i;
+        if i % 500 == 0 || i == count || i == 1 || i == 100 {
+            // Sample a few instances created so far.
+            let sample: Vec<u32> = (0..5).map(|k| 1 + (k * 7919 + i) % i).collect();
+            let ok = sample.iter().filter(|&&j| answers(&mut gen, j)).count();
+            let used = mem_used().saturating_sub(mem0) as f64 / 1e6;
+            println!(
+                "| {i} | {used:.0} | {:.2} | {boot:.1} | {ok}/{} |",
+                used / i as f64,
+                sample.len()
+            );
+            csv.row(&[
+                i.to_string(),
+                format!("{used:.1}"),
+                format!("{:.3}", used / i as f64),
+                format!("{boot:.2}"),
+                format!("{ok}"),
+            ]);
+        }
+    }
+    if reached < count {
+        println!("stopped at {reached} instances: {why}");
+    }
+    let pids: Vec<u32> = m.list(None).iter().filter_map(|v| v.pid).collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let (self0, kids0) = (cpu_self(), cpu_of(&pids));
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(5));
+    let el = t0.elapsed().as_secs_f64();
+    println!(
+        "idle with {reached} instances: daemon + switch {:.2}% of a core, all instances together {:.2}%",
+        100.0 * (cpu_self() - self0) / el,
+        100.0 * (cpu_of(&pids) - kids0) / el
+    );
+    let path = c.out.join("consolidate.csv");
+    csv.write(&path)?;
+    plot(
+        &path,
+        &c.out.join("consolidate.png"),
+        &PlotSpec {
+            title: "pronto: instances running at once (ARP + ping each)",
+            x: ("instances", "instances"),
+            ylabel: "MB of memory used",
+            ys: &["mem_used_mb:memory used"],
+        },
+    )?;
+    eprintln!("removing {reached} instances");
+    // Shutting the daemon down stops them all; the scratch store goes too.
+    m.detach_port(gen_id);
+    drop(m);
+    if let Some(d) = s.d.take() {
+        d.shutdown();
+    }
+    Ok(())
+}

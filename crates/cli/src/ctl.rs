@@ -1,0 +1,439 @@
+//! The daemon's command line: `pronto create`, `ls`, `show`, `rm`,
+//! `config`, `read`, `write`, `stats`, `tenant`, `ports`. Each is one API
+//! request; output is for people unless `--json` asks for the API's JSON.
+
+use std::process::ExitCode;
+
+use serde_json::{json, Value};
+
+use crate::http::{request, Endpoint, Response};
+
+const USAGE: &str = "\
+pronto: manage middlebox instances through the daemon (`pronto daemon`)
+
+Usage:
+  pronto create NAME --config FILE [--mem SIZE] [--cpu SHARE] [--pids N]
+                [--iface IFACE[=MAC]]... [--tenant T]
+  pronto ls                                   instances
+  pronto show NAME                            one instance (state, boot time, memory, crashes)
+  pronto rm NAME                              destroy an instance
+  pronto config NAME FILE                     replace its configuration (hot; a bad one is
+                                              refused and the old one keeps running)
+  pronto read NAME ELEMENT.HANDLER            call a read handler
+  pronto write NAME ELEMENT.HANDLER [VALUE]   call a write handler
+  pronto stats [NAME]                         daemon totals, or an instance's element counters
+  pronto ports                                switch ports and their counters
+  pronto tenant create NAME | ls | rm NAME    tenants (admin); create prints the tenant's token
+
+Options (any command):
+  --socket PATH   the daemon's unix socket (default $PRONTO_SOCKET, else the daemon's default)
+  --url HOST:PORT the daemon's TCP address instead (default $PRONTO_URL); needs a token
+  --token TOKEN   API token (default $PRONTO_TOKEN); tenants see only their own instances
+  --tenant T      (admin) address tenant T's instances
+  --json          print the API's JSON
+";
+
+/// Commands handled here.
+pub const COMMANDS: [&str; 10] = [
+    "create", "ls", "show", "rm", "config", "read", "write", "stats", "tenant", "ports",
+];
+
+struct Ctx {
+    ep: Endpoint,
+    token: Option<String>,
+    tenant: Option<String>,
+    json: bool,
+}
+
+impl Ctx {
+    fn q(&self, path: &str) -> String {
+        match &self.tenant {
+            Some(t) => format!("{path}?tenant={t}"),
+            None => path.to_string(),
+        }
+    }
+
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> Result<Response, String> {
+        let r = request(&self.ep, self.token.as_deref(), method, path, body)?;
+        if r.status >= 400 {
+            return Err(r.error());
+        }
+        Ok(r)
+    }
+
+    fn json(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+        let text = body.map(|b| b.to_string());
+        let r = self.call(
+            method,
+            path,
+            text.as_deref().map(|t| ("application/json", t.as_bytes())),
+        )?;
+        if r.body.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&r.body).map_err(|e| format!("the daemon sent bad JSON: {e}"))
+    }
+}
+
+/// Runs `pronto CMD ARGS` for the daemon commands.
+pub fn main(cmd: &str, args: &[String]) -> ExitCode {
+    match run(cmd, args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_empty() => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pronto {cmd}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cmd: &str, args: &[String]) -> Result<(), String> {
+    let mut pos = Vec::new();
+    let mut flags: Vec<(String, String)> = Vec::new();
+    let mut socket = None;
+    let mut url = std::env::var("PRONTO_URL").ok();
+    let mut token = std::env::var("PRONTO_TOKEN").ok();
+    let mut tenant = None;
+    let mut json = false;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let mut value = || -> Result<String, String> {
+            i += 1;
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| format!("{a} needs a value"))
+        };
+        match a {
+            "--socket" => socket = Some(value()?),
+            "--url" => url = Some(value()?),
+            "--token" => token = Some(value()?),
+            "--tenant" => tenant = Some(value()?),
+            "--json" => json = true,
+            "--help" | "-h" => return Err(String::new()),
+            "--config" | "--mem" | "--memory" | "--cpu" | "--pids" | "--iface" => {
+                let v = value()?;
+                flags.push((a.to_string(), v));
+            }
+            _ if a.starts_with("--") => {
+                return Err(format!("unknown option `{a}` (`pronto {cmd} --help`)"))
+            }
+            _ => pos.push(a.to_string()),
+        }
+        i += 1;
+    }
+    let ep = match (socket, url) {
+        (Some(s), _) => Endpoint::Unix(s.into()),
+        (None, Some(u)) => Endpoint::Tcp(
+            u.trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string(),
+        ),
+        (None, None) => Endpoint::Unix(crate::daemon::default_socket()),
+    };
+    let c = Ctx {
+        ep,
+        token,
+        tenant,
+        json,
+    };
+    let need = |n: usize, what: &str| -> Result<(), String> {
+        if pos.len() < n {
+            Err(format!("expected {what} (`pronto {cmd} --help`)"))
+        } else {
+            Ok(())
+        }
+    };
+    let flag = |name: &[&str]| {
+        flags
+            .iter()
+            .filter(|(k, _)| name.contains(&k.as_str()))
+            .map(|(_, v)| v.clone())
+            .collect::<Vec<_>>()
+    };
+    match cmd {
+        "create" => {
+            need(1, "NAME")?;
+            let file = flag(&["--config"])
+                .pop()
+                .ok_or("--config FILE is required (the instance's Click configuration)")?;
+            let config = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
+            let mut body = json!({"name": pos[0], "config": config});
+            if let Some(m) = flag(&["--mem", "--memory"]).pop() {
+                body["memory"] = json!(m);
+            }
+            if let Some(cpu) = flag(&["--cpu"]).pop() {
+                let v: f64 = cpu.parse().map_err(|_| {
+                    format!("--cpu: expected a share of a CPU (0.2), found `{cpu}`")
+                })?;
+                body["cpu"] = json!(v);
+            }
+            if let Some(p) = flag(&["--pids"]).pop() {
+                let v: u64 = p
+                    .parse()
+                    .map_err(|_| format!("--pids: expected a number, found `{p}`"))?;
+                body["pids"] = json!(v);
+            }
+            let ifaces: Vec<Value> = flag(&["--iface"])
+                .iter()
+                .map(|f| match f.split_once('=') {
+                    Some((n, m)) => json!({"name": n, "mac": m}),
+                    None => json!({"name": f}),
+                })
+                .collect();
+            if !ifaces.is_empty() {
+                body["interfaces"] = json!(ifaces);
+            }
+            if let Some(t) = &c.tenant {
+                body["tenant"] = json!(t);
+            }
+            let v = c.json("POST", "/v1/instances", Some(&body))?;
+            print_instance(&c, &v, true);
+        }
+        "ls" => {
+            let v = c.json("GET", &c.q("/v1/instances"), None)?;
+            if c.json {
+                println!("{v:#}");
+            } else {
+                print_table(&v);
+            }
+        }
+        "show" => {
+            need(1, "NAME")?;
+            let v = c.json("GET", &c.q(&format!("/v1/instances/{}", pos[0])), None)?;
+            print_instance(&c, &v, false);
+        }
+        "rm" => {
+            need(1, "NAME")?;
+            c.call("DELETE", &c.q(&format!("/v1/instances/{}", pos[0])), None)?;
+            if !c.json {
+                println!("removed {}", pos[0]);
+            }
+        }
+        "config" => {
+            need(2, "NAME FILE")?;
+            let config =
+                std::fs::read_to_string(&pos[1]).map_err(|e| format!("{}: {e}", pos[1]))?;
+            let v = c.json(
+                "PUT",
+                &c.q(&format!("/v1/instances/{}/config", pos[0])),
+                Some(&json!({ "config": config })),
+            )?;
+            if c.json {
+                println!("{v:#}");
+            } else {
+                println!("reconfigured {}", pos[0]);
+            }
+        }
+        "read" => {
+            need(2, "NAME ELEMENT.HANDLER")?;
+            let r = c.call(
+                "GET",
+                &c.q(&format!("/v1/instances/{}/handlers/{}", pos[0], pos[1])),
+                None,
+            )?;
+            let t = r.text();
+            print!("{t}");
+            if !t.ends_with('\n') {
+                println!();
+            }
+        }
+        "write" => {
+            need(2, "NAME ELEMENT.HANDLER [VALUE]")?;
+            let value = pos[2..].join(" ");
+            c.call(
+                "PUT",
+                &c.q(&format!("/v1/instances/{}/handlers/{}", pos[0], pos[1])),
+                Some(("text/plain", value.as_bytes())),
+            )?;
+        }
+        "stats" => {
+            let path = match pos.first() {
+                Some(n) => c.q(&format!("/v1/instances/{n}/stats")),
+                None => "/v1/stats".to_string(),
+            };
+            let v = c.json("GET", &path, None)?;
+            if c.json || pos.is_empty() {
+                println!("{v:#}");
+            } else {
+                print_element_stats(&v);
+            }
+        }
+        "ports" => {
+            let v = c.json("GET", "/v1/switch/ports", None)?;
+            if c.json {
+                println!("{v:#}");
+            } else {
+                println!(
+                    "{:>5}  {:<32} {:>12} {:>12} {:>10}",
+                    "PORT", "NAME", "RX PKTS", "TX PKTS", "DROPS"
+                );
+                for p in v.as_array().into_iter().flatten() {
+                    println!(
+                        "{:>5}  {:<32} {:>12} {:>12} {:>10}",
+                        p["port"],
+                        s(&p["name"]),
+                        p["rx_packets"],
+                        p["tx_packets"],
+                        p["drops"]
+                    );
+                }
+            }
+        }
+        "tenant" => match pos.first().map(String::as_str) {
+            Some("create") => {
+                need(2, "create NAME")?;
+                let v = c.json("POST", "/v1/tenants", Some(&json!({"name": pos[1]})))?;
+                if c.json {
+                    println!("{v:#}");
+                } else {
+                    println!("tenant {} created; its token (shown once):", pos[1]);
+                    println!("{}", s(&v["token"]));
+                }
+            }
+            Some("ls") | None => {
+                let v = c.json("GET", "/v1/tenants", None)?;
+                if c.json {
+                    println!("{v:#}");
+                } else {
+                    for t in v.as_array().into_iter().flatten() {
+                        println!("{:<32} {} instances", s(&t["name"]), t["instances"]);
+                    }
+                }
+            }
+            Some("rm") => {
+                need(2, "rm NAME")?;
+                c.call("DELETE", &format!("/v1/tenants/{}", pos[1]), None)?;
+            }
+            Some(other) => {
+                return Err(format!("unknown tenant command `{other}` (create, ls, rm)"))
+            }
+        },
+        _ => return Err(String::new()),
+    }
+    Ok(())
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn mb(v: &Value) -> String {
+    v.as_u64()
+        .map(|b| format!("{:.1} MB", b as f64 / 1e6))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn print_table(v: &Value) {
+    println!(
+        "{:<20} {:<12} {:<9} {:>8} {:>9} {:>8}  INTERFACES",
+        "NAME", "TENANT", "STATE", "PID", "BOOT ms", "RESTARTS"
+    );
+    for i in v.as_array().into_iter().flatten() {
+        let ifaces: Vec<String> = i["interfaces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| match f["port"].as_u64() {
+                Some(p) => format!("{}:{p}", s(&f["name"])),
+                None => s(&f["name"]),
+            })
+            .collect();
+        println!(
+            "{:<20} {:<12} {:<9} {:>8} {:>9} {:>8}  {}",
+            s(&i["name"]),
+            s(&i["tenant"]),
+            s(&i["state"]),
+            s(&i["pid"]),
+            i["boot_ms"]
+                .as_f64()
+                .map(|b| format!("{b:.1}"))
+                .unwrap_or_else(|| "-".into()),
+            i["restarts"],
+            ifaces.join(" ")
+        );
+    }
+}
+
+fn print_instance(c: &Ctx, v: &Value, created: bool) {
+    if c.json {
+        println!("{v:#}");
+        return;
+    }
+    if created {
+        println!(
+            "created {} (tenant {}), running in {:.1} ms",
+            s(&v["name"]),
+            s(&v["tenant"]),
+            v["boot_ms"].as_f64().unwrap_or(0.0)
+        );
+        return;
+    }
+    println!("name:       {}", s(&v["name"]));
+    println!("tenant:     {}", s(&v["tenant"]));
+    println!("state:      {}", s(&v["state"]));
+    println!("pid:        {}", s(&v["pid"]));
+    println!(
+        "boot:       {}",
+        v["boot_ms"]
+            .as_f64()
+            .map(|b| format!("{b:.2} ms"))
+            .unwrap_or_else(|| "-".into())
+    );
+    println!(
+        "memory:     {} (limit {})",
+        mb(&v["pss_bytes"]),
+        mb(&v["memory"])
+    );
+    println!("cpu:        {}", s(&v["cpu"]));
+    println!("restarts:   {}", v["restarts"]);
+    if let Some(cr) = v["last_crash"].as_object() {
+        println!("last crash: {}", s(&cr["reason"]));
+    }
+    if !v["error"].is_null() {
+        println!("error:      {}", s(&v["error"]));
+    }
+    for f in v["interfaces"].as_array().into_iter().flatten() {
+        println!(
+            "interface:  {} mac {} port {}",
+            s(&f["name"]),
+            s(&f["mac"]),
+            s(&f["port"])
+        );
+    }
+}
+
+fn print_element_stats(v: &Value) {
+    println!(
+        "{} ({}), {}",
+        s(&v["name"]),
+        s(&v["state"]),
+        mb(&v["pss_bytes"])
+    );
+    for e in v["elements"].as_array().into_iter().flatten() {
+        let hs: Vec<String> = e["handlers"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, x)| format!("{k}={}", s(x)))
+            .collect();
+        println!(
+            "  {:<20} {:<16} {}",
+            s(&e["name"]),
+            s(&e["class"]),
+            hs.join(" ")
+        );
+    }
+}

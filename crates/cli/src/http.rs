@@ -1,0 +1,156 @@
+//! A small blocking HTTP/1.1 client for the daemon's API, over its unix
+//! socket or loopback TCP. (The CLI makes one request per run; a full HTTP
+//! stack and an async runtime would cost more start-up than the request.)
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the daemon is.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    /// Its unix socket.
+    Unix(PathBuf),
+    /// `host:port` on loopback.
+    Tcp(String),
+}
+
+/// A response.
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The error message of a JSON error body, else the body.
+    pub fn error(&self) -> String {
+        serde_json::from_slice::<serde_json::Value>(&self.body)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+            .unwrap_or_else(|| self.text())
+    }
+}
+
+trait Stream: Read + Write {}
+impl<T: Read + Write> Stream for T {}
+
+/// Sends one request and reads the whole response.
+pub fn request(
+    ep: &Endpoint,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &[u8])>,
+) -> Result<Response, String> {
+    let mut s: Box<dyn Stream> = match ep {
+        Endpoint::Unix(p) => {
+            let s = UnixStream::connect(p).map_err(|e| {
+                format!(
+                    "cannot reach the daemon at {}: {e} (start it with `pronto daemon`, or point \
+                     --socket / PRONTO_SOCKET at its socket)",
+                    p.display()
+                )
+            })?;
+            let _ = s.set_read_timeout(Some(Duration::from_secs(120)));
+            Box::new(s)
+        }
+        Endpoint::Tcp(a) => {
+            let s = std::net::TcpStream::connect(a)
+                .map_err(|e| format!("cannot reach the daemon at {a}: {e}"))?;
+            let _ = s.set_read_timeout(Some(Duration::from_secs(120)));
+            Box::new(s)
+        }
+    };
+    let host = match ep {
+        Endpoint::Unix(_) => "localhost",
+        Endpoint::Tcp(a) => a.as_str(),
+    };
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    if let Some(t) = token {
+        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    let (ctype, bytes) = body.unwrap_or(("text/plain", b""));
+    if body.is_some() || method == "POST" || method == "PUT" {
+        req.push_str(&format!(
+            "Content-Type: {ctype}\r\nContent-Length: {}\r\n",
+            bytes.len()
+        ));
+    }
+    req.push_str("\r\n");
+    let io = |e: std::io::Error| format!("talking to the daemon: {e}");
+    s.write_all(req.as_bytes()).map_err(io)?;
+    s.write_all(bytes).map_err(io)?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).map_err(io)?;
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Result<Response, String> {
+    let bad = || "the daemon sent a malformed HTTP response".to_string();
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(bad)?;
+    let head = std::str::from_utf8(&raw[..end]).map_err(|_| bad())?;
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(bad)?;
+    let mut chunked = false;
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            if k.eq_ignore_ascii_case("transfer-encoding")
+                && v.trim().eq_ignore_ascii_case("chunked")
+            {
+                chunked = true;
+            }
+        }
+    }
+    let rest = &raw[end + 4..];
+    let body = if chunked {
+        unchunk(rest).ok_or_else(bad)?
+    } else {
+        rest.to_vec()
+    };
+    Ok(Response { status, body })
+}
+
+fn unchunk(mut b: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b.windows(2).position(|w| w == b"\r\n")?;
+        let size = std::str::from_utf8(&b[..eol]).ok()?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        b = &b[eol + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(b.get(..size)?);
+        b = b.get(size + 2..)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parses_plain_and_chunked_responses() {
+        let r = super::parse(b"HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\nno").expect("r");
+        assert_eq!((r.status, r.text()), (404, "no".to_string()));
+        let r = super::parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+        )
+        .expect("r");
+        assert_eq!((r.status, r.text()), (200, "abcde".to_string()));
+        assert!(super::parse(b"garbage").is_err());
+    }
+}

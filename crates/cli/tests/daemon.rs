@@ -1,0 +1,269 @@
+//! `pronto daemon` with the CLI against it, for real: sandboxed instances
+//! created, inspected, called, reconfigured (a bad configuration refused
+//! while the old one keeps running), crashed and restarted, brought back
+//! after the daemon is killed, kept apart by tenant, and removed.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn pronto() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pronto"))
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+struct Daemon {
+    child: Child,
+    tcp: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the daemon and waits for its "listening" line.
+fn start(dir: &Path) -> Daemon {
+    let mut child = pronto()
+        .args(["daemon", "--socket"])
+        .arg(dir.join("sock"))
+        .arg("--state")
+        .arg(dir.join("state"))
+        .args(["--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("daemon starts");
+    let err = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(err).lines();
+    let first = lines.next().expect("a line").expect("text");
+    assert!(first.starts_with("prontod: listening on unix "), "{first}");
+    let tcp = first
+        .rsplit("http://")
+        .next()
+        .expect("tcp address")
+        .to_string();
+    // Keep draining stderr so the daemon never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    Daemon { child, tcp }
+}
+
+/// Runs a CLI command against the daemon in `dir`; (success, stdout, stderr).
+fn cli(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let o = pronto()
+        .args(args)
+        .arg("--socket")
+        .arg(dir.join("sock"))
+        .output()
+        .expect("pronto runs");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let (good, out, err) = cli(dir, args);
+    assert!(good, "pronto {args:?}: {err}");
+    out
+}
+
+fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    serde_json::from_str(&ok(dir, &a)).expect("JSON")
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn count(dir: &Path, name: &str) -> u64 {
+    ok(dir, &["read", name, "c.count"])
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+#[test]
+fn instances_live_restart_and_come_back() {
+    if !is_root() {
+        eprintln!("skipping instances_live_restart_and_come_back: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-life");
+    let d = start(&dir);
+    let good = write(&dir, "good.click", COUNTING);
+    let bad = write(&dir, "bad.click", "c :: Counter; Nope -> c;\n");
+    let g = good.to_str().expect("path");
+    let b = bad.to_str().expect("path");
+
+    // A bad configuration creates nothing and says where it is wrong.
+    let (good_create, _, err) = cli(&dir, &["create", "fw1", "--config", b]);
+    assert!(!good_create);
+    assert!(err.contains("unknown element class `Nope`"), "{err}");
+    assert!(err.contains("config:1:15"), "{err}");
+    assert_eq!(json(&dir, &["ls"]), serde_json::json!([]));
+
+    let out = ok(&dir, &["create", "fw1", "--config", g, "--mem", "16M"]);
+    assert!(
+        out.starts_with("created fw1 (tenant default), running in "),
+        "{out}"
+    );
+    let (dup, _, err) = cli(&dir, &["create", "fw1", "--config", g]);
+    assert!(!dup);
+    assert_eq!(err, "pronto create: instance `fw1` already exists\n");
+    let v = json(&dir, &["show", "fw1"]);
+    assert_eq!(v["state"], "running");
+    assert_eq!(v["memory"], 16 << 20);
+    assert!(v["pss_bytes"].as_u64().expect("pss") > 0);
+    let pid = v["pid"].as_u64().expect("pid");
+
+    // The Prometheus exposition is valid for promtool.
+    let sock = dir.join("sock");
+    let metrics = Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(&sock)
+        .arg("http://localhost/metrics")
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&metrics.stdout).into_owned();
+    assert!(
+        text.contains("pronto_instance_up{tenant=\"default\",instance=\"fw1\"} 1"),
+        "{text}"
+    );
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; .ci/run installs it)");
+    std::io::Write::write_all(&mut check.stdin.take().expect("stdin"), text.as_bytes())
+        .expect("feed promtool");
+    let o = check.wait_with_output().expect("promtool");
+    assert!(
+        o.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // Handlers while it runs.
+    wait_until("the counter counts", || count(&dir, "fw1") > 3);
+    ok(&dir, &["write", "fw1", "c.reset"]);
+    assert!(count(&dir, "fw1") < 50);
+    let (found, _, err) = cli(&dir, &["read", "fw1", "c.nope"]);
+    assert!(!found);
+    assert_eq!(err, "pronto read: element `c` has no read handler `nope`\n");
+    let (found, _, err) = cli(&dir, &["read", "fw1", "zz.count"]);
+    assert!(!found);
+    assert_eq!(err, "pronto read: no element named `zz`\n");
+    let stats = json(&dir, &["stats", "fw1"]);
+    let c = stats["elements"]
+        .as_array()
+        .expect("elements")
+        .iter()
+        .find(|e| e["name"] == "c")
+        .expect("c");
+    assert_eq!(c["class"], "Counter");
+    assert!(c["handlers"]["count"].is_string(), "{c}");
+
+    // A bad reconfiguration is refused; the old configuration runs on.
+    let (took, _, err) = cli(&dir, &["config", "fw1", b]);
+    assert!(!took);
+    assert!(err.contains("unknown element class `Nope`"), "{err}");
+    let before = count(&dir, "fw1");
+    wait_until("still counting", || count(&dir, "fw1") > before);
+    // A good one replaces it (a fresh counter).
+    let next = write(
+        &dir,
+        "next.click",
+        "c :: Counter; d :: Counter; TimedSource(0.005s) -> c -> d -> Discard;\n",
+    );
+    ok(&dir, &["config", "fw1", next.to_str().expect("path")]);
+    wait_until("the new configuration counts", || {
+        ok(&dir, &["read", "fw1", "d.count"]).trim() != "0"
+    });
+
+    // A crash: the sandbox is killed; it comes back, and says so.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("kill");
+    wait_until("restarted after the crash", || {
+        let v = json(&dir, &["show", "fw1"]);
+        v["state"] == "running" && v["restarts"] == 1
+    });
+    let v = json(&dir, &["show", "fw1"]);
+    assert_eq!(v["last_crash"]["reason"], "killed by signal 9");
+    assert_ne!(v["pid"].as_u64(), Some(pid));
+
+    // Tenants: B cannot see or touch the default tenant's instance.
+    let t = json(&dir, &["tenant", "create", "bee"]);
+    let token = t["token"].as_str().expect("token").to_string();
+    let tcp = |args: &[&str]| {
+        pronto()
+            .args(args)
+            .args(["--url", &d.tcp, "--token", &token])
+            .output()
+            .expect("pronto")
+    };
+    let o = tcp(&["ls", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "[]");
+    let o = tcp(&["rm", "fw1"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "pronto rm: no instance `fw1`\n"
+    );
+    let o = pronto()
+        .args(["ls", "--url", &d.tcp])
+        .env_remove("PRONTO_TOKEN")
+        .output()
+        .expect("pronto");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a token is needed"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // The daemon dies hard; on restart its instances come back.
+    drop(d);
+    let _d = start(&dir);
+    wait_until("fw1 is back", || {
+        let (good, out, _) = cli(&dir, &["show", "fw1", "--json"]);
+        good && serde_json::from_str::<serde_json::Value>(&out)
+            .map(|v| v["state"] == "running")
+            .unwrap_or(false)
+    });
+    wait_until("it counts again", || {
+        ok(&dir, &["read", "fw1", "d.count"]).trim() != "0"
+    });
+    ok(&dir, &["rm", "fw1"]);
+    assert_eq!(json(&dir, &["ls"]), serde_json::json!([]));
+    let (gone, _, err) = cli(&dir, &["show", "fw1"]);
+    assert!(!gone);
+    assert_eq!(err, "pronto show: no instance `fw1`\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,899 @@
+//! The REST API (`docs/openapi.yaml`), served on a unix socket and on
+//! loopback TCP.
+//!
+//! Who calls: a request bearing `Authorization: Bearer TOKEN` acts as the
+//! admin (the token in `STATE_DIR/admin.token`) or as the tenant whose
+//! token it is; a request on the unix socket without a token is the admin
+//! (the socket is mode 0600); on TCP a token is required. A tenant sees
+//! only its own instances: another tenant's is "not found", exactly as if
+//! it did not exist.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::manager::{Failure, Manager, ManagerOptions};
+use crate::store::{IfaceSpec, InstanceSpec, Store};
+
+/// The tenant every installation has; the admin's instances go there
+/// unless another is named.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// How to run the daemon.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The API's unix socket.
+    pub socket: PathBuf,
+    /// The API's TCP address (loopback), if any; port 0 picks one.
+    pub listen: Option<SocketAddr>,
+    /// Where the store and the admin token live.
+    pub state_dir: PathBuf,
+    /// Instance manager settings.
+    pub manager: ManagerOptions,
+}
+
+/// An API error: status and message (and the field to blame).
+#[derive(Debug)]
+pub struct ApiError(StatusCode, String, Option<&'static str>);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "error": self.1 });
+        if let Some(f) = self.2 {
+            body["field"] = json!(f);
+        }
+        (self.0, Json(body)).into_response()
+    }
+}
+
+impl From<Failure> for ApiError {
+    fn from(f: Failure) -> ApiError {
+        match f {
+            Failure::BadRequest(m, field) => ApiError(StatusCode::BAD_REQUEST, m, field),
+            Failure::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m, None),
+            Failure::Conflict(m) => ApiError(StatusCode::CONFLICT, m, None),
+            Failure::Unavailable(m) => ApiError(StatusCode::SERVICE_UNAVAILABLE, m, None),
+            Failure::Internal(m) => ApiError(StatusCode::INTERNAL_SERVER_ERROR, m, None),
+        }
+    }
+}
+
+fn bad(m: impl Into<String>, field: Option<&'static str>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, m.into(), field)
+}
+
+fn internal(m: impl ToString) -> ApiError {
+    ApiError(StatusCode::INTERNAL_SERVER_ERROR, m.to_string(), None)
+}
+
+/// Hex SHA-256 of a token (the store keeps digests, not tokens).
+pub fn digest(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A new random token: 32 bytes from the kernel, hex.
+pub fn new_token() -> Result<String, String> {
+    let mut b = [0u8; 32];
+    rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty())
+        .map_err(|e| format!("getrandom: {e}"))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// The daemon's shared state.
+pub struct Shared {
+    /// The instances.
+    pub manager: Arc<Manager>,
+    admin_digest: String,
+    /// Token digest → tenant.
+    tenants: RwLock<HashMap<String, String>>,
+}
+
+#[derive(Clone)]
+struct App {
+    s: Arc<Shared>,
+    unix: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Caller {
+    Admin,
+    Tenant(String),
+}
+
+impl App {
+    fn caller(&self, h: &HeaderMap) -> Result<Caller, ApiError> {
+        let auth = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let Some(auth) = auth else {
+            return if self.unix {
+                Ok(Caller::Admin)
+            } else {
+                Err(ApiError(
+                    StatusCode::UNAUTHORIZED,
+                    "a token is needed: send `Authorization: Bearer TOKEN` (the admin token is in \
+                     the daemon's state directory, admin.token)"
+                        .into(),
+                    None,
+                ))
+            };
+        };
+        let token = auth.strip_prefix("Bearer ").unwrap_or("").trim();
+        let d = digest(token);
+        if d == self.s.admin_digest {
+            return Ok(Caller::Admin);
+        }
+        match self
+            .s
+            .tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&d)
+        {
+            Some(t) => Ok(Caller::Tenant(t.clone())),
+            None => Err(ApiError(
+                StatusCode::UNAUTHORIZED,
+                "the token is not valid (expected `Authorization: Bearer TOKEN`)".into(),
+                None,
+            )),
+        }
+    }
+
+    fn admin(&self, h: &HeaderMap) -> Result<(), ApiError> {
+        match self.caller(h)? {
+            Caller::Admin => Ok(()),
+            Caller::Tenant(_) => Err(ApiError(
+                StatusCode::FORBIDDEN,
+                "only the admin may do this".into(),
+                None,
+            )),
+        }
+    }
+
+    /// The tenant a request addresses: a tenant's own; the admin's
+    /// `?tenant=` or the default tenant.
+    fn tenant(&self, h: &HeaderMap, q: &TenantQuery) -> Result<String, ApiError> {
+        Ok(match self.caller(h)? {
+            Caller::Admin => q.tenant.clone().unwrap_or_else(|| DEFAULT_TENANT.into()),
+            Caller::Tenant(t) => t,
+        })
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct TenantQuery {
+    tenant: Option<String>,
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| internal(format!("request task failed: {e}")))?
+}
+
+async fn health(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
+    a.caller(&h)?;
+    let n = a.s.manager.counts().0;
+    Ok(Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "instances": n,
+    }))
+    .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewTenant {
+    name: String,
+}
+
+async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let mut names: Vec<String> =
+        a.s.tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+    names.push(DEFAULT_TENANT.into());
+    names.sort();
+    names.dedup();
+    let list = a.s.manager.list(None);
+    let v: Vec<Value> = names
+        .iter()
+        .map(|t| json!({"name": t, "instances": list.iter().filter(|i| &i.tenant == t).count()}))
+        .collect();
+    Ok(Json(v).into_response())
+}
+
+async fn tenants_create(
+    State(a): State<App>,
+    h: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let t: NewTenant = parse(&body)?;
+    crate::manager::check_tenant(&t.name)?;
+    let exists = t.name == DEFAULT_TENANT
+        || a.s
+            .tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .any(|x| x == &t.name);
+    if exists {
+        return Err(ApiError(
+            StatusCode::CONFLICT,
+            format!("tenant `{}` already exists", t.name),
+            Some("name"),
+        ));
+    }
+    let token = new_token().map_err(internal)?;
+    let d = digest(&token);
+    a.s.manager
+        .store()
+        .put_tenant(&t.name, &d)
+        .map_err(internal)?;
+    a.s.tenants
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(d, t.name.clone());
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"name": t.name, "token": token})),
+    )
+        .into_response())
+}
+
+async fn tenants_delete(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    if !a.s.manager.list(Some(&name)).is_empty() {
+        return Err(ApiError(
+            StatusCode::CONFLICT,
+            format!("tenant `{name}` still has instances: remove them first"),
+            None,
+        ));
+    }
+    let mut t = a.s.tenants.write().unwrap_or_else(|e| e.into_inner());
+    let Some(d) = t.iter().find(|(_, v)| **v == name).map(|(k, _)| k.clone()) else {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no tenant `{name}`"),
+            None,
+        ));
+    };
+    a.s.manager.store().remove_tenant(&name).map_err(internal)?;
+    t.remove(&d);
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        let msg = e.to_string();
+        let field = [
+            "name",
+            "config",
+            "memory",
+            "cpu",
+            "pids",
+            "interfaces",
+            "tenant",
+            "port",
+        ]
+        .into_iter()
+        .find(|f| msg.contains(&format!("`{f}`")));
+        bad(format!("request body: {msg}"), field)
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewInstance {
+    name: String,
+    config: String,
+    #[serde(default)]
+    tenant: Option<String>,
+    #[serde(default)]
+    memory: Option<Value>,
+    #[serde(default)]
+    cpu: Option<f64>,
+    #[serde(default)]
+    pids: Option<u64>,
+    #[serde(default)]
+    interfaces: Vec<IfaceSpec>,
+}
+
+/// Bytes from `8388608`, `"8388608"`, `"8M"`, `"512K"`, `"1G"`.
+pub fn parse_size(v: &Value) -> Result<u64, String> {
+    match v {
+        Value::Number(n) => n.as_u64().ok_or_else(|| format!("{n} is not a byte count")),
+        Value::String(s) => {
+            let t = s.trim();
+            let (num, mul) = match t.chars().last() {
+                Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+                Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+                Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+                _ => (t, 1),
+            };
+            num.parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(mul))
+                .ok_or_else(|| format!("`{s}` is not a size (8388608, 512K, 8M, 1G)"))
+        }
+        other => Err(format!("{other} is not a size (8388608, 512K, 8M, 1G)")),
+    }
+}
+
+async fn instances_create(
+    State(a): State<App>,
+    h: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let caller = a.caller(&h)?;
+    let n: NewInstance = parse(&body)?;
+    let tenant = match (&caller, n.tenant) {
+        (Caller::Admin, t) => t.unwrap_or_else(|| DEFAULT_TENANT.into()),
+        (Caller::Tenant(own), Some(t)) if &t != own => {
+            return Err(ApiError(
+                StatusCode::FORBIDDEN,
+                "a tenant creates instances only for itself (leave `tenant` out)".into(),
+                Some("tenant"),
+            ))
+        }
+        (Caller::Tenant(own), _) => own.clone(),
+    };
+    let known = tenant == DEFAULT_TENANT
+        || a.s
+            .tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .any(|t| t == &tenant);
+    if !known {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no tenant `{tenant}` (create it with POST /v1/tenants)"),
+            Some("tenant"),
+        ));
+    }
+    let memory = match &n.memory {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(parse_size(v).map_err(|e| bad(format!("memory: {e}"), Some("memory")))?),
+    };
+    let spec = InstanceSpec {
+        name: n.name,
+        tenant,
+        config: n.config,
+        memory,
+        cpu: n.cpu,
+        pids: n.pids,
+        interfaces: n.interfaces,
+        created_unix_ms: 0,
+    };
+    let m = a.s.manager.clone();
+    let v = blocking(move || Ok(m.create(spec)?)).await?;
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+async fn instances_list(
+    State(a): State<App>,
+    h: HeaderMap,
+    Query(q): Query<TenantQuery>,
+) -> Result<Response, ApiError> {
+    let v = match a.caller(&h)? {
+        Caller::Admin => a.s.manager.list(q.tenant.as_deref()),
+        Caller::Tenant(t) => a.s.manager.list(Some(&t)),
+    };
+    Ok(Json(v).into_response())
+}
+
+async fn instances_show(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<TenantQuery>,
+) -> Result<Response, ApiError> {
+    let t = a.tenant(&h, &q)?;
+    let m = a.s.manager.clone();
+    let v = blocking(move || Ok(m.view(&t, &name, true)?)).await?;
+    Ok(Json(v).into_response())
+}
+
+async fn instances_delete(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<TenantQuery>,
+) -> Result<Response, ApiError> {
+    let t = a.tenant(&h, &q)?;
+    let m = a.s.manager.clone();
+    blocking(move || Ok(m.remove(&t, &name)?)).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewConfig {
+    config: String,
+}
+
+async fn instances_config(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<TenantQuery>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let t = a.tenant(&h, &q)?;
+    let c: NewConfig = parse(&body)?;
+    let m = a.s.manager.clone();
+    let v = blocking(move || Ok(m.reconfigure(&t, &name, &c.config)?)).await?;
+    Ok(Json(v).into_response())
+}
+
+fn check_handler(handler: &str) -> Result<(), ApiError> {
+    if handler.is_empty() || handler.contains(char::is_whitespace) {
+        return Err(bad(
+            format!("handler `{handler}`: expected ELEMENT.HANDLER (or a global handler) without spaces"),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+async fn handler_read(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path((name, handler)): Path<(String, String)>,
+    Query(q): Query<TenantQuery>,
+) -> Result<Response, ApiError> {
+    let t = a.tenant(&h, &q)?;
+    check_handler(&handler)?;
+    let m = a.s.manager.clone();
+    let v = blocking(move || Ok(m.read(&t, &name, &handler)?)).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], v).into_response())
+}
+
+async fn handler_write(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path((name, handler)): Path<(String, String)>,
+    Query(q): Query<TenantQuery>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let t = a.tenant(&h, &q)?;
+    check_handler(&handler)?;
+    let value = String::from_utf8(body.to_vec())
+        .map_err(|_| bad("the handler value is not UTF-8 text", None))?;
+    let m = a.s.manager.clone();
+    blocking(move || Ok(m.write(&t, &name, &handler, &value)?)).await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+async fn instances_stats(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<TenantQuery>,
+) -> Result<Response, ApiError> {
+    let t = a.tenant(&h, &q)?;
+    let m = a.s.manager.clone();
+    let v = blocking(move || {
+        let view = m.view(&t, &name, true)?;
+        let elements = m.element_stats(&t, &name)?;
+        Ok(json!({
+            "name": view.name,
+            "state": view.state,
+            "pss_bytes": view.pss_bytes,
+            "elements": elements,
+        }))
+    })
+    .await?;
+    Ok(Json(v).into_response())
+}
+
+async fn stats(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
+    let (n, running, crashed, failed) = match a.caller(&h)? {
+        Caller::Admin => a.s.manager.counts(),
+        Caller::Tenant(t) => {
+            let l = a.s.manager.list(Some(&t));
+            let c = |s| l.iter().filter(|i| i.state == s).count();
+            (
+                l.len(),
+                c(crate::manager::State::Running),
+                c(crate::manager::State::Crashed),
+                c(crate::manager::State::Failed),
+            )
+        }
+    };
+    Ok(Json(json!({
+        "instances": n,
+        "running": running,
+        "crashed": crashed,
+        "failed": failed,
+        "switch": {
+            "ports": a.s.manager.ports(None).len(),
+            "threads": a.s.manager.switch().threads(),
+        }
+    }))
+    .into_response())
+}
+
+async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
+    let ports = match a.caller(&h)? {
+        Caller::Admin => a.s.manager.ports(None),
+        Caller::Tenant(t) => a.s.manager.ports(Some(&t)),
+    };
+    let v: Vec<Value> = ports
+        .into_iter()
+        .map(|(id, name, c)| {
+            json!({
+                "port": id, "name": name,
+                "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
+                "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
+                "drops": c.drops(),
+            })
+        })
+        .collect();
+    Ok(Json(v).into_response())
+}
+
+async fn macs_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let m = &a.s.manager;
+    let mut v: Vec<Value> = m
+        .store()
+        .macs()
+        .map_err(internal)?
+        .into_iter()
+        .map(|(mac, pname)| json!({"mac": mac, "port": m.port_named(&pname), "name": pname}))
+        .collect();
+    for i in m.list(None) {
+        for f in i.interfaces {
+            if let Some(mac) = f.mac {
+                let name = format!("{}/{}/{}", i.tenant, i.name, f.name);
+                v.push(json!({"mac": mac, "port": f.port, "name": name}));
+            }
+        }
+    }
+    Ok(Json(v).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MacEntry {
+    port: u16,
+}
+
+fn norm_mac(s: &str) -> Result<([u8; 6], String), ApiError> {
+    let m = pronto_switch::control::parse_mac(s).ok_or_else(|| {
+        bad(
+            format!("`{s}` is not a MAC address (02:00:00:00:00:01)"),
+            None,
+        )
+    })?;
+    let text = m
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    Ok((m, text))
+}
+
+async fn macs_put(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(mac): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let (m, text) = norm_mac(&mac)?;
+    let e: MacEntry = parse(&body)?;
+    let mgr = &a.s.manager;
+    let name = mgr.port_name(e.port).ok_or_else(|| {
+        ApiError(
+            StatusCode::NOT_FOUND,
+            format!("port {} is not attached", e.port),
+            Some("port"),
+        )
+    })?;
+    mgr.store().put_mac(&text, &name).map_err(internal)?;
+    mgr.switch().add_static(m, e.port).map_err(internal)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn macs_delete(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(mac): Path<String>,
+) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let (_, text) = norm_mac(&mac)?;
+    if !a.s.manager.store().remove_mac(&text).map_err(internal)? {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no static entry for {text}"),
+            None,
+        ));
+    }
+    // The switch keeps the entry until the port detaches; it no longer
+    // comes back when the port attaches again.
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn metrics(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let m = a.s.manager.clone();
+    let text = blocking(move || Ok(crate::metrics::render(&m))).await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
+
+async fn fallback(method: Method, uri: Uri) -> ApiError {
+    ApiError(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no such endpoint: {method} {} (see docs/openapi.yaml)",
+            uri.path()
+        ),
+        None,
+    )
+}
+
+fn router(s: Arc<Shared>, unix: bool) -> Router {
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/tenants", get(tenants_list).post(tenants_create))
+        .route("/v1/tenants/{name}", axum::routing::delete(tenants_delete))
+        .route("/v1/instances", get(instances_list).post(instances_create))
+        .route(
+            "/v1/instances/{name}",
+            get(instances_show).delete(instances_delete),
+        )
+        .route("/v1/instances/{name}/config", put(instances_config))
+        .route(
+            "/v1/instances/{name}/handlers/{handler}",
+            get(handler_read).put(handler_write),
+        )
+        .route("/v1/instances/{name}/stats", get(instances_stats))
+        .route("/v1/stats", get(stats))
+        .route("/v1/switch/ports", get(switch_ports))
+        .route("/v1/switch/macs", get(macs_list))
+        .route("/v1/switch/macs/{mac}", put(macs_put).delete(macs_delete))
+        .route("/metrics", get(metrics))
+        .fallback(fallback)
+        .with_state(App { s, unix })
+}
+
+/// A running daemon: the API servers on a background runtime, the
+/// manager with its switch and instances.
+pub struct Daemon {
+    /// Shared state (the manager).
+    pub shared: Arc<Shared>,
+    /// The unix socket.
+    pub socket: PathBuf,
+    /// The bound TCP address, if any.
+    pub tcp: Option<SocketAddr>,
+    /// The admin token.
+    pub admin_token: String,
+    rt: Option<tokio::runtime::Runtime>,
+    stop: Option<tokio::sync::watch::Sender<bool>>,
+}
+
+/// Reads the admin token from `dir/admin.token`, making one if missing.
+fn admin_token(dir: &FsPath) -> Result<String, String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = dir.join("admin.token");
+    match std::fs::read_to_string(&path) {
+        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    }
+    let t = new_token()?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    writeln!(f, "{t}").map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(t)
+}
+
+impl Daemon {
+    /// Opens the store, starts the switch and every stored instance, and
+    /// serves the API in the background.
+    pub fn start(opts: Options) -> Result<Daemon, String> {
+        std::fs::create_dir_all(&opts.state_dir)
+            .map_err(|e| format!("state directory {}: {e}", opts.state_dir.display()))?;
+        let admin = admin_token(&opts.state_dir)?;
+        let store = Store::open(&opts.state_dir.join("state.redb")).map_err(|e| e.to_string())?;
+        let tenants = store
+            .tenants()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|(name, d)| (d, name))
+            .collect();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("prontod-api")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("starting the API runtime: {e}"))?;
+        if let Some(dir) = opts.socket.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("socket directory {}: {e}", dir.display()))?;
+        }
+        // A socket left by a daemon that died: refuse if one still answers.
+        if std::os::unix::net::UnixStream::connect(&opts.socket).is_ok() {
+            return Err(format!(
+                "{}: another daemon is serving this socket",
+                opts.socket.display()
+            ));
+        }
+        let _ = std::fs::remove_file(&opts.socket);
+        let unix = {
+            let _g = rt.enter();
+            tokio::net::UnixListener::bind(&opts.socket)
+                .map_err(|e| format!("binding {}: {e}", opts.socket.display()))?
+        };
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&opts.socket, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| format!("{}: {e}", opts.socket.display()))?;
+        }
+        let tcp = match opts.listen {
+            None => None,
+            Some(addr) => {
+                if !addr.ip().is_loopback() {
+                    return Err(format!(
+                        "--listen {addr}: the API listens on loopback only (127.0.0.1 or ::1)"
+                    ));
+                }
+                let l = rt
+                    .block_on(tokio::net::TcpListener::bind(addr))
+                    .map_err(|e| format!("binding {addr}: {e}"))?;
+                Some(l)
+            }
+        };
+        let tcp_addr = tcp.as_ref().and_then(|l| l.local_addr().ok());
+        let manager = Manager::start(opts.manager.clone(), store)?;
+        let shared = Arc::new(Shared {
+            manager,
+            admin_digest: digest(&admin),
+            tenants: RwLock::new(tenants),
+        });
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let r = router(shared.clone(), true);
+        let mut s1 = stop_rx.clone();
+        rt.spawn(async move {
+            let _ = axum::serve(unix, r)
+                .with_graceful_shutdown(async move {
+                    let _ = s1.wait_for(|v| *v).await;
+                })
+                .await;
+        });
+        if let Some(l) = tcp {
+            let r = router(shared.clone(), false);
+            let mut s2 = stop_rx;
+            rt.spawn(async move {
+                let _ = axum::serve(l, r)
+                    .with_graceful_shutdown(async move {
+                        let _ = s2.wait_for(|v| *v).await;
+                    })
+                    .await;
+            });
+        }
+        Ok(Daemon {
+            shared,
+            socket: opts.socket,
+            tcp: tcp_addr,
+            admin_token: admin,
+            rt: Some(rt),
+            stop: Some(stop_tx),
+        })
+    }
+
+    /// The instance manager.
+    pub fn manager(&self) -> &Arc<Manager> {
+        &self.shared.manager
+    }
+
+    /// Blocks until SIGINT or SIGTERM.
+    pub fn wait_for_signal(&self) {
+        if let Some(rt) = &self.rt {
+            rt.block_on(async {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = async {
+                        match term.as_mut() {
+                            Some(t) => { t.recv().await; }
+                            None => std::future::pending::<()>().await,
+                        }
+                    } => {}
+                }
+            });
+        }
+    }
+
+    /// Stops serving, stops every instance (they stay in the store and
+    /// come back on the next start), removes the socket.
+    pub fn shutdown(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(true);
+        }
+        self.shared.manager.shutdown();
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Runs the daemon in the foreground until SIGINT/SIGTERM; `ready` is
+/// called once it serves.
+pub fn serve(opts: Options, ready: impl FnOnce(&Daemon)) -> Result<(), String> {
+    let d = Daemon::start(opts)?;
+    ready(&d);
+    d.wait_for_signal();
+    d.shutdown();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size(&json!(1024)), Ok(1024));
+        assert_eq!(parse_size(&json!("8M")), Ok(8 << 20));
+        assert_eq!(parse_size(&json!("512k")), Ok(512 << 10));
+        assert_eq!(
+            parse_size(&json!("8Q")),
+            Err("`8Q` is not a size (8388608, 512K, 8M, 1G)".into())
+        );
+        assert_eq!(digest("abc").len(), 64);
+    }
+}

@@ -1,0 +1,149 @@
+//! The Prometheus exposition (text format 0.0.4) of `GET /metrics`.
+
+use std::fmt::Write as _;
+
+use crate::manager::{Manager, State};
+
+/// Escapes a label value (backslash, double quote, newline).
+fn esc(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+fn head(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// Renders every metric of the daemon.
+pub fn render(m: &Manager) -> String {
+    let mut out = String::new();
+    let list = m.list(None);
+    head(
+        &mut out,
+        "pronto_instances",
+        "gauge",
+        "Instances by lifecycle state.",
+    );
+    for (state, label) in [
+        (State::Starting, "starting"),
+        (State::Running, "running"),
+        (State::Crashed, "crashed"),
+        (State::Stopped, "stopped"),
+        (State::Failed, "failed"),
+    ] {
+        let n = list.iter().filter(|i| i.state == state).count();
+        let _ = writeln!(out, "pronto_instances{{state=\"{label}\"}} {n}");
+    }
+    head(
+        &mut out,
+        "pronto_instance_up",
+        "gauge",
+        "1 if the instance is running its configuration, else 0.",
+    );
+    for i in &list {
+        let _ = writeln!(
+            out,
+            "pronto_instance_up{{tenant=\"{}\",instance=\"{}\"}} {}",
+            esc(&i.tenant),
+            esc(&i.name),
+            u8::from(i.state == State::Running)
+        );
+    }
+    head(
+        &mut out,
+        "pronto_instance_restarts_total",
+        "counter",
+        "Restarts of the instance after its process ended unexpectedly.",
+    );
+    for i in &list {
+        let _ = writeln!(
+            out,
+            "pronto_instance_restarts_total{{tenant=\"{}\",instance=\"{}\"}} {}",
+            esc(&i.tenant),
+            esc(&i.name),
+            i.restarts
+        );
+    }
+    head(
+        &mut out,
+        "pronto_instance_boot_seconds",
+        "gauge",
+        "Time from starting the sandbox to the configuration running, last start.",
+    );
+    for i in &list {
+        if let Some(b) = i.boot_ms {
+            let _ = writeln!(
+                out,
+                "pronto_instance_boot_seconds{{tenant=\"{}\",instance=\"{}\"}} {:.6}",
+                esc(&i.tenant),
+                esc(&i.name),
+                b / 1e3
+            );
+        }
+    }
+    let ports = m.ports(None);
+    type Get = fn(&pronto_switch::PortCounters) -> u64;
+    let series: [(&str, &str, Get); 5] = [
+        (
+            "pronto_switch_port_rx_packets_total",
+            "Frames the switch took from the port.",
+            |c| c.rx_packets,
+        ),
+        (
+            "pronto_switch_port_rx_bytes_total",
+            "Bytes of those frames.",
+            |c| c.rx_bytes,
+        ),
+        (
+            "pronto_switch_port_tx_packets_total",
+            "Frames the switch delivered to the port.",
+            |c| c.tx_packets,
+        ),
+        (
+            "pronto_switch_port_tx_bytes_total",
+            "Bytes of those frames.",
+            |c| c.tx_bytes,
+        ),
+        (
+            "pronto_switch_port_drops_total",
+            "Frames from or to the port dropped, for any reason.",
+            |c| c.drops(),
+        ),
+    ];
+    for (name, help, get) in series {
+        head(&mut out, name, "counter", help);
+        for (id, pname, c) in &ports {
+            let _ = writeln!(
+                out,
+                "{name}{{port=\"{id}\",name=\"{}\"}} {}",
+                esc(pname),
+                get(c)
+            );
+        }
+    }
+    head(
+        &mut out,
+        "pronto_switch_ports",
+        "gauge",
+        "Ports attached to the switch.",
+    );
+    let _ = writeln!(out, "pronto_switch_ports {}", ports.len());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(super::esc("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

@@ -1,0 +1,217 @@
+//! The desired state, kept in an embedded redb database: what the operator
+//! asked for (tenants and their token digests, instances with their
+//! configurations and limits, static MAC entries), not what happens to be
+//! running. Every change is one committed write transaction, so a daemon
+//! killed at any moment restarts with the state of its last answered
+//! request.
+
+use std::path::Path;
+
+use redb::{Database, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+/// Tenant name → hex SHA-256 of its API token.
+const TENANTS: TableDefinition<&str, &str> = TableDefinition::new("tenants");
+/// `TENANT.NAME` → the instance's [`InstanceSpec`] as JSON.
+const INSTANCES: TableDefinition<&str, &str> = TableDefinition::new("instances");
+/// MAC (`02:00:00:00:00:01`) → switch port name (`TENANT/NAME/IFACE`).
+const MACS: TableDefinition<&str, &str> = TableDefinition::new("macs");
+
+/// A store operation failed (the database file is unreadable, full, or
+/// locked by another daemon).
+#[derive(Debug, thiserror::Error)]
+#[error("state store: {0}")]
+pub struct StoreError(String);
+
+fn e<E: Into<redb::Error>>(x: E) -> StoreError {
+    StoreError(x.into().to_string())
+}
+
+/// One interface of an instance: a port on the switch.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct IfaceSpec {
+    /// The name the configuration uses (`FromDevice(eth0)`).
+    pub name: String,
+    /// A MAC the switch routes to this port (a static entry), if any.
+    #[serde(default)]
+    pub mac: Option<String>,
+}
+
+/// What an instance should be.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct InstanceSpec {
+    /// Its name, unique within its tenant.
+    pub name: String,
+    /// The tenant it belongs to.
+    pub tenant: String,
+    /// The Click configuration text.
+    pub config: String,
+    /// Memory limit in bytes.
+    #[serde(default)]
+    pub memory: Option<u64>,
+    /// CPU limit, as a share of one CPU.
+    #[serde(default)]
+    pub cpu: Option<f64>,
+    /// Most processes/threads.
+    #[serde(default)]
+    pub pids: Option<u64>,
+    /// Its interfaces.
+    #[serde(default)]
+    pub interfaces: Vec<IfaceSpec>,
+    /// When it was created (Unix milliseconds).
+    pub created_unix_ms: u64,
+}
+
+impl InstanceSpec {
+    /// The store key, `TENANT.NAME` (tenant names hold no `.`).
+    pub fn key(&self) -> String {
+        key(&self.tenant, &self.name)
+    }
+}
+
+/// The store key of instance `name` of `tenant`.
+pub fn key(tenant: &str, name: &str) -> String {
+    format!("{tenant}.{name}")
+}
+
+/// The database.
+pub struct Store {
+    db: Database,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let db = Database::create(path)
+            .map_err(|x| StoreError(format!("{}: {}", path.display(), redb::Error::from(x))))?;
+        let w = db.begin_write().map_err(e)?;
+        {
+            w.open_table(TENANTS).map_err(e)?;
+            w.open_table(INSTANCES).map_err(e)?;
+            w.open_table(MACS).map_err(e)?;
+        }
+        w.commit().map_err(e)?;
+        Ok(Store { db })
+    }
+
+    fn put(&self, t: TableDefinition<&str, &str>, k: &str, v: &str) -> Result<(), StoreError> {
+        let w = self.db.begin_write().map_err(e)?;
+        w.open_table(t).map_err(e)?.insert(k, v).map_err(e)?;
+        w.commit().map_err(e)
+    }
+
+    fn remove(&self, t: TableDefinition<&str, &str>, k: &str) -> Result<bool, StoreError> {
+        let w = self.db.begin_write().map_err(e)?;
+        let had = w.open_table(t).map_err(e)?.remove(k).map_err(e)?.is_some();
+        w.commit().map_err(e)?;
+        Ok(had)
+    }
+
+    fn all(&self, t: TableDefinition<&str, &str>) -> Result<Vec<(String, String)>, StoreError> {
+        let r = self.db.begin_read().map_err(e)?;
+        let table = r.open_table(t).map_err(e)?;
+        let mut out = Vec::new();
+        for item in table.iter().map_err(e)? {
+            let (k, v) = item.map_err(e)?;
+            out.push((k.value().to_string(), v.value().to_string()));
+        }
+        Ok(out)
+    }
+
+    /// Records tenant `name` with its token's digest.
+    pub fn put_tenant(&self, name: &str, token_digest: &str) -> Result<(), StoreError> {
+        self.put(TENANTS, name, token_digest)
+    }
+
+    /// Forgets tenant `name`.
+    pub fn remove_tenant(&self, name: &str) -> Result<bool, StoreError> {
+        self.remove(TENANTS, name)
+    }
+
+    /// Every tenant with its token digest.
+    pub fn tenants(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.all(TENANTS)
+    }
+
+    /// Records (or replaces) an instance.
+    pub fn put_instance(&self, spec: &InstanceSpec) -> Result<(), StoreError> {
+        let json = serde_json::to_string(spec).map_err(|x| StoreError(x.to_string()))?;
+        self.put(INSTANCES, &spec.key(), &json)
+    }
+
+    /// Forgets an instance.
+    pub fn remove_instance(&self, tenant: &str, name: &str) -> Result<bool, StoreError> {
+        self.remove(INSTANCES, &key(tenant, name))
+    }
+
+    /// Every instance. A record that no longer parses is reported, not
+    /// dropped: the daemon refuses to start rather than lose it.
+    pub fn instances(&self) -> Result<Vec<InstanceSpec>, StoreError> {
+        self.all(INSTANCES)?
+            .into_iter()
+            .map(|(k, v)| {
+                serde_json::from_str(&v)
+                    .map_err(|x| StoreError(format!("instance record `{k}` is unreadable: {x}")))
+            })
+            .collect()
+    }
+
+    /// Records a static MAC entry.
+    pub fn put_mac(&self, mac: &str, port_name: &str) -> Result<(), StoreError> {
+        self.put(MACS, mac, port_name)
+    }
+
+    /// Forgets a static MAC entry.
+    pub fn remove_mac(&self, mac: &str) -> Result<bool, StoreError> {
+        self.remove(MACS, mac)
+    }
+
+    /// Every static MAC entry (MAC, port name).
+    pub fn macs(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.all(MACS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_survives_reopening() {
+        let dir = std::env::temp_dir().join(format!("pronto-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("state.redb");
+        let spec = InstanceSpec {
+            name: "fw1".into(),
+            tenant: "acme".into(),
+            config: "Idle -> Discard;".into(),
+            memory: Some(8 << 20),
+            cpu: Some(0.5),
+            pids: None,
+            interfaces: vec![IfaceSpec {
+                name: "eth0".into(),
+                mac: Some("02:00:00:00:00:01".into()),
+            }],
+            created_unix_ms: 1,
+        };
+        {
+            let s = Store::open(&path).expect("open");
+            s.put_tenant("acme", "abcd").expect("tenant");
+            s.put_instance(&spec).expect("instance");
+            s.put_mac("02:00:00:00:00:09", "acme/fw1/eth0")
+                .expect("mac");
+        }
+        let s = Store::open(&path).expect("reopen");
+        assert_eq!(
+            s.tenants().expect("t"),
+            vec![("acme".into(), "abcd".into())]
+        );
+        assert_eq!(s.instances().expect("i"), vec![spec]);
+        assert_eq!(s.macs().expect("m").len(), 1);
+        assert!(s.remove_instance("acme", "fw1").expect("rm"));
+        assert!(!s.remove_instance("acme", "fw1").expect("rm again"));
+        assert!(s.instances().expect("i").is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
