@@ -14,7 +14,8 @@ pronto daemon: the switch, the sandboxed middlebox instances and the REST API
 
 Usage:
   pronto daemon [--socket PATH] [--listen ADDR:PORT | --listen none] [--state DIR]
-                [--switch-threads N] [--slots N] [--ring N] [--memory SIZE] [--no-cgroup]
+                [--switch-threads N] [--slots N] [--ring N] [--memory SIZE] [--warm N]
+                [--no-cgroup]
 
   --socket PATH        the API's unix socket (default $PRONTO_SOCKET, else
                        /run/pronto/prontod.sock as root, /tmp/prontod-UID.sock otherwise)
@@ -26,6 +27,7 @@ Usage:
   --slots N, --ring N  packet slots and ring size of each instance interface's switch port
                        (default 256 and 128)
   --memory SIZE        memory limit of instances that set none (default 32M)
+  --warm N             sandboxes kept started ahead of demand (default 2; 0: none)
   --no-cgroup          no cgroups (no memory/CPU/task limits; for hosts without them)
 
 Instances come back after a restart. Stop with Ctrl-C or SIGTERM.
@@ -70,6 +72,7 @@ pub fn default_options() -> Result<Options, String> {
             switch_threads: 1,
             default_memory: 32 << 20,
             pool_slots: 512,
+            warm: 2,
         },
     })
 }
@@ -138,6 +141,10 @@ fn run(args: &[String]) -> Result<(), String> {
                         .map_err(|e| format!("--memory: {e}"))?;
             }
             "--no-cgroup" => o.manager.use_cgroup = false,
+            "--warm" => {
+                let v = value(&mut i, a)?;
+                o.manager.warm = num(a, &v)? as usize;
+            }
             "--help" | "-h" | "help" => return Err(String::new()),
             _ => return Err(format!("unknown argument `{a}` (`pronto daemon --help`)")),
         }

@@ -261,10 +261,10 @@ fn run(secs: f64) -> Result<(), String> {
         for (i, fs) in frames.iter().enumerate() {
             // Never far ahead of what came back: each middlebox sets its
             // own pace (no frame is lost for lack of a buffer).
-            // (A frame lost on the way would stall it: after 20 ms
+            // (A frame lost on the way would stall it: after 200 ms
             // without progress it sends again.)
             let back = got[i] as f64 / boxes[i].pass;
-            if sent[i] as f64 > back + 128.0 && moved[i].elapsed() < Duration::from_millis(20) {
+            if sent[i] as f64 > back + 128.0 && moved[i].elapsed() < Duration::from_millis(200) {
                 continue;
             }
             let n = gen.send_iter(
@@ -315,10 +315,17 @@ fn run(secs: f64) -> Result<(), String> {
     );
     for (i, b) in boxes.iter().enumerate() {
         let v = m.view(b.tenant, b.name, true).map_err(|e| e.to_string())?;
+        let prefix = format!("{}/{}/", b.tenant, b.name);
+        let drops: u64 = m
+            .ports(Some(b.tenant))
+            .iter()
+            .filter(|(_, n, _)| n.starts_with(&prefix))
+            .map(|(_, _, c)| c.drops())
+            .sum();
         let rx = m.read(b.tenant, b.name, "rx.count").unwrap_or_default();
         let tx = m.read(b.tenant, b.name, "tx.count").unwrap_or_default();
         println!(
-            "{:<18} {:>10} {:>10} {:>10.0} {:>9.1} {:>9.2}  rx={} tx={}",
+            "{:<18} {:>10} {:>10} {:>10.0} {:>9.1} {:>9.2}  rx={} tx={} switch drops={}",
             format!("{}/{}", b.tenant, b.name),
             sent[i],
             got[i],
@@ -326,7 +333,8 @@ fn run(secs: f64) -> Result<(), String> {
             v.boot_ms.unwrap_or(0.0),
             v.pss_bytes.unwrap_or(0) as f64 / 1e6,
             rx.trim(),
-            tx.trim()
+            tx.trim(),
+            drops
         );
     }
     println!("\nremoving the instances and stopping the daemon");

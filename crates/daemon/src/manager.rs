@@ -79,6 +79,8 @@ pub struct ManagerOptions {
     pub switch_threads: usize,
     /// Memory limit of instances that name none.
     pub default_memory: u64,
+    /// Sandboxes kept started ahead of demand (0: start each on request).
+    pub warm: usize,
     /// Packet slots in each instance's pool (`pronto instance
     /// --pool-slots`; the pool dominates an instance's memory).
     pub pool_slots: usize,
@@ -168,10 +170,7 @@ pub struct InstanceView {
 }
 
 enum Req {
-    Read(String, mpsc::SyncSender<Result<String, Failure>>),
-    Write(String, String, mpsc::SyncSender<Result<(), Failure>>),
     Config(String, mpsc::SyncSender<Result<(), Failure>>),
-    Pss(mpsc::SyncSender<Option<u64>>),
     /// The sandbox process ended (from the reaper), with its generation.
     Exited(u64),
     Stop(mpsc::SyncSender<()>),
@@ -181,6 +180,9 @@ struct Instance {
     spec: Mutex<InstanceSpec>,
     status: Mutex<Status>,
     tx: mpsc::Sender<Req>,
+    /// The running sandbox, for handler calls made straight from the
+    /// caller's thread (no hop through the supervisor).
+    live: Mutex<Option<Arc<Mutex<Sandbox>>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -221,7 +223,16 @@ pub struct Manager {
     instances: Mutex<HashMap<String, Arc<Instance>>>,
     ports: Mutex<Ports>,
     reaper: Arc<Reaper>,
+    warm: Warm,
     me: Weak<Manager>,
+}
+
+/// Pre-started sandboxes.
+#[derive(Default)]
+struct Warm {
+    pool: Mutex<Vec<Sandbox>>,
+    wake: std::sync::Condvar,
+    stop: std::sync::atomic::AtomicBool,
 }
 
 /// A valid tenant name: 1 to 31 of `a-z 0-9 -`, starting with a letter or
@@ -345,8 +356,17 @@ impl Manager {
                 names: HashMap::new(),
             }),
             reaper,
+            warm: Warm::default(),
             me: me.clone(),
         });
+        if m.opts.warm > 0 {
+            let w = Arc::downgrade(&m);
+            std::thread::Builder::new()
+                .name("prontod-warm".into())
+                .stack_size(SUPERVISOR_STACK)
+                .spawn(move || Manager::refill(w))
+                .map_err(|e| format!("starting the warm-pool thread: {e}"))?;
+        }
         for spec in specs {
             // Restored instances start in the background; a failure shows
             // in their status.
@@ -381,6 +401,7 @@ impl Manager {
                 ..Status::default()
             }),
             tx,
+            live: Mutex::new(None),
         });
         lock(&self.instances).insert(key.clone(), inst.clone());
         let me = self.me.clone();
@@ -498,12 +519,13 @@ impl Manager {
     /// One instance; with `pss`, its memory too.
     pub fn view(&self, tenant: &str, name: &str, pss: bool) -> Result<InstanceView, Failure> {
         let inst = self.get(tenant, name)?;
-        let pss = if pss {
-            let (tx, rx) = mpsc::sync_channel(1);
-            let _ = inst.tx.send(Req::Pss(tx));
-            rx.recv_timeout(REQUEST_TIMEOUT).ok().flatten()
-        } else {
-            None
+        let live = lock(&inst.live).clone();
+        let pss = match live {
+            Some(sb) if pss => {
+                let r = lock(&sb).pss_bytes().ok();
+                r
+            }
+            _ => None,
         };
         Ok(view_of(&inst, pss))
     }
@@ -526,9 +548,29 @@ impl Manager {
         })
     }
 
-    /// Reads `element.handler`.
+    /// The running sandbox of an instance, for a direct call.
+    fn live(&self, tenant: &str, name: &str) -> Result<Arc<Mutex<Sandbox>>, Failure> {
+        let inst = self.get(tenant, name)?;
+        let live = lock(&inst.live).clone();
+        live.ok_or_else(|| {
+            let state = lock(&inst.status).state;
+            Failure::Unavailable(match state {
+                Some(State::Failed) => {
+                    format!("instance `{name}` failed to start; replace its configuration")
+                }
+                _ => format!(
+                    "instance `{name}` is not running yet (starting or restarting); retry shortly"
+                ),
+            })
+        })
+    }
+
+    /// Reads `element.handler` (on the caller's thread, straight through
+    /// the sandbox's socket).
     pub fn read(&self, tenant: &str, name: &str, handler: &str) -> Result<String, Failure> {
-        self.call(tenant, name, |tx| Req::Read(handler.to_string(), tx))
+        let sb = self.live(tenant, name)?;
+        let r = lock(&sb).read(handler);
+        r.map_err(sandbox_failure)
     }
 
     /// Writes `value` to `element.handler`.
@@ -539,9 +581,9 @@ impl Manager {
         handler: &str,
         value: &str,
     ) -> Result<(), Failure> {
-        self.call(tenant, name, |tx| {
-            Req::Write(handler.to_string(), value.to_string(), tx)
-        })
+        let sb = self.live(tenant, name)?;
+        let r = lock(&sb).write(handler, value);
+        r.map_err(sandbox_failure)
     }
 
     /// Replaces the configuration of a running instance; a bad one is
@@ -668,6 +710,9 @@ impl Manager {
 
     /// Stops every instance (daemon shutdown; the store keeps them).
     pub fn shutdown(&self) {
+        self.warm.stop.store(true, Ordering::Relaxed);
+        self.warm.wake.notify_all();
+        lock(&self.warm.pool).clear();
         let keys: Vec<String> = lock(&self.instances).keys().cloned().collect();
         for k in keys {
             self.stop(&k);
@@ -770,7 +815,8 @@ fn view_of(inst: &Instance, pss: Option<u64>) -> InstanceView {
 
 /// A started sandbox with its ports.
 struct Running {
-    sb: Sandbox,
+    /// Shared with handler calls, which use it from the caller's thread.
+    sb: Arc<Mutex<Sandbox>>,
     ports: Vec<u16>,
     /// Reaper key.
     watch: u64,
@@ -805,6 +851,7 @@ fn supervise(
                     let _ = f.send(Ok(()));
                 }
                 let end = serve(&me, &inst, &rx, &mut run, generation);
+                *lock(&inst.live) = None;
                 let ran = run.since.elapsed();
                 if let Some(m) = me.upgrade() {
                     m.release(&mut run);
@@ -890,14 +937,8 @@ fn refuse(req: Req, why: &str) {
         Err(Failure::Unavailable(why.to_string()))
     }
     match req {
-        Req::Read(_, r) => {
+        Req::Config(_, r) => {
             let _ = r.send(f(why));
-        }
-        Req::Write(_, _, r) | Req::Config(_, r) => {
-            let _ = r.send(f(why));
-        }
-        Req::Pss(r) => {
-            let _ = r.send(None);
         }
         Req::Stop(r) => {
             let _ = r.send(());
@@ -945,62 +986,40 @@ fn serve(
 ) -> End {
     loop {
         let Ok(req) = rx.recv() else {
-            let _ = run.sb.stop();
+            let _ = lock(&run.sb).stop();
             return End::Stop(None);
         };
         match req {
-            Req::Read(h, reply) => match run.sb.read(&h) {
-                Err(SandboxError::Ended { .. }) => {
-                    let _ = reply.send(Err(Failure::Unavailable(
-                        "the instance's process ended; it is being restarted".into(),
-                    )));
-                    return End::Crashed(exit_reason(&mut run.sb));
+            Req::Config(text, reply) => {
+                let configured = lock(&run.sb).configure(&text);
+                match configured {
+                    Err(SandboxError::Ended { .. }) => {
+                        let _ = reply.send(Err(Failure::Unavailable(
+                            "the instance's process ended; it is being restarted".into(),
+                        )));
+                        return End::Crashed(exit_reason(&mut lock(&run.sb)));
+                    }
+                    Err(SandboxError::Remote(t)) => {
+                        let _ = reply.send(Err(Failure::BadRequest(t, Some("config"))));
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(Failure::Internal(e.to_string())));
+                    }
+                    Ok(_) => {
+                        lock(&inst.status).error = None;
+                        let _ = reply.send(Ok(()));
+                    }
                 }
-                r => {
-                    let _ = reply.send(r.map_err(sandbox_failure));
-                }
-            },
-            Req::Write(h, v, reply) => match run.sb.write(&h, &v) {
-                Err(SandboxError::Ended { .. }) => {
-                    let _ = reply.send(Err(Failure::Unavailable(
-                        "the instance's process ended; it is being restarted".into(),
-                    )));
-                    return End::Crashed(exit_reason(&mut run.sb));
-                }
-                r => {
-                    let _ = reply.send(r.map_err(sandbox_failure));
-                }
-            },
-            Req::Config(text, reply) => match run.sb.configure(&text) {
-                Err(SandboxError::Ended { .. }) => {
-                    let _ = reply.send(Err(Failure::Unavailable(
-                        "the instance's process ended; it is being restarted".into(),
-                    )));
-                    return End::Crashed(exit_reason(&mut run.sb));
-                }
-                Err(SandboxError::Remote(t)) => {
-                    let _ = reply.send(Err(Failure::BadRequest(t, Some("config"))));
-                }
-                Err(e) => {
-                    let _ = reply.send(Err(Failure::Internal(e.to_string())));
-                }
-                Ok(_) => {
-                    lock(&inst.status).error = None;
-                    let _ = reply.send(Ok(()));
-                }
-            },
-            Req::Pss(reply) => {
-                let _ = reply.send(run.sb.pss_bytes().ok());
             }
             Req::Exited(g) if g == generation => {
-                return End::Crashed(exit_reason(&mut run.sb));
+                return End::Crashed(exit_reason(&mut lock(&run.sb)));
             }
             Req::Exited(_) => {}
             Req::Stop(reply) => {
-                let _ = run.sb.set_timeout(Some(Duration::from_secs(2)));
-                if run.sb.stop().is_err() {
-                    let _ = run.sb.kill();
-                    let _ = run.sb.wait();
+                let _ = lock(&run.sb).set_timeout(Some(Duration::from_secs(2)));
+                if lock(&run.sb).stop().is_err() {
+                    let _ = lock(&run.sb).kill();
+                    let _ = lock(&run.sb).wait();
                 }
                 let _ = me;
                 return End::Stop(Some(reply));
@@ -1046,25 +1065,22 @@ impl Manager {
         generation: u64,
     ) -> Result<Running, Failure> {
         let t0 = Instant::now();
-        let mut ss = SandboxSpec::new(format!("{}.{}", spec.tenant, spec.name), &self.opts.program);
-        ss.args = vec![
-            "instance".into(),
-            "--pool-slots".into(),
-            self.opts.pool_slots.to_string(),
-        ];
-        ss.limits = Limits {
+        let limits = Limits {
             memory_bytes: Some(spec.memory.unwrap_or(self.opts.default_memory)),
             cpu: spec.cpu,
             pids: Some(spec.pids.unwrap_or(8)),
             ..Limits::default()
         };
-        ss.root_dir = self.opts.root_dir.clone();
-        ss.use_cgroup = self.opts.use_cgroup;
-        ss.stdout = Output::Null;
-        let sb = Sandbox::spawn(&ss).map_err(|e| Failure::Internal(format!("sandbox: {e}")))?;
+        let sb = match self.take_warm(&limits) {
+            Some(sb) => sb,
+            None => {
+                let ss = self.sandbox_spec(format!("{}.{}", spec.tenant, spec.name), limits);
+                Sandbox::spawn(&ss).map_err(|e| Failure::Internal(format!("sandbox: {e}")))?
+            }
+        };
         let _ = sb.set_timeout(Some(REQUEST_TIMEOUT));
         let mut run = Running {
-            sb,
+            sb: Arc::new(Mutex::new(sb)),
             ports: Vec::new(),
             watch: 0,
             since: Instant::now(),
@@ -1111,39 +1127,128 @@ impl Manager {
                     let _ = self.switch.add_static(m, id);
                 }
             }
-            if let Err(e) = give_port(&mut run.sb, &i.name, g, &shm) {
+            let given = give_port(&mut lock(&run.sb), &i.name, g, &shm);
+            if let Err(e) = given {
                 self.release(&mut run);
                 return Err(Failure::Internal(format!("handing port {pname} over: {e}")));
             }
             names.push((i.name.clone(), id));
         }
-        if let Err(e) = run.sb.configure(&spec.config) {
+        let configured = lock(&run.sb).configure(&spec.config);
+        if let Err(e) = configured {
             self.release(&mut run);
             return Err(match e {
                 SandboxError::Remote(t) => Failure::BadRequest(t, Some("config")),
                 other => Failure::Internal(other.to_string()),
             });
         }
-        if let Err(e) = run.sb.run() {
+        let ran = lock(&run.sb).run();
+        if let Err(e) = ran {
             self.release(&mut run);
             return Err(Failure::Internal(format!("running the configuration: {e}")));
         }
-        run.watch = self.watch(&run.sb, inst.tx.clone(), generation);
+        run.watch = self.watch(&lock(&run.sb), inst.tx.clone(), generation);
         run.since = Instant::now();
+        *lock(&inst.live) = Some(run.sb.clone());
         let mut st = lock(&inst.status);
         st.state = Some(State::Running);
-        st.pid = Some(run.sb.pid());
+        st.pid = Some(lock(&run.sb).pid());
         st.boot_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
         st.error = None;
         st.ports = names;
         Ok(run)
     }
 
+    fn sandbox_spec(&self, name: String, limits: Limits) -> SandboxSpec {
+        let mut ss = SandboxSpec::new(name, &self.opts.program);
+        ss.args = vec![
+            "instance".into(),
+            "--pool-slots".into(),
+            self.opts.pool_slots.to_string(),
+        ];
+        ss.limits = limits;
+        ss.root_dir = self.opts.root_dir.clone();
+        ss.use_cgroup = self.opts.use_cgroup;
+        ss.stdout = Output::Null;
+        ss
+    }
+
+    /// The limits pre-started sandboxes get (an instance's defaults).
+    fn warm_limits(&self) -> Limits {
+        Limits {
+            memory_bytes: Some(self.opts.default_memory),
+            pids: Some(8),
+            ..Limits::default()
+        }
+    }
+
+    /// A pre-started sandbox with `limits` applied, if one is ready.
+    fn take_warm(&self, limits: &Limits) -> Option<Sandbox> {
+        let sb = lock(&self.warm.pool).pop();
+        self.warm.wake.notify_one();
+        let sb = sb?;
+        if *limits == self.warm_limits() {
+            return Some(sb);
+        }
+        if let Some(cg) = sb.cgroup() {
+            if cg.update(limits).is_err() {
+                // Limits this cgroup cannot take (a v2 controller it was
+                // made without): start a fresh sandbox instead.
+                let _ = sb.kill();
+                return None;
+            }
+        }
+        Some(sb)
+    }
+
+    /// Keeps `opts.warm` sandboxes started and waiting for an instance:
+    /// creating an instance then skips the clone, the namespaces, the
+    /// cgroup and the program's start (most of its boot time).
+    fn refill(me: Weak<Manager>) {
+        let mut n = 0u64;
+        loop {
+            let Some(m) = me.upgrade() else { return };
+            let want = m.opts.warm;
+            {
+                let mut pool = lock(&m.warm.pool);
+                while pool.len() >= want || m.warm.stop.load(Ordering::Relaxed) {
+                    if m.warm.stop.load(Ordering::Relaxed) {
+                        pool.clear();
+                        return;
+                    }
+                    pool = m
+                        .warm
+                        .wake
+                        .wait_timeout(pool, Duration::from_secs(1))
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+            }
+            n += 1;
+            let ss = m.sandbox_spec(format!("warm{n}"), m.warm_limits());
+            drop(m);
+            match Sandbox::spawn(&ss) {
+                Ok(mut sb) => {
+                    // Ready once it answers: the program has started.
+                    if sb.ping().is_ok() {
+                        if let Some(m) = me.upgrade() {
+                            lock(&m.warm.pool).push(sb);
+                        }
+                    }
+                }
+                Err(_) => {
+                    // Instances start cold (and report the error) meanwhile.
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
     /// Kills what is left of a run and gives its ports back.
     fn release(&self, run: &mut Running) {
-        if run.sb.try_wait().ok().flatten().is_none() {
-            let _ = run.sb.kill();
-            let _ = run.sb.wait();
+        if lock(&run.sb).try_wait().ok().flatten().is_none() {
+            let _ = lock(&run.sb).kill();
+            let _ = lock(&run.sb).wait();
         }
         if run.watch != 0 {
             lock(&self.reaper.watched).remove(&run.watch);

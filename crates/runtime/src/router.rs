@@ -97,6 +97,10 @@ enum IdleWait {
 
 /// The longest the router sleeps at once while idle.
 const IDLE_SLEEP_MAX_NS: i64 = 50_000_000;
+/// The longest it blocks on descriptors when nothing is due: idle routers
+/// (thousands of sandboxed instances) wake a few times a minute, not 20
+/// times a second; a descriptor, a doorbell or a timer ends the wait.
+const FD_WAIT_MAX_NS: i64 = 10_000_000_000;
 /// The longest it blocks on descriptors while a task pulls through an
 /// element that releases packets by time.
 const TIMED_PULL_WAIT_NS: i64 = 1_000_000;
@@ -110,7 +114,7 @@ fn idle_poll_timeout(waits: &[IdleWait], now: i64, next_wake: i64) -> Option<i64
     let cap = if waits.contains(&IdleWait::OthersOrTime) {
         TIMED_PULL_WAIT_NS
     } else {
-        IDLE_SLEEP_MAX_NS
+        FD_WAIT_MAX_NS
     };
     Some(next_wake.saturating_sub(now).clamp(0, cap))
 }
@@ -674,11 +678,11 @@ impl Router {
                         // was due.
                     } else if next_wake == i64::MAX && !any_idle {
                         // Click would idle forever; so do we, cheaply.
-                        self.idle_sleep(50_000_000);
+                        self.idle_sleep(FD_WAIT_MAX_NS);
                     } else {
                         let now = self.now();
                         let until = if any_idle { now + 20_000 } else { next_wake };
-                        let d = (until - now).clamp(0, 50_000_000);
+                        let d = (until - now).clamp(0, IDLE_SLEEP_MAX_NS);
                         if d > 0 {
                             self.idle_sleep(d);
                         }
@@ -1276,11 +1280,11 @@ mod tests {
         assert_eq!(idle_poll_timeout(&[], now, i64::MAX), None);
         // A task that must be polled keeps the router polling.
         assert_eq!(idle_poll_timeout(&[Fd, Poll], now, i64::MAX), None);
-        // Descriptors and queue-fed tasks: block up to the longest sleep,
+        // Descriptors and queue-fed tasks: block up to the longest wait,
         // or until the next timer.
         assert_eq!(
             idle_poll_timeout(&[Fd, Others, Fd], now, i64::MAX),
-            Some(IDLE_SLEEP_MAX_NS)
+            Some(FD_WAIT_MAX_NS)
         );
         assert_eq!(idle_poll_timeout(&[Fd], now, now + 5_000), Some(5_000));
         assert_eq!(idle_poll_timeout(&[Fd], now, now - 5), Some(0));

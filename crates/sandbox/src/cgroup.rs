@@ -274,6 +274,80 @@ impl Cgroup {
         Ok(())
     }
 
+    /// Changes the limits of a cgroup in use (a pre-started sandbox taken
+    /// for an instance). A kind of limit the cgroup was made without
+    /// (v2: its controller not enabled) is an error; `None` leaves a limit
+    /// as it is.
+    pub fn update(&self, limits: &Limits) -> Result<(), SandboxError> {
+        let file = |ctl: &str, name: &str| -> PathBuf {
+            match self.version {
+                Version::V1 => {
+                    let i = ["memory", "cpu", "pids"]
+                        .iter()
+                        .position(|c| *c == ctl)
+                        .unwrap_or(0);
+                    self.dirs.get(i).cloned().unwrap_or_default().join(name)
+                }
+                Version::V2 => self.dirs.first().cloned().unwrap_or_default().join(name),
+            }
+        };
+        if let Some(m) = limits.memory_bytes {
+            let v = m.to_string();
+            match self.version {
+                Version::V1 => {
+                    let mem = file("memory", "memory.limit_in_bytes");
+                    let memsw = file("memory", "memory.memsw.limit_in_bytes");
+                    if memsw.exists() {
+                        // Raising: memory+swap first; lowering: memory
+                        // first. One of the two orders is accepted.
+                        if std::fs::write(&memsw, &v).is_ok() {
+                            write(&mem, &v, "setting the memory limit")?;
+                        } else {
+                            write(&mem, &v, "setting the memory limit")?;
+                            write(&memsw, &v, "setting the memory+swap limit")?;
+                        }
+                    } else {
+                        write(&mem, &v, "setting the memory limit")?;
+                    }
+                }
+                Version::V2 => write(
+                    &file("memory", "memory.max"),
+                    &v,
+                    "setting the memory limit",
+                )?,
+            }
+        }
+        if let Some(c) = limits.cpu {
+            match self.version {
+                Version::V1 => {
+                    write(
+                        &file("cpu", "cpu.cfs_period_us"),
+                        &CPU_PERIOD_US.to_string(),
+                        "setting the CPU period",
+                    )?;
+                    write(
+                        &file("cpu", "cpu.cfs_quota_us"),
+                        &cpu_quota_us(c).to_string(),
+                        "setting the CPU quota",
+                    )?;
+                }
+                Version::V2 => write(
+                    &file("cpu", "cpu.max"),
+                    &format!("{} {CPU_PERIOD_US}", cpu_quota_us(c)),
+                    "setting the CPU quota",
+                )?,
+            }
+        }
+        if let Some(n) = limits.pids {
+            write(
+                &file("pids", "pids.max"),
+                &n.to_string(),
+                "setting the pids limit",
+            )?;
+        }
+        Ok(())
+    }
+
     /// The hierarchy in use.
     pub fn version(&self) -> Version {
         self.version

@@ -57,6 +57,9 @@ struct Instance {
     /// How the last run ended, until `WAIT` collects it.
     ended: Option<Result<(), String>>,
     locked: bool,
+    /// The seccomp filters, compiled at start-up (off the boot path of a
+    /// pre-started instance).
+    filters: Option<[seccompiler::BpfProgram; 2]>,
     pool_slots: usize,
 }
 
@@ -120,8 +123,16 @@ pub fn main() -> ExitCode {
         running: None,
         ended: None,
         locked: false,
+        filters: None,
         pool_slots,
     };
+    match crate::seccomp::programs() {
+        Ok(p) => inst.filters = Some(p),
+        Err(e) => {
+            eprintln!("pronto instance: {e}");
+            return ExitCode::from(EXIT_SECCOMP);
+        }
+    }
     loop {
         let (payload, fds) = match proto::recv_frame(&sock) {
             Ok(Some(frame)) => frame,
@@ -284,7 +295,11 @@ impl Instance {
             Request::Config(text) => match self.configure(text) {
                 Ok(n) => {
                     if !self.locked {
-                        if let Err(e) = crate::seccomp::install() {
+                        let installed = match &self.filters {
+                            Some(f) => crate::seccomp::install(f),
+                            None => Err("seccomp: no filters compiled".to_string()),
+                        };
+                        if let Err(e) = installed {
                             return (Reply::Err(e), Next::Exit(ExitCode::from(EXIT_SECCOMP)));
                         }
                         self.locked = true;

@@ -215,16 +215,17 @@ pub fn programs() -> Result<[BpfProgram; 2], String> {
     Ok([allow, deny])
 }
 
-/// Installs both filters on the calling thread (the instance has one).
-/// Sets `no_new_privs` first (already set by the sandbox; harmless again).
-pub fn install() -> Result<(), String> {
-    let [allow, deny] = programs()?;
+/// Installs both filters (from [`programs`], compiled ahead: the instance
+/// compiles them while it waits for its first request) on every thread of
+/// the process.
+pub fn install(programs: &[BpfProgram; 2]) -> Result<(), String> {
+    let [allow, deny] = programs;
     // The open filter first: once the allow-list is in, `seccomp` and
     // `prctl` themselves are no longer allowed.
     // Every thread (the request thread and the router's) gets both filters.
-    seccompiler::apply_filter_all_threads(&deny)
+    seccompiler::apply_filter_all_threads(deny)
         .map_err(|e| format!("seccomp: installing the open filter: {e}"))?;
-    seccompiler::apply_filter_all_threads(&allow)
+    seccompiler::apply_filter_all_threads(allow)
         .map_err(|e| format!("seccomp: installing the allow-list: {e}"))?;
     Ok(())
 }

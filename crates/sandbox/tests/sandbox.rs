@@ -334,6 +334,33 @@ fn cgroup_limits_are_written_and_removed_on_drop() {
         assert_eq!(read(dirs[0].join("pids.max")), "4");
         assert_eq!(read(dirs[0].join("cgroup.procs")), pid);
     }
+    // A running sandbox's limits change in place (raised, then lowered).
+    let cg = sb.cgroup().expect("cgroup");
+    for mem in [128u64 << 20, 16 << 20] {
+        cg.update(&Limits {
+            memory_bytes: Some(mem),
+            cpu: Some(0.25),
+            pids: Some(6),
+            ..Limits::default()
+        })
+        .expect("update");
+        let (m, c, p) = if v1 {
+            (
+                read(dirs[0].join("memory.limit_in_bytes")),
+                read(dirs[1].join("cpu.cfs_quota_us")),
+                read(dirs[2].join("pids.max")),
+            )
+        } else {
+            (
+                read(dirs[0].join("memory.max")),
+                read(dirs[0].join("cpu.max")),
+                read(dirs[0].join("pids.max")),
+            )
+        };
+        assert_eq!(m, mem.to_string());
+        assert_eq!(c, if v1 { "25000" } else { "25000 100000" });
+        assert_eq!(p, "6");
+    }
     drop(sb);
     for d in &dirs {
         assert!(!d.exists(), "{} left behind", d.display());

@@ -31,7 +31,11 @@ pub fn main(sub: &str, args: &[String]) -> Result<(), String> {
     pronto_switch::raise_fd_limit()
         .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
     match sub {
-        "boot" => boot(&c, c.opt("--count")?.unwrap_or(1000)),
+        "boot" => boot(
+            &c,
+            c.opt("--count")?.unwrap_or(1000),
+            Duration::from_millis(c.opt("--pause-ms")?.unwrap_or(0)),
+        ),
         "handlers" => handlers(&c, c.opt("--runs")?.unwrap_or(200)),
         "consolidate" => consolidate(&c, c.opt("--count")?.unwrap_or(10_000)),
         _ => chain(&c, c.opt("--duration")?.unwrap_or(1.0)),
@@ -132,7 +136,7 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn boot(c: &Common, count: u32) -> Result<(), String> {
+fn boot(c: &Common, count: u32, pause: Duration) -> Result<(), String> {
     let s = start("boot", 512)?;
     let m = s.d().manager().clone();
     let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
@@ -143,6 +147,9 @@ fn boot(c: &Common, count: u32) -> Result<(), String> {
     let mut boots = Vec::new();
     println!("creating {count} instances one after another (API request -> first frame forwarded)");
     for i in 1..=count {
+        // Time between requests (not counted): lets the daemon's pool of
+        // pre-started sandboxes refill, as between an operator's requests.
+        std::thread::sleep(pause);
         let body = json!({
             "name": format!("b{i}"),
             "config": config,
@@ -252,7 +259,7 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
     let s = start("handlers", 512)?;
     let body = json!({
         "name": "state",
-        "config": "s :: TimedSource(ACTIVE false); c :: Counter; Idle -> c -> Discard;",
+        "config": "s :: TimedSource(ACTIVE false) -> c :: Counter -> Discard;",
     })
     .to_string();
     s.call(
@@ -288,6 +295,20 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
                 return Err(format!("read back {} bytes of {size}", got.len()));
             }
         }
+        // The same read without HTTP: the daemon's manager called in
+        // process (supervisor thread, sandbox socket, instance, router).
+        let m = s.d().manager().clone();
+        let mut direct = Vec::new();
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            m.read("default", "state", "s.data")
+                .map_err(|e| e.to_string())?;
+            direct.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+        eprintln!(
+            "  ({size} B: read without HTTP, p50 {:.0} µs)",
+            median(&mut direct)
+        );
         let (w50, r50) = (median(&mut w.clone()), median(&mut r.clone()));
         let (w99, r99) = (pct(&mut w, 0.99), pct(&mut r, 0.99));
         println!("| {size} | {w50:.0} | {r50:.0} | {w99:.0} | {r99:.0} |");
