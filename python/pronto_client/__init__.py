@@ -1,0 +1,373 @@
+"""Client for prontod, pronto's daemon (REST API, ``docs/openapi.yaml``).
+
+Talks to the daemon over its unix socket (as the admin, no token needed)
+or over loopback TCP with an API token::
+
+    from pronto_client import Client
+
+    c = Client()                                   # $PRONTO_SOCKET or the default socket
+    fw = c.create("fw1", open("fw.click").read(), memory="16M",
+                  interfaces=[("eth0", "02:00:00:00:00:01")])
+    print(c.read("fw1", "c.count"))
+    c.write("fw1", "c.reset")
+    c.reconfigure("fw1", new_text)                 # a bad one raises BadRequest; the old one runs on
+    c.remove("fw1")
+
+Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from urllib.parse import quote
+
+__all__ = [
+    "Client",
+    "Instance",
+    "Interface",
+    "Tenant",
+    "Port",
+    "ProntoError",
+    "BadRequest",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "Unavailable",
+    "default_socket",
+]
+
+
+class ProntoError(Exception):
+    """An error answer from the daemon: HTTP status, message, and the
+    request field to blame when there is one."""
+
+    def __init__(self, status: int, message: str, field: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class BadRequest(ProntoError):
+    """400: bad input, or a configuration that does not build."""
+
+
+class Unauthorized(ProntoError):
+    """401: no token, or a token the daemon does not know."""
+
+
+class Forbidden(ProntoError):
+    """403: only the admin may do this."""
+
+
+class NotFound(ProntoError):
+    """404: no such instance, handler, tenant or port (another tenant's
+    instances look exactly like missing ones)."""
+
+
+class Conflict(ProntoError):
+    """409: the name is taken, or the tenant still has instances."""
+
+
+class Unavailable(ProntoError):
+    """503: the instance is starting or restarting; retry shortly."""
+
+
+_ERRORS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
+           409: Conflict, 503: Unavailable}
+
+
+@dataclass
+class Interface:
+    """One interface of an instance: a port on the daemon's switch."""
+
+    name: str
+    mac: Optional[str] = None
+    port: Optional[int] = None
+
+
+@dataclass
+class Crash:
+    """How an instance's process last ended unexpectedly."""
+
+    at_unix_ms: int
+    reason: str
+
+
+@dataclass
+class Instance:
+    """A middlebox instance as the daemon describes it."""
+
+    name: str
+    tenant: str
+    state: str
+    config: str
+    memory: Optional[int] = None
+    cpu: Optional[float] = None
+    pids: Optional[int] = None
+    interfaces: List[Interface] = field(default_factory=list)
+    pid: Optional[int] = None
+    boot_ms: Optional[float] = None
+    restarts: int = 0
+    last_crash: Optional[Crash] = None
+    error: Optional[str] = None
+    pss_bytes: Optional[int] = None
+    created_unix_ms: int = 0
+
+    @staticmethod
+    def from_json(v: Dict[str, Any]) -> "Instance":
+        """Builds an Instance from the API's JSON object."""
+        crash = v.get("last_crash")
+        return Instance(
+            name=v["name"],
+            tenant=v["tenant"],
+            state=v["state"],
+            config=v.get("config", ""),
+            memory=v.get("memory"),
+            cpu=v.get("cpu"),
+            pids=v.get("pids"),
+            interfaces=[Interface(i["name"], i.get("mac"), i.get("port"))
+                        for i in v.get("interfaces", [])],
+            pid=v.get("pid"),
+            boot_ms=v.get("boot_ms"),
+            restarts=v.get("restarts", 0),
+            last_crash=Crash(crash["at_unix_ms"], crash["reason"]) if crash else None,
+            error=v.get("error"),
+            pss_bytes=v.get("pss_bytes"),
+            created_unix_ms=v.get("created_unix_ms", 0),
+        )
+
+
+@dataclass
+class Tenant:
+    """A tenant; ``token`` is only known right after creation."""
+
+    name: str
+    instances: int = 0
+    token: Optional[str] = None
+
+
+@dataclass
+class Port:
+    """A switch port and its counters."""
+
+    port: int
+    name: str
+    rx_packets: int
+    rx_bytes: int
+    tx_packets: int
+    tx_bytes: int
+    drops: int
+
+
+def default_socket() -> str:
+    """The daemon's socket: ``$PRONTO_SOCKET``, else the daemon's default
+    (``/run/pronto/prontod.sock`` as root, ``/tmp/prontod-UID.sock``)."""
+    env = os.environ.get("PRONTO_SOCKET")
+    if env:
+        return env
+    if os.geteuid() == 0:
+        return "/run/pronto/prontod.sock"
+    return os.path.join(os.environ.get("TMPDIR", "/tmp"), "prontod-%d.sock" % os.geteuid())
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self._path)
+        self.sock = s
+
+
+InterfaceSpec = Union[str, Tuple[str, Optional[str]], Interface]
+
+
+class Client:
+    """A connection to prontod.
+
+    ``socket``: the unix socket (default: :func:`default_socket`);
+    ``url``: ``http://127.0.0.1:7117`` to use TCP instead (then a
+    ``token`` is needed; default ``$PRONTO_URL`` / ``$PRONTO_TOKEN``);
+    ``tenant``: as the admin, address this tenant's instances.
+    """
+
+    def __init__(self, socket: Optional[str] = None, url: Optional[str] = None,
+                 token: Optional[str] = None, tenant: Optional[str] = None,
+                 timeout: float = 60.0) -> None:
+        self.url = url if url is not None else (None if socket else os.environ.get("PRONTO_URL"))
+        self.socket = socket or default_socket()
+        self.token = token if token is not None else os.environ.get("PRONTO_TOKEN")
+        self.tenant = tenant
+        self.timeout = timeout
+
+    # ---- transport ------------------------------------------------------
+
+    def _conn(self) -> http.client.HTTPConnection:
+        if self.url:
+            u = self.url
+            for p in ("http://",):
+                if u.startswith(p):
+                    u = u[len(p):]
+            u = u.rstrip("/")
+            host, _, port = u.partition(":")
+            return http.client.HTTPConnection(host, int(port or 80), timeout=self.timeout)
+        return _UnixConnection(self.socket, self.timeout)
+
+    def _path(self, path: str) -> str:
+        if self.tenant:
+            return path + ("&" if "?" in path else "?") + "tenant=" + quote(self.tenant)
+        return path
+
+    def _request(self, method: str, path: str, body: Optional[bytes] = None,
+                 ctype: str = "application/json") -> Tuple[int, bytes]:
+        headers = {}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        if body is not None:
+            headers["Content-Type"] = ctype
+        c = self._conn()
+        try:
+            c.request(method, path, body=body, headers=headers)
+            r = c.getresponse()
+            data = r.read()
+            status = r.status
+        finally:
+            c.close()
+        if status >= 400:
+            message, fld = data.decode("utf-8", "replace"), None
+            try:
+                v = json.loads(data)
+                message, fld = v.get("error", message), v.get("field")
+            except ValueError:
+                pass
+            raise _ERRORS.get(status, ProntoError)(status, message, fld)
+        return status, data
+
+    def _json(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        raw = json.dumps(body).encode() if body is not None else None
+        _, data = self._request(method, path, raw)
+        return json.loads(data) if data else None
+
+    # ---- daemon ---------------------------------------------------------
+
+    def health(self) -> Dict[str, Any]:
+        """``{"status": "ok", "version": ..., "instances": N}``."""
+        return self._json("GET", "/v1/health")
+
+    def stats(self, name: Optional[str] = None) -> Dict[str, Any]:
+        """Daemon totals, or one instance's per-element counters."""
+        if name is None:
+            return self._json("GET", "/v1/stats")
+        return self._json("GET", self._path("/v1/instances/%s/stats" % quote(name)))
+
+    def metrics(self) -> str:
+        """The Prometheus exposition (admin)."""
+        return self._request("GET", "/metrics")[1].decode()
+
+    # ---- instances ------------------------------------------------------
+
+    def create(self, name: str, config: str, *, memory: Union[int, str, None] = None,
+               cpu: Optional[float] = None, pids: Optional[int] = None,
+               interfaces: Optional[Sequence[InterfaceSpec]] = None,
+               tenant: Optional[str] = None) -> Instance:
+        """Creates and starts an instance; raises BadRequest (field
+        ``config``, message with line:column) if its configuration does
+        not build, and nothing is created."""
+        body: Dict[str, Any] = {"name": name, "config": config}
+        if memory is not None:
+            body["memory"] = memory
+        if cpu is not None:
+            body["cpu"] = cpu
+        if pids is not None:
+            body["pids"] = pids
+        if interfaces:
+            ifs = []
+            for i in interfaces:
+                if isinstance(i, str):
+                    ifs.append({"name": i})
+                elif isinstance(i, Interface):
+                    ifs.append({"name": i.name, "mac": i.mac})
+                else:
+                    ifs.append({"name": i[0], "mac": i[1]})
+            body["interfaces"] = ifs
+        t = tenant or self.tenant
+        if t:
+            body["tenant"] = t
+        return Instance.from_json(self._json("POST", "/v1/instances", body))
+
+    def list(self) -> List[Instance]:
+        """Instances (a tenant's own; the admin's: all, or ``tenant``'s)."""
+        return [Instance.from_json(v) for v in self._json("GET", self._path("/v1/instances"))]
+
+    def show(self, name: str) -> Instance:
+        """One instance, with its memory (PSS)."""
+        return Instance.from_json(self._json("GET", self._path("/v1/instances/" + quote(name))))
+
+    def remove(self, name: str) -> None:
+        """Destroys an instance."""
+        self._request("DELETE", self._path("/v1/instances/" + quote(name)))
+
+    def reconfigure(self, name: str, config: str) -> Instance:
+        """Replaces a running instance's configuration; a bad one raises
+        BadRequest and the old one keeps running."""
+        return Instance.from_json(self._json(
+            "PUT", self._path("/v1/instances/%s/config" % quote(name)), {"config": config}))
+
+    def read(self, name: str, handler: str) -> str:
+        """Calls read handler ``element.handler``."""
+        return self._request(
+            "GET", self._path("/v1/instances/%s/handlers/%s" % (quote(name), quote(handler))))[1].decode()
+
+    def write(self, name: str, handler: str, value: str = "") -> None:
+        """Calls write handler ``element.handler`` with ``value``."""
+        self._request("PUT",
+                      self._path("/v1/instances/%s/handlers/%s" % (quote(name), quote(handler))),
+                      value.encode(), "text/plain")
+
+    # ---- switch ---------------------------------------------------------
+
+    def ports(self) -> List[Port]:
+        """Switch ports (a tenant's own) and their counters."""
+        return [Port(**p) for p in self._json("GET", "/v1/switch/ports")]
+
+    def macs(self) -> List[Dict[str, Any]]:
+        """Static MAC entries (admin)."""
+        return self._json("GET", "/v1/switch/macs")
+
+    def set_mac(self, mac: str, port: int) -> None:
+        """Routes ``mac`` to switch port ``port`` (admin; kept across
+        restarts, following the port's name)."""
+        self._json("PUT", "/v1/switch/macs/" + quote(mac), {"port": port})
+
+    def delete_mac(self, mac: str) -> None:
+        """Forgets a static MAC entry (admin)."""
+        self._request("DELETE", "/v1/switch/macs/" + quote(mac))
+
+    # ---- tenants --------------------------------------------------------
+
+    def create_tenant(self, name: str) -> Tenant:
+        """Creates a tenant (admin); the result carries its token, shown once."""
+        v = self._json("POST", "/v1/tenants", {"name": name})
+        return Tenant(name=v["name"], token=v["token"])
+
+    def tenants(self) -> List[Tenant]:
+        """Tenants and their instance counts (admin)."""
+        return [Tenant(name=t["name"], instances=t["instances"])
+                for t in self._json("GET", "/v1/tenants")]
+
+    def delete_tenant(self, name: str) -> None:
+        """Deletes a tenant without instances (admin)."""
+        self._request("DELETE", "/v1/tenants/" + quote(name))

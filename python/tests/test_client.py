@@ -1,0 +1,107 @@
+"""The Python client against a real prontod (started by
+crates/cli/tests/python_client.rs, which sets PRONTO_SOCKET, PRONTO_URL and
+PRONTO_ADMIN_TOKEN)."""
+
+import os
+import time
+import unittest
+
+from pronto_client import BadRequest, Client, NotFound, Unauthorized
+
+COUNTING = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n"
+
+
+def wait_until(what, f, timeout=20.0):
+    t0 = time.time()
+    while not f():
+        if time.time() - t0 > timeout:
+            raise AssertionError("timed out: " + what)
+        time.sleep(0.02)
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sock = os.environ["PRONTO_SOCKET"]
+        cls.url = os.environ["PRONTO_URL"]
+        cls.admin = Client(socket=cls.sock)
+
+    def test_health_and_metrics(self):
+        h = self.admin.health()
+        self.assertEqual(h["status"], "ok")
+        self.assertIn("pronto_instances{state=\"running\"}", self.admin.metrics())
+        # Over TCP the admin token works, and nothing works without one.
+        tcp = Client(url=self.url, token=os.environ["PRONTO_ADMIN_TOKEN"])
+        self.assertEqual(tcp.health()["status"], "ok")
+        with self.assertRaises(Unauthorized) as e:
+            Client(url=self.url, token="").health()
+        self.assertIn("a token is needed", str(e.exception))
+
+    def test_instance_lifecycle(self):
+        c = self.admin
+        with self.assertRaises(BadRequest) as e:
+            c.create("py-bad", "c :: Counter; Nope -> c;\n")
+        self.assertEqual(e.exception.field, "config")
+        self.assertIn("config:1:15", e.exception.message)
+        self.assertIn("unknown element class `Nope`", e.exception.message)
+        self.assertNotIn("py-bad", [i.name for i in c.list()])
+
+        i = c.create("py-fw", COUNTING, memory="16M", interfaces=[("eth0", "02:00:00:00:0a:01")])
+        try:
+            self.assertEqual(i.state, "running")
+            self.assertEqual(i.memory, 16 << 20)
+            self.assertEqual(i.interfaces[0].name, "eth0")
+            self.assertIsNotNone(i.interfaces[0].port)
+            self.assertIn("py-fw", [x.name for x in c.list()])
+            shown = c.show("py-fw")
+            self.assertGreater(shown.pss_bytes or 0, 0)
+            wait_until("the counter counts", lambda: int(c.read("py-fw", "c.count")) > 3)
+            c.write("py-fw", "c.reset")
+            self.assertLess(int(c.read("py-fw", "c.count")), 50)
+            with self.assertRaises(NotFound) as e:
+                c.read("py-fw", "c.nope")
+            self.assertEqual(str(e.exception), "element `c` has no read handler `nope`")
+            # A bad reconfiguration is refused; the old one keeps running.
+            with self.assertRaises(BadRequest):
+                c.reconfigure("py-fw", "c :: Counter; Nope -> c;\n")
+            before = int(c.read("py-fw", "c.count"))
+            wait_until("still counting", lambda: int(c.read("py-fw", "c.count")) > before)
+            c.reconfigure("py-fw", "d :: Counter; TimedSource(0.005s) -> d -> Discard;\n")
+            wait_until("the new one counts", lambda: int(c.read("py-fw", "d.count")) > 0)
+            st = c.stats("py-fw")
+            self.assertIn("d", [e["name"] for e in st["elements"]])
+            self.assertIn("py", "".join(p.name for p in c.ports()))
+        finally:
+            c.remove("py-fw")
+        with self.assertRaises(NotFound):
+            c.show("py-fw")
+
+    def test_tenants_are_kept_apart(self):
+        a = self.admin.create_tenant("py-a")
+        b = self.admin.create_tenant("py-b")
+        try:
+            ca = Client(url=self.url, token=a.token)
+            cb = Client(url=self.url, token=b.token)
+            i = ca.create("svc", COUNTING)
+            self.assertEqual(i.tenant, "py-a")
+            try:
+                self.assertEqual(cb.list(), [])
+                for call in (lambda: cb.show("svc"), lambda: cb.read("svc", "c.count"),
+                             lambda: cb.remove("svc")):
+                    with self.assertRaises(NotFound):
+                        call()
+                # b's instance of the same name is its own.
+                cb.create("svc", COUNTING)
+                self.assertEqual([x.tenant for x in cb.list()], ["py-b"])
+                cb.remove("svc")
+                self.assertEqual(ca.show("svc").state, "running")
+            finally:
+                ca.remove("svc")
+        finally:
+            self.admin.delete_tenant("py-a")
+            self.admin.delete_tenant("py-b")
+        self.assertNotIn("py-a", [t.name for t in self.admin.tenants()])
+
+
+if __name__ == "__main__":
+    unittest.main()
