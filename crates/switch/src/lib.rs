@@ -66,15 +66,33 @@ pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Raises this process's open-file limit to its hard maximum (each port
+/// Raises this process's open-file limit to its hard maximum, or as root
+/// to the kernel's `nr_open` (each port
 /// holds three descriptors in the switch process: the region and two
 /// doorbells). Returns the new soft limit.
 pub fn raise_fd_limit() -> std::io::Result<u64> {
     use rustix::process::{getrlimit, setrlimit, Resource};
     let mut lim = getrlimit(Resource::Nofile);
+    // As root (CAP_SYS_RESOURCE) the hard limit itself may rise to the
+    // kernel's `nr_open`: a daemon with thousands of instances holds
+    // several descriptors for each.
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    if let Some(n) = nr_open {
+        if lim.maximum.is_some_and(|m| m < n) {
+            let raised = rustix::process::Rlimit {
+                current: Some(n),
+                maximum: Some(n),
+            };
+            if setrlimit(Resource::Nofile, raised.clone()).is_ok() {
+                return Ok(n);
+            }
+        }
+    }
     if lim.current != lim.maximum {
         lim.current = lim.maximum;
-        setrlimit(Resource::Nofile, lim)?;
+        setrlimit(Resource::Nofile, lim.clone())?;
     }
     Ok(lim.current.unwrap_or(u64::MAX))
 }
