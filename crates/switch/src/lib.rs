@@ -85,14 +85,14 @@ pub fn raise_fd_limit() -> std::io::Result<u64> {
                 current: Some(n),
                 maximum: Some(n),
             };
-            if setrlimit(Resource::Nofile, raised.clone()).is_ok() {
+            if setrlimit(Resource::Nofile, raised).is_ok() {
                 return Ok(n);
             }
         }
     }
     if lim.current != lim.maximum {
         lim.current = lim.maximum;
-        setrlimit(Resource::Nofile, lim.clone())?;
+        setrlimit(Resource::Nofile, lim)?;
     }
     Ok(lim.current.unwrap_or(u64::MAX))
 }
