@@ -6,6 +6,7 @@
 //! of its own (elements do) and takes time from its [`Clock`], so a run
 //! under simulated time is deterministic.
 
+pub mod controlsocket;
 mod graph;
 mod remote;
 mod router;

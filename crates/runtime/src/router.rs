@@ -159,6 +159,7 @@ pub struct Router {
 pub fn lookup_class(name: &str) -> Option<ClassEntry> {
     crate::script::lookup(name)
         .or_else(|| crate::staticthreadsched::lookup(name))
+        .or_else(|| crate::controlsocket::lookup(name))
         .or_else(|| pronto_elements::registry::lookup(name))
 }
 
@@ -171,6 +172,7 @@ pub fn all_classes() -> Vec<ClassEntry> {
             .filter_map(|n| crate::script::lookup(n)),
     );
     v.extend(crate::staticthreadsched::lookup("StaticThreadSched"));
+    v.extend(crate::controlsocket::lookup("ControlSocket"));
     v.sort_by_key(|e| e.spec.name);
     v
 }
@@ -567,6 +569,7 @@ impl Router {
     /// Runs until the driver stops: a stop request with no DriverManager to
     /// intercept it, the end of a driver script, or a `stop` instruction.
     pub fn run(&mut self) -> Result<(), String> {
+        self.start_control_sockets();
         for i in 0..self.scripts.len() {
             let node = self.scripts[i];
             self.step_script(node, false);
@@ -787,6 +790,25 @@ impl Router {
             self.flat_text = full_text;
         }
         self.link = Some(Box::new(link));
+    }
+
+    /// Starts serving every `ControlSocket`, through this router's remote.
+    fn start_control_sockets(&mut self) {
+        for i in 0..self.elems.len() {
+            let is_cs = self.elems[i]
+                .as_any_mut()
+                .is_some_and(|a| a.is::<crate::controlsocket::ControlSocket>());
+            if !is_cs {
+                continue;
+            }
+            let Ok(remote) = self.remote() else { continue };
+            if let Some(cs) = self.elems[i]
+                .as_any_mut()
+                .and_then(|a| a.downcast_mut::<crate::controlsocket::ControlSocket>())
+            {
+                cs.start(remote);
+            }
+        }
     }
 
     /// Ends the run at once (a remote halt).

@@ -162,7 +162,7 @@ fn named_elements(
 
 /// True for the classes that drive the router (they run on thread 0).
 fn is_script(class: &str) -> bool {
-    matches!(class, "Script" | "DriverManager")
+    matches!(class, "Script" | "DriverManager" | "ControlSocket")
 }
 
 /// Splits `flat` over `nthreads` threads (see the module documentation).

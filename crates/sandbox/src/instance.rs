@@ -109,6 +109,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_SOCKET);
         }
     };
+    pronto_runtime::controlsocket::forbid(
+        "inside a sandboxed instance (it has no sockets once locked down): call handlers \
+         through the daemon's API (`pronto read` / `pronto write`)",
+    );
     let (jobs, rx) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("router".into())

@@ -1,0 +1,451 @@
+//! `ControlSocket`: Click's control socket, for programs that drive a
+//! router through its handlers (Click's text protocol, version 1.3).
+//!
+//! A runtime class: it has no packet path. The socket is bound when the
+//! configuration is built (a port in use or a bad path is a configuration
+//! error); when the router starts running, a thread accepts connections
+//! and serves each on its own thread, calling handlers through the
+//! router's [`crate::Remote`] (between rounds of the task loop; the data
+//! plane never waits for a client).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pronto_elements::{ActionProfile, ClassEntry, ConfigCtx, ConfigError, Element, Spec};
+
+use crate::router::CallError;
+use crate::Remote;
+
+/// Set in processes where a control socket must not be opened (a
+/// sandboxed instance: no sockets after lock-down; the daemon's API is
+/// the way in), with the reason.
+static FORBIDDEN: Mutex<Option<&'static str>> = Mutex::new(None);
+
+/// Refuses `ControlSocket` in this process from now on, saying `why`.
+pub fn forbid(why: &'static str) {
+    *FORBIDDEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+}
+
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+/// Click's `ControlSocket(TCP, PORT)` / `ControlSocket(UNIX, FILENAME)`.
+pub struct ControlSocket {
+    listener: Option<Listener>,
+    readonly: bool,
+    verbose: bool,
+    /// The socket file to remove when the element goes.
+    unix_path: Option<PathBuf>,
+    /// The bound TCP port (the `port` handler).
+    port: Option<u16>,
+    stop: Arc<AtomicBool>,
+}
+
+impl ControlSocket {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("ControlSocket")
+        .phase(pronto_elements::PHASE_INFO)
+        .ports("0/0")
+        .processing("a/a")
+        .profile(ActionProfile::NONE)
+        .doc(
+            "ControlSocket(TCP, PORT [, KEYWORDS])\nControlSocket(UNIX, FILENAME [, KEYWORDS])\n\n\
+             Opens a control socket other programs drive the router through, in Click's\n\
+             line protocol (version 1.3): READ handler [args], READDATA handler N,\n\
+             WRITE handler [args], WRITEDATA handler N, CHECKREAD handler, CHECKWRITE\n\
+             handler, HELP, QUIT; answers with Click's response codes (200 OK, 500\n\
+             syntax, 501 unimplemented, 510 no such element, 511 no such handler, 520\n\
+             handler error, 530 permission denied). PORT `0` picks a free port (see the\n\
+             `port` handler). Keywords: READONLY (no write handlers), LOCALHOST (TCP on\n\
+             127.0.0.1 only), VERBOSE (report connections on stderr); RETRIES and\n\
+             RETRY_WARNINGS are accepted and ignored; PROXY is refused. Under `--threads`\n\
+             it runs on thread 0 and reaches every thread's elements. Not available in\n\
+             sandboxed instances (use the daemon's API).\n\n\
+             Ports: none.",
+        );
+
+    /// Configures a `ControlSocket`: parses its arguments and binds.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        if let Some(why) = *FORBIDDEN.lock().unwrap_or_else(|e| e.into_inner()) {
+            return Err(ConfigError::new(format!(
+                "ControlSocket is not available {why}"
+            )));
+        }
+        let args: Vec<String> = pronto_lang::args::split_args(ctx.config);
+        let mut pos = Vec::new();
+        let (mut readonly, mut verbose, mut localhost) = (false, false, false);
+        for a in &args {
+            let words = pronto_lang::args::split_words(a);
+            let key = words.first().map(|w| w.to_ascii_uppercase());
+            let value = words.get(1).map(|w| pronto_lang::args::unquote(w));
+            let flag = |v: &Option<String>, k: &str| -> Result<bool, ConfigError> {
+                match v.as_deref() {
+                    None => Ok(true),
+                    Some(v) => pronto_lang::args::parse_bool(v).map_err(|_| {
+                        ConfigError::new(format!("{k}: expected true or false, found `{v}`"))
+                    }),
+                }
+            };
+            match key.as_deref() {
+                Some("READONLY") if words.len() <= 2 => readonly = flag(&value, "READONLY")?,
+                Some("VERBOSE") if words.len() <= 2 => verbose = flag(&value, "VERBOSE")?,
+                Some("LOCALHOST") if words.len() <= 2 => localhost = flag(&value, "LOCALHOST")?,
+                Some("RETRIES") | Some("RETRY_WARNINGS") if words.len() == 2 => {}
+                Some("PROXY") if words.len() == 2 => {
+                    return Err(ConfigError::new(
+                        "PROXY: handler proxies are not supported; name the handlers directly",
+                    ))
+                }
+                _ => pos.push(pronto_lang::args::unquote(a.trim())),
+            }
+        }
+        let [kind, target] = pos.as_slice() else {
+            return Err(ConfigError::new(
+                "expected `TCP, PORT` or `UNIX, FILENAME` (then keywords)",
+            ));
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        match kind.to_ascii_uppercase().as_str() {
+            "TCP" => {
+                let p: u16 = target.trim_end_matches('+').parse().map_err(|_| {
+                    ConfigError::new(format!(
+                        "PORT: expected a TCP port number, found `{target}`"
+                    ))
+                })?;
+                let host = if localhost { "127.0.0.1" } else { "0.0.0.0" };
+                let l = TcpListener::bind((host, p)).map_err(|e| {
+                    ConfigError::new(format!("PORT: cannot listen on TCP port {p}: {e}"))
+                })?;
+                let port = l.local_addr().map(|a| a.port()).ok();
+                Ok(Box::new(ControlSocket {
+                    listener: Some(Listener::Tcp(l)),
+                    readonly,
+                    verbose,
+                    unix_path: None,
+                    port,
+                    stop,
+                }))
+            }
+            "UNIX" => {
+                let path = ctx.path(target);
+                // A socket file left by an earlier run, unless something
+                // still answers on it.
+                if UnixStream::connect(&path).is_err() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                let l = UnixListener::bind(&path).map_err(|e| {
+                    ConfigError::new(format!(
+                        "FILENAME: cannot listen on {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                Ok(Box::new(ControlSocket {
+                    listener: Some(Listener::Unix(l)),
+                    readonly,
+                    verbose,
+                    unix_path: Some(path),
+                    port: None,
+                    stop,
+                }))
+            }
+            other => Err(ConfigError::new(format!(
+                "TYPE: expected TCP or UNIX, found `{other}`"
+            ))),
+        }
+    }
+
+    /// Starts serving through `remote` (the router calls this when it
+    /// starts running).
+    pub(crate) fn start(&mut self, remote: Remote) {
+        let Some(listener) = self.listener.take() else {
+            return;
+        };
+        let (readonly, verbose, stop) = (self.readonly, self.verbose, self.stop.clone());
+        let _ = std::thread::Builder::new()
+            .name("controlsocket".into())
+            .spawn(move || accept_loop(listener, remote, readonly, verbose, stop));
+    }
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(p) = &self.unix_path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Element for ControlSocket {
+    fn handlers(&self) -> &'static [pronto_elements::HandlerInfo] {
+        const H: &[pronto_elements::HandlerInfo] = &[
+            pronto_elements::HandlerInfo::read("port"),
+            pronto_elements::HandlerInfo::read("filename"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, pronto_elements::HandlerError> {
+        match name {
+            "port" => Ok(self.port.map(|p| p.to_string()).unwrap_or_default()),
+            "filename" => Ok(self
+                .unix_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()),
+            _ => Err(pronto_elements::HandlerError::NoSuchHandler(name.into())),
+        }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+/// The class entry, for the runtime's class lookup.
+pub(crate) fn lookup(name: &str) -> Option<ClassEntry> {
+    (name == "ControlSocket").then_some(ClassEntry {
+        spec: &ControlSocket::SPEC,
+        factory: ControlSocket::configure,
+    })
+}
+
+trait Conn: Read + Write + Send {
+    fn try_clone_box(&self) -> std::io::Result<Box<dyn Conn>>;
+}
+
+impl Conn for TcpStream {
+    fn try_clone_box(&self) -> std::io::Result<Box<dyn Conn>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+}
+
+impl Conn for UnixStream {
+    fn try_clone_box(&self) -> std::io::Result<Box<dyn Conn>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+}
+
+fn accept_loop(l: Listener, remote: Remote, readonly: bool, verbose: bool, stop: Arc<AtomicBool>) {
+    // Non-blocking accepts polled a few times a second, so that the
+    // thread (and the socket) go when the element does.
+    let _ = match &l {
+        Listener::Tcp(t) => t.set_nonblocking(true),
+        Listener::Unix(u) => u.set_nonblocking(true),
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let conn: std::io::Result<Box<dyn Conn>> = match &l {
+            Listener::Tcp(t) => t.accept().map(|(s, _)| Box::new(s) as Box<dyn Conn>),
+            Listener::Unix(u) => u.accept().map(|(s, _)| Box::new(s) as Box<dyn Conn>),
+        };
+        match conn {
+            Ok(c) => {
+                if verbose {
+                    eprintln!("ControlSocket: new connection");
+                }
+                let (r, s) = (remote.clone(), stop.clone());
+                let _ = std::thread::Builder::new()
+                    .name("controlsocket-conn".into())
+                    .spawn(move || {
+                        let _ = serve(c, &r, readonly, &s);
+                        if verbose {
+                            eprintln!("ControlSocket: connection closed");
+                        }
+                    });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// One reply line: `CODE MESSAGE` (or `CODE-MESSAGE` when more follow).
+fn line(out: &mut Vec<u8>, code: u16, msg: &str, more: bool) {
+    let _ = write!(out, "{code}{}{msg}\r\n", if more { '-' } else { ' ' });
+}
+
+/// A handler failure as Click words it.
+fn failure(out: &mut Vec<u8>, e: &CallError, write: bool, h: &str) {
+    match e {
+        CallError::NoElement(el) => line(out, 510, &format!("No element named '{el}'"), false),
+        CallError::NoHandler(..) => line(out, 511, &format!("No handler named '{h}'"), false),
+        CallError::Failed(_, msg) => {
+            let what = if write { "Write" } else { "Read" };
+            line(out, 520, &format!("{what} handler '{h}' error:"), true);
+            line(out, 520, msg, false);
+        }
+    }
+}
+
+fn serve(
+    c: Box<dyn Conn>,
+    remote: &Remote,
+    readonly: bool,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
+    let mut w = c.try_clone_box()?;
+    let mut r = BufReader::new(c);
+    w.write_all(b"Click::ControlSocket/1.3\r\n")?;
+    let mut buf = String::new();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        buf.clear();
+        if r.read_line(&mut buf)? == 0 {
+            return Ok(());
+        }
+        let text = buf.trim_end_matches(['\r', '\n']);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let Some(cmd) = words.first() else {
+            continue;
+        };
+        let mut out = Vec::new();
+        let cmd = cmd.to_ascii_uppercase();
+        let data = |r: &mut BufReader<Box<dyn Conn>>, n: &str| -> Option<String> {
+            let n: usize = n.parse().ok()?;
+            let mut b = vec![0u8; n];
+            r.read_exact(&mut b).ok()?;
+            Some(String::from_utf8_lossy(&b).into_owned())
+        };
+        match (cmd.as_str(), words.len()) {
+            ("QUIT", 1) => {
+                line(&mut out, 200, "Goodbye!", false);
+                w.write_all(&out)?;
+                return Ok(());
+            }
+            ("READ", n) if n >= 2 => {
+                let args = words[2..].join(" ");
+                read(&mut out, remote, words[1], &args);
+            }
+            ("READDATA", 3) => match data(&mut r, words[2]) {
+                Some(args) => read(&mut out, remote, words[1], &args),
+                None => line(&mut out, 500, "Not enough data", false),
+            },
+            ("WRITE", n) if n >= 2 => {
+                let args = words[2..].join(" ");
+                write_h(&mut out, remote, readonly, words[1], &args);
+            }
+            ("WRITEDATA", 3) => match data(&mut r, words[2]) {
+                Some(args) => write_h(&mut out, remote, readonly, words[1], &args),
+                None => line(&mut out, 500, "Not enough data", false),
+            },
+            ("CHECKREAD", 2) | ("CHECKWRITE", 2) => {
+                check(&mut out, remote, readonly, words[1], cmd == "CHECKWRITE")
+            }
+            ("HELP", 1) => {
+                for (i, l) in [
+                    "Commands supported:",
+                    "READ handler [arg...]   call read handler, return DATA",
+                    "READDATA handler len    call read handler with len data bytes, return DATA",
+                    "WRITE handler [arg...]  call write handler",
+                    "WRITEDATA handler len   call write handler, pass len data bytes",
+                    "CHECKREAD handler       check if read handler is valid",
+                    "CHECKWRITE handler      check if write handler is valid",
+                    "QUIT                    close connection",
+                ]
+                .iter()
+                .enumerate()
+                {
+                    line(&mut out, 200, l, i < 7);
+                }
+            }
+            (
+                "READ" | "READDATA" | "WRITE" | "WRITEDATA" | "CHECKREAD" | "CHECKWRITE" | "QUIT"
+                | "HELP",
+                _,
+            ) => line(&mut out, 500, "Wrong number of arguments", false),
+            (other, _) => line(
+                &mut out,
+                501,
+                &format!("Command '{other}' unimplemented"),
+                false,
+            ),
+        }
+        w.write_all(&out)?;
+    }
+}
+
+fn read(out: &mut Vec<u8>, remote: &Remote, h: &str, args: &str) {
+    match remote.read(h, args) {
+        Ok(v) => {
+            line(out, 200, &format!("Read handler '{h}' OK"), false);
+            let _ = write!(out, "DATA {}\r\n", v.len());
+            out.extend_from_slice(v.as_bytes());
+        }
+        Err(e) => failure(out, &e, false, h),
+    }
+}
+
+fn write_h(out: &mut Vec<u8>, remote: &Remote, readonly: bool, h: &str, value: &str) {
+    if readonly {
+        return line(out, 530, &format!("Permission denied for '{h}'"), false);
+    }
+    match remote.write(h, value) {
+        Ok(()) => line(out, 200, &format!("Write handler '{h}' OK"), false),
+        Err(e) => failure(out, &e, true, h),
+    }
+}
+
+/// CHECKREAD / CHECKWRITE: whether the handler exists with that mode,
+/// from the element's `handlers` list (global handlers: the read-only
+/// ones Click has).
+fn check(out: &mut Vec<u8>, remote: &Remote, readonly: bool, h: &str, write: bool) {
+    let what = if write { "Write" } else { "Read" };
+    if write && readonly {
+        return line(out, 530, &format!("Permission denied for '{h}'"), false);
+    }
+    let mode = match h.rsplit_once('.') {
+        None => {
+            let globals = [
+                "version",
+                "list",
+                "classes",
+                "config",
+                "flatconfig",
+                "requirements",
+            ];
+            globals.contains(&h).then_some("r".to_string())
+        }
+        Some((el, name)) => match remote.read(&format!("{el}.handlers"), "") {
+            Err(e @ CallError::NoElement(_)) => return failure(out, &e, write, h),
+            Err(_) => None,
+            Ok(list) => list.lines().find_map(|l| {
+                let mut it = l.split_whitespace();
+                (it.next() == Some(name)).then(|| it.next().unwrap_or("").to_string())
+            }),
+        },
+    };
+    match mode {
+        Some(m) if m.contains(if write { 'w' } else { 'r' }) => {
+            line(out, 200, &format!("{what} handler '{h}' OK"), false)
+        }
+        Some(_) => line(
+            out,
+            511,
+            &format!(
+                "Handler '{h}' not {}",
+                if write { "writable" } else { "readable" }
+            ),
+            false,
+        ),
+        None => line(
+            out,
+            511,
+            &format!(
+                "No {} handler named '{h}'",
+                if write { "write" } else { "read" }
+            ),
+            false,
+        ),
+    }
+}
