@@ -2,6 +2,7 @@
 //! `click` command), check them, and document the element library.
 
 mod bench;
+mod completions;
 mod ctl;
 mod daemon;
 mod demo;
@@ -25,6 +26,7 @@ Usage:
                                                     manage instances through the daemon
                                                     (`pronto ls --help`)
   pronto elements [CLASS]                           list classes, or document one
+  pronto completions bash|zsh                       shell completion script
   pronto bench SUBCOMMAND [OPTIONS]                 run an experiment (`pronto bench help`)
   pronto --version
 
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         "switch" => switch::main(rest),
         "daemon" => daemon::main(rest),
         "demo" => demo::main(rest),
+        "completions" => completions::main(rest),
         c if ctl::COMMANDS.contains(&c) => ctl::main(c, rest),
         // Started by the daemon inside a sandbox (control socket at fd 3).
         "instance" => pronto_sandbox::instance::main(),
