@@ -119,14 +119,8 @@ fn frame(dst_mac: &[u8; 6], src_ip: [u8; 4], flow: ([u8; 4], u8, u16), sport: u1
     ip[9] = proto;
     ip[12..16].copy_from_slice(&src_ip);
     ip[16..20].copy_from_slice(&dst_ip);
-    let mut sum = 0u32;
-    for c in ip.chunks(2) {
-        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let sum = pronto_packet::wire::checksum(ip);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
     let l = &mut f[34..];
     l[..2].copy_from_slice(&sport.to_be_bytes());
     l[2..4].copy_from_slice(&dport.to_be_bytes());

@@ -713,9 +713,19 @@ impl Manager {
         self.warm.stop.store(true, Ordering::Relaxed);
         self.warm.wake.notify_all();
         lock(&self.warm.pool).clear();
-        let keys: Vec<String> = lock(&self.instances).keys().cloned().collect();
-        for k in keys {
-            self.stop(&k);
+        // Every supervisor is told at once and stops its sandbox in
+        // parallel (a sandbox's end includes removing its cgroups, which
+        // the kernel makes slow); then all are waited for.
+        let all: Vec<Arc<Instance>> = lock(&self.instances).drain().map(|(_, i)| i).collect();
+        let mut waits = Vec::with_capacity(all.len());
+        for inst in &all {
+            let (tx, rx) = mpsc::sync_channel(1);
+            if inst.tx.send(Req::Stop(tx)).is_ok() {
+                waits.push(rx);
+            }
+        }
+        for rx in waits {
+            let _ = rx.recv();
         }
     }
 

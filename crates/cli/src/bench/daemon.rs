@@ -380,14 +380,8 @@ fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration) -> Result<f64, 
     f[23] = 17;
     f[26..30].copy_from_slice(&[10, 0, 0, 1]);
     f[30..34].copy_from_slice(&[10, 0, 0, 2]);
-    let mut sum = 0u32;
-    for c in f[14..34].chunks(2) {
-        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let sum = pronto_packet::wire::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
     f[34..36].copy_from_slice(&1000u16.to_be_bytes());
     f[36..38].copy_from_slice(&2000u16.to_be_bytes());
     f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
@@ -515,16 +509,7 @@ fn answers(gen: &mut Peer, i: u32) -> bool {
     ping[23] = 1;
     ping[26..30].copy_from_slice(&me);
     ping[30..34].copy_from_slice(&ip(i));
-    let sum = |b: &[u8]| {
-        let mut s = 0u32;
-        for c in b.chunks(2) {
-            s += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
-        }
-        while s > 0xffff {
-            s = (s & 0xffff) + (s >> 16);
-        }
-        !(s as u16)
-    };
+    let sum = pronto_packet::wire::checksum;
     let c = sum(&ping[14..34]);
     ping[24..26].copy_from_slice(&c.to_be_bytes());
     ping[34] = 8;

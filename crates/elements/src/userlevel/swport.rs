@@ -141,12 +141,7 @@ type PortAndBell = (Arc<Mutex<Port>>, OwnedFd);
 fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
     if let Some(p) = given(ifname) {
         let port = p?;
-        let bell = lock(&port)
-            .peer
-            .shm()
-            .to_peer
-            .dup_fd()
-            .map_err(|e| format!("{ifname}: cannot duplicate the port's doorbell: {e}"))?;
+        let bell = doorbell(ifname, &port)?;
         return Ok(Some((port, bell)));
     }
     let Some(sw) = current() else {
@@ -180,13 +175,18 @@ fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
             p
         }
     };
-    let bell = lock(&port)
+    let bell = doorbell(ifname, &port)?;
+    Ok(Some((port, bell)))
+}
+
+/// A descriptor of `port`'s doorbell to the peer (the element polls it).
+fn doorbell(ifname: &str, port: &Mutex<Port>) -> Result<OwnedFd, String> {
+    lock(port)
         .peer
         .shm()
         .to_peer
         .dup_fd()
-        .map_err(|e| format!("{ifname}: cannot duplicate the port's doorbell: {e}"))?;
-    Ok(Some((port, bell)))
+        .map_err(|e| format!("{ifname}: cannot duplicate the port's doorbell: {e}"))
 }
 
 /// Receiving end of a switch port.
