@@ -34,6 +34,9 @@ const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const HEALTHY_AFTER: Duration = Duration::from_secs(30);
 /// Supervisor threads' stacks: they only shuttle requests.
 const SUPERVISOR_STACK: usize = 256 << 10;
+/// How long the warm pool waits after a sandbox is taken before starting
+/// its replacement (the start it replaces is in progress meanwhile).
+const REFILL_DELAY: Duration = Duration::from_millis(10);
 /// How long a sandbox may take to answer one request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -1233,6 +1236,12 @@ impl Manager {
                         .map(|(g, _)| g)
                         .unwrap_or_else(|e| e.into_inner().0);
                 }
+            }
+            // Let the instance that just took a sandbox finish starting
+            // before this one competes with it for the CPUs (unless the
+            // pool is empty: then the next request would start cold).
+            if !lock(&m.warm.pool).is_empty() {
+                std::thread::sleep(REFILL_DELAY);
             }
             n += 1;
             let ss = m.sandbox_spec(format!("warm{n}"), m.warm_limits());
