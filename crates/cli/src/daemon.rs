@@ -35,15 +35,7 @@ Instances come back after a restart. Stop with Ctrl-C or SIGTERM.
 
 /// The API socket used when none is given.
 pub fn default_socket() -> PathBuf {
-    if let Some(p) = std::env::var_os("PRONTO_SOCKET") {
-        return PathBuf::from(p);
-    }
-    let uid = rustix::process::getuid().as_raw();
-    if uid == 0 {
-        PathBuf::from("/run/pronto/prontod.sock")
-    } else {
-        std::env::temp_dir().join(format!("prontod-{uid}.sock"))
-    }
+    crate::switch::socket_path("PRONTO_SOCKET", "prontod.sock", "prontod")
 }
 
 fn default_state() -> PathBuf {

@@ -32,14 +32,20 @@ FromDevice(eth0)/ToDevice(eth0) become port NAME/eth0. Stop with Ctrl-C.
 
 /// The control socket used when none is given.
 pub fn default_socket() -> PathBuf {
-    if let Some(p) = std::env::var_os("PRONTO_SWITCH") {
+    socket_path("PRONTO_SWITCH", "switch.sock", "pronto-switch")
+}
+
+/// A socket's default path: `$ENV`, else `/run/pronto/NAME` as root,
+/// else `$TMPDIR/PREFIX-UID.sock`.
+pub fn socket_path(env: &str, name: &str, prefix: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(env) {
         return PathBuf::from(p);
     }
     let uid = rustix::process::getuid().as_raw();
     if uid == 0 {
-        PathBuf::from("/run/pronto/switch.sock")
+        PathBuf::from("/run/pronto").join(name)
     } else {
-        std::env::temp_dir().join(format!("pronto-switch-{uid}.sock"))
+        std::env::temp_dir().join(format!("{prefix}-{uid}.sock"))
     }
 }
 

@@ -5,9 +5,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn pronto() -> Command {
@@ -18,41 +17,8 @@ fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-struct Daemon {
-    child: Child,
-    tcp: String,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts the daemon and waits for its "listening" line.
-fn start(dir: &Path) -> Daemon {
-    let mut child = pronto()
-        .args(["daemon", "--socket"])
-        .arg(dir.join("sock"))
-        .arg("--state")
-        .arg(dir.join("state"))
-        .args(["--listen", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("daemon starts");
-    let err = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(err).lines();
-    let first = lines.next().expect("a line").expect("text");
-    assert!(first.starts_with("prontod: listening on unix "), "{first}");
-    let tcp = first
-        .rsplit("http://")
-        .next()
-        .expect("tcp address")
-        .to_string();
-    // Keep draining stderr so the daemon never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    Daemon { child, tcp }
+fn start(dir: &Path) -> common::Daemon {
+    common::start_daemon(dir)
 }
 
 /// Runs a CLI command against the daemon in `dir`; (success, stdout, stderr).

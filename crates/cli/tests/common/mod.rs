@@ -140,3 +140,45 @@ pub fn tcpdump(pcap: &Path) -> Option<String> {
         }
     }
 }
+
+/// A `pronto daemon` started for a test (killed when dropped).
+pub struct Daemon {
+    child: std::process::Child,
+    /// Its TCP address (`127.0.0.1:PORT`).
+    pub tcp: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `pronto daemon` with its socket (`dir/sock`) and state
+/// (`dir/state`) in `dir` and a TCP port of its choice; returns once it
+/// says it is listening.
+pub fn start_daemon(dir: &Path) -> Daemon {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pronto"))
+        .args(["daemon", "--socket"])
+        .arg(dir.join("sock"))
+        .arg("--state")
+        .arg(dir.join("state"))
+        .args(["--listen", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("daemon starts");
+    let err = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(err).lines();
+    let first = lines.next().expect("a line").expect("text");
+    assert!(first.starts_with("prontod: listening on unix "), "{first}");
+    let tcp = first
+        .rsplit("http://")
+        .next()
+        .expect("tcp address")
+        .to_string();
+    // Keep draining stderr so the daemon never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    Daemon { child, tcp }
+}
