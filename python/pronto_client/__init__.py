@@ -122,6 +122,9 @@ class Instance:
     error: Optional[str] = None
     pss_bytes: Optional[int] = None
     created_unix_ms: int = 0
+    #: Only after ``reconfigure``: ``"ELEMENT (WHAT)"`` for each element that
+    #: took over the old configuration's state (Click's hot-swap).
+    took_state: List[str] = field(default_factory=list)
 
     @staticmethod
     def from_json(v: Dict[str, Any]) -> "Instance":
@@ -144,6 +147,7 @@ class Instance:
             error=v.get("error"),
             pss_bytes=v.get("pss_bytes"),
             created_unix_ms=v.get("created_unix_ms", 0),
+            took_state=list(v.get("took_state", [])),
         )
 
 

@@ -230,7 +230,19 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
             if c.json {
                 println!("{v:#}");
             } else {
-                println!("reconfigured {}", pos[0]);
+                let took: Vec<&str> = v["took_state"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|t| t.as_str()).collect())
+                    .unwrap_or_default();
+                if took.is_empty() {
+                    println!("reconfigured {}", pos[0]);
+                } else {
+                    println!(
+                        "reconfigured {}; state taken over: {}",
+                        pos[0],
+                        took.join(", ")
+                    );
+                }
             }
         }
         "read" => {

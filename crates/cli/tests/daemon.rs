@@ -165,12 +165,36 @@ fn instances_live_restart_and_come_back() {
     let next = write(
         &dir,
         "next.click",
-        "c :: Counter; d :: Counter; TimedSource(0.005s) -> c -> d -> Discard;\n",
+        "c :: Counter; d :: Counter; TimedSource(0.005s) -> c -> d -> q :: Queue(100) -> Idle;\n",
     );
     ok(&dir, &["config", "fw1", next.to_str().expect("path")]);
     wait_until("the new configuration counts", || {
         ok(&dir, &["read", "fw1", "d.count"]).trim() != "0"
     });
+    // Hot-swap: the queue of the same name and class keeps its packets
+    // (Click's take_state); the counters start again.
+    wait_until("packets queue up", || {
+        ok(&dir, &["read", "fw1", "q.length"])
+            .trim()
+            .parse::<u32>()
+            .unwrap_or(0)
+            >= 2
+    });
+    let swap = write(
+        &dir,
+        "swap.click",
+        "c :: Counter; d :: Counter; TimedSource(0.005s) -> c -> d -> Discard; Idle -> q :: Queue(100) -> Idle;\n",
+    );
+    let out = ok(&dir, &["config", "fw1", swap.to_str().expect("path")]);
+    let n: u32 = out
+        .trim()
+        .strip_prefix("reconfigured fw1; state taken over: q (")
+        .and_then(|r| r.strip_suffix(" packets)"))
+        .unwrap_or_else(|| panic!("unexpected answer: {out}"))
+        .parse()
+        .expect("a packet count");
+    assert!(n >= 2, "{out}");
+    assert_eq!(ok(&dir, &["read", "fw1", "q.length"]).trim(), n.to_string());
 
     // A crash: the sandbox is killed; it comes back, and says so.
     rustix::process::kill_process(

@@ -170,10 +170,17 @@ pub struct InstanceView {
     pub pss_bytes: Option<u64>,
     /// Creation time.
     pub created_unix_ms: u64,
+    /// Only in the answer to a reconfiguration: `ELEMENT (WHAT)` for each
+    /// element of the new configuration that took over the old one's state
+    /// (Click's hot-swap: same name and class; a queue's packets, a NAT's
+    /// flows, an ARP table).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub took_state: Vec<String>,
 }
 
 enum Req {
-    Config(String, mpsc::SyncSender<Result<(), Failure>>),
+    /// A new configuration; the answer lists the state it took over.
+    Config(String, mpsc::SyncSender<Result<Vec<String>, Failure>>),
     /// The sandbox process ended (from the reaper), with its generation.
     Exited(u64),
     Stop(mpsc::SyncSender<()>),
@@ -307,6 +314,34 @@ fn check_iface(i: &IfaceSpec) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The `ELEMENT (WHAT)` items of an instance's answer to `CONFIG`
+/// (`N elements; took state: a (1 flows), b (2 packets)`).
+fn took_state(reply: &str) -> Vec<String> {
+    let Some((_, list)) = reply.split_once("; took state: ") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0u32;
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
 }
 
 fn sandbox_failure(e: SandboxError) -> Failure {
@@ -597,7 +632,7 @@ impl Manager {
         name: &str,
         config: &str,
     ) -> Result<InstanceView, Failure> {
-        self.call(tenant, name, |tx| Req::Config(config.to_string(), tx))?;
+        let took = self.call(tenant, name, |tx| Req::Config(config.to_string(), tx))?;
         let inst = self.get(tenant, name)?;
         let spec = {
             let mut s = lock(&inst.spec);
@@ -607,7 +642,9 @@ impl Manager {
         self.store
             .put_instance(&spec)
             .map_err(|e| Failure::Internal(e.to_string()))?;
-        Ok(view_of(&inst, None))
+        let mut view = view_of(&inst, None);
+        view.took_state = took;
+        Ok(view)
     }
 
     /// Per-element counters: every element's class and the values of its
@@ -823,6 +860,7 @@ fn view_of(inst: &Instance, pss: Option<u64>) -> InstanceView {
         error: st.error,
         pss_bytes: pss,
         created_unix_ms: spec.created_unix_ms,
+        took_state: Vec::new(),
     }
 }
 
@@ -978,7 +1016,7 @@ fn wait_failed(rx: &mpsc::Receiver<Req>, inst: &Instance) -> Option<Option<mpsc:
             Req::Stop(r) => return Some(Some(r)),
             Req::Config(text, r) => {
                 lock(&inst.spec).config = text;
-                let _ = r.send(Ok(()));
+                let _ = r.send(Ok(Vec::new()));
                 return None;
             }
             other => refuse(
@@ -1018,9 +1056,9 @@ fn serve(
                     Err(e) => {
                         let _ = reply.send(Err(Failure::Internal(e.to_string())));
                     }
-                    Ok(_) => {
+                    Ok(text) => {
                         lock(&inst.status).error = None;
-                        let _ = reply.send(Ok(()));
+                        let _ = reply.send(Ok(took_state(&text)));
                     }
                 }
             }

@@ -547,6 +547,36 @@ pub trait Element: std::any::Any {
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
     }
+
+    /// Click's hot-swap (`take_state`): when a running configuration is
+    /// replaced, each element of the new one that has the same name and
+    /// class as an element of the old one is handed the old element,
+    /// after both are configured and before the new one runs, and takes
+    /// over what Click's element would take (a queue's packets, a NAT's
+    /// flows, an ARP table). Packets taken over must be moved into
+    /// `ctx.pool` ([`Pool::adopt`]). Returns what moved, in a few words
+    /// ("12 packets"), or `None` when nothing did.
+    fn take_state(&mut self, old: &mut dyn Element, ctx: &TakeCtx<'_>) -> Option<String> {
+        let _ = (old, ctx);
+        None
+    }
+}
+
+/// What [`Element::take_state`] gets besides the old element.
+pub struct TakeCtx<'a> {
+    /// The new configuration's packet pool.
+    pub pool: &'a Pool,
+    /// The new element's number of inputs.
+    pub ninputs: usize,
+    /// The new element's number of outputs.
+    pub noutputs: usize,
+}
+
+/// The old element of a hot-swap as its concrete class, or `None` when it
+/// is another class.
+pub fn old_as<T: Element>(old: &mut dyn Element) -> Option<&mut T> {
+    let any: &mut dyn std::any::Any = old;
+    any.downcast_mut::<T>()
 }
 
 /// A file descriptor an idle task waits on (see [`Element::wait_fd`]).

@@ -514,6 +514,12 @@ impl Packet {
 }
 
 impl Packet {
+    /// The pool the packet's slot belongs to.
+    #[inline]
+    pub(crate) fn pool_ptr(&self) -> *const PoolInner {
+        self.hdr().pool
+    }
+
     /// The slot's pool and index, giving up ownership without freeing.
     #[inline]
     pub(crate) fn into_slot(self) -> (*const PoolInner, u32) {

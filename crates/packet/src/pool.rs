@@ -175,6 +175,24 @@ impl Pool {
         q.copy_from(p);
         Some(q)
     }
+
+    /// True if `p` lives in this pool.
+    #[inline]
+    pub fn owns(&self, p: &Packet) -> bool {
+        std::ptr::eq(p.pool_ptr(), &**self.inner)
+    }
+
+    /// `p` as a packet of this pool: itself if it already is one, else a
+    /// copy (the original is freed into its own pool), or `None` when this
+    /// pool is exhausted. Used when a packet outlives the configuration
+    /// whose pool it came from (hot-swap: a queue's packets move to the new
+    /// configuration's queue), so that the old pool can be released.
+    pub fn adopt(&self, p: Packet) -> Option<Packet> {
+        if self.owns(&p) {
+            return Some(p);
+        }
+        self.clone_packet(&p)
+    }
 }
 
 impl PoolInner {

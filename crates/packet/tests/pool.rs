@@ -201,3 +201,28 @@ fn route_keeps_the_first_packets_port_in_place() {
     let mut empty = Batch::new();
     assert_eq!(empty.route(|_| Some(1), |_, _| {}), None);
 }
+
+#[test]
+fn adopt_moves_a_packet_into_another_pool_and_frees_the_original() {
+    let old = Pool::new(4).expect("pool");
+    let new = Pool::new(2).expect("pool");
+    let mut p = old.alloc_from(&[1, 2, 3, 4]).expect("alloc");
+    p.set_paint_anno(7);
+    p.pull(1);
+    assert!(old.owns(&p) && !new.owns(&p));
+    let q = new.adopt(p).expect("room in the new pool");
+    assert!(new.owns(&q));
+    assert_eq!(q.data(), &[2, 3, 4]);
+    assert_eq!(q.paint_anno(), 7);
+    assert_eq!(old.available(), 4, "the original went back to its pool");
+    assert_eq!(new.available(), 1);
+    // A packet of the pool itself is kept as it is.
+    let r = new.adopt(q).expect("same pool");
+    assert_eq!(new.available(), 1);
+    // No room: the packet is freed into its own pool, and None comes back.
+    let _s = new.alloc().expect("last slot");
+    let t = old.alloc_from(&[9]).expect("alloc");
+    assert!(new.adopt(t).is_none());
+    assert_eq!(old.available(), 4);
+    drop(r);
+}

@@ -386,6 +386,40 @@ impl Router {
         &self.pool
     }
 
+    /// Click's hot-swap: each element of this (new, not yet running)
+    /// router that has the same name and class as an element of `old` (a
+    /// stopped router this one replaces) takes that element's state
+    /// ([`Element::take_state`]: a queue's packets, a NAT's flows, an ARP
+    /// table). Returns `(element, what moved)` for each element that took
+    /// something.
+    pub fn take_state(&mut self, old: &mut Router) -> Vec<(String, String)> {
+        let by_name: HashMap<&str, usize> = old
+            .graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut moved = Vec::new();
+        for (i, node) in self.graph.nodes.iter().enumerate() {
+            let Some(&j) = by_name.get(node.name.as_str()) else {
+                continue;
+            };
+            if old.graph.nodes[j].class.name != node.class.name {
+                continue;
+            }
+            let ctx = pronto_elements::TakeCtx {
+                pool: &self.pool,
+                ninputs: node.ninputs,
+                noutputs: node.noutputs,
+            };
+            if let Some(what) = self.elems[i].take_state(old.elems[j].as_mut(), &ctx) {
+                moved.push((node.name.clone(), what));
+            }
+        }
+        moved
+    }
+
     // ---- packet movement -------------------------------------------------
 
     /// Pushes `batch` into input `port` of `node`, and everything that

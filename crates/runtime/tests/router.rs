@@ -241,3 +241,56 @@ fn red_sees_a_full_queue_as_full_within_a_batch() {
         "30, 30, 1, QUEUES q, STABILITY 0"
     );
 }
+
+/// Click's hot-swap: a queue's packets (up to the new capacity) and a
+/// rewriter's flows move to the elements of the same name and class in
+/// the configuration that replaces them; other elements start afresh and
+/// the old pool is left with nothing in use.
+#[test]
+fn take_state_moves_queued_packets_and_flows() {
+    let udp = "45000020000000004011000001020304050607080400003500000000deadbeef";
+    let old_text = format!(
+        "src :: InfiniteSource(DATA \\<{udp}>, LIMIT 5, STOP true) -> c :: Counter \
+         -> t :: Tee -> MarkIPHeader -> rw :: IPRewriter(pattern 9.9.9.9 1024-65535 - - 0 0) \
+         -> Discard; t[1] -> q :: Queue(10) -> Idle;"
+    );
+    let show = |(sm, e): (SourceMap, Vec<Diagnostic>)| {
+        panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>())
+    };
+    let mut old = build(&old_text).unwrap_or_else(show);
+    old.run().expect("run");
+    assert_eq!(old.read_handler("q.length", "").expect("len"), "5");
+    assert_eq!(old.read_handler("rw.nmappings", "").expect("n"), "1");
+    assert_eq!(old.read_handler("c.count", "").expect("c"), "5");
+
+    let mut new = build(
+        "Idle -> c :: Counter -> MarkIPHeader -> rw :: IPRewriter(pattern 9.9.9.9 1024-65535 - - 0 0) \
+         -> Discard; Idle -> q :: Queue(3) -> Idle; Idle -> other :: Queue -> Idle;",
+    )
+    .unwrap_or_else(show);
+    let took = new.take_state(&mut old);
+    assert_eq!(
+        took,
+        vec![
+            ("rw".to_string(), "1 flows".to_string()),
+            ("q".to_string(), "3 of 5 packets".to_string()),
+        ]
+    );
+    assert_eq!(new.read_handler("q.length", "").expect("len"), "3");
+    assert_eq!(new.read_handler("rw.nmappings", "").expect("n"), "1");
+    assert_eq!(old.read_handler("rw.nmappings", "").expect("n"), "0");
+    // Click's Counter keeps no state across a hot-swap.
+    assert_eq!(new.read_handler("c.count", "").expect("c"), "0");
+    assert_eq!(old.read_handler("q.length", "").expect("len"), "0");
+    assert_eq!(
+        old.pool().available(),
+        old.pool().capacity(),
+        "every old packet was copied into the new pool or freed"
+    );
+    assert_eq!(new.pool().available() + 3, new.pool().capacity());
+
+    // Another class under the same name takes nothing.
+    let mut other = build("Idle -> q :: SimpleQueue -> Idle;").unwrap_or_else(show);
+    assert!(other.take_state(&mut new).is_empty());
+    assert_eq!(new.read_handler("q.length", "").expect("len"), "3");
+}

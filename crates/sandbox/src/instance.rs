@@ -39,13 +39,22 @@ const EXIT_SECCOMP: u8 = 3;
 
 /// What the request thread asks of the router thread.
 enum Job {
-    /// Build a configuration (replacing the current router on success).
-    Build(String, mpsc::Sender<Result<(usize, Remote), String>>),
+    /// Build a configuration (replacing the current router on success,
+    /// after the new one took the old one's state: Click's hot-swap).
+    Build(String, mpsc::Sender<Result<Built, String>>),
     /// Call a handler of the current router while it is not running.
     Call(bool, String, String, mpsc::Sender<Result<String, String>>),
     /// Run the current router; the result goes to the sender when the
     /// run ends.
     Run(mpsc::Sender<Result<(), String>>),
+}
+
+/// A configuration the router thread built.
+struct Built {
+    elements: usize,
+    remote: Remote,
+    /// `element (what)` for each element that took the old one's state.
+    took: Vec<String>,
 }
 
 struct Instance {
@@ -174,10 +183,23 @@ fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
                     Ok((r, n, remote))
                 });
                 match r {
-                    Ok((r, n, remote)) => {
-                        // The old router (stopped) goes; the new one stays.
+                    Ok((mut r, elements, remote)) => {
+                        // Hot-swap: the new router takes the old (stopped)
+                        // one's state, then the old one goes.
+                        let took = match router.as_mut() {
+                            Some(old) => r
+                                .take_state(old)
+                                .into_iter()
+                                .map(|(e, what)| format!("{e} ({what})"))
+                                .collect(),
+                            None => Vec::new(),
+                        };
                         router = Some(r);
-                        let _ = reply.send(Ok((n, remote)));
+                        let _ = reply.send(Ok(Built {
+                            elements,
+                            remote,
+                            took,
+                        }));
                     }
                     Err(e) => {
                         let _ = reply.send(Err(e));
@@ -297,7 +319,7 @@ impl Instance {
                 }
             }
             Request::Config(text) => match self.configure(text) {
-                Ok(n) => {
+                Ok((n, took)) => {
                     if !self.locked {
                         let installed = match &self.filters {
                             Some(f) => crate::seccomp::install(f),
@@ -308,7 +330,11 @@ impl Instance {
                         }
                         self.locked = true;
                     }
-                    ok(&format!("{n} elements"))
+                    if took.is_empty() {
+                        ok(&format!("{n} elements"))
+                    } else {
+                        ok(&format!("{n} elements; took state: {}", took.join(", ")))
+                    }
                 }
                 Err(e) => err(e),
             },
@@ -366,8 +392,9 @@ impl Instance {
     /// Builds `text`. While a router runs, the new configuration is built
     /// here first as a check (a bad one changes nothing); then the old run
     /// ends, the router thread builds the new one and runs it at once.
-    /// Returns the number of elements, or the rendered diagnostics.
-    fn configure(&mut self, text: &str) -> Result<usize, String> {
+    /// Returns the number of elements and what state moved over, or the
+    /// rendered diagnostics.
+    fn configure(&mut self, text: &str) -> Result<(usize, Vec<String>), String> {
         let was_running = self.running.is_some();
         if was_running {
             drop(build(text, self.pool_slots)?);
@@ -375,18 +402,18 @@ impl Instance {
         }
         let built = self.ask(|tx| Job::Build(text.to_string(), tx))?;
         match built {
-            Ok((n, remote)) => {
-                self.current = Some((remote, text.to_string()));
+            Ok(b) => {
+                self.current = Some((b.remote, text.to_string()));
                 if was_running {
                     self.start_run()?;
                 }
-                Ok(n)
+                Ok((b.elements, b.took))
             }
             Err(e) if was_running => {
                 // Checked above, so unexpected: bring the old one back.
                 if let Some((_, old)) = self.current.take() {
-                    if let Ok(Ok((_, remote))) = self.ask(|tx| Job::Build(old.clone(), tx)) {
-                        self.current = Some((remote, old));
+                    if let Ok(Ok(b)) = self.ask(|tx| Job::Build(old.clone(), tx)) {
+                        self.current = Some((b.remote, old));
                         self.start_run()?;
                     }
                 }

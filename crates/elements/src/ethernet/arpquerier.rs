@@ -305,6 +305,21 @@ impl AnnoModel {
 }
 
 impl Element for ArpQuerier {
+    /// Click's `ARPQuerier::take_state`: the table (and its waiting
+    /// packets) and the query/response/drop counts, when the old element
+    /// had the same IP and Ethernet addresses.
+    fn take_state(&mut self, old: &mut dyn Element, ctx: &crate::TakeCtx<'_>) -> Option<String> {
+        let old = crate::old_as::<ArpQuerier>(old)?;
+        if old.my_ip != self.my_ip || old.my_eth != self.my_eth || old.bcast != self.bcast {
+            return None;
+        }
+        let n = self.table.take_from(&mut old.table, ctx.pool);
+        self.queries = old.queries;
+        self.responses = old.responses;
+        self.drops = old.drops;
+        Some(format!("{n} ARP entries"))
+    }
+
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         // The table moves out while the packets go through, then back
         // (an empty table allocates nothing).

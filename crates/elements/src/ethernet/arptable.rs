@@ -143,6 +143,38 @@ impl Default for ArpState {
 }
 
 impl ArpState {
+    /// Takes `old`'s entries and counts (hot-swap), keeping this table's
+    /// limits; packets waiting for an answer move into `pool` (those it
+    /// has no room for are dropped and counted). Returns the entries
+    /// taken.
+    pub fn take_from(&mut self, old: &mut ArpState, pool: &pronto_packet::Pool) -> usize {
+        std::mem::swap(&mut self.map, &mut old.map);
+        std::mem::swap(&mut self.age, &mut old.age);
+        self.entry_count = old.entry_count;
+        self.drops = old.drops;
+        self.next_sweep = old.next_sweep;
+        self.pending = old.pending;
+        self.last_now = old.last_now;
+        let mut waiting = 0;
+        for e in self.map.values_mut() {
+            let n = e.queue.len();
+            for _ in 0..n {
+                if let Some(p) = e.queue.pop_front().and_then(|p| pool.adopt(p)) {
+                    e.queue.push_back(p);
+                    waiting += 1;
+                } else {
+                    self.drops = self.drops.saturating_add(1);
+                }
+            }
+        }
+        self.packet_count = waiting;
+        old.map.clear();
+        old.age.clear();
+        old.entry_count = 0;
+        old.packet_count = 0;
+        self.map.len()
+    }
+
     /// An empty table.
     pub fn new(l: ArpLimits) -> ArpState {
         ArpState {

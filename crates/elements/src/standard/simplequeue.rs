@@ -70,6 +70,35 @@ pub const QUEUE_DOC: &str = "SimpleQueue([CAPACITY])\n\n\
      reset (write)            drop every queued packet";
 
 impl Element for SimpleQueue {
+    /// Click's `SimpleQueue::take_state`: the old queue's packets, oldest
+    /// first, up to this queue's capacity (the rest are freed).
+    fn take_state(&mut self, old: &mut dyn Element, ctx: &crate::TakeCtx<'_>) -> Option<String> {
+        let old = crate::old_as::<SimpleQueue>(old)?;
+        if !self.q.is_empty() || old.q.is_empty() {
+            return None;
+        }
+        let total = old.q.len();
+        while let Some(p) = old.q.pop_front() {
+            if self.q.len() >= self.capacity {
+                break;
+            }
+            if let Some(p) = ctx.pool.adopt(p) {
+                self.q.push_back(p);
+            }
+        }
+        old.q.clear();
+        old.len.store(0, std::sync::atomic::Ordering::Relaxed);
+        self.len
+            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
+        self.highwater = self.highwater.max(self.q.len());
+        let moved = self.q.len();
+        Some(if moved == total {
+            format!("{moved} packets")
+        } else {
+            format!("{moved} of {total} packets")
+        })
+    }
+
     fn shared(&self) -> Option<crate::Shared> {
         Some(self.len.clone())
     }

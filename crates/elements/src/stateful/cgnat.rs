@@ -1265,6 +1265,57 @@ impl Cgnat {
 }
 
 impl Element for Cgnat {
+    /// Hot-swap: the old NAT's mappings, port blocks and subscribers, when
+    /// its address plan (inside and outside prefixes, ports, block size,
+    /// quota) and its table sizes are the same, so that every mapping
+    /// stays valid; the counters start again from zero.
+    fn take_state(&mut self, old: &mut dyn Element, _ctx: &crate::TakeCtx<'_>) -> Option<String> {
+        let old = crate::old_as::<Cgnat>(old)?;
+        let same_plan = (
+            old.int_net,
+            old.int_mask,
+            old.ext_net,
+            old.ext_mask,
+            old.naddrs,
+            old.port_lo,
+            old.block_size,
+            old.quota,
+            old.maps.capacity(),
+            old.subs.capacity(),
+            old.frames.capacity(),
+        ) == (
+            self.int_net,
+            self.int_mask,
+            self.ext_net,
+            self.ext_mask,
+            self.naddrs,
+            self.port_lo,
+            self.block_size,
+            self.quota,
+            self.maps.capacity(),
+            self.subs.capacity(),
+            self.frames.capacity(),
+        );
+        if !same_plan || old.maps.is_empty() {
+            return None;
+        }
+        std::mem::swap(&mut self.maps, &mut old.maps);
+        std::mem::swap(&mut self.inside, &mut old.inside);
+        std::mem::swap(&mut self.outside, &mut old.outside);
+        std::mem::swap(&mut self.wheel, &mut old.wheel);
+        std::mem::swap(&mut self.remotes, &mut old.remotes);
+        std::mem::swap(&mut self.frames, &mut old.frames);
+        std::mem::swap(&mut self.frame_used, &mut old.frame_used);
+        std::mem::swap(&mut self.bitmap, &mut old.bitmap);
+        std::mem::swap(&mut self.words, &mut old.words);
+        std::mem::swap(&mut self.free_blocks, &mut old.free_blocks);
+        std::mem::swap(&mut self.subs, &mut old.subs);
+        std::mem::swap(&mut self.sub_index, &mut old.sub_index);
+        std::mem::swap(&mut self.sub_blocks, &mut old.sub_blocks);
+        self.last_now = self.last_now.max(old.last_now);
+        Some(format!("{} mappings", self.maps.len()))
+    }
+
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         self.last_now = now;

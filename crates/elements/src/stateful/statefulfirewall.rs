@@ -656,6 +656,21 @@ impl StatefulFirewall {
 }
 
 impl Element for StatefulFirewall {
+    /// Hot-swap: the old firewall's connections, when its table has the
+    /// same size (the new rules and timeouts apply from now on; the
+    /// counters start again from zero).
+    fn take_state(&mut self, old: &mut dyn Element, _ctx: &crate::TakeCtx<'_>) -> Option<String> {
+        let old = crate::old_as::<StatefulFirewall>(old)?;
+        if old.conns.capacity() != self.conns.capacity() || old.conns.is_empty() {
+            return None;
+        }
+        std::mem::swap(&mut self.conns, &mut old.conns);
+        std::mem::swap(&mut self.table, &mut old.table);
+        std::mem::swap(&mut self.wheel, &mut old.wheel);
+        self.last_now = self.last_now.max(old.last_now);
+        Some(format!("{} connections", self.conns.len()))
+    }
+
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         self.last_now = now;
@@ -841,6 +856,45 @@ mod tests {
         assert_eq!(read(e, "trusted_packets"), "5");
         assert_eq!(read(e, "untrusted_packets"), "5");
         assert_eq!(read(e, "nconnections"), "1");
+    }
+
+    #[test]
+    fn hot_swap_keeps_connections_of_a_same_sized_table() {
+        let pool = Pool::new(64).expect("pool");
+        let mut old = fw("");
+        assert_eq!(
+            send(old.as_mut(), &pool, 0, &tcp(IN, 40000, OUT, 443, 0x02), T0),
+            0
+        );
+        let ctx = crate::TakeCtx {
+            pool: &pool,
+            ninputs: 2,
+            noutputs: 3,
+        };
+        let mut new = fw("");
+        assert_eq!(
+            new.take_state(old.as_mut(), &ctx).as_deref(),
+            Some("1 connections")
+        );
+        assert_eq!(read(old.as_mut(), "table"), "");
+        // The reply is part of the connection the new firewall took over.
+        assert_eq!(
+            send(new.as_mut(), &pool, 1, &tcp(OUT, 443, IN, 40000, 0x12), T0),
+            1
+        );
+        // A table of another size takes nothing.
+        let mut small = fw("CAPACITY 2");
+        assert_eq!(small.take_state(new.as_mut(), &ctx), None);
+        assert_eq!(
+            send(
+                small.as_mut(),
+                &pool,
+                1,
+                &tcp(OUT, 443, IN, 40000, 0x12),
+                T0
+            ),
+            2
+        );
     }
 
     #[test]

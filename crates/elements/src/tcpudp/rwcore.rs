@@ -1702,6 +1702,53 @@ impl Core {
         self.inputs.noutputs()
     }
 
+    /// Takes `old`'s flows (hot-swap), when `old` is the same kind of
+    /// rewriter with as many inputs and this one has no flows yet; flows
+    /// that leave by an output this rewriter lacks are removed. Returns
+    /// the flows kept, or `None` when nothing was taken.
+    pub fn take_flows(&mut self, old: &mut Core) -> Option<usize> {
+        if old.flavor != self.flavor
+            || old.inputs.specs.len() != self.inputs.specs.len()
+            || self.live != 0
+            || old.live == 0
+        {
+            return None;
+        }
+        std::mem::swap(&mut self.seq, &mut old.seq);
+        std::mem::swap(&mut self.flows, &mut old.flows);
+        std::mem::swap(&mut self.free, &mut old.free);
+        std::mem::swap(&mut self.maps, &mut old.maps);
+        std::mem::swap(&mut self.live, &mut old.live);
+        self.generation = self.generation.wrapping_add(1);
+        old.generation = old.generation.wrapping_add(1);
+        self.last_now = self.last_now.max(old.last_now);
+        for is in self
+            .inputs
+            .specs
+            .iter_mut()
+            .chain(old.inputs.specs.iter_mut())
+        {
+            is.count = 0;
+        }
+        let nout = self.noutputs() as u32;
+        for i in 0..self.flows.len() {
+            let f = self.flows[i];
+            if !f.live {
+                continue;
+            }
+            if f.outputs.iter().any(|&o| o >= nout) {
+                // `destroy` decrements the input's count: count it first.
+                if let Some(is) = self.inputs.specs.get_mut(f.input as usize) {
+                    is.count = is.count.wrapping_add(1);
+                }
+                self.destroy(i);
+            } else if let Some(is) = self.inputs.specs.get_mut(f.input as usize) {
+                is.count = is.count.wrapping_add(1);
+            }
+        }
+        Some(self.live)
+    }
+
     /// The table [`Core::get_entry`] searches for protocol `proto` (0: any
     /// protocol, as other elements may ask): the rewriter's own table for
     /// that protocol, or the single table of `TCPRewriter` and
@@ -2357,6 +2404,18 @@ impl CoreRewriter {
 }
 
 impl Element for CoreRewriter {
+    /// Click's `IPRewriterBase::take_state`: the old rewriter's flows,
+    /// when it is the same class with as many inputs.
+    fn take_state(&mut self, old: &mut dyn Element, _ctx: &crate::TakeCtx<'_>) -> Option<String> {
+        let old = crate::old_as::<CoreRewriter>(old)?;
+        if old.flavor != self.flavor {
+            return None;
+        }
+        let mut old_core = old.core.get();
+        let n = self.core.get().take_flows(&mut old_core)?;
+        Some(format!("{n} flows"))
+    }
+
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         let mut core = self.core.get();
