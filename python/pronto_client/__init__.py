@@ -122,6 +122,9 @@ class Instance:
     error: Optional[str] = None
     pss_bytes: Optional[int] = None
     created_unix_ms: int = 0
+    #: Where the configuration's ControlSockets listen (opened by the daemon):
+    #: ``"tcp 127.0.0.1:PORT"`` or ``"unix PATH"``.
+    control_sockets: List[str] = field(default_factory=list)
     #: Only after ``reconfigure``: ``"ELEMENT (WHAT)"`` for each element that
     #: took over the old configuration's state (Click's hot-swap).
     took_state: List[str] = field(default_factory=list)
@@ -147,6 +150,7 @@ class Instance:
             error=v.get("error"),
             pss_bytes=v.get("pss_bytes"),
             created_unix_ms=v.get("created_unix_ms", 0),
+            control_sockets=list(v.get("control_sockets", [])),
             took_state=list(v.get("took_state", [])),
         )
 

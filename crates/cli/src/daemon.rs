@@ -65,6 +65,7 @@ pub fn default_options() -> Result<Options, String> {
             default_memory: 32 << 20,
             pool_slots: 512,
             warm: 2,
+            control_dir: PathBuf::new(),
         },
     })
 }

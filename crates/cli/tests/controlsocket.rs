@@ -1,6 +1,7 @@
-//! Click's ControlSocket under `pronto run`: a program speaking Click's
-//! line protocol reads and writes handlers of a running router, over a
-//! UNIX socket and over TCP, on one thread and on two.
+//! Click's ControlSocket under `pronto run` and in sandboxed instances
+//! (opened and served by the daemon): a program speaking Click's line
+//! protocol reads and writes handlers of a running router, over a UNIX
+//! socket and over TCP, on one thread and on two.
 
 mod common;
 
@@ -90,7 +91,7 @@ fn connect_unix(path: &std::path::Path) -> std::os::unix::net::UnixStream {
     }
 }
 
-fn exercise<S: Read + Write>(c: &mut Client<S>) {
+fn exercise<S: Read + Write>(c: &mut Client<S>, elements: usize) {
     let (r, v) = c.call("READ c.count", b"");
     assert_eq!(r, "200 Read handler 'c.count' OK\r\n");
     assert!(v.expect("data").parse::<u64>().is_ok());
@@ -134,7 +135,7 @@ fn exercise<S: Read + Write>(c: &mut Client<S>) {
     );
     let (r, v) = c.call("READ list", b"");
     assert_eq!(r, "200 Read handler 'list' OK\r\n");
-    assert!(v.expect("list").starts_with("4\n"));
+    assert!(v.expect("list").starts_with(&format!("{elements}\n")));
     assert_eq!(c.call("QUIT", b"").0, "200 Goodbye!\r\n");
 }
 
@@ -150,7 +151,7 @@ fn click_programs_drive_a_running_router() {
             &format!("{CONFIG}ControlSocket(UNIX, {});", sock.display()),
         );
         let mut c = Client::new(connect_unix(&sock));
-        exercise(&mut c);
+        exercise(&mut c, 4);
     }
     // TCP, read-only: writes are refused.
     let _run = start(
@@ -204,4 +205,108 @@ fn bad_control_sockets_are_configuration_errors() {
         err.contains("FILENAME: cannot listen on /nonexistent/dir/s: No such file or directory"),
         "{err}"
     );
+}
+
+fn cli(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
+        .args(args)
+        .arg("--socket")
+        .arg(dir.join("sock"))
+        .output()
+        .expect("pronto");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn click_programs_drive_a_sandboxed_instance_through_the_daemon() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipping click_programs_drive_a_sandboxed_instance_through_the_daemon: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("controlsocket-daemon");
+    let _d = common::start_daemon(&dir);
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write config");
+        p.to_str().expect("path").to_string()
+    };
+    // A FILENAME that is not a plain name is refused, and nothing is made.
+    let bad = write(
+        "bad.click",
+        &format!("{CONFIG}ControlSocket(UNIX, ../ctl);"),
+    );
+    let (ok, _, err) = cli(&dir, &["create", "cs1", "--config", &bad]);
+    assert!(!ok);
+    assert!(
+        err.contains("ControlSocket@")
+            && err.contains("FILENAME: `../ctl` must be a plain file name"),
+        "{err}"
+    );
+
+    let good = write(
+        "good.click",
+        &format!("{CONFIG}ControlSocket(UNIX, ctl); cs :: ControlSocket(TCP, 0, READONLY true);"),
+    );
+    let (ok, _, err) = cli(&dir, &["create", "cs1", "--config", &good]);
+    assert!(ok, "{err}");
+    let (_, out, _) = cli(&dir, &["show", "cs1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let at: Vec<&str> = v["control_sockets"]
+        .as_array()
+        .expect("control_sockets")
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    let unix = dir.join("state/control/default/cs1/ctl");
+    assert_eq!(at[0], format!("unix {}", unix.display()));
+    let port: u16 = at[1]
+        .strip_prefix("tcp 127.0.0.1:")
+        .expect("a loopback TCP socket")
+        .parse()
+        .expect("port");
+    assert_ne!(port, 0, "port 0 is replaced by the one bound");
+
+    let mut u = Client::new(connect_unix(&unix));
+    exercise(&mut u, 5);
+    let mut t = Client::new(std::net::TcpStream::connect(("127.0.0.1", port)).expect("tcp"));
+    assert_eq!(
+        t.call("WRITE c.reset", b"").0,
+        "530 Permission denied for 'c.reset'\r\n"
+    );
+    assert_eq!(
+        t.call("READ c.count", b"").0,
+        "200 Read handler 'c.count' OK\r\n"
+    );
+
+    // Reconfigured without the TCP socket: it closes; the UNIX one (same
+    // element, same arguments) stays open, its client still connected.
+    let mut u = Client::new(connect_unix(&unix));
+    let next = write("next.click", &format!("{CONFIG}ControlSocket(UNIX, ctl);"));
+    let (ok, _, err) = cli(&dir, &["config", "cs1", &next]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        u.call("READ c.count", b"").0,
+        "200 Read handler 'c.count' OK\r\n"
+    );
+    let (r, v) = u.call("READ list", b"");
+    assert_eq!(r, "200 Read handler 'list' OK\r\n");
+    assert!(v.expect("list").starts_with("4\n"));
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the TCP socket stays open"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // Removed: the socket file goes.
+    let (ok, _, err) = cli(&dir, &["rm", "cs1"]);
+    assert!(ok, "{err}");
+    assert!(!unix.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

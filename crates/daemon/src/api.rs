@@ -787,7 +787,11 @@ impl Daemon {
             }
         };
         let tcp_addr = tcp.as_ref().and_then(|l| l.local_addr().ok());
-        let manager = Manager::start(opts.manager.clone(), store)?;
+        let mut mopts = opts.manager.clone();
+        if mopts.control_dir.as_os_str().is_empty() {
+            mopts.control_dir = opts.state_dir.join("control");
+        }
+        let manager = Manager::start(mopts, store)?;
         let shared = Arc::new(Shared {
             manager,
             admin_digest: digest(&admin),
@@ -928,6 +932,7 @@ mod tests {
                 default_memory: 32 << 20,
                 warm: 0,
                 pool_slots: 64,
+                control_dir: dir.join("control"),
             },
             store,
         )

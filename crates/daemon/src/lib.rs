@@ -14,6 +14,7 @@
 //! The contract is `docs/openapi.yaml`.
 
 pub mod api;
+mod control;
 pub mod manager;
 pub mod metrics;
 pub mod store;

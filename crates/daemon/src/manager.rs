@@ -87,6 +87,10 @@ pub struct ManagerOptions {
     /// Packet slots in each instance's pool (`pronto instance
     /// --pool-slots`; the pool dominates an instance's memory).
     pub pool_slots: usize,
+    /// Where instances' UNIX control sockets go
+    /// (`CONTROL_DIR/TENANT/INSTANCE/FILENAME`; empty: the state
+    /// directory's `control/`).
+    pub control_dir: PathBuf,
 }
 
 /// Lifecycle state.
@@ -170,6 +174,10 @@ pub struct InstanceView {
     pub pss_bytes: Option<u64>,
     /// Creation time.
     pub created_unix_ms: u64,
+    /// Where the configuration's `ControlSocket`s listen (opened by the
+    /// daemon): `tcp 127.0.0.1:PORT` or `unix PATH`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub control_sockets: Vec<String>,
     /// Only in the answer to a reconfiguration: `ELEMENT (WHAT)` for each
     /// element of the new configuration that took over the old one's state
     /// (Click's hot-swap: same name and class; a queue's packets, a NAT's
@@ -193,6 +201,8 @@ struct Instance {
     /// The running sandbox, for handler calls made straight from the
     /// caller's thread (no hop through the supervisor).
     live: Mutex<Option<Arc<Mutex<Sandbox>>>>,
+    /// The configuration's `ControlSocket`s, opened by the daemon.
+    control: Mutex<Vec<crate::control::Control>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -432,14 +442,28 @@ impl Manager {
     ) -> Result<(), Failure> {
         let (tx, rx) = mpsc::channel();
         let key = spec.key();
+        let wanted = crate::control::wanted(&spec.config);
+        let mut error = None;
+        let control = match self.open_controls(&spec.tenant, &spec.name, &wanted, &[]) {
+            Ok(c) => c,
+            // Creating: the configuration is refused.
+            Err(e) if first.is_some() => return Err(e),
+            // Restoring: the instance runs, without its control sockets.
+            Err(e) => {
+                error = Some(e.to_string());
+                Vec::new()
+            }
+        };
         let inst = Arc::new(Instance {
             spec: Mutex::new(spec),
             status: Mutex::new(Status {
                 state: Some(State::Starting),
+                error,
                 ..Status::default()
             }),
             tx,
             live: Mutex::new(None),
+            control: Mutex::new(control),
         });
         lock(&self.instances).insert(key.clone(), inst.clone());
         let me = self.me.clone();
@@ -525,11 +549,33 @@ impl Manager {
     fn stop(&self, key: &str) {
         let inst = lock(&self.instances).remove(key);
         if let Some(inst) = inst {
+            lock(&inst.control).clear();
             let (tx, rx) = mpsc::sync_channel(1);
             if inst.tx.send(Req::Stop(tx)).is_ok() {
                 let _ = rx.recv();
             }
         }
+    }
+
+    /// Opens the control sockets of `wanted` that `current` lacks.
+    fn open_controls(
+        &self,
+        tenant: &str,
+        name: &str,
+        wanted: &[(String, pronto_runtime::controlsocket::SocketSpec)],
+        current: &[crate::control::Control],
+    ) -> Result<Vec<crate::control::Control>, Failure> {
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let handlers = Arc::new(crate::control::InstanceHandlers {
+            manager: self.me.clone(),
+            tenant: tenant.to_string(),
+            name: name.to_string(),
+        });
+        let dir = self.opts.control_dir.join(tenant).join(name);
+        crate::control::open(&dir, wanted, current, handlers)
+            .map_err(|e| Failure::BadRequest(e, Some("config")))
     }
 
     /// Destroys an instance.
@@ -606,8 +652,19 @@ impl Manager {
     /// Reads `element.handler` (on the caller's thread, straight through
     /// the sandbox's socket).
     pub fn read(&self, tenant: &str, name: &str, handler: &str) -> Result<String, Failure> {
+        self.read_args(tenant, name, handler, "")
+    }
+
+    /// Reads `element.handler` with arguments (handlers that take some).
+    pub fn read_args(
+        &self,
+        tenant: &str,
+        name: &str,
+        handler: &str,
+        args: &str,
+    ) -> Result<String, Failure> {
         let sb = self.live(tenant, name)?;
-        let r = lock(&sb).read(handler);
+        let r = lock(&sb).read_with(handler, args);
         r.map_err(sandbox_failure)
     }
 
@@ -632,8 +689,15 @@ impl Manager {
         name: &str,
         config: &str,
     ) -> Result<InstanceView, Failure> {
-        let took = self.call(tenant, name, |tx| Req::Config(config.to_string(), tx))?;
         let inst = self.get(tenant, name)?;
+        let wanted = crate::control::wanted(config);
+        let new = {
+            let current = lock(&inst.control);
+            self.open_controls(tenant, name, &wanted, &current)?
+        };
+        // On failure the new sockets close (dropped); the old ones stay.
+        let took = self.call(tenant, name, |tx| Req::Config(config.to_string(), tx))?;
+        crate::control::commit(&mut lock(&inst.control), &wanted, new);
         let spec = {
             let mut s = lock(&inst.spec);
             s.config = config.to_string();
@@ -860,6 +924,7 @@ fn view_of(inst: &Instance, pss: Option<u64>) -> InstanceView {
         error: st.error,
         pss_bytes: pss,
         created_unix_ms: spec.created_unix_ms,
+        control_sockets: lock(&inst.control).iter().map(|c| c.at.clone()).collect(),
         took_state: Vec::new(),
     }
 }

@@ -11,9 +11,9 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pronto_elements::{ActionProfile, ClassEntry, ConfigCtx, ConfigError, Element, Spec};
@@ -21,19 +21,192 @@ use pronto_elements::{ActionProfile, ClassEntry, ConfigCtx, ConfigError, Element
 use crate::router::CallError;
 use crate::Remote;
 
-/// Set in processes where a control socket must not be opened (a
-/// sandboxed instance: no sockets after lock-down; the daemon's API is
-/// the way in), with the reason.
-static FORBIDDEN: Mutex<Option<&'static str>> = Mutex::new(None);
+/// Set in processes where a control socket is not opened by the element
+/// itself (a sandboxed instance: it has no sockets after lock-down; the
+/// daemon opens it and serves it through the instance's handlers).
+static DELEGATED: AtomicBool = AtomicBool::new(false);
 
-/// Refuses `ControlSocket` in this process from now on, saying `why`.
-pub fn forbid(why: &'static str) {
-    *FORBIDDEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+/// From now on, `ControlSocket` elements in this process check their
+/// arguments but open nothing: whoever started the process serves them
+/// ([`Spec::of_config`] reads them back from the configuration).
+pub fn delegate() {
+    DELEGATED.store(true, Ordering::Relaxed);
 }
 
-enum Listener {
+/// A listening control socket.
+pub enum Listener {
+    /// `ControlSocket(TCP, PORT)`.
     Tcp(TcpListener),
+    /// `ControlSocket(UNIX, FILENAME)`.
     Unix(UnixListener),
+}
+
+/// Where a control socket listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A TCP port (0: any free one), on 127.0.0.1 when `localhost`.
+    Tcp {
+        /// The port.
+        port: u16,
+        /// Only on 127.0.0.1.
+        localhost: bool,
+    },
+    /// A UNIX socket file name, as written.
+    Unix(String),
+}
+
+/// A `ControlSocket` element's arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SocketSpec {
+    /// Where it listens.
+    pub target: Target,
+    /// No write handlers.
+    pub readonly: bool,
+    /// Report connections on stderr.
+    pub verbose: bool,
+}
+
+impl SocketSpec {
+    /// Parses a `ControlSocket` configuration string.
+    pub fn parse(config: &str) -> Result<SocketSpec, String> {
+        let args: Vec<String> = pronto_lang::args::split_args(config);
+        let mut pos = Vec::new();
+        let (mut readonly, mut verbose, mut localhost) = (false, false, false);
+        for a in &args {
+            let words = pronto_lang::args::split_words(a);
+            let key = words.first().map(|w| w.to_ascii_uppercase());
+            let value = words.get(1).map(|w| pronto_lang::args::unquote(w));
+            let flag = |v: &Option<String>, k: &str| -> Result<bool, String> {
+                match v.as_deref() {
+                    None => Ok(true),
+                    Some(v) => pronto_lang::args::parse_bool(v)
+                        .map_err(|_| format!("{k}: expected true or false, found `{v}`")),
+                }
+            };
+            match key.as_deref() {
+                Some("READONLY") if words.len() <= 2 => readonly = flag(&value, "READONLY")?,
+                Some("VERBOSE") if words.len() <= 2 => verbose = flag(&value, "VERBOSE")?,
+                Some("LOCALHOST") if words.len() <= 2 => localhost = flag(&value, "LOCALHOST")?,
+                Some("RETRIES") | Some("RETRY_WARNINGS") if words.len() == 2 => {}
+                Some("PROXY") if words.len() == 2 => {
+                    return Err(
+                        "PROXY: handler proxies are not supported; name the handlers directly"
+                            .into(),
+                    )
+                }
+                _ => pos.push(pronto_lang::args::unquote(a.trim())),
+            }
+        }
+        let [kind, target] = pos.as_slice() else {
+            return Err("expected `TCP, PORT` or `UNIX, FILENAME` (then keywords)".into());
+        };
+        let target = match kind.to_ascii_uppercase().as_str() {
+            "TCP" => Target::Tcp {
+                port: target
+                    .trim_end_matches('+')
+                    .parse()
+                    .map_err(|_| format!("PORT: expected a TCP port number, found `{target}`"))?,
+                localhost,
+            },
+            "UNIX" => Target::Unix(target.clone()),
+            other => return Err(format!("TYPE: expected TCP or UNIX, found `{other}`")),
+        };
+        Ok(SocketSpec {
+            target,
+            readonly,
+            verbose,
+        })
+    }
+
+    /// The `(element name, spec)` of every `ControlSocket` in a flat
+    /// configuration; an element whose arguments do not parse is left out
+    /// (building the configuration reports it).
+    pub fn of_config(flat: &pronto_lang::FlatConfig) -> Vec<(String, SocketSpec)> {
+        flat.elements
+            .iter()
+            .filter(|e| e.class == "ControlSocket")
+            .filter_map(|e| Some((e.name.clone(), SocketSpec::parse(&e.config).ok()?)))
+            .collect()
+    }
+}
+
+impl Listener {
+    /// Binds a TCP listener (`port` 0: any free port).
+    pub fn tcp(port: u16, localhost: bool) -> std::io::Result<Listener> {
+        let host = if localhost { "127.0.0.1" } else { "0.0.0.0" };
+        Ok(Listener::Tcp(TcpListener::bind((host, port))?))
+    }
+
+    /// Binds a UNIX socket at `path`, replacing a socket file left by an
+    /// earlier run unless something still answers on it.
+    pub fn unix(path: &Path) -> std::io::Result<Listener> {
+        if UnixStream::connect(path).is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(Listener::Unix(UnixListener::bind(path)?))
+    }
+
+    /// The bound TCP port.
+    pub fn port(&self) -> Option<u16> {
+        match self {
+            Listener::Tcp(t) => t.local_addr().map(|a| a.port()).ok(),
+            Listener::Unix(_) => None,
+        }
+    }
+}
+
+/// What a control socket calls handlers through: a router's [`Remote`],
+/// or the daemon's path to a sandboxed instance.
+pub trait Handlers: Send + Sync + 'static {
+    /// Calls read handler `h` (`element.name`, or a global one) with
+    /// `args`.
+    fn read(&self, h: &str, args: &str) -> Result<String, CallError>;
+    /// Calls write handler `h` with `value`.
+    fn write(&self, h: &str, value: &str) -> Result<(), CallError>;
+}
+
+impl Handlers for Remote {
+    fn read(&self, h: &str, args: &str) -> Result<String, CallError> {
+        Remote::read(self, h, args)
+    }
+    fn write(&self, h: &str, value: &str) -> Result<(), CallError> {
+        Remote::write(self, h, value)
+    }
+}
+
+/// A control socket being served; dropping it stops the accepting thread
+/// (connections end at their next request) and removes the socket file.
+pub struct Server {
+    stop: Arc<AtomicBool>,
+    unix_path: Option<PathBuf>,
+}
+
+impl Server {
+    /// Serves `listener` on a thread of its own, each connection on one
+    /// more, calling handlers through `handlers`.
+    pub fn start(
+        listener: Listener,
+        unix_path: Option<PathBuf>,
+        handlers: Arc<dyn Handlers>,
+        readonly: bool,
+        verbose: bool,
+    ) -> std::io::Result<Server> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        std::thread::Builder::new()
+            .name("controlsocket".into())
+            .spawn(move || accept_loop(listener, handlers, readonly, verbose, s))?;
+        Ok(Server { stop, unix_path })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(p) = &self.unix_path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// Click's `ControlSocket(TCP, PORT)` / `ControlSocket(UNIX, FILENAME)`.
@@ -45,7 +218,7 @@ pub struct ControlSocket {
     unix_path: Option<PathBuf>,
     /// The bound TCP port (the `port` handler).
     port: Option<u16>,
-    stop: Arc<AtomicBool>,
+    server: Option<Server>,
 }
 
 impl ControlSocket {
@@ -66,99 +239,53 @@ impl ControlSocket {
              `port` handler). Keywords: READONLY (no write handlers), LOCALHOST (TCP on\n\
              127.0.0.1 only), VERBOSE (report connections on stderr); RETRIES and\n\
              RETRY_WARNINGS are accepted and ignored; PROXY is refused. Under `--threads`\n\
-             it runs on thread 0 and reaches every thread's elements. Not available in\n\
-             sandboxed instances (use the daemon's API).\n\n\
+             it runs on thread 0 and reaches every thread's elements. In an instance\n\
+             run by the daemon, the daemon opens the socket (TCP on 127.0.0.1 only; a\n\
+             UNIX FILENAME is a plain name, made in the daemon's state directory under\n\
+             control/INSTANCE/) and serves it through the instance's handlers; `pronto\n\
+             show` lists where.\n\n\
              Ports: none.",
         );
 
-    /// Configures a `ControlSocket`: parses its arguments and binds.
+    /// Configures a `ControlSocket`: parses its arguments and binds
+    /// (checks them only, where the socket is delegated).
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        if let Some(why) = *FORBIDDEN.lock().unwrap_or_else(|e| e.into_inner()) {
-            return Err(ConfigError::new(format!(
-                "ControlSocket is not available {why}"
-            )));
-        }
-        let args: Vec<String> = pronto_lang::args::split_args(ctx.config);
-        let mut pos = Vec::new();
-        let (mut readonly, mut verbose, mut localhost) = (false, false, false);
-        for a in &args {
-            let words = pronto_lang::args::split_words(a);
-            let key = words.first().map(|w| w.to_ascii_uppercase());
-            let value = words.get(1).map(|w| pronto_lang::args::unquote(w));
-            let flag = |v: &Option<String>, k: &str| -> Result<bool, ConfigError> {
-                match v.as_deref() {
-                    None => Ok(true),
-                    Some(v) => pronto_lang::args::parse_bool(v).map_err(|_| {
-                        ConfigError::new(format!("{k}: expected true or false, found `{v}`"))
-                    }),
-                }
-            };
-            match key.as_deref() {
-                Some("READONLY") if words.len() <= 2 => readonly = flag(&value, "READONLY")?,
-                Some("VERBOSE") if words.len() <= 2 => verbose = flag(&value, "VERBOSE")?,
-                Some("LOCALHOST") if words.len() <= 2 => localhost = flag(&value, "LOCALHOST")?,
-                Some("RETRIES") | Some("RETRY_WARNINGS") if words.len() == 2 => {}
-                Some("PROXY") if words.len() == 2 => {
-                    return Err(ConfigError::new(
-                        "PROXY: handler proxies are not supported; name the handlers directly",
-                    ))
-                }
-                _ => pos.push(pronto_lang::args::unquote(a.trim())),
-            }
-        }
-        let [kind, target] = pos.as_slice() else {
-            return Err(ConfigError::new(
-                "expected `TCP, PORT` or `UNIX, FILENAME` (then keywords)",
-            ));
+        let spec = SocketSpec::parse(ctx.config).map_err(ConfigError::new)?;
+        let mut cs = ControlSocket {
+            listener: None,
+            readonly: spec.readonly,
+            verbose: spec.verbose,
+            unix_path: None,
+            port: None,
+            server: None,
         };
-        let stop = Arc::new(AtomicBool::new(false));
-        match kind.to_ascii_uppercase().as_str() {
-            "TCP" => {
-                let p: u16 = target.trim_end_matches('+').parse().map_err(|_| {
-                    ConfigError::new(format!(
-                        "PORT: expected a TCP port number, found `{target}`"
-                    ))
-                })?;
-                let host = if localhost { "127.0.0.1" } else { "0.0.0.0" };
-                let l = TcpListener::bind((host, p)).map_err(|e| {
-                    ConfigError::new(format!("PORT: cannot listen on TCP port {p}: {e}"))
-                })?;
-                let port = l.local_addr().map(|a| a.port()).ok();
-                Ok(Box::new(ControlSocket {
-                    listener: Some(Listener::Tcp(l)),
-                    readonly,
-                    verbose,
-                    unix_path: None,
-                    port,
-                    stop,
-                }))
+        if DELEGATED.load(Ordering::Relaxed) {
+            if let Target::Tcp { port, .. } = spec.target {
+                cs.port = Some(port);
             }
-            "UNIX" => {
-                let path = ctx.path(target);
-                // A socket file left by an earlier run, unless something
-                // still answers on it.
-                if UnixStream::connect(&path).is_err() {
-                    let _ = std::fs::remove_file(&path);
-                }
-                let l = UnixListener::bind(&path).map_err(|e| {
+            return Ok(Box::new(cs));
+        }
+        match spec.target {
+            Target::Tcp { port, localhost } => {
+                let l = Listener::tcp(port, localhost).map_err(|e| {
+                    ConfigError::new(format!("PORT: cannot listen on TCP port {port}: {e}"))
+                })?;
+                cs.port = l.port();
+                cs.listener = Some(l);
+            }
+            Target::Unix(name) => {
+                let path = ctx.path(&name);
+                let l = Listener::unix(&path).map_err(|e| {
                     ConfigError::new(format!(
                         "FILENAME: cannot listen on {}: {e}",
                         path.display()
                     ))
                 })?;
-                Ok(Box::new(ControlSocket {
-                    listener: Some(Listener::Unix(l)),
-                    readonly,
-                    verbose,
-                    unix_path: Some(path),
-                    port: None,
-                    stop,
-                }))
+                cs.listener = Some(l);
+                cs.unix_path = Some(path);
             }
-            other => Err(ConfigError::new(format!(
-                "TYPE: expected TCP or UNIX, found `{other}`"
-            ))),
         }
+        Ok(Box::new(cs))
     }
 
     /// Starts serving through `remote` (the router calls this when it
@@ -167,19 +294,14 @@ impl ControlSocket {
         let Some(listener) = self.listener.take() else {
             return;
         };
-        let (readonly, verbose, stop) = (self.readonly, self.verbose, self.stop.clone());
-        let _ = std::thread::Builder::new()
-            .name("controlsocket".into())
-            .spawn(move || accept_loop(listener, remote, readonly, verbose, stop));
-    }
-}
-
-impl Drop for ControlSocket {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(p) = &self.unix_path {
-            let _ = std::fs::remove_file(p);
-        }
+        self.server = Server::start(
+            listener,
+            self.unix_path.take(),
+            Arc::new(remote),
+            self.readonly,
+            self.verbose,
+        )
+        .ok();
     }
 }
 
@@ -233,7 +355,13 @@ impl Conn for UnixStream {
     }
 }
 
-fn accept_loop(l: Listener, remote: Remote, readonly: bool, verbose: bool, stop: Arc<AtomicBool>) {
+fn accept_loop(
+    l: Listener,
+    remote: Arc<dyn Handlers>,
+    readonly: bool,
+    verbose: bool,
+    stop: Arc<AtomicBool>,
+) {
     // Non-blocking accepts polled a few times a second, so that the
     // thread (and the socket) go when the element does.
     let _ = match &l {
@@ -254,7 +382,7 @@ fn accept_loop(l: Listener, remote: Remote, readonly: bool, verbose: bool, stop:
                 let _ = std::thread::Builder::new()
                     .name("controlsocket-conn".into())
                     .spawn(move || {
-                        let _ = serve(c, &r, readonly, &s);
+                        let _ = serve(c, &*r, readonly, &s);
                         if verbose {
                             eprintln!("ControlSocket: connection closed");
                         }
@@ -288,7 +416,7 @@ fn failure(out: &mut Vec<u8>, e: &CallError, write: bool, h: &str) {
 
 fn serve(
     c: Box<dyn Conn>,
-    remote: &Remote,
+    remote: &dyn Handlers,
     readonly: bool,
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
@@ -375,7 +503,7 @@ fn serve(
     }
 }
 
-fn read(out: &mut Vec<u8>, remote: &Remote, h: &str, args: &str) {
+fn read(out: &mut Vec<u8>, remote: &dyn Handlers, h: &str, args: &str) {
     match remote.read(h, args) {
         Ok(v) => {
             line(out, 200, &format!("Read handler '{h}' OK"), false);
@@ -386,7 +514,7 @@ fn read(out: &mut Vec<u8>, remote: &Remote, h: &str, args: &str) {
     }
 }
 
-fn write_h(out: &mut Vec<u8>, remote: &Remote, readonly: bool, h: &str, value: &str) {
+fn write_h(out: &mut Vec<u8>, remote: &dyn Handlers, readonly: bool, h: &str, value: &str) {
     if readonly {
         return line(out, 530, &format!("Permission denied for '{h}'"), false);
     }
@@ -399,7 +527,7 @@ fn write_h(out: &mut Vec<u8>, remote: &Remote, readonly: bool, h: &str, value: &
 /// CHECKREAD / CHECKWRITE: whether the handler exists with that mode,
 /// from the element's `handlers` list (global handlers: the read-only
 /// ones Click has).
-fn check(out: &mut Vec<u8>, remote: &Remote, readonly: bool, h: &str, write: bool) {
+fn check(out: &mut Vec<u8>, remote: &dyn Handlers, readonly: bool, h: &str, write: bool) {
     let what = if write { "Write" } else { "Read" };
     if write && readonly {
         return line(out, 530, &format!("Permission denied for '{h}'"), false);

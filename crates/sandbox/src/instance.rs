@@ -118,10 +118,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_SOCKET);
         }
     };
-    pronto_runtime::controlsocket::forbid(
-        "inside a sandboxed instance (it has no sockets once locked down): call handlers \
-         through the daemon's API (`pronto read` / `pronto write`)",
-    );
+    // The daemon opens the configuration's control sockets and serves them
+    // through this instance's handlers.
+    pronto_runtime::controlsocket::delegate();
     let (jobs, rx) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("router".into())
@@ -338,10 +337,13 @@ impl Instance {
                 }
                 Err(e) => err(e),
             },
-            Request::Read(h) => match self.call(true, h, "") {
-                Ok(v) => (Reply::Ok(v), Next::Continue),
-                Err(e) => err(e),
-            },
+            Request::Read(h) => {
+                let (h, args) = h.split_once(char::is_whitespace).unwrap_or((h, ""));
+                match self.call(true, h, args.trim_start()) {
+                    Ok(v) => (Reply::Ok(v), Next::Continue),
+                    Err(e) => err(e),
+                }
+            }
             Request::Write(h, v) => match self.call(false, h, v) {
                 Ok(_) => ok(""),
                 Err(e) => err(e),

@@ -913,6 +913,15 @@ impl Sandbox {
         self.request(&Request::Read(handler))
     }
 
+    /// `READ element.handler args`: a read handler that takes arguments
+    /// (Click's `READ handler args` of the control socket protocol).
+    pub fn read_with(&mut self, handler: &str, args: &str) -> Result<String, SandboxError> {
+        if args.is_empty() {
+            return self.read(handler);
+        }
+        self.request(&Request::Read(&format!("{handler} {args}")))
+    }
+
     /// `WRITE element.handler value`.
     pub fn write(&mut self, handler: &str, value: &str) -> Result<(), SandboxError> {
         self.request(&Request::Write(handler, value)).map(|_| ())

@@ -14,7 +14,7 @@
 //! | `PING` | liveness | `OK pronto-instance` |
 //! | `PORT <iface> <slots> <ring>` + 3 descriptors | interface `iface` is this switch port: its memfd and its two doorbells (to the switch, to the instance), in that order; configurations then name only given interfaces in `FromDevice`/`ToDevice` | `OK` |
 //! | `CONFIG <text>` | parse and build a Click configuration, replacing the current one. While one runs, the new one is built and checked first: a bad one is refused and the old one keeps running; a good one takes the old one's state (Click's hot-swap: elements of the same name and class hand over queued packets, flows, ARP entries) and runs at once. The first accepted configuration locks the instance down (seccomp) before the reply | `OK <N> elements`, with `; took state: ELEMENT (WHAT), ...` when state moved, or `ERR <diagnostics>` (rendered rustc-style, file name `config`) |
-//! | `READ <element>.<handler>` | call a read handler (also while running) | `OK <value>` |
+//! | `READ <element>.<handler> [<args>]` | call a read handler (also while running), with arguments for those that take them | `OK <value>` |
 //! | `WRITE <element>.<handler>[ <value>]` | call a write handler (value: the rest of the frame, may be empty or contain spaces; also while running) | `OK` |
 //! | `RUN` | start running the router on its own thread | `OK running` at once |
 //! | `WAIT` | wait until the run ends by itself (a `STOP true` source, a script's `stop`) | `OK stopped`, or `ERR <script error>` |
@@ -42,7 +42,7 @@ pub enum Request<'a> {
     Ping,
     /// `CONFIG <text>`.
     Config(&'a str),
-    /// `READ <element.handler>`.
+    /// `READ <element.handler> [args]`.
     Read(&'a str),
     /// `WRITE <element.handler> <value>`.
     Write(&'a str, &'a str),
