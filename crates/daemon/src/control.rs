@@ -84,7 +84,13 @@ pub(crate) fn open(
                         dir.display()
                     )));
                 }
+                // Only the daemon's user reaches the sockets (Click's
+                // protocol has no authentication of its own).
                 std::fs::create_dir_all(dir)
+                    .and_then(|()| {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    })
                     .map_err(|e| what(format!("cannot make {}: {e}", dir.display())))?;
                 let path = dir.join(name);
                 let l = Listener::unix(&path).map_err(|e| {

@@ -624,3 +624,74 @@ fn handlers_answer_and_reconfiguration_works_while_the_router_runs() {
     }
     assert_eq!(sb.stop().expect("stop").code(), Some(0));
 }
+
+/// A cgroup file of sandbox `name` for `controller` (cgroup v1's
+/// per-controller tree, else v2's single one).
+fn cgroup_file(name: &str, controller: &str, file: &str) -> String {
+    let v1 = Path::new("/sys/fs/cgroup")
+        .join(controller)
+        .join("pronto")
+        .join(name)
+        .join(file);
+    let v2 = Path::new("/sys/fs/cgroup/pronto").join(name).join(file);
+    std::fs::read_to_string(&v1)
+        .or_else(|_| std::fs::read_to_string(&v2))
+        .unwrap_or_else(|e| panic!("{} / {}: {e}", v1.display(), v2.display()))
+}
+
+fn stat_field(text: &str, key: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `{key}` in {text:?}"))
+}
+
+/// A hostile process inside a sandbox (a shell standing for code that took
+/// over an instance before its lock-down) forks without bound and spins on
+/// every core: the task limit stops the forks, the CPU quota throttles it,
+/// and a neighbouring instance keeps answering and counting meanwhile.
+#[test]
+fn a_fork_bomb_and_a_cpu_hog_are_contained() {
+    if !root_or_skip("a_fork_bomb_and_a_cpu_hog_are_contained") {
+        return;
+    }
+    let mut s = spec("bomb");
+    s.program = "/bin/dash".into();
+    s.args = vec![
+        "-c".into(),
+        // The forking part runs in a subshell: a shell whose fork fails
+        // exits, and the sandbox ends with its first process.
+        "(i=0; while [ $i -lt 200 ]; do (while :; do :; done) & i=$((i+1)); done); \
+         while :; do :; done"
+            .into(),
+    ];
+    s.limits.cpu = Some(0.2);
+    s.limits.pids = Some(4);
+    s.stderr = pronto_sandbox::Output::Null;
+    let bomb = Sandbox::spawn(&s).expect("spawn the hostile process");
+
+    let mut n = spawn(&spec("neighbour"));
+    n.configure("s :: RatedSource(RATE 1000) -> c :: Counter -> Discard;")
+        .expect("config");
+    n.run().expect("run");
+    std::thread::sleep(Duration::from_millis(1500));
+
+    let pids: u64 = cgroup_file(&s.name, "pids", "pids.current")
+        .trim()
+        .parse()
+        .expect("pids.current");
+    assert!(pids <= 4, "{pids} tasks under a limit of 4");
+    let refused = stat_field(&cgroup_file(&s.name, "pids", "pids.events"), "max");
+    assert!(refused > 0, "no fork was refused");
+    let cpu = cgroup_file(&s.name, "cpu", "cpu.stat");
+    assert!(
+        stat_field(&cpu, "nr_throttled") > 0,
+        "never throttled: {cpu}"
+    );
+
+    // The neighbour: answers at once and counted about 1,000 a second.
+    let t0 = Instant::now();
+    let count: u64 = n.read("c.count").expect("read").parse().expect("count");
+    assert!(t0.elapsed() < Duration::from_millis(500), "slow answer");
+    assert!(count >= 1000, "the neighbour counted only {count}");
+    drop(bomb);
+}
