@@ -558,10 +558,11 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
         "mb_per_instance",
         "boot_ms_last",
         "answering",
+        "daemon_fds",
     ]);
     println!("consolidation: up to {count} instances, each answering ARP and ping on the switch");
-    println!("| instances | memory used MB | MB per instance | boot ms (last) | sampled instances answering |");
-    println!("|---:|---:|---:|---:|---:|");
+    println!("| instances | memory used MB | MB per instance | boot ms (last) | sampled instances answering | daemon descriptors |");
+    println!("|---:|---:|---:|---:|---:|---:|");
     let mut reached = 0;
     let mut why = String::new();
     for i in 1..=count {
@@ -599,8 +600,9 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
             let sample: Vec<u32> = (0..5).map(|k| 1 + (k * 7919 + i) % i).collect();
             let ok = sample.iter().filter(|&&j| answers(&mut gen, j)).count();
             let used = mem_used().saturating_sub(mem0) as f64 / 1e6;
+            let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
             println!(
-                "| {i} | {used:.0} | {:.2} | {boot:.1} | {ok}/{} |",
+                "| {i} | {used:.0} | {:.2} | {boot:.1} | {ok}/{} | {fds} |",
                 used / i as f64,
                 sample.len()
             );
@@ -610,6 +612,7 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
                 format!("{:.3}", used / i as f64),
                 format!("{boot:.2}"),
                 format!("{ok}"),
+                fds.to_string(),
             ]);
         }
     }
