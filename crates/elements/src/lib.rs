@@ -3,8 +3,9 @@
 //! Each element is one file, grouped as Click groups them: `standard/`
 //! (queues, counters, switches, sources, sinks), `ip/`, `ethernet/`,
 //! `tcpudp/`, `icmp/`, `aqm/`, `app/` (trace files), and pronto's own
-//! `ids/` (payload inspection) and `stateful/` (connection-tracking
-//! firewall, carrier-grade NAT). Every element declares a [`Spec`]
+//! `ids/` (payload inspection), `stateful/` (connection-tracking
+//! firewall, carrier-grade NAT) and `nfp/` (parallel service chains:
+//! tag, copy, merge). Every element declares a [`Spec`]
 //! (Click name, ports, processing, keywords, documentation, action
 //! profile) and is listed in [`registry`].
 
@@ -19,6 +20,7 @@ pub mod ethernet;
 pub mod icmp;
 pub mod ids;
 pub mod ip;
+pub mod nfp;
 pub mod standard;
 pub mod stateful;
 pub mod tcpudp;

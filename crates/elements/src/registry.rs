@@ -17,6 +17,10 @@ macro_rules! classes {
 }
 
 classes!(
+    // nfp/
+    crate::nfp::nfptag::NfpTag,
+    crate::nfp::nfpcopy::NfpCopy,
+    crate::nfp::nfpmerge::NfpMerge,
     // standard/ (one line per element; keep each family's lines together)
     crate::standard::discard::Discard,
     crate::standard::averagecounter::AverageCounter,

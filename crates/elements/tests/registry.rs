@@ -12,6 +12,7 @@ use pronto_elements::{ConfigCtx, Spec};
 
 const FAMILIES: &[&str] = &[
     "standard",
+    "nfp",
     "ip",
     "tcpudp",
     "ethernet",

@@ -352,6 +352,24 @@ impl Packet {
         h.anno = anno;
     }
 
+    /// Like [`Packet::copy_from`], but only the first `n` bytes of the
+    /// data (the headers, for a header-only copy of a packet whose payload
+    /// nobody reads).
+    pub fn copy_head_from(&mut self, other: &Packet, n: usize) {
+        let (so, sl) = (other.hdr().data_off as usize, other.hdr().len as usize);
+        let sl = sl.min(n);
+        self.buffer_mut()[..so + sl].copy_from_slice(&other.buffer()[..so + sl]);
+        let o = other.hdr();
+        let (nh, th, mac, anno) = (o.nh_off, o.th_off, o.mac_off, o.anno);
+        let h = self.hdr_mut();
+        h.data_off = so as u16;
+        h.len = sl as u16;
+        h.nh_off = nh;
+        h.th_off = th;
+        h.mac_off = mac;
+        h.anno = anno;
+    }
+
     #[inline]
     fn rel(&self, abs: u16) -> Option<isize> {
         (abs != NO_HEADER).then(|| abs as isize - self.hdr().data_off as isize)

@@ -19,7 +19,9 @@ impl Classifier {
     pub const SPEC: Spec = Spec::new("Classifier")
         .ports("1/-")
         .processing("h/h")
-        .profile(ActionProfile::reads(FIELD_OTHER | FIELD_PAYLOAD).dropping())
+        .profile(
+            ActionProfile::reads(crate::FIELDS_5TUPLE | FIELD_OTHER | FIELD_PAYLOAD).dropping(),
+        )
         .doc(
             "Classifier(PATTERN1, ..., PATTERNN)\n\n\
              Classifies packets by contents. Output i is associated with\n\

@@ -415,8 +415,8 @@ impl Cgnat {
             "HAIRPIN",
         ])
         .profile(
-            ActionProfile::reads(FIELDS_5TUPLE)
-                .writes(FIELDS_5TUPLE | FIELD_OTHER)
+            ActionProfile::reads(FIELDS_5TUPLE | crate::FIELD_PAYLOAD | FIELD_OTHER)
+                .writes(FIELDS_5TUPLE | crate::FIELD_PAYLOAD | FIELD_OTHER)
                 .dropping(),
         )
         .doc(

@@ -375,7 +375,10 @@ impl StatefulFirewall {
             "ICMP",
             "OTHER",
         ])
-        .profile(ActionProfile::reads(FIELDS_5TUPLE).dropping())
+        .profile(
+            ActionProfile::reads(FIELDS_5TUPLE | crate::FIELD_PAYLOAD | crate::FIELD_OTHER)
+                .dropping(),
+        )
         .doc(
             "StatefulFirewall([KEYWORDS])\n\n\
              Tracks connections and lets in only traffic that belongs to connections\n\
