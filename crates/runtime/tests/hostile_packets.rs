@@ -257,6 +257,20 @@ const ROWS: &[Row] = &[
     r("StoreIPAddress", "in -> StoreIPAddress(1.2.3.4, 12) -> Discard;"),
     r("StripIPHeader", "in -> StripIPHeader -> Discard;"),
     r("UnstripIPHeader", "in -> StripIPHeader -> Strip(4) -> UnstripIPHeader -> Discard;"),
+    // nfp/
+    r(
+        "NFPTag",
+        "in -> NFPTag(3) -> c :: NFPCopy(orig, full, header); \
+         m :: NFPMerge(orig src_ip, full payload dst_ip, header src_port dst_port, WINDOW 64) -> Discard; \
+         c[0] -> [0]m; c[1] -> Strip(3) -> Unstrip(3) -> [1]m; c[2] -> [2]m;",
+    ),
+    r(
+        "NFPCopy",
+        "in -> NFPTag -> c :: NFPCopy(header, orig); \
+         m :: NFPMerge(header dst_ip, orig, PRIORITY 1 0, WINDOW 2) -> Discard; \
+         c[0] -> Strip(20) -> [0]m; c[1] -> [1]m;",
+    ),
+    r("NFPMerge", "in -> NFPMerge(orig src_ip dst_port) -> Discard;"),
     // tcpudp/
     r("CheckICMPHeader", two!("in -> x :: CheckICMPHeader(VERBOSE true, DETAILS true);")),
     r("CheckTCPHeader", two!("in -> x :: CheckTCPHeader(VERBOSE true, DETAILS true);")),
