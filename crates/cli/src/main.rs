@@ -2,6 +2,7 @@
 //! `click` command), check them, and document the element library.
 
 mod bench;
+mod chain;
 mod completions;
 mod ctl;
 mod daemon;
@@ -25,6 +26,8 @@ Usage:
   pronto create|ls|show|rm|config|read|write|stats|ports|tenant ...
                                                     manage instances through the daemon
                                                     (`pronto ls --help`)
+  pronto chain profile|plan|config|run ...          parallel service chains (NFP): profiles, the
+                                                    compiled graph, a chain run (`pronto chain help`)
   pronto elements [CLASS]                           list classes, or document one
   pronto completions bash|zsh                       shell completion script
   pronto bench SUBCOMMAND [OPTIONS]                 run an experiment (`pronto bench help`)
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         "switch" => switch::main(rest),
         "daemon" => daemon::main(rest),
         "demo" => demo::main(rest),
+        "chain" => chain::main(rest),
         "completions" => completions::main(rest),
         c if ctl::COMMANDS.contains(&c) => ctl::main(c, rest),
         // Started by the daemon inside a sandbox (control socket at fd 3).

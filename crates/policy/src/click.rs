@@ -125,6 +125,16 @@ fn may_read_payload(class: &str, config: &str) -> bool {
     }
 }
 
+/// Whether a classifier configured with `config` may drop: only when its
+/// last pattern is no catch-all (`-`) — a packet no pattern matches is
+/// dropped; every output is connected (pronto refuses to build a
+/// configuration with an unconnected one).
+fn classifier_may_drop(config: &str) -> bool {
+    pronto_lang::args::split_args(config)
+        .last()
+        .is_none_or(|last| last.trim() != "-")
+}
+
 fn is_known_class(class: &str) -> bool {
     CONTROL_CLASSES.contains(&class) || pronto_elements::registry::lookup(class).is_some()
 }
@@ -152,6 +162,12 @@ pub fn derive_flat(flat: &FlatConfig) -> Derivation {
             let mut profile = class_profile(&e.class);
             if balanced && fr.is_some() {
                 profile.reshapes = false;
+            }
+            if matches!(e.class.as_str(), "Classifier" | "IPClassifier")
+                && profile.drops
+                && !classifier_may_drop(&e.config)
+            {
+                profile.drops = false;
             }
             if profile.reads.contains(Field::Payload) && !may_read_payload(&e.class, &e.config) {
                 profile.reads = FieldSet::from_bits(profile.reads.bits() & !Field::Payload.bit());
@@ -184,6 +200,42 @@ pub fn derive_click_text(name: &str, text: &str) -> Result<Derivation, String> {
     };
     match pronto_lang::parse_flat(&sm, file, &opts) {
         Ok((flat, _warnings)) => Ok(derive_flat(&flat)),
+        Err(diags)
+            if diags.iter().any(|d| {
+                d.message == "undeclared element `input`"
+                    || d.message == "undeclared element `output`"
+            }) =>
+        {
+            // A compound element body (`input -> ... -> output`), as a
+            // chain's NF is written: derive it as the body of a class.
+            // The prefix has no newline, so line numbers stay right.
+            let mut sm = SourceMap::new();
+            let wrapped = format!("elementclass NF {{ {text}\n}} Idle -> NF -> Discard;\n");
+            let file = sm.add(name, &wrapped);
+            match pronto_lang::parse_flat(&sm, file, &opts) {
+                Ok((flat, _warnings)) => {
+                    let mut d = derive_flat(&flat);
+                    // The wrapper's own Idle and Discard go; the body's
+                    // elements lose the wrapper's name.
+                    d.contributions.retain(|c| c.element.contains('/'));
+                    for c in &mut d.contributions {
+                        if let Some((_, rest)) = c.element.split_once('/') {
+                            c.element = rest.to_string();
+                        }
+                    }
+                    d.profile = d
+                        .contributions
+                        .iter()
+                        .fold(Profile::NONE, |acc, c| acc.union(&c.profile));
+                    Ok(d)
+                }
+                Err(diags) => Err(diags
+                    .iter()
+                    .map(|d| d.render(&sm))
+                    .collect::<Vec<_>>()
+                    .join("\n")),
+            }
+        }
         Err(diags) => Err(diags
             .iter()
             .map(|d| d.render(&sm))

@@ -669,9 +669,13 @@ impl Router {
                     self.flush_output();
                 }
             }
-            // Script timers: time only moves when the clock is read.
+            // Script timers: time only moves when the clock is read. While
+            // tasks are busy the timers are checked every 16 rounds; before
+            // an idle wait always, so that the wait (or, under simulated
+            // time, the jump to the next wake-up) never passes a script's
+            // timer.
             let now = self.run_now;
-            let clock_read = rounds_busy.is_multiple_of(16);
+            let clock_read = !busy || rounds_busy.is_multiple_of(16);
             for i in 0..self.scripts.len() {
                 if !clock_read {
                     break;

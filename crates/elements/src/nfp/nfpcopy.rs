@@ -51,8 +51,9 @@ impl NfpCopy {
              Delivers each packet to the branches of a parallel group, one output per\n\
              branch: `orig` (exactly one output) gets the packet itself, `full` a copy\n\
              of it, `header` a copy of its headers alone (Ethernet, IPv4 at OFFSET,\n\
-             default 14, and the TCP or UDP header) for a branch that does not touch\n\
-             the payload. A copy the pool has no room for is counted and not sent\n\
+             default 14, and the TCP or UDP header; the length stays the packet's, the\n\
+             payload bytes are not copied) for a branch that does not touch the\n\
+             payload. A copy the pool has no room for is counted and not sent\n\
              (the merger's bounded wait then settles the packet).\n\n\
              Ports: 1 push input, one push output per KIND.\n\
              Handlers:\n  \
@@ -116,6 +117,10 @@ impl Element for NfpCopy {
                         let n = Layout::of(p.data(), self.offset).map_or(p.len(), |l| l.payload);
                         pool.alloc().map(|mut q| {
                             q.copy_head_from(p, n);
+                            // The length stays the packet's (a counter of
+                            // bytes reads it); the payload bytes are not
+                            // copied, and the branch does not read them.
+                            q.set_len(p.len());
                             self.header += 1;
                             q
                         })

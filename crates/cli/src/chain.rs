@@ -1,0 +1,273 @@
+//! `pronto chain`: parallel service chains (NFP). Action profiles of
+//! Click configurations, the compiled service graph of a `.nfp` policy,
+//! and a chain run in one process, sequentially or as its compiled
+//! parallel graph.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use pronto_policy::emit::{emit, ChainConfig, Io, Mode};
+use pronto_policy::{NfSource, Plan, Policy};
+
+const USAGE: &str = "\
+Usage:
+  pronto chain profile FILE.click [--elements]
+        what the configuration's NF reads and writes of a packet (from its
+        elements' declared profiles); --elements: each element's part
+  pronto chain plan FILE.nfp [--dot OUT.dot]
+        compile the policy: the service graph, the pairwise analysis, the
+        forwarding and merge tables; --dot writes the graph for Graphviz
+  pronto chain config FILE.nfp [--sequential] [--trace IN.pcap --out OUT.pcap]
+        the Click configuration that runs the chain in one process
+  pronto chain run FILE.nfp --trace IN.pcap --out OUT.pcap [--sequential] [--stats]
+        run the chain over a trace (simulated time), as its compiled parallel
+        graph or, with --sequential, one NF after the other; --stats prints
+        every counter
+
+In a chain that runs, every NF is click(\"FILE\") whose file is a compound
+element body: `input -> ... -> output;` (see examples/chains/nf/).";
+
+/// Runs `pronto chain ARGS`.
+pub fn main(args: &[String]) -> ExitCode {
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pronto chain: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+struct Opts {
+    pos: Vec<String>,
+    dot: Option<PathBuf>,
+    trace: Option<PathBuf>,
+    out: Option<PathBuf>,
+    sequential: bool,
+    elements: bool,
+    stats: bool,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        pos: Vec::new(),
+        dot: None,
+        trace: None,
+        out: None,
+        sequential: false,
+        elements: false,
+        stats: false,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let mut value = || {
+            i += 1;
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| format!("{a}: expected a file name"))
+        };
+        match a {
+            "--dot" => o.dot = Some(value()?.into()),
+            "--trace" => o.trace = Some(value()?.into()),
+            "--out" => o.out = Some(value()?.into()),
+            "--sequential" => o.sequential = true,
+            "--elements" => o.elements = true,
+            "--stats" => o.stats = true,
+            "--help" | "-h" | "help" => return Err(String::new()),
+            _ if a.starts_with("--") => {
+                return Err(format!("unknown option `{a}` (`pronto chain --help`)"))
+            }
+            _ => o.pos.push(a.to_string()),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let Some((cmd, rest)) = args.split_first() else {
+        return Err(String::new());
+    };
+    let o = parse(rest)?;
+    let file = || -> Result<&str, String> {
+        match o.pos.as_slice() {
+            [f] => Ok(f.as_str()),
+            [] => Err(format!("{cmd}: expected a file (`pronto chain --help`)")),
+            more => Err(format!("{cmd}: one file expected, found {}", more.len())),
+        }
+    };
+    match cmd.as_str() {
+        "profile" => {
+            let d = pronto_policy::click::derive_click(Path::new(file()?))?;
+            println!("{}", d.profile);
+            if o.elements {
+                for c in &d.contributions {
+                    println!("  {} :: {}  {}", c.element, c.class, c.profile);
+                }
+            }
+            Ok(())
+        }
+        "plan" => {
+            let plan = compile(file()?)?;
+            print!("{}", plan.render_text());
+            if let Some(dot) = &o.dot {
+                std::fs::write(dot, plan.render_dot())
+                    .map_err(|e| format!("{}: {e}", dot.display()))?;
+                eprintln!("wrote {}", dot.display());
+            }
+            Ok(())
+        }
+        "config" => {
+            let (_, cfg) = chain_config(file()?, &o)?;
+            print!("{}", cfg.text);
+            for n in &cfg.notes {
+                eprintln!("note: {n}");
+            }
+            Ok(())
+        }
+        "run" => {
+            if o.trace.is_none() || o.out.is_none() {
+                return Err("run: --trace IN.pcap and --out OUT.pcap are needed".into());
+            }
+            let (_, cfg) = chain_config(file()?, &o)?;
+            for n in &cfg.notes {
+                eprintln!("note: {n}");
+            }
+            let mut router = build(&cfg.text)?;
+            router.run()?;
+            if o.stats {
+                for (name, v) in counters(&mut router) {
+                    println!("{name} {v}");
+                }
+            }
+            Ok(())
+        }
+        other => Err(format!(
+            "unknown subcommand `{other}`: profile, plan, config or run"
+        )),
+    }
+}
+
+fn compile(path: &str) -> Result<Plan, String> {
+    let policy = pronto_policy::load(Path::new(path)).map_err(|e| e.to_string())?;
+    if let Some(nf) = policy
+        .nfs
+        .iter()
+        .find(|n| matches!(n.source, NfSource::Instance { .. }))
+    {
+        return Err(format!(
+            "{path}: NF `{}` is a daemon instance; `pronto chain` compiles policies of click(...), builtin(...) and opaque(...) NFs",
+            nf.name
+        ));
+    }
+    policy.compile().map_err(|e| e.to_string())
+}
+
+/// The NFs' compound bodies, read from their Click files.
+pub fn bodies(policy: &Policy, plan: &Plan) -> Result<Vec<String>, String> {
+    plan.nfs
+        .iter()
+        .map(|nf| {
+            let decl = policy
+                .nf(&nf.name)
+                .ok_or_else(|| format!("NF `{}` is not in the policy", nf.name))?;
+            let NfSource::Click { path } = &decl.source else {
+                return Err(format!(
+                    "NF `{}` has no Click configuration to run (only click(\"FILE\") NFs run)",
+                    nf.name
+                ));
+            };
+            let p = policy.base_dir.join(path);
+            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            if !text.contains("input") || !text.contains("output") {
+                return Err(format!(
+                    "{}: a chain NF is a compound element body (`input -> ... -> output;`)",
+                    p.display()
+                ));
+            }
+            Ok(text)
+        })
+        .collect()
+}
+
+fn chain_config(path: &str, o: &Opts) -> Result<(Plan, ChainConfig), String> {
+    let policy = pronto_policy::load(Path::new(path)).map_err(|e| e.to_string())?;
+    let plan = policy.compile().map_err(|e| e.to_string())?;
+    let bodies = bodies(&policy, &plan)?;
+    let quote = |p: &Path| format!("\"{}\"", p.display());
+    let io = Io {
+        source: match &o.trace {
+            Some(t) => format!("FromDump({}, STOP true)", quote(t)),
+            None => "FromDevice(in)".into(),
+        },
+        sink: match &o.out {
+            Some(t) => format!("ToDump({})", quote(t)),
+            None => "Queue".into(),
+        },
+        merge_timeout: "10ms".into(),
+        // After the trace, wait out the mergers' bounded wait.
+        extra: match (&o.trace, &o.out) {
+            (Some(_), _) => "DriverManager(pause, wait 50ms, stop);\n".into(),
+            (None, None) => "nfp_sink -> ToDevice(out);\n".into(),
+            (None, Some(_)) => String::new(),
+        },
+    };
+    let mode = if o.sequential {
+        Mode::Sequential
+    } else {
+        Mode::Parallel
+    };
+    let cfg = emit(&plan, &bodies, mode, &io)?;
+    Ok((plan, cfg))
+}
+
+fn build(text: &str) -> Result<pronto_runtime::Router, String> {
+    let mut sm = pronto_lang::SourceMap::new();
+    let file = sm.add("chain", text);
+    let opts = pronto_lang::Options {
+        defines: &[],
+        is_primitive: &pronto_runtime::is_known_class,
+    };
+    let render = |sm: &pronto_lang::SourceMap, d: &[pronto_lang::Diagnostic]| {
+        d.iter()
+            .map(|d| d.render(sm))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (flat, _) = pronto_lang::parse_flat(&sm, file, &opts).map_err(|d| render(&sm, &d))?;
+    let ropts = pronto_runtime::RouterOptions {
+        clock: pronto_runtime::Clock::Simulated(1_000_000_000_000_000_000),
+        ..Default::default()
+    };
+    pronto_runtime::Router::build(&flat, &sm, &ropts).map_err(|d| render(&sm, &d))
+}
+
+/// Every counting read handler of every element, `element.handler`.
+fn counters(r: &mut pronto_runtime::Router) -> Vec<(String, String)> {
+    const H: [&str; 8] = [
+        "count",
+        "byte_count",
+        "drops",
+        "nmappings",
+        "merged",
+        "dropped",
+        "timeouts",
+        "unmergeable",
+    ];
+    let names: Vec<String> = r.element_names().map(str::to_string).collect();
+    let mut out = Vec::new();
+    for n in names {
+        for h in H {
+            let full = format!("{n}.{h}");
+            if let Ok(v) = r.read_handler(&full, "") {
+                out.push((full, v.trim().to_string()));
+            }
+        }
+    }
+    out
+}
