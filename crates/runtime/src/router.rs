@@ -240,8 +240,20 @@ impl Router {
     /// returned, each pointing into the source.
     pub fn build(
         flat: &FlatConfig,
+        sm: &SourceMap,
+        opts: &RouterOptions,
+    ) -> Result<Router, Vec<Diagnostic>> {
+        Router::build_with_pool(flat, sm, opts, None)
+    }
+
+    /// As [`Router::build`], with a packet pool made beforehand (a
+    /// pre-started sandbox makes its pool while it waits, off the boot
+    /// path); `None`: a pool of `opts.pool_slots` slots is made here.
+    pub fn build_with_pool(
+        flat: &FlatConfig,
         _sm: &SourceMap,
         opts: &RouterOptions,
+        pool: Option<Pool>,
     ) -> Result<Router, Vec<Diagnostic>> {
         let mut errors = Vec::new();
         let graph = graph::build(flat, &lookup_class, &mut errors);
@@ -304,8 +316,11 @@ impl Router {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let pool =
-            Pool::new(opts.pool_slots).map_err(|e| vec![Diagnostic::error(e.to_string(), None)])?;
+        let pool = match pool {
+            Some(p) => p,
+            None => Pool::new(opts.pool_slots)
+                .map_err(|e| vec![Diagnostic::error(e.to_string(), None)])?,
+        };
         let ordered = graph::ordered_nodes(&graph);
         let outbufs = graph
             .nodes

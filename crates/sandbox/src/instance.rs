@@ -171,10 +171,15 @@ pub fn main() -> ExitCode {
 /// The router thread: builds, runs and answers for routers.
 fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
     let mut router: Option<Router> = None;
+    // The first configuration's packet pool, made now, while the instance
+    // waits (a pre-started one waits in the daemon's pool): making and
+    // faulting in a pool takes most of a millisecond, then off the boot
+    // path. Later configurations make their own.
+    let mut first_pool = pronto_packet::Pool::new(pool_slots).ok();
     while let Ok(job) = jobs.recv() {
         match job {
             Job::Build(text, reply) => {
-                let r = build(&text, pool_slots).and_then(|mut r| {
+                let r = build(&text, pool_slots, first_pool.take()).and_then(|mut r| {
                     let remote = r
                         .remote()
                         .map_err(|e| format!("cannot make the router's doorbell: {e}"))?;
@@ -229,8 +234,13 @@ fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
 
 const NO_CONFIG: &str = "no configuration: send CONFIG first";
 
-/// Parses and builds `text`; the rendered diagnostics on failure.
-fn build(text: &str, pool_slots: usize) -> Result<Router, String> {
+/// Parses and builds `text` (with `pool` if given); the rendered
+/// diagnostics on failure.
+fn build(
+    text: &str,
+    pool_slots: usize,
+    pool: Option<pronto_packet::Pool>,
+) -> Result<Router, String> {
     let mut sm = SourceMap::new();
     let file = sm.add("config", text);
     let opts = pronto_lang::Options {
@@ -250,7 +260,7 @@ fn build(text: &str, pool_slots: usize) -> Result<Router, String> {
         pool_slots,
         ..RouterOptions::default()
     };
-    Router::build(&flat, &sm, &ropts).map_err(|d| render(&d))
+    Router::build_with_pool(&flat, &sm, &ropts, pool).map_err(|d| render(&d))
 }
 
 impl Instance {
@@ -399,7 +409,7 @@ impl Instance {
     fn configure(&mut self, text: &str) -> Result<(usize, Vec<String>), String> {
         let was_running = self.running.is_some();
         if was_running {
-            drop(build(text, self.pool_slots)?);
+            drop(build(text, self.pool_slots, None)?);
             self.halt();
         }
         let built = self.ask(|tx| Job::Build(text.to_string(), tx))?;

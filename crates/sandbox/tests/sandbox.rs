@@ -151,7 +151,7 @@ fn instance_is_pid_1_without_network_ids_or_capabilities() {
     }
     want.sort();
     assert_eq!(root, want);
-    // Descriptors: 0-3 only.
+    // Descriptors.
     let mut fds: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .expect("fd")
         .map(|e| {
@@ -163,7 +163,15 @@ fn instance_is_pid_1_without_network_ids_or_capabilities() {
         })
         .collect();
     fds.sort();
-    assert_eq!(fds, [0, 1, 2, 3]);
+    // 0-2, the control socket, and the packet pool made ahead of the
+    // first configuration (a memfd).
+    assert_eq!(fds, [0, 1, 2, 3, 4]);
+    let pool = std::fs::read_link(format!("/proc/{pid}/fd/4")).expect("fd 4");
+    assert!(
+        pool.to_string_lossy().starts_with("/memfd:pronto-pool"),
+        "{}",
+        pool.display()
+    );
     // Seccomp: off until the first configuration, then filtering (2).
     assert_eq!(proc_field(pid, "status", "Seccomp:"), "0");
     sb.configure(COUNTER).expect("config");
