@@ -118,9 +118,12 @@ impl Element for NfpCopy {
                         pool.alloc().map(|mut q| {
                             q.copy_head_from(p, n);
                             // The length stays the packet's (a counter of
-                            // bytes reads it); the payload bytes are not
-                            // copied, and the branch does not read them.
-                            q.set_len(p.len());
+                            // bytes reads it); the payload bytes are
+                            // neither copied nor cleared: the branch does
+                            // not read them, and the merger never takes
+                            // them from this version.
+                            let rest = p.len().saturating_sub(q.len());
+                            let _ = q.put_uninit(rest);
                             self.header += 1;
                             q
                         })
