@@ -86,12 +86,14 @@ impl Group {
     }
 
     fn run(&mut self, pool: &Pool, batch: &mut Batch) -> usize {
-        let mut out = Out::new(&mut self.one, pool, 1, &mut self.ctrl);
-        self.tag.push(0, batch, &mut out);
-        drop(out);
-        let mut out = Out::new(&mut self.bufs, pool, 1, &mut self.ctrl);
-        self.copy.push(0, batch, &mut out);
-        drop(out);
+        {
+            let mut out = Out::new(&mut self.one, pool, 1, &mut self.ctrl);
+            self.tag.push(0, batch, &mut out);
+        }
+        {
+            let mut out = Out::new(&mut self.bufs, pool, 1, &mut self.ctrl);
+            self.copy.push(0, batch, &mut out);
+        }
         // The original went to output 0 (passed): it is still in `batch`.
         self.bufs[0].append(batch);
         for k in 0..self.d {
