@@ -337,12 +337,12 @@ class Client:
     def read(self, name: str, handler: str) -> str:
         """Calls read handler ``element.handler``."""
         return self._request(
-            "GET", self._path("/v1/instances/%s/handlers/%s" % (quote(name), quote(handler))))[1].decode()
+            "GET", self._path("/v1/instances/%s/handlers/%s" % (quote(name), quote(handler, safe=''))))[1].decode()
 
     def write(self, name: str, handler: str, value: str = "") -> None:
         """Calls write handler ``element.handler`` with ``value``."""
         self._request("PUT",
-                      self._path("/v1/instances/%s/handlers/%s" % (quote(name), quote(handler))),
+                      self._path("/v1/instances/%s/handlers/%s" % (quote(name), quote(handler, safe=''))),
                       value.encode(), "text/plain")
 
     # ---- switch ---------------------------------------------------------

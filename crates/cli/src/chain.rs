@@ -24,6 +24,13 @@ Usage:
         graph or, with --sequential, one NF after the other; --stats prints
         every counter
 
+  pronto chain apply FILE.nfp --out MAC [--name PREFIX] [--chain N] [--dry-run]
+                  [--socket PATH | --url HOST:PORT --token T]
+        deploy the compiled graph through the daemon: an instance for the entry
+        (classifier), each NF and each merger, on the switch; packets sent to the
+        entry's MAC (printed) leave for MAC; --dry-run prints the configurations;
+        remove the instances with `pronto rm PREFIX-...`
+
 In a chain that runs, every NF is click(\"FILE\") whose file is a compound
 element body: `input -> ... -> output;` (see examples/chains/nf/).";
 
@@ -44,6 +51,13 @@ pub fn main(args: &[String]) -> ExitCode {
 
 struct Opts {
     pos: Vec<String>,
+    out_mac: Option<String>,
+    name: Option<String>,
+    chain: u8,
+    dry_run: bool,
+    socket: Option<String>,
+    url: Option<String>,
+    token: Option<String>,
     dot: Option<PathBuf>,
     trace: Option<PathBuf>,
     out: Option<PathBuf>,
@@ -55,6 +69,13 @@ struct Opts {
 fn parse(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
         pos: Vec::new(),
+        out_mac: None,
+        name: None,
+        chain: 1,
+        dry_run: false,
+        socket: None,
+        url: std::env::var("PRONTO_URL").ok(),
+        token: std::env::var("PRONTO_TOKEN").ok(),
         dot: None,
         trace: None,
         out: None,
@@ -74,8 +95,28 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         match a {
             "--dot" => o.dot = Some(value()?.into()),
             "--trace" => o.trace = Some(value()?.into()),
-            "--out" => o.out = Some(value()?.into()),
+            "--out" => {
+                // A MAC address for `apply`, a file for `run` and `config`.
+                let v = value()?;
+                if pronto_lang::args::parse_ether(&v).is_ok() {
+                    o.out_mac = Some(v);
+                } else {
+                    o.out = Some(v.into());
+                }
+            }
             "--sequential" => o.sequential = true,
+            "--dry-run" => o.dry_run = true,
+            "--name" => o.name = Some(value()?),
+            "--socket" => o.socket = Some(value()?),
+            "--url" => o.url = Some(value()?),
+            "--token" => o.token = Some(value()?),
+            "--chain" => {
+                let v = value()?;
+                o.chain = v
+                    .parse()
+                    .map_err(|_| format!("--chain: a number from 0 to 255, found `{v}`"))?;
+            }
+            "--out-mac" => o.out_mac = Some(value()?),
             "--elements" => o.elements = true,
             "--stats" => o.stats = true,
             "--help" | "-h" | "help" => return Err(String::new()),
@@ -147,8 +188,9 @@ fn run(args: &[String]) -> Result<(), String> {
             }
             Ok(())
         }
+        "apply" => apply(file()?, &o),
         other => Err(format!(
-            "unknown subcommand `{other}`: profile, plan, config or run"
+            "unknown subcommand `{other}`: profile, plan, config, run or apply"
         )),
     }
 }
@@ -270,4 +312,83 @@ fn counters(r: &mut pronto_runtime::Router) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// `pronto chain apply`: the chain's instances, created through the daemon.
+fn apply(path: &str, o: &Opts) -> Result<(), String> {
+    let out_mac = o
+        .out_mac
+        .as_deref()
+        .ok_or("apply: --out MAC is needed (where packets leave the chain)")?;
+    pronto_lang::args::parse_ether(out_mac).map_err(|e| format!("--out: {e}"))?;
+    let policy = pronto_policy::load(Path::new(path)).map_err(|e| e.to_string())?;
+    let plan = policy.compile().map_err(|e| e.to_string())?;
+    let bodies = bodies(&policy, &plan)?;
+    let prefix = o.name.clone().unwrap_or_else(|| {
+        Path::new(path)
+            .file_stem()
+            .map_or("chain".into(), |s| s.to_string_lossy().into_owned())
+    });
+    let insts = pronto_policy::deploy::instances(&plan, &bodies, &prefix, o.chain, out_mac)?;
+    if o.dry_run {
+        for i in &insts {
+            println!("# {} ({}, eth0 {})\n{}", i.name, i.role, i.mac, i.config);
+        }
+        return Ok(());
+    }
+    let ep = match (&o.socket, &o.url) {
+        (Some(s), _) => crate::http::Endpoint::Unix(s.into()),
+        (None, Some(u)) => crate::http::Endpoint::Tcp(
+            u.trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string(),
+        ),
+        (None, None) => crate::http::Endpoint::Unix(crate::daemon::default_socket()),
+    };
+    let mut made: Vec<String> = Vec::new();
+    // The entry last, so that nothing enters before every hop exists.
+    for i in insts.iter().rev() {
+        let body = serde_json::json!({
+            "name": i.name,
+            "config": i.config,
+            "interfaces": [{"name": "eth0", "mac": i.mac}],
+        })
+        .to_string();
+        let r = crate::http::request(
+            &ep,
+            o.token.as_deref(),
+            "POST",
+            "/v1/instances",
+            Some(("application/json", body.as_bytes())),
+        )
+        .and_then(|r| {
+            if r.status >= 400 {
+                Err(r.error())
+            } else {
+                Ok(r)
+            }
+        });
+        if let Err(e) = r {
+            // Leave nothing half made.
+            for n in &made {
+                let _ = crate::http::request(
+                    &ep,
+                    o.token.as_deref(),
+                    "DELETE",
+                    &format!("/v1/instances/{n}"),
+                    None,
+                );
+            }
+            return Err(format!("creating {} ({}): {e}", i.name, i.role));
+        }
+        made.push(i.name.clone());
+        println!("created {} ({}, eth0 {})", i.name, i.role, i.mac);
+    }
+    if let Some(entry) = insts.first() {
+        println!(
+            "chain {prefix}: send frames to {} (the entry); they leave for {out_mac}",
+            entry.mac
+        );
+    }
+    Ok(())
 }

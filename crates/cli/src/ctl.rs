@@ -81,6 +81,20 @@ impl Ctx {
 }
 
 /// Runs `pronto CMD ARGS` for the daemon commands.
+/// `s` as one URL path segment: the `/` of a compound element's name
+/// (`nf/udp.count`) and other reserved bytes percent-encoded.
+fn path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'~' | b'@' | b':') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 pub fn main(cmd: &str, args: &[String]) -> ExitCode {
     match run(cmd, args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -249,7 +263,11 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
             need(2, "NAME ELEMENT.HANDLER")?;
             let r = c.call(
                 "GET",
-                &c.q(&format!("/v1/instances/{}/handlers/{}", pos[0], pos[1])),
+                &c.q(&format!(
+                    "/v1/instances/{}/handlers/{}",
+                    pos[0],
+                    path_segment(&pos[1])
+                )),
                 None,
             )?;
             let t = r.text();
@@ -263,7 +281,11 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
             let value = pos[2..].join(" ");
             c.call(
                 "PUT",
-                &c.q(&format!("/v1/instances/{}/handlers/{}", pos[0], pos[1])),
+                &c.q(&format!(
+                    "/v1/instances/{}/handlers/{}",
+                    pos[0],
+                    path_segment(&pos[1])
+                )),
                 Some(("text/plain", value.as_bytes())),
             )?;
         }

@@ -89,3 +89,152 @@ fn a_chain_run_in_parallel_gives_the_sequential_packets() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn sum(data: &[u8]) -> u32 {
+    data.chunks(2)
+        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
+        .sum()
+}
+
+fn fold(mut a: u32) -> u16 {
+    while a >> 16 != 0 {
+        a = (a & 0xffff) + (a >> 16);
+    }
+    a as u16
+}
+
+/// An Ethernet/IPv4/UDP frame to `dst_mac`, 10.0.0.1:1000 -> 192.168.1.1:`dport`.
+fn udp_frame(dst_mac: [u8; 6], dport: u16) -> String {
+    let mut f = dst_mac.to_vec();
+    f.extend_from_slice(&[2, 0, 0, 0, 0x98, 1, 8, 0]);
+    let mut ip = vec![
+        0x45, 0, 0, 36, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 192, 168, 1, 1,
+    ];
+    let c = !fold(sum(&ip));
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut u = vec![0x03, 0xe8, (dport >> 8) as u8, dport as u8, 0, 16, 0, 0];
+    u.extend_from_slice(b"chain in");
+    let pseudo = [10, 0, 0, 1, 192, 168, 1, 1, 0, 17, 0, 16];
+    let c = !fold(sum(&u) + sum(&pseudo));
+    u[6..8].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&u);
+    f.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn ctl(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
+        .args(args)
+        .arg("--socket")
+        .arg(dir.join("sock"))
+        .current_dir(common::root())
+        .output()
+        .expect("pronto");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The example chain deployed as sandboxed instances on the daemon's
+/// switch: a source instance sends to the chain's entry, a sink instance
+/// at the exit counts what comes out.
+#[test]
+fn a_chain_applied_through_the_daemon_carries_traffic() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!(
+            "skipping a_chain_applied_through_the_daemon_carries_traffic: sandboxes need root"
+        );
+        return;
+    }
+    let dir = common::scratch("chain-apply");
+    let _d = common::start_daemon(&dir);
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        p.to_str().expect("path").to_string()
+    };
+    let sink = file(
+        "sink.click",
+        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
+    );
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "create",
+            "sink",
+            "--config",
+            &sink,
+            "--iface",
+            "eth0=02:00:00:00:99:01",
+        ],
+    );
+    assert!(ok, "{err}");
+    let (ok, out, err) = ctl(
+        &dir,
+        &[
+            "chain",
+            "apply",
+            "examples/chains/run.nfp",
+            "--out",
+            "02:00:00:00:99:01",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("chain run: send frames to 02:4e:01:00:00:00 (the entry); they leave for 02:00:00:00:99:01"),
+        "{out}"
+    );
+    let entry = [0x02, 0x4e, 0x01, 0, 0, 0];
+    // 100 DNS packets pass; 10 telnet packets the firewall drops.
+    let src = file(
+        "src.click",
+        &format!(
+            "RatedSource(DATA \\<{}>, RATE 1000, LIMIT 100, STOP false) -> q :: Queue -> ToDevice(eth0);\n\
+             RatedSource(DATA \\<{}>, RATE 1000, LIMIT 10, STOP false) -> q;\n",
+            udp_frame(entry, 53),
+            udp_frame(entry, 23)
+        ),
+    );
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "create",
+            "src",
+            "--config",
+            &src,
+            "--iface",
+            "eth0=02:00:00:00:98:01",
+        ],
+    );
+    assert!(ok, "{err}");
+    let read = |inst: &str, h: &str| -> u64 {
+        let (_, out, _) = ctl(&dir, &["read", inst, h]);
+        out.trim().parse().unwrap_or(0)
+    };
+    let t0 = std::time::Instant::now();
+    while read("sink", "c.count") < 100 || read("run-merge0", "nfp_merge.dropped") < 10 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "sink {} merged {} dropped {}",
+            read("sink", "c.count"),
+            read("run-merge0", "nfp_merge.merged"),
+            read("run-merge0", "nfp_merge.dropped")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(read("sink", "c.count"), 100);
+    assert_eq!(read("run-merge0", "nfp_merge.merged"), 100);
+    assert_eq!(read("run-merge0", "nfp_merge.dropped"), 10);
+    assert_eq!(read("run-merge0", "nfp_merge.timeouts"), 0);
+    assert_eq!(
+        read("run-monitor", "nf/udp.count"),
+        110,
+        "the monitor saw every packet"
+    );
+    assert_eq!(read("run-fw", "nf/c.count"), 110);
+    assert_eq!(read("run-nat", "nf/rw.nmappings"), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

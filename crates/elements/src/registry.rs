@@ -20,6 +20,8 @@ classes!(
     // nfp/
     crate::nfp::nfptag::NfpTag,
     crate::nfp::nfpcopy::NfpCopy,
+    crate::nfp::nfpencap::NfpEncap,
+    crate::nfp::nfpencap::NfpDecap,
     crate::nfp::nfpmerge::NfpMerge,
     // standard/ (one line per element; keep each family's lines together)
     crate::standard::discard::Discard,

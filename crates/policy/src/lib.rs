@@ -50,6 +50,7 @@ pub mod builtin;
 mod check;
 pub mod click;
 mod compile;
+pub mod deploy;
 pub mod emit;
 mod error;
 pub mod graph;

@@ -271,6 +271,8 @@ const ROWS: &[Row] = &[
          c[0] -> Strip(20) -> [0]m; c[1] -> [1]m;",
     ),
     r("NFPMerge", "in -> NFPMerge(orig src_ip dst_port) -> Discard;"),
+    r("NFPEncap", "in -> NFPTag -> NFPEncap(2) -> NFPDecap -> NFPEncap -> Discard;"),
+    r("NFPDecap", "in -> NFPDecap -> Discard;"),
     // tcpudp/
     r("CheckICMPHeader", two!("in -> x :: CheckICMPHeader(VERBOSE true, DETAILS true);")),
     r("CheckTCPHeader", two!("in -> x :: CheckTCPHeader(VERBOSE true, DETAILS true);")),

@@ -6,6 +6,8 @@
 //! - [`nfpcopy::NfpCopy`] (`NFPCopy`) hands the packet to the branches of a
 //!   parallel group: the original to one, a full copy or a copy of the
 //!   headers alone to the others;
+//! - [`nfpencap::NfpEncap`] / [`nfpencap::NfpDecap`] (`NFPEncap`,
+//!   `NFPDecap`) carry the tag inside the frame between processes;
 //! - [`nfpmerge::NfpMerge`] (`NFPMerge`) waits for every version of a
 //!   packet (a bounded wait), applies each written field from the branch
 //!   that owns it, drops the packet if a branch dropped it (unless a
@@ -17,6 +19,7 @@
 use pronto_packet::Packet;
 
 pub mod nfpcopy;
+pub mod nfpencap;
 pub mod nfpmerge;
 pub mod nfptag;
 
@@ -277,6 +280,50 @@ mod tests {
         let mut p = t::pkt(pool, frame);
         set_tag(&mut p, 7, id);
         p
+    }
+
+    #[test]
+    fn the_tag_crosses_a_process_inside_the_frame() {
+        use super::nfpencap::{NfpDecap, NfpEncap};
+        let pool = Pool::new(8).expect("pool");
+        let mut enc = t::configure(
+            NfpEncap::SPEC.keywords,
+            NfpEncap::configure,
+            "BRANCH 3",
+            1,
+            1,
+        )
+        .expect("encap");
+        let mut dec =
+            t::configure(NfpDecap::SPEC.keywords, NfpDecap::configure, "", 1, 1).expect("decap");
+        let f = udp([10, 0, 0, 1], 1000, [10, 0, 0, 2], 53, b"abc");
+        let out = t::push(enc.as_mut(), &pool, vec![tagged(&pool, &f, 0x01020304)], 1);
+        let wire = out[0][0].data().to_vec();
+        assert_eq!(
+            out[0][0].mac_header_offset(),
+            Some(0),
+            "the link header moved"
+        );
+        assert_eq!(wire.len(), f.len() + 10);
+        assert_eq!(&wire[..12], &f[..12]);
+        assert_eq!(
+            &wire[12..24],
+            &[0x88, 0xb5, 1, 2, 3, 4, 0, 7, 3, 0, 0x08, 0x00]
+        );
+        assert_eq!(&wire[24..], &f[14..]);
+        // On the other side: a fresh packet with the frame's bytes only.
+        drop(out);
+        let out = t::push(dec.as_mut(), &pool, vec![t::pkt(&pool, &wire)], 1);
+        assert_eq!(t::bytes(&out[0]), vec![f.clone()]);
+        assert_eq!(tag_of(&out[0][0]), Some((7, 0x01020304)));
+        assert_eq!(out[0][0].paint_anno(), 3);
+        // Frames without the shim, and untagged packets, pass unchanged.
+        let out = t::push(dec.as_mut(), &pool, vec![t::pkt(&pool, &f)], 1);
+        assert_eq!(t::bytes(&out[0]), vec![f.clone()]);
+        assert_eq!(t::read(dec.as_ref(), "plain"), "1");
+        let out = t::push(enc.as_mut(), &pool, vec![t::pkt(&pool, &f)], 1);
+        assert_eq!(t::bytes(&out[0]), vec![f]);
+        assert_eq!(t::read(enc.as_ref(), "untagged"), "1");
     }
 
     #[test]

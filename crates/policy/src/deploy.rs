@@ -1,0 +1,272 @@
+//! A compiled chain as sandboxed instances on the switch (`pronto chain
+//! apply`): one instance per NF, one for the classifier (the chain's
+//! entry) and one per parallel group's merger, each with one switch port.
+//!
+//! The forwarding table says where each node sends a packet; a node sends
+//! straight to its next hops' ports (their MAC addresses), a version per
+//! hop (the switch copies frames between processes, so every branch gets
+//! its own), the NFP tag inside the frame (`NFPEncap`, taken out again by
+//! `NFPDecap` on arrival) with the merger input it is for. A merger demuxes
+//! versions by that input (`PaintSwitch`) into `NFPMerge`, built from the
+//! merge table. The last hop sends the plain frame to the chain's exit
+//! address.
+
+use std::fmt::Write as _;
+
+use crate::graph::{Forward, HopDelivery, Node, Plan, Stage, Target};
+use crate::profile::Field;
+
+/// One instance to create.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// Its name (`PREFIX-NODE`).
+    pub name: String,
+    /// Its interface `eth0`'s MAC address: where the switch delivers
+    /// frames for it.
+    pub mac: String,
+    /// Its Click configuration.
+    pub config: String,
+    /// What it is, for messages: `classifier`, `nf NAME`, `merger N`.
+    pub role: String,
+}
+
+/// A parallel group and one of its branches.
+type GroupBranch = Option<(usize, usize)>;
+
+/// Where each NF and each group sits: the group and branch it belongs to,
+/// if any.
+fn enclosing(plan: &Plan) -> (Vec<GroupBranch>, Vec<GroupBranch>) {
+    fn walk(
+        stages: &[Stage],
+        at: GroupBranch,
+        nf: &mut Vec<GroupBranch>,
+        group: &mut Vec<GroupBranch>,
+    ) {
+        for s in stages {
+            match s {
+                Stage::Nf(i) => nf[*i] = at,
+                Stage::Parallel(g) => {
+                    if group.len() <= g.id {
+                        group.resize(g.id + 1, None);
+                    }
+                    group[g.id] = at;
+                    for (b, br) in g.branches.iter().enumerate() {
+                        walk(&br.stages, Some((g.id, b)), nf, group);
+                    }
+                }
+            }
+        }
+    }
+    let mut nf = vec![None; plan.nfs.len()];
+    let mut group = Vec::new();
+    walk(&plan.graph.stages, None, &mut nf, &mut group);
+    (nf, group)
+}
+
+fn mac(chain: u8, kind: u8, index: usize) -> String {
+    format!(
+        "02:4e:{chain:02x}:{kind:02x}:{:02x}:{:02x}",
+        (index >> 8) as u8,
+        index as u8
+    )
+}
+
+/// The instances that run `plan` on the switch. `bodies[i]` is the
+/// compound body of `plan.nfs[i]`; `prefix` names the instances; `chain`
+/// tells this chain's MAC addresses from another's; packets leave for
+/// `out_mac`.
+pub fn instances(
+    plan: &Plan,
+    bodies: &[String],
+    prefix: &str,
+    chain: u8,
+    out_mac: &str,
+) -> Result<Vec<Instance>, String> {
+    if bodies.len() != plan.nfs.len() {
+        return Err(format!(
+            "{} NFs but {} Click bodies",
+            plan.nfs.len(),
+            bodies.len()
+        ));
+    }
+    if let Some(m) = plan.merges.iter().find(|m| m.layout.is_some()) {
+        return Err(format!(
+            "parallel group {} adds or removes headers, which the merger does not join yet",
+            m.group
+        ));
+    }
+    let (nf_at, group_at) = enclosing(plan);
+    let node_mac = |n: Node| match n {
+        Node::Classifier => mac(chain, 0, 0),
+        Node::Nf(i) => mac(chain, 1, i),
+        Node::Merger(g) => mac(chain, 2, g),
+    };
+    let target_mac = |t: Target| match t {
+        Target::Nf(i) => node_mac(Node::Nf(i)),
+        Target::Merger(g) => node_mac(Node::Merger(g)),
+        Target::Out => out_mac.to_string(),
+    };
+    // The merger input a version from node `from` arrives on.
+    let branch_into = |from: Node, g: usize| -> usize {
+        let at = match from {
+            Node::Nf(i) => nf_at[i],
+            Node::Merger(inner) => group_at.get(inner).copied().flatten(),
+            Node::Classifier => None,
+        };
+        match at {
+            Some((grp, b)) if grp == g => b,
+            _ => 0,
+        }
+    };
+    // What `from` does with a packet: a version per next hop.
+    let fanout = |from: Node, fwd: Option<&Forward>, text: &mut String, tail: &str| {
+        let own = node_mac(from);
+        let hops = fwd.map(|f| f.hops.clone()).unwrap_or_default();
+        let _ = writeln!(text, "nfp_out :: Queue(1024) -> ToDevice(eth0);");
+        let send = |text: &mut String, src: &str, to: Target| match to {
+            Target::Out => {
+                let _ = writeln!(
+                    text,
+                    "{src} -> EtherRewrite(SRC {own}, DST {}) -> nfp_out;",
+                    target_mac(to)
+                );
+            }
+            Target::Merger(g) => {
+                let _ = writeln!(
+                    text,
+                    "{src} -> NFPEncap(BRANCH {}) -> EtherRewrite(SRC {own}, DST {}) -> nfp_out;",
+                    branch_into(from, g),
+                    target_mac(to)
+                );
+            }
+            Target::Nf(_) => {
+                let _ = writeln!(
+                    text,
+                    "{src} -> NFPEncap -> EtherRewrite(SRC {own}, DST {}) -> nfp_out;",
+                    target_mac(to)
+                );
+            }
+        };
+        match hops.as_slice() {
+            [] => {
+                let _ = writeln!(text, "{tail} -> Discard;");
+            }
+            [one] => send(text, tail, one.to),
+            many => {
+                let kinds: Vec<&str> = many
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| match (i, h.delivery) {
+                        (0, _) => "orig",
+                        (_, HopDelivery::Copy { .. }) | (_, HopDelivery::Packet) => "full",
+                    })
+                    .collect();
+                let _ = writeln!(text, "{tail} -> nfp_copy :: NFPCopy({});", kinds.join(", "));
+                for (i, h) in many.iter().enumerate() {
+                    send(text, &format!("nfp_copy[{i}]"), h.to);
+                }
+            }
+        }
+    };
+    let mut out = Vec::new();
+    // The classifier: the chain's entry.
+    let mut text = format!(
+        "// The entry of chain {prefix}: tags packets, sends them on.\n\
+         FromDevice(eth0) -> nfp_tag :: NFPTag({chain});\n"
+    );
+    fanout(
+        Node::Classifier,
+        plan.forward(Node::Classifier),
+        &mut text,
+        "nfp_tag",
+    );
+    out.push(Instance {
+        name: format!("{prefix}-in"),
+        mac: node_mac(Node::Classifier),
+        config: text,
+        role: "classifier".into(),
+    });
+    for (i, nf) in plan.nfs.iter().enumerate() {
+        let class = format!(
+            "NF_{}",
+            nf.name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect::<String>()
+        );
+        let mut text = format!(
+            "// NF {} of chain {prefix}.\nelementclass {class} {{\n{}\n}}\n\
+             FromDevice(eth0) -> NFPDecap -> nf :: {class};\n",
+            nf.name,
+            bodies[i].trim()
+        );
+        fanout(Node::Nf(i), plan.forward(Node::Nf(i)), &mut text, "nf");
+        out.push(Instance {
+            name: format!("{prefix}-{}", nf.name),
+            mac: node_mac(Node::Nf(i)),
+            config: text,
+            role: format!("nf {}", nf.name),
+        });
+    }
+    for m in &plan.merges {
+        let n = m.versions;
+        let mut fields: Vec<Vec<&str>> = vec![Vec::new(); n];
+        for o in &m.fields {
+            if o.field == Field::Other || o.branch >= n {
+                continue;
+            }
+            if !fields[o.branch].contains(&o.field.name()) {
+                fields[o.branch].push(o.field.name());
+            }
+        }
+        let inputs: Vec<String> = (0..n)
+            .map(|b| {
+                let kind = if b == m.base { "orig" } else { "full" };
+                if fields[b].is_empty() {
+                    kind.to_string()
+                } else {
+                    format!("{kind} {}", fields[b].join(" "))
+                }
+            })
+            .collect();
+        let mut prio = vec![0i32; n];
+        for _ in 0..n {
+            for &(high, low) in &m.drop_overrides {
+                let (Some((gh, h)), Some((gl, l))) = (nf_at[high], nf_at[low]) else {
+                    continue;
+                };
+                if gh == m.group && gl == m.group && h != l && prio[h] <= prio[l] {
+                    prio[h] = prio[l] + 1;
+                }
+            }
+        }
+        let mut args = inputs.join(", ");
+        args.push_str(", TIMEOUT 10ms");
+        if prio.iter().any(|&p| p != 0) {
+            let p: Vec<String> = prio.iter().map(i32::to_string).collect();
+            let _ = write!(args, ", PRIORITY {}", p.join(" "));
+        }
+        let mut text = format!(
+            "// Merger {} of chain {prefix}.\n\
+             FromDevice(eth0) -> NFPDecap -> nfp_branch :: PaintSwitch;\n\
+             nfp_merge :: NFPMerge({args});\n",
+            m.group
+        );
+        for b in 0..n {
+            let _ = writeln!(text, "nfp_branch[{b}] -> [{b}]nfp_merge;");
+        }
+        fanout(
+            Node::Merger(m.group),
+            plan.forward(Node::Merger(m.group)),
+            &mut text,
+            "nfp_merge",
+        );
+        out.push(Instance {
+            name: format!("{prefix}-merge{}", m.group),
+            mac: node_mac(Node::Merger(m.group)),
+            config: text,
+            role: format!("merger {}", m.group),
+        });
+    }
+    Ok(out)
+}
