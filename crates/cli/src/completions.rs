@@ -9,7 +9,7 @@ _pronto() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     cmd="${COMP_WORDS[1]}"
-    local cmds="run check elements switch daemon demo bench create ls show rm config read write stats ports tenant completions --version --help"
+    local cmds="run check elements switch daemon demo chain bench create ls show rm config read write stats ports tenant completions --version --help"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$cmds" -- "$cur"))
         return
@@ -24,6 +24,12 @@ _pronto() {
         elements) COMPREPLY=($(compgen -W "$(pronto elements 2>/dev/null)" -- "$cur")) ;;
         switch) COMPREPLY=($(compgen -W "ports --socket --no-learning --aging --threads --cpu --slots --ring --help" -- "$cur")) ;;
         daemon) COMPREPLY=($(compgen -W "--socket --listen --state --switch-threads --slots --ring --memory --warm --no-cgroup --help" -- "$cur")) ;;
+        chain)
+            if [ "$COMP_CWORD" -eq 2 ]; then
+                COMPREPLY=($(compgen -W "profile plan config run apply help" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "--dot --trace --out --sequential --stats --elements --name --chain --dry-run --socket --url --token" -- "$cur") $(compgen -f -- "$cur"))
+            fi ;;
         bench) COMPREPLY=($(compgen -W "switch ports cores gen sink veth tcp boot handlers chain consolidate --out help" -- "$cur")) ;;
         create) COMPREPLY=($(compgen -W "--config --mem --cpu --pids --iface --tenant --socket --url --token --json" -- "$cur")) ;;
         show|rm|config|read|write|stats)
