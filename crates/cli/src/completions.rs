@@ -30,7 +30,7 @@ _pronto() {
             else
                 COMPREPLY=($(compgen -W "--dot --trace --out --sequential --stats --elements --name --chain --dry-run --socket --url --token" -- "$cur") $(compgen -f -- "$cur"))
             fi ;;
-        bench) COMPREPLY=($(compgen -W "switch ports cores gen sink veth tcp boot handlers chain consolidate --out help" -- "$cur")) ;;
+        bench) COMPREPLY=($(compgen -W "switch ports cores gen sink veth tcp boot handlers chain nfp consolidate --out help" -- "$cur")) ;;
         create) COMPREPLY=($(compgen -W "--config --mem --cpu --pids --iface --tenant --socket --url --token --json" -- "$cur")) ;;
         show|rm|config|read|write|stats)
             if [ "$COMP_CWORD" -eq 2 ]; then

@@ -42,7 +42,7 @@ pub fn main(sub: &str, args: &[String]) -> Result<(), String> {
     }
 }
 
-struct Scratch {
+pub(super) struct Scratch {
     dir: std::path::PathBuf,
     d: Option<Daemon>,
 }
@@ -56,7 +56,7 @@ impl Drop for Scratch {
     }
 }
 
-fn start(tag: &str, pool_slots: usize) -> Result<Scratch, String> {
+pub(super) fn start(tag: &str, pool_slots: usize) -> Result<Scratch, String> {
     let dir = std::env::temp_dir().join(format!("pronto-bench-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut o = crate::daemon::default_options()?;
@@ -69,7 +69,7 @@ fn start(tag: &str, pool_slots: usize) -> Result<Scratch, String> {
 }
 
 impl Scratch {
-    fn d(&self) -> &Daemon {
+    pub(super) fn d(&self) -> &Daemon {
         self.d.as_ref().expect("daemon running")
     }
 
@@ -77,7 +77,7 @@ impl Scratch {
         Endpoint::Unix(self.d().socket.clone())
     }
 
-    fn call(
+    pub(super) fn call(
         &self,
         method: &str,
         path: &str,

@@ -5,6 +5,7 @@
 mod daemon;
 mod gen;
 mod netns;
+mod nfp;
 mod switch;
 mod tcp;
 mod veth;
@@ -33,6 +34,8 @@ Subcommands:
   handlers   handler write/read round trips through the REST API, 1 B to 64 KB
   consolidate  --count N (10,000) instances at once answering ARP and ping; memory, idle CPU
   chain      switch + sandboxed firewalls: by frame size, and chains of 1 to 5
+  nfp        2 to --max N (5) firewalls as sandboxed instances, in sequence vs one
+             parallel group (NFP): single-packet latency p50/p99, rate
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)
@@ -52,6 +55,7 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         "switch" | "ports" | "cores" => switch::main(sub, rest),
         "boot" | "handlers" | "chain" | "consolidate" => daemon::main(sub, rest),
+        "nfp" => nfp::main(rest),
         "gen" => gen::main(rest),
         "sink" => gen::sink(rest),
         "veth" => veth::main(rest),

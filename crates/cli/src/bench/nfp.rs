@@ -1,0 +1,267 @@
+//! `pronto bench nfp`: the NFP paper's evaluation, on sandboxed instances
+//! on the daemon's switch. Chains of 2 to 5 firewalls deployed as
+//! `pronto chain apply` deploys them, once in sequence (`order` rules: a
+//! firewall drops, so its successor must not see what it dropped) and once
+//! as one parallel group (`priority` rules, the paper's way of asking for
+//! parallel firewalls); for each, the one-way latency of single packets
+//! (p50, p99) and the forwarding rate under load, from a generator port to
+//! a sink port attached to the same switch.
+
+use std::time::{Duration, Instant};
+
+use pronto_switch::Peer;
+use serde_json::json;
+
+use super::{plot, Common, Csv, PlotSpec};
+
+const FW: &str = "input -> Strip(14) -> CheckIPHeader -> f :: IPFilter(allow udp, deny all) \
+                  -> Unstrip(14) -> output;";
+const GEN: [u8; 6] = [2, 0, 0, 0, 0, 0xfd];
+const SINK: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
+
+fn mac_str(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// A UDP frame of `size` bytes to `dst`; its payload carries a sequence
+/// number and a send time (written per frame).
+fn frame(dst: [u8; 6], size: usize) -> Vec<u8> {
+    let mut f = vec![0u8; size.max(64)];
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&GEN);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_len = (f.len() - 14) as u16;
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    let sum = pronto_packet::wire::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
+    f[34..36].copy_from_slice(&1000u16.to_be_bytes());
+    f[36..38].copy_from_slice(&2000u16.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f
+}
+
+/// The policy of `k` firewalls, in sequence or as one parallel group.
+fn policy(k: usize, parallel: bool) -> String {
+    let mut p = String::new();
+    for i in 1..=k {
+        p.push_str(&format!("nf fw{i} = click(\"fw.click\")\n"));
+    }
+    for i in 1..k {
+        if parallel {
+            p.push_str(&format!("priority(fw{i} > fw{})\n", i + 1));
+        } else {
+            p.push_str(&format!("order(fw{i}, before, fw{})\n", i + 1));
+        }
+    }
+    p
+}
+
+struct Run {
+    p50_us: f64,
+    p99_us: f64,
+    kpps: f64,
+    hops: usize,
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+fn measure(
+    s: &super::daemon::Scratch,
+    dir: &std::path::Path,
+    k: usize,
+    parallel: bool,
+    dur: Duration,
+) -> Result<Run, String> {
+    let m = s.d().manager().clone();
+    let path = dir.join(format!("fw{k}-{parallel}.nfp"));
+    std::fs::write(dir.join("fw.click"), FW).map_err(|e| e.to_string())?;
+    std::fs::write(&path, policy(k, parallel)).map_err(|e| e.to_string())?;
+    let pol = pronto_policy::load(&path).map_err(|e| e.to_string())?;
+    let plan = pol.compile().map_err(|e| e.to_string())?;
+    if parallel && plan.graph.groups().is_empty() {
+        return Err(format!(
+            "{k} firewalls with priority rules compiled to no parallel group"
+        ));
+    }
+    let bodies = vec![FW.to_string(); plan.nfs.len()];
+    let chain = 10 + k as u8 + if parallel { 10 } else { 0 };
+    let insts = pronto_policy::deploy::instances(
+        &plan,
+        &bodies,
+        &format!("nfp{chain}"),
+        chain,
+        &mac_str(&SINK),
+    )?;
+    let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
+    let (sink_id, sink_shm) = m.attach_port("bench/sink").map_err(|e| e.to_string())?;
+    let _ = m.switch().add_static(SINK, sink_id);
+    for i in insts.iter().rev() {
+        let body = json!({
+            "name": i.name,
+            "config": i.config,
+            "interfaces": [{"name": "eth0", "mac": i.mac}],
+        })
+        .to_string();
+        s.call(
+            "POST",
+            "/v1/instances",
+            Some(("application/json", body.as_bytes())),
+        )?;
+    }
+    let entry = pronto_lang::args::parse_ether(&insts[0].mac)?;
+    let mut gen = Peer::new(gen_shm, 0).map_err(|e| e.to_string())?;
+    let mut sink = Peer::new(sink_shm, 1024).map_err(|e| e.to_string())?;
+    let t_base = Instant::now();
+    // Latency: one frame at a time, each waited for.
+    let mut f = frame(entry, 64);
+    let mut lat = Vec::new();
+    for seq in 0..600u32 {
+        f[42..46].copy_from_slice(&seq.to_be_bytes());
+        let sent = t_base.elapsed().as_nanos() as u64;
+        f[46..54].copy_from_slice(&sent.to_be_bytes());
+        gen.send(&[&f]);
+        let t0 = Instant::now();
+        let mut got = false;
+        while !got && t0.elapsed() < Duration::from_millis(50) {
+            sink.recv(|r| {
+                if r.len() >= 54 && r[42..46] == seq.to_be_bytes() {
+                    let at = u64::from_be_bytes(r[46..54].try_into().unwrap_or([0; 8]));
+                    let now = t_base.elapsed().as_nanos() as u64;
+                    lat.push(now.saturating_sub(at) as f64 / 1e3);
+                    got = true;
+                }
+            });
+        }
+        // Spaced, as single packets: every node goes back to sleep.
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    // Warm-up frames (boots, ARP-free paths) do not count.
+    let mut lat: Vec<f64> = lat.into_iter().skip(100).collect();
+    if lat.len() < 100 {
+        return Err(format!(
+            "{k} firewalls ({}): only {} of 500 single frames came through",
+            if parallel { "parallel" } else { "sequence" },
+            lat.len()
+        ));
+    }
+    let (p50, p99) = (pct(&mut lat, 0.5), pct(&mut lat, 0.99));
+    // Rate: at most 1,024 frames in flight.
+    let f = frame(entry, 64);
+    gen.prefill(&f);
+    let mut rate = |d: Duration| {
+        let t0 = Instant::now();
+        let (mut sent, mut got) = (0u64, 0u64);
+        while t0.elapsed() < d {
+            if sent < got + 1024 {
+                sent += gen.send_written(64, 32) as u64;
+            }
+            got += sink.recv_discard() as u64;
+        }
+        got as f64 / t0.elapsed().as_secs_f64()
+    };
+    rate(dur / 4);
+    let r = rate(dur);
+    let mut merger = String::new();
+    for i in insts.iter().filter(|i| i.role.starts_with("merger")) {
+        for h in ["merged", "dropped", "timeouts", "late"] {
+            let v = m
+                .read("default", &i.name, &format!("nfp_merge.{h}"))
+                .unwrap_or_default();
+            merger.push_str(&format!("{h} {} ", v.trim()));
+        }
+    }
+    if !merger.is_empty() {
+        eprintln!("{k} firewalls in parallel, merger: {merger}");
+    }
+    for i in &insts {
+        let _ = m.remove("default", &i.name);
+    }
+    m.detach_port(gen_id);
+    m.detach_port(sink_id);
+    Ok(Run {
+        p50_us: p50,
+        p99_us: p99,
+        kpps: r / 1e3,
+        hops: plan.graph.longest_path(),
+    })
+}
+
+/// Runs `pronto bench nfp`.
+pub fn main(args: &[String]) -> Result<(), String> {
+    if !rustix::process::geteuid().is_root() {
+        return Err("sandboxes need root (namespaces, cgroups)".into());
+    }
+    let c = Common::parse(args)?;
+    pronto_switch::raise_fd_limit()
+        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    let max: usize = c.opt("--max")?.unwrap_or(5);
+    let dur = Duration::from_secs_f64(c.opt("--duration")?.unwrap_or(1.0));
+    let s = super::daemon::start("nfp", 1024)?;
+    let dir = std::env::temp_dir().join(format!("pronto-bench-nfp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut csv = Csv::new(&[
+        "firewalls",
+        "seq_p50_us",
+        "par_p50_us",
+        "seq_p99_us",
+        "par_p99_us",
+        "latency_reduction",
+        "seq_kpps",
+        "par_kpps",
+    ]);
+    println!("k firewalls as sandboxed instances: in sequence vs one parallel group (64 B)");
+    println!("| firewalls | graph steps (seq / par) | p50 seq | p50 par | p99 seq | p99 par | p50 reduction | kpps seq | kpps par |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    for k in 2..=max.clamp(2, 8) {
+        let seq = measure(&s, &dir, k, false, dur)?;
+        let par = measure(&s, &dir, k, true, dur)?;
+        let red = 1.0 - par.p50_us / seq.p50_us;
+        println!(
+            "| {k} | {} / {} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs | {:.0}% | {:.0} | {:.0} |",
+            seq.hops,
+            par.hops,
+            seq.p50_us,
+            par.p50_us,
+            seq.p99_us,
+            par.p99_us,
+            red * 100.0,
+            seq.kpps,
+            par.kpps
+        );
+        csv.row(&[
+            k.to_string(),
+            format!("{:.1}", seq.p50_us),
+            format!("{:.1}", par.p50_us),
+            format!("{:.1}", seq.p99_us),
+            format!("{:.1}", par.p99_us),
+            format!("{red:.3}"),
+            format!("{:.1}", seq.kpps),
+            format!("{:.1}", par.kpps),
+        ]);
+    }
+    let path = c.out.join("nfp.csv");
+    csv.write(&path)?;
+    plot(
+        &path,
+        &c.out.join("nfp.png"),
+        &PlotSpec {
+            title: "pronto: firewalls in sequence vs in parallel (NFP), p50 latency",
+            x: ("firewalls", "firewalls"),
+            ylabel: "µs",
+            ys: &["seq_p50_us:in sequence", "par_p50_us:parallel group"],
+        },
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
