@@ -93,6 +93,73 @@ pub fn request(
     parse(&raw)
 }
 
+/// A connection kept open for several requests (HTTP/1.1 keep-alive), for
+/// clients that make many: a round trip then skips the connection set-up.
+pub struct Conn {
+    s: std::io::BufReader<UnixStream>,
+}
+
+impl Conn {
+    /// Connects to the daemon's unix socket.
+    pub fn open(path: &std::path::Path) -> Result<Conn, String> {
+        let s = UnixStream::connect(path)
+            .map_err(|e| format!("cannot reach the daemon at {}: {e}", path.display()))?;
+        let _ = s.set_read_timeout(Some(Duration::from_secs(120)));
+        Ok(Conn {
+            s: std::io::BufReader::new(s),
+        })
+    }
+
+    /// Sends one request on the connection and reads its response (whose
+    /// length the daemon states).
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> Result<Response, String> {
+        use std::io::BufRead;
+        let (ctype, bytes) = body.unwrap_or(("text/plain", b""));
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
+        if body.is_some() || method == "POST" || method == "PUT" {
+            req.push_str(&format!(
+                "Content-Type: {ctype}\r\nContent-Length: {}\r\n",
+                bytes.len()
+            ));
+        }
+        req.push_str("\r\n");
+        let io = |e: std::io::Error| format!("talking to the daemon: {e}");
+        let w = self.s.get_mut();
+        w.write_all(req.as_bytes()).map_err(io)?;
+        w.write_all(bytes).map_err(io)?;
+        let bad = || "the daemon sent a malformed HTTP response".to_string();
+        let mut line = String::new();
+        self.s.read_line(&mut line).map_err(io)?;
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(bad)?;
+        let mut len = None;
+        loop {
+            line.clear();
+            self.s.read_line(&mut line).map_err(io)?;
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse::<usize>().ok();
+                }
+            }
+        }
+        let mut body = vec![0u8; len.ok_or_else(bad)?];
+        self.s.read_exact(&mut body).map_err(io)?;
+        Ok(Response { status, body })
+    }
+}
+
 fn parse(raw: &[u8]) -> Result<Response, String> {
     let bad = || "the daemon sent a malformed HTTP response".to_string();
     let end = raw

@@ -273,10 +273,13 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
         "read_us_p50",
         "write_us_p99",
         "read_us_p99",
+        "keepalive_write_us_p50",
+        "keepalive_read_us_p50",
+        "direct_read_us_p50",
     ]);
     println!("handler round trips through the API (unix socket), {runs} each");
-    println!("| payload | write p50 µs | read p50 µs | write p99 µs | read p99 µs |");
-    println!("|---:|---:|---:|---:|---:|");
+    println!("| payload | write p50 µs | read p50 µs | write p99 µs | read p99 µs | write p50, connection kept | read p50, connection kept | read without HTTP p50 |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for size in [1usize, 16, 256, 1024, 4096, 16384, 65536] {
         let payload: String = (0..size).map(|i| (b'a' + (i % 26) as u8) as char).collect();
         let (mut w, mut r) = (Vec::new(), Vec::new());
@@ -295,6 +298,29 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
                 return Err(format!("read back {} bytes of {size}", got.len()));
             }
         }
+        // The same round trips on one connection kept open (HTTP
+        // keep-alive): no connection set-up per request.
+        let mut conn = crate::http::Conn::open(&s.d().socket)?;
+        let (mut kw, mut kr) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            let r = conn.request(
+                "PUT",
+                "/v1/instances/state/handlers/s.data",
+                Some(("text/plain", payload.as_bytes())),
+            )?;
+            kw.push(t0.elapsed().as_secs_f64() * 1e6);
+            if r.status >= 400 {
+                return Err(r.error());
+            }
+            let t0 = Instant::now();
+            let r = conn.request("GET", "/v1/instances/state/handlers/s.data", None)?;
+            kr.push(t0.elapsed().as_secs_f64() * 1e6);
+            if r.body.len() != size {
+                return Err(format!("read back {} bytes of {size}", r.body.len()));
+            }
+        }
+        let (kw50, kr50) = (median(&mut kw), median(&mut kr));
         // The same read without HTTP: the daemon's manager called in
         // process (supervisor thread, sandbox socket, instance, router).
         let m = s.d().manager().clone();
@@ -305,19 +331,21 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             direct.push(t0.elapsed().as_secs_f64() * 1e6);
         }
-        eprintln!(
-            "  ({size} B: read without HTTP, p50 {:.0} µs)",
-            median(&mut direct)
-        );
+        let d50 = median(&mut direct);
         let (w50, r50) = (median(&mut w.clone()), median(&mut r.clone()));
         let (w99, r99) = (pct(&mut w, 0.99), pct(&mut r, 0.99));
-        println!("| {size} | {w50:.0} | {r50:.0} | {w99:.0} | {r99:.0} |");
+        println!(
+            "| {size} | {w50:.0} | {r50:.0} | {w99:.0} | {r99:.0} | {kw50:.0} | {kr50:.0} | {d50:.0} |"
+        );
         csv.row(&[
             size.to_string(),
             format!("{w50:.1}"),
             format!("{r50:.1}"),
             format!("{w99:.1}"),
             format!("{r99:.1}"),
+            format!("{kw50:.1}"),
+            format!("{kr50:.1}"),
+            format!("{d50:.1}"),
         ]);
     }
     let path = c.out.join("handlers.csv");
