@@ -24,11 +24,12 @@ Usage:
         graph or, with --sequential, one NF after the other; --stats prints
         every counter
 
-  pronto chain apply FILE.nfp --out MAC [--name PREFIX] [--chain N] [--dry-run]
-                  [--socket PATH | --url HOST:PORT --token T]
+  pronto chain apply FILE.nfp --out MAC [--name PREFIX] [--chain N] [--mergers N]
+                  [--dry-run] [--socket PATH | --url HOST:PORT --token T]
         deploy the compiled graph through the daemon: an instance for the entry
         (classifier), each NF and each merger, on the switch; packets sent to the
-        entry's MAC (printed) leave for MAC; --dry-run prints the configurations;
+        entry's MAC (printed) leave for MAC; --mergers N: N merger instances per
+        parallel group, sharing its packets; --dry-run prints the configurations;
         remove the instances with `pronto rm PREFIX-...`
 
 In a chain that runs, every NF is click(\"FILE\") whose file is a compound
@@ -54,6 +55,7 @@ struct Opts {
     out_mac: Option<String>,
     name: Option<String>,
     chain: u8,
+    mergers: usize,
     dry_run: bool,
     socket: Option<String>,
     url: Option<String>,
@@ -72,6 +74,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         out_mac: None,
         name: None,
         chain: 1,
+        mergers: 1,
         dry_run: false,
         socket: None,
         url: std::env::var("PRONTO_URL").ok(),
@@ -117,6 +120,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     .map_err(|_| format!("--chain: a number from 0 to 255, found `{v}`"))?;
             }
             "--out-mac" => o.out_mac = Some(value()?),
+            "--mergers" => {
+                let v = value()?;
+                o.mergers = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=255).contains(n))
+                    .ok_or_else(|| format!("--mergers: a number from 1 to 255, found `{v}`"))?;
+            }
             "--elements" => o.elements = true,
             "--stats" => o.stats = true,
             "--help" | "-h" | "help" => return Err(String::new()),
@@ -329,7 +340,8 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             .file_stem()
             .map_or("chain".into(), |s| s.to_string_lossy().into_owned())
     });
-    let insts = pronto_policy::deploy::instances(&plan, &bodies, &prefix, o.chain, out_mac)?;
+    let insts =
+        pronto_policy::deploy::instances(&plan, &bodies, &prefix, o.chain, out_mac, o.mergers)?;
     if o.dry_run {
         for i in &insts {
             println!("# {} ({}, eth0 {})\n{}", i.name, i.role, i.mac, i.config);

@@ -28,7 +28,7 @@ _pronto() {
             if [ "$COMP_CWORD" -eq 2 ]; then
                 COMPREPLY=($(compgen -W "profile plan config run apply help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "--dot --trace --out --sequential --stats --elements --name --chain --dry-run --socket --url --token" -- "$cur") $(compgen -f -- "$cur"))
+                COMPREPLY=($(compgen -W "--dot --trace --out --sequential --stats --elements --name --chain --mergers --dry-run --socket --url --token" -- "$cur") $(compgen -f -- "$cur"))
             fi ;;
         bench) COMPREPLY=($(compgen -W "switch ports cores gen sink veth tcp boot handlers chain nfp consolidate --out help" -- "$cur")) ;;
         create) COMPREPLY=($(compgen -W "--config --mem --cpu --pids --iface --tenant --socket --url --token --json" -- "$cur")) ;;

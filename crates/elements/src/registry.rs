@@ -23,6 +23,7 @@ classes!(
     crate::nfp::nfpencap::NfpEncap,
     crate::nfp::nfpencap::NfpDecap,
     crate::nfp::nfpmerge::NfpMerge,
+    crate::nfp::nfpmergerswitch::NfpMergerSwitch,
     // standard/ (one line per element; keep each family's lines together)
     crate::standard::discard::Discard,
     crate::standard::averagecounter::AverageCounter,

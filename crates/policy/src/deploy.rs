@@ -8,8 +8,11 @@
 //! its own), the NFP tag inside the frame (`NFPEncap`, taken out again by
 //! `NFPDecap` on arrival) with the merger input it is for. A merger demuxes
 //! versions by that input (`PaintSwitch`) into `NFPMerge`, built from the
-//! merge table. The last hop sends the plain frame to the chain's exit
-//! address.
+//! merge table. Several mergers may share a group's packets: the entry
+//! hands packets to them in turn (`NFPTag(MERGERS N)`, each with its own
+//! id sequence) and the branches send each version to its packet's merger
+//! (`NFPMergerSwitch`). The last hop sends the plain frame to the chain's
+//! exit address.
 
 use std::fmt::Write as _;
 
@@ -81,7 +84,11 @@ pub fn instances(
     prefix: &str,
     chain: u8,
     out_mac: &str,
+    mergers: usize,
 ) -> Result<Vec<Instance>, String> {
+    if !(1..=255).contains(&mergers) {
+        return Err(format!("mergers: from 1 to 255 per group, found {mergers}"));
+    }
     if bodies.len() != plan.nfs.len() {
         return Err(format!(
             "{} NFs but {} Click bodies",
@@ -96,10 +103,12 @@ pub fn instances(
         ));
     }
     let (nf_at, group_at) = enclosing(plan);
+    // Merger j of group g (of `mergers` sharing its packets).
+    let merger_mac = |g: usize, j: usize| mac(chain, 2, g * 256 + j);
     let node_mac = |n: Node| match n {
         Node::Classifier => mac(chain, 0, 0),
         Node::Nf(i) => mac(chain, 1, i),
-        Node::Merger(g) => mac(chain, 2, g),
+        Node::Merger(g) => merger_mac(g, 0),
     };
     let target_mac = |t: Target| match t {
         Target::Nf(i) => node_mac(Node::Nf(i)),
@@ -119,11 +128,25 @@ pub fn instances(
         }
     };
     // What `from` does with a packet: a version per next hop.
-    let fanout = |from: Node, fwd: Option<&Forward>, text: &mut String, tail: &str| {
-        let own = node_mac(from);
+    let fanout = |from: Node, own: &str, fwd: Option<&Forward>, text: &mut String, tail: &str| {
         let hops = fwd.map(|f| f.hops.clone()).unwrap_or_default();
         let _ = writeln!(text, "nfp_out :: Queue(1024) -> ToDevice(eth0);");
-        let send = |text: &mut String, src: &str, to: Target| match to {
+        let send = |text: &mut String, src: &str, to: Target, hop: usize| match to {
+            Target::Merger(g) if mergers > 1 => {
+                // Each packet to the merger its id belongs to.
+                let _ = writeln!(
+                    text,
+                    "{src} -> NFPEncap(BRANCH {}) -> nfp_ms{hop} :: NFPMergerSwitch;",
+                    branch_into(from, g)
+                );
+                for j in 0..mergers {
+                    let _ = writeln!(
+                        text,
+                        "nfp_ms{hop}[{j}] -> EtherRewrite(SRC {own}, DST {}) -> nfp_out;",
+                        merger_mac(g, j)
+                    );
+                }
+            }
             Target::Out => {
                 let _ = writeln!(
                     text,
@@ -151,7 +174,7 @@ pub fn instances(
             [] => {
                 let _ = writeln!(text, "{tail} -> Discard;");
             }
-            [one] => send(text, tail, one.to),
+            [one] => send(text, tail, one.to, 0),
             many => {
                 let kinds: Vec<&str> = many
                     .iter()
@@ -163,7 +186,7 @@ pub fn instances(
                     .collect();
                 let _ = writeln!(text, "{tail} -> nfp_copy :: NFPCopy({});", kinds.join(", "));
                 for (i, h) in many.iter().enumerate() {
-                    send(text, &format!("nfp_copy[{i}]"), h.to);
+                    send(text, &format!("nfp_copy[{i}]"), h.to, i);
                 }
             }
         }
@@ -172,10 +195,11 @@ pub fn instances(
     // The classifier: the chain's entry.
     let mut text = format!(
         "// The entry of chain {prefix}: tags packets, sends them on.\n\
-         FromDevice(eth0) -> nfp_tag :: NFPTag({chain});\n"
+         FromDevice(eth0) -> nfp_tag :: NFPTag({chain}, MERGERS {mergers});\n"
     );
     fanout(
         Node::Classifier,
+        &node_mac(Node::Classifier),
         plan.forward(Node::Classifier),
         &mut text,
         "nfp_tag",
@@ -200,7 +224,13 @@ pub fn instances(
             nf.name,
             bodies[i].trim()
         );
-        fanout(Node::Nf(i), plan.forward(Node::Nf(i)), &mut text, "nf");
+        fanout(
+            Node::Nf(i),
+            &node_mac(Node::Nf(i)),
+            plan.forward(Node::Nf(i)),
+            &mut text,
+            "nf",
+        );
         out.push(Instance {
             name: format!("{prefix}-{}", nf.name),
             mac: node_mac(Node::Nf(i)),
@@ -246,27 +276,40 @@ pub fn instances(
             let p: Vec<String> = prio.iter().map(i32::to_string).collect();
             let _ = write!(args, ", PRIORITY {}", p.join(" "));
         }
-        let mut text = format!(
-            "// Merger {} of chain {prefix}.\n\
-             FromDevice(eth0) -> NFPDecap -> nfp_branch :: PaintSwitch;\n\
-             nfp_merge :: NFPMerge({args});\n",
-            m.group
-        );
-        for b in 0..n {
-            let _ = writeln!(text, "nfp_branch[{b}] -> [{b}]nfp_merge;");
+        for j in 0..mergers {
+            let mut text = format!(
+                "// Merger {} of chain {prefix}{}.\n\
+                 FromDevice(eth0) -> NFPDecap -> nfp_branch :: PaintSwitch;\n\
+                 nfp_merge :: NFPMerge({args});\n",
+                m.group,
+                if mergers > 1 {
+                    format!(" ({} of {mergers}, by packet)", j + 1)
+                } else {
+                    String::new()
+                }
+            );
+            for b in 0..n {
+                let _ = writeln!(text, "nfp_branch[{b}] -> [{b}]nfp_merge;");
+            }
+            let own = merger_mac(m.group, j);
+            fanout(
+                Node::Merger(m.group),
+                &own,
+                plan.forward(Node::Merger(m.group)),
+                &mut text,
+                "nfp_merge",
+            );
+            out.push(Instance {
+                name: if mergers > 1 {
+                    format!("{prefix}-merge{}-{j}", m.group)
+                } else {
+                    format!("{prefix}-merge{}", m.group)
+                },
+                mac: own,
+                config: text,
+                role: format!("merger {}", m.group),
+            });
         }
-        fanout(
-            Node::Merger(m.group),
-            plan.forward(Node::Merger(m.group)),
-            &mut text,
-            "nfp_merge",
-        );
-        out.push(Instance {
-            name: format!("{prefix}-merge{}", m.group),
-            mac: node_mac(Node::Merger(m.group)),
-            config: text,
-            role: format!("merger {}", m.group),
-        });
     }
     Ok(out)
 }

@@ -273,6 +273,10 @@ const ROWS: &[Row] = &[
     r("NFPMerge", "in -> NFPMerge(orig src_ip dst_port) -> Discard;"),
     r("NFPEncap", "in -> NFPTag -> NFPEncap(2) -> NFPDecap -> NFPEncap -> Discard;"),
     r("NFPDecap", "in -> NFPDecap -> Discard;"),
+    r(
+        "NFPMergerSwitch",
+        "in -> NFPTag(MERGERS 3) -> s :: NFPMergerSwitch; s[0] -> Discard; s[1] -> Discard;",
+    ),
     // tcpudp/
     r("CheckICMPHeader", two!("in -> x :: CheckICMPHeader(VERBOSE true, DETAILS true);")),
     r("CheckTCPHeader", two!("in -> x :: CheckTCPHeader(VERBOSE true, DETAILS true);")),

@@ -102,6 +102,7 @@ fn measure(
         &format!("nfp{chain}"),
         chain,
         &mac_str(&SINK),
+        1,
     )?;
     let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
     let (sink_id, sink_shm) = m.attach_port("bench/sink").map_err(|e| e.to_string())?;

@@ -14,13 +14,17 @@
 //!   higher priority branch passed it), and emits packets in id order.
 //!
 //! The tag lives in the annotation area at [`NFP_ANNO_OFFSET`]: packet id
-//! (4 bytes, little-endian), graph (2 bytes), a tagged flag (1 byte).
+//! (4 bytes, little-endian), graph (2 bytes), a tagged flag (1 byte), the
+//! merger the id belongs to (1 byte). With several mergers (load-balanced
+//! by packet), each has its own sequence of ids, so that each sees
+//! consecutive ids and settles them in order.
 
 use pronto_packet::Packet;
 
 pub mod nfpcopy;
 pub mod nfpencap;
 pub mod nfpmerge;
+pub mod nfpmergerswitch;
 pub mod nfptag;
 
 /// Offset of the NFP tag in the annotation area (8 bytes).
@@ -39,15 +43,29 @@ pub fn tag_of(p: &Packet) -> Option<(u16, u32)> {
     })
 }
 
-/// Tags `p` with `graph` and packet id `id`.
+/// Tags `p` with `graph` and packet id `id` (for merger 0).
 #[inline]
 pub fn set_tag(p: &mut Packet, graph: u16, id: u32) {
+    set_tag_for(p, graph, id, 0);
+}
+
+/// Tags `p` with `graph` and packet id `id` in the sequence of merger
+/// `merger` (where several mergers share a group's packets).
+#[inline]
+pub fn set_tag_for(p: &mut Packet, graph: u16, id: u32, merger: u8) {
     let a = p.anno_bytes_mut();
     let t = &mut a[NFP_ANNO_OFFSET..NFP_ANNO_OFFSET + 8];
     t[..4].copy_from_slice(&id.to_le_bytes());
     t[4..6].copy_from_slice(&graph.to_le_bytes());
     t[6] = 1;
-    t[7] = 0;
+    t[7] = merger;
+}
+
+/// The merger a tagged packet's id belongs to (0 when one merger takes
+/// every packet).
+#[inline]
+pub fn merger_of(p: &Packet) -> u8 {
+    p.anno_bytes()[NFP_ANNO_OFFSET + 7]
 }
 
 /// A packet field a network function reads or writes, as the merger
@@ -324,6 +342,31 @@ mod tests {
         let out = t::push(enc.as_mut(), &pool, vec![t::pkt(&pool, &f)], 1);
         assert_eq!(t::bytes(&out[0]), vec![f]);
         assert_eq!(t::read(enc.as_ref(), "untagged"), "1");
+    }
+
+    #[test]
+    fn several_mergers_take_packets_in_turn_each_with_its_own_ids() {
+        use super::nfpmergerswitch::NfpMergerSwitch;
+        let pool = Pool::new(16).expect("pool");
+        let mut tag =
+            t::configure(NfpTag::SPEC.keywords, NfpTag::configure, "MERGERS 3", 1, 1).expect("tag");
+        let mut sw = t::configure(
+            NfpMergerSwitch::SPEC.keywords,
+            NfpMergerSwitch::configure,
+            "",
+            1,
+            3,
+        )
+        .expect("switch");
+        let f = udp([10, 0, 0, 1], 1000, [10, 0, 0, 2], 53, b"abc");
+        let pkts = (0..7).map(|_| t::pkt(&pool, &f)).collect();
+        let tagged = t::push(tag.as_mut(), &pool, pkts, 1).remove(0);
+        let out = t::push(sw.as_mut(), &pool, tagged, 3);
+        let ids = |v: &Vec<Packet>| v.iter().map(|p| tag_of(p).map(|t| t.1)).collect::<Vec<_>>();
+        assert_eq!(ids(&out[0]), vec![Some(1), Some(2), Some(3)]);
+        assert_eq!(ids(&out[1]), vec![Some(1), Some(2)]);
+        assert_eq!(ids(&out[2]), vec![Some(1), Some(2)]);
+        assert_eq!(merger_of(&out[2][0]), 2);
     }
 
     #[test]

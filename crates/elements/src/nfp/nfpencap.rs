@@ -4,11 +4,11 @@
 //!
 //! The shim follows the MAC addresses: EtherType 0x88B5 (IEEE 802 local
 //! experimental), the packet id (4 bytes), the graph (2), the branch (1),
-//! a reserved byte, then the frame's own EtherType.
+//! the merger (1), then the frame's own EtherType.
 
 use pronto_packet::Batch;
 
-use super::{set_tag, tag_of};
+use super::tag_of;
 use crate::{ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec};
 
 /// The shim's EtherType.
@@ -71,6 +71,7 @@ impl Element for NfpEncap {
                 self.untagged += 1;
                 continue;
             };
+            let merger = super::merger_of(p);
             if p.len() < 14 || p.headroom() < SHIM_LEN {
                 self.untagged += 1;
                 continue;
@@ -85,7 +86,7 @@ impl Element for NfpEncap {
             d[14..18].copy_from_slice(&id.to_be_bytes());
             d[18..20].copy_from_slice(&graph.to_be_bytes());
             d[20] = self.branch;
-            d[21] = 0;
+            d[21] = merger;
             // d[22..24] is the frame's own EtherType, where it was. The
             // link header now starts 10 bytes earlier.
             p.set_mac_header(0);
@@ -147,11 +148,12 @@ impl Element for NfpDecap {
             let id = u32::from_be_bytes([d[14], d[15], d[16], d[17]]);
             let graph = u16::from_be_bytes([d[18], d[19]]);
             let branch = d[20];
+            let merger = d[21];
             let d = p.data_mut();
             d.copy_within(0..12, SHIM_LEN);
             p.pull(SHIM_LEN);
             p.set_mac_header(0);
-            set_tag(p, graph, id);
+            super::set_tag_for(p, graph, id, merger);
             p.set_paint_anno(branch);
             self.decapsulated += 1;
         }
