@@ -123,18 +123,10 @@ fn udp_frame(dst_mac: [u8; 6], dport: u16) -> String {
 }
 
 fn ctl(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .args(args)
-        .arg("--socket")
-        .arg(dir.join("sock"))
-        .current_dir(common::root())
-        .output()
-        .expect("pronto");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    let sock = dir.join("sock");
+    let mut a = args.to_vec();
+    a.extend(["--socket", sock.to_str().expect("path")]);
+    pronto(&a)
 }
 
 /// The example chain deployed as sandboxed instances on the daemon's

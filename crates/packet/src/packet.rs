@@ -337,24 +337,15 @@ impl Packet {
     /// Copies bytes, header offsets and annotations from `other`. The
     /// headroom is copied too: a Click clone shares its buffer, so an
     /// `Unstrip` on the copy must reveal the same bytes as on the original.
+    #[inline]
     pub fn copy_from(&mut self, other: &Packet) {
-        let (so, sl) = (other.hdr().data_off as usize, other.hdr().len as usize);
-        let src = &other.buffer()[..so + sl];
-        self.buffer_mut()[..so + sl].copy_from_slice(src);
-        let o = other.hdr();
-        let (nh, th, mac, anno) = (o.nh_off, o.th_off, o.mac_off, o.anno);
-        let h = self.hdr_mut();
-        h.data_off = so as u16;
-        h.len = sl as u16;
-        h.nh_off = nh;
-        h.th_off = th;
-        h.mac_off = mac;
-        h.anno = anno;
+        self.copy_head_from(other, usize::MAX);
     }
 
     /// Like [`Packet::copy_from`], but only the first `n` bytes of the
     /// data (the headers, for a header-only copy of a packet whose payload
     /// nobody reads).
+    #[inline]
     pub fn copy_head_from(&mut self, other: &Packet, n: usize) {
         let (so, sl) = (other.hdr().data_off as usize, other.hdr().len as usize);
         let sl = sl.min(n);

@@ -102,7 +102,7 @@ fn mac_str(m: &[u8; 6]) -> String {
         .join(":")
 }
 
-const GEN: [u8; 6] = [2, 0, 0, 0, 0, 0xfd];
+pub(super) const GEN: [u8; 6] = [2, 0, 0, 0, 0, 0xfd];
 
 /// Instance `i`'s first frame: sent until it comes back mirrored.
 fn probe(gen: &mut Peer, i: u32, deadline: Duration) -> bool {
@@ -362,6 +362,28 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
     )
 }
 
+/// A UDP frame of `size` bytes (at least 64) from the generator to `dst`,
+/// 10.0.0.1:1000 -> 10.0.0.2:2000, IP checksum set.
+pub(super) fn udp_frame(dst: [u8; 6], size: usize) -> Vec<u8> {
+    let mut f = vec![0u8; size.max(64)];
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&GEN);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_len = (f.len() - 14) as u16;
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    let sum = pronto_packet::wire::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
+    f[34..36].copy_from_slice(&1000u16.to_be_bytes());
+    f[36..38].copy_from_slice(&2000u16.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f
+}
+
 /// Frames per second through a chain of `n` sandboxed firewalls at `size`
 /// bytes (generator and sink ports in this process).
 fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration) -> Result<f64, String> {
@@ -397,22 +419,7 @@ fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration) -> Result<f64, 
     }
     let mut gen = Peer::new(gen_shm, 0).map_err(|e| e.to_string())?;
     let mut sink = Peer::new(sink_shm, 1024).map_err(|e| e.to_string())?;
-    let mut f = vec![0u8; size];
-    f[..6].copy_from_slice(&hop(0));
-    f[6..12].copy_from_slice(&GEN);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let ip_len = (size - 14) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
-    let sum = pronto_packet::wire::checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&sum.to_be_bytes());
-    f[34..36].copy_from_slice(&1000u16.to_be_bytes());
-    f[36..38].copy_from_slice(&2000u16.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    let f = udp_frame(hop(0), size);
     gen.prefill(&f);
     let mut measure = |d: Duration| {
         let t0 = Instant::now();

@@ -16,7 +16,6 @@ use super::{plot, Common, Csv, PlotSpec};
 
 const FW: &str = "input -> Strip(14) -> CheckIPHeader -> f :: IPFilter(allow udp, deny all) \
                   -> Unstrip(14) -> output;";
-const GEN: [u8; 6] = [2, 0, 0, 0, 0, 0xfd];
 const SINK: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
 
 fn mac_str(m: &[u8; 6]) -> String {
@@ -29,23 +28,7 @@ fn mac_str(m: &[u8; 6]) -> String {
 /// A UDP frame of `size` bytes to `dst`; its payload carries a sequence
 /// number and a send time (written per frame).
 fn frame(dst: [u8; 6], size: usize) -> Vec<u8> {
-    let mut f = vec![0u8; size.max(64)];
-    f[..6].copy_from_slice(&dst);
-    f[6..12].copy_from_slice(&GEN);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let ip_len = (f.len() - 14) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
-    let sum = pronto_packet::wire::checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&sum.to_be_bytes());
-    f[34..36].copy_from_slice(&1000u16.to_be_bytes());
-    f[36..38].copy_from_slice(&2000u16.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
-    f
+    super::daemon::udp_frame(dst, size)
 }
 
 /// The policy of `k` firewalls, in sequence or as one parallel group.
