@@ -14,9 +14,10 @@ Usage:
   pronto chain profile FILE.click [--elements]
         what the configuration's NF reads and writes of a packet (from its
         elements' declared profiles); --elements: each element's part
-  pronto chain plan FILE.nfp [--dot OUT.dot]
+  pronto chain plan FILE.nfp [--dot OUT.dot] [--socket PATH | --url HOST:PORT --token T]
         compile the policy: the service graph, the pairwise analysis, the
-        forwarding and merge tables; --dot writes the graph for Graphviz
+        forwarding and merge tables; --dot writes the graph for Graphviz;
+        instance(\"NAME\") NFs get their profiles from the daemon's instances
   pronto chain config FILE.nfp [--sequential] [--trace IN.pcap --out OUT.pcap]
         the Click configuration that runs the chain in one process
   pronto chain run FILE.nfp --trace IN.pcap --out OUT.pcap [--sequential] [--stats]
@@ -165,7 +166,7 @@ fn run(args: &[String]) -> Result<(), String> {
             Ok(())
         }
         "plan" => {
-            let plan = compile(file()?)?;
+            let plan = compile(file()?, &o)?;
             print!("{}", plan.render_text());
             if let Some(dot) = &o.dot {
                 std::fs::write(dot, plan.render_dot())
@@ -206,17 +207,47 @@ fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-fn compile(path: &str) -> Result<Plan, String> {
-    let policy = pronto_policy::load(Path::new(path)).map_err(|e| e.to_string())?;
-    if let Some(nf) = policy
+/// The daemon's endpoint from `--socket` / `--url` (or the defaults).
+fn endpoint(o: &Opts) -> crate::http::Endpoint {
+    match (&o.socket, &o.url) {
+        (Some(s), _) => crate::http::Endpoint::Unix(s.into()),
+        (None, Some(u)) => crate::http::Endpoint::Tcp(
+            u.trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string(),
+        ),
+        (None, None) => crate::http::Endpoint::Unix(crate::daemon::default_socket()),
+    }
+}
+
+/// Loads and compiles a policy; `instance(...)` NFs get their profiles
+/// from their configurations, read from the daemon.
+fn compile(path: &str, o: &Opts) -> Result<Plan, String> {
+    let mut policy = pronto_policy::load(Path::new(path)).map_err(|e| e.to_string())?;
+    if policy
         .nfs
         .iter()
-        .find(|n| matches!(n.source, NfSource::Instance { .. }))
+        .any(|n| matches!(n.source, NfSource::Instance { .. }))
     {
-        return Err(format!(
-            "{path}: NF `{}` is a daemon instance; `pronto chain` compiles policies of click(...), builtin(...) and opaque(...) NFs",
-            nf.name
-        ));
+        let ep = endpoint(o);
+        policy
+            .resolve_instances(|name| {
+                let r = crate::http::request(
+                    &ep,
+                    o.token.as_deref(),
+                    "GET",
+                    &format!("/v1/instances/{name}"),
+                    None,
+                )?;
+                if r.status >= 400 {
+                    return Err(r.error());
+                }
+                let v: serde_json::Value = serde_json::from_slice(&r.body)
+                    .map_err(|e| format!("the daemon sent bad JSON: {e}"))?;
+                let config = v["config"].as_str().unwrap_or_default();
+                pronto_policy::profile_of_click_text(name, config)
+            })
+            .map_err(|e| e.to_string())?;
     }
     policy.compile().map_err(|e| e.to_string())
 }
@@ -231,7 +262,9 @@ pub fn bodies(policy: &Policy, plan: &Plan) -> Result<Vec<String>, String> {
                 .ok_or_else(|| format!("NF `{}` is not in the policy", nf.name))?;
             let NfSource::Click { path } = &decl.source else {
                 return Err(format!(
-                    "NF `{}` has no Click configuration to run (only click(\"FILE\") NFs run)",
+                    "NF `{}` has no compound Click body to run: only click(\"FILE\") NFs run \
+                     in a chain (an instance(...) NF is analysed with `pronto chain plan`, not \
+                     rewired)",
                     nf.name
                 ));
             };
@@ -348,15 +381,7 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
         }
         return Ok(());
     }
-    let ep = match (&o.socket, &o.url) {
-        (Some(s), _) => crate::http::Endpoint::Unix(s.into()),
-        (None, Some(u)) => crate::http::Endpoint::Tcp(
-            u.trim_start_matches("http://")
-                .trim_end_matches('/')
-                .to_string(),
-        ),
-        (None, None) => crate::http::Endpoint::Unix(crate::daemon::default_socket()),
-    };
+    let ep = endpoint(o);
     let mut made: Vec<String> = Vec::new();
     // The entry last, so that nothing enters before every hop exists.
     for i in insts.iter().rev() {

@@ -244,5 +244,20 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     );
     assert_eq!(read("run-fw", "nf/c.count"), 110);
     assert_eq!(read("run-nat", "nf/rw.nmappings"), 1);
+    // A policy naming a running instance: its profile comes from the
+    // instance's configuration, read from the daemon.
+    let pol = file(
+        "inst.nfp",
+        &format!(
+            "nf mon = click(\"{}/examples/chains/nf/monitor.click\")\nnf sink = instance(\"sink\")\norder(mon, before, sink)\n",
+            common::root().display()
+        ),
+    );
+    let (ok, out, err) = ctl(&dir, &["chain", "plan", &pol]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("  sink  reads: -; writes: -; drops: yes; adds/removes headers: no\n"),
+        "{out}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
