@@ -114,6 +114,17 @@ pub fn sequential_order(plan: &Plan) -> Vec<usize> {
     out
 }
 
+/// `plan` made sequential: every NF one after the other in
+/// [`sequential_order`], no parallel group (the baseline a compiled graph
+/// is measured against).
+pub fn sequential_plan(plan: &Plan) -> Plan {
+    let mut p = plan.clone();
+    p.graph.stages = sequential_order(plan).into_iter().map(Stage::Nf).collect();
+    p.forwarding = crate::tables::forwarding(&p.graph);
+    p.merges.clear();
+    p
+}
+
 /// The NFs of `stages`, in graph order.
 fn nfs_of(stages: &[Stage], out: &mut Vec<usize>) {
     for s in stages {
@@ -409,4 +420,33 @@ pub fn emit(plan: &Plan, bodies: &[String], mode: Mode, io: &Io) -> Result<Chain
         text,
         notes: e.notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sequential_plan_keeps_the_policy_order_and_has_no_merger() {
+        let policy = crate::Policy::parse(
+            "dc.nfp",
+            "nf vpn = builtin(vpn)\nnf monitor = builtin(monitor)\nnf fw = builtin(firewall)\n\
+             nf lb = builtin(lb)\nposition(vpn, first)\norder(fw, before, lb)\n\
+             order(monitor, before, lb)\n",
+        )
+        .expect("parses");
+        let plan = policy.compile().expect("compiles");
+        assert_eq!(plan.graph.longest_path(), 3);
+        let seq = sequential_plan(&plan);
+        assert_eq!(seq.graph.longest_path(), 4);
+        assert!(seq.merges.is_empty());
+        let names: Vec<&str> = sequential_order(&plan)
+            .into_iter()
+            .map(|i| plan.nfs[i].name.as_str())
+            .collect();
+        assert_eq!(names, ["vpn", "monitor", "fw", "lb"]);
+        // Every hop goes to the next NF, the last one out.
+        assert_eq!(seq.forwarding.len(), 5);
+        assert!(seq.forwarding.iter().all(|f| f.hops.len() == 1));
+    }
 }

@@ -35,7 +35,8 @@ Subcommands:
   consolidate  --count N (10,000) instances at once answering ARP and ping; memory, idle CPU
   chain      switch + sandboxed firewalls: by frame size, and chains of 1 to 5
   nfp        2 to --max N (5) firewalls as sandboxed instances, in sequence vs one
-             parallel group (NFP): single-packet latency p50/p99, rate
+             parallel group (NFP): single-packet latency p50/p99, rate; --dc adds
+             the data-centre chain (VPN -> monitor -> FW -> LB)
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)
