@@ -57,9 +57,22 @@ impl Drop for Scratch {
 }
 
 pub(super) fn start(tag: &str, pool_slots: usize) -> Result<Scratch, String> {
+    start_with(tag, pool_slots, None)
+}
+
+/// As [`start`], with the switch ports' geometry (slots, ring) if given.
+pub(super) fn start_with(
+    tag: &str,
+    pool_slots: usize,
+    geometry: Option<(u32, u32)>,
+) -> Result<Scratch, String> {
     let dir = std::env::temp_dir().join(format!("pronto-bench-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut o = crate::daemon::default_options()?;
+    if let Some((slots, ring)) = geometry {
+        o.manager.geometry =
+            pronto_switch::Geometry::new(slots, ring).map_err(|e| e.to_string())?;
+    }
     o.socket = dir.join("sock");
     o.state_dir = dir.join("state");
     o.listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));

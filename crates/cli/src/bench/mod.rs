@@ -36,7 +36,8 @@ Subcommands:
   chain      switch + sandboxed firewalls: by frame size, and chains of 1 to 5
   nfp        2 to --max N (5) firewalls as sandboxed instances, in sequence vs one
              parallel group (NFP): single-packet latency p50/p99, rate; --dc adds
-             the data-centre chain (VPN -> monitor -> FW -> LB)
+             the data-centre chain (VPN -> monitor -> FW -> LB); --slots/--ring
+             set the switch ports' geometry (default 256/128)
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)

@@ -179,11 +179,23 @@ fn measure(
     let mut rate = |d: Duration| {
         let t0 = Instant::now();
         let (mut sent, mut got) = (0u64, 0u64);
+        let mut progress = Instant::now();
         while t0.elapsed() < d {
+            // Frames the chain lost are no longer in flight: after 2 ms
+            // without one coming out, the window opens again (else losses
+            // would stop the generator for good).
+            if progress.elapsed() > Duration::from_millis(2) {
+                sent = got;
+                progress = Instant::now();
+            }
             if sent < got + 1024 {
                 sent += gen.send_written(f.len() as u16, 32) as u64;
             }
-            got += sink.recv_discard() as u64;
+            let n = sink.recv_discard() as u64;
+            if n > 0 {
+                got += n;
+                progress = Instant::now();
+            }
         }
         got as f64 / t0.elapsed().as_secs_f64()
     };
@@ -224,7 +236,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
     let max: usize = c.opt("--max")?.unwrap_or(5);
     let dur = Duration::from_secs_f64(c.opt("--duration")?.unwrap_or(1.0));
-    let s = super::daemon::start("nfp", 1024)?;
+    let geometry = match (c.opt::<u32>("--slots")?, c.opt::<u32>("--ring")?) {
+        (None, None) => None,
+        (slots, ring) => Some((slots.unwrap_or(256), ring.unwrap_or(128))),
+    };
+    let s = super::daemon::start_with("nfp", 1024, geometry)?;
     let dir = std::env::temp_dir().join(format!("pronto-bench-nfp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut csv = Csv::new(&[
