@@ -36,7 +36,8 @@ Subcommands:
   chain      switch + sandboxed firewalls: by frame size, and chains of 1 to 5
   nfp        2 to --max N (5) firewalls as sandboxed instances, in sequence vs one
              parallel group (NFP): single-packet latency p50/p99, rate; --dc adds
-             the data-centre chain (VPN -> monitor -> FW -> LB); --slots/--ring
+             the data-centre chain (VPN -> monitor -> FW -> LB), --rising four
+             firewalls of rising cost (10-200 rules); --slots/--ring
              set the switch ports' geometry (default 256/128)
 
 Common options:

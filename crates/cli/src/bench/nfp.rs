@@ -309,6 +309,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     if c.rest.iter().any(|a| a == "--dc") {
         data_centre(&s, &dir, dur)?;
     }
+    if c.rest.iter().any(|a| a == "--rising") {
+        rising(&s, &dir, dur)?;
+    }
     let path = c.out.join("nfp.csv");
     csv.write(&path)?;
     plot(
@@ -394,6 +397,69 @@ fn data_centre(
         ("in sequence", &a),
         ("compiled (VPN, monitor | FW, LB)", &b),
     ] {
+        println!(
+            "| {name} | {} | {:.0} µs | {:.0} µs | {:.0} |",
+            r.hops, r.p50_us, r.p99_us, r.kpps
+        );
+    }
+    println!("p50 reduction: {:.0}%", (1.0 - b.p50_us / a.p50_us) * 100.0);
+    Ok(())
+}
+
+/// A firewall whose rule list is `rules` long (rules that never match a
+/// UDP packet to port 2000, then the one that passes it): its cost rises
+/// with `rules`.
+fn firewall_of(rules: usize) -> String {
+    let mut r: Vec<String> = (0..rules)
+        .map(|i| format!("deny dst port {}", 3000 + i))
+        .collect();
+    r.push("allow udp".into());
+    r.push("deny all".into());
+    format!(
+        "input -> Strip(14) -> CheckIPHeader -> f :: IPFilter({}) -> Unstrip(14) -> output;",
+        r.join(", ")
+    )
+}
+
+/// Four firewalls of rising cost (10, 50, 100 and 200 rules), in sequence
+/// vs as one parallel group.
+fn rising(s: &super::daemon::Scratch, dir: &std::path::Path, dur: Duration) -> Result<(), String> {
+    let bodies: Vec<(String, String)> = [10usize, 50, 100, 200]
+        .iter()
+        .map(|&n| (format!("fw{n}.click"), firewall_of(n)))
+        .collect();
+    let files: Vec<(&str, &str)> = bodies
+        .iter()
+        .map(|(f, b)| (f.as_str(), b.as_str()))
+        .collect();
+    let mut decl = String::new();
+    for (f, _) in &bodies {
+        let name = f.trim_end_matches(".click");
+        decl.push_str(&format!("nf {name} = click(\"{f}\")\n"));
+    }
+    let plain = |e: [u8; 6]| frame(e, 64);
+    let seq = Setup {
+        files: &files,
+        policy: format!(
+            "{decl}order(fw10, before, fw50)\norder(fw50, before, fw100)\norder(fw100, before, fw200)\n"
+        ),
+        frame: &plain,
+        stamp_at: 42,
+        parallel: false,
+    };
+    let par = Setup {
+        policy: format!(
+            "{decl}priority(fw10 > fw50)\npriority(fw50 > fw100)\npriority(fw100 > fw200)\n"
+        ),
+        parallel: true,
+        ..seq
+    };
+    let a = measure(s, dir, "rising-seq", 42, &seq, dur)?;
+    let b = measure(s, dir, "rising-par", 43, &par, dur)?;
+    println!("\nfirewalls of rising cost (10, 50, 100, 200 rules), 64 B");
+    println!("| chain | graph steps | p50 | p99 | kpps |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, r) in [("in sequence", &a), ("one parallel group", &b)] {
         println!(
             "| {name} | {} | {:.0} µs | {:.0} µs | {:.0} |",
             r.hops, r.p50_us, r.p99_us, r.kpps
