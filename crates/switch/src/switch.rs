@@ -8,8 +8,9 @@
 //! lock taken once per batch and destination, the way VALE locks a
 //! destination ring; the MAC table and the port table are shared behind a
 //! read-write lock, read once per batch, written only to learn a new or
-//! moved address (or refresh an old one, at most every second), to attach
-//! or detach a port, and to age entries.
+//! moved address (or refresh an old one, at most every second; before the
+//! batch is delivered, so that an immediate reply finds the sender known),
+//! to attach or detach a port, and to age entries.
 //!
 //! Ports with traffic are *hot*: each round a thread takes up to [`BATCH`]
 //! frames from each of its hot ports' rx rings, checks each descriptor,
@@ -624,6 +625,22 @@ impl Switch {
                 }
             }
         }
+        // Learn before delivering: a reply the destination sends at once,
+        // served by another switching thread, must find the sender's
+        // address already known (else it would be flooded). Learning is
+        // rare (a new or moved address, or a refresh at most every
+        // second), so the extra lock round trip is too.
+        let f = if learn_n > 0 {
+            drop(f);
+            let mut w = write(fabric);
+            for &m in &learn[..learn_n] {
+                w.table.learn(m, src_id, now);
+            }
+            drop(w);
+            read(fabric)
+        } else {
+            f
+        };
         // Each destination is visited once, under its lock, and gets its
         // frames in the order they came.
         let at = |d: &Desc| g.slot_offset(d.slot) + d.off as usize;
@@ -665,12 +682,6 @@ impl Switch {
             }
         }
         drop(f);
-        if learn_n > 0 {
-            let mut f = write(fabric);
-            for &m in &learn[..learn_n] {
-                f.table.learn(m, src_id, now);
-            }
-        }
         src.done.push(&descs[..n]);
         if src.done.consumer_wants_wakeup() {
             let _ = src.shm.to_peer.ring();
