@@ -209,15 +209,7 @@ fn run(args: &[String]) -> Result<(), String> {
 
 /// The daemon's endpoint from `--socket` / `--url` (or the defaults).
 fn endpoint(o: &Opts) -> crate::http::Endpoint {
-    match (&o.socket, &o.url) {
-        (Some(s), _) => crate::http::Endpoint::Unix(s.into()),
-        (None, Some(u)) => crate::http::Endpoint::Tcp(
-            u.trim_start_matches("http://")
-                .trim_end_matches('/')
-                .to_string(),
-        ),
-        (None, None) => crate::http::Endpoint::Unix(crate::daemon::default_socket()),
-    }
+    crate::http::Endpoint::choose(o.socket.as_deref(), o.url.as_deref())
 }
 
 /// Loads and compiles a policy; `instance(...)` NFs get their profiles

@@ -144,15 +144,7 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
         }
         i += 1;
     }
-    let ep = match (socket, url) {
-        (Some(s), _) => Endpoint::Unix(s.into()),
-        (None, Some(u)) => Endpoint::Tcp(
-            u.trim_start_matches("http://")
-                .trim_end_matches('/')
-                .to_string(),
-        ),
-        (None, None) => Endpoint::Unix(crate::daemon::default_socket()),
-    };
+    let ep = Endpoint::choose(socket.as_deref(), url.as_deref());
     let c = Ctx {
         ep,
         token,

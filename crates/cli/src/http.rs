@@ -24,6 +24,50 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
+impl Endpoint {
+    /// The daemon as `--socket PATH` or `--url HOST:PORT` name it, else
+    /// its default socket.
+    pub fn choose(socket: Option<&str>, url: Option<&str>) -> Endpoint {
+        match (socket, url) {
+            (Some(s), _) => Endpoint::Unix(s.into()),
+            (None, Some(u)) => Endpoint::Tcp(
+                u.trim_start_matches("http://")
+                    .trim_end_matches('/')
+                    .to_string(),
+            ),
+            (None, None) => Endpoint::Unix(crate::daemon::default_socket()),
+        }
+    }
+}
+
+/// A request's head: request line, headers, the blank line.
+fn head(
+    method: &str,
+    path: &str,
+    host: &str,
+    token: Option<&str>,
+    close: bool,
+    body: Option<(&str, &[u8])>,
+) -> String {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n");
+    if close {
+        req.push_str("Connection: close\r\n");
+    }
+    if let Some(t) = token {
+        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    if let Some((ctype, bytes)) =
+        body.or((method == "POST" || method == "PUT").then_some(("text/plain", b"")))
+    {
+        req.push_str(&format!(
+            "Content-Type: {ctype}\r\nContent-Length: {}\r\n",
+            bytes.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req
+}
+
 impl Response {
     /// The body as text.
     pub fn text(&self) -> String {
@@ -73,18 +117,8 @@ pub fn request(
         Endpoint::Unix(_) => "localhost",
         Endpoint::Tcp(a) => a.as_str(),
     };
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
-    if let Some(t) = token {
-        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
-    }
-    let (ctype, bytes) = body.unwrap_or(("text/plain", b""));
-    if body.is_some() || method == "POST" || method == "PUT" {
-        req.push_str(&format!(
-            "Content-Type: {ctype}\r\nContent-Length: {}\r\n",
-            bytes.len()
-        ));
-    }
-    req.push_str("\r\n");
+    let req = head(method, path, host, token, true, body);
+    let bytes = body.map_or(&b""[..], |b| b.1);
     let io = |e: std::io::Error| format!("talking to the daemon: {e}");
     s.write_all(req.as_bytes()).map_err(io)?;
     s.write_all(bytes).map_err(io)?;
@@ -119,15 +153,8 @@ impl Conn {
         body: Option<(&str, &[u8])>,
     ) -> Result<Response, String> {
         use std::io::BufRead;
-        let (ctype, bytes) = body.unwrap_or(("text/plain", b""));
-        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
-        if body.is_some() || method == "POST" || method == "PUT" {
-            req.push_str(&format!(
-                "Content-Type: {ctype}\r\nContent-Length: {}\r\n",
-                bytes.len()
-            ));
-        }
-        req.push_str("\r\n");
+        let req = head(method, path, "localhost", None, false, body);
+        let bytes = body.map_or(&b""[..], |b| b.1);
         let io = |e: std::io::Error| format!("talking to the daemon: {e}");
         let w = self.s.get_mut();
         w.write_all(req.as_bytes()).map_err(io)?;

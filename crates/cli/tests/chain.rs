@@ -3,20 +3,7 @@
 
 mod common;
 
-use std::process::Command;
-
-fn pronto(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .args(args)
-        .current_dir(common::root())
-        .output()
-        .expect("pronto");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+use common::{ctl, pronto};
 
 #[test]
 fn profiles_and_plans() {
@@ -120,13 +107,6 @@ fn udp_frame(dst_mac: [u8; 6], dport: u16) -> String {
     f.extend_from_slice(&ip);
     f.extend_from_slice(&u);
     f.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn ctl(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let sock = dir.join("sock");
-    let mut a = args.to_vec();
-    a.extend(["--socket", sock.to_str().expect("path")]);
-    pronto(&a)
 }
 
 /// The example chain deployed as sandboxed instances on the daemon's

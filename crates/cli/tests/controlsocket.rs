@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::ctl as cli;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -205,20 +207,6 @@ fn bad_control_sockets_are_configuration_errors() {
         err.contains("FILENAME: cannot listen on /nonexistent/dir/s: No such file or directory"),
         "{err}"
     );
-}
-
-fn cli(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .args(args)
-        .arg("--socket")
-        .arg(dir.join("sock"))
-        .output()
-        .expect("pronto");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -375,6 +375,32 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
     )
 }
 
+/// Sends the frame `gen` was prefilled with (`len` bytes) for `d`, keeping
+/// at most `window` frames in flight, and returns the frames per second
+/// `sink` received. Frames the chain lost are no longer in flight: after
+/// 2 ms without one coming out the window opens again (else losses would
+/// stop the generator for good).
+pub(super) fn drive(gen: &mut Peer, sink: &mut Peer, len: u16, window: u64, d: Duration) -> f64 {
+    let t0 = Instant::now();
+    let (mut sent, mut got) = (0u64, 0u64);
+    let mut progress = Instant::now();
+    while t0.elapsed() < d {
+        if progress.elapsed() > Duration::from_millis(2) {
+            sent = got;
+            progress = Instant::now();
+        }
+        if sent < got + window {
+            sent += gen.send_written(len, 32) as u64;
+        }
+        let n = sink.recv_discard() as u64;
+        if n > 0 {
+            got += n;
+            progress = Instant::now();
+        }
+    }
+    got as f64 / t0.elapsed().as_secs_f64()
+}
+
 /// A UDP frame of `size` bytes (at least 64) from the generator to `dst`,
 /// 10.0.0.1:1000 -> 10.0.0.2:2000, IP checksum set.
 pub(super) fn udp_frame(dst: [u8; 6], size: usize) -> Vec<u8> {
@@ -434,21 +460,9 @@ fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration) -> Result<f64, 
     let mut sink = Peer::new(sink_shm, 1024).map_err(|e| e.to_string())?;
     let f = udp_frame(hop(0), size);
     gen.prefill(&f);
-    let mut measure = |d: Duration| {
-        let t0 = Instant::now();
-        let mut got = 0u64;
-        let mut sent = 0u64;
-        while t0.elapsed() < d {
-            // Keep at most 2,048 frames in flight: the chain sets the pace.
-            if sent < got + 2048 {
-                sent += gen.send_written(size as u16, 32) as u64;
-            }
-            got += sink.recv_discard() as u64;
-        }
-        got as f64 / t0.elapsed().as_secs_f64()
-    };
-    measure(dur / 4);
-    let r = measure(dur);
+    // Keep at most 2,048 frames in flight: the chain sets the pace.
+    drive(&mut gen, &mut sink, size as u16, 2048, dur / 4);
+    let r = drive(&mut gen, &mut sink, size as u16, 2048, dur);
     for name in names {
         let _ = m.remove("default", &name);
     }

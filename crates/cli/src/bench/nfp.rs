@@ -176,31 +176,9 @@ fn measure(
     // Rate: at most 1,024 frames in flight.
     let f = (setup.frame)(entry);
     gen.prefill(&f);
-    let mut rate = |d: Duration| {
-        let t0 = Instant::now();
-        let (mut sent, mut got) = (0u64, 0u64);
-        let mut progress = Instant::now();
-        while t0.elapsed() < d {
-            // Frames the chain lost are no longer in flight: after 2 ms
-            // without one coming out, the window opens again (else losses
-            // would stop the generator for good).
-            if progress.elapsed() > Duration::from_millis(2) {
-                sent = got;
-                progress = Instant::now();
-            }
-            if sent < got + 1024 {
-                sent += gen.send_written(f.len() as u16, 32) as u64;
-            }
-            let n = sink.recv_discard() as u64;
-            if n > 0 {
-                got += n;
-                progress = Instant::now();
-            }
-        }
-        got as f64 / t0.elapsed().as_secs_f64()
-    };
-    rate(dur / 4);
-    let r = rate(dur);
+    let len = f.len() as u16;
+    super::daemon::drive(&mut gen, &mut sink, len, 1024, dur / 4);
+    let r = super::daemon::drive(&mut gen, &mut sink, len, 1024, dur);
     let mut merger = String::new();
     for i in insts.iter().filter(|i| i.role.starts_with("merger")) {
         for h in ["merged", "dropped", "timeouts", "late"] {

@@ -182,3 +182,26 @@ pub fn start_daemon(dir: &Path) -> Daemon {
     std::thread::spawn(move || for _ in lines {});
     Daemon { child, tcp }
 }
+
+/// Runs `pronto ARGS` in the repository root: (success, stdout, stderr).
+pub fn pronto(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("pronto");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// `pronto ARGS --socket DIR/sock`: a command for the daemon
+/// [`start_daemon`] started in `dir`.
+pub fn ctl(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let sock = dir.join("sock");
+    let mut a = args.to_vec();
+    a.extend(["--socket", sock.to_str().expect("path")]);
+    pronto(&a)
+}
