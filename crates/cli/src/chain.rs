@@ -365,6 +365,10 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             .file_stem()
             .map_or("chain".into(), |s| s.to_string_lossy().into_owned())
     });
+    let (plan, notes) = pronto_policy::deploy::mergeable(&plan);
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
     let insts =
         pronto_policy::deploy::instances(&plan, &bodies, &prefix, o.chain, out_mac, o.mergers)?;
     if o.dry_run {

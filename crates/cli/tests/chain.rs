@@ -77,6 +77,72 @@ fn a_chain_run_in_parallel_gives_the_sequential_packets() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A parallel group with an NF that adds a header: the merged packet is
+/// the tunnel's version, the same as the sequential chain's.
+#[test]
+fn a_tunnel_beside_its_readers_gives_the_sequential_packets() {
+    let dir = common::scratch("chain-tunnel");
+    let mut outs = Vec::new();
+    for extra in [None, Some("--sequential")] {
+        let out = dir.join(format!(
+            "{}.pcap",
+            if extra.is_some() { "seq" } else { "par" }
+        ));
+        let mut args = vec![
+            "chain",
+            "run",
+            "examples/chains/tunnel.nfp",
+            "--trace",
+            "examples/ids.pcap",
+            "--out",
+            out.to_str().expect("path"),
+            "--stats",
+        ];
+        args.extend(extra);
+        let (ok, stats, err) = pronto(&args);
+        assert!(ok, "{err}");
+        assert!(!err.contains("runs in sequence"), "{err}");
+        if extra.is_none() {
+            // 166 frames; the tunnel drops the 2 that are not IPv4.
+            for line in [
+                "nfp_merge1.merged 164\n",
+                "nfp_merge1.dropped 2\n",
+                "nfp_merge1.unmergeable 0\n",
+                "tunnel/c.count 164\n",
+            ] {
+                assert!(stats.contains(line), "{line}{stats}");
+            }
+        }
+        outs.push(std::fs::read(&out).expect("output"));
+    }
+    assert!(
+        outs[0] == outs[1],
+        "the parallel graph's packets differ from the sequential chain's"
+    );
+    // Every packet left with the tunnel's 20-byte IPv4 header (protocol 4
+    // at byte 23 of the frame).
+    let input = std::fs::read(common::root().join("examples/ids.pcap")).expect("trace");
+    let frames = |pcap: &[u8]| -> Vec<Vec<u8>> {
+        let mut v = Vec::new();
+        let mut at = 24;
+        while at + 16 <= pcap.len() {
+            let n = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().expect("4")) as usize;
+            v.push(pcap[at + 16..at + 16 + n].to_vec());
+            at += 16 + n;
+        }
+        v
+    };
+    let (inp, out) = (frames(&input), frames(&outs[0]));
+    assert_eq!(out.len(), 164);
+    let ipv4: Vec<&Vec<u8>> = inp.iter().filter(|f| f[12..14] == [8, 0]).collect();
+    for (o, i) in out.iter().zip(ipv4) {
+        assert_eq!(o.len(), i.len() + 20);
+        assert_eq!(o[23], 4, "IP-in-IP");
+        assert_eq!(o[34..], i[14..], "the inner packet unchanged");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn sum(data: &[u8]) -> u32 {
     data.chunks(2)
         .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
@@ -224,6 +290,75 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     );
     assert_eq!(read("run-fw", "nf/c.count"), 110);
     assert_eq!(read("run-nat", "nf/rw.nmappings"), 1);
+    // A chain whose parallel group adds a header (chain 2, beside the
+    // first): its merger sends on the tunnel's version of each packet.
+    let sink2 = file(
+        "sink2.click",
+        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
+    );
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "create",
+            "sink2",
+            "--config",
+            &sink2,
+            "--iface",
+            "eth0=02:00:00:00:99:02",
+        ],
+    );
+    assert!(ok, "{err}");
+    let (ok, out, err) = ctl(
+        &dir,
+        &[
+            "chain",
+            "apply",
+            "examples/chains/tunnel.nfp",
+            "--out",
+            "02:00:00:00:99:02",
+            "--chain",
+            "2",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(!err.contains("runs in sequence"), "{err}");
+    assert!(out.contains("send frames to 02:4e:02:00:00:00"), "{out}");
+    let src2 = file(
+        "src2.click",
+        &format!(
+            "RatedSource(DATA \\<{}>, RATE 1000, LIMIT 50, STOP false) -> Queue -> ToDevice(eth0);\n",
+            udp_frame([0x02, 0x4e, 0x02, 0, 0, 0], 53)
+        ),
+    );
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "create",
+            "src2",
+            "--config",
+            &src2,
+            "--iface",
+            "eth0=02:00:00:00:98:02",
+        ],
+    );
+    assert!(ok, "{err}");
+    let t0 = std::time::Instant::now();
+    while read("sink2", "c.count") < 50 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "sink2 {} merged {}",
+            read("sink2", "c.count"),
+            read("tunnel-merge0", "nfp_merge.merged")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(read("sink2", "c.count"), 50);
+    // 50-byte frames, each 20 bytes longer with the tunnel's header.
+    assert_eq!(read("sink2", "c.byte_count"), 50 * 70);
+    assert_eq!(read("tunnel-merge0", "nfp_merge.merged"), 50);
+    assert_eq!(read("tunnel-monitor", "nf/udp.count"), 50);
+    assert_eq!(read("tunnel-count", "nf/c.byte_count"), 50 * 50);
     // A policy naming a running instance: its profile comes from the
     // instance's configuration, read from the daemon.
     let pol = file(
@@ -236,7 +371,7 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     let (ok, out, err) = ctl(&dir, &["chain", "plan", &pol]);
     assert!(ok, "{err}");
     assert!(
-        out.contains("  sink  reads: -; writes: -; drops: yes; adds/removes headers: no\n"),
+        out.contains("  sink  reads: other; writes: -; drops: yes; adds/removes headers: no\n"),
         "{out}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -35,7 +35,8 @@
 //!   everything.
 //! * **Add/remove header.** If A adds or removes headers, every field B
 //!   reads or writes moves (or becomes the inner packet's): sequential,
-//!   unless B touches no field and reshapes nothing itself. If B reshapes,
+//!   unless B reads nothing at all (not even the length, as a byte counter
+//!   does: `other`) and reshapes nothing itself. If B reshapes,
 //!   A's reads need a copy that B's header change does not move (the
 //!   merger's output takes B's layout); if A writes a field, the merger
 //!   could not put A's value into B's re-framed packet (and in the
@@ -180,6 +181,7 @@ impl fmt::Display for Reason {
 
 /// Analyses `order(A, before, B)` for NFs with profiles `a` and `b`.
 pub fn analyse(a: &Profile, b: &Profile) -> Parallelism {
+    let b_reads_anything = !b.reads.union(b.writes).is_empty();
     let (a, b) = (a.analysed(), b.analysed());
     for f in Field::ANALYSED {
         if a.access(f).writes() && b.access(f).reads() {
@@ -193,7 +195,10 @@ pub fn analyse(a: &Profile, b: &Profile) -> Parallelism {
             reason: Reason::EarlierDrops,
         };
     }
-    if a.reshapes && (b.reshapes || !b.touched().is_empty()) {
+    // B's every read sees A's new headers, even one of the length alone
+    // (a byte counter): only an NF that reads and writes nothing at all
+    // runs beside an earlier reshaper.
+    if a.reshapes && (b.reshapes || b_reads_anything) {
         return Parallelism::Sequential {
             reason: Reason::EarlierReshapes,
         };
@@ -405,6 +410,11 @@ mod tests {
         assert_eq!(
             analyse(&reshaper, &Profile::NONE.dropping()),
             Parallelism::ParallelNoCopy
+        );
+        // A byte counter reads the length the reshaper changes.
+        assert_eq!(
+            analyse(&reshaper, &Profile::reading(&[Field::Other])),
+            seq(Reason::EarlierReshapes)
         );
         // B reshapes: A's reads need a copy, A's writes are sequential.
         assert_eq!(

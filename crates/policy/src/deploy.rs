@@ -16,7 +16,7 @@
 
 use std::fmt::Write as _;
 
-use crate::graph::{Forward, HopDelivery, Node, Plan, Stage, Target};
+use crate::graph::{Forward, Group, HopDelivery, Node, Plan, Stage, Target};
 use crate::profile::Field;
 
 /// One instance to create.
@@ -74,6 +74,97 @@ fn mac(chain: u8, kind: u8, index: usize) -> String {
     )
 }
 
+/// The NFs of `stages`, in graph order.
+fn nfs_in(stages: &[Stage], out: &mut Vec<usize>) {
+    for s in stages {
+        match s {
+            Stage::Nf(i) => out.push(*i),
+            Stage::Parallel(g) => g.branches.iter().for_each(|b| nfs_in(&b.stages, out)),
+        }
+    }
+}
+
+/// Why the merger could not join group `g`'s versions across instances,
+/// if it could not: every branch but the base sends a full copy, and the
+/// merger takes addresses and ports from a copy but no other header field.
+fn unmergeable(plan: &Plan, g: &Group) -> Option<String> {
+    let Some(m) = plan.merges.iter().find(|m| m.group == g.id) else {
+        return Some("it has no merge table entry".into());
+    };
+    for (b, br) in g.branches.iter().enumerate() {
+        if b == m.base {
+            continue;
+        }
+        let mut v = Vec::new();
+        nfs_in(&br.stages, &mut v);
+        if let Some(&nf) = v
+            .iter()
+            .find(|&&nf| plan.nfs[nf].profile.writes.contains(Field::Other))
+        {
+            return Some(format!(
+                "{} writes header fields other than addresses and ports off the merged \
+                 version, which the merger does not take",
+                plan.nfs[nf].name
+            ));
+        }
+    }
+    None
+}
+
+/// `plan` with every parallel group whose versions the merger could not
+/// join across instances run in sequence instead (in policy order), and a
+/// note for each saying why.
+pub fn mergeable(plan: &Plan) -> (Plan, Vec<String>) {
+    fn walk(plan: &Plan, order: &[usize], stages: &[Stage], notes: &mut Vec<String>) -> Vec<Stage> {
+        let mut out = Vec::new();
+        for s in stages {
+            match s {
+                Stage::Nf(i) => out.push(Stage::Nf(*i)),
+                Stage::Parallel(g) => match unmergeable(plan, g) {
+                    Some(why) => {
+                        let mut v = Vec::new();
+                        nfs_in(&[Stage::Parallel(g.clone())], &mut v);
+                        let names: Vec<&str> = order
+                            .iter()
+                            .filter(|i| v.contains(i))
+                            .map(|&i| plan.nfs[i].name.as_str())
+                            .collect();
+                        notes.push(format!(
+                            "group {} ({}) runs in sequence: {why}",
+                            g.id,
+                            names.join(", ")
+                        ));
+                        out.extend(
+                            order
+                                .iter()
+                                .filter(|i| v.contains(i))
+                                .map(|&i| Stage::Nf(i)),
+                        );
+                    }
+                    None => {
+                        let mut g = g.clone();
+                        for b in &mut g.branches {
+                            b.stages = walk(plan, order, &b.stages, notes);
+                        }
+                        out.push(Stage::Parallel(g));
+                    }
+                },
+            }
+        }
+        out
+    }
+    let order = crate::emit::sequential_order(plan);
+    let mut notes = Vec::new();
+    let mut p = plan.clone();
+    p.graph.stages = walk(plan, &order, &plan.graph.stages, &mut notes);
+    if !notes.is_empty() {
+        let kept: Vec<usize> = p.graph.groups().iter().map(|g| g.id).collect();
+        p.merges.retain(|m| kept.contains(&m.group));
+        p.forwarding = crate::tables::forwarding(&p.graph);
+    }
+    (p, notes)
+}
+
 /// The instances that run `plan` on the switch. `bodies[i]` is the
 /// compound body of `plan.nfs[i]`; `prefix` names the instances; `chain`
 /// tells this chain's MAC addresses from another's; packets leave for
@@ -96,10 +187,14 @@ pub fn instances(
             bodies.len()
         ));
     }
-    if let Some(m) = plan.merges.iter().find(|m| m.layout.is_some()) {
+    if let Some((g, why)) = plan
+        .graph
+        .groups()
+        .iter()
+        .find_map(|g| unmergeable(plan, g).map(|w| (g.id, w)))
+    {
         return Err(format!(
-            "parallel group {} adds or removes headers, which the merger does not join yet",
-            m.group
+            "parallel group {g} cannot be merged ({why}); run the plan through `mergeable` first"
         ));
     }
     let (nf_at, group_at) = enclosing(plan);
@@ -272,6 +367,10 @@ pub fn instances(
         }
         let mut args = inputs.join(", ");
         args.push_str(", TIMEOUT 10ms");
+        if m.layout.is_some() {
+            // The output has the reshaping branch's headers.
+            let _ = write!(args, ", BASE {}", m.base);
+        }
         if prio.iter().any(|&p| p != 0) {
             let p: Vec<String> = prio.iter().map(i32::to_string).collect();
             let _ = write!(args, ", PRIORITY {}", p.join(" "));

@@ -196,13 +196,9 @@ impl Emitter<'_> {
         let Some(merge) = self.plan.merges.iter().find(|m| m.group == g.id) else {
             return self.in_sequence(g, from, "it has no merge table entry".into());
         };
-        if merge.layout.is_some() {
-            return self.in_sequence(
-                g,
-                from,
-                "an NF in it adds or removes headers, which the merger does not join yet".into(),
-            );
-        }
+        // The branch that adds or removes headers: the output is its
+        // version.
+        let layout = merge.layout.map(|l| l.0);
         let branch_of = |nf: usize| {
             g.branches.iter().position(|b| {
                 let mut v = Vec::new();
@@ -234,9 +230,16 @@ impl Emitter<'_> {
                 .iter()
                 .any(|&nf| self.plan.nfs[nf].profile.drops)
         };
-        let mut kept_dropper = false;
+        // The reshaping branch needs a version of its own (not headers
+        // alone); sharing the packet, it runs last, as the dropper would.
+        if let Some(l) = layout {
+            if delivery[l] == Delivery::Copy(CopyKind::HeaderOnly) {
+                delivery[l] = Delivery::Copy(CopyKind::Full);
+            }
+        }
+        let mut kept_dropper = layout.is_some_and(|l| delivery[l] == Delivery::Packet);
         let sharing_droppers: Vec<usize> = (0..g.branches.len())
-            .filter(|&b| delivery[b] == Delivery::Packet && drops(b))
+            .filter(|&b| delivery[b] == Delivery::Packet && drops(b) && Some(b) != layout)
             .collect();
         for b in sharing_droppers {
             if !kept_dropper {
@@ -253,35 +256,12 @@ impl Emitter<'_> {
                 CopyKind::HeaderOnly
             });
         }
-        // An NF on a copy that writes header fields the merger does not
-        // take would lose them.
-        for (b, br) in g.branches.iter().enumerate() {
-            if delivery[b] == Delivery::Packet {
-                continue;
-            }
-            let mut v = Vec::new();
-            nfs_of(&br.stages, &mut v);
-            if let Some(&nf) = v
-                .iter()
-                .find(|&&nf| self.plan.nfs[nf].profile.writes.contains(Field::Other))
-            {
-                let why = format!(
-                    "{} writes header fields other than addresses and ports on a copy, which the merger does not take",
-                    self.name(nf)
-                );
-                return self.in_sequence(g, from, why);
-            }
-        }
-        self.copies += 1;
-        let k = self.copies;
-        let cp = format!("nfp_copy{k}");
-        let m = format!("nfp_merge{k}");
         // Input 0: the packet itself, through every sharing branch.
         let mut shared: Vec<usize> = (0..g.branches.len())
             .filter(|&b| delivery[b] == Delivery::Packet)
             .collect();
-        // The dropping one last.
-        shared.sort_by_key(|&b| drops(b));
+        // The dropping (or reshaping) one last.
+        shared.sort_by_key(|&b| Some(b) == layout || drops(b));
         let shared: Vec<&Branch> = shared.iter().map(|&b| &g.branches[b]).collect();
         let copied: Vec<usize> = (0..g.branches.len())
             .filter(|&b| delivery[b] != Delivery::Packet)
@@ -298,6 +278,40 @@ impl Emitter<'_> {
             );
             input_of[b] = j + 1;
         }
+        // The input whose version the output is built on: the reshaper's,
+        // else the payload owner's, else the original.
+        let base = match layout {
+            Some(l) => input_of[l],
+            None => merge
+                .fields
+                .iter()
+                .find(|o| o.field == Field::Payload)
+                .map_or(0, |o| input_of[o.branch]),
+        };
+        // An NF off the base version that writes header fields the merger
+        // does not take would lose them.
+        for (b, br) in g.branches.iter().enumerate() {
+            if input_of[b] == base {
+                continue;
+            }
+            let mut v = Vec::new();
+            nfs_of(&br.stages, &mut v);
+            if let Some(&nf) = v
+                .iter()
+                .find(|&&nf| self.plan.nfs[nf].profile.writes.contains(Field::Other))
+            {
+                let why = format!(
+                    "{} writes header fields other than addresses and ports off the merged \
+                     version, which the merger does not take",
+                    self.name(nf)
+                );
+                return self.in_sequence(g, from, why);
+            }
+        }
+        self.copies += 1;
+        let k = self.copies;
+        let cp = format!("nfp_copy{k}");
+        let m = format!("nfp_merge{k}");
         let mut fields: Vec<Vec<&'static str>> = vec![Vec::new(); kinds.len()];
         for o in &merge.fields {
             if o.field == Field::Other {
@@ -334,6 +348,9 @@ impl Emitter<'_> {
             .collect();
         let mut args = inputs.join(", ");
         let _ = write!(args, ", TIMEOUT {}", self.timeout);
+        if layout.is_some() {
+            let _ = write!(args, ", BASE {base}");
+        }
         if prio.iter().any(|&p| p != 0) {
             let p: Vec<String> = prio.iter().map(i32::to_string).collect();
             let _ = write!(args, ", PRIORITY {}", p.join(" "));

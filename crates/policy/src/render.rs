@@ -165,13 +165,8 @@ impl Plan {
             );
         }
         match m.layout {
-            Some((b, nf)) => {
-                let _ = write!(
-                    s,
-                    "; headers as {} ({}) added/removed them",
-                    branch(b),
-                    self.name(nf)
-                );
+            Some((_, nf)) => {
+                let _ = write!(s, "; headers as {} added or removed them", self.name(nf));
             }
             None => s.push_str("; headers unchanged"),
         }

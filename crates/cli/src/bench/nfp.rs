@@ -112,6 +112,7 @@ fn measure(
             _ => Err(format!("{tag}: NF {} is not a click(...) NF", nf.name)),
         })
         .collect::<Result<_, _>>()?;
+    let (plan, _) = pronto_policy::deploy::mergeable(&plan);
     let insts = pronto_policy::deploy::instances(
         &plan,
         &bodies,

@@ -587,5 +587,80 @@ mod tests {
             err("orig, full, PRIORITY 1", 2),
             "PRIORITY: one integer per input (2), found `1`"
         );
+        assert_eq!(
+            err("orig, full, BASE 2", 2),
+            "BASE: an input from 0 to 1, found `2`"
+        );
+        assert_eq!(
+            err("orig, header, BASE 1", 2),
+            "BASE: input 1 is a header-only copy, which cannot be the output's base"
+        );
+        assert_eq!(
+            err("orig payload, full, BASE 1", 2),
+            "BASE: the output's payload is input 1's, but INPUT0 owns it"
+        );
+    }
+
+    #[test]
+    fn the_base_input_gives_the_output_its_headers() {
+        // Input 1 encapsulated its version in a new outer IPv4 header
+        // (IP-in-IP, 20 bytes more); input 0 only read the original. The
+        // output is input 1's version, whatever owns the payload.
+        let pool = Pool::new(8).expect("pool");
+        let mut m = merge("orig, full payload, BASE 1", 2);
+        let inner = udp([10, 0, 0, 1], 1000, [10, 0, 0, 2], 53, b"hello");
+        let mut outer = inner[..14].to_vec();
+        let mut ip = inner[14..34].to_vec();
+        ip[9] = 4;
+        ip[2..4].copy_from_slice(&((inner.len() - 14 + 20) as u16).to_be_bytes());
+        outer.extend_from_slice(&ip);
+        outer.extend_from_slice(&inner[14..]);
+        let mut ctrl = Control::default();
+        t::push_at(
+            m.as_mut(),
+            &pool,
+            0,
+            vec![tagged(&pool, &inner, 1)],
+            1,
+            1,
+            &mut ctrl,
+        );
+        let out = t::push_at(
+            m.as_mut(),
+            &pool,
+            1,
+            vec![tagged(&pool, &outer, 1)],
+            1,
+            1,
+            &mut ctrl,
+        );
+        assert_eq!(t::bytes(&out[0]), vec![outer.clone()]);
+        drop(out);
+        // When the base branch dropped a packet a higher priority passed,
+        // the packet leaves as the other version.
+        let mut m = merge("orig, full, BASE 1, PRIORITY 1 0", 2);
+        let out = t::push_at(
+            m.as_mut(),
+            &pool,
+            0,
+            vec![tagged(&pool, &inner, 1), tagged(&pool, &inner, 2)],
+            1,
+            1,
+            &mut ctrl,
+        );
+        assert!(out[0].is_empty(), "both wait for input 1");
+        drop(out);
+        let out = t::push_at(
+            m.as_mut(),
+            &pool,
+            1,
+            vec![tagged(&pool, &outer, 2)],
+            1,
+            1,
+            &mut ctrl,
+        );
+        assert_eq!(t::bytes(&out[0]), vec![inner.clone(), outer]);
+        drop(out);
+        assert_eq!(pool.available(), 8, "every version was freed");
     }
 }

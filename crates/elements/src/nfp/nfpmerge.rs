@@ -49,6 +49,10 @@ struct Entry {
 /// Merges packet versions (see [`NfpMerge::SPEC`]).
 pub struct NfpMerge {
     inputs: Vec<Input>,
+    /// The input whose version is the output's base when it delivered one
+    /// (the branch that adds or removes headers: the output has its
+    /// layout).
+    base: Option<usize>,
     all: u32,
     offset: usize,
     timeout: i64,
@@ -82,10 +86,10 @@ impl NfpMerge {
     pub const SPEC: Spec = Spec::new("NFPMerge")
         .ports("1-/1")
         .processing("h/h")
-        .keywords(&["TIMEOUT", "WINDOW", "OFFSET", "PRIORITY"])
+        .keywords(&["TIMEOUT", "WINDOW", "OFFSET", "PRIORITY", "BASE"])
         .profile(ActionProfile::NONE.dropping())
         .doc(
-            "NFPMerge(INPUT0, INPUT1, ... [, TIMEOUT, WINDOW, OFFSET, PRIORITY])\n\n\
+            "NFPMerge(INPUT0, INPUT1, ... [, TIMEOUT, WINDOW, OFFSET, PRIORITY, BASE])\n\n\
              Joins the versions of each packet a parallel group's branches made (one\n\
              input per branch, packets tagged by NFPTag). Each INPUT is `KIND [FIELD...]`:\n\
              KIND is `orig`, `full` or `header` (what NFPCopy sent that branch), the\n\
@@ -94,10 +98,13 @@ impl NfpMerge {
              branch delivered its version or moved past it (a branch keeps order, so it\n\
              dropped it), or after TIMEOUT (default 10ms; counted), in id order. A\n\
              packet a branch dropped is dropped, unless a branch of strictly higher\n\
-             PRIORITY (one integer per input, default all 0) passed it. The base is the\n\
-             payload owner's version, else the original, else a full copy; header\n\
-             fields are copied into it with incremental checksum updates. IPv4 starts\n\
-             at OFFSET (default 14). WINDOW (default 4096, a power of two) bounds the\n\
+             PRIORITY (one integer per input, default all 0) passed it. The base is\n\
+             input BASE's version when it has one (the branch that adds or removes\n\
+             headers: the output has its layout), else the payload owner's, else the\n\
+             original, else a full copy; header fields are copied into it with\n\
+             incremental checksum updates (a version whose IPv4 header is not where\n\
+             the base has it is counted unmergeable). IPv4 starts at OFFSET (default\n\
+             14). WINDOW (default 4096, a power of two) bounds the\n\
              packets in flight.\n\n\
              Ports: 1 or more push inputs, 1 push output.\n\
              Handlers:\n  \
@@ -117,6 +124,7 @@ impl NfpMerge {
         let window: usize = a.read_or("WINDOW", 4096usize)?;
         let offset: usize = a.read_or("OFFSET", 14usize)?;
         let priority: Option<String> = a.read("PRIORITY")?;
+        let base: Option<usize> = a.read("BASE")?;
         let specs = a.rest();
         a.finish()?;
         if specs.len() != ctx.ninputs {
@@ -192,6 +200,32 @@ impl NfpMerge {
                 priority: prios[i],
             });
         }
+        if let Some(b) = base {
+            match inputs.get(b) {
+                None => {
+                    return Err(ConfigError::new(format!(
+                        "BASE: an input from 0 to {}, found `{b}`",
+                        inputs.len() - 1
+                    )))
+                }
+                Some(i) if i.header_only => {
+                    return Err(ConfigError::new(format!(
+                        "BASE: input {b} is a header-only copy, which cannot be the output's base"
+                    )))
+                }
+                Some(i) => {
+                    if let Some(k) = inputs
+                        .iter()
+                        .position(|x| x.fields.contains(&Field::Payload))
+                        .filter(|&k| k != b && !i.fields.contains(&Field::Payload))
+                    {
+                        return Err(ConfigError::new(format!(
+                            "BASE: the output's payload is input {b}'s, but INPUT{k} owns it"
+                        )));
+                    }
+                }
+            }
+        }
         if payload_owners > 1 {
             return Err(ConfigError::new(
                 "the payload has one owner; found it given to several inputs",
@@ -206,6 +240,7 @@ impl NfpMerge {
             })
             .collect::<Vec<_>>();
         Ok(Box::new(NfpMerge {
+            base,
             all: if n == 32 { u32::MAX } else { (1u32 << n) - 1 },
             inputs,
             offset,
@@ -291,12 +326,16 @@ impl NfpMerge {
             self.clear(slot);
             return false;
         }
-        // The base: the payload owner's version, else the original, else
-        // the highest priority full copy.
+        // The base: BASE's version, else the payload owner's, else the
+        // original, else the highest priority full copy.
         let present = |k: usize| got & (1 << k) != 0;
         let n = self.inputs.len();
-        let base = (0..n)
-            .find(|&k| present(k) && self.inputs[k].fields.contains(&Field::Payload))
+        let base = self
+            .base
+            .filter(|&k| present(k))
+            .or_else(|| {
+                (0..n).find(|&k| present(k) && self.inputs[k].fields.contains(&Field::Payload))
+            })
             .or_else(|| (0..n).find(|&k| present(k) && self.inputs[k].orig))
             .or_else(|| {
                 (0..n)

@@ -3,7 +3,10 @@
 use pronto_packet::Batch;
 
 use super::shared::format_g12;
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec};
+use crate::{
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    FIELD_OTHER,
+};
 
 /// Passes packets unchanged, counting packets and bytes and measuring the
 /// average rate between the first and the latest packet.
@@ -23,7 +26,8 @@ impl AverageCounter {
         .ports("1/1")
         .processing("a/a")
         .keywords(&["IGNORE"])
-        .profile(ActionProfile::NONE)
+        // Counts bytes: observes the length, which added or removed headers change.
+        .profile(ActionProfile::reads(FIELD_OTHER))
         .doc(
             "AverageCounter([IGNORE])\n\n\
              Passes packets unchanged, counting them and measuring their rate as\n\

@@ -5,7 +5,8 @@ use pronto_packet::{Batch, Packet};
 
 use super::shared::{unparse_real2, RateEwma};
 use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
+    Spec, FIELD_OTHER,
 };
 
 /// Fractional bits of the rate average (Click's `RateEWMA` scale).
@@ -26,7 +27,8 @@ impl BandwidthMeter {
     pub const SPEC: Spec = Spec::new("BandwidthMeter")
         .ports("1/2-")
         .processing("h/h")
-        .profile(ActionProfile::NONE)
+        // Counts bytes: observes the length, which added or removed headers change.
+        .profile(ActionProfile::reads(FIELD_OTHER))
         .doc(
             "BandwidthMeter(RATE1, RATE2, ..., RATEn)\n\n\
              Measures the arrival rate in bytes per second with an exponentially\n\

@@ -2,7 +2,7 @@
 //! and the rest to output 1.
 
 use super::ratedsplitter::RatedSplitter;
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec};
+use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec, FIELD_OTHER};
 
 /// Splits a packet stream by bandwidth.
 pub struct BandwidthRatedSplitter;
@@ -13,7 +13,8 @@ impl BandwidthRatedSplitter {
         .ports("1/1-2")
         .processing("h/h")
         .keywords(&["RATE", "BURST_DURATION", "BURST_BYTES"])
-        .profile(ActionProfile::NONE)
+        // Counts bytes: observes the length, which added or removed headers change.
+        .profile(ActionProfile::reads(FIELD_OTHER))
         .doc(
             "BandwidthRatedSplitter(RATE [, KEYWORDS])\n\n\
              Sends packets out output 0 at up to RATE (a bandwidth) and the\n\

@@ -2,7 +2,7 @@
 //! them on.
 
 use super::ratedunqueue::RatedUnqueue;
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec};
+use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec, FIELD_OTHER};
 
 /// A pull-to-push converter limited to RATE bytes per second.
 pub struct BandwidthRatedUnqueue;
@@ -13,7 +13,8 @@ impl BandwidthRatedUnqueue {
         .ports("1/1")
         .processing("l/h")
         .keywords(&["RATE", "BURST_DURATION", "BURST_BYTES"])
-        .profile(ActionProfile::NONE)
+        // Counts bytes: observes the length, which added or removed headers change.
+        .profile(ActionProfile::reads(FIELD_OTHER))
         .doc(
             "BandwidthRatedUnqueue(RATE [, KEYWORDS])\n\n\
              Pulls packets at RATE bytes per second (a bandwidth such as\n\

@@ -2,7 +2,7 @@
 //! path.
 
 use super::shaper::Shaper;
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec};
+use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec, FIELD_OTHER};
 
 /// A pull shaper counting bytes.
 pub struct BandwidthShaper;
@@ -13,7 +13,8 @@ impl BandwidthShaper {
         .ports("1/1-2")
         .processing("l/l")
         .keywords(&["RATE"])
-        .profile(ActionProfile::NONE)
+        // Counts bytes: observes the length, which added or removed headers change.
+        .profile(ActionProfile::reads(FIELD_OTHER))
         .doc(
             "BandwidthShaper(RATE)\n\n\
              A pull element that lets at most RATE (a bandwidth) through: a\n\

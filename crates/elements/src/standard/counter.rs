@@ -3,7 +3,10 @@
 use pronto_packet::Batch;
 
 use super::shared::{unparse_real2, RateEwma};
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec};
+use crate::{
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    FIELD_OTHER,
+};
 
 /// A `COUNT_CALL`/`BYTE_COUNT_CALL` trigger.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +52,8 @@ impl Counter {
         .ports("1/1")
         .processing("a/a")
         .keywords(&["COUNT_CALL", "BYTE_COUNT_CALL"])
-        .profile(ActionProfile::NONE)
+        // Counts bytes: observes the length, which added or removed headers change.
+        .profile(ActionProfile::reads(FIELD_OTHER))
         .doc(
             "Counter([KEYWORDS])\n\n\
              Passes packets unchanged from its input to its output, keeping the\n\
