@@ -3,6 +3,7 @@
 //! and a chain run in one process, sequentially or as its compiled
 //! parallel graph.
 
+use pronto_policy::deploy::NfBody;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -31,7 +32,10 @@ Usage:
         (classifier), each NF and each merger, on the switch; packets sent to the
         entry's MAC (printed) leave for MAC; --mergers N: N merger instances per
         parallel group, sharing its packets; --dry-run prints the configurations;
-        remove the instances with `pronto rm PREFIX-...`
+        remove the instances with `pronto rm PREFIX-...`. An instance(\"NAME\") NF
+        (one interface, with a fixed MAC) is rewired in place: its configuration
+        gets the chain's tag handling around FromDevice/ToDevice, and its elements
+        keep their state; `pronto config NAME FILE` gives it its own back
 
 In a chain that runs, every NF is click(\"FILE\") whose file is a compound
 element body: `input -> ... -> output;` (see examples/chains/nf/).";
@@ -216,32 +220,89 @@ fn endpoint(o: &Opts) -> crate::http::Endpoint {
 /// from their configurations, read from the daemon.
 fn compile(path: &str, o: &Opts) -> Result<Plan, String> {
     let mut policy = pronto_policy::load(Path::new(path)).map_err(|e| e.to_string())?;
-    if policy
+    resolve_running(&mut policy, o)?;
+    policy.compile().map_err(|e| e.to_string())
+}
+
+/// Reads every `instance("NAME")` NF's instance from the daemon: its
+/// profile goes into `policy`, and what a chain needs to rewire it is
+/// returned (by NF name).
+fn resolve_running(policy: &mut Policy, o: &Opts) -> Result<Vec<(String, NfBody)>, String> {
+    let wanted: Vec<(String, String)> = policy
         .nfs
         .iter()
-        .any(|n| matches!(n.source, NfSource::Instance { .. }))
-    {
-        let ep = endpoint(o);
-        policy
-            .resolve_instances(|name| {
-                let r = crate::http::request(
-                    &ep,
-                    o.token.as_deref(),
-                    "GET",
-                    &format!("/v1/instances/{name}"),
-                    None,
-                )?;
-                if r.status >= 400 {
-                    return Err(r.error());
-                }
-                let v: serde_json::Value = serde_json::from_slice(&r.body)
-                    .map_err(|e| format!("the daemon sent bad JSON: {e}"))?;
-                let config = v["config"].as_str().unwrap_or_default();
-                pronto_policy::profile_of_click_text(name, config)
-            })
-            .map_err(|e| e.to_string())?;
+        .filter_map(|n| match &n.source {
+            NfSource::Instance { name } => Some((n.name.clone(), name.clone())),
+            _ => None,
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(Vec::new());
     }
-    policy.compile().map_err(|e| e.to_string())
+    let ep = endpoint(o);
+    let mut found: Vec<(String, NfBody)> = Vec::new();
+    policy
+        .resolve_instances(|name| {
+            let r = crate::http::request(
+                &ep,
+                o.token.as_deref(),
+                "GET",
+                &format!("/v1/instances/{name}"),
+                None,
+            )?;
+            if r.status >= 400 {
+                return Err(r.error());
+            }
+            let v: serde_json::Value = serde_json::from_slice(&r.body)
+                .map_err(|e| format!("the daemon sent bad JSON: {e}"))?;
+            let config = v["config"].as_str().unwrap_or_default().to_string();
+            let profile = pronto_policy::profile_of_click_text(name, &config)?;
+            let ifaces = v["interfaces"].as_array().cloned().unwrap_or_default();
+            let running = match ifaces.as_slice() {
+                [one] => match (one["name"].as_str(), one["mac"].as_str()) {
+                    (Some(iface), Some(mac)) => Ok(NfBody::Running {
+                        name: name.to_string(),
+                        config,
+                        iface: iface.to_string(),
+                        mac: mac.to_string(),
+                    }),
+                    (Some(iface), None) => Err(format!(
+                        "instance {name}: its {iface} has no fixed MAC address, which a chain \
+                         sends to (recreate it with --iface {iface}=MAC)"
+                    )),
+                    _ => Err(format!(
+                        "instance {name}: the daemon sent an interface without a name"
+                    )),
+                },
+                more => Err(format!(
+                    "instance {name} has {} interfaces; a chain NF has one, on which frames \
+                     come in and go out",
+                    more.len()
+                )),
+            };
+            for (nf, inst) in &wanted {
+                if inst == name {
+                    found.push((nf.clone(), running.clone()?));
+                }
+            }
+            Ok(profile)
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(found)
+}
+
+/// The compound body of NF `nf`, read from its Click file `path`.
+fn compound_body(policy: &Policy, nf: &str, path: &str) -> Result<String, String> {
+    let p = policy.base_dir.join(path);
+    let text =
+        std::fs::read_to_string(&p).map_err(|e| format!("NF `{nf}`: {}: {e}", p.display()))?;
+    if !text.contains("input") || !text.contains("output") {
+        return Err(format!(
+            "{}: a chain NF is a compound element body (`input -> ... -> output;`)",
+            p.display()
+        ));
+    }
+    Ok(text)
 }
 
 /// The NFs' compound bodies, read from their Click files.
@@ -254,21 +315,13 @@ pub fn bodies(policy: &Policy, plan: &Plan) -> Result<Vec<String>, String> {
                 .ok_or_else(|| format!("NF `{}` is not in the policy", nf.name))?;
             let NfSource::Click { path } = &decl.source else {
                 return Err(format!(
-                    "NF `{}` has no compound Click body to run: only click(\"FILE\") NFs run \
-                     in a chain (an instance(...) NF is analysed with `pronto chain plan`, not \
-                     rewired)",
+                    "NF `{}` has no compound Click body to run in one process: only \
+                     click(\"FILE\") NFs run here (`pronto chain apply` rewires a running \
+                     instance(...) NF in place)",
                     nf.name
                 ));
             };
-            let p = policy.base_dir.join(path);
-            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-            if !text.contains("input") || !text.contains("output") {
-                return Err(format!(
-                    "{}: a chain NF is a compound element body (`input -> ... -> output;`)",
-                    p.display()
-                ));
-            }
-            Ok(text)
+            compound_body(policy, &nf.name, path)
         })
         .collect()
 }
@@ -357,9 +410,26 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
         .as_deref()
         .ok_or("apply: --out MAC is needed (where packets leave the chain)")?;
     pronto_lang::args::parse_ether(out_mac).map_err(|e| format!("--out: {e}"))?;
-    let policy = pronto_policy::load(Path::new(path)).map_err(|e| e.to_string())?;
+    let mut policy = pronto_policy::load(Path::new(path)).map_err(|e| e.to_string())?;
+    let running = resolve_running(&mut policy, o)?;
     let plan = policy.compile().map_err(|e| e.to_string())?;
-    let bodies = bodies(&policy, &plan)?;
+    let bodies = plan
+        .nfs
+        .iter()
+        .map(|nf| match running.iter().find(|(n, _)| *n == nf.name) {
+            Some((_, body)) => Ok(body.clone()),
+            None => match policy.nf(&nf.name).map(|d| &d.source) {
+                Some(NfSource::Click { path }) => {
+                    compound_body(&policy, &nf.name, path).map(NfBody::Compound)
+                }
+                _ => Err(format!(
+                    "NF `{}` has nothing to run: a chain runs click(\"FILE\") NFs and running \
+                     instance(\"NAME\") NFs",
+                    nf.name
+                )),
+            },
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let prefix = o.name.clone().unwrap_or_else(|| {
         Path::new(path)
             .file_stem()
@@ -378,20 +448,12 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
         return Ok(());
     }
     let ep = endpoint(o);
-    let mut made: Vec<String> = Vec::new();
-    // The entry last, so that nothing enters before every hop exists.
-    for i in insts.iter().rev() {
-        let body = serde_json::json!({
-            "name": i.name,
-            "config": i.config,
-            "interfaces": [{"name": "eth0", "mac": i.mac}],
-        })
-        .to_string();
-        let r = crate::http::request(
+    let call = |method: &str, path: &str, body: &str| {
+        crate::http::request(
             &ep,
             o.token.as_deref(),
-            "POST",
-            "/v1/instances",
+            method,
+            path,
             Some(("application/json", body.as_bytes())),
         )
         .and_then(|r| {
@@ -400,9 +462,27 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             } else {
                 Ok(r)
             }
-        });
+        })
+    };
+    let mut made: Vec<String> = Vec::new();
+    let mut rewired: Vec<(String, String)> = Vec::new();
+    // The entry last, so that nothing enters before every hop exists.
+    for i in insts.iter().rev() {
+        let r = if i.existing {
+            let body = serde_json::json!({ "config": i.config }).to_string();
+            call("PUT", &format!("/v1/instances/{}/config", i.name), &body)
+        } else {
+            let body = serde_json::json!({
+                "name": i.name,
+                "config": i.config,
+                "interfaces": [{"name": "eth0", "mac": i.mac}],
+            })
+            .to_string();
+            call("POST", "/v1/instances", &body)
+        };
         if let Err(e) = r {
-            // Leave nothing half made.
+            // Leave nothing half made: remove what was created, give the
+            // rewired instances their own configurations back.
             for n in &made {
                 let _ = crate::http::request(
                     &ep,
@@ -412,10 +492,24 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
                     None,
                 );
             }
-            return Err(format!("creating {} ({}): {e}", i.name, i.role));
+            for (n, old) in &rewired {
+                let body = serde_json::json!({ "config": old }).to_string();
+                let _ = call("PUT", &format!("/v1/instances/{n}/config"), &body);
+            }
+            let what = if i.existing { "rewiring" } else { "creating" };
+            return Err(format!("{what} {} ({}): {e}", i.name, i.role));
         }
-        made.push(i.name.clone());
-        println!("created {} ({}, eth0 {})", i.name, i.role, i.mac);
+        if i.existing {
+            let old = bodies.iter().find_map(|b| match b {
+                NfBody::Running { name, config, .. } if *name == i.name => Some(config.clone()),
+                _ => None,
+            });
+            rewired.push((i.name.clone(), old.unwrap_or_default()));
+            println!("rewired {} ({}, MAC {})", i.name, i.role, i.mac);
+        } else {
+            made.push(i.name.clone());
+            println!("created {} ({}, eth0 {})", i.name, i.role, i.mac);
+        }
     }
     if let Some(entry) = insts.first() {
         println!(

@@ -26,7 +26,7 @@ Usage:
   pronto create|ls|show|rm|config|read|write|stats|ports|tenant ...
                                                     manage instances through the daemon
                                                     (`pronto ls --help`)
-  pronto chain profile|plan|config|run ...          parallel service chains (NFP): profiles, the
+  pronto chain profile|plan|config|run|apply ...    parallel service chains (NFP): profiles, the
                                                     compiled graph, a chain run (`pronto chain help`)
   pronto elements [CLASS]                           list classes, or document one
   pronto completions bash|zsh                       shell completion script

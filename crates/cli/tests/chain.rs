@@ -359,6 +359,83 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     assert_eq!(read("tunnel-merge0", "nfp_merge.merged"), 50);
     assert_eq!(read("tunnel-monitor", "nf/udp.count"), 50);
     assert_eq!(read("tunnel-count", "nf/c.byte_count"), 50 * 50);
+    // A running instance as a chain NF: `chain apply` rewires it in place
+    // (chain 3: a monitor beside it, then out).
+    let fwi = file(
+        "fwi.click",
+        "FromDevice(eth0) -> c :: Counter -> Strip(14) -> CheckIPHeader\n\
+           -> f :: IPFilter(allow udp, deny all) -> Unstrip(14) -> Queue -> ToDevice(eth0);\n",
+    );
+    let sink3 = file(
+        "sink3.click",
+        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
+    );
+    for (name, cfg, mac) in [
+        ("fwi", &fwi, "02:00:00:00:97:01"),
+        ("sink3", &sink3, "02:00:00:00:99:03"),
+    ] {
+        let iface = format!("eth0={mac}");
+        let (ok, _, err) = ctl(&dir, &["create", name, "--config", cfg, "--iface", &iface]);
+        assert!(ok, "{err}");
+    }
+    let pol = file(
+        "live.nfp",
+        &format!(
+            "nf mon = click(\"{}/examples/chains/nf/monitor.click\")\nnf fw = instance(\"fwi\")\norder(mon, before, fw)\n",
+            common::root().display()
+        ),
+    );
+    let (ok, out, err) = ctl(
+        &dir,
+        &[
+            "chain",
+            "apply",
+            &pol,
+            "--out",
+            "02:00:00:00:99:03",
+            "--chain",
+            "3",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("rewired fwi (nf fw, running instance fwi rewired, MAC 02:00:00:00:97:01)"),
+        "{out}"
+    );
+    let src3 = file(
+        "src3.click",
+        &format!(
+            "RatedSource(DATA \\<{}>, RATE 1000, LIMIT 20, STOP false) -> Queue -> ToDevice(eth0);\n",
+            udp_frame([0x02, 0x4e, 0x03, 0, 0, 0], 53)
+        ),
+    );
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "create",
+            "src3",
+            "--config",
+            &src3,
+            "--iface",
+            "eth0=02:00:00:00:98:03",
+        ],
+    );
+    assert!(ok, "{err}");
+    let t0 = std::time::Instant::now();
+    while read("sink3", "c.count") < 20 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "sink3 {} fwi {} merged {}",
+            read("sink3", "c.count"),
+            read("fwi", "c.count"),
+            read("live-merge0", "nfp_merge.merged")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(read("sink3", "c.count"), 20);
+    assert_eq!(read("fwi", "c.count"), 20);
+    assert_eq!(read("live-merge0", "nfp_merge.merged"), 20);
     // A policy naming a running instance: its profile comes from the
     // instance's configuration, read from the daemon.
     let pol = file(

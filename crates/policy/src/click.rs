@@ -135,7 +135,7 @@ fn classifier_may_drop(config: &str) -> bool {
         .is_none_or(|last| last.trim() != "-")
 }
 
-fn is_known_class(class: &str) -> bool {
+pub(crate) fn is_known_class(class: &str) -> bool {
     CONTROL_CLASSES.contains(&class) || pronto_elements::registry::lookup(class).is_some()
 }
 

@@ -31,6 +31,28 @@ pub struct Instance {
     pub config: String,
     /// What it is, for messages: `classifier`, `nf NAME`, `merger N`.
     pub role: String,
+    /// A running instance to reconfigure (not one to create).
+    pub existing: bool,
+}
+
+/// What runs an NF of the chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NfBody {
+    /// A compound element body (`input -> ... -> output;`): a new
+    /// instance runs it.
+    Compound(String),
+    /// A running instance: its configuration is rewired in place (see
+    /// [`crate::rewire`]).
+    Running {
+        /// The instance's name.
+        name: String,
+        /// Its current configuration.
+        config: String,
+        /// The interface it receives and sends chain frames on.
+        iface: String,
+        /// That interface's MAC address.
+        mac: String,
+    },
 }
 
 /// A parallel group and one of its branches.
@@ -171,7 +193,7 @@ pub fn mergeable(plan: &Plan) -> (Plan, Vec<String>) {
 /// `out_mac`.
 pub fn instances(
     plan: &Plan,
-    bodies: &[String],
+    bodies: &[NfBody],
     prefix: &str,
     chain: u8,
     out_mac: &str,
@@ -182,7 +204,7 @@ pub fn instances(
     }
     if bodies.len() != plan.nfs.len() {
         return Err(format!(
-            "{} NFs but {} Click bodies",
+            "{} NFs but {} NF bodies",
             plan.nfs.len(),
             bodies.len()
         ));
@@ -202,7 +224,10 @@ pub fn instances(
     let merger_mac = |g: usize, j: usize| mac(chain, 2, g * 256 + j);
     let node_mac = |n: Node| match n {
         Node::Classifier => mac(chain, 0, 0),
-        Node::Nf(i) => mac(chain, 1, i),
+        Node::Nf(i) => match &bodies[i] {
+            NfBody::Running { mac, .. } => mac.clone(),
+            NfBody::Compound(_) => mac(chain, 1, i),
+        },
         Node::Merger(g) => merger_mac(g, 0),
     };
     let target_mac = |t: Target| match t {
@@ -304,8 +329,68 @@ pub fn instances(
         mac: node_mac(Node::Classifier),
         config: text,
         role: "classifier".into(),
+        existing: false,
     });
     for (i, nf) in plan.nfs.iter().enumerate() {
+        let body = match &bodies[i] {
+            NfBody::Compound(b) => b,
+            NfBody::Running {
+                name,
+                config,
+                iface,
+                mac,
+            } => {
+                let hops = plan
+                    .forward(Node::Nf(i))
+                    .map(|f| f.hops.clone())
+                    .unwrap_or_default();
+                let [hop] = hops.as_slice() else {
+                    return Err(format!(
+                        "NF {} (instance {name}) would send to {} next hops; a running instance \
+                         joins a chain where it sends to one (declare the NF as click(\"FILE\") \
+                         to run a new instance of it)",
+                        nf.name,
+                        hops.len()
+                    ));
+                };
+                let rewrite = |dst: &str| ("EtherRewrite", format!("SRC {mac}, DST {dst}"));
+                let egress = match hop.to {
+                    Target::Out => vec![rewrite(out_mac)],
+                    Target::Merger(g) if mergers > 1 => {
+                        return Err(format!(
+                            "NF {} (instance {name}) feeds merger {g}, which --mergers {mergers} \
+                             splits; a running instance sends to one merger",
+                            nf.name
+                        ))
+                    }
+                    Target::Merger(g) => vec![
+                        (
+                            "NFPEncap",
+                            format!("BRANCH {}", branch_into(Node::Nf(i), g)),
+                        ),
+                        rewrite(&target_mac(hop.to)),
+                    ],
+                    Target::Nf(_) => {
+                        vec![("NFPEncap", String::new()), rewrite(&target_mac(hop.to))]
+                    }
+                };
+                let config = crate::rewire::rewire(
+                    name,
+                    config,
+                    iface,
+                    &[("NFPDecap", String::new())],
+                    &egress,
+                )?;
+                out.push(Instance {
+                    name: name.clone(),
+                    mac: mac.clone(),
+                    config: format!("// NF {} of chain {prefix}.\n{config}", nf.name),
+                    role: format!("nf {}, running instance {name} rewired", nf.name),
+                    existing: true,
+                });
+                continue;
+            }
+        };
         let class = format!(
             "NF_{}",
             nf.name
@@ -317,7 +402,7 @@ pub fn instances(
             "// NF {} of chain {prefix}.\nelementclass {class} {{\n{}\n}}\n\
              FromDevice(eth0) -> NFPDecap -> nf :: {class};\n",
             nf.name,
-            bodies[i].trim()
+            body.trim()
         );
         fanout(
             Node::Nf(i),
@@ -331,6 +416,7 @@ pub fn instances(
             mac: node_mac(Node::Nf(i)),
             config: text,
             role: format!("nf {}", nf.name),
+            existing: false,
         });
     }
     for m in &plan.merges {
@@ -407,6 +493,7 @@ pub fn instances(
                 mac: own,
                 config: text,
                 role: format!("merger {}", m.group),
+                existing: false,
             });
         }
     }

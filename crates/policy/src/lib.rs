@@ -58,6 +58,7 @@ mod parse;
 mod policy;
 pub mod profile;
 mod render;
+pub mod rewire;
 mod tables;
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! (p50, p99) and the forwarding rate under load, from a generator port to
 //! a sink port attached to the same switch.
 
+use pronto_policy::deploy::NfBody;
 use std::time::{Duration, Instant};
 
 use pronto_switch::Peer;
@@ -113,6 +114,7 @@ fn measure(
         })
         .collect::<Result<_, _>>()?;
     let (plan, _) = pronto_policy::deploy::mergeable(&plan);
+    let bodies: Vec<NfBody> = bodies.into_iter().map(NfBody::Compound).collect();
     let insts = pronto_policy::deploy::instances(
         &plan,
         &bodies,
