@@ -55,6 +55,7 @@ classes!(
     crate::standard::truncate::Truncate,
     crate::standard::unqueue::Unqueue,
     crate::standard::unstrip::Unstrip,
+    crate::standard::workpackage::WorkPackage,
     crate::standard::bandwidthmeter::BandwidthMeter,
     crate::standard::bandwidthratedsplitter::BandwidthRatedSplitter,
     crate::standard::bandwidthratedunqueue::BandwidthRatedUnqueue,

@@ -33,6 +33,7 @@ pub mod timedsource;
 pub mod truncate;
 pub mod unqueue;
 pub mod unstrip;
+pub mod workpackage;
 
 pub mod bandwidthmeter;
 pub mod bandwidthratedsplitter;
