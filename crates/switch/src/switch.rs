@@ -24,7 +24,10 @@
 //! switch's doorbell on its next send, and the thread stops polling it.
 //! When a thread has come up empty for [`IDLE_ROUNDS`] rounds
 //! (spinning for the first [`SPIN_ROUNDS`], then yielding), all its ports
-//! are parked at once. Doorbells are watched with one epoll set per
+//! are parked at once; a thread that has moved fewer than [`BUSY_FRAMES`]
+//! frames since it last slept (single packets, far apart) waits only
+//! [`SHORT_IDLE_ROUNDS`], so that its spinning does not hold a CPU the
+//! processes it just woke need. Doorbells are watched with one epoll set per
 //! thread, checked without blocking every [`EPOLL_EVERY`] rounds while
 //! some port is hot, and blocked on when none is. A round's cost is thus
 //! proportional to the busy ports, not to the attached ones, and an idle
@@ -56,6 +59,12 @@ pub const SPIN_ROUNDS: u32 = 64;
 /// Empty rounds of the whole switch after which every port is parked and
 /// the switch sleeps.
 pub const IDLE_ROUNDS: u32 = 512;
+/// Frames moved since the thread last slept from which it counts as busy
+/// (waits [`IDLE_ROUNDS`] before sleeping, not [`SHORT_IDLE_ROUNDS`]).
+pub const BUSY_FRAMES: u32 = 64;
+/// Empty rounds after which a thread that is not busy sleeps (spinning
+/// for the first half).
+pub const SHORT_IDLE_ROUNDS: u32 = 16;
 /// Rounds between non-blocking doorbell checks while ports are hot.
 pub const EPOLL_EVERY: u64 = 32;
 /// The most ports a switch holds (port numbers are `u16`).
@@ -402,6 +411,8 @@ pub struct Switch {
     last_expire: u32,
     rounds: u64,
     empty: u32,
+    /// Frames moved since the thread last slept.
+    since_sleep: u32,
     control: Option<(mpsc::Receiver<Cmd>, Arc<Doorbell>)>,
     loop_stats: Arc<LoopStats>,
     stop: bool,
@@ -444,6 +455,7 @@ impl Switch {
             last_expire: 0,
             rounds: 0,
             empty: 0,
+            since_sleep: 0,
             control: None,
             loop_stats: Arc::new(LoopStats::default()),
             stop: false,
@@ -819,6 +831,7 @@ impl Switch {
         while !self.stop {
             let moved = self.poll_once();
             if self.hot.is_empty() {
+                self.since_sleep = 0;
                 let timeout = (self.ages && self.cfg.learning).then_some(Duration::from_secs(1));
                 self.loop_stats.sleeps.fetch_add(1, Ordering::Relaxed);
                 self.events(&mut events, timeout)?;
@@ -830,11 +843,17 @@ impl Switch {
             }
             if moved > 0 {
                 self.empty = 0;
+                self.since_sleep = self.since_sleep.saturating_add(moved as u32);
             } else {
                 self.empty = self.empty.saturating_add(1);
-                if self.empty < SPIN_ROUNDS {
+                let (spin, idle) = if self.since_sleep >= BUSY_FRAMES {
+                    (SPIN_ROUNDS, IDLE_ROUNDS)
+                } else {
+                    (SHORT_IDLE_ROUNDS / 2, SHORT_IDLE_ROUNDS)
+                };
+                if self.empty < spin {
                     std::hint::spin_loop();
-                } else if self.empty < IDLE_ROUNDS {
+                } else if self.empty < idle {
                     std::thread::yield_now();
                 } else {
                     self.empty = 0;
