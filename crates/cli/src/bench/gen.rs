@@ -222,7 +222,7 @@ fn sink_config(o: &Opts, csv: Option<&Path>) -> Result<String, String> {
 }
 
 /// Parses, checks and configures `text` (errors rendered Click's way).
-fn build(text: &str) -> Result<Router, String> {
+pub(super) fn build(text: &str) -> Result<Router, String> {
     let mut sm = SourceMap::new();
     let file = sm.add("<bench>".to_string(), text.to_string());
     let opts = pronto_lang::Options {

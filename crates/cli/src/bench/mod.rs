@@ -37,8 +37,9 @@ Subcommands:
   nfp        2 to --max N (5) firewalls as sandboxed instances, in sequence vs one
              parallel group (NFP): single-packet latency p50/p99, rate; --dc adds
              the data-centre chain (VPN -> monitor -> FW -> LB), --rising four
-             firewalls of rising cost (10-200 rules); --slots/--ring
-             set the switch ports' geometry (default 256/128)
+             firewalls of rising cost (WorkPackage W, 2W, 4W, 8W); --work W: each
+             firewall also spends WorkPackage(W) per packet (default 0; --rising:
+             6000); --slots/--ring set the switch ports' geometry (default 256/128)
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)
