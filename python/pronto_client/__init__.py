@@ -114,6 +114,8 @@ class Instance:
     memory: Optional[int] = None
     cpu: Optional[float] = None
     pids: Optional[int] = None
+    #: The CPUs its threads run on (None: any).
+    cpus: Optional[List[int]] = None
     interfaces: List[Interface] = field(default_factory=list)
     pid: Optional[int] = None
     boot_ms: Optional[float] = None
@@ -141,6 +143,7 @@ class Instance:
             memory=v.get("memory"),
             cpu=v.get("cpu"),
             pids=v.get("pids"),
+            cpus=v.get("cpus"),
             interfaces=[Interface(i["name"], i.get("mac"), i.get("port"))
                         for i in v.get("interfaces", [])],
             pid=v.get("pid"),
@@ -289,6 +292,7 @@ class Client:
 
     def create(self, name: str, config: str, *, memory: Union[int, str, None] = None,
                cpu: Optional[float] = None, pids: Optional[int] = None,
+               cpus: Optional[Sequence[int]] = None,
                interfaces: Optional[Sequence[InterfaceSpec]] = None,
                tenant: Optional[str] = None) -> Instance:
         """Creates and starts an instance; raises BadRequest (field
@@ -301,6 +305,8 @@ class Client:
             body["cpu"] = cpu
         if pids is not None:
             body["pids"] = pids
+        if cpus is not None:
+            body["cpus"] = list(cpus)
         if interfaces:
             ifs = []
             for i in interfaces:

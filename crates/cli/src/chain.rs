@@ -27,11 +27,13 @@ Usage:
         every counter
 
   pronto chain apply FILE.nfp --out MAC [--name PREFIX] [--chain N] [--mergers N]
-                  [--dry-run] [--socket PATH | --url HOST:PORT --token T]
+                  [--pin CPUS] [--dry-run] [--socket PATH | --url HOST:PORT --token T]
         deploy the compiled graph through the daemon: an instance for the entry
         (classifier), each NF and each merger, on the switch; packets sent to the
         entry's MAC (printed) leave for MAC; --mergers N: N merger instances per
-        parallel group, sharing its packets; --dry-run prints the configurations;
+        parallel group, sharing its packets; --pin 0-3: each new NF instance runs
+        on one of these CPUs, in turn (parallel branches on different cores, as
+        NFP gives each NF its own); --dry-run prints the configurations;
         remove the instances with `pronto rm PREFIX-...`. An instance(\"NAME\") NF
         (one interface, with a fixed MAC) is rewired in place: its configuration
         gets the chain's tag handling around FromDevice/ToDevice, and its elements
@@ -61,6 +63,7 @@ struct Opts {
     name: Option<String>,
     chain: u8,
     mergers: usize,
+    pin: Option<Vec<usize>>,
     dry_run: bool,
     socket: Option<String>,
     url: Option<String>,
@@ -80,6 +83,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         name: None,
         chain: 1,
         mergers: 1,
+        pin: None,
         dry_run: false,
         socket: None,
         url: std::env::var("PRONTO_URL").ok(),
@@ -132,6 +136,10 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     .ok()
                     .filter(|n| (1..=255).contains(n))
                     .ok_or_else(|| format!("--mergers: a number from 1 to 255, found `{v}`"))?;
+            }
+            "--pin" => {
+                let v = value()?;
+                o.pin = Some(crate::ctl::parse_cpu_list(&v).map_err(|e| format!("--pin: {e}"))?);
             }
             "--elements" => o.elements = true,
             "--stats" => o.stats = true,
@@ -466,19 +474,28 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
     };
     let mut made: Vec<String> = Vec::new();
     let mut rewired: Vec<(String, String)> = Vec::new();
+    // The CPU each new NF instance runs on (with --pin), in turn.
+    let mut next_cpu = o.pin.iter().flatten().copied().cycle();
     // The entry last, so that nothing enters before every hop exists.
     for i in insts.iter().rev() {
+        let cpu = if !i.existing && i.role.starts_with("nf ") {
+            next_cpu.next()
+        } else {
+            None
+        };
         let r = if i.existing {
             let body = serde_json::json!({ "config": i.config }).to_string();
             call("PUT", &format!("/v1/instances/{}/config", i.name), &body)
         } else {
-            let body = serde_json::json!({
+            let mut body = serde_json::json!({
                 "name": i.name,
                 "config": i.config,
                 "interfaces": [{"name": "eth0", "mac": i.mac}],
-            })
-            .to_string();
-            call("POST", "/v1/instances", &body)
+            });
+            if let Some(cpu) = cpu {
+                body["cpus"] = serde_json::json!([cpu]);
+            }
+            call("POST", "/v1/instances", &body.to_string())
         };
         if let Err(e) = r {
             // Leave nothing half made: remove what was created, give the
@@ -508,7 +525,8 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             println!("rewired {} ({}, MAC {})", i.name, i.role, i.mac);
         } else {
             made.push(i.name.clone());
-            println!("created {} ({}, eth0 {})", i.name, i.role, i.mac);
+            let on = cpu.map(|c| format!(", CPU {c}")).unwrap_or_default();
+            println!("created {} ({}, eth0 {}{on})", i.name, i.role, i.mac);
         }
     }
     if let Some(entry) = insts.first() {

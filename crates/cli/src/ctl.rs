@@ -12,8 +12,9 @@ const USAGE: &str = "\
 pronto: manage middlebox instances through the daemon (`pronto daemon`)
 
 Usage:
-  pronto create NAME --config FILE [--mem SIZE] [--cpu SHARE] [--pids N]
+  pronto create NAME --config FILE [--mem SIZE] [--cpu SHARE] [--cpus LIST] [--pids N]
                 [--iface IFACE[=MAC]]... [--tenant T]
+                                              --cpus: the CPUs its threads run on (0-3,6)
   pronto ls                                   instances
   pronto show NAME                            one instance (state, boot time, memory, crashes)
   pronto rm NAME                              destroy an instance
@@ -133,7 +134,7 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
             "--tenant" => tenant = Some(value()?),
             "--json" => json = true,
             "--help" | "-h" => return Err(String::new()),
-            "--config" | "--mem" | "--memory" | "--cpu" | "--pids" | "--iface" => {
+            "--config" | "--mem" | "--memory" | "--cpu" | "--cpus" | "--pids" | "--iface" => {
                 let v = value()?;
                 flags.push((a.to_string(), v));
             }
@@ -181,6 +182,9 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                     format!("--cpu: expected a share of a CPU (0.2), found `{cpu}`")
                 })?;
                 body["cpu"] = json!(v);
+            }
+            if let Some(list) = flag(&["--cpus"]).pop() {
+                body["cpus"] = json!(parse_cpu_list(&list).map_err(|e| format!("--cpus: {e}"))?);
             }
             if let Some(p) = flag(&["--pids"]).pop() {
                 let v: u64 = p
@@ -424,6 +428,10 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
         mb(&v["memory"])
     );
     println!("cpu:        {}", s(&v["cpu"]));
+    if let Some(cpus) = v["cpus"].as_array() {
+        let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        println!("cpus:       {}", list.join(","));
+    }
     println!("restarts:   {}", v["restarts"]);
     if let Some(cr) = v["last_crash"].as_object() {
         println!("last crash: {}", s(&cr["reason"]));
@@ -462,4 +470,27 @@ fn print_element_stats(v: &Value) {
             hs.join(" ")
         );
     }
+}
+
+/// CPUs from a list as Linux writes it: `0-3,6`.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("expected CPU numbers and ranges like 0-3,6, found `{s}`");
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (part, part),
+        };
+        let (a, b): (usize, usize) = (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        );
+        if a > b || b >= 4096 {
+            return Err(bad());
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }

@@ -197,6 +197,7 @@ fn run(secs: f64) -> Result<(), String> {
             memory: Some(32 << 20),
             cpu: None,
             pids: None,
+            cpus: None,
             interfaces: vec![
                 IfaceSpec {
                     name: "eth0".into(),

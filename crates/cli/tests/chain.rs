@@ -318,10 +318,25 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
             "02:00:00:00:99:02",
             "--chain",
             "2",
+            "--pin",
+            "0",
         ],
     );
     assert!(ok, "{err}");
     assert!(!err.contains("runs in sequence"), "{err}");
+    // --pin: each NF instance on a CPU of the list (here the one CPU 0);
+    // the entry and the merger are left to the scheduler.
+    assert!(
+        out.contains("created tunnel-monitor (nf monitor, eth0 02:4e:02:01:00:00, CPU 0)"),
+        "{out}"
+    );
+    let cpus = |inst: &str| {
+        let (_, shown, _) = ctl(&dir, &["show", inst, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&shown).expect("JSON");
+        v["cpus"].clone()
+    };
+    assert_eq!(cpus("tunnel-count"), serde_json::json!([0]));
+    assert_eq!(cpus("tunnel-merge0"), serde_json::Value::Null);
     assert!(out.contains("send frames to 02:4e:02:00:00:00"), "{out}");
     let src2 = file(
         "src2.click",

@@ -257,3 +257,66 @@ fn instances_live_restart_and_come_back() {
     assert_eq!(err, "pronto show: no instance `fw1`\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The CPUs every thread of process `pid` may run on, as Linux lists them.
+fn allowed_cpus(pid: u64) -> Vec<String> {
+    let mut v = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .flatten()
+    {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        if let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
+            v.push(l["Cpus_allowed_list:".len()..].trim().to_string());
+        }
+    }
+    v
+}
+
+#[test]
+fn instances_run_on_the_cpus_given() {
+    if !is_root() {
+        eprintln!("skipping instances_run_on_the_cpus_given: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-cpus");
+    let _d = start(&dir);
+    let good = write(&dir, "good.click", COUNTING);
+    let g = good.to_str().expect("path");
+    let (made, _, err) = cli(&dir, &["create", "far", "--config", g, "--cpus", "4095"]);
+    assert!(!made);
+    assert!(
+        err.starts_with("pronto create: cpus: CPU 4095 is not one this daemon runs on ("),
+        "{err}"
+    );
+    let (made, _, err) = cli(&dir, &["create", "odd", "--config", g, "--cpus", "2-1"]);
+    assert!(!made);
+    assert_eq!(
+        err,
+        "pronto create: --cpus: expected CPU numbers and ranges like 0-3,6, found `2-1`\n"
+    );
+    ok(&dir, &["create", "pinned", "--config", g, "--cpus", "0"]);
+    let v = json(&dir, &["show", "pinned"]);
+    assert_eq!(v["cpus"], serde_json::json!([0]));
+    let pid = v["pid"].as_u64().expect("pid");
+    wait_until("the instance counts", || count(&dir, "pinned") > 0);
+    let cpus = allowed_cpus(pid);
+    assert!(!cpus.is_empty());
+    assert!(cpus.iter().all(|c| c == "0"), "{cpus:?}");
+    // A restarted sandbox is pinned again.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("kill");
+    let mut new_pid = 0;
+    wait_until("a restart", || {
+        let v = json(&dir, &["show", "pinned"]);
+        new_pid = v["pid"].as_u64().unwrap_or(0);
+        v["state"] == "running" && new_pid != 0 && new_pid != pid
+    });
+    wait_until("the new instance counts", || count(&dir, "pinned") > 0);
+    let cpus = allowed_cpus(new_pid);
+    assert!(cpus.iter().all(|c| c == "0"), "{cpus:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

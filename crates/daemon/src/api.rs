@@ -297,6 +297,7 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             "memory",
             "cpu",
             "pids",
+            "cpus",
             "interfaces",
             "tenant",
             "port",
@@ -320,6 +321,8 @@ struct NewInstance {
     cpu: Option<f64>,
     #[serde(default)]
     pids: Option<u64>,
+    #[serde(default)]
+    cpus: Option<Vec<usize>>,
     #[serde(default)]
     interfaces: Vec<IfaceSpec>,
 }
@@ -388,6 +391,7 @@ async fn instances_create(
         memory,
         cpu: n.cpu,
         pids: n.pids,
+        cpus: n.cpus,
         interfaces: n.interfaces,
         created_unix_ms: 0,
     };

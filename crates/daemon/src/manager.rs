@@ -158,6 +158,9 @@ pub struct InstanceView {
     pub cpu: Option<f64>,
     /// Task limit.
     pub pids: Option<u64>,
+    /// The CPUs its threads run on (none: any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<usize>>,
     /// Interfaces.
     pub interfaces: Vec<IfaceView>,
     /// Sandbox process id (host's view).
@@ -512,6 +515,9 @@ impl Manager {
         }
         if spec.pids == Some(0) {
             return Err(Failure::BadRequest("pids: at least 1".into(), Some("pids")));
+        }
+        if let Some(cpus) = &mut spec.cpus {
+            check_cpus(cpus)?;
         }
         spec.created_unix_ms = now_ms();
         let key = spec.key();
@@ -916,6 +922,7 @@ fn view_of(inst: &Instance, pss: Option<u64>) -> InstanceView {
         memory: spec.memory,
         cpu: spec.cpu,
         pids: spec.pids,
+        cpus: spec.cpus,
         interfaces,
         pid: st.pid,
         boot_ms: st.boot_ms,
@@ -1171,6 +1178,53 @@ fn exit_reason(sb: &mut Sandbox) -> String {
     what
 }
 
+/// Checks an instance's CPU list against the CPUs this daemon may run on
+/// (and sorts it, without repeats).
+fn check_cpus(cpus: &mut Vec<usize>) -> Result<(), Failure> {
+    cpus.sort_unstable();
+    cpus.dedup();
+    let allowed = rustix::thread::sched_getaffinity(None)
+        .map_err(|e| Failure::Internal(format!("reading the daemon's CPUs: {e}")))?;
+    let mine: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| allowed.is_set(c))
+        .collect();
+    if cpus.is_empty() {
+        return Err(Failure::BadRequest(
+            "cpus: an empty list; leave it out to run on any CPU".into(),
+            Some("cpus"),
+        ));
+    }
+    if let Some(c) = cpus.iter().find(|c| !mine.contains(c)) {
+        return Err(Failure::BadRequest(
+            format!(
+                "cpus: CPU {c} is not one this daemon runs on ({})",
+                cpu_list(&mine)
+            ),
+            Some("cpus"),
+        ));
+    }
+    Ok(())
+}
+
+/// `0-3,6`: a CPU list as Linux writes it.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if j == i {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 impl Manager {
     /// Starts `spec`'s sandbox, gives it its ports and configuration, and
     /// runs it.
@@ -1195,6 +1249,12 @@ impl Manager {
             }
         };
         let _ = sb.set_timeout(Some(REQUEST_TIMEOUT));
+        if let Some(cpus) = &spec.cpus {
+            if let Err(e) = sb.pin(cpus) {
+                let _ = sb.kill();
+                return Err(Failure::Internal(format!("sandbox: {e}")));
+            }
+        }
         let mut run = Running {
             sb: Arc::new(Mutex::new(sb)),
             ports: Vec::new(),

@@ -55,6 +55,9 @@ pub struct InstanceSpec {
     /// Most processes/threads.
     #[serde(default)]
     pub pids: Option<u64>,
+    /// The CPUs its threads run on (none: any the daemon may use).
+    #[serde(default)]
+    pub cpus: Option<Vec<usize>>,
     /// Its interfaces.
     #[serde(default)]
     pub interfaces: Vec<IfaceSpec>,
@@ -189,6 +192,7 @@ mod tests {
             memory: Some(8 << 20),
             cpu: Some(0.5),
             pids: None,
+            cpus: Some(vec![0]),
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),
                 mac: Some("02:00:00:00:00:01".into()),

@@ -825,6 +825,55 @@ impl Sandbox {
         self.pid as u32
     }
 
+    /// Runs every thread of the instance on `cpus` only (threads it makes
+    /// later inherit the set from the thread that makes them). Twice over
+    /// the thread list, so that a thread made while the first pass ran is
+    /// not missed.
+    pub fn pin(&self, cpus: &[usize]) -> Result<(), SandboxError> {
+        let mut set = rustix::thread::CpuSet::new();
+        for &c in cpus {
+            if c >= rustix::thread::CpuSet::MAX_CPU {
+                return Err(SandboxError::Spec {
+                    field: "cpus",
+                    reason: format!("CPU {c} is beyond the largest CPU number"),
+                });
+            }
+            set.set(c);
+        }
+        let dir = PathBuf::from(format!("/proc/{}/task", self.pid));
+        let io = |e: std::io::Error| SandboxError::Prepare {
+            what: "pinning the instance's threads: reading".into(),
+            path: dir.clone(),
+            source: e,
+        };
+        for _ in 0..2 {
+            for t in std::fs::read_dir(&dir).map_err(io)?.flatten() {
+                let Some(tid) = t
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<i32>().ok())
+                    .and_then(rustix::process::Pid::from_raw)
+                else {
+                    continue;
+                };
+                match rustix::thread::sched_setaffinity(Some(tid), &set) {
+                    // A thread that ended meanwhile.
+                    Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+                    Err(e) => {
+                        return Err(SandboxError::Spec {
+                            field: "cpus",
+                            reason: format!(
+                                "cannot run thread {} on CPUs {cpus:?}: {e}",
+                                tid.as_raw_nonzero()
+                            ),
+                        })
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The instance's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -39,7 +39,8 @@ Subcommands:
              the data-centre chain (VPN -> monitor -> FW -> LB), --rising four
              firewalls of rising cost (WorkPackage W, 2W, 4W, 8W); --work W: each
              firewall also spends WorkPackage(W) per packet (default 0; --rising:
-             6000); --slots/--ring set the switch ports' geometry (default 256/128)
+             6000); NF instances run on the CPUs in turn (--no-pin: anywhere);
+             --slots/--ring set the switch ports' geometry (default 256/128)
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)

@@ -98,6 +98,8 @@ struct Setup<'a> {
     stamp_at: usize,
     /// A parallel group must come out of the policy.
     parallel: bool,
+    /// Pin the NF instances to the CPUs in turn.
+    pin: bool,
 }
 
 fn measure(
@@ -149,20 +151,36 @@ fn measure(
         &mac_str(&SINK),
         1,
     )?;
+    // NF instances on the CPUs in turn (the paper gives each NF its own
+    // core): the scheduler would often put branches woken together on
+    // the waking CPU, one after the other.
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut next_cpu = (0..ncpu).cycle();
     let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
     let (sink_id, sink_shm) = m.attach_port("bench/sink").map_err(|e| e.to_string())?;
     let _ = m.switch().add_static(SINK, sink_id);
-    for i in insts.iter().rev() {
-        let body = json!({
+    let cpus: Vec<Option<usize>> = insts
+        .iter()
+        .map(|i| {
+            (setup.pin && i.role.starts_with("nf "))
+                .then(|| next_cpu.next())
+                .flatten()
+        })
+        .collect();
+    // The entry last, so that nothing enters before every hop exists.
+    for (i, cpu) in insts.iter().zip(&cpus).rev() {
+        let mut body = json!({
             "name": i.name,
             "config": i.config,
             "interfaces": [{"name": "eth0", "mac": i.mac}],
-        })
-        .to_string();
+        });
+        if let Some(c) = cpu {
+            body["cpus"] = json!([c]);
+        }
         s.call(
             "POST",
             "/v1/instances",
-            Some(("application/json", body.as_bytes())),
+            Some(("application/json", body.to_string().as_bytes())),
         )?;
     }
     let entry = pronto_lang::args::parse_ether(&insts[0].mac)?;
@@ -265,6 +283,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "par_kpps",
     ]);
     let work: u32 = c.opt("--work")?.unwrap_or(0);
+    let pin = !c.rest.iter().any(|a| a == "--no-pin");
     if work > 0 {
         println!(
             "each firewall also spends WorkPackage(W {work}) on every packet: {:.1} µs here",
@@ -284,6 +303,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
             frame: &plain,
             stamp_at: 42,
             parallel,
+            pin,
         };
         let seq = measure(
             &s,
@@ -326,10 +346,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
         ]);
     }
     if c.rest.iter().any(|a| a == "--dc") {
-        data_centre(&s, &dir, dur)?;
+        data_centre(&s, &dir, dur, pin)?;
     }
     if c.rest.iter().any(|a| a == "--rising") {
-        rising(&s, &dir, dur, if work > 0 { work } else { 6000 })?;
+        rising(&s, &dir, dur, if work > 0 { work } else { 6000 }, pin)?;
     }
     let path = c.out.join("nfp.csv");
     csv.write(&path)?;
@@ -370,6 +390,7 @@ fn data_centre(
     s: &super::daemon::Scratch,
     dir: &std::path::Path,
     dur: Duration,
+    pin: bool,
 ) -> Result<(), String> {
     let files = [
         (
@@ -399,6 +420,7 @@ fn data_centre(
         frame: &tunnelled,
         stamp_at: 62,
         parallel: false,
+        pin,
     };
     let par = Setup {
         policy: format!(
@@ -432,6 +454,7 @@ fn rising(
     dir: &std::path::Path,
     dur: Duration,
     base: u32,
+    pin: bool,
 ) -> Result<(), String> {
     let works = [base, 2 * base, 4 * base, 8 * base];
     let bodies: Vec<(String, String)> = works
@@ -461,6 +484,7 @@ fn rising(
         frame: &plain,
         stamp_at: 42,
         parallel: false,
+        pin,
     };
     let par = Setup {
         policy: format!("{decl}priority(fw1 > fw2)\npriority(fw2 > fw3)\npriority(fw3 > fw4)\n"),
