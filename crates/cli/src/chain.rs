@@ -22,16 +22,21 @@ Usage:
   pronto chain config FILE.nfp [--sequential] [--trace IN.pcap --out OUT.pcap]
         the Click configuration that runs the chain in one process
   pronto chain run FILE.nfp --trace IN.pcap --out OUT.pcap [--sequential] [--stats]
+                [--merge-timeout T]
         run the chain over a trace (simulated time), as its compiled parallel
         graph or, with --sequential, one NF after the other; --stats prints
         every counter
 
   pronto chain apply FILE.nfp --out MAC [--name PREFIX] [--chain N] [--mergers N]
-                  [--pin CPUS] [--dry-run] [--socket PATH | --url HOST:PORT --token T]
+                  [--pin CPUS] [--merge-timeout T] [--dry-run]
+                  [--socket PATH | --url HOST:PORT --token T]
         deploy the compiled graph through the daemon: an instance for the entry
         (classifier), each NF and each merger, on the switch; packets sent to the
         entry's MAC (printed) leave for MAC; --mergers N: N merger instances per
-        parallel group, sharing its packets; --pin 0-3: each new NF instance runs
+        parallel group, sharing its packets; --merge-timeout: how long a merger
+        waits for a packet's last version (default 10ms; above the slowest
+        branch's backlog, or versions come late and count as drops);
+        --pin 0-3: each new NF instance runs
         on one of these CPUs, in turn (parallel branches on different cores, as
         NFP gives each NF its own); --dry-run prints the configurations;
         remove the instances with `pronto rm PREFIX-...`. An instance(\"NAME\") NF
@@ -64,6 +69,7 @@ struct Opts {
     chain: u8,
     mergers: usize,
     pin: Option<Vec<usize>>,
+    merge_timeout: String,
     dry_run: bool,
     socket: Option<String>,
     url: Option<String>,
@@ -84,6 +90,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         chain: 1,
         mergers: 1,
         pin: None,
+        merge_timeout: "10ms".into(),
         dry_run: false,
         socket: None,
         url: std::env::var("PRONTO_URL").ok(),
@@ -136,6 +143,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     .ok()
                     .filter(|n| (1..=255).contains(n))
                     .ok_or_else(|| format!("--mergers: a number from 1 to 255, found `{v}`"))?;
+            }
+            "--merge-timeout" => {
+                let v = value()?;
+                pronto_lang::args::parse_seconds(&v)
+                    .map_err(|e| format!("--merge-timeout: {e}"))?;
+                o.merge_timeout = v;
             }
             "--pin" => {
                 let v = value()?;
@@ -348,7 +361,7 @@ fn chain_config(path: &str, o: &Opts) -> Result<(Plan, ChainConfig), String> {
             Some(t) => format!("ToDump({})", quote(t)),
             None => "Queue".into(),
         },
-        merge_timeout: "10ms".into(),
+        merge_timeout: o.merge_timeout.clone(),
         // After the trace, wait out the mergers' bounded wait.
         extra: match (&o.trace, &o.out) {
             (Some(_), _) => "DriverManager(pause, wait 50ms, stop);\n".into(),
@@ -447,8 +460,17 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
     for n in &notes {
         eprintln!("note: {n}");
     }
-    let insts =
-        pronto_policy::deploy::instances(&plan, &bodies, &prefix, o.chain, out_mac, o.mergers)?;
+    let insts = pronto_policy::deploy::instances(
+        &plan,
+        &bodies,
+        &pronto_policy::deploy::Deploy {
+            prefix: &prefix,
+            chain: o.chain,
+            out_mac,
+            mergers: o.mergers,
+            merge_timeout: &o.merge_timeout,
+        },
+    )?;
     if o.dry_run {
         for i in &insts {
             println!("# {} ({}, eth0 {})\n{}", i.name, i.role, i.mac, i.config);

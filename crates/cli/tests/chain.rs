@@ -37,6 +37,34 @@ fn profiles_and_plans() {
     let (ok, _, err) = pronto(&["chain", "plan", bad.to_str().expect("path")]);
     assert!(!ok);
     assert!(err.contains("bad.nfp:2:18: error: "), "{err}");
+    // The mergers' bounded wait is the chain's to set.
+    let (ok, out, err) = pronto(&[
+        "chain",
+        "apply",
+        "examples/chains/tunnel.nfp",
+        "--out",
+        "02:00:00:00:99:01",
+        "--merge-timeout",
+        "40ms",
+        "--dry-run",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("nfp_merge :: NFPMerge(full, full, orig, TIMEOUT 40ms, BASE 2);"),
+        "{out}"
+    );
+    let (ok, _, err) = pronto(&[
+        "chain",
+        "apply",
+        "examples/chains/tunnel.nfp",
+        "--out",
+        "02:00:00:00:99:01",
+        "--merge-timeout",
+        "soon",
+        "--dry-run",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("--merge-timeout: "), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -187,18 +187,31 @@ pub fn mergeable(plan: &Plan) -> (Plan, Vec<String>) {
     (p, notes)
 }
 
-/// The instances that run `plan` on the switch. `bodies[i]` is the
-/// compound body of `plan.nfs[i]`; `prefix` names the instances; `chain`
-/// tells this chain's MAC addresses from another's; packets leave for
-/// `out_mac`.
-pub fn instances(
-    plan: &Plan,
-    bodies: &[NfBody],
-    prefix: &str,
-    chain: u8,
-    out_mac: &str,
-    mergers: usize,
-) -> Result<Vec<Instance>, String> {
+/// How to deploy a chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deploy<'a> {
+    /// Names the instances (`PREFIX-NODE`).
+    pub prefix: &'a str,
+    /// Tells this chain's MAC addresses from another's.
+    pub chain: u8,
+    /// Where packets leave the chain.
+    pub out_mac: &'a str,
+    /// Merger instances per parallel group, sharing its packets.
+    pub mergers: usize,
+    /// The mergers' bounded wait, as Click writes a time (`10ms`).
+    pub merge_timeout: &'a str,
+}
+
+/// The instances that run `plan` on the switch, as `d` says. `bodies[i]`
+/// is what runs `plan.nfs[i]`.
+pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<Instance>, String> {
+    let Deploy {
+        prefix,
+        chain,
+        out_mac,
+        mergers,
+        merge_timeout,
+    } = *d;
     if !(1..=255).contains(&mergers) {
         return Err(format!("mergers: from 1 to 255 per group, found {mergers}"));
     }
@@ -452,7 +465,7 @@ pub fn instances(
             }
         }
         let mut args = inputs.join(", ");
-        args.push_str(", TIMEOUT 10ms");
+        let _ = write!(args, ", TIMEOUT {merge_timeout}");
         if m.layout.is_some() {
             // The output has the reshaping branch's headers.
             let _ = write!(args, ", BASE {}", m.base);

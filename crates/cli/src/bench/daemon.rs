@@ -378,19 +378,30 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
 /// Sends the frame `gen` was prefilled with (`len` bytes) for `d`, keeping
 /// at most `window` frames in flight, and returns the frames per second
 /// `sink` received. Frames the chain lost are no longer in flight: after
-/// 2 ms without one coming out the window opens again (else losses would
-/// stop the generator for good).
-pub(super) fn drive(gen: &mut Peer, sink: &mut Peer, len: u16, window: u64, d: Duration) -> f64 {
+/// `stall` without one coming out the window opens again (else losses
+/// would stop the generator for good; it must be well above the time a
+/// frame takes through the chain, or the backlog grows without bound). With the window full it sleeps on the
+/// sink's doorbell rather than spin on a CPU the chain could use.
+pub(super) fn drive(
+    gen: &mut Peer,
+    sink: &mut Peer,
+    len: u16,
+    window: u64,
+    stall: Duration,
+    d: Duration,
+) -> f64 {
     let t0 = Instant::now();
     let (mut sent, mut got) = (0u64, 0u64);
     let mut progress = Instant::now();
     while t0.elapsed() < d {
-        if progress.elapsed() > Duration::from_millis(2) {
+        if progress.elapsed() > stall {
             sent = got;
             progress = Instant::now();
         }
         if sent < got + window {
             sent += gen.send_written(len, 32) as u64;
+        } else {
+            sink.wait(Some(Duration::from_micros(500)));
         }
         let n = sink.recv_discard() as u64;
         if n > 0 {
@@ -461,8 +472,9 @@ fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration) -> Result<f64, 
     let f = udp_frame(hop(0), size);
     gen.prefill(&f);
     // Keep at most 2,048 frames in flight: the chain sets the pace.
-    drive(&mut gen, &mut sink, size as u16, 2048, dur / 4);
-    let r = drive(&mut gen, &mut sink, size as u16, 2048, dur);
+    let stall = Duration::from_millis(2);
+    drive(&mut gen, &mut sink, size as u16, 2048, stall, dur / 4);
+    let r = drive(&mut gen, &mut sink, size as u16, 2048, stall, dur);
     for name in names {
         let _ = m.remove("default", &name);
     }

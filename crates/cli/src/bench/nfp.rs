@@ -100,6 +100,10 @@ struct Setup<'a> {
     parallel: bool,
     /// Pin the NF instances to the CPUs in turn.
     pin: bool,
+    /// Frames in flight for the rate: few enough that a branch's backlog
+    /// stays well inside the merger's 10 ms bounded wait (else versions
+    /// arrive after their packet was settled, and count as losses).
+    in_flight: u64,
 }
 
 fn measure(
@@ -146,10 +150,17 @@ fn measure(
     let insts = pronto_policy::deploy::instances(
         &plan,
         &bodies,
-        &format!("nfp{chain}"),
-        chain,
-        &mac_str(&SINK),
-        1,
+        &pronto_policy::deploy::Deploy {
+            prefix: &format!("nfp{chain}"),
+            chain,
+            out_mac: &mac_str(&SINK),
+            mergers: 1,
+            merge_timeout: if setup.in_flight < 1024 {
+                "50ms"
+            } else {
+                "10ms"
+            },
+        },
     )?;
     // NF instances on the CPUs in turn (the paper gives each NF its own
     // core): the scheduler would often put branches woken together on
@@ -228,8 +239,13 @@ fn measure(
     let f = (setup.frame)(entry);
     gen.prefill(&f);
     let len = f.len() as u16;
-    super::daemon::drive(&mut gen, &mut sink, len, 1024, dur / 4);
-    let r = super::daemon::drive(&mut gen, &mut sink, len, 1024, dur);
+    let stall = if setup.in_flight < 1024 {
+        Duration::from_millis(50)
+    } else {
+        Duration::from_millis(2)
+    };
+    super::daemon::drive(&mut gen, &mut sink, len, setup.in_flight, stall, dur / 4);
+    let r = super::daemon::drive(&mut gen, &mut sink, len, setup.in_flight, stall, dur);
     let mut merger = String::new();
     for i in insts.iter().filter(|i| i.role.starts_with("merger")) {
         for h in ["merged", "dropped", "timeouts", "late"] {
@@ -304,6 +320,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
             stamp_at: 42,
             parallel,
             pin,
+            in_flight: if work > 0 { 8 } else { 1024 },
         };
         let seq = measure(
             &s,
@@ -421,6 +438,7 @@ fn data_centre(
         stamp_at: 62,
         parallel: false,
         pin,
+        in_flight: 1024,
     };
     let par = Setup {
         policy: format!(
@@ -485,6 +503,7 @@ fn rising(
         stamp_at: 42,
         parallel: false,
         pin,
+        in_flight: 8,
     };
     let par = Setup {
         policy: format!("{decl}priority(fw1 > fw2)\npriority(fw2 > fw3)\npriority(fw3 > fw4)\n"),
