@@ -191,6 +191,8 @@ const ROWS: &[Row] = &[
     r("Meter", three!("in -> x :: Meter(1000, 20000);")),
     r("Null", "in -> Null -> Discard;"),
     r("Paint", "in -> Paint(7) -> Discard;"),
+    r("WorkPackage", "in -> WorkPackage(W 10, N 20, R 50, PAYLOAD true, S 1) -> Discard;"),
+    r("WorkPackage", "in -> WorkPackage(N 8, R 100) -> Discard;"),
     r("PaintSwitch", three!("in -> Paint(1) -> x :: PaintSwitch;")),
     r("PaintSwitch", two!("in -> Paint(255) -> x :: PaintSwitch;")),
     r("PaintSwitch", "in -> Paint(9) -> x :: PaintSwitch -> Discard;"),
