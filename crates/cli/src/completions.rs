@@ -28,10 +28,10 @@ _pronto() {
             if [ "$COMP_CWORD" -eq 2 ]; then
                 COMPREPLY=($(compgen -W "profile plan config run apply help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "--dot --trace --out --sequential --stats --elements --name --chain --mergers --dry-run --socket --url --token" -- "$cur") $(compgen -f -- "$cur"))
+                COMPREPLY=($(compgen -W "--dot --trace --out --sequential --stats --elements --name --chain --mergers --pin --merge-timeout --dry-run --socket --url --token" -- "$cur") $(compgen -f -- "$cur"))
             fi ;;
         bench) COMPREPLY=($(compgen -W "switch ports cores gen sink veth tcp boot handlers chain nfp consolidate --out help" -- "$cur")) ;;
-        create) COMPREPLY=($(compgen -W "--config --mem --cpu --pids --iface --tenant --socket --url --token --json" -- "$cur")) ;;
+        create) COMPREPLY=($(compgen -W "--config --mem --cpu --cpus --pids --iface --tenant --socket --url --token --json" -- "$cur")) ;;
         show|rm|config|read|write|stats)
             if [ "$COMP_CWORD" -eq 2 ]; then
                 COMPREPLY=($(compgen -W "$(pronto ls --json 2>/dev/null | sed -n 's/^    "name": "\(.*\)",$/\1/p')" -- "$cur"))
