@@ -402,6 +402,82 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     assert_eq!(read("tunnel-merge0", "nfp_merge.merged"), 50);
     assert_eq!(read("tunnel-monitor", "nf/udp.count"), 50);
     assert_eq!(read("tunnel-count", "nf/c.byte_count"), 50 * 50);
+    // One merger per group: the group's merger runs inside the NAT's
+    // instance, the NF it hands every packet to (chain 4).
+    let sink4 = file(
+        "sink4.click",
+        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
+    );
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "create",
+            "sink4",
+            "--config",
+            &sink4,
+            "--iface",
+            "eth0=02:00:00:00:99:04",
+        ],
+    );
+    assert!(ok, "{err}");
+    let (ok, out, err) = ctl(
+        &dir,
+        &[
+            "chain",
+            "apply",
+            "examples/chains/run.nfp",
+            "--out",
+            "02:00:00:00:99:04",
+            "--name",
+            "runc",
+            "--chain",
+            "4",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("created runc-nat (nf nat with merger 0, "),
+        "{out}"
+    );
+    assert!(!out.contains("runc-merge"), "{out}");
+    let entry4 = [0x02, 0x4e, 0x04, 0, 0, 0];
+    let src4 = file(
+        "src4.click",
+        &format!(
+            "RatedSource(DATA \\<{}>, RATE 1000, LIMIT 20, STOP false) -> q :: Queue -> ToDevice(eth0);\n\
+             RatedSource(DATA \\<{}>, RATE 1000, LIMIT 5, STOP false) -> q;\n",
+            udp_frame(entry4, 53),
+            udp_frame(entry4, 23)
+        ),
+    );
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "create",
+            "src4",
+            "--config",
+            &src4,
+            "--iface",
+            "eth0=02:00:00:00:98:04",
+        ],
+    );
+    assert!(ok, "{err}");
+    let t0 = std::time::Instant::now();
+    while read("sink4", "c.count") < 20 || read("runc-nat", "nfp_merge.dropped") < 5 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "sink4 {} merged {} dropped {}",
+            read("sink4", "c.count"),
+            read("runc-nat", "nfp_merge.merged"),
+            read("runc-nat", "nfp_merge.dropped")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(read("sink4", "c.count"), 20);
+    assert_eq!(read("runc-nat", "nfp_merge.merged"), 20);
+    assert_eq!(read("runc-nat", "nfp_merge.dropped"), 5);
+    assert_eq!(read("runc-nat", "nf/rw.nmappings"), 1);
     // A running instance as a chain NF: `chain apply` rewires it in place
     // (chain 3: a monitor beside it, then out).
     let fwi = file(

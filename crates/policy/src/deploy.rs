@@ -234,14 +234,89 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
     }
     let (nf_at, group_at) = enclosing(plan);
     // Merger j of group g (of `mergers` sharing its packets).
+    // A group whose merger hands every packet to one NF that nothing
+    // else feeds gets its merger inside that NF's instance: one hop
+    // (a switch crossing and a wake-up) less per packet.
+    let mut colocated: Vec<Option<usize>> = Vec::new();
+    for m in &plan.merges {
+        let into = match plan
+            .forward(Node::Merger(m.group))
+            .map(|f| f.hops.as_slice())
+        {
+            Some([hop]) if mergers == 1 => match hop.to {
+                Target::Nf(j) if matches!(bodies[j], NfBody::Compound(_)) => Some(j),
+                _ => None,
+            },
+            _ => None,
+        };
+        let only_feeder = into.filter(|&j| {
+            plan.forwarding
+                .iter()
+                .filter(|f| f.hops.iter().any(|h| h.to == Target::Nf(j)))
+                .all(|f| f.from == Node::Merger(m.group))
+        });
+        if colocated.len() <= m.group {
+            colocated.resize(m.group + 1, None);
+        }
+        colocated[m.group] = only_feeder;
+    }
+    // NFPMerge's arguments for merge table entry `m`.
+    let merge_args = |m: &crate::graph::Merge| -> String {
+        let n = m.versions;
+        let mut fields: Vec<Vec<&str>> = vec![Vec::new(); n];
+        for o in &m.fields {
+            if o.field == Field::Other || o.branch >= n {
+                continue;
+            }
+            if !fields[o.branch].contains(&o.field.name()) {
+                fields[o.branch].push(o.field.name());
+            }
+        }
+        let inputs: Vec<String> = (0..n)
+            .map(|b| {
+                let kind = if b == m.base { "orig" } else { "full" };
+                if fields[b].is_empty() {
+                    kind.to_string()
+                } else {
+                    format!("{kind} {}", fields[b].join(" "))
+                }
+            })
+            .collect();
+        let mut prio = vec![0i32; n];
+        for _ in 0..n {
+            for &(high, low) in &m.drop_overrides {
+                let (Some((gh, h)), Some((gl, l))) = (nf_at[high], nf_at[low]) else {
+                    continue;
+                };
+                if gh == m.group && gl == m.group && h != l && prio[h] <= prio[l] {
+                    prio[h] = prio[l] + 1;
+                }
+            }
+        }
+        let mut args = inputs.join(", ");
+        let _ = write!(args, ", TIMEOUT {merge_timeout}");
+        if m.layout.is_some() {
+            // The output has the reshaping branch's headers.
+            let _ = write!(args, ", BASE {}", m.base);
+        }
+        if prio.iter().any(|&p| p != 0) {
+            let p: Vec<String> = prio.iter().map(i32::to_string).collect();
+            let _ = write!(args, ", PRIORITY {}", p.join(" "));
+        }
+        args
+    };
     let merger_mac = |g: usize, j: usize| mac(chain, 2, g * 256 + j);
+    let nf_mac = |i: usize| match &bodies[i] {
+        NfBody::Running { mac, .. } => mac.clone(),
+        NfBody::Compound(_) => mac(chain, 1, i),
+    };
     let node_mac = |n: Node| match n {
         Node::Classifier => mac(chain, 0, 0),
-        Node::Nf(i) => match &bodies[i] {
-            NfBody::Running { mac, .. } => mac.clone(),
-            NfBody::Compound(_) => mac(chain, 1, i),
+        Node::Nf(i) => nf_mac(i),
+        Node::Merger(g) => match colocated.get(g).copied().flatten() {
+            Some(j) => nf_mac(j),
+            None => merger_mac(g, 0),
         },
-        Node::Merger(g) => merger_mac(g, 0),
     };
     let target_mac = |t: Target| match t {
         Target::Nf(i) => node_mac(Node::Nf(i)),
@@ -412,11 +487,33 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
                 .collect::<String>()
         );
         let mut text = format!(
-            "// NF {} of chain {prefix}.\nelementclass {class} {{\n{}\n}}\n\
-             FromDevice(eth0) -> NFPDecap -> nf :: {class};\n",
+            "// NF {} of chain {prefix}.\nelementclass {class} {{\n{}\n}}\n",
             nf.name,
             body.trim()
         );
+        // The merger of the group before it, if it runs here.
+        let merge_here = plan
+            .merges
+            .iter()
+            .find(|m| colocated.get(m.group).copied().flatten() == Some(i));
+        let mut role = format!("nf {}", nf.name);
+        match merge_here {
+            Some(m) => {
+                let _ = writeln!(
+                    text,
+                    "FromDevice(eth0) -> NFPDecap -> nfp_branch :: PaintSwitch;\n\
+                     nfp_merge :: NFPMerge({}) -> nf :: {class};",
+                    merge_args(m)
+                );
+                for b in 0..m.versions {
+                    let _ = writeln!(text, "nfp_branch[{b}] -> [{b}]nfp_merge;");
+                }
+                let _ = write!(role, " with merger {}", m.group);
+            }
+            None => {
+                let _ = writeln!(text, "FromDevice(eth0) -> NFPDecap -> nf :: {class};");
+            }
+        }
         fanout(
             Node::Nf(i),
             &node_mac(Node::Nf(i)),
@@ -428,52 +525,15 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
             name: format!("{prefix}-{}", nf.name),
             mac: node_mac(Node::Nf(i)),
             config: text,
-            role: format!("nf {}", nf.name),
+            role,
             existing: false,
         });
     }
     for m in &plan.merges {
-        let n = m.versions;
-        let mut fields: Vec<Vec<&str>> = vec![Vec::new(); n];
-        for o in &m.fields {
-            if o.field == Field::Other || o.branch >= n {
-                continue;
-            }
-            if !fields[o.branch].contains(&o.field.name()) {
-                fields[o.branch].push(o.field.name());
-            }
+        if colocated.get(m.group).copied().flatten().is_some() {
+            continue;
         }
-        let inputs: Vec<String> = (0..n)
-            .map(|b| {
-                let kind = if b == m.base { "orig" } else { "full" };
-                if fields[b].is_empty() {
-                    kind.to_string()
-                } else {
-                    format!("{kind} {}", fields[b].join(" "))
-                }
-            })
-            .collect();
-        let mut prio = vec![0i32; n];
-        for _ in 0..n {
-            for &(high, low) in &m.drop_overrides {
-                let (Some((gh, h)), Some((gl, l))) = (nf_at[high], nf_at[low]) else {
-                    continue;
-                };
-                if gh == m.group && gl == m.group && h != l && prio[h] <= prio[l] {
-                    prio[h] = prio[l] + 1;
-                }
-            }
-        }
-        let mut args = inputs.join(", ");
-        let _ = write!(args, ", TIMEOUT {merge_timeout}");
-        if m.layout.is_some() {
-            // The output has the reshaping branch's headers.
-            let _ = write!(args, ", BASE {}", m.base);
-        }
-        if prio.iter().any(|&p| p != 0) {
-            let p: Vec<String> = prio.iter().map(i32::to_string).collect();
-            let _ = write!(args, ", PRIORITY {}", p.join(" "));
-        }
+        let args = merge_args(m);
         for j in 0..mergers {
             let mut text = format!(
                 "// Merger {} of chain {prefix}{}.\n\
@@ -486,7 +546,7 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
                     String::new()
                 }
             );
-            for b in 0..n {
+            for b in 0..m.versions {
                 let _ = writeln!(text, "nfp_branch[{b}] -> [{b}]nfp_merge;");
             }
             let own = merger_mac(m.group, j);
