@@ -221,82 +221,94 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
         std::fs::write(&p, text).expect("write");
         p.to_str().expect("path").to_string()
     };
-    let sink = file(
-        "sink.click",
-        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
-    );
-    let (ok, _, err) = ctl(
-        &dir,
-        &[
-            "create",
-            "sink",
-            "--config",
-            &sink,
-            "--iface",
-            "eth0=02:00:00:00:99:01",
-        ],
-    );
-    assert!(ok, "{err}");
-    // Two mergers share the parallel group's packets.
-    let (ok, out, err) = ctl(
-        &dir,
-        &[
-            "chain",
-            "apply",
-            "examples/chains/run.nfp",
-            "--out",
-            "02:00:00:00:99:01",
-            "--mergers",
-            "2",
-        ],
-    );
-    assert!(ok, "{err}");
-    assert!(
-        out.contains("chain run: send frames to 02:4e:01:00:00:00 (the entry); they leave for 02:00:00:00:99:01"),
-        "{out}"
-    );
-    let entry = [0x02, 0x4e, 0x01, 0, 0, 0];
-    // 100 DNS packets pass; 10 telnet packets the firewall drops.
-    let src = file(
-        "src.click",
-        &format!(
-            "RatedSource(DATA \\<{}>, RATE 1000, LIMIT 100, STOP false) -> q :: Queue -> ToDevice(eth0);\n\
-             RatedSource(DATA \\<{}>, RATE 1000, LIMIT 10, STOP false) -> q;\n",
-            udp_frame(entry, 53),
-            udp_frame(entry, 23)
-        ),
-    );
-    let (ok, _, err) = ctl(
-        &dir,
-        &[
-            "create",
-            "src",
-            "--config",
-            &src,
-            "--iface",
-            "eth0=02:00:00:00:98:01",
-        ],
-    );
-    assert!(ok, "{err}");
+    // An instance running `text`, with eth0 at `mac`.
+    let instance = |name: &str, text: &str, mac: &str| {
+        let cfg = file(&format!("{name}.click"), text);
+        let iface = format!("eth0={mac}");
+        let (ok, _, err) = ctl(&dir, &["create", name, "--config", &cfg, "--iface", &iface]);
+        assert!(ok, "pronto create {name}: {err}");
+    };
+    let sink = |name: &str, mac: &str| {
+        instance(name, "FromDevice(eth0) -> c :: Counter -> Discard;\n", mac);
+    };
+    // A source sending `n` UDP frames to port `dport`, for each
+    // `(dport, n)`, to the chain entry `entry`.
+    let source = |name: &str, mac: &str, entry: [u8; 6], flows: &[(u16, u32)]| {
+        let mut text = String::new();
+        for (k, &(dport, n)) in flows.iter().enumerate() {
+            let to = if k == 0 {
+                "q :: Queue -> ToDevice(eth0)"
+            } else {
+                "q"
+            };
+            text.push_str(&format!(
+                "RatedSource(DATA \\<{}>, RATE 1000, LIMIT {n}, STOP false) -> {to};\n",
+                udp_frame(entry, dport)
+            ));
+        }
+        instance(name, &text, mac);
+    };
+    let apply = |args: &[&str]| -> (String, String) {
+        let mut a = vec!["chain", "apply"];
+        a.extend_from_slice(args);
+        let (ok, out, err) = ctl(&dir, &a);
+        assert!(ok, "pronto chain apply {args:?}: {err}");
+        (out, err)
+    };
     let read = |inst: &str, h: &str| -> u64 {
         let (_, out, err) = ctl(&dir, &["read", inst, h]);
         out.trim()
             .parse()
             .unwrap_or_else(|_| panic!("pronto read {inst} {h}: {out}{err}"))
     };
+    // Waits (20 s at most) until `done`, then 200 ms for stragglers;
+    // `state` says where things stand if it never happens.
+    let settle = |done: &dyn Fn() -> bool, state: &dyn Fn() -> String| {
+        let t0 = std::time::Instant::now();
+        while !done() {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "{}",
+                state()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+
+    // Chain 1, examples/chains/run.nfp: two mergers share the parallel
+    // group's packets. 100 DNS packets pass; 10 telnet packets the
+    // firewall drops.
+    sink("sink", "02:00:00:00:99:01");
+    let (out, _) = apply(&[
+        "examples/chains/run.nfp",
+        "--out",
+        "02:00:00:00:99:01",
+        "--mergers",
+        "2",
+    ]);
+    assert!(
+        out.contains("chain run: send frames to 02:4e:01:00:00:00 (the entry); they leave for 02:00:00:00:99:01"),
+        "{out}"
+    );
+    source(
+        "src",
+        "02:00:00:00:98:01",
+        [0x02, 0x4e, 0x01, 0, 0, 0],
+        &[(53, 100), (23, 10)],
+    );
     let both = |h: &str| read("run-merge0-0", h) + read("run-merge0-1", h);
-    let t0 = std::time::Instant::now();
-    while read("sink", "c.count") < 100 || both("nfp_merge.dropped") < 10 {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(20),
-            "sink {} merged {} dropped {}",
-            read("sink", "c.count"),
-            both("nfp_merge.merged"),
-            both("nfp_merge.dropped")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    settle(
+        &|| read("sink", "c.count") >= 100 && both("nfp_merge.dropped") >= 10,
+        &|| {
+            format!(
+                "sink {} merged {} dropped {}",
+                read("sink", "c.count"),
+                both("nfp_merge.merged"),
+                both("nfp_merge.dropped")
+            )
+        },
+    );
     assert_eq!(read("sink", "c.count"), 100);
     assert_eq!(both("nfp_merge.merged"), 100);
     assert_eq!(both("nfp_merge.dropped"), 10);
@@ -318,42 +330,23 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     );
     assert_eq!(read("run-fw", "nf/c.count"), 110);
     assert_eq!(read("run-nat", "nf/rw.nmappings"), 1);
-    // A chain whose parallel group adds a header (chain 2, beside the
-    // first): its merger sends on the tunnel's version of each packet.
-    let sink2 = file(
-        "sink2.click",
-        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
-    );
-    let (ok, _, err) = ctl(
-        &dir,
-        &[
-            "create",
-            "sink2",
-            "--config",
-            &sink2,
-            "--iface",
-            "eth0=02:00:00:00:99:02",
-        ],
-    );
-    assert!(ok, "{err}");
-    let (ok, out, err) = ctl(
-        &dir,
-        &[
-            "chain",
-            "apply",
-            "examples/chains/tunnel.nfp",
-            "--out",
-            "02:00:00:00:99:02",
-            "--chain",
-            "2",
-            "--pin",
-            "0",
-        ],
-    );
-    assert!(ok, "{err}");
-    assert!(!err.contains("runs in sequence"), "{err}");
+
+    // Chain 2, examples/chains/tunnel.nfp: its parallel group adds a
+    // header; the merger sends on the tunnel's version of each packet.
     // --pin: each NF instance on a CPU of the list (here the one CPU 0);
     // the entry and the merger are left to the scheduler.
+    sink("sink2", "02:00:00:00:99:02");
+    let (out, err) = apply(&[
+        "examples/chains/tunnel.nfp",
+        "--out",
+        "02:00:00:00:99:02",
+        "--chain",
+        "2",
+        "--pin",
+        "0",
+    ]);
+    assert!(!err.contains("runs in sequence"), "{err}");
+    assert!(out.contains("send frames to 02:4e:02:00:00:00"), "{out}");
     assert!(
         out.contains("created tunnel-monitor (nf monitor, eth0 02:4e:02:01:00:00, CPU 0)"),
         "{out}"
@@ -365,138 +358,74 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     };
     assert_eq!(cpus("tunnel-count"), serde_json::json!([0]));
     assert_eq!(cpus("tunnel-merge0"), serde_json::Value::Null);
-    assert!(out.contains("send frames to 02:4e:02:00:00:00"), "{out}");
-    let src2 = file(
-        "src2.click",
-        &format!(
-            "RatedSource(DATA \\<{}>, RATE 1000, LIMIT 50, STOP false) -> Queue -> ToDevice(eth0);\n",
-            udp_frame([0x02, 0x4e, 0x02, 0, 0, 0], 53)
-        ),
+    source(
+        "src2",
+        "02:00:00:00:98:02",
+        [0x02, 0x4e, 0x02, 0, 0, 0],
+        &[(53, 50)],
     );
-    let (ok, _, err) = ctl(
-        &dir,
-        &[
-            "create",
-            "src2",
-            "--config",
-            &src2,
-            "--iface",
-            "eth0=02:00:00:00:98:02",
-        ],
-    );
-    assert!(ok, "{err}");
-    let t0 = std::time::Instant::now();
-    while read("sink2", "c.count") < 50 {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(20),
+    settle(&|| read("sink2", "c.count") >= 50, &|| {
+        format!(
             "sink2 {} merged {}",
             read("sink2", "c.count"),
             read("tunnel-merge0", "nfp_merge.merged")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+        )
+    });
     assert_eq!(read("sink2", "c.count"), 50);
     // 50-byte frames, each 20 bytes longer with the tunnel's header.
     assert_eq!(read("sink2", "c.byte_count"), 50 * 70);
     assert_eq!(read("tunnel-merge0", "nfp_merge.merged"), 50);
     assert_eq!(read("tunnel-monitor", "nf/udp.count"), 50);
     assert_eq!(read("tunnel-count", "nf/c.byte_count"), 50 * 50);
-    // One merger per group: the group's merger runs inside the NAT's
-    // instance, the NF it hands every packet to (chain 4).
-    let sink4 = file(
-        "sink4.click",
-        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
-    );
-    let (ok, _, err) = ctl(
-        &dir,
-        &[
-            "create",
-            "sink4",
-            "--config",
-            &sink4,
-            "--iface",
-            "eth0=02:00:00:00:99:04",
-        ],
-    );
-    assert!(ok, "{err}");
-    let (ok, out, err) = ctl(
-        &dir,
-        &[
-            "chain",
-            "apply",
-            "examples/chains/run.nfp",
-            "--out",
-            "02:00:00:00:99:04",
-            "--name",
-            "runc",
-            "--chain",
-            "4",
-        ],
-    );
-    assert!(ok, "{err}");
+
+    // Chain 4, run.nfp again with one merger per group: the merger runs
+    // inside the NAT's instance, the NF it hands every packet to.
+    sink("sink4", "02:00:00:00:99:04");
+    let (out, _) = apply(&[
+        "examples/chains/run.nfp",
+        "--out",
+        "02:00:00:00:99:04",
+        "--name",
+        "runc",
+        "--chain",
+        "4",
+    ]);
     assert!(
         out.contains("created runc-nat (nf nat with merger 0, "),
         "{out}"
     );
     assert!(!out.contains("runc-merge"), "{out}");
-    let entry4 = [0x02, 0x4e, 0x04, 0, 0, 0];
-    let src4 = file(
-        "src4.click",
-        &format!(
-            "RatedSource(DATA \\<{}>, RATE 1000, LIMIT 20, STOP false) -> q :: Queue -> ToDevice(eth0);\n\
-             RatedSource(DATA \\<{}>, RATE 1000, LIMIT 5, STOP false) -> q;\n",
-            udp_frame(entry4, 53),
-            udp_frame(entry4, 23)
-        ),
+    source(
+        "src4",
+        "02:00:00:00:98:04",
+        [0x02, 0x4e, 0x04, 0, 0, 0],
+        &[(53, 20), (23, 5)],
     );
-    let (ok, _, err) = ctl(
-        &dir,
-        &[
-            "create",
-            "src4",
-            "--config",
-            &src4,
-            "--iface",
-            "eth0=02:00:00:00:98:04",
-        ],
+    settle(
+        &|| read("sink4", "c.count") >= 20 && read("runc-nat", "nfp_merge.dropped") >= 5,
+        &|| {
+            format!(
+                "sink4 {} merged {} dropped {}",
+                read("sink4", "c.count"),
+                read("runc-nat", "nfp_merge.merged"),
+                read("runc-nat", "nfp_merge.dropped")
+            )
+        },
     );
-    assert!(ok, "{err}");
-    let t0 = std::time::Instant::now();
-    while read("sink4", "c.count") < 20 || read("runc-nat", "nfp_merge.dropped") < 5 {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(20),
-            "sink4 {} merged {} dropped {}",
-            read("sink4", "c.count"),
-            read("runc-nat", "nfp_merge.merged"),
-            read("runc-nat", "nfp_merge.dropped")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(read("sink4", "c.count"), 20);
     assert_eq!(read("runc-nat", "nfp_merge.merged"), 20);
     assert_eq!(read("runc-nat", "nfp_merge.dropped"), 5);
     assert_eq!(read("runc-nat", "nf/rw.nmappings"), 1);
-    // A running instance as a chain NF: `chain apply` rewires it in place
-    // (chain 3: a monitor beside it, then out).
-    let fwi = file(
-        "fwi.click",
+
+    // Chain 3: a running instance as a chain NF, rewired in place (a
+    // monitor beside it, then out).
+    instance(
+        "fwi",
         "FromDevice(eth0) -> c :: Counter -> Strip(14) -> CheckIPHeader\n\
            -> f :: IPFilter(allow udp, deny all) -> Unstrip(14) -> Queue -> ToDevice(eth0);\n",
+        "02:00:00:00:97:01",
     );
-    let sink3 = file(
-        "sink3.click",
-        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
-    );
-    for (name, cfg, mac) in [
-        ("fwi", &fwi, "02:00:00:00:97:01"),
-        ("sink3", &sink3, "02:00:00:00:99:03"),
-    ] {
-        let iface = format!("eth0={mac}");
-        let (ok, _, err) = ctl(&dir, &["create", name, "--config", cfg, "--iface", &iface]);
-        assert!(ok, "{err}");
-    }
+    sink("sink3", "02:00:00:00:99:03");
     let pol = file(
         "live.nfp",
         &format!(
@@ -504,57 +433,29 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
             common::root().display()
         ),
     );
-    let (ok, out, err) = ctl(
-        &dir,
-        &[
-            "chain",
-            "apply",
-            &pol,
-            "--out",
-            "02:00:00:00:99:03",
-            "--chain",
-            "3",
-        ],
-    );
-    assert!(ok, "{err}");
+    let (out, _) = apply(&[&pol, "--out", "02:00:00:00:99:03", "--chain", "3"]);
     assert!(
         out.contains("rewired fwi (nf fw, running instance fwi rewired, MAC 02:00:00:00:97:01)"),
         "{out}"
     );
-    let src3 = file(
-        "src3.click",
-        &format!(
-            "RatedSource(DATA \\<{}>, RATE 1000, LIMIT 20, STOP false) -> Queue -> ToDevice(eth0);\n",
-            udp_frame([0x02, 0x4e, 0x03, 0, 0, 0], 53)
-        ),
+    source(
+        "src3",
+        "02:00:00:00:98:03",
+        [0x02, 0x4e, 0x03, 0, 0, 0],
+        &[(53, 20)],
     );
-    let (ok, _, err) = ctl(
-        &dir,
-        &[
-            "create",
-            "src3",
-            "--config",
-            &src3,
-            "--iface",
-            "eth0=02:00:00:00:98:03",
-        ],
-    );
-    assert!(ok, "{err}");
-    let t0 = std::time::Instant::now();
-    while read("sink3", "c.count") < 20 {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(20),
+    settle(&|| read("sink3", "c.count") >= 20, &|| {
+        format!(
             "sink3 {} fwi {} merged {}",
             read("sink3", "c.count"),
             read("fwi", "c.count"),
             read("live-merge0", "nfp_merge.merged")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+        )
+    });
     assert_eq!(read("sink3", "c.count"), 20);
     assert_eq!(read("fwi", "c.count"), 20);
     assert_eq!(read("live-merge0", "nfp_merge.merged"), 20);
+
     // A policy naming a running instance: its profile comes from the
     // instance's configuration, read from the daemon.
     let pol = file(
