@@ -247,8 +247,11 @@ fn compile(path: &str, o: &Opts) -> Result<Plan, String> {
 
 /// Reads every `instance("NAME")` NF's instance from the daemon: its
 /// profile goes into `policy`, and what a chain needs to rewire it is
-/// returned (by NF name).
-fn resolve_running(policy: &mut Policy, o: &Opts) -> Result<Vec<(String, NfBody)>, String> {
+/// returned (by NF name), or why it cannot be rewired (for `apply` to
+/// report; a plan needs only the profile).
+type RunningNfs = Vec<(String, Result<NfBody, String>)>;
+
+fn resolve_running(policy: &mut Policy, o: &Opts) -> Result<RunningNfs, String> {
     let wanted: Vec<(String, String)> = policy
         .nfs
         .iter()
@@ -261,7 +264,7 @@ fn resolve_running(policy: &mut Policy, o: &Opts) -> Result<Vec<(String, NfBody)
         return Ok(Vec::new());
     }
     let ep = endpoint(o);
-    let mut found: Vec<(String, NfBody)> = Vec::new();
+    let mut found: RunningNfs = Vec::new();
     policy
         .resolve_instances(|name| {
             let r = crate::http::request(
@@ -302,8 +305,8 @@ fn resolve_running(policy: &mut Policy, o: &Opts) -> Result<Vec<(String, NfBody)
                 )),
             };
             for (nf, inst) in &wanted {
-                if inst == name {
-                    found.push((nf.clone(), running.clone()?));
+                if inst == name && !found.iter().any(|(n, _)| n == nf) {
+                    found.push((nf.clone(), running.clone()));
                 }
             }
             Ok(profile)
@@ -438,7 +441,7 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
         .nfs
         .iter()
         .map(|nf| match running.iter().find(|(n, _)| *n == nf.name) {
-            Some((_, body)) => Ok(body.clone()),
+            Some((_, body)) => body.clone(),
             None => match policy.nf(&nf.name).map(|d| &d.source) {
                 Some(NfSource::Click { path }) => {
                     compound_body(&policy, &nf.name, path).map(NfBody::Compound)
@@ -451,6 +454,20 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             },
         })
         .collect::<Result<Vec<_>, _>>()?;
+    for (i, a) in bodies.iter().enumerate() {
+        let NfBody::Running { name, .. } = a else {
+            continue;
+        };
+        if let Some(j) = (i + 1..bodies.len())
+            .find(|&j| matches!(&bodies[j], NfBody::Running { name: n, .. } if n == name))
+        {
+            return Err(format!(
+                "NFs `{}` and `{}` both name instance {name}; a running instance takes one \
+                 place in a chain",
+                plan.nfs[i].name, plan.nfs[j].name
+            ));
+        }
+    }
     let prefix = o.name.clone().unwrap_or_else(|| {
         Path::new(path)
             .file_stem()
@@ -520,23 +537,45 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             call("POST", "/v1/instances", &body.to_string())
         };
         if let Err(e) = r {
-            // Leave nothing half made: remove what was created, give the
-            // rewired instances their own configurations back.
+            // Leave nothing half made: give the rewired instances their
+            // own configurations back first (nothing of the chain sends
+            // to them then), remove what was created, and say what could
+            // not be undone.
+            let mut left = Vec::new();
+            for (n, old) in &rewired {
+                let body = serde_json::json!({ "config": old }).to_string();
+                if let Err(e) = call("PUT", &format!("/v1/instances/{n}/config"), &body) {
+                    left.push(format!(
+                        "{n} keeps the chain's configuration ({e}; `pronto config {n} FILE` \
+                         gives it its own back)"
+                    ));
+                }
+            }
             for n in &made {
-                let _ = crate::http::request(
+                let r = crate::http::request(
                     &ep,
                     o.token.as_deref(),
                     "DELETE",
                     &format!("/v1/instances/{n}"),
                     None,
                 );
-            }
-            for (n, old) in &rewired {
-                let body = serde_json::json!({ "config": old }).to_string();
-                let _ = call("PUT", &format!("/v1/instances/{n}/config"), &body);
+                if let Err(e) = r.and_then(|r| {
+                    if r.status >= 400 {
+                        Err(r.error())
+                    } else {
+                        Ok(r)
+                    }
+                }) {
+                    left.push(format!("{n} is still there ({e}; `pronto rm {n}`)"));
+                }
             }
             let what = if i.existing { "rewiring" } else { "creating" };
-            return Err(format!("{what} {} ({}): {e}", i.name, i.role));
+            let mut msg = format!("{what} {} ({}): {e}", i.name, i.role);
+            if !left.is_empty() {
+                msg.push_str("; not undone: ");
+                msg.push_str(&left.join("; "));
+            }
+            return Err(msg);
         }
         if i.existing {
             let old = bodies.iter().find_map(|b| match b {

@@ -435,7 +435,7 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     );
     let (out, _) = apply(&[&pol, "--out", "02:00:00:00:99:03", "--chain", "3"]);
     assert!(
-        out.contains("rewired fwi (nf fw, running instance fwi rewired, MAC 02:00:00:00:97:01)"),
+        out.contains("rewired fwi (nf fw, a running instance, MAC 02:00:00:00:97:01)"),
         "{out}"
     );
     source(

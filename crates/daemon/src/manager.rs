@@ -1250,9 +1250,19 @@ impl Manager {
         };
         let _ = sb.set_timeout(Some(REQUEST_TIMEOUT));
         if let Some(cpus) = &spec.cpus {
-            if let Err(e) = sb.pin(cpus) {
+            // The daemon may run on fewer CPUs than when the instance was
+            // made (a restart under another cpuset).
+            let mut now = cpus.clone();
+            let pinned = match check_cpus(&mut now) {
+                Err(Failure::BadRequest(why, _)) => Err(format!(
+                    "{why}; recreate the instance with --cpus among those"
+                )),
+                Err(e) => Err(e.to_string()),
+                Ok(()) => sb.pin(cpus).map_err(|e| e.to_string()),
+            };
+            if let Err(why) = pinned {
                 let _ = sb.kill();
-                return Err(Failure::Internal(format!("sandbox: {e}")));
+                return Err(Failure::Internal(why));
             }
         }
         let mut run = Running {

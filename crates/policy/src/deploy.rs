@@ -1,6 +1,9 @@
 //! A compiled chain as sandboxed instances on the switch (`pronto chain
 //! apply`): one instance per NF, one for the classifier (the chain's
 //! entry) and one per parallel group's merger, each with one switch port.
+//! A merger that hands every packet to one NF nothing else feeds runs
+//! inside that NF's instance instead; an `instance("NAME")` NF is the
+//! running instance, rewired in place ([`crate::rewire`]).
 //!
 //! The forwarding table says where each node sends a packet; a node sends
 //! straight to its next hops' ports (their MAC addresses), a version per
@@ -29,7 +32,8 @@ pub struct Instance {
     pub mac: String,
     /// Its Click configuration.
     pub config: String,
-    /// What it is, for messages: `classifier`, `nf NAME`, `merger N`.
+    /// What it is, for messages: `classifier`, `nf NAME`, `nf NAME with
+    /// merger N`, `nf NAME, a running instance`, `merger N`.
     pub role: String,
     /// A running instance to reconfigure (not one to create).
     pub existing: bool,
@@ -295,10 +299,9 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
         }
         let mut args = inputs.join(", ");
         let _ = write!(args, ", TIMEOUT {merge_timeout}");
-        if m.layout.is_some() {
-            // The output has the reshaping branch's headers.
-            let _ = write!(args, ", BASE {}", m.base);
-        }
+        // Named, so that the merger's base is the one `unmergeable`
+        // checked (the reshaper's version has the output's headers).
+        let _ = write!(args, ", BASE {}", m.base);
         if prio.iter().any(|&p| p != 0) {
             let p: Vec<String> = prio.iter().map(i32::to_string).collect();
             let _ = write!(args, ", PRIORITY {}", p.join(" "));
@@ -473,7 +476,7 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
                     name: name.clone(),
                     mac: mac.clone(),
                     config: format!("// NF {} of chain {prefix}.\n{config}", nf.name),
-                    role: format!("nf {}, running instance {name} rewired", nf.name),
+                    role: format!("nf {}, a running instance", nf.name),
                     existing: true,
                 });
                 continue;
@@ -571,4 +574,133 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Plan {
+        crate::Policy::parse("t.nfp", text)
+            .expect("parses")
+            .compile()
+            .expect("compiles")
+    }
+
+    fn deploy(plan: &Plan, bodies: &[NfBody], mergers: usize) -> Result<Vec<Instance>, String> {
+        instances(
+            plan,
+            bodies,
+            &Deploy {
+                prefix: "c",
+                chain: 1,
+                out_mac: "02:00:00:00:00:99",
+                mergers,
+                merge_timeout: "10ms",
+            },
+        )
+    }
+
+    /// Two writers of different fields side by side, then a reader of
+    /// both.
+    const GROUP_THEN_NF: &str = "nf a = opaque(writes: src_ip)\nnf b = opaque(writes: dst_ip)\n\
+                                 nf w = opaque(reads: src_ip dst_ip)\n\
+                                 order(a, before, w)\norder(b, before, w)\n";
+
+    fn compound(n: usize) -> Vec<NfBody> {
+        (0..n)
+            .map(|_| NfBody::Compound("input -> output;".into()))
+            .collect()
+    }
+
+    #[test]
+    fn a_merger_runs_inside_the_nf_it_feeds() {
+        let p = plan(GROUP_THEN_NF);
+        assert_eq!(p.merges.len(), 1);
+        let insts = deploy(&p, &compound(3), 1).expect("deploys");
+        let roles: Vec<&str> = insts.iter().map(|i| i.role.as_str()).collect();
+        assert_eq!(roles, ["classifier", "nf a", "nf b", "nf w with merger 0"]);
+        let w = &insts[3];
+        assert!(
+            w.config
+                .contains("nfp_merge :: NFPMerge(orig src_ip, full dst_ip, TIMEOUT 10ms, BASE 0) -> nf :: NF_w;"),
+            "{}",
+            w.config
+        );
+        // The branches send their versions, each with its merger input,
+        // to w's port.
+        assert!(
+            insts[1].config.contains(&format!(
+                "NFPEncap(BRANCH 0) -> EtherRewrite(SRC {}, DST {})",
+                insts[1].mac, w.mac
+            )),
+            "{}",
+            insts[1].config
+        );
+        assert!(
+            insts[2].config.contains(&format!(
+                "NFPEncap(BRANCH 1) -> EtherRewrite(SRC {}, DST {})",
+                insts[2].mac, w.mac
+            )),
+            "{}",
+            insts[2].config
+        );
+        // With two mergers sharing the packets, they are instances of
+        // their own.
+        let insts = deploy(&p, &compound(3), 2).expect("deploys");
+        let names: Vec<&str> = insts.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["c-in", "c-a", "c-b", "c-w", "c-merge0-0", "c-merge0-1"]
+        );
+        assert_eq!(insts[3].role, "nf w");
+    }
+
+    #[test]
+    fn a_running_instance_is_rewired_and_keeps_its_address() {
+        let p = plan(GROUP_THEN_NF);
+        let mut bodies = compound(3);
+        bodies[0] = NfBody::Running {
+            name: "fw1".into(),
+            config: "FromDevice(eth0) -> c :: Counter -> Queue -> ToDevice(eth0);".into(),
+            iface: "eth0".into(),
+            mac: "02:00:00:00:00:0a".into(),
+        };
+        let insts = deploy(&p, &bodies, 1).expect("deploys");
+        let fw = insts.iter().find(|i| i.name == "fw1").expect("fw1");
+        assert!(fw.existing);
+        assert_eq!(fw.role, "nf a, a running instance");
+        assert!(fw.config.contains("NFPDecap"), "{}", fw.config);
+        assert!(fw.config.contains("BRANCH 0"), "{}", fw.config);
+        // The entry sends to the instance's own address.
+        assert!(
+            insts[0].config.contains("DST 02:00:00:00:00:0a"),
+            "{}",
+            insts[0].config
+        );
+        // It cannot feed a merger that --mergers splits.
+        assert_eq!(
+            deploy(&p, &bodies, 2).expect_err("refused"),
+            "NF a (instance fw1) feeds merger 0, which --mergers 2 splits; a running instance \
+             sends to one merger"
+        );
+    }
+
+    #[test]
+    fn a_reshaping_group_is_merged_on_the_reshapers_version() {
+        let p = plan(
+            "nf m = opaque(reads: src_ip)\nnf t = opaque(reads: , writes: , drops: yes, reshapes: yes)\n\
+             order(m, before, t)\n",
+        );
+        assert_eq!(p.merges[0].layout.map(|l| l.0), Some(1));
+        let insts = deploy(&p, &compound(2), 1).expect("deploys");
+        let merger = insts.iter().find(|i| i.role == "merger 0").expect("merger");
+        assert!(
+            merger
+                .config
+                .contains("NFPMerge(full, orig, TIMEOUT 10ms, BASE 1)"),
+            "{}",
+            merger.config
+        );
+    }
 }

@@ -10,14 +10,15 @@
 //! In one process a packet has one owner, so a parallel group is built
 //! from the NFP elements this way: the branches that share the packet
 //! (delivery "the packet itself": no copy) run one after the other on it
-//! — they touch disjoint fields, so in any order — behind `NFPCopy`'s
-//! `orig` output; each branch with a copy gets its own output (`full` or
-//! `header`); `NFPMerge` joins the versions with the merge table's field
-//! owners and priorities. A group the merger cannot join — one that adds
-//! or removes headers, or where an NF on a copy writes header fields other
-//! than addresses and ports (a TTL, the link header) — runs its branches in
-//! sequence instead, in an order the policy allows, and says so in
-//! [`ChainConfig::notes`].
+//! — they touch disjoint fields; the one that may drop, or the one that
+//! adds or removes headers, last — behind `NFPCopy`'s `orig` output; each
+//! branch with a copy gets its own output (`full` or `header`); `NFPMerge`
+//! joins the versions with the merge table's field owners and priorities,
+//! building on the reshaping branch's version when there is one (`BASE`:
+//! the output has its headers). A group the merger cannot join — where an
+//! NF off the merged version writes header fields other than addresses and
+//! ports (a TTL, the link header) — runs its branches in sequence instead,
+//! in an order the policy allows, and says so in [`ChainConfig::notes`].
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;

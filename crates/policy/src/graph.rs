@@ -148,8 +148,8 @@ pub struct Merge {
     /// Versions of each packet to wait for (one per branch).
     pub versions: usize,
     /// The branch whose version the output is built from (the one that
-    /// added or removed headers, if any; else one that got the packet
-    /// itself).
+    /// adds or removes headers, if any; else the payload's owner; else one
+    /// that got the packet itself).
     pub base: usize,
     /// For every field some branch writes, whose value is kept (values of
     /// other branches are copied into the base version).

@@ -145,12 +145,19 @@ impl Plan {
                 .fields
                 .iter()
                 .map(|o| {
-                    format!(
-                        "{} from {} ({})",
-                        o.field,
-                        branch(o.branch),
-                        self.name(o.nf)
-                    )
+                    let only = group
+                        .and_then(|g| g.branches.get(o.branch))
+                        .is_some_and(|b| b.stages == [Stage::Nf(o.nf)]);
+                    if only {
+                        format!("{} from {}", o.field, branch(o.branch))
+                    } else {
+                        format!(
+                            "{} from {}, written by {}",
+                            o.field,
+                            branch(o.branch),
+                            self.name(o.nf)
+                        )
+                    }
                 })
                 .collect();
             let _ = write!(s, "; fields: {}", f.join(", "));

@@ -46,7 +46,11 @@ fn add(flat: &mut FlatConfig, at: &FlatElement, splice: &[Splice]) -> Option<(us
     let mut first = None;
     let mut prev: Option<usize> = None;
     for (class, config) in splice {
-        let name = fresh(flat, &format!("nfp_{}", class.to_ascii_lowercase()));
+        let lower = class.to_ascii_lowercase();
+        let name = fresh(
+            flat,
+            &format!("nfp_{}", lower.strip_prefix("nfp").unwrap_or(&lower)),
+        );
         flat.elements.push(FlatElement {
             name,
             class: class.to_string(),
@@ -91,6 +95,13 @@ pub fn rewire(
             .collect::<Vec<_>>()
             .join("\n")
     })?;
+    if let Some(e) = flat.elements.iter().find(|e| e.class.starts_with("NFP")) {
+        return Err(format!(
+            "instance {name} is already part of a chain (its configuration has {} `{}`); \
+             give it its own configuration first (`pronto config {name} FILE`)",
+            e.class, e.name
+        ));
+    }
     let on = |e: &FlatElement, class: &str| e.class == class && device_of(&e.config) == iface;
     let sources: Vec<usize> = (0..flat.elements.len())
         .filter(|&i| on(&flat.elements[i], "FromDevice"))
@@ -101,7 +112,8 @@ pub fn rewire(
     if sources.is_empty() || sinks.is_empty() {
         return Err(format!(
             "instance {name}: a chain NF receives with FromDevice({iface}) and sends with \
-             ToDevice({iface}); its configuration has {} and {}",
+             ToDevice({iface}); its configuration has {} FromDevice({iface}) and {} \
+             ToDevice({iface})",
             sources.len(),
             sinks.len()
         ));
@@ -215,7 +227,23 @@ mod tests {
         assert_eq!(
             e,
             "instance x: a chain NF receives with FromDevice(eth0) and sends with ToDevice(eth0); \
-             its configuration has 0 and 0"
+             its configuration has 0 FromDevice(eth0) and 0 ToDevice(eth0)"
+        );
+        // Rewiring what is already rewired would stack a second tag.
+        let once = rewire(
+            "y",
+            "FromDevice(eth0) -> Queue -> ToDevice(eth0);",
+            "eth0",
+            &[("NFPDecap", String::new())],
+            &[],
+        )
+        .expect("rewires");
+        let e =
+            rewire("y", &once, "eth0", &[("NFPDecap", String::new())], &[]).expect_err("refused");
+        assert_eq!(
+            e,
+            "instance y is already part of a chain (its configuration has NFPDecap `nfp_decap`); \
+             give it its own configuration first (`pronto config y FILE`)"
         );
         assert_eq!(device_of("eth0, SNIFFER false"), "eth0");
         assert_eq!(device_of("DEVNAME eth2, BURST 8"), "eth2");

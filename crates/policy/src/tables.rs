@@ -195,7 +195,15 @@ pub(crate) fn assign(
                 ),
             ));
         }
-        let base = layout.map_or_else(|| sharing.iter().copied().min().unwrap_or(0), |l| l.0);
+        // The output's version: the reshaper's (its headers), else the
+        // payload owner's (the payload comes with the base), else one
+        // that shares the packet.
+        let base = layout.map(|l| l.0).unwrap_or_else(|| {
+            fields
+                .iter()
+                .find(|o| o.field == Field::Payload)
+                .map_or_else(|| sharing.iter().copied().min().unwrap_or(0), |o| o.branch)
+        });
 
         let mut drop_overrides = Vec::new();
         for (i, si) in sets.iter().enumerate() {

@@ -860,13 +860,14 @@ impl Sandbox {
                     // A thread that ended meanwhile.
                     Ok(()) | Err(rustix::io::Errno::SRCH) => {}
                     Err(e) => {
+                        let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
                         return Err(SandboxError::Spec {
                             field: "cpus",
                             reason: format!(
-                                "cannot run thread {} on CPUs {cpus:?}: {e}",
-                                tid.as_raw_nonzero()
+                                "the kernel refused to run the instance on CPUs {}: {e}",
+                                list.join(",")
                             ),
-                        })
+                        });
                     }
                 }
             }

@@ -832,6 +832,7 @@ impl Switch {
             let moved = self.poll_once();
             if self.hot.is_empty() {
                 self.since_sleep = 0;
+                self.empty = 0;
                 let timeout = (self.ages && self.cfg.learning).then_some(Duration::from_secs(1));
                 self.loop_stats.sleeps.fetch_add(1, Ordering::Relaxed);
                 self.events(&mut events, timeout)?;

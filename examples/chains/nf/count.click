@@ -1,2 +1,3 @@
-// A packet counter as a chain NF: touches nothing.
+// A packet counter as a chain NF: touches no field (it reads only the
+// length, for its byte count).
 input -> c :: Counter -> output;

@@ -101,7 +101,7 @@ struct Setup<'a> {
     /// Pin the NF instances to the CPUs in turn.
     pin: bool,
     /// Frames in flight for the rate: few enough that a branch's backlog
-    /// stays well inside the merger's 10 ms bounded wait (else versions
+    /// stays well inside the merger's bounded wait (else versions
     /// arrive after their packet was settled, and count as losses).
     in_flight: u64,
 }
@@ -129,8 +129,12 @@ fn measure(
     } else {
         pronto_policy::emit::sequential_plan(&plan)
     };
-    if setup.parallel && plan.graph.groups().is_empty() {
-        return Err(format!("{tag}: the policy compiled to no parallel group"));
+    let (plan, notes) = pronto_policy::deploy::mergeable(&plan);
+    if setup.parallel && (plan.graph.groups().is_empty() || !notes.is_empty()) {
+        return Err(format!(
+            "{tag}: the policy compiled to no parallel group the mergers can join{}",
+            notes.iter().map(|n| format!("; {n}")).collect::<String>()
+        ));
     }
     let bodies: Vec<String> = plan
         .nfs
@@ -145,7 +149,6 @@ fn measure(
             _ => Err(format!("{tag}: NF {} is not a click(...) NF", nf.name)),
         })
         .collect::<Result<_, _>>()?;
-    let (plan, _) = pronto_policy::deploy::mergeable(&plan);
     let bodies: Vec<NfBody> = bodies.into_iter().map(NfBody::Compound).collect();
     let insts = pronto_policy::deploy::instances(
         &plan,
@@ -165,8 +168,12 @@ fn measure(
     // NF instances on the CPUs in turn (the paper gives each NF its own
     // core): the scheduler would often put branches woken together on
     // the waking CPU, one after the other.
-    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut next_cpu = (0..ncpu).cycle();
+    let allowed = rustix::thread::sched_getaffinity(None)
+        .map_err(|e| format!("reading this process's CPUs: {e}"))?;
+    let mine: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| allowed.is_set(c))
+        .collect();
+    let mut next_cpu = mine.iter().copied().cycle();
     let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
     let (sink_id, sink_shm) = m.attach_port("bench/sink").map_err(|e| e.to_string())?;
     let _ = m.switch().add_static(SINK, sink_id);
@@ -235,7 +242,7 @@ fn measure(
         ));
     }
     let (p50, p99) = (pct(&mut lat, 0.5), pct(&mut lat, 0.99));
-    // Rate: at most 1,024 frames in flight.
+    // Rate: at most `in_flight` frames in flight.
     let f = (setup.frame)(entry);
     gen.prefill(&f);
     let len = f.len() as u16;
@@ -247,7 +254,7 @@ fn measure(
     super::daemon::drive(&mut gen, &mut sink, len, setup.in_flight, stall, dur / 4);
     let r = super::daemon::drive(&mut gen, &mut sink, len, setup.in_flight, stall, dur);
     let mut merger = String::new();
-    for i in insts.iter().filter(|i| i.role.starts_with("merger")) {
+    for i in insts.iter().filter(|i| i.role.contains("merger")) {
         for h in ["merged", "dropped", "timeouts", "late"] {
             let v = m
                 .read("default", &i.name, &format!("nfp_merge.{h}"))

@@ -597,7 +597,7 @@ mod tests {
         );
         assert_eq!(
             err("orig payload, full, BASE 1", 2),
-            "BASE: the output's payload is input 1's, but INPUT0 owns it"
+            "BASE 1: INPUT0 owns the payload, which comes with the base version; make the base input 0"
         );
     }
 

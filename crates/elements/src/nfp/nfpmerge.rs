@@ -10,8 +10,10 @@
 //! chain.
 //!
 //! Settling: if some branch dropped the packet it is dropped, unless a
-//! branch of strictly higher priority passed it. Otherwise the base is the
-//! payload owner's version (else the original, else a full copy) and every
+//! branch of strictly higher priority passed it. Otherwise the base is
+//! input `BASE`'s version when it has one (the branch that added or removed
+//! headers: the output has its layout), else the payload owner's, else the
+//! original, else a full copy; and every
 //! other branch's owned header fields are copied into it, each with the
 //! incremental checksum update a network function writing that field makes
 //! (RFC 1624), so the result equals the sequential chain's.
@@ -220,7 +222,8 @@ impl NfpMerge {
                         .filter(|&k| k != b && !i.fields.contains(&Field::Payload))
                     {
                         return Err(ConfigError::new(format!(
-                            "BASE: the output's payload is input {b}'s, but INPUT{k} owns it"
+                            "BASE {b}: INPUT{k} owns the payload, which comes with the base \
+                             version; make the base input {k}"
                         )));
                     }
                 }

@@ -5,11 +5,11 @@ use pronto_packet::Batch;
 
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
-    FIELD_OTHER, FIELD_PAYLOAD,
+    FIELD_OTHER,
 };
 
-/// Draws W random numbers and makes N reads per packet: of an array of S
-/// megabytes, or, R% of the time, of the packet itself.
+/// Draws W random numbers and makes N dependent reads per packet: of an
+/// array of S megabytes, or, R% of the time, of the packet itself.
 pub struct WorkPackage {
     w: u32,
     n: u32,
@@ -28,14 +28,16 @@ impl WorkPackage {
         .ports("1-/1-")
         .processing("h/h")
         .keywords(&["S", "N", "R", "PAYLOAD", "W"])
-        .profile(ActionProfile::reads(FIELD_PAYLOAD | FIELD_OTHER))
+        // What it reads never changes what it does with the packet.
+        .profile(ActionProfile::reads(FIELD_OTHER))
         .doc(
             "WorkPackage([S, N, R, PAYLOAD, W])\n\n\
              Emulates a network function's cost: for every packet, draws W random\n\
-             numbers (pure CPU work), then makes N 4-byte reads of an array of S\n\
-             megabytes, or, for R percent of them (0-100), of the packet: its\n\
-             payload with PAYLOAD true, else its first 64 bytes. Packets leave on\n\
-             the output numbered like their input, unchanged. All default to 0.\n\n\
+             numbers (CPU work; default 1), then makes N dependent 4-byte reads, each\n\
+             at a position given by the value the previous one read (memory latency):\n\
+             R percent of them (0-100) in the packet (its first 54 bytes, or all of it\n\
+             with PAYLOAD true), the others in an array of S megabytes of random\n\
+             words. Packets leave on the output numbered like their input, unchanged.\n\n\
              Ports: 1 or more push inputs, as many outputs.\n\
              Handlers:\n  \
              count (read)  packets worked on\n  \
@@ -49,7 +51,7 @@ impl WorkPackage {
         let n: u32 = a.read_or("N", 0u32)?;
         let r: u32 = a.read_or("R", 0u32)?;
         let payload: bool = a.read_or("PAYLOAD", false)?;
-        let w: u32 = a.read_or("W", 0u32)?;
+        let w: u32 = a.read_or("W", 1u32)?;
         a.finish()?;
         if ctx.ninputs != ctx.noutputs {
             return Err(ConfigError::new(format!(
@@ -73,8 +75,13 @@ impl WorkPackage {
             ));
         }
         let words = s as usize * (1 << 20) / 4;
-        // Filled so that the pages exist before the first packet.
-        let array: Vec<u32> = (0..words as u32).collect();
+        // Random words, so that each read's position depends on the last
+        // read's value; written now, so the pages exist before the first
+        // packet.
+        let mut fill = 0x2545_f491_4f6c_dd1d_u64;
+        let array: Vec<u32> = (0..words)
+            .map(|_| (xorshift(&mut fill) >> 32) as u32)
+            .collect();
         Ok(Box::new(WorkPackage {
             w,
             n,
@@ -104,29 +111,33 @@ impl Element for WorkPackage {
         let mut state = self.state;
         let mut sink = self.sink;
         for p in batch.iter() {
-            let mut acc = 0u64;
+            let mut r = 0u32;
             for _ in 0..self.w {
-                acc = acc.wrapping_add(xorshift(&mut state));
+                r = (xorshift(&mut state) >> 32) as u32;
             }
+            let data = p.data();
+            let span = if self.payload {
+                data.len()
+            } else {
+                data.len().min(54)
+            };
             for _ in 0..self.n {
-                let x = xorshift(&mut state);
-                if (x % 100) < u64::from(self.r) {
-                    let data = p.data();
-                    let (from, to) = if self.payload {
-                        (data.len().min(54), data.len())
+                let word = if r % 100 < self.r {
+                    if span >= 4 {
+                        let at = (r >> 7) as usize % (span - 3);
+                        u32::from_ne_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]])
                     } else {
-                        (0, data.len().min(64))
-                    };
-                    if to > from {
-                        acc = acc
-                            .wrapping_add(u64::from(data[from + (x >> 8) as usize % (to - from)]));
+                        0
                     }
-                } else if !self.array.is_empty() {
-                    let at = (x >> 8) as usize % self.array.len();
-                    acc = acc.wrapping_add(u64::from(self.array[at]));
-                }
+                } else if self.array.is_empty() {
+                    0
+                } else {
+                    self.array[(r >> 7) as usize % self.array.len()]
+                };
+                // The next position depends on what was read.
+                r = word ^ (r << 24 ^ r << 16 ^ r << 8 ^ r >> 16);
             }
-            sink = sink.wrapping_add(acc);
+            sink = sink.wrapping_add(u64::from(r));
         }
         self.state = state;
         self.sink = std::hint::black_box(sink);
