@@ -246,6 +246,8 @@ fn run(secs: f64) -> Result<(), String> {
     let mut k = 0usize;
     let mut moved = [Instant::now(); 3];
     let mut seen = [0u64; 3];
+    // Frames given up as lost on the way (they never come back).
+    let mut lost = [0f64; 3];
     while start.elapsed() < dur {
         for i in 0..3 {
             if got[i] != seen[i] {
@@ -255,11 +257,15 @@ fn run(secs: f64) -> Result<(), String> {
         }
         for (i, fs) in frames.iter().enumerate() {
             // Never far ahead of what came back: each middlebox sets its
-            // own pace (no frame is lost for lack of a buffer).
-            // (A frame lost on the way would stall it: after 200 ms
-            // without progress it sends again.)
+            // own pace (no frame is lost for lack of a buffer). Frames
+            // lost on the way would keep its window shut for good: after
+            // 20 ms without progress, what is still out counts as lost.
             let back = got[i] as f64 / boxes[i].pass;
-            if sent[i] as f64 > back + 128.0 && moved[i].elapsed() < Duration::from_millis(200) {
+            if moved[i].elapsed() >= Duration::from_millis(20) {
+                lost[i] = sent[i] as f64 - back;
+                moved[i] = Instant::now();
+            }
+            if sent[i] as f64 - lost[i] > back + 128.0 {
                 continue;
             }
             let n = gen.send_iter(
