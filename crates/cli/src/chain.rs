@@ -171,6 +171,9 @@ fn run(args: &[String]) -> Result<(), String> {
     let Some((cmd, rest)) = args.split_first() else {
         return Err(String::new());
     };
+    if matches!(cmd.as_str(), "help" | "--help" | "-h") {
+        return Err(String::new());
+    }
     let o = parse(rest)?;
     let file = || -> Result<&str, String> {
         match o.pos.as_slice() {

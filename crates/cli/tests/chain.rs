@@ -7,6 +7,14 @@ use common::{ctl, pronto};
 
 #[test]
 fn profiles_and_plans() {
+    for help in ["help", "--help"] {
+        let (ok, out, err) = pronto(&["chain", help]);
+        assert!(ok, "{err}");
+        assert!(
+            out.contains("pronto chain apply FILE.nfp --out MAC"),
+            "{out}"
+        );
+    }
     let (ok, out, err) = pronto(&["chain", "profile", "examples/chains/nf/monitor.click"]);
     assert!(ok, "{err}");
     assert_eq!(
