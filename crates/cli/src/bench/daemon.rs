@@ -399,7 +399,9 @@ pub(super) fn drive(
             progress = Instant::now();
         }
         if sent < got + window {
-            sent += gen.send_written(len, 32) as u64;
+            // A batch, but never past the window.
+            let room = (got + window - sent).min(32) as usize;
+            sent += gen.send_written(len, room) as u64;
         } else {
             sink.wait(Some(Duration::from_micros(500)));
         }
