@@ -332,6 +332,20 @@ fn compound_body(policy: &Policy, nf: &str, path: &str) -> Result<String, String
     Ok(text)
 }
 
+/// The `POST /v1/instances` body that creates chain instance `i` (its one
+/// port `eth0`), on CPU `cpu` if given.
+pub fn create_body(i: &pronto_policy::deploy::Instance, cpu: Option<usize>) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "name": i.name,
+        "config": i.config,
+        "interfaces": [{"name": "eth0", "mac": i.mac}],
+    });
+    if let Some(cpu) = cpu {
+        body["cpus"] = serde_json::json!([cpu]);
+    }
+    body
+}
+
 /// The NFs' compound bodies, read from their Click files.
 pub fn bodies(policy: &Policy, plan: &Plan) -> Result<Vec<String>, String> {
     plan.nfs
@@ -529,15 +543,7 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             let body = serde_json::json!({ "config": i.config }).to_string();
             call("PUT", &format!("/v1/instances/{}/config", i.name), &body)
         } else {
-            let mut body = serde_json::json!({
-                "name": i.name,
-                "config": i.config,
-                "interfaces": [{"name": "eth0", "mac": i.mac}],
-            });
-            if let Some(cpu) = cpu {
-                body["cpus"] = serde_json::json!([cpu]);
-            }
-            call("POST", "/v1/instances", &body.to_string())
+            call("POST", "/v1/instances", &create_body(i, cpu).to_string())
         };
         if let Err(e) = r {
             // Leave nothing half made: give the rewired instances their

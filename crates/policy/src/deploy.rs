@@ -100,16 +100,6 @@ fn mac(chain: u8, kind: u8, index: usize) -> String {
     )
 }
 
-/// The NFs of `stages`, in graph order.
-fn nfs_in(stages: &[Stage], out: &mut Vec<usize>) {
-    for s in stages {
-        match s {
-            Stage::Nf(i) => out.push(*i),
-            Stage::Parallel(g) => g.branches.iter().for_each(|b| nfs_in(&b.stages, out)),
-        }
-    }
-}
-
 /// Why the merger could not join group `g`'s versions across instances,
 /// if it could not: every branch but the base sends a full copy, and the
 /// merger takes addresses and ports from a copy but no other header field.
@@ -122,7 +112,7 @@ fn unmergeable(plan: &Plan, g: &Group) -> Option<String> {
             continue;
         }
         let mut v = Vec::new();
-        nfs_in(&br.stages, &mut v);
+        crate::graph::nfs_of(&br.stages, &mut v);
         if let Some(&nf) = v
             .iter()
             .find(|&&nf| plan.nfs[nf].profile.writes.contains(Field::Other))
@@ -149,7 +139,7 @@ pub fn mergeable(plan: &Plan) -> (Plan, Vec<String>) {
                 Stage::Parallel(g) => match unmergeable(plan, g) {
                     Some(why) => {
                         let mut v = Vec::new();
-                        nfs_in(&[Stage::Parallel(g.clone())], &mut v);
+                        crate::graph::nfs_of(&[Stage::Parallel(g.clone())], &mut v);
                         let names: Vec<&str> = order
                             .iter()
                             .filter(|i| v.contains(i))
@@ -286,17 +276,15 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
                 }
             })
             .collect();
-        let mut prio = vec![0i32; n];
-        for _ in 0..n {
-            for &(high, low) in &m.drop_overrides {
-                let (Some((gh, h)), Some((gl, l))) = (nf_at[high], nf_at[low]) else {
-                    continue;
-                };
-                if gh == m.group && gl == m.group && h != l && prio[h] <= prio[l] {
-                    prio[h] = prio[l] + 1;
-                }
-            }
-        }
+        let pairs: Vec<(usize, usize)> = m
+            .drop_overrides
+            .iter()
+            .filter_map(|&(high, low)| match (nf_at[high], nf_at[low]) {
+                (Some((gh, h)), Some((gl, l))) if gh == m.group && gl == m.group => Some((h, l)),
+                _ => None,
+            })
+            .collect();
+        let prio = crate::graph::override_priorities(n, &pairs);
         let mut args = inputs.join(", ");
         let _ = write!(args, ", TIMEOUT {merge_timeout}");
         // Named, so that the merger's base is the one `unmergeable`

@@ -126,16 +126,6 @@ pub fn sequential_plan(plan: &Plan) -> Plan {
     p
 }
 
-/// The NFs of `stages`, in graph order.
-fn nfs_of(stages: &[Stage], out: &mut Vec<usize>) {
-    for s in stages {
-        match s {
-            Stage::Nf(i) => out.push(*i),
-            Stage::Parallel(g) => g.branches.iter().for_each(|b| nfs_of(&b.stages, out)),
-        }
-    }
-}
-
 struct Emitter<'a> {
     plan: &'a Plan,
     order: Vec<usize>,
@@ -172,7 +162,9 @@ impl Emitter<'_> {
     /// Runs the NFs of `g` one after the other, in policy order.
     fn in_sequence(&mut self, g: &Group, from: String, why: String) -> String {
         let mut nfs = Vec::new();
-        g.branches.iter().for_each(|b| nfs_of(&b.stages, &mut nfs));
+        g.branches
+            .iter()
+            .for_each(|b| crate::graph::nfs_of(&b.stages, &mut nfs));
         let set: BTreeSet<usize> = nfs.into_iter().collect();
         let names: Vec<String> = self
             .order
@@ -203,7 +195,7 @@ impl Emitter<'_> {
         let branch_of = |nf: usize| {
             g.branches.iter().position(|b| {
                 let mut v = Vec::new();
-                nfs_of(&b.stages, &mut v);
+                crate::graph::nfs_of(&b.stages, &mut v);
                 v.contains(&nf)
             })
         };
@@ -223,7 +215,7 @@ impl Emitter<'_> {
         // get their own copies.
         let branch_nfs = |b: usize| {
             let mut v = Vec::new();
-            nfs_of(&g.branches[b].stages, &mut v);
+            crate::graph::nfs_of(&g.branches[b].stages, &mut v);
             v
         };
         let drops = |b: usize| {
@@ -296,7 +288,7 @@ impl Emitter<'_> {
                 continue;
             }
             let mut v = Vec::new();
-            nfs_of(&br.stages, &mut v);
+            crate::graph::nfs_of(&br.stages, &mut v);
             if let Some(&nf) = v
                 .iter()
                 .find(|&&nf| self.plan.nfs[nf].profile.writes.contains(Field::Other))
@@ -324,17 +316,14 @@ impl Emitter<'_> {
             }
         }
         // Priorities: the winner of each override above the loser.
-        let mut prio = vec![0i32; kinds.len()];
-        for _ in 0..kinds.len() {
-            for &(high, low) in &merge.drop_overrides {
-                if let (Some(h), Some(l)) = (branch_of(high), branch_of(low)) {
-                    let (h, l) = (input_of[h], input_of[l]);
-                    if h != l && prio[h] <= prio[l] {
-                        prio[h] = prio[l] + 1;
-                    }
-                }
-            }
-        }
+        let pairs: Vec<(usize, usize)> = merge
+            .drop_overrides
+            .iter()
+            .filter_map(|&(high, low)| {
+                Some((input_of[branch_of(high)?], input_of[branch_of(low)?]))
+            })
+            .collect();
+        let prio = crate::graph::override_priorities(kinds.len(), &pairs);
         let _ = writeln!(self.lines, "{cp} :: NFPCopy({});", kinds.join(", "));
         let inputs: Vec<String> = kinds
             .iter()

@@ -343,3 +343,28 @@ impl Plan {
         self.forwarding.iter().find(|f| f.from == from)
     }
 }
+
+/// Appends the NFs of `stages` to `out`, in graph order.
+pub(crate) fn nfs_of(stages: &[Stage], out: &mut Vec<usize>) {
+    for s in stages {
+        match s {
+            Stage::Nf(i) => out.push(*i),
+            Stage::Parallel(g) => g.branches.iter().for_each(|b| nfs_of(&b.stages, out)),
+        }
+    }
+}
+
+/// Merger input priorities (`NFPMerge`'s PRIORITY) for `n` inputs such
+/// that the first input of each pair in `pairs` (a branch whose pass
+/// overrules the other's drop) ranks strictly above the second.
+pub(crate) fn override_priorities(n: usize, pairs: &[(usize, usize)]) -> Vec<i32> {
+    let mut prio = vec![0i32; n];
+    for _ in 0..n {
+        for &(h, l) in pairs {
+            if h != l && prio[h] <= prio[l] {
+                prio[h] = prio[l] + 1;
+            }
+        }
+    }
+    prio
+}

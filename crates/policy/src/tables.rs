@@ -31,15 +31,6 @@ pub(crate) fn number_groups(stages: &mut [Stage], next: &mut usize) {
     }
 }
 
-fn branch_nfs(stages: &[Stage], out: &mut Vec<usize>) {
-    for s in stages {
-        match s {
-            Stage::Nf(x) => out.push(*x),
-            Stage::Parallel(g) => g.branches.iter().for_each(|b| branch_nfs(&b.stages, out)),
-        }
-    }
-}
-
 /// The NF whose write of `field` a branch's version carries at its end.
 fn final_writer(
     c: &Compiler<'_>,
@@ -74,7 +65,7 @@ pub(crate) fn assign(
             .iter()
             .map(|b| {
                 let mut v = Vec::new();
-                branch_nfs(&b.stages, &mut v);
+                crate::graph::nfs_of(&b.stages, &mut v);
                 v
             })
             .collect();

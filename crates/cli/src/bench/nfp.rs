@@ -11,7 +11,6 @@ use pronto_policy::deploy::NfBody;
 use std::time::{Duration, Instant};
 
 use pronto_switch::Peer;
-use serde_json::json;
 
 use super::{plot, Common, Csv, PlotSpec};
 
@@ -187,14 +186,7 @@ fn measure(
         .collect();
     // The entry last, so that nothing enters before every hop exists.
     for (i, cpu) in insts.iter().zip(&cpus).rev() {
-        let mut body = json!({
-            "name": i.name,
-            "config": i.config,
-            "interfaces": [{"name": "eth0", "mac": i.mac}],
-        });
-        if let Some(c) = cpu {
-            body["cpus"] = json!([c]);
-        }
+        let body = crate::chain::create_body(i, *cpu);
         s.call(
             "POST",
             "/v1/instances",
