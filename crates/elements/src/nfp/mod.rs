@@ -530,6 +530,56 @@ mod tests {
     }
 
     #[test]
+    fn a_branch_slower_to_start_loses_no_packet() {
+        // Input 1 dropped id 0 and delivers id 1 before input 0's first
+        // version (id 0) arrives: id 0 is not late, it is dropped in
+        // order, and id 1 leaves.
+        let pool = Pool::new(8).expect("pool");
+        let mut m = merge("orig, header", 2);
+        let f = udp([10, 0, 0, 1], 1000, [10, 0, 0, 2], 53, b"x");
+        let mut ctrl = Control::default();
+        let out = t::push_at(
+            m.as_mut(),
+            &pool,
+            1,
+            vec![tagged(&pool, &f[..42], 1)],
+            1,
+            1,
+            &mut ctrl,
+        );
+        assert!(out[0].is_empty());
+        drop(out);
+        let out = t::push_at(
+            m.as_mut(),
+            &pool,
+            0,
+            vec![tagged(&pool, &f, 0), tagged(&pool, &f, 1)],
+            1,
+            1,
+            &mut ctrl,
+        );
+        assert_eq!(t::bytes(&out[0]), vec![f.clone()]);
+        drop(out);
+        assert_eq!(t::read(m.as_ref(), "late"), "0");
+        assert_eq!(t::read(m.as_ref(), "dropped"), "1");
+        assert_eq!(t::read(m.as_ref(), "merged"), "1");
+        // Once a packet has left, an older version is late.
+        let out = t::push_at(
+            m.as_mut(),
+            &pool,
+            0,
+            vec![tagged(&pool, &f, 0)],
+            1,
+            1,
+            &mut ctrl,
+        );
+        assert!(out[0].is_empty());
+        drop(out);
+        assert_eq!(t::read(m.as_ref(), "late"), "1");
+        assert_eq!(pool.available(), 8, "every version was freed");
+    }
+
+    #[test]
     fn priority_lets_a_passing_branch_overrule_a_drop() {
         let pool = Pool::new(8).expect("pool");
         let mut m = merge("orig, full, PRIORITY 0 1", 2);

@@ -61,6 +61,9 @@ pub struct NfpMerge {
     window: Vec<Entry>,
     mask: u32,
     started: bool,
+    /// Some packet has been settled (sent or dropped): from then on a
+    /// version older than the head is late.
+    settled_any: bool,
     head: u32,
     next: u32,
     /// Per input: one past the highest id it delivered (valid when the
@@ -251,6 +254,7 @@ impl NfpMerge {
             mask: (window.len() - 1) as u32,
             window,
             started: false,
+            settled_any: false,
             head: 0,
             next: 0,
             last: vec![0; n],
@@ -308,6 +312,7 @@ impl NfpMerge {
 
     /// Decides packet `id` and emits it if it passes; true if emitted.
     fn settle(&mut self, id: u32, out: &mut Out<'_>) -> bool {
+        self.settled_any = true;
         let slot = (id & self.mask) as usize;
         let got = self.window[slot].got;
         self.window[slot].got = 0;
@@ -473,8 +478,14 @@ impl Element for NfpMerge {
                 self.head_since = now;
             }
             if after(self.head, id) {
-                self.late += 1;
-                continue;
+                if self.settled_any || self.next.wrapping_sub(id) > self.mask {
+                    self.late += 1;
+                    continue;
+                }
+                // Nothing has left yet: one branch's first versions may
+                // come after another's later ones (a branch slower to
+                // start), so the window starts earlier.
+                self.head = id;
             }
             // Make room in the window: settle the oldest, whatever they
             // wait for.
