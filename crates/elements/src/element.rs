@@ -499,6 +499,16 @@ pub trait Element: std::any::Any {
         TaskStatus::Done
     }
 
+    /// Packets the element holds between calls (a queue's contents,
+    /// fragments waiting for reassembly, packets waiting for an ARP reply
+    /// or a merge). The runtime's conservation accounting (see
+    /// ARCHITECTURE.md, "Conservation") requires every packet that enters
+    /// an element to leave it, be counted as dropped, or be counted here:
+    /// an element that keeps packets must report them.
+    fn held(&self) -> usize {
+        0
+    }
+
     /// The element-specific handlers.
     fn handlers(&self) -> &'static [HandlerInfo] {
         &[]
