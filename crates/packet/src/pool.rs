@@ -10,8 +10,17 @@
 //! A pool belongs to one thread (it is neither `Send` nor `Sync`); its free
 //! list is a plain stack of slot indices, so allocating and freeing a packet
 //! is a handful of instructions.
+//!
+//! A pool may grow ([`Pool::growable`]): the address space for its limit is
+//! reserved when it is made, and when the free list runs dry the next part of
+//! the memfd is mapped into that reservation, so slots never move and a slot
+//! is still `base + index * SLOT_STRIDE`. Click allocates every packet with
+//! `malloc` and has no cap; a growable pool holds what a configuration keeps
+//! (a `Queue(100000)`) up to its limit. Every allocation refused at the limit
+//! is counted ([`Pool::refused`]), and the runtime charges it to the element
+//! that asked.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
 
 use crate::packet::{Packet, SlotHeader};
@@ -24,6 +33,8 @@ pub const HEADER_SIZE: usize = std::mem::size_of::<SlotHeader>();
 pub const BUFFER_SIZE: usize = SLOT_STRIDE - HEADER_SIZE;
 /// Headroom left in front of a freshly made packet, for `EtherEncap`, `Unstrip`, ...
 pub const DEFAULT_HEADROOM: usize = 128;
+/// Granularity of the pool's mappings.
+const PAGE: usize = 4096;
 /// The longest packet a freshly made packet can hold.
 pub const MAX_PACKET: usize = BUFFER_SIZE - DEFAULT_HEADROOM;
 
@@ -43,9 +54,34 @@ pub enum PoolError {
 
 pub(crate) struct PoolInner {
     base: NonNull<u8>,
-    nslots: usize,
+    /// Slots mapped and usable.
+    nslots: Cell<usize>,
+    /// Slots the reservation has room for: the pool never grows past it.
+    limit: Cell<usize>,
+    /// Slots reserved at `base`.
+    reserved: usize,
+    /// Bytes reserved at `base` (what is unmapped when the pool goes).
+    reserved_bytes: usize,
+    /// Bytes from `base` mapped to the memfd (whole pages, so it may run a
+    /// little past the last slot).
+    mapped: Cell<usize>,
     free: UnsafeCell<Vec<u32>>,
+    /// Allocations made, ever.
+    allocs: Cell<u64>,
+    /// Allocations refused because the pool was at its limit.
+    refused: Cell<u64>,
     fd: rustix::fd::OwnedFd,
+}
+
+/// A snapshot of a pool's counters (see [`Pool::counters`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolCounters {
+    /// Packets allocated, ever.
+    pub allocs: u64,
+    /// Packets alive now.
+    pub in_use: usize,
+    /// Allocations refused, ever.
+    pub refused: u64,
 }
 
 /// A pool of packet slots in one shared-memory region.
@@ -57,56 +93,86 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// Makes a pool of `nslots` slots backed by a fresh memfd.
+    /// Makes a pool of `nslots` slots backed by a fresh memfd; it never
+    /// grows.
     pub fn new(nslots: usize) -> Result<Pool, PoolError> {
-        if nslots == 0 || nslots > u32::MAX as usize {
-            return Err(PoolError::Size(nslots));
+        Pool::growable(nslots, nslots)
+    }
+
+    /// Makes a pool of `initial` slots that grows, as packets are needed,
+    /// up to `limit` slots (the address space for `limit` is reserved now;
+    /// memory is used only for what is mapped).
+    pub fn growable(initial: usize, limit: usize) -> Result<Pool, PoolError> {
+        let limit = limit.max(initial);
+        if initial == 0 || limit > u32::MAX as usize {
+            return Err(PoolError::Size(initial.max(limit)));
         }
-        let bytes = nslots * SLOT_STRIDE;
+        let reserve = limit
+            .checked_mul(SLOT_STRIDE)
+            .and_then(|b| b.checked_next_multiple_of(PAGE))
+            .ok_or(PoolError::Size(limit))?;
         let fd = rustix::fs::memfd_create("pronto-pool", rustix::fs::MemfdFlags::CLOEXEC)
-            .map_err(|e| PoolError::Memfd(nslots, e))?;
-        rustix::fs::ftruncate(&fd, bytes as u64).map_err(|e| PoolError::Memfd(nslots, e))?;
-        // SAFETY: mapping a fresh memfd of exactly `bytes` bytes; nothing else
-        // refers to this memory yet.
+            .map_err(|e| PoolError::Memfd(initial, e))?;
+        // SAFETY: a fresh anonymous, inaccessible mapping: it only reserves
+        // address space, nothing refers to it yet.
         let ptr = unsafe {
-            rustix::mm::mmap(
+            rustix::mm::mmap_anonymous(
                 std::ptr::null_mut(),
-                bytes,
-                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-                rustix::mm::MapFlags::SHARED | rustix::mm::MapFlags::POPULATE,
-                &fd,
-                0,
+                reserve,
+                rustix::mm::ProtFlags::empty(),
+                rustix::mm::MapFlags::PRIVATE | rustix::mm::MapFlags::NORESERVE,
             )
         }
-        .map_err(|e| PoolError::Map(bytes, e))?;
-        let base = NonNull::new(ptr.cast::<u8>()).ok_or(PoolError::Size(nslots))?;
-        // Hand out low slots first: the stack pops from the end.
-        let free: Vec<u32> = (0..nslots as u32).rev().collect();
+        .map_err(|e| PoolError::Map(reserve, e))?;
+        let base = NonNull::new(ptr.cast::<u8>()).ok_or(PoolError::Size(initial))?;
         let inner = Box::new(PoolInner {
             base,
-            nslots,
-            free: UnsafeCell::new(free),
+            nslots: Cell::new(0),
+            limit: Cell::new(limit),
+            reserved: limit,
+            reserved_bytes: reserve,
+            mapped: Cell::new(0),
+            free: UnsafeCell::new(Vec::new()),
+            allocs: Cell::new(0),
+            refused: Cell::new(0),
             fd,
         });
-        for idx in 0..nslots as u32 {
-            let slot = inner.slot(idx);
-            // SAFETY: the slot lies inside the fresh mapping, is 64-byte
-            // aligned, and nothing refers to it yet. A slot's pool pointer
-            // and index are written once here and never change.
+        if let Err(e) = inner.map_more(initial) {
+            // SAFETY: the reservation made above; nothing refers to it.
             unsafe {
-                slot.cast::<SlotHeader>()
-                    .as_ptr()
-                    .write(SlotHeader::new(&*inner, idx));
+                let _ = rustix::mm::munmap(base.as_ptr().cast(), reserve);
             }
+            return Err(e);
         }
         Ok(Pool {
             inner: std::mem::ManuallyDrop::new(inner),
         })
     }
 
-    /// Number of slots in the pool.
+    /// Number of slots in the pool now (it may grow up to [`Pool::limit`]).
     pub fn capacity(&self) -> usize {
-        self.inner.nslots
+        self.inner.nslots.get()
+    }
+
+    /// The most slots the pool will ever have.
+    pub fn limit(&self) -> usize {
+        self.inner.limit.get()
+    }
+
+    /// Allocations refused so far because the pool was at its limit.
+    pub fn refused(&self) -> u64 {
+        self.inner.refused.get()
+    }
+
+    /// Allocations, packets alive and refusals, read together (the
+    /// runtime's per-element accounting reads them around each call).
+    #[inline]
+    pub fn counters(&self) -> PoolCounters {
+        PoolCounters {
+            allocs: self.inner.allocs.get(),
+            in_use: self.inner.nslots.get() - self.inner.free_len(),
+            refused: self.inner.refused.get(),
+        }
     }
 
     /// Number of free slots.
@@ -206,12 +272,92 @@ impl PoolInner {
     #[inline]
     fn pop(&self) -> Option<u32> {
         // SAFETY: as in free_len.
-        unsafe { (*self.free.get()).pop() }
+        match unsafe { (*self.free.get()).pop() } {
+            Some(i) => {
+                self.allocs.set(self.allocs.get() + 1);
+                Some(i)
+            }
+            None => self.grow_and_pop(),
+        }
+    }
+
+    /// The free list ran dry: maps more slots (doubling, up to the limit)
+    /// and pops one, or counts a refusal.
+    #[cold]
+    #[inline(never)]
+    fn grow_and_pop(&self) -> Option<u32> {
+        let n = self.nslots.get();
+        let more = n.max(64).min(self.limit.get() - n);
+        if more == 0 || self.map_more(more).is_err() {
+            // At the limit, or the system has no memory to give: the pool
+            // stays as it is and refuses (counted).
+            self.limit.set(self.nslots.get());
+            self.refused.set(self.refused.get() + 1);
+            return None;
+        }
+        // SAFETY: as in free_len.
+        let i = unsafe { (*self.free.get()).pop() }?;
+        self.allocs.set(self.allocs.get() + 1);
+        Some(i)
+    }
+
+    /// Maps `more` slots after the current ones (inside the reservation),
+    /// writes their headers and puts them on the free list.
+    fn map_more(&self, more: usize) -> Result<(), PoolError> {
+        let old = self.nslots.get();
+        let new = old + more;
+        debug_assert!(new <= self.reserved);
+        // Mappings are made of whole pages: map from where the last one
+        // ended to the page that holds the new last slot's end.
+        let off = self.mapped.get();
+        let end = (new * SLOT_STRIDE)
+            .next_multiple_of(PAGE)
+            .min(self.reserved_bytes);
+        if end > off {
+            rustix::fs::ftruncate(&self.fd, end as u64).map_err(|e| PoolError::Memfd(new, e))?;
+            // SAFETY: [off, end) lies inside the reservation made when the
+            // pool was made (end <= reserved_bytes) and past every mapped
+            // page, so it holds no slot ever handed out: replacing that part
+            // of the inaccessible reservation with the memfd's pages affects
+            // nothing in use.
+            unsafe {
+                rustix::mm::mmap(
+                    self.base.as_ptr().add(off).cast(),
+                    end - off,
+                    rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                    rustix::mm::MapFlags::SHARED
+                        | rustix::mm::MapFlags::FIXED
+                        | rustix::mm::MapFlags::POPULATE,
+                    &self.fd,
+                    off as u64,
+                )
+            }
+            .map_err(|e| PoolError::Map(end - off, e))?;
+            self.mapped.set(end);
+        }
+        for idx in old as u32..new as u32 {
+            let slot = self.slot(idx);
+            // SAFETY: the slot lies inside the mapping, is 64-byte aligned,
+            // and nothing refers to it yet. A slot's pool pointer and index
+            // are written once here and never change.
+            unsafe {
+                slot.cast::<SlotHeader>()
+                    .as_ptr()
+                    .write(SlotHeader::new(self, idx));
+            }
+        }
+        self.nslots.set(new);
+        // SAFETY: as in free_len. Low slots are handed out first: the stack
+        // pops from the end.
+        let free = unsafe { &mut *self.free.get() };
+        free.reserve_exact(new - free.len());
+        free.extend((old as u32..new as u32).rev());
+        Ok(())
     }
 
     #[inline]
     pub(crate) fn push(&self, idx: u32) {
-        debug_assert!((idx as usize) < self.nslots);
+        debug_assert!((idx as usize) < self.nslots.get());
         // SAFETY: as in free_len. The vector's capacity is nslots and every
         // index is pushed at most once per pop, so this never reallocates.
         unsafe { (*self.free.get()).push(idx) }
@@ -227,26 +373,25 @@ impl PoolInner {
 
     #[inline]
     fn slot(&self, idx: u32) -> NonNull<u8> {
-        debug_assert!((idx as usize) < self.nslots);
-        // SAFETY: idx < nslots, so the offset stays inside the mapping.
+        debug_assert!((idx as usize) < self.reserved);
+        // SAFETY: idx < nslots <= reserved, so the offset stays inside the
+        // mapping.
         unsafe { self.base.add(idx as usize * SLOT_STRIDE) }
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        if self.inner.free_len() != self.inner.nslots {
+        if self.inner.free_len() != self.inner.nslots.get() {
             // Packets are still alive and point into the region and at the
             // inner state: leak both rather than leave them dangling.
             return;
         }
         // SAFETY: every slot is back on the free list, so nothing refers to
-        // the mapping; base/len are exactly what mmap returned.
+        // the mapping; base and the reserved length are exactly what the
+        // reserving mmap returned.
         unsafe {
-            let _ = rustix::mm::munmap(
-                self.inner.base.as_ptr().cast(),
-                self.inner.nslots * SLOT_STRIDE,
-            );
+            let _ = rustix::mm::munmap(self.inner.base.as_ptr().cast(), self.inner.reserved_bytes);
             // SAFETY: inner is not used after this point.
             std::mem::ManuallyDrop::drop(&mut self.inner);
         }

@@ -226,3 +226,47 @@ fn adopt_moves_a_packet_into_another_pool_and_frees_the_original() {
     assert_eq!(old.available(), 4);
     drop(r);
 }
+
+#[test]
+fn a_growable_pool_grows_to_its_limit_and_counts_what_it_refuses() {
+    let pool = Pool::growable(4, 200).expect("pool");
+    assert_eq!((pool.capacity(), pool.limit()), (4, 200));
+    let mut held = Vec::new();
+    for i in 0..200u32 {
+        let mut p = pool.alloc_from(&i.to_be_bytes()).expect("within the limit");
+        assert_eq!(p.slot_index(), i);
+        p.data_mut()[0] = 0xAA;
+        held.push(p);
+    }
+    // The pool grew in steps (4 -> 68 -> 136 -> 200) and stops at its limit.
+    assert_eq!(pool.capacity(), 200);
+    assert!(pool.alloc().is_none());
+    assert!(pool.alloc_from(&[1]).is_none());
+    assert_eq!(pool.refused(), 2);
+    let c = pool.counters();
+    assert_eq!((c.allocs, c.in_use, c.refused), (200, 200, 2));
+    // Growing never moved a packet: the first ones still hold their bytes.
+    assert_eq!(held[0].data(), &[0xAA, 0, 0, 0]);
+    assert_eq!(held[199].data(), &[0xAA, 0, 0, 199]);
+    held.truncate(10);
+    assert_eq!(pool.counters().in_use, 10);
+    assert_eq!(pool.available(), 190);
+    // Freed slots are used again before the pool would grow.
+    assert!(pool.alloc().is_some());
+    assert_eq!(pool.refused(), 2);
+}
+
+#[test]
+fn a_fixed_pool_never_grows() {
+    let pool = Pool::new(2).expect("pool");
+    let _a = pool.alloc().expect("a");
+    let _b = pool.alloc().expect("b");
+    assert!(pool.alloc().is_none());
+    assert_eq!((pool.capacity(), pool.limit(), pool.refused()), (2, 2, 1));
+}
+
+#[test]
+fn a_pool_limit_beyond_u32_slots_is_refused() {
+    assert!(Pool::growable(1, u32::MAX as usize + 1).is_err());
+    assert!(Pool::growable(0, 10).is_err());
+}
