@@ -330,10 +330,67 @@ pub struct Control {
     pub stdout: Vec<String>,
 }
 
+/// Full output batches of one element call, kept in emission order until
+/// the runtime forwards them (see [`Out::emit`]). The runtime keeps one per
+/// element, so that after the first call that overflows a buffer nothing
+/// is allocated again.
+#[derive(Default)]
+pub struct Spill {
+    full: Vec<(usize, Box<Batch>)>,
+    /// Boxed so that taking one moves a pointer, not 2 KiB.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Batch>>,
+}
+
+impl Spill {
+    /// An empty spill area (allocates nothing until a buffer overflows).
+    pub const fn new() -> Spill {
+        Spill {
+            full: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// True when no batch overflowed.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.full.is_empty()
+    }
+
+    /// Takes the overflowed batches, oldest first, with their ports; give
+    /// each back with [`Spill::recycle`] once it has been sent on.
+    pub fn take(&mut self) -> Vec<(usize, Box<Batch>)> {
+        std::mem::take(&mut self.full)
+    }
+
+    /// Returns the (emptied) batches and the list [`Spill::take`] gave, for
+    /// the next overflow.
+    pub fn recycle(&mut self, mut list: Vec<(usize, Box<Batch>)>) {
+        for (_, mut b) in list.drain(..) {
+            b.clear();
+            self.spare.push(b);
+        }
+        if self.full.is_empty() {
+            self.full = list;
+        }
+    }
+
+    /// Packets held, in all overflowed batches.
+    pub fn len(&self) -> usize {
+        self.full.iter().map(|(_, b)| b.len()).sum()
+    }
+}
+
+enum SpillArea<'a> {
+    Borrowed(&'a mut Spill),
+    Owned(Spill),
+}
+
 /// Where an element puts the packets it emits during one call.
 pub struct Out<'a> {
     bufs: &'a mut [Batch],
     pass: Option<usize>,
+    spill: SpillArea<'a>,
     /// The packet pool, for elements that make or copy packets.
     pub pool: &'a Pool,
     /// Current time in nanoseconds since the epoch (simulated or real).
@@ -343,11 +400,32 @@ pub struct Out<'a> {
 }
 
 impl<'a> Out<'a> {
-    /// Makes an emitter over per-output buffers.
+    /// Makes an emitter over per-output buffers (overflowing batches are
+    /// kept in an area of its own: see [`Out::spilled`]).
     pub fn new(bufs: &'a mut [Batch], pool: &'a Pool, now: i64, ctrl: &'a mut Control) -> Self {
         Out {
             bufs,
             pass: None,
+            spill: SpillArea::Owned(Spill::new()),
+            pool,
+            now,
+            ctrl,
+        }
+    }
+
+    /// Makes an emitter whose overflowing batches go to `spill` (the
+    /// runtime's, reused from call to call).
+    pub fn with_spill(
+        bufs: &'a mut [Batch],
+        spill: &'a mut Spill,
+        pool: &'a Pool,
+        now: i64,
+        ctrl: &'a mut Control,
+    ) -> Self {
+        Out {
+            bufs,
+            pass: None,
+            spill: SpillArea::Borrowed(spill),
             pool,
             now,
             ctrl,
@@ -360,13 +438,42 @@ impl<'a> Out<'a> {
         self.bufs.len()
     }
 
-    /// Sends one packet to output `port`. A packet for a port that does not
-    /// exist is dropped (Click's `checked_output_push`); a packet for a
-    /// port whose buffer is full in this call is dropped too.
+    /// Sends one packet to output `port`. An element may emit any number of
+    /// packets in one call: when a port's buffer is full it moves, whole,
+    /// to the spill area, and the runtime forwards the spilled batches
+    /// before the buffer, in order. A packet for a port that does not exist
+    /// is dropped (Click's `checked_output_push`), and the runtime counts it
+    /// against the element (its `accounting` handler).
     #[inline]
     pub fn emit(&mut self, port: usize, p: Packet) {
         if let Some(b) = self.bufs.get_mut(port) {
-            let _ = b.push(p);
+            if let Err(p) = b.push(p) {
+                self.overflow(port, p);
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn overflow(&mut self, port: usize, p: Packet) {
+        let spill = match &mut self.spill {
+            SpillArea::Borrowed(s) => &mut **s,
+            SpillArea::Owned(s) => s,
+        };
+        let mut full = spill.spare.pop().unwrap_or_else(|| Box::new(Batch::new()));
+        std::mem::swap(&mut *full, &mut self.bufs[port]);
+        spill.full.push((port, full));
+        // The buffer is empty now: this cannot fail.
+        let _ = self.bufs[port].push(p);
+    }
+
+    /// The batches that overflowed during a call made with [`Out::new`]
+    /// (none with [`Out::with_spill`]: those are in the runtime's area), in
+    /// emission order; each batch's packets come before the port's buffer.
+    pub fn spilled(&mut self) -> Vec<(usize, Box<Batch>)> {
+        match &mut self.spill {
+            SpillArea::Borrowed(_) => Vec::new(),
+            SpillArea::Owned(s) => s.take(),
         }
     }
 
@@ -506,6 +613,14 @@ pub trait Element: std::any::Any {
     /// an element to leave it, be counted as dropped, or be counted here:
     /// an element that keeps packets must report them.
     fn held(&self) -> usize {
+        0
+    }
+
+    /// The most packets the element may hold at once, as configured (a
+    /// queue's capacity): the runtime refuses, at set-up, a configuration
+    /// whose elements may hold more packets than its packet pool's limit.
+    /// 0: it holds none, or its holding is not bounded by a count.
+    fn capacity(&self) -> usize {
         0
     }
 
