@@ -19,7 +19,7 @@ _pronto() {
         --socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     case "$cmd" in
-        run) COMPREPLY=($(compgen -W "-f --file -e --expression -h --handler -x --exit-handler -o --output -q --quit -t --time -w --no-warnings --simtime --threads --busy-poll --switch --name --mac --help" -- "$cur") $(compgen -f -- "$cur")) ;;
+        run) COMPREPLY=($(compgen -W "-f --file -e --expression -h --handler -x --exit-handler -o --output -q --quit -t --time -w --no-warnings --simtime --threads --busy-poll --pool-limit --switch --name --mac --help" -- "$cur") $(compgen -f -- "$cur")) ;;
         check) COMPREPLY=($(compgen -f -- "$cur")) ;;
         elements) COMPREPLY=($(compgen -W "$(pronto elements 2>/dev/null)" -- "$cur")) ;;
         switch) COMPREPLY=($(compgen -W "ports --socket --no-learning --aging --threads --cpu --slots --ring --help" -- "$cur")) ;;

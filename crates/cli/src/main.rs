@@ -46,6 +46,9 @@ Usage:
       --threads N               run on N threads (1 to 64, default 1); see StaticThreadSched
       --busy-poll               never sleep while idle: poll devices and ports continuously
                                 (lowest latency; one core busy all the time)
+      --pool-limit N            the most packets a router holds at once (default 1048576): its
+                                packet pool grows to it; a configuration whose queues can hold
+                                more is refused, and allocations refused at the limit are counted
       --switch SOCKET           FromDevice/ToDevice(NAME) are this middlebox's ports on the
                                 switch listening at SOCKET (`pronto switch`), not Linux
                                 interfaces

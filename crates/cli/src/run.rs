@@ -31,6 +31,8 @@ struct RunOpts {
     macs: Vec<(String, [u8; 6])>,
     /// `--threads N` (0: not given, one thread).
     threads: usize,
+    /// `--pool-limit N`: the most packet slots a router's pool grows to.
+    pool_limit: Option<usize>,
 }
 
 /// The configured router: one, or one per thread (`--threads N`, N > 1).
@@ -99,6 +101,18 @@ fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
             }
             "--switch" => o.switch = Some(value(&mut i, flag, inline)?),
             "--busy-poll" => o.busy_poll = true,
+            "--pool-limit" => {
+                let v = value(&mut i, flag, inline)?;
+                o.pool_limit = match v.parse::<usize>() {
+                    Ok(n) if (1..=u32::MAX as usize).contains(&n) => Some(n),
+                    _ => {
+                        return Err(format!(
+                            "--pool-limit: expected a number of packets from 1 to {}, found `{v}`",
+                            u32::MAX
+                        ))
+                    }
+                }
+            }
             "--threads" => {
                 let v = value(&mut i, flag, inline)?;
                 o.threads = match v.parse::<usize>() {
@@ -263,6 +277,7 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
             None => Clock::Real,
         },
         busy_poll: o.busy_poll,
+        pool_limit: o.pool_limit.unwrap_or(pronto_runtime::DEFAULT_POOL_LIMIT),
         ..RouterOptions::default()
     };
     if o.threads > 1 {

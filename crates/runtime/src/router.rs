@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use pronto_elements::{
-    ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, Peer, Peers, TaskStatus,
+    ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, Peer, Peers, Spill, TaskStatus,
 };
 use pronto_lang::{Diagnostic, FlatConfig, SourceMap};
-use pronto_packet::{Batch, Pool, BATCH_MAX};
+use pronto_packet::{Batch, Pool, PoolCounters, BATCH_MAX};
 
 use crate::graph::{self, Graph};
 use crate::script::{Env, Script, ScriptState};
@@ -34,8 +34,12 @@ pub struct RouterOptions {
     /// Directory that relative file names in element arguments resolve
     /// against.
     pub base_dir: PathBuf,
-    /// Packet slots in the pool.
+    /// Packet slots in the pool at first.
     pub pool_slots: usize,
+    /// The most packet slots the pool may grow to (Click has no cap; a
+    /// configuration that holds more has the excess allocations refused
+    /// and counted).
+    pub pool_limit: usize,
     /// Time source.
     pub clock: Clock,
     /// Never block or sleep while idle: poll tasks continuously (lowest
@@ -48,11 +52,16 @@ impl Default for RouterOptions {
         RouterOptions {
             base_dir: PathBuf::from("."),
             pool_slots: 16 * 1024,
+            pool_limit: DEFAULT_POOL_LIMIT,
             clock: Clock::Real,
             busy_poll: false,
         }
     }
 }
+
+/// The default limit of a router's packet pool: a million slots (2.2 GB
+/// at most, used only as packets are held).
+pub const DEFAULT_POOL_LIMIT: usize = 1 << 20;
 
 /// A read handler's or write handler's failure, with the handler's full
 /// name.
@@ -124,7 +133,7 @@ pub struct Router {
     // Field order matters: elements and batches hold packets, which must be
     // dropped before the pool they come from.
     elems: Vec<Box<dyn Element>>,
-    outbufs: Vec<Option<Box<[Batch]>>>,
+    outbufs: Vec<Option<Box<OutBufs>>>,
     /// Spare batches, boxed so that taking one moves a pointer, not 2 KiB.
     #[allow(clippy::vec_box)]
     scratch: Vec<Box<Batch>>,
@@ -151,7 +160,84 @@ pub struct Router {
     link: Option<Box<Link>>,
     /// Calls from other threads ([`Router::remote`]).
     pub(crate) inbox: Option<Box<crate::remote::Inbox>>,
+    /// Per element: packets made, freed and refused while it ran (the
+    /// last entry: outside every element, which should stay zero).
+    acct: Vec<NodeAcct>,
+    /// The element the pool's activity is charged to now.
+    acct_cur: usize,
+    /// The pool's counters at the last accounting switch.
+    acct_mark: PoolCounters,
+    /// Packets over each connection, by input port (`ioff[node] + port`)
+    /// and by output port (`ooff[node] + port`): Click's `icounts` and
+    /// `ocounts`.
+    icount: Vec<u64>,
+    ocount: Vec<u64>,
+    ioff: Vec<usize>,
+    ooff: Vec<usize>,
     pool: Pool,
+}
+
+/// One element's output buffers and the batches that overflowed them.
+struct OutBufs {
+    bufs: Box<[Batch]>,
+    spill: Spill,
+}
+
+impl OutBufs {
+    fn new(noutputs: usize) -> Box<OutBufs> {
+        Box::new(OutBufs {
+            bufs: (0..noutputs).map(|_| Batch::new()).collect(),
+            spill: Spill::new(),
+        })
+    }
+}
+
+#[derive(Clone, Copy, Default, Debug)]
+struct NodeAcct {
+    made: u64,
+    freed: u64,
+    refused: u64,
+}
+
+/// What went into and out of one element (its `accounting` handler).
+/// Every packet is accounted for: `sum(inputs) + made == sum(outputs) +
+/// freed + held` at any moment between element calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Accounting {
+    /// Packets that arrived on each input (pushed or pulled).
+    pub inputs: Vec<u64>,
+    /// Packets that left on each output.
+    pub outputs: Vec<u64>,
+    /// Packets the element made (sources, copies, fragments, ...).
+    pub made: u64,
+    /// Packets whose slot the element released: a sink's deliveries and
+    /// every drop, whatever its reason.
+    pub freed: u64,
+    /// Packets it could not make because the pool was at its limit.
+    pub refused: u64,
+    /// Packets it holds now (queues, reassembly, ...).
+    pub held: u64,
+}
+
+impl std::fmt::Display for Accounting {
+    /// The `accounting` handler's text: one `name value` line each.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+        writeln!(f, "in {}", list(&self.inputs))?;
+        writeln!(f, "out {}", list(&self.outputs))?;
+        writeln!(f, "made {}", self.made)?;
+        writeln!(f, "freed {}", self.freed)?;
+        writeln!(f, "held {}", self.held)?;
+        writeln!(f, "alloc_refused {}", self.refused)
+    }
+}
+
+impl Accounting {
+    /// True when the counts add up.
+    pub fn balanced(&self) -> bool {
+        self.inputs.iter().sum::<u64>() + self.made
+            == self.outputs.iter().sum::<u64>() + self.freed + self.held
+    }
 }
 
 /// Looks up an element class by Click name: the element library plus the
@@ -316,24 +402,59 @@ impl Router {
         if !errors.is_empty() {
             return Err(errors);
         }
+        // Click allocates packets as they are needed and never runs out;
+        // pronto's pool grows up to a limit. A configuration whose
+        // elements may hold more packets than that is refused now, rather
+        // than left to have its allocations refused while it runs.
+        let limit = pool.as_ref().map_or(opts.pool_limit, Pool::limit);
+        let holders: Vec<(usize, usize)> = elems
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (i, e.capacity()))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        let total: usize = holders.iter().map(|&(_, c)| c).sum();
+        if total > limit {
+            let mut biggest = holders.clone();
+            biggest.sort_by_key(|&(i, c)| (std::cmp::Reverse(c), i));
+            let names: Vec<String> = biggest
+                .iter()
+                .take(3)
+                .map(|&(i, c)| format!("`{}` {c}", graph.nodes[i].name))
+                .collect();
+            let more = if biggest.len() > 3 { ", ..." } else { "" };
+            return Err(vec![Diagnostic::error(
+                format!(
+                    "the configuration's elements can hold {total} packets ({}{more}), more than \
+                     the packet pool's limit of {limit}: lower their capacities or raise the \
+                     limit (`pronto run --pool-limit {total}`)",
+                    names.join(", ")
+                ),
+                None,
+            )]);
+        }
         let pool = match pool {
             Some(p) => p,
-            None => Pool::new(opts.pool_slots)
+            None => Pool::growable(opts.pool_slots, opts.pool_limit)
                 .map_err(|e| vec![Diagnostic::error(e.to_string(), None)])?,
         };
         let ordered = graph::ordered_nodes(&graph);
         let outbufs = graph
             .nodes
             .iter()
-            .map(|n| {
-                Some(
-                    (0..n.noutputs)
-                        .map(|_| Batch::new())
-                        .collect::<Vec<_>>()
-                        .into_boxed_slice(),
-                )
-            })
+            .map(|n| Some(OutBufs::new(n.noutputs)))
             .collect();
+        let offsets = |count: &dyn Fn(&graph::NodeInfo) -> usize| {
+            let mut off = Vec::with_capacity(graph.nodes.len());
+            let mut total = 0;
+            for n in &graph.nodes {
+                off.push(total);
+                total += count(n);
+            }
+            (off, total)
+        };
+        let (ioff, ni) = offsets(&|n| n.ninputs);
+        let (ooff, no) = offsets(&|n| n.noutputs);
         let tasks = elems
             .iter()
             .enumerate()
@@ -360,6 +481,7 @@ impl Router {
             Clock::Simulated(t) => t,
             Clock::Real => 0,
         };
+        let graph_len = graph.nodes.len();
         Ok(Router {
             elems,
             outbufs,
@@ -379,6 +501,13 @@ impl Router {
             flat_text: flat.to_click(),
             link: None,
             inbox: None,
+            acct: vec![NodeAcct::default(); graph_len + 1],
+            acct_cur: graph_len,
+            acct_mark: pool.counters(),
+            icount: vec![0; ni],
+            ocount: vec![0; no],
+            ioff,
+            ooff,
             pool,
         })
     }
@@ -428,7 +557,14 @@ impl Router {
                 ninputs: node.ninputs,
                 noutputs: node.noutputs,
             };
-            if let Some(what) = self.elems[i].take_state(old.elems[j].as_mut(), &ctx) {
+            let c = self.pool.counters();
+            let took = self.elems[i].take_state(old.elems[j].as_mut(), &ctx);
+            // Packets moved into this configuration's pool were made by
+            // the element that took them over.
+            let after = self.pool.counters();
+            self.acct[i].made += after.allocs - c.allocs;
+            self.acct[i].refused += after.refused - c.refused;
+            if let Some(what) = took {
                 moved.push((node.name.clone(), what));
             }
         }
@@ -465,57 +601,91 @@ impl Router {
         self.scratch.push(b);
     }
 
-    fn push_one(&mut self, node: usize, port: usize, batch: &mut Batch) {
-        let Some(mut bufs) = self.outbufs[node].take() else {
-            // Re-entered through a push cycle: use fresh buffers.
-            let mut bufs: Box<[Batch]> = (0..self.graph.nodes[node].noutputs)
-                .map(|_| Batch::new())
-                .collect();
-            self.process(node, port, batch, &mut bufs);
-            return;
-        };
-        self.process(node, port, batch, &mut bufs);
-        self.outbufs[node] = Some(bufs);
+    /// The node's output buffers, taken out of the table while it runs;
+    /// fresh ones when it is re-entered through a push cycle.
+    fn take_outbufs(&mut self, node: usize) -> Box<OutBufs> {
+        self.outbufs[node]
+            .take()
+            .unwrap_or_else(|| OutBufs::new(self.graph.nodes[node].noutputs))
     }
 
-    fn process(&mut self, node: usize, port: usize, batch: &mut Batch, bufs: &mut [Batch]) {
+    fn push_one(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        let mut ob = self.take_outbufs(node);
+        let prev = self.acct_switch(node);
         let now = self.run_now;
         let pass = {
-            let mut out = Out::new(bufs, &self.pool, now, &mut self.ctrl);
+            let OutBufs { bufs, spill } = &mut *ob;
+            let mut out = Out::with_spill(bufs, spill, &self.pool, now, &mut self.ctrl);
             self.elems[node].push(port, batch, &mut out);
             out.passed()
         };
-        self.forward(node, pass, batch, bufs);
+        self.forward(node, pass, batch, &mut ob);
+        self.acct_switch(prev);
+        self.outbufs[node] = Some(ob);
     }
 
     /// Sends the element's results on: the input batch to the passed port,
-    /// then each output buffer in port order.
-    fn forward(&mut self, node: usize, pass: Option<usize>, batch: &mut Batch, bufs: &mut [Batch]) {
+    /// then, port by port, the batches that overflowed and the port's
+    /// buffer. Runs with the accounting on `node`: what it drops (an input
+    /// batch no port was chosen for) is charged to the element.
+    fn forward(&mut self, node: usize, pass: Option<usize>, batch: &mut Batch, ob: &mut OutBufs) {
         match pass {
             Some(p) if !batch.is_empty() => self.send(node, p, batch),
             _ => batch.clear(),
         }
-        for (p, b) in bufs.iter_mut().enumerate() {
-            if !b.is_empty() {
-                self.send(node, p, b);
+        let mut spilled = (!ob.spill.is_empty()).then(|| ob.spill.take());
+        for p in 0..ob.bufs.len() {
+            if let Some(list) = &mut spilled {
+                for (q, b) in list.iter_mut() {
+                    if *q == p {
+                        self.send(node, p, b);
+                    }
+                }
             }
+            if !ob.bufs[p].is_empty() {
+                self.send(node, p, &mut ob.bufs[p]);
+            }
+        }
+        if let Some(list) = spilled {
+            ob.spill.recycle(list);
         }
     }
 
     fn send(&mut self, node: usize, port: usize, batch: &mut Batch) {
         match self.graph.out_conn[node].get(port).copied().flatten() {
-            Some((t, tp)) => self.push(t as usize, tp as usize, batch),
+            Some((t, tp)) => {
+                let n = batch.len() as u64;
+                self.ocount[self.ooff[node] + port] += n;
+                self.icount[self.ioff[t as usize] + tp as usize] += n;
+                self.push(t as usize, tp as usize, batch)
+            }
             None => batch.clear(),
         }
+    }
+
+    /// Pulls up to `max` packets into input `port` of `node` from whatever
+    /// is connected there, appending them to `batch` (and counting them on
+    /// that connection).
+    fn pull_input(&mut self, node: usize, port: usize, batch: &mut Batch, max: usize) {
+        let Some((src, sport)) = self.graph.in_conn[node].get(port).copied().flatten() else {
+            return;
+        };
+        let before = batch.len();
+        self.pull(src as usize, sport as usize, batch, max);
+        let n = (batch.len() - before) as u64;
+        self.ocount[self.ooff[src as usize] + sport as usize] += n;
+        self.icount[self.ioff[node] + port] += n;
     }
 
     /// Pulls up to `max` packets from output `port` of `node` into `batch`.
     fn pull(&mut self, node: usize, port: usize, batch: &mut Batch, max: usize) {
         let now = self.run_now;
         if self.elems[node].is_pull_source() {
+            let prev = self.acct_switch(node);
             let mut none: [Batch; 0] = [];
             let mut out = Out::new(&mut none, &self.pool, now, &mut self.ctrl);
             self.elems[node].pull(port, batch, max, &mut out);
+            self.acct_switch(prev);
             return;
         }
         if self.elems[node].as_pull_one().is_some() {
@@ -525,39 +695,35 @@ impl Router {
         // An agnostic or pull-through element: pull its input, then let it
         // process the batch; what it sends to `port` is the answer, what it
         // sends elsewhere is pushed on.
-        let Some((src, sport)) = self.graph.in_conn[node].first().copied().flatten() else {
-            return;
-        };
         let mut got = self.take_scratch();
-        self.pull(src as usize, sport as usize, &mut got, max);
+        self.pull_input(node, 0, &mut got, max);
         if got.is_empty() {
             self.put_scratch(got);
             return;
         }
-        let Some(mut bufs) = self.outbufs[node].take() else {
-            got.clear();
-            self.put_scratch(got);
-            return;
-        };
+        let mut ob = self.take_outbufs(node);
+        let prev = self.acct_switch(node);
         let pass = {
-            let mut out = Out::new(&mut bufs, &self.pool, now, &mut self.ctrl);
+            let OutBufs { bufs, spill } = &mut *ob;
+            let mut out = Out::with_spill(bufs, spill, &self.pool, now, &mut self.ctrl);
             self.elems[node].push(0, &mut got, &mut out);
             out.passed()
         };
+        // The answer: what was passed or emitted to `port`, as much as the
+        // puller asked for room for. What does not fit (an element that
+        // makes more packets than it was given) is pushed on like the
+        // other ports' packets would be if `port` had a push connection:
+        // it has none, so it is dropped there and charged to this element.
         if pass == Some(port) {
             batch.append(&mut got);
         }
-        got.clear();
-        if let Some(b) = bufs.get_mut(port) {
+        if let Some(b) = ob.bufs.get_mut(port) {
             batch.append(b);
-            b.clear();
         }
-        for (p, b) in bufs.iter_mut().enumerate() {
-            if !b.is_empty() {
-                self.send(node, p, b);
-            }
-        }
-        self.outbufs[node] = Some(bufs);
+        let pass = pass.filter(|&p| p != port);
+        self.forward(node, pass, &mut got, &mut ob);
+        self.acct_switch(prev);
+        self.outbufs[node] = Some(ob);
         self.put_scratch(got);
     }
 
@@ -570,6 +736,7 @@ impl Router {
         let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
         let now = self.run_now;
         self.pull_one_seen = true;
+        let prev = self.acct_switch(node);
         if let Some(p1) = elem.as_pull_one() {
             let mut inputs = RouterInputs { router: self, node };
             for _ in 0..max.min(batch.room()) {
@@ -581,7 +748,97 @@ impl Router {
                 }
             }
         }
+        self.acct_switch(prev);
         self.elems[node] = elem;
+    }
+
+    // ---- accounting -------------------------------------------------------
+
+    /// Charges what the pool did since the last switch (packets made,
+    /// freed, allocations refused) to the element that was running, and
+    /// makes `node` the running one; returns the previous one. Every
+    /// element call runs between two switches, so each packet made or
+    /// freed is charged to exactly one element (a nested call, such as an
+    /// upstream pull inside a scheduler's call, is charged to itself).
+    #[inline]
+    fn acct_switch(&mut self, node: usize) -> usize {
+        let c = self.pool.counters();
+        let m = self.acct_mark;
+        let made = c.allocs - m.allocs;
+        let a = &mut self.acct[self.acct_cur];
+        a.made += made;
+        a.freed += made + m.in_use as u64 - c.in_use as u64;
+        a.refused += c.refused - m.refused;
+        self.acct_mark = c;
+        std::mem::replace(&mut self.acct_cur, node)
+    }
+
+    /// An element's packet accounting: `(inputs, outputs, made, freed,
+    /// refused, held)`, see the `accounting` handler.
+    pub fn accounting(&mut self, node: usize) -> Accounting {
+        let prev = self.acct_switch(self.acct_cur);
+        debug_assert_eq!(prev, self.acct_cur);
+        let n = &self.graph.nodes[node];
+        let a = &self.acct[node];
+        Accounting {
+            inputs: self.icount[self.ioff[node]..self.ioff[node] + n.ninputs].to_vec(),
+            outputs: self.ocount[self.ooff[node]..self.ooff[node] + n.noutputs].to_vec(),
+            made: a.made,
+            freed: a.freed,
+            refused: a.refused,
+            held: self.elems[node].held() as u64,
+        }
+    }
+
+    /// Checks that every packet is accounted for: each element's counts
+    /// add up (`in + made == out + freed + held`), what the elements hold
+    /// is exactly what the pool has handed out, and nothing was made or
+    /// freed outside an element's call. Call it between runs (nothing in
+    /// flight); the error lists every element whose counts do not add up.
+    pub fn check_conservation(&mut self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        let mut held = 0u64;
+        for node in 0..self.graph.nodes.len() {
+            let a = self.accounting(node);
+            held += a.held;
+            if !a.balanced() {
+                problems.push(format!(
+                    "{} :: {}: in {:?} + made {} != out {:?} + freed {} + held {}",
+                    self.graph.nodes[node].name,
+                    self.graph.nodes[node].class.name,
+                    a.inputs,
+                    a.made,
+                    a.outputs,
+                    a.freed,
+                    a.held
+                ));
+            }
+        }
+        let in_use = self.pool.counters().in_use as u64;
+        if in_use != held {
+            problems.push(format!(
+                "the pool has {in_use} packets out, the elements say they hold {held}"
+            ));
+        }
+        let (made, freed) = self.unattributed();
+        if made != 0 || freed != 0 {
+            problems.push(format!(
+                "{made} packets made and {freed} freed outside any element"
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+
+    /// Packets made or freed outside any element's call (none, if every
+    /// path that moves packets is accounted).
+    pub fn unattributed(&mut self) -> (u64, u64) {
+        self.acct_switch(self.acct_cur);
+        let a = &self.acct[self.graph.nodes.len()];
+        (a.made, a.freed)
     }
 
     // ---- tasks and driving ----------------------------------------------
@@ -592,25 +849,30 @@ impl Router {
         let mut batch = self.take_scratch();
         let mut pulled_empty = false;
         self.pull_one_seen = false;
+        let prev = self.acct_switch(node);
         if let Some((port, max)) = self.elems[node].task_pull(now) {
-            if let Some((src, sport)) = self.graph.in_conn[node].get(port).copied().flatten() {
-                self.pull(src as usize, sport as usize, &mut batch, max.min(BATCH_MAX));
+            if self.graph.in_conn[node]
+                .get(port)
+                .copied()
+                .flatten()
+                .is_some()
+            {
+                self.pull_input(node, port, &mut batch, max.min(BATCH_MAX));
                 pulled_empty = batch.is_empty();
             }
         }
         self.tasks[t].pulled_empty = pulled_empty;
         self.tasks[t].pull_timed = pulled_empty && self.pull_one_seen;
-        let Some(mut bufs) = self.outbufs[node].take() else {
-            self.put_scratch(batch);
-            return TaskStatus::Idle;
-        };
+        let mut ob = self.take_outbufs(node);
         let (status, pass) = {
-            let mut out = Out::new(&mut bufs, &self.pool, now, &mut self.ctrl);
+            let OutBufs { bufs, spill } = &mut *ob;
+            let mut out = Out::with_spill(bufs, spill, &self.pool, now, &mut self.ctrl);
             let s = self.elems[node].run_task(&mut batch, &mut out);
             (s, out.passed())
         };
-        self.forward(node, pass, &mut batch, &mut bufs);
-        self.outbufs[node] = Some(bufs);
+        self.forward(node, pass, &mut batch, &mut ob);
+        self.acct_switch(prev);
+        self.outbufs[node] = Some(ob);
         self.put_scratch(batch);
         status
     }
@@ -767,8 +1029,10 @@ impl Router {
                 link.stop_all();
             }
         }
-        for e in &mut self.elems {
-            e.cleanup();
+        for i in 0..self.elems.len() {
+            let prev = self.acct_switch(i);
+            self.elems[i].cleanup();
+            self.acct_switch(prev);
         }
         self.flush_output();
         match self.script_error.take() {
@@ -1133,6 +1397,14 @@ impl Router {
             }
             "ports" => return Ok(self.ports_text(node)),
             "handlers" => return Ok(self.handlers_text(node)),
+            "icounts" | "ocounts" | "accounting" if !self.has_own_handler(node, h) => {
+                let a = self.accounting(node);
+                return Ok(match h {
+                    "icounts" => a.inputs.iter().map(|n| format!("{n}\n")).collect(),
+                    "ocounts" => a.outputs.iter().map(|n| format!("{n}\n")).collect(),
+                    _ => a.to_string(),
+                });
+            }
             _ => {}
         }
         if h == "run" && self.script_mut(node).is_some() {
@@ -1140,11 +1412,13 @@ impl Router {
                 .drive_script(node, ScriptCall::CallRun(params))
                 .map_err(|m| CallError::Failed(full.to_string(), m));
         }
+        let prev = self.acct_switch(node);
         let r = if params.is_empty() {
             self.elems[node].read_handler(h)
         } else {
             self.elems[node].read_handler(&format!("{h} {params}"))
         };
+        self.acct_switch(prev);
         r.map_err(|e| match e {
             HandlerError::NoSuchHandler(_) => {
                 CallError::NoHandler(elem.to_string(), h.to_string(), "read")
@@ -1178,14 +1452,15 @@ impl Router {
                 .map(|_| ())
                 .map_err(|m| CallError::Failed(full.to_string(), m));
         }
-        self.elems[node]
-            .write_handler(h, value)
-            .map_err(|e| match e {
-                HandlerError::NoSuchHandler(_) => {
-                    CallError::NoHandler(elem.to_string(), h.to_string(), "write")
-                }
-                HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
-            })
+        let prev = self.acct_switch(node);
+        let r = self.elems[node].write_handler(h, value);
+        self.acct_switch(prev);
+        r.map_err(|e| match e {
+            HandlerError::NoSuchHandler(_) => {
+                CallError::NoHandler(elem.to_string(), h.to_string(), "write")
+            }
+            HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
+        })
     }
 
     fn global_read(&mut self, h: &str, _params: &str) -> Result<String, CallError> {
@@ -1209,8 +1484,23 @@ impl Router {
                 .map(|e| format!("{}\n", e.spec.name))
                 .collect()),
             "now" => Ok(crate::script::click_timestamp(self.now())),
+            "pool" => {
+                let c = self.pool.counters();
+                Ok(format!(
+                    "slots {}\nlimit {}\nin_use {}\nallocated {}\nrefused {}\n",
+                    self.pool.capacity(),
+                    self.pool.limit(),
+                    c.in_use,
+                    c.allocs,
+                    c.refused
+                ))
+            }
             _ => Err(CallError::NoHandler(String::new(), h.to_string(), "read")),
         }
+    }
+
+    fn has_own_handler(&self, node: usize, h: &str) -> bool {
+        self.elems[node].handlers().iter().any(|x| x.name == h)
     }
 
     fn ports_text(&self, node: usize) -> String {
@@ -1238,6 +1528,11 @@ impl Router {
         let mut s = String::new();
         for h in ["name", "class", "config", "ports", "handlers"] {
             s.push_str(&format!("{h}\tr\n"));
+        }
+        for h in ["icounts", "ocounts", "accounting"] {
+            if !self.has_own_handler(node, h) {
+                s.push_str(&format!("{h}\tr\n"));
+            }
         }
         for h in self.elems[node].handlers() {
             let mode = match (h.read, h.write) {
@@ -1329,12 +1624,8 @@ struct RouterInputs<'r> {
 
 impl pronto_elements::PullInputs for RouterInputs<'_> {
     fn pull_input(&mut self, input: usize) -> Option<pronto_packet::Packet> {
-        let (src, sport) = self.router.graph.in_conn[self.node]
-            .get(input)
-            .copied()
-            .flatten()?;
         let mut b = self.router.take_scratch();
-        self.router.pull(src as usize, sport as usize, &mut b, 1);
+        self.router.pull_input(self.node, input, &mut b, 1);
         let p = b.pop();
         b.clear();
         self.router.put_scratch(b);

@@ -574,6 +574,7 @@ impl Threads {
             let wopts = RouterOptions {
                 base_dir: opts.base_dir.clone(),
                 pool_slots: opts.pool_slots,
+                pool_limit: opts.pool_limit,
                 clock: opts.clock,
                 busy_poll: opts.busy_poll,
             };

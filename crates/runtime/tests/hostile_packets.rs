@@ -1096,6 +1096,12 @@ fn run_class(class: &str) {
                     panic!("@@CONFIG row {i} feed {feed}: run failed: {e}");
                 }
             }
+            // Every packet that entered an element left it, is held by it
+            // or was freed by it (and counted): see ARCHITECTURE.md,
+            // "Conservation".
+            if let Err(e) = router.check_conservation() {
+                panic!("@@CONSERVATION row {i} feed {feed}: packets unaccounted for:\n{e}");
+            }
             if row.feed == Feed::All {
                 // The whole trace went in.
                 let n = router.read_handler("hsrc.count", "").expect("hsrc.count");

@@ -175,7 +175,8 @@ fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
     // waits (a pre-started one waits in the daemon's pool): making and
     // faulting in a pool takes most of a millisecond, then off the boot
     // path. Later configurations make their own.
-    let mut first_pool = pronto_packet::Pool::new(pool_slots).ok();
+    let mut first_pool =
+        pronto_packet::Pool::growable(pool_slots, pronto_runtime::DEFAULT_POOL_LIMIT).ok();
     while let Ok(job) = jobs.recv() {
         match job {
             Job::Build(text, reply) => {

@@ -1579,6 +1579,14 @@ impl Element for FromIPSummaryDump {
         let _ = self.produce(batch, max, out);
     }
 
+    fn held(&self) -> usize {
+        usize::from(self.held.is_some())
+    }
+
+    fn capacity(&self) -> usize {
+        1
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("sampling_prob"),

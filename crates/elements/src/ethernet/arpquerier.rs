@@ -337,6 +337,14 @@ impl Element for ArpQuerier {
         self.table = state;
     }
 
+    fn held(&self) -> usize {
+        self.table.waiting()
+    }
+
+    fn capacity(&self) -> usize {
+        self.table.packet_capacity()
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("table"),

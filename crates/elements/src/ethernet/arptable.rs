@@ -143,6 +143,16 @@ impl Default for ArpState {
 }
 
 impl ArpState {
+    /// Packets waiting for an address.
+    pub fn waiting(&self) -> usize {
+        self.packet_count as usize
+    }
+
+    /// The most packets it keeps waiting (0: no limit).
+    pub fn packet_capacity(&self) -> usize {
+        self.packet_capacity as usize
+    }
+
     /// Takes `old`'s entries and counts (hot-swap), keeping this table's
     /// limits; packets waiting for an answer move into `pool` (those it
     /// has no room for are dropped and counted). Returns the entries

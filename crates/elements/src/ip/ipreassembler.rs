@@ -481,6 +481,16 @@ impl Element for IPReassembler {
         }
     }
 
+    fn held(&self) -> usize {
+        self.map.iter().map(Vec::len).sum()
+    }
+
+    fn capacity(&self) -> usize {
+        // Each datagram being reassembled is one packet, charged at least
+        // IPH_MEM_USED bytes against HIMEM.
+        (self.mem_high / IPH_MEM_USED) as usize + 1
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("dump")];
         H

@@ -542,6 +542,17 @@ impl Element for NfpMerge {
         TaskStatus::SleepUntil(now.saturating_add((self.timeout / 4).max(100_000)))
     }
 
+    fn held(&self) -> usize {
+        self.window
+            .iter()
+            .map(|e| e.versions.iter().filter(|v| v.is_some()).count())
+            .sum()
+    }
+
+    fn capacity(&self) -> usize {
+        self.window.len() * self.inputs.len()
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("merged"),

@@ -94,6 +94,14 @@ impl PullOne for DRRSched {
 }
 
 impl Element for DRRSched {
+    fn held(&self) -> usize {
+        self.ports.iter().filter(|i| i.head.is_some()).count()
+    }
+
+    fn capacity(&self) -> usize {
+        self.ports.len()
+    }
+
     fn as_pull_one(&mut self) -> Option<&mut dyn PullOne> {
         Some(self)
     }

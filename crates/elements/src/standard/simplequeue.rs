@@ -139,6 +139,14 @@ impl Element for SimpleQueue {
             .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
     }
 
+    fn held(&self) -> usize {
+        self.q.len()
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("length"),
