@@ -18,6 +18,6 @@ pub mod wire;
 pub use batch::{Batch, Drain, BATCH_MAX};
 pub use packet::*;
 pub use pool::{
-    Pool, PoolCounters, PoolError, BUFFER_SIZE, DEFAULT_HEADROOM, HEADER_SIZE, MAX_PACKET,
+    Account, Pool, PoolCounters, PoolError, BUFFER_SIZE, DEFAULT_HEADROOM, HEADER_SIZE, MAX_PACKET,
     SLOT_STRIDE,
 };

@@ -66,18 +66,34 @@ pub(crate) struct PoolInner {
     /// little past the last slot).
     mapped: Cell<usize>,
     free: UnsafeCell<Vec<u32>>,
-    /// Allocations made, ever.
-    allocs: Cell<u64>,
     /// Allocations refused because the pool was at its limit.
     refused: Cell<u64>,
+    /// Who frees and refusals are charged to now: an index into
+    /// `accounts` (the last account when out of range).
+    owner: Cell<usize>,
+    /// Per owner (for a router: per element, and one for the runtime).
+    /// Never empty.
+    accounts: UnsafeCell<Vec<Account>>,
     fd: rustix::fd::OwnedFd,
+}
+
+/// What the pool did for one owner (see [`Pool::set_owner`]). Frees are
+/// counted here (batch by batch); allocations are not, to keep
+/// allocating a packet as cheap as popping an index: an owner's
+/// allocations are its frees plus the change in packets alive while it
+/// was charged, which the runtime reads around each call
+/// ([`Pool::in_use`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Account {
+    /// Packets freed (their slots returned).
+    pub freed: u64,
+    /// Allocations refused because the pool was at its limit.
+    pub refused: u64,
 }
 
 /// A snapshot of a pool's counters (see [`Pool::counters`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolCounters {
-    /// Packets allocated, ever.
-    pub allocs: u64,
     /// Packets alive now.
     pub in_use: usize,
     /// Allocations refused, ever.
@@ -133,8 +149,9 @@ impl Pool {
             reserved_bytes: reserve,
             mapped: Cell::new(0),
             free: UnsafeCell::new(Vec::new()),
-            allocs: Cell::new(0),
             refused: Cell::new(0),
+            owner: Cell::new(0),
+            accounts: UnsafeCell::new(vec![Account::default()]),
             fd,
         });
         if let Err(e) = inner.map_more(initial) {
@@ -164,15 +181,43 @@ impl Pool {
         self.inner.refused.get()
     }
 
-    /// Allocations, packets alive and refusals, read together (the
-    /// runtime's per-element accounting reads them around each call).
-    #[inline]
+    /// Allocations, packets alive and refusals.
     pub fn counters(&self) -> PoolCounters {
         PoolCounters {
-            allocs: self.inner.allocs.get(),
             in_use: self.inner.nslots.get() - self.inner.free_len(),
             refused: self.inner.refused.get(),
         }
+    }
+
+    /// Keeps `n` separate accounts (at least one), all zero, and charges
+    /// the last one from now on. A router keeps one per element and one
+    /// for itself.
+    pub fn set_accounts(&self, n: usize) {
+        // SAFETY: the pool is single-threaded and no reference to the
+        // accounts outlives a method of the pool.
+        let a = unsafe { &mut *self.inner.accounts.get() };
+        a.clear();
+        a.resize(n.max(1), Account::default());
+        self.inner.owner.set(a.len() - 1);
+    }
+
+    /// Charges frees and refusals to account `i` from now on (the last
+    /// one if `i` is out of range); returns the account charged until now.
+    /// One store: the runtime calls it around every element call.
+    #[inline]
+    pub fn set_owner(&self, i: usize) -> usize {
+        self.inner.owner.replace(i)
+    }
+
+    /// Packets alive now (allocated and not yet freed).
+    #[inline]
+    pub fn in_use(&self) -> usize {
+        self.inner.nslots.get() - self.inner.free_len()
+    }
+
+    /// Account `i` (zero if there is no such account).
+    pub fn account(&self, i: usize) -> Account {
+        self.inner.accounts().get(i).copied().unwrap_or_default()
     }
 
     /// Number of free slots.
@@ -269,14 +314,28 @@ impl PoolInner {
         unsafe { (*self.free.get()).len() }
     }
 
+    fn accounts(&self) -> &[Account] {
+        // SAFETY: as in free_len.
+        unsafe { &*self.accounts.get() }
+    }
+
+    /// Updates the account charged now (frees are charged batch by
+    /// batch, so this is not per packet).
+    #[inline(always)]
+    fn charge(&self, f: impl FnOnce(&mut Account)) {
+        // SAFETY: as in free_len; the reference lives for one counter
+        // update.
+        let a = unsafe { &mut *self.accounts.get() };
+        let last = a.len() - 1;
+        let i = self.owner.get().min(last);
+        f(&mut a[i]);
+    }
+
     #[inline]
     fn pop(&self) -> Option<u32> {
         // SAFETY: as in free_len.
         match unsafe { (*self.free.get()).pop() } {
-            Some(i) => {
-                self.allocs.set(self.allocs.get() + 1);
-                Some(i)
-            }
+            Some(i) => Some(i),
             None => self.grow_and_pop(),
         }
     }
@@ -293,12 +352,11 @@ impl PoolInner {
             // stays as it is and refuses (counted).
             self.limit.set(self.nslots.get());
             self.refused.set(self.refused.get() + 1);
+            self.charge(|a| a.refused += 1);
             return None;
         }
         // SAFETY: as in free_len.
-        let i = unsafe { (*self.free.get()).pop() }?;
-        self.allocs.set(self.allocs.get() + 1);
-        Some(i)
+        unsafe { (*self.free.get()).pop() }
     }
 
     /// Maps `more` slots after the current ones (inside the reservation),
@@ -358,6 +416,7 @@ impl PoolInner {
     #[inline]
     pub(crate) fn push(&self, idx: u32) {
         debug_assert!((idx as usize) < self.nslots.get());
+        self.charge(|a| a.freed += 1);
         // SAFETY: as in free_len. The vector's capacity is nslots and every
         // index is pushed at most once per pop, so this never reallocates.
         unsafe { (*self.free.get()).push(idx) }
@@ -366,6 +425,7 @@ impl PoolInner {
     /// Returns several slots at once (one capacity check).
     #[inline]
     pub(crate) fn push_many(&self, idx: &[u32]) {
+        self.charge(|a| a.freed += idx.len() as u64);
         // SAFETY: as in free_len; capacity is nslots and each index was
         // popped once, so this never reallocates.
         unsafe { (*self.free.get()).extend_from_slice(idx) }

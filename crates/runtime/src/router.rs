@@ -13,7 +13,7 @@ use pronto_elements::{
     ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, Peer, Peers, Spill, TaskStatus,
 };
 use pronto_lang::{Diagnostic, FlatConfig, SourceMap};
-use pronto_packet::{Batch, Pool, PoolCounters, BATCH_MAX};
+use pronto_packet::{Batch, Pool, BATCH_MAX};
 
 use crate::graph::{self, Graph};
 use crate::script::{Env, Script, ScriptState};
@@ -160,19 +160,15 @@ pub struct Router {
     link: Option<Box<Link>>,
     /// Calls from other threads ([`Router::remote`]).
     pub(crate) inbox: Option<Box<crate::remote::Inbox>>,
-    /// Per element: packets made, freed and refused while it ran (the
-    /// last entry: outside every element, which should stay zero).
-    acct: Vec<NodeAcct>,
-    /// The element the pool's activity is charged to now.
-    acct_cur: usize,
-    /// The pool's counters at the last accounting switch.
-    acct_mark: PoolCounters,
-    /// Packets over each connection, by input port (`ioff[node] + port`)
-    /// and by output port (`ooff[node] + port`): Click's `icounts` and
-    /// `ocounts`.
-    icount: Vec<u64>,
+    /// Per element (and, last, the runtime): the change in packets alive
+    /// while it ran; with its frees (counted by the pool) this gives what
+    /// it made.
+    net: Vec<i64>,
+    /// Packets alive at the last accounting switch.
+    mark: usize,
+    /// Packets over each connection, by output port (`ooff[node] +
+    /// port`): Click's `ocounts` (`icounts` are summed from them).
     ocount: Vec<u64>,
-    ioff: Vec<usize>,
     ooff: Vec<usize>,
     pool: Pool,
 }
@@ -190,13 +186,6 @@ impl OutBufs {
             spill: Spill::new(),
         })
     }
-}
-
-#[derive(Clone, Copy, Default, Debug)]
-struct NodeAcct {
-    made: u64,
-    freed: u64,
-    refused: u64,
 }
 
 /// What went into and out of one element (its `accounting` handler).
@@ -453,8 +442,10 @@ impl Router {
             }
             (off, total)
         };
-        let (ioff, ni) = offsets(&|n| n.ninputs);
         let (ooff, no) = offsets(&|n| n.noutputs);
+        // One account per element, and the last for the runtime itself.
+        let nnodes = graph.nodes.len();
+        pool.set_accounts(nnodes + 1);
         let tasks = elems
             .iter()
             .enumerate()
@@ -481,7 +472,6 @@ impl Router {
             Clock::Simulated(t) => t,
             Clock::Real => 0,
         };
-        let graph_len = graph.nodes.len();
         Ok(Router {
             elems,
             outbufs,
@@ -501,12 +491,9 @@ impl Router {
             flat_text: flat.to_click(),
             link: None,
             inbox: None,
-            acct: vec![NodeAcct::default(); graph_len + 1],
-            acct_cur: graph_len,
-            acct_mark: pool.counters(),
-            icount: vec![0; ni],
+            net: vec![0; nnodes + 1],
+            mark: pool.in_use(),
             ocount: vec![0; no],
-            ioff,
             ooff,
             pool,
         })
@@ -545,27 +532,27 @@ impl Router {
             .map(|(i, n)| (n.name.as_str(), i))
             .collect();
         let mut moved = Vec::new();
-        for (i, node) in self.graph.nodes.iter().enumerate() {
+        for i in 0..self.graph.nodes.len() {
+            let node = &self.graph.nodes[i];
             let Some(&j) = by_name.get(node.name.as_str()) else {
                 continue;
             };
             if old.graph.nodes[j].class.name != node.class.name {
                 continue;
             }
+            let (ninputs, noutputs) = (node.ninputs, node.noutputs);
+            // Packets moved into this configuration's pool are made by the
+            // element that takes them over.
+            let prev = self.acct_switch(i);
             let ctx = pronto_elements::TakeCtx {
                 pool: &self.pool,
-                ninputs: node.ninputs,
-                noutputs: node.noutputs,
+                ninputs,
+                noutputs,
             };
-            let c = self.pool.counters();
             let took = self.elems[i].take_state(old.elems[j].as_mut(), &ctx);
-            // Packets moved into this configuration's pool were made by
-            // the element that took them over.
-            let after = self.pool.counters();
-            self.acct[i].made += after.allocs - c.allocs;
-            self.acct[i].refused += after.refused - c.refused;
+            self.acct_switch(prev);
             if let Some(what) = took {
-                moved.push((node.name.clone(), what));
+                moved.push((self.graph.nodes[i].name.clone(), what));
             }
         }
         moved
@@ -574,7 +561,9 @@ impl Router {
     // ---- packet movement -------------------------------------------------
 
     /// Pushes `batch` into input `port` of `node`, and everything that
-    /// comes out of it onwards.
+    /// comes out of it onwards. (The one function of the push recursion:
+    /// `push_one`, `forward` and `send` are inlined into it, so that a
+    /// batch's way through an element costs one call.)
     fn push(&mut self, node: usize, port: usize, batch: &mut Batch) {
         if self.ordered[node] && batch.len() > 1 {
             // Keep Click's packet order across a split that merges again:
@@ -609,9 +598,17 @@ impl Router {
             .unwrap_or_else(|| OutBufs::new(self.graph.nodes[node].noutputs))
     }
 
+    #[inline(always)]
     fn push_one(&mut self, node: usize, port: usize, batch: &mut Batch) {
         let mut ob = self.take_outbufs(node);
-        let prev = self.acct_switch(node);
+        // Charged to this element until the next switch. There is no
+        // switch back to the caller when the push returns: after a push,
+        // its caller only sends other batches on (each send switches
+        // again), and what is charged after a return is charged to the
+        // element that ran last, which is the one that did it. Callers
+        // whose own code runs after a push (a pull served through an
+        // element, a task) switch back themselves.
+        self.acct_switch(node);
         let now = self.run_now;
         let pass = {
             let OutBufs { bufs, spill } = &mut *ob;
@@ -620,46 +617,64 @@ impl Router {
             out.passed()
         };
         self.forward(node, pass, batch, &mut ob);
-        self.acct_switch(prev);
         self.outbufs[node] = Some(ob);
     }
 
     /// Sends the element's results on: the input batch to the passed port,
-    /// then, port by port, the batches that overflowed and the port's
-    /// buffer. Runs with the accounting on `node`: what it drops (an input
-    /// batch no port was chosen for) is charged to the element.
+    /// then each output buffer in port order (after the batches that
+    /// overflowed it, if any). Runs with the accounting on `node`: what it
+    /// drops (an input batch no port was chosen for) is charged to the
+    /// element.
+    #[inline(always)]
     fn forward(&mut self, node: usize, pass: Option<usize>, batch: &mut Batch, ob: &mut OutBufs) {
         match pass {
             Some(p) if !batch.is_empty() => self.send(node, p, batch),
             _ => batch.clear(),
         }
-        let mut spilled = (!ob.spill.is_empty()).then(|| ob.spill.take());
+        if !ob.spill.is_empty() {
+            self.forward_spilled(node, ob);
+            return;
+        }
+        for (p, b) in ob.bufs.iter_mut().enumerate() {
+            if !b.is_empty() {
+                self.send(node, p, b);
+            }
+        }
+    }
+
+    /// [`Router::forward`]'s output buffers when some overflowed during
+    /// the call: port by port, the overflowed batches, then the buffer.
+    #[cold]
+    #[inline(never)]
+    fn forward_spilled(&mut self, node: usize, ob: &mut OutBufs) {
+        let mut list = ob.spill.take();
         for p in 0..ob.bufs.len() {
-            if let Some(list) = &mut spilled {
-                for (q, b) in list.iter_mut() {
-                    if *q == p {
-                        self.send(node, p, b);
-                    }
+            for (q, b) in list.iter_mut() {
+                if *q == p {
+                    self.send(node, p, b);
                 }
             }
             if !ob.bufs[p].is_empty() {
                 self.send(node, p, &mut ob.bufs[p]);
             }
         }
-        if let Some(list) = spilled {
-            ob.spill.recycle(list);
-        }
+        ob.spill.recycle(list);
     }
 
+    #[inline(always)]
     fn send(&mut self, node: usize, port: usize, batch: &mut Batch) {
         match self.graph.out_conn[node].get(port).copied().flatten() {
             Some((t, tp)) => {
-                let n = batch.len() as u64;
-                self.ocount[self.ooff[node] + port] += n;
-                self.icount[self.ioff[t as usize] + tp as usize] += n;
+                self.ocount[self.ooff[node] + port] += batch.len() as u64;
                 self.push(t as usize, tp as usize, batch)
             }
-            None => batch.clear(),
+            None => {
+                // Dropped by the element that sent it (an earlier send's
+                // push may have left the charge on another).
+                let prev = self.acct_switch(node);
+                batch.clear();
+                self.acct_switch(prev);
+            }
         }
     }
 
@@ -672,9 +687,7 @@ impl Router {
         };
         let before = batch.len();
         self.pull(src as usize, sport as usize, batch, max);
-        let n = (batch.len() - before) as u64;
-        self.ocount[self.ooff[src as usize] + sport as usize] += n;
-        self.icount[self.ioff[node] + port] += n;
+        self.ocount[self.ooff[src as usize] + sport as usize] += (batch.len() - before) as u64;
     }
 
     /// Pulls up to `max` packets from output `port` of `node` into `batch`.
@@ -754,36 +767,50 @@ impl Router {
 
     // ---- accounting -------------------------------------------------------
 
-    /// Charges what the pool did since the last switch (packets made,
-    /// freed, allocations refused) to the element that was running, and
-    /// makes `node` the running one; returns the previous one. Every
-    /// element call runs between two switches, so each packet made or
-    /// freed is charged to exactly one element (a nested call, such as an
-    /// upstream pull inside a scheduler's call, is charged to itself).
+    /// Charges the pool's allocations and frees to `node` from now on
+    /// (every element call runs between two of these, so a nested call,
+    /// such as an upstream pull inside a scheduler's call, is charged to
+    /// itself); returns the element charged until now. One store.
     #[inline]
     fn acct_switch(&mut self, node: usize) -> usize {
-        let c = self.pool.counters();
-        let m = self.acct_mark;
-        let made = c.allocs - m.allocs;
-        let a = &mut self.acct[self.acct_cur];
-        a.made += made;
-        a.freed += made + m.in_use as u64 - c.in_use as u64;
-        a.refused += c.refused - m.refused;
-        self.acct_mark = c;
-        std::mem::replace(&mut self.acct_cur, node)
+        let prev = self.pool.set_owner(node);
+        let now = self.pool.in_use();
+        if let Some(n) = self.net.get_mut(prev) {
+            *n += now as i64 - self.mark as i64;
+        }
+        self.mark = now;
+        prev
     }
 
-    /// An element's packet accounting: `(inputs, outputs, made, freed,
-    /// refused, held)`, see the `accounting` handler.
+    /// Packets that arrived on input `port` of `node`: what the outputs
+    /// connected to it sent (push), or what it pulled from its source.
+    fn icount(&self, node: usize, port: usize) -> u64 {
+        if let Some((src, sport)) = self.graph.in_conn[node].get(port).copied().flatten() {
+            return self.ocount[self.ooff[src as usize] + sport as usize];
+        }
+        let me = Some((node as u32, port as u32));
+        let mut n = 0;
+        for (src, outs) in self.graph.out_conn.iter().enumerate() {
+            for (p, c) in outs.iter().enumerate() {
+                if *c == me {
+                    n += self.ocount[self.ooff[src] + p];
+                }
+            }
+        }
+        n
+    }
+
+    /// An element's packet accounting (its `accounting` handler).
     pub fn accounting(&mut self, node: usize) -> Accounting {
-        let prev = self.acct_switch(self.acct_cur);
-        debug_assert_eq!(prev, self.acct_cur);
+        // Settle what the element being charged has done so far.
+        let cur = self.acct_switch(0);
+        self.acct_switch(cur);
         let n = &self.graph.nodes[node];
-        let a = &self.acct[node];
+        let a = self.pool.account(node);
         Accounting {
-            inputs: self.icount[self.ioff[node]..self.ioff[node] + n.ninputs].to_vec(),
+            inputs: (0..n.ninputs).map(|p| self.icount(node, p)).collect(),
             outputs: self.ocount[self.ooff[node]..self.ooff[node] + n.noutputs].to_vec(),
-            made: a.made,
+            made: (self.net[node] + a.freed as i64) as u64,
             freed: a.freed,
             refused: a.refused,
             held: self.elems[node].held() as u64,
@@ -820,7 +847,11 @@ impl Router {
                 "the pool has {in_use} packets out, the elements say they hold {held}"
             ));
         }
-        let (made, freed) = self.unattributed();
+        let me = self.graph.nodes.len();
+        let cur = self.acct_switch(me);
+        self.acct_switch(cur);
+        let freed = self.pool.account(me).freed;
+        let made = (self.net[me] + freed as i64) as u64;
         if made != 0 || freed != 0 {
             problems.push(format!(
                 "{made} packets made and {freed} freed outside any element"
@@ -831,14 +862,6 @@ impl Router {
         } else {
             Err(problems.join("\n"))
         }
-    }
-
-    /// Packets made or freed outside any element's call (none, if every
-    /// path that moves packets is accounted).
-    pub fn unattributed(&mut self) -> (u64, u64) {
-        self.acct_switch(self.acct_cur);
-        let a = &self.acct[self.graph.nodes.len()];
-        (a.made, a.freed)
     }
 
     // ---- tasks and driving ----------------------------------------------
@@ -1487,11 +1510,10 @@ impl Router {
             "pool" => {
                 let c = self.pool.counters();
                 Ok(format!(
-                    "slots {}\nlimit {}\nin_use {}\nallocated {}\nrefused {}\n",
+                    "slots {}\nlimit {}\nin_use {}\nrefused {}\n",
                     self.pool.capacity(),
                     self.pool.limit(),
                     c.in_use,
-                    c.allocs,
                     c.refused
                 ))
             }
