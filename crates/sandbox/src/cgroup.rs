@@ -12,7 +12,8 @@
 //!   accounting exists), `cpu.cfs_period_us`/`cpu.cfs_quota_us`,
 //!   `pids.max`.
 //!
-//! `PARENT` (default `pronto`) is created when missing and left in place;
+//! `PARENT` (default `pronto`; it may have several levels, `pronto/d1`) is
+//! created when missing and left in place ([`remove_tree`] removes it);
 //! `NAME` directories are removed when the [`Cgroup`] is dropped (after
 //! the sandbox's process has been reaped).
 
@@ -70,6 +71,16 @@ fn mkdir(path: &Path) -> Result<(), SandboxError> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(io_err("creating the cgroup directory", path, None, e)),
     }
+}
+
+/// Makes `mount/parent` one level at a time.
+fn mkdir_levels(mount: &Path, parent: &str) -> Result<(), SandboxError> {
+    let mut level = mount.to_path_buf();
+    for part in parent.split('/').filter(|p| !p.is_empty()) {
+        level.push(part);
+        mkdir(&level)?;
+    }
+    Ok(())
 }
 
 /// Makes a sandbox's own cgroup directory. One left behind by a sandbox
@@ -136,7 +147,7 @@ impl Cgroup {
                 });
             }
             let p = mount.join(parent);
-            mkdir(&p)?;
+            mkdir_levels(&mount, parent)?;
             let dir = p.join(name);
             fresh_dir(&dir)?;
             self.dirs.push(dir.clone());
@@ -235,13 +246,18 @@ impl Cgroup {
                 "enabling controllers for child cgroups",
             )?;
         }
-        mkdir(&p)?;
-        if !enable.is_empty() {
-            write(
-                &p.join("cgroup.subtree_control"),
-                enable,
-                "enabling controllers for child cgroups",
-            )?;
+        // Each level enables the controllers for the one below.
+        let mut level = root.to_path_buf();
+        for part in parent.split('/').filter(|p| !p.is_empty()) {
+            level.push(part);
+            mkdir(&level)?;
+            if !enable.is_empty() {
+                write(
+                    &level.join("cgroup.subtree_control"),
+                    enable,
+                    "enabling controllers for child cgroups",
+                )?;
+            }
         }
         let dir = p.join(name);
         fresh_dir(&dir)?;
@@ -392,6 +408,103 @@ impl Cgroup {
         };
         std::fs::read_to_string(file).ok()?.trim().parse().ok()
     }
+}
+
+impl Cgroup {
+    /// Memory in use that cannot simply be dropped: the cgroup's usage less
+    /// its inactive file cache (v1 `memory.usage_in_bytes` less
+    /// `total_inactive_file`, v2 `memory.current` less `inactive_file`).
+    pub fn memory_in_use(&self) -> Option<u64> {
+        let dir = self.dirs.first()?;
+        let (usage, stat, key) = match self.version {
+            Version::V1 => (
+                "memory.usage_in_bytes",
+                "memory.stat",
+                "total_inactive_file ",
+            ),
+            Version::V2 => ("memory.current", "memory.stat", "inactive_file "),
+        };
+        let used: u64 = std::fs::read_to_string(dir.join(usage))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let inactive = std::fs::read_to_string(dir.join(stat))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        Some(used.saturating_sub(inactive))
+    }
+}
+
+/// The directories `parent` names under `root`: the v2 one, or one per v1
+/// controller (those that exist or not).
+pub fn parent_dirs(root: &Path, parent: &str) -> Vec<PathBuf> {
+    match detect(root) {
+        Version::V2 => vec![root.join(parent)],
+        Version::V1 => ["memory", "cpu", "pids"]
+            .iter()
+            .map(|c| root.join(c).join(parent))
+            .collect(),
+    }
+}
+
+/// The names of the cgroups directly under `parent`, in any hierarchy.
+pub fn children(root: &Path, parent: &str) -> Vec<String> {
+    let mut out: Vec<String> = parent_dirs(root, parent)
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Removes the cgroup `parent` in every hierarchy, with the cgroups under
+/// it, deepest first. A cgroup that still holds a process cannot be
+/// removed: the error names the first such directory.
+pub fn remove_tree(root: &Path, parent: &str) -> Result<(), SandboxError> {
+    fn remove(dir: &Path) -> Result<(), SandboxError> {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove(&e.path())?;
+            }
+        }
+        // A cgroup whose last process just exited can be busy a moment.
+        let mut last = None;
+        for _ in 0..50 {
+            match std::fs::remove_dir(dir) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        Err(io_err(
+            "removing a cgroup (does a process still run in it?)",
+            dir,
+            None,
+            last.unwrap_or_else(|| std::io::ErrorKind::Other.into()),
+        ))
+    }
+    let mut first = Ok(());
+    for d in parent_dirs(root, parent) {
+        let r = remove(&d);
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
 }
 
 /// The CFS quota for `cpu` cores (fractions allowed), at least 1 ms.

@@ -705,3 +705,56 @@ fn a_fork_bomb_and_a_cpu_hog_are_contained() {
     assert!(count >= 1000, "the neighbour counted only {count}");
     drop(bomb);
 }
+
+#[test]
+fn a_nested_cgroup_parent_is_made_ended_early_and_removed_whole() {
+    if !root_or_skip("a_nested_cgroup_parent_is_made_ended_early_and_removed_whole") {
+        return;
+    }
+    let root = Path::new("/sys/fs/cgroup");
+    let parent = format!("pronto/nest-{}", std::process::id());
+    let mut s = spec("nest");
+    s.cgroup_parent = parent.clone();
+    let mut a = spawn(&s);
+    a.ping().expect("ping");
+    let dirs: Vec<PathBuf> = a.cgroup().expect("cgroup").dirs().to_vec();
+    for d in &dirs {
+        assert!(d.starts_with(root) && d.ends_with(Path::new(&parent).join(&s.name)));
+        assert!(d.exists());
+    }
+    // What it holds: its program and its packet pool, a few MB.
+    let used = a
+        .cgroup()
+        .expect("cgroup")
+        .memory_in_use()
+        .expect("memory in use");
+    assert!(used > (256 << 10) && used < (64 << 20), "{used}");
+    assert_eq!(
+        pronto_sandbox::cgroup::children(root, &parent),
+        vec![s.name.clone()]
+    );
+    // Ended now, while the handle lives on: the cgroup is gone at once.
+    a.end();
+    for d in &dirs {
+        assert!(!d.exists(), "{} is left after end()", d.display());
+    }
+    assert!(a.try_wait().expect("status").is_some());
+    // The parent goes whole, with a cgroup a sandbox left (its process
+    // gone) under it.
+    let b = spawn(&s);
+    let pid = b.pid();
+    std::mem::forget(b);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("kill");
+    let _ = rustix::process::waitpid(
+        rustix::process::Pid::from_raw(pid as i32),
+        rustix::process::WaitOptions::empty(),
+    );
+    pronto_sandbox::cgroup::remove_tree(root, &parent).expect("removed");
+    for d in pronto_sandbox::cgroup::parent_dirs(root, &parent) {
+        assert!(!d.exists(), "{} is left", d.display());
+    }
+}
