@@ -16,6 +16,8 @@
 //!
 //! The contract is `docs/openapi.yaml`.
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 mod control;
 pub mod failure;

@@ -1,8 +1,13 @@
 //! pronto's sandbox: a middlebox instance as one small process, isolated by
 //! the kernel.
 //!
+//! This crate is the jail, and needs nothing of the router: it depends on
+//! `pronto-ring` (descriptor passing), `rustix` and `libc` only. What runs
+//! inside is another crate's business: `pronto-instance` (the instance
+//! runner, `pronto instance`) speaks the [`proto`] on the socket.
+//!
 //! [`Sandbox::spawn`] starts the instance program (`pronto instance`, or
-//! this crate's `pronto-instance` binary, both [`instance::main`]) with:
+//! `pronto-instance`'s binary) with:
 //!
 //! - **new user, PID, mount, network, IPC and UTS namespaces**, entered in
 //!   one `clone` (the instance is PID 1 of its PID namespace, its network
@@ -29,16 +34,14 @@
 //!   configuration, handler calls and (later) ring memfds arrive on it
 //!   ([`proto`]). Every other descriptor is closed.
 //!
-//! Inside, the instance installs a **seccomp allow-list** ([`seccomp`])
-//! once its first configuration is built.
+//! Inside, the instance installs a **seccomp allow-list**
+//! (`pronto_instance::seccomp`) once its first configuration is built.
 //!
 //! Every failing step is an error naming the step, the path or value and
 //! the errno ([`SandboxError`]).
 
 pub mod cgroup;
-pub mod instance;
 pub mod proto;
-pub mod seccomp;
 mod sys;
 
 use std::ffi::CString;

@@ -151,21 +151,28 @@ fn instance_is_pid_1_without_network_ids_or_capabilities() {
     }
     want.sort();
     assert_eq!(root, want);
-    // Descriptors.
-    let mut fds: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .expect("fd")
-        .map(|e| {
-            e.expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .parse()
-                .expect("num")
-        })
-        .collect();
-    fds.sort();
-    // 0-2, the control socket, and the packet pool made ahead of the
-    // first configuration (a memfd).
-    assert_eq!(fds, [0, 1, 2, 3, 4]);
+    // Descriptors: 0-2, the control socket, and the packet pool made ahead
+    // of the first configuration (a memfd, made by the router thread while
+    // the request thread already answers).
+    let fds = || -> Vec<u32> {
+        let mut v: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .expect("fd")
+            .map(|e| {
+                e.expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .parse()
+                    .expect("num")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let t0 = Instant::now();
+    while fds().len() < 5 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(fds(), [0, 1, 2, 3, 4]);
     let pool = std::fs::read_link(format!("/proc/{pid}/fd/4")).expect("fd 4");
     assert!(
         pool.to_string_lossy().starts_with("/memfd:pronto-pool"),

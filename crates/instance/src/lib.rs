@@ -1,9 +1,11 @@
-//! The sandboxed side: the process a [`crate::Sandbox`] starts.
+//! pronto's instance runner: the process a [`pronto_sandbox::Sandbox`]
+//! starts inside the jail (`pronto instance`, or this crate's
+//! `pronto-instance` binary).
 //!
-//! [`main`] serves the [protocol](crate::proto) on descriptor 3: it builds
+//! [`main`] serves the [protocol](pronto_sandbox::proto) on descriptor 3: it builds
 //! configurations with [`pronto_runtime::Router`], answers handler calls,
 //! and runs the router when asked. The first configuration it accepts
-//! locks it down ([`crate::seccomp`]) before the reply goes out, so a
+//! locks it down ([`seccomp`]) before the reply goes out, so a
 //! configuration is parsed and its files opened with the full (but
 //! already namespaced, read-only, capability-less) view, and everything
 //! after runs under the allow-list.
@@ -19,6 +21,8 @@
 //! [`DEFAULT_POOL_SLOTS`]; the pool is mapped and touched in full, so it
 //! dominates an instance's memory).
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use std::sync::mpsc;
@@ -27,7 +31,9 @@ use pronto_lang::SourceMap;
 use pronto_runtime::controlsocket::{SocketSpec, Target};
 use pronto_runtime::{Remote, Router, RouterOptions};
 
-use crate::proto::{self, Reply, Request};
+use pronto_sandbox::proto::{self, Reply, Request};
+
+pub mod seccomp;
 
 /// Packet slots in an instance's pool unless `--pool-slots` says otherwise
 /// (512 slots of 2,176 bytes: about 1.1 MB).
