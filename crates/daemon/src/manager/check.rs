@@ -59,7 +59,13 @@ impl Manager {
             }
         };
         let r = self.check_in(&mut sb, spec, config, limit, in_use);
-        sb.end();
+        // Killed now; reaped and its cgroup removed (which the kernel makes
+        // slow) off the request's path.
+        let _ = sb.kill();
+        let _ = std::thread::Builder::new()
+            .name("prontod-check-end".into())
+            .stack_size(super::SUPERVISOR_STACK)
+            .spawn(move || sb.end());
         r
     }
 
