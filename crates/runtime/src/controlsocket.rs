@@ -214,6 +214,11 @@ impl Connections {
         self.max.store(max, Ordering::Relaxed);
     }
 
+    /// The limit.
+    pub fn limit(&self) -> usize {
+        self.max.load(Ordering::Relaxed)
+    }
+
     /// Connections open now.
     pub fn open(&self) -> usize {
         self.open.load(Ordering::Relaxed)

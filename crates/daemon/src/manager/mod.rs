@@ -181,7 +181,10 @@ impl Manager {
             me: me.clone(),
         });
         for (t, q) in quotas {
-            m.tenant_entry(&t, |e| e.quota = q.clone());
+            m.tenant_entry(&t, |e| {
+                e.connections.set_max(q.control_connections as usize);
+                e.quota = q;
+            });
         }
         if m.opts.warm > 0 {
             warm::Warm::start(&m)?;
@@ -770,5 +773,69 @@ impl Manager {
     fn free_port(&self, id: u16) {
         let _ = self.switch.detach(id);
         lock(&self.ports).give_back(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(dir: &std::path::Path) -> ManagerOptions {
+        ManagerOptions {
+            program: "/nonexistent".into(),
+            root_dir: dir.to_path_buf(),
+            use_cgroup: false,
+            geometry: Geometry::new(64, 32).expect("geometry"),
+            switch_threads: 1,
+            default_memory: 32 << 20,
+            warm: 0,
+            pool_slots: 64,
+            control_dir: dir.join("control"),
+            control_ports: DEFAULT_CONTROL_PORTS,
+        }
+    }
+
+    #[test]
+    fn quotas_are_restored_with_their_connection_limits_and_refusals_leave_nothing() {
+        let dir = std::env::temp_dir().join(format!("pronto-manager-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("state.redb");
+        {
+            let store = Store::open(&path).expect("store");
+            let m = Manager::start(options(&dir), store).expect("manager");
+            let patch = serde_json::json!({"control_connections": 3, "instances": 0});
+            let q = m
+                .set_quota("acme", patch.as_object().expect("object"))
+                .expect("quota");
+            assert_eq!((q.control_connections, q.instances), (3, 0));
+            assert_eq!(m.connections("acme").limit(), 3);
+            // Over the quota: refused, nothing kept, nothing stored.
+            let spec = InstanceSpec {
+                name: "a".into(),
+                tenant: "acme".into(),
+                config: "Idle -> Discard;".into(),
+                memory: None,
+                cpu: None,
+                pids: None,
+                cpus: None,
+                interfaces: Vec::new(),
+                created_unix_ms: 0,
+            };
+            match m.create(spec) {
+                Err(Failure::OverQuota(_, "instances")) => {}
+                other => panic!("not refused: {other:?}"),
+            }
+            assert!(m.list(None).is_empty());
+            assert!(m.store().instances().expect("instances").is_empty());
+            m.shutdown();
+        }
+        let store = Store::open(&path).expect("store");
+        let m = Manager::start(options(&dir), store).expect("manager");
+        assert_eq!(m.quota("acme").control_connections, 3);
+        assert_eq!(m.connections("acme").limit(), 3);
+        assert_eq!(m.connections("other").limit(), 16);
+        m.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
