@@ -411,34 +411,32 @@ impl Cgroup {
 }
 
 impl Cgroup {
-    /// Memory in use that cannot simply be dropped: the cgroup's usage less
-    /// its inactive file cache (v1 `memory.usage_in_bytes` less
-    /// `total_inactive_file`, v2 `memory.current` less `inactive_file`).
+    /// Memory in use that the kernel cannot simply drop: anonymous memory
+    /// and shared memory (a packet pool is a memfd), not the file cache
+    /// (v1 `memory.stat` `total_rss` + `total_shmem`, v2 `anon` +
+    /// `shmem`).
     pub fn memory_in_use(&self) -> Option<u64> {
         let dir = self.dirs.first()?;
-        let (usage, stat, key) = match self.version {
-            Version::V1 => (
-                "memory.usage_in_bytes",
-                "memory.stat",
-                "total_inactive_file ",
-            ),
-            Version::V2 => ("memory.current", "memory.stat", "inactive_file "),
-        };
-        let used: u64 = std::fs::read_to_string(dir.join(usage))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()?;
-        let inactive = std::fs::read_to_string(dir.join(stat))
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix(key))
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-            })
-            .unwrap_or(0);
-        Some(used.saturating_sub(inactive))
+        let text = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
+        in_use_of(&text, self.version)
     }
+}
+
+/// [`Cgroup::memory_in_use`] from the text of `memory.stat`.
+pub fn in_use_of(stat: &str, version: Version) -> Option<u64> {
+    let keys: [&str; 2] = match version {
+        Version::V1 => ["total_rss", "total_shmem"],
+        Version::V2 => ["anon", "shmem"],
+    };
+    let mut sum = 0u64;
+    for k in keys {
+        let v = stat.lines().find_map(|l| {
+            let (name, value) = l.split_once(' ')?;
+            (name == k).then(|| value.trim().parse::<u64>().ok())?
+        })?;
+        sum = sum.saturating_add(v);
+    }
+    Some(sum)
 }
 
 /// The directories `parent` names under `root`: the v2 one, or one per v1
@@ -530,5 +528,20 @@ impl Drop for Cgroup {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_in_use_is_anonymous_and_shared_memory() {
+        let v1 = "cache 9000\nrss 100\nshmem 7\ntotal_cache 9000\ntotal_rss 1000\n\
+                  total_rss_huge 0\ntotal_shmem 200\ntotal_inactive_file 5000\n";
+        assert_eq!(in_use_of(v1, Version::V1), Some(1200));
+        let v2 = "anon 4096\nfile 100000\nkernel 300\nshmem 1024\nanon_thp 0\n";
+        assert_eq!(in_use_of(v2, Version::V2), Some(5120));
+        assert_eq!(in_use_of("file 1\n", Version::V2), None);
     }
 }
