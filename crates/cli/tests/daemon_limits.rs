@@ -144,6 +144,31 @@ fn control_sockets_refuse_what_they_would_have_to_buffer() {
     let (mut s, mut r) = connect(port);
     s.write_all(b"WRITEDATA s.data 5\r\nhello").expect("send");
     assert_eq!(line(&mut r), "200 Write handler 's.data' OK\r\n");
+    // A value larger than the limit is not sent back (a client that never
+    // reads would have the daemon hold it): the configuration, given a
+    // 1.5 MiB label (the socket, same element and arguments, stays open).
+    let wide = format!(
+        "{COUNTING}ControlSocket(TCP, 0);\nIdle -> Print(\"{}\") -> Discard;\n",
+        "y".repeat(3 << 19)
+    );
+    let put = api::call(
+        &unix,
+        "PUT",
+        "/v1/instances/cc/config",
+        json!({ "config": wide }).to_string().as_bytes(),
+    );
+    assert_eq!(put.status, 200, "{}", put.text());
+    s.write_all(b"READ config\r\n").expect("send");
+    assert_eq!(line(&mut r), "520-Read handler 'config' error:\r\n");
+    // The flattened configuration, a little longer than the text.
+    let n: usize = line(&mut r)
+        .strip_prefix("520 the value is ")
+        .and_then(|t| t.strip_suffix(" bytes; this socket sends at most 1048576\r\n"))
+        .and_then(|n| n.parse().ok())
+        .expect("the size of the value refused");
+    assert!(n > wide.len() - 100 && n < wide.len() + 1000, "{n}");
+    s.write_all(b"READ c.count\r\n").expect("send");
+    assert_eq!(line(&mut r), "200 Read handler 'c.count' OK\r\n");
 
     // Connections are limited per tenant (the admin sets how many).
     let q = api::call(

@@ -12,8 +12,9 @@
 //! buffered ([`Limits`]): a command line longer than [`MAX_LINE`] ends the
 //! connection; `READDATA`/`WRITEDATA` announcing more than the data limit
 //! is refused at once (Click's code 521, data too large) and the announced
-//! bytes are read and thrown away; connections beyond the limit get code
-//! 590 and are closed; an idle connection ends after [`IDLE`].
+//! bytes are read and thrown away; a read handler's value over the data
+//! limit is not sent (520); connections beyond the limit get code 590 and
+//! are closed; an idle connection ends after [`IDLE`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -250,7 +251,8 @@ impl Drop for Slot {
 pub struct Limits {
     /// Connections at once (shared with other servers given the same).
     pub connections: Arc<Connections>,
-    /// The most bytes of `READDATA`/`WRITEDATA` data a command may carry.
+    /// The most bytes of `READDATA`/`WRITEDATA` data a command may carry,
+    /// and of a value a read handler's answer may carry.
     pub max_data: usize,
 }
 
@@ -351,9 +353,10 @@ impl ControlSocket {
              handler, HELP, QUIT; answers with Click's response codes (200 OK, 500\n\
              syntax, 501 unimplemented, 510 no such element, 511 no such handler, 520\n\
              handler error, 521 data too large, 530 permission denied, 590 too many\n\
-             connections). Limits: a command line of 64 KiB; data of 16 MiB (1 MiB in an\n\
-             instance), refused before it is read; 64 connections (in an instance, the\n\
-             tenant's quota, across its sockets); 5 minutes of silence. PORT `0` picks a\n\
+             connections). Limits: a command line of 64 KiB; 16 MiB (1 MiB in an\n\
+             instance) of data in a command, refused before it is read, and of a value\n\
+             read back; 64 connections (in an instance, the tenant's quota, across its\n\
+             sockets); 5 minutes of silence. PORT `0` picks a\n\
              free port (see the `port` handler; in an instance, one of the tenant's\n\
              control socket ports). Keywords: READONLY (no write handlers), LOCALHOST (TCP on\n\
              127.0.0.1 only), VERBOSE (report connections on stderr); RETRIES and\n\
@@ -672,7 +675,7 @@ fn serve(
             }
             ("READ", n) if n >= 2 => {
                 let args = words[2..].join(" ");
-                read(&mut out, remote, words[1], &args);
+                read(&mut out, remote, words[1], &args, max_data);
             }
             ("READDATA" | "WRITEDATA", 3) => {
                 let write = cmd == "WRITEDATA";
@@ -690,7 +693,7 @@ fn serve(
                 }
                 match data(&mut r, n) {
                     Some(args) if write => write_h(&mut out, remote, readonly, words[1], &args),
-                    Some(args) => read(&mut out, remote, words[1], &args),
+                    Some(args) => read(&mut out, remote, words[1], &args, max_data),
                     None => line(&mut out, 500, "Not enough data", false),
                 }
             }
@@ -734,8 +737,22 @@ fn serve(
     }
 }
 
-fn read(out: &mut Vec<u8>, remote: &dyn Handlers, h: &str, args: &str) {
+/// A read handler's answer; a value over `max` bytes is not sent (the
+/// connection would hold it until a client that may never read takes it).
+fn read(out: &mut Vec<u8>, remote: &dyn Handlers, h: &str, args: &str, max: usize) {
     match remote.read(h, args) {
+        Ok(v) if v.len() > max => failure(
+            out,
+            &CallError::Failed(
+                h.to_string(),
+                format!(
+                    "the value is {} bytes; this socket sends at most {max}",
+                    v.len()
+                ),
+            ),
+            false,
+            h,
+        ),
         Ok(v) => {
             line(out, 200, &format!("Read handler '{h}' OK"), false);
             let _ = write!(out, "DATA {}\r\n", v.len());
