@@ -38,7 +38,9 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "Conflict",
+    "TooLarge",
     "Unavailable",
+    "Quota",
     "default_socket",
 ]
 
@@ -66,7 +68,9 @@ class Unauthorized(ProntoError):
 
 
 class Forbidden(ProntoError):
-    """403: only the admin may do this."""
+    """403: only the admin may do this, or more than the tenant's quota
+    allows (``field`` names what: memory, cpu, pids, instances,
+    interfaces, or config for a control socket port outside its range)."""
 
 
 class NotFound(ProntoError):
@@ -78,12 +82,17 @@ class Conflict(ProntoError):
     """409: the name is taken, or the tenant still has instances."""
 
 
+class TooLarge(ProntoError):
+    """413: the request body is over the endpoint's limit (8 MiB for a
+    configuration, 1 MiB for a handler value)."""
+
+
 class Unavailable(ProntoError):
     """503: the instance is starting or restarting; retry shortly."""
 
 
 _ERRORS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
-           409: Conflict, 503: Unavailable}
+           409: Conflict, 413: TooLarge, 503: Unavailable}
 
 
 @dataclass
@@ -165,6 +174,25 @@ class Tenant:
     name: str
     instances: int = 0
     token: Optional[str] = None
+
+
+@dataclass
+class Quota:
+    """What a tenant's instances may have (``quota``) and have now
+    (``usage``): both dicts with ``instances``, ``memory`` (bytes, all
+    instances together), ``cpu`` (CPU shares together; an instance
+    without one counts as 1), ``interfaces``; ``quota`` also ``pids``
+    (per instance), ``control_ports`` (``"20000-20999"``) and
+    ``control_connections``; ``usage`` the open ``control_connections``."""
+
+    tenant: str
+    quota: Dict[str, Any]
+    usage: Dict[str, Any]
+
+    @staticmethod
+    def from_json(v: Dict[str, Any]) -> "Quota":
+        """Builds a Quota from the API's JSON object."""
+        return Quota(tenant=v["tenant"], quota=dict(v["quota"]), usage=dict(v["usage"]))
 
 
 @dataclass
@@ -385,3 +413,22 @@ class Client:
     def delete_tenant(self, name: str) -> None:
         """Deletes a tenant without instances (admin)."""
         self._request("DELETE", "/v1/tenants/" + quote(name))
+
+    def quota(self, tenant: str) -> Quota:
+        """A tenant's quota and usage (the admin: any tenant's; a tenant:
+        its own)."""
+        return Quota.from_json(self._json("GET", "/v1/tenants/%s/quota" % quote(tenant)))
+
+    def set_quota(self, tenant: str, *, instances: Optional[int] = None,
+                  memory: Union[int, str, None] = None, cpu: Optional[float] = None,
+                  pids: Optional[int] = None, interfaces: Optional[int] = None,
+                  control_ports: Optional[str] = None,
+                  control_connections: Optional[int] = None) -> Quota:
+        """Changes a tenant's quota (admin); what is left out keeps its
+        value. Raises BadRequest naming the field of a bad value."""
+        fields = {"instances": instances, "memory": memory, "cpu": cpu, "pids": pids,
+                  "interfaces": interfaces, "control_ports": control_ports,
+                  "control_connections": control_connections}
+        body = {k: v for k, v in fields.items() if v is not None}
+        return Quota.from_json(
+            self._json("PUT", "/v1/tenants/%s/quota" % quote(tenant), body))

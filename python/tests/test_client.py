@@ -6,7 +6,7 @@ import os
 import time
 import unittest
 
-from pronto_client import BadRequest, Client, NotFound, Unauthorized
+from pronto_client import BadRequest, Client, Forbidden, NotFound, TooLarge, Unauthorized
 
 COUNTING = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n"
 
@@ -108,6 +108,42 @@ class ClientTest(unittest.TestCase):
             self.admin.delete_tenant("py-a")
             self.admin.delete_tenant("py-b")
         self.assertNotIn("py-a", [t.name for t in self.admin.tenants()])
+
+    def test_quotas_bound_what_a_tenant_asks_for(self):
+        t = self.admin.create_tenant("py-q")
+        try:
+            q = self.admin.quota("py-q")
+            self.assertEqual(q.quota["instances"], 64)
+            self.assertEqual(q.usage["instances"], 0)
+            q = self.admin.set_quota("py-q", instances=1, memory="64M",
+                                     control_ports="20500-20509")
+            self.assertEqual((q.quota["instances"], q.quota["memory"]), (1, 64 << 20))
+            with self.assertRaises(BadRequest) as e:
+                self.admin.set_quota("py-q", control_ports="22-80")
+            self.assertEqual(e.exception.field, "control_ports")
+            c = Client(url=self.url, token=t.token)
+            self.assertEqual(c.quota("py-q").quota["control_ports"], "20500-20509")
+            with self.assertRaises(Forbidden):
+                c.set_quota("py-q", instances=9)
+            with self.assertRaises(Forbidden) as e:
+                c.create("big", COUNTING, memory=1 << 40)
+            self.assertEqual(e.exception.field, "memory")
+            with self.assertRaises(Forbidden) as e:
+                c.create("ssh", COUNTING + "ControlSocket(TCP, 22);")
+            self.assertEqual(e.exception.field, "config")
+            self.assertIn("20500-20509", e.exception.message)
+            i = c.create("one", COUNTING + "ControlSocket(TCP, 0);")
+            try:
+                self.assertTrue(i.control_sockets[0].startswith("tcp 127.0.0.1:205"))
+                with self.assertRaises(Forbidden) as e:
+                    c.create("two", COUNTING)
+                self.assertEqual(e.exception.field, "instances")
+                with self.assertRaises(TooLarge):
+                    c.write("one", "c.reset", "x" * (2 << 20))
+            finally:
+                c.remove("one")
+        finally:
+            self.admin.delete_tenant("py-q")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ Usage:
   pronto stats [NAME]                         daemon totals, or an instance's element counters
   pronto ports                                switch ports and their counters
   pronto tenant create NAME | ls | rm NAME    tenants (admin); create prints the tenant's token
+  pronto tenant quota NAME [--instances N] [--memory SIZE] [--cpu N] [--pids N]
+                [--interfaces N] [--control-ports FIRST-LAST] [--control-connections N]
+                                              a tenant's quota and usage; the admin changes it
 
 Options (any command):
   --socket PATH   the daemon's unix socket (default $PRONTO_SOCKET, else the daemon's default)
@@ -134,7 +137,17 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
             "--tenant" => tenant = Some(value()?),
             "--json" => json = true,
             "--help" | "-h" => return Err(String::new()),
-            "--config" | "--mem" | "--memory" | "--cpu" | "--cpus" | "--pids" | "--iface" => {
+            "--config"
+            | "--mem"
+            | "--memory"
+            | "--cpu"
+            | "--cpus"
+            | "--pids"
+            | "--iface"
+            | "--instances"
+            | "--interfaces"
+            | "--control-ports"
+            | "--control-connections" => {
                 let v = value()?;
                 flags.push((a.to_string(), v));
             }
@@ -343,8 +356,48 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 need(2, "rm NAME")?;
                 c.call("DELETE", &format!("/v1/tenants/{}", pos[1]), None)?;
             }
+            Some("quota") => {
+                need(2, "quota NAME")?;
+                let mut patch = serde_json::Map::new();
+                let count = |flag: &str, v: &str| -> Result<Value, String> {
+                    v.parse::<u64>()
+                        .map(|n| json!(n))
+                        .map_err(|_| format!("{flag}: expected a number, found `{v}`"))
+                };
+                for (k, v) in &flags {
+                    let (field, value) = match k.as_str() {
+                        "--instances" => ("instances", count(k, v)?),
+                        "--pids" => ("pids", count(k, v)?),
+                        "--interfaces" => ("interfaces", count(k, v)?),
+                        "--control-connections" => ("control_connections", count(k, v)?),
+                        "--mem" | "--memory" => ("memory", json!(v)),
+                        "--control-ports" => ("control_ports", json!(v)),
+                        "--cpu" => (
+                            "cpu",
+                            json!(v.parse::<f64>().map_err(|_| {
+                                format!("--cpu: expected a number of CPUs, found `{v}`")
+                            })?),
+                        ),
+                        other => return Err(format!("{other} is not a quota field")),
+                    };
+                    patch.insert(field.to_string(), value);
+                }
+                let path = format!("/v1/tenants/{}/quota", pos[1]);
+                let v = if patch.is_empty() {
+                    c.json("GET", &path, None)?
+                } else {
+                    c.json("PUT", &path, Some(&Value::Object(patch)))?
+                };
+                if c.json {
+                    println!("{v:#}");
+                } else {
+                    print_quota(&v);
+                }
+            }
             Some(other) => {
-                return Err(format!("unknown tenant command `{other}` (create, ls, rm)"))
+                return Err(format!(
+                    "unknown tenant command `{other}` (create, ls, rm, quota)"
+                ))
             }
         },
         _ => return Err(String::new()),
@@ -447,6 +500,41 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
             s(&f["port"])
         );
     }
+}
+
+/// `2`, `0.5`: a number of CPUs without a needless `.0`.
+fn cpus(v: &Value) -> String {
+    match v.as_f64() {
+        Some(n) if n.fract() == 0.0 => format!("{}", n as i64),
+        Some(n) => n.to_string(),
+        None => s(v),
+    }
+}
+
+fn print_quota(v: &Value) {
+    let (q, u) = (&v["quota"], &v["usage"]);
+    println!("tenant {}", s(&v["tenant"]));
+    println!(
+        "{:<20} {} of {}",
+        "instances", u["instances"], q["instances"]
+    );
+    println!("{:<20} {} of {} bytes", "memory", u["memory"], q["memory"]);
+    println!(
+        "{:<20} {} of {} CPUs",
+        "cpu",
+        cpus(&u["cpu"]),
+        cpus(&q["cpu"])
+    );
+    println!("{:<20} {} per instance", "pids", q["pids"]);
+    println!(
+        "{:<20} {} of {}",
+        "interfaces", u["interfaces"], q["interfaces"]
+    );
+    println!("{:<20} {}", "control ports", s(&q["control_ports"]));
+    println!(
+        "{:<20} {} of {}",
+        "control connections", u["control_connections"], q["control_connections"]
+    );
 }
 
 fn print_element_stats(v: &Value) {

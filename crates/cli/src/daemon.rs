@@ -15,7 +15,7 @@ pronto daemon: the switch, the sandboxed middlebox instances and the REST API
 Usage:
   pronto daemon [--socket PATH] [--listen ADDR:PORT | --listen none] [--state DIR]
                 [--switch-threads N] [--slots N] [--ring N] [--memory SIZE] [--warm N]
-                [--no-cgroup]
+                [--control-ports FIRST-LAST] [--no-cgroup]
 
   --socket PATH        the API's unix socket (default $PRONTO_SOCKET, else
                        /run/pronto/prontod.sock as root, /tmp/prontod-UID.sock otherwise)
@@ -28,9 +28,13 @@ Usage:
                        (default 256 and 128)
   --memory SIZE        memory limit of instances that set none (default 32M)
   --warm N             sandboxes kept started ahead of demand (default 2; 0: none)
+  --control-ports FIRST-LAST
+                       loopback ports instances' ControlSocket(TCP, ...) may use unless a
+                       tenant's quota names others (default 20000-20999; none below 1024)
   --no-cgroup          no cgroups (no memory/CPU/task limits; for hosts without them)
 
-Instances come back after a restart. Stop with Ctrl-C or SIGTERM.
+Instances come back after a restart. Each tenant's instances are bounded by its quota
+(`pronto tenant quota`). Stop with Ctrl-C or SIGTERM.
 ";
 
 /// The API socket used when none is given.
@@ -66,6 +70,7 @@ pub fn default_options() -> Result<Options, String> {
             pool_slots: 512,
             warm: 2,
             control_dir: PathBuf::new(),
+            control_ports: pronto_daemon::manager::DEFAULT_CONTROL_PORTS,
         },
     })
 }
@@ -134,6 +139,10 @@ fn run(args: &[String]) -> Result<(), String> {
                         .map_err(|e| format!("--memory: {e}"))?;
             }
             "--no-cgroup" => o.manager.use_cgroup = false,
+            "--control-ports" => {
+                let v = value(&mut i, a)?;
+                o.manager.control_ports = v.parse().map_err(|e| format!("--control-ports: {e}"))?;
+            }
             "--warm" => {
                 let v = value(&mut i, a)?;
                 o.manager.warm = num(a, &v)? as usize;

@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         "completions" => completions::main(rest),
         c if ctl::COMMANDS.contains(&c) => ctl::main(c, rest),
         // Started by the daemon inside a sandbox (control socket at fd 3).
-        "instance" => pronto_sandbox::instance::main(),
+        "instance" => pronto_instance::main(),
         "--version" | "-v" | "version" => {
             println!("pronto {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -298,3 +298,48 @@ fn click_programs_drive_a_sandboxed_instance_through_the_daemon() {
     assert!(!unix.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn oversized_data_and_endless_lines_are_refused_before_they_are_read() {
+    let dir = common::scratch("controlsocket-limits");
+    let sock = dir.join("cs.sock");
+    let _run = start(
+        &[],
+        &format!("{CONFIG}ControlSocket(UNIX, {});", sock.display()),
+    );
+    // Announced data over the limit: refused at once, nothing read.
+    let s = connect_unix(&sock);
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut c = Client::new(s);
+    let (r, _) = c.call("WRITEDATA s.data 419430400", b"");
+    assert_eq!(
+        r,
+        "521 Data too large for write handler 's.data' (419430400 bytes; the limit is 16777216)\r\n"
+    );
+    // A line that never ends: refused, and the connection closed.
+    let mut s = connect_unix(&sock);
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut r = BufReader::new(s.try_clone().expect("clone"));
+    let mut l = String::new();
+    r.read_line(&mut l).expect("greeting");
+    let _ = s.write_all(&vec![b'A'; 1 << 20]);
+    l.clear();
+    r.read_line(&mut l).expect("a reply");
+    assert_eq!(l, "500 Line too long (the limit is 65536 bytes)\r\n");
+    // The connection ends (reset: what was sent after the limit is unread).
+    let mut rest = Vec::new();
+    match r.read_to_end(&mut rest) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the connection goes on: {other:?} {rest:?}"),
+    }
+    // Within the limits all is as before.
+    let mut c = Client::new(connect_unix(&sock));
+    assert_eq!(
+        c.call("WRITEDATA s.data 5", b"hello").0,
+        "200 Write handler 's.data' OK\r\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,14 +1,18 @@
 //! The desired state, kept in an embedded redb database: what the operator
-//! asked for (tenants and their token digests, instances with their
-//! configurations and limits, static MAC entries), not what happens to be
-//! running. Every change is one committed write transaction, so a daemon
-//! killed at any moment restarts with the state of its last answered
-//! request.
+//! asked for (tenants with their token digests and quotas, instances with
+//! their configurations and limits, static MAC entries), not what happens
+//! to be running. Every change is one committed write transaction, made
+//! before the request that asked for it is answered, so a daemon killed at
+//! any moment restarts with the state of its last answered request. The
+//! file is readable by the daemon's user alone (mode 0600, also for a
+//! store made by an older daemon).
 
 use std::path::Path;
 
 use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
+
+use crate::quota::Quota;
 
 /// Tenant name → hex SHA-256 of its API token.
 const TENANTS: TableDefinition<&str, &str> = TableDefinition::new("tenants");
@@ -16,6 +20,8 @@ const TENANTS: TableDefinition<&str, &str> = TableDefinition::new("tenants");
 const INSTANCES: TableDefinition<&str, &str> = TableDefinition::new("instances");
 /// MAC (`02:00:00:00:00:01`) → switch port name (`TENANT/NAME/IFACE`).
 const MACS: TableDefinition<&str, &str> = TableDefinition::new("macs");
+/// Tenant name → its [`Quota`] as JSON (absent: the defaults).
+const QUOTAS: TableDefinition<&str, &str> = TableDefinition::new("quotas");
 
 /// A store operation failed (the database file is unreadable, full, or
 /// locked by another daemon).
@@ -83,15 +89,46 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path`.
+    /// Opens (creating if needed) the database at `path`, readable and
+    /// writable by the daemon's user alone.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let db = Database::create(path)
-            .map_err(|x| StoreError(format!("{}: {}", path.display(), redb::Error::from(x))))?;
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        let private = |x: std::io::Error| StoreError(format!("{}: {x}", path.display()));
+        // Made 0600 from the start; an older store is made so.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(private)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(private)?;
+        // A daemon killed a moment ago may have left the file locked by a
+        // sandbox it was starting (a child between its clone and its
+        // exec, which dies with it, or after the sandbox set-up timeout at
+        // the latest): wait for it that long.
+        let t0 = std::time::Instant::now();
+        let wait = pronto_sandbox::SETUP_TIMEOUT + std::time::Duration::from_secs(2);
+        let db = loop {
+            match Database::create(path) {
+                Ok(db) => break db,
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) if t0.elapsed() < wait => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(x) => {
+                    return Err(StoreError(format!(
+                        "{}: {}",
+                        path.display(),
+                        redb::Error::from(x)
+                    )))
+                }
+            }
+        };
         let w = db.begin_write().map_err(e)?;
         {
             w.open_table(TENANTS).map_err(e)?;
             w.open_table(INSTANCES).map_err(e)?;
             w.open_table(MACS).map_err(e)?;
+            w.open_table(QUOTAS).map_err(e)?;
         }
         w.commit().map_err(e)?;
         Ok(Store { db })
@@ -126,9 +163,36 @@ impl Store {
         self.put(TENANTS, name, token_digest)
     }
 
-    /// Forgets tenant `name`.
+    /// Forgets tenant `name` and its quota (one transaction).
     pub fn remove_tenant(&self, name: &str) -> Result<bool, StoreError> {
-        self.remove(TENANTS, name)
+        let w = self.db.begin_write().map_err(e)?;
+        let had = w
+            .open_table(TENANTS)
+            .map_err(e)?
+            .remove(name)
+            .map_err(e)?
+            .is_some();
+        w.open_table(QUOTAS).map_err(e)?.remove(name).map_err(e)?;
+        w.commit().map_err(e)?;
+        Ok(had)
+    }
+
+    /// Records tenant `name`'s quota.
+    pub fn put_quota(&self, name: &str, q: &Quota) -> Result<(), StoreError> {
+        let json = serde_json::to_string(q).map_err(|x| StoreError(x.to_string()))?;
+        self.put(QUOTAS, name, &json)
+    }
+
+    /// Every quota the admin set, by tenant.
+    pub fn quotas(&self) -> Result<Vec<(String, Quota)>, StoreError> {
+        self.all(QUOTAS)?
+            .into_iter()
+            .map(|(k, v)| {
+                serde_json::from_str(&v)
+                    .map(|q| (k.clone(), q))
+                    .map_err(|x| StoreError(format!("quota record `{k}` is unreadable: {x}")))
+            })
+            .collect()
     }
 
     /// Every tenant with its token digest.
@@ -216,6 +280,32 @@ mod tests {
         assert!(s.remove_instance("acme", "fw1").expect("rm"));
         assert!(!s.remove_instance("acme", "fw1").expect("rm again"));
         assert!(s.instances().expect("i").is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn quotas_are_kept_and_go_with_their_tenant_and_the_file_is_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("pronto-store-q-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("state.redb");
+        // A store an older daemon left world-readable.
+        std::fs::write(&path, b"").expect("file");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let mut q = Quota::defaults("20000-20099".parse().expect("range"));
+        q.instances = 3;
+        {
+            let s = Store::open(&path).expect("open");
+            s.put_tenant("acme", "abcd").expect("tenant");
+            s.put_quota("acme", &q).expect("quota");
+        }
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let s = Store::open(&path).expect("reopen");
+        assert_eq!(s.quotas().expect("q"), vec![("acme".to_string(), q)]);
+        assert!(s.remove_tenant("acme").expect("rm"));
+        assert!(s.quotas().expect("q").is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -7,12 +7,20 @@
 //! and serves each on its own thread, calling handlers through the
 //! router's [`crate::Remote`] (between rounds of the task loop; the data
 //! plane never waits for a client).
+//!
+//! What a client can make a server hold is bounded before anything is
+//! buffered ([`Limits`]): a command line longer than [`MAX_LINE`] ends the
+//! connection; `READDATA`/`WRITEDATA` announcing more than the data limit
+//! is refused at once (Click's code 521, data too large) and the announced
+//! bytes are read and thrown away; a read handler's value over the data
+//! limit is not sent (520); connections beyond the limit get code 590 and
+//! are closed; an idle connection ends after [`IDLE`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -174,6 +182,90 @@ impl Handlers for Remote {
     }
 }
 
+/// The longest command line a connection may send (bytes, with its line
+/// end); a longer one ends the connection.
+pub const MAX_LINE: usize = 64 << 10;
+
+/// How long a connection may stay silent (between commands, or in the
+/// middle of one) before it is closed.
+pub const IDLE: Duration = Duration::from_secs(300);
+
+/// Connections open at once, counted across every server that shares one
+/// (a router's sockets, a tenant's).
+pub struct Connections {
+    max: AtomicUsize,
+    open: AtomicUsize,
+    /// Whose sockets, for the refusal: `this tenant's control sockets`.
+    whose: String,
+}
+
+impl Connections {
+    /// At most `max` connections at once; `whose` names the sockets in the
+    /// refusal (`590 Too many connections: WHOSE serve MAX at once`).
+    pub fn new(max: usize, whose: impl Into<String>) -> Arc<Connections> {
+        Arc::new(Connections {
+            max: AtomicUsize::new(max),
+            open: AtomicUsize::new(0),
+            whose: whose.into(),
+        })
+    }
+
+    /// Changes the limit (connections already open stay).
+    pub fn set_max(&self, max: usize) {
+        self.max.store(max, Ordering::Relaxed);
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> usize {
+        self.max.load(Ordering::Relaxed)
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// Takes a slot if one is free; it is given back when the guard drops.
+    fn take(self: &Arc<Self>) -> Option<Slot> {
+        let max = self.max.load(Ordering::Relaxed);
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(self.clone()))
+    }
+}
+
+/// One open connection's share of [`Connections`].
+struct Slot(Arc<Connections>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What one server's clients may make it hold.
+#[derive(Clone)]
+pub struct Limits {
+    /// Connections at once (shared with other servers given the same).
+    pub connections: Arc<Connections>,
+    /// The most bytes of `READDATA`/`WRITEDATA` data a command may carry,
+    /// and of a value a read handler's answer may carry.
+    pub max_data: usize,
+}
+
+impl Limits {
+    /// `pronto run`'s: 64 connections per socket, data up to 16 MiB.
+    pub fn standalone() -> Limits {
+        Limits {
+            connections: Connections::new(64, "this control socket"),
+            max_data: 16 << 20,
+        }
+    }
+}
+
 /// A control socket being served; dropping it stops the accepting thread
 /// (connections end at their next request) and removes the socket file.
 pub struct Server {
@@ -183,7 +275,8 @@ pub struct Server {
 
 impl Server {
     /// Serves `listener` on a thread of its own, each connection on one
-    /// more, calling handlers through `handlers`.
+    /// more, calling handlers through `handlers`, within
+    /// [`Limits::standalone`].
     pub fn start(
         listener: Listener,
         unix_path: Option<PathBuf>,
@@ -191,11 +284,35 @@ impl Server {
         readonly: bool,
         verbose: bool,
     ) -> std::io::Result<Server> {
+        Server::start_within(
+            listener,
+            unix_path,
+            handlers,
+            readonly,
+            verbose,
+            Limits::standalone(),
+        )
+    }
+
+    /// [`Server::start`] within `limits`.
+    pub fn start_within(
+        listener: Listener,
+        unix_path: Option<PathBuf>,
+        handlers: Arc<dyn Handlers>,
+        readonly: bool,
+        verbose: bool,
+        limits: Limits,
+    ) -> std::io::Result<Server> {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        let how = Serving {
+            readonly,
+            verbose,
+            limits,
+        };
         std::thread::Builder::new()
             .name("controlsocket".into())
-            .spawn(move || accept_loop(listener, handlers, readonly, verbose, s))?;
+            .spawn(move || accept_loop(listener, handlers, how, s))?;
         Ok(Server { stop, unix_path })
     }
 }
@@ -235,12 +352,18 @@ impl ControlSocket {
              WRITE handler [args], WRITEDATA handler N, CHECKREAD handler, CHECKWRITE\n\
              handler, HELP, QUIT; answers with Click's response codes (200 OK, 500\n\
              syntax, 501 unimplemented, 510 no such element, 511 no such handler, 520\n\
-             handler error, 530 permission denied). PORT `0` picks a free port (see the\n\
-             `port` handler). Keywords: READONLY (no write handlers), LOCALHOST (TCP on\n\
+             handler error, 521 data too large, 530 permission denied, 590 too many\n\
+             connections). Limits: a command line of 64 KiB; 16 MiB (1 MiB in an\n\
+             instance) of data in a command, refused before it is read, and of a value\n\
+             read back; 64 connections (in an instance, the tenant's quota, across its\n\
+             sockets); 5 minutes of silence. PORT `0` picks a\n\
+             free port (see the `port` handler; in an instance, one of the tenant's\n\
+             control socket ports). Keywords: READONLY (no write handlers), LOCALHOST (TCP on\n\
              127.0.0.1 only), VERBOSE (report connections on stderr); RETRIES and\n\
              RETRY_WARNINGS are accepted and ignored; PROXY is refused. Under `--threads`\n\
              it runs on thread 0 and reaches every thread's elements. In an instance\n\
-             run by the daemon, the daemon opens the socket (TCP on 127.0.0.1 only; a\n\
+             run by the daemon, the daemon opens the socket (TCP on 127.0.0.1 only, a\n\
+             PORT from the tenant's range, never below 1024; a\n\
              UNIX FILENAME is a plain name, made in the daemon's state directory under\n\
              control/INSTANCE/) and serves it through the instance's handlers; `pronto\n\
              show` lists where.\n\n\
@@ -355,13 +478,15 @@ impl Conn for UnixStream {
     }
 }
 
-fn accept_loop(
-    l: Listener,
-    remote: Arc<dyn Handlers>,
+/// How a server serves its connections.
+#[derive(Clone)]
+struct Serving {
     readonly: bool,
     verbose: bool,
-    stop: Arc<AtomicBool>,
-) {
+    limits: Limits,
+}
+
+fn accept_loop(l: Listener, remote: Arc<dyn Handlers>, how: Serving, stop: Arc<AtomicBool>) {
     // Non-blocking accepts polled a few times a second, so that the
     // thread (and the socket) go when the element does.
     let _ = match &l {
@@ -370,20 +495,45 @@ fn accept_loop(
     };
     while !stop.load(Ordering::Relaxed) {
         let conn: std::io::Result<Box<dyn Conn>> = match &l {
-            Listener::Tcp(t) => t.accept().map(|(s, _)| Box::new(s) as Box<dyn Conn>),
-            Listener::Unix(u) => u.accept().map(|(s, _)| Box::new(s) as Box<dyn Conn>),
+            Listener::Tcp(t) => t.accept().and_then(|(s, _)| {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(IDLE))?;
+                Ok(Box::new(s) as Box<dyn Conn>)
+            }),
+            Listener::Unix(u) => u.accept().and_then(|(s, _)| {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(IDLE))?;
+                Ok(Box::new(s) as Box<dyn Conn>)
+            }),
         };
         match conn {
-            Ok(c) => {
-                if verbose {
+            Ok(mut c) => {
+                let Some(slot) = how.limits.connections.take() else {
+                    let slots = &how.limits.connections;
+                    let mut out = b"Click::ControlSocket/1.3\r\n".to_vec();
+                    line(
+                        &mut out,
+                        590,
+                        &format!(
+                            "Too many connections: {} serve {} at once",
+                            slots.whose,
+                            slots.max.load(Ordering::Relaxed)
+                        ),
+                        false,
+                    );
+                    let _ = c.write_all(&out);
+                    continue;
+                };
+                if how.verbose {
                     eprintln!("ControlSocket: new connection");
                 }
-                let (r, s) = (remote.clone(), stop.clone());
+                let (r, s, how) = (remote.clone(), stop.clone(), how.clone());
                 let _ = std::thread::Builder::new()
                     .name("controlsocket-conn".into())
                     .spawn(move || {
-                        let _ = serve(c, &*r, readonly, &s);
-                        if verbose {
+                        let _slot = slot;
+                        let _ = serve(c, &*r, &how, &s);
+                        if how.verbose {
                             eprintln!("ControlSocket: connection closed");
                         }
                     });
@@ -414,36 +564,108 @@ fn failure(out: &mut Vec<u8>, e: &CallError, write: bool, h: &str) {
     }
 }
 
+/// How reading one command line ended.
+#[derive(Debug, PartialEq)]
+enum Got {
+    /// A line (in the buffer, with its end).
+    Line,
+    /// The connection ended first.
+    End,
+    /// `max` bytes came without a line end.
+    TooLong,
+}
+
+/// Reads one line into `buf`, taking at most `max` bytes from `r`.
+fn read_line_within(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Got> {
+    buf.clear();
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(if buf.is_empty() { Got::End } else { Got::Line });
+        }
+        let room = max - buf.len();
+        let (take, done) = match avail.iter().take(room).position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len().min(room), false),
+        };
+        buf.extend_from_slice(&avail[..take]);
+        r.consume(take);
+        if done {
+            return Ok(Got::Line);
+        }
+        if buf.len() >= max {
+            return Ok(Got::TooLong);
+        }
+    }
+}
+
+/// The `n` bytes of data of a `READDATA`/`WRITEDATA` (`n` within the
+/// limit, checked by the caller); `None` when the connection ended first.
+fn data(r: &mut impl Read, n: usize) -> Option<String> {
+    let mut b = vec![0u8; n];
+    r.read_exact(&mut b).ok()?;
+    Some(String::from_utf8_lossy(&b).into_owned())
+}
+
+/// Reads and throws away `n` bytes (data refused as too large), keeping
+/// none of them.
+fn skip(r: &mut impl Read, n: usize) {
+    let _ = std::io::copy(&mut r.take(n as u64), &mut std::io::sink());
+}
+
 fn serve(
     c: Box<dyn Conn>,
     remote: &dyn Handlers,
-    readonly: bool,
+    how: &Serving,
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
+    let readonly = how.readonly;
+    let max_data = how.limits.max_data;
     let mut w = c.try_clone_box()?;
     let mut r = BufReader::new(c);
     w.write_all(b"Click::ControlSocket/1.3\r\n")?;
-    let mut buf = String::new();
+    let mut raw = Vec::new();
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        buf.clear();
-        if r.read_line(&mut buf)? == 0 {
-            return Ok(());
+        match read_line_within(&mut r, &mut raw, MAX_LINE)? {
+            Got::End => return Ok(()),
+            Got::TooLong => {
+                let mut out = Vec::new();
+                line(
+                    &mut out,
+                    500,
+                    &format!("Line too long (the limit is {MAX_LINE} bytes)"),
+                    false,
+                );
+                w.write_all(&out)?;
+                return Ok(());
+            }
+            Got::Line => {}
         }
-        let text = buf.trim_end_matches(['\r', '\n']);
+        let text = String::from_utf8_lossy(&raw);
+        let text = text.trim_end_matches(['\r', '\n']);
         let words: Vec<&str> = text.split_whitespace().collect();
         let Some(cmd) = words.first() else {
             continue;
         };
         let mut out = Vec::new();
         let cmd = cmd.to_ascii_uppercase();
-        let data = |r: &mut BufReader<Box<dyn Conn>>, n: &str| -> Option<String> {
-            let n: usize = n.parse().ok()?;
-            let mut b = vec![0u8; n];
-            r.read_exact(&mut b).ok()?;
-            Some(String::from_utf8_lossy(&b).into_owned())
+        let too_big = |out: &mut Vec<u8>, write: bool, h: &str, n: usize| {
+            line(
+                out,
+                521,
+                &format!(
+                    "Data too large for {} handler '{h}' ({n} bytes; the limit is {max_data})",
+                    if write { "write" } else { "read" }
+                ),
+                false,
+            )
         };
         match (cmd.as_str(), words.len()) {
             ("QUIT", 1) => {
@@ -453,20 +675,32 @@ fn serve(
             }
             ("READ", n) if n >= 2 => {
                 let args = words[2..].join(" ");
-                read(&mut out, remote, words[1], &args);
+                read(&mut out, remote, words[1], &args, max_data);
             }
-            ("READDATA", 3) => match data(&mut r, words[2]) {
-                Some(args) => read(&mut out, remote, words[1], &args),
-                None => line(&mut out, 500, "Not enough data", false),
-            },
+            ("READDATA" | "WRITEDATA", 3) => {
+                let write = cmd == "WRITEDATA";
+                let Ok(n) = words[2].parse::<usize>() else {
+                    line(&mut out, 500, &format!("Syntax error in '{cmd}'"), false);
+                    w.write_all(&out)?;
+                    continue;
+                };
+                if n > max_data {
+                    // Refused before the data is read; then it is skipped.
+                    too_big(&mut out, write, words[1], n);
+                    w.write_all(&out)?;
+                    skip(&mut r, n);
+                    continue;
+                }
+                match data(&mut r, n) {
+                    Some(args) if write => write_h(&mut out, remote, readonly, words[1], &args),
+                    Some(args) => read(&mut out, remote, words[1], &args, max_data),
+                    None => line(&mut out, 500, "Not enough data", false),
+                }
+            }
             ("WRITE", n) if n >= 2 => {
                 let args = words[2..].join(" ");
                 write_h(&mut out, remote, readonly, words[1], &args);
             }
-            ("WRITEDATA", 3) => match data(&mut r, words[2]) {
-                Some(args) => write_h(&mut out, remote, readonly, words[1], &args),
-                None => line(&mut out, 500, "Not enough data", false),
-            },
             ("CHECKREAD", 2) | ("CHECKWRITE", 2) => {
                 check(&mut out, remote, readonly, words[1], cmd == "CHECKWRITE")
             }
@@ -503,8 +737,22 @@ fn serve(
     }
 }
 
-fn read(out: &mut Vec<u8>, remote: &dyn Handlers, h: &str, args: &str) {
+/// A read handler's answer; a value over `max` bytes is not sent (the
+/// connection would hold it until a client that may never read takes it).
+fn read(out: &mut Vec<u8>, remote: &dyn Handlers, h: &str, args: &str, max: usize) {
     match remote.read(h, args) {
+        Ok(v) if v.len() > max => failure(
+            out,
+            &CallError::Failed(
+                h.to_string(),
+                format!(
+                    "the value is {} bytes; this socket sends at most {max}",
+                    v.len()
+                ),
+            ),
+            false,
+            h,
+        ),
         Ok(v) => {
             line(out, 200, &format!("Read handler '{h}' OK"), false);
             let _ = write!(out, "DATA {}\r\n", v.len());
@@ -575,5 +823,62 @@ fn check(out: &mut Vec<u8>, remote: &dyn Handlers, readonly: bool, h: &str, writ
             ),
             false,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_read_within_the_limit() {
+        let mut buf = Vec::new();
+        let mut r = BufReader::with_capacity(4, &b"READ a.b\r\nQUIT\r\nxxxxxxxxxx"[..]);
+        assert_eq!(
+            read_line_within(&mut r, &mut buf, 64).expect("io"),
+            Got::Line
+        );
+        assert_eq!(buf, b"READ a.b\r\n");
+        assert_eq!(
+            read_line_within(&mut r, &mut buf, 64).expect("io"),
+            Got::Line
+        );
+        assert_eq!(buf, b"QUIT\r\n");
+        // Eight bytes of a line without an end: too long, and no more was
+        // taken from the reader than the limit.
+        assert_eq!(
+            read_line_within(&mut r, &mut buf, 8).expect("io"),
+            Got::TooLong
+        );
+        assert_eq!(buf, b"xxxxxxxx");
+        assert_eq!(
+            read_line_within(&mut r, &mut buf, 8).expect("io"),
+            Got::Line
+        );
+        assert_eq!(buf, b"xx");
+        assert_eq!(read_line_within(&mut r, &mut buf, 8).expect("io"), Got::End);
+    }
+
+    #[test]
+    fn data_is_taken_whole_or_skipped() {
+        let mut r = &b"hello, rest"[..];
+        assert_eq!(data(&mut r, 5).as_deref(), Some("hello"));
+        skip(&mut r, 2);
+        assert_eq!(r, b"rest");
+        assert_eq!(data(&mut r, 9), None);
+    }
+
+    #[test]
+    fn connections_are_counted_across_servers() {
+        let c = Connections::new(2, "these sockets");
+        let a = c.take().expect("one");
+        let b = c.take().expect("two");
+        assert!(c.take().is_none());
+        assert_eq!(c.open(), 2);
+        drop(a);
+        let _c = c.take().expect("a freed slot");
+        c.set_max(1);
+        drop(b);
+        assert!(c.take().is_none(), "one open, the limit now one");
     }
 }

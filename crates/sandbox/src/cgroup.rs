@@ -12,7 +12,8 @@
 //!   accounting exists), `cpu.cfs_period_us`/`cpu.cfs_quota_us`,
 //!   `pids.max`.
 //!
-//! `PARENT` (default `pronto`) is created when missing and left in place;
+//! `PARENT` (default `pronto`; it may have several levels, `pronto/d1`) is
+//! created when missing and left in place ([`remove_tree`] removes it);
 //! `NAME` directories are removed when the [`Cgroup`] is dropped (after
 //! the sandbox's process has been reaped).
 
@@ -70,6 +71,16 @@ fn mkdir(path: &Path) -> Result<(), SandboxError> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(io_err("creating the cgroup directory", path, None, e)),
     }
+}
+
+/// Makes `mount/parent` one level at a time.
+fn mkdir_levels(mount: &Path, parent: &str) -> Result<(), SandboxError> {
+    let mut level = mount.to_path_buf();
+    for part in parent.split('/').filter(|p| !p.is_empty()) {
+        level.push(part);
+        mkdir(&level)?;
+    }
+    Ok(())
 }
 
 /// Makes a sandbox's own cgroup directory. One left behind by a sandbox
@@ -136,7 +147,7 @@ impl Cgroup {
                 });
             }
             let p = mount.join(parent);
-            mkdir(&p)?;
+            mkdir_levels(&mount, parent)?;
             let dir = p.join(name);
             fresh_dir(&dir)?;
             self.dirs.push(dir.clone());
@@ -235,13 +246,18 @@ impl Cgroup {
                 "enabling controllers for child cgroups",
             )?;
         }
-        mkdir(&p)?;
-        if !enable.is_empty() {
-            write(
-                &p.join("cgroup.subtree_control"),
-                enable,
-                "enabling controllers for child cgroups",
-            )?;
+        // Each level enables the controllers for the one below.
+        let mut level = root.to_path_buf();
+        for part in parent.split('/').filter(|p| !p.is_empty()) {
+            level.push(part);
+            mkdir(&level)?;
+            if !enable.is_empty() {
+                write(
+                    &level.join("cgroup.subtree_control"),
+                    enable,
+                    "enabling controllers for child cgroups",
+                )?;
+            }
         }
         let dir = p.join(name);
         fresh_dir(&dir)?;
@@ -394,6 +410,101 @@ impl Cgroup {
     }
 }
 
+impl Cgroup {
+    /// Memory in use that the kernel cannot simply drop: anonymous memory
+    /// and shared memory (a packet pool is a memfd), not the file cache
+    /// (v1 `memory.stat` `total_rss` + `total_shmem`, v2 `anon` +
+    /// `shmem`).
+    pub fn memory_in_use(&self) -> Option<u64> {
+        let dir = self.dirs.first()?;
+        let text = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
+        in_use_of(&text, self.version)
+    }
+}
+
+/// [`Cgroup::memory_in_use`] from the text of `memory.stat`.
+pub fn in_use_of(stat: &str, version: Version) -> Option<u64> {
+    let keys: [&str; 2] = match version {
+        Version::V1 => ["total_rss", "total_shmem"],
+        Version::V2 => ["anon", "shmem"],
+    };
+    let mut sum = 0u64;
+    for k in keys {
+        let v = stat.lines().find_map(|l| {
+            let (name, value) = l.split_once(' ')?;
+            (name == k).then(|| value.trim().parse::<u64>().ok())?
+        })?;
+        sum = sum.saturating_add(v);
+    }
+    Some(sum)
+}
+
+/// The directories `parent` names under `root`: the v2 one, or one per v1
+/// controller (those that exist or not).
+pub fn parent_dirs(root: &Path, parent: &str) -> Vec<PathBuf> {
+    match detect(root) {
+        Version::V2 => vec![root.join(parent)],
+        Version::V1 => ["memory", "cpu", "pids"]
+            .iter()
+            .map(|c| root.join(c).join(parent))
+            .collect(),
+    }
+}
+
+/// The names of the cgroups directly under `parent`, in any hierarchy.
+pub fn children(root: &Path, parent: &str) -> Vec<String> {
+    let mut out: Vec<String> = parent_dirs(root, parent)
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Removes the cgroup `parent` in every hierarchy, with the cgroups under
+/// it, deepest first. A cgroup that still holds a process cannot be
+/// removed: the error names the first such directory.
+pub fn remove_tree(root: &Path, parent: &str) -> Result<(), SandboxError> {
+    fn remove(dir: &Path) -> Result<(), SandboxError> {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove(&e.path())?;
+            }
+        }
+        // A cgroup whose last process just exited can be busy a moment.
+        let mut last = None;
+        for _ in 0..50 {
+            match std::fs::remove_dir(dir) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        Err(io_err(
+            "removing a cgroup (does a process still run in it?)",
+            dir,
+            None,
+            last.unwrap_or_else(|| std::io::ErrorKind::Other.into()),
+        ))
+    }
+    let mut first = Ok(());
+    for d in parent_dirs(root, parent) {
+        let r = remove(&d);
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
+}
+
 /// The CFS quota for `cpu` cores (fractions allowed), at least 1 ms.
 pub fn cpu_quota_us(cpu: f64) -> u64 {
     ((cpu * CPU_PERIOD_US as f64).round() as u64).max(1000)
@@ -417,5 +528,20 @@ impl Drop for Cgroup {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_in_use_is_anonymous_and_shared_memory() {
+        let v1 = "cache 9000\nrss 100\nshmem 7\ntotal_cache 9000\ntotal_rss 1000\n\
+                  total_rss_huge 0\ntotal_shmem 200\ntotal_inactive_file 5000\n";
+        assert_eq!(in_use_of(v1, Version::V1), Some(1200));
+        let v2 = "anon 4096\nfile 100000\nkernel 300\nshmem 1024\nanon_thp 0\n";
+        assert_eq!(in_use_of(v2, Version::V2), Some(5120));
+        assert_eq!(in_use_of("file 1\n", Version::V2), None);
     }
 }

@@ -1,8 +1,13 @@
 //! pronto's sandbox: a middlebox instance as one small process, isolated by
 //! the kernel.
 //!
+//! This crate is the jail, and needs nothing of the router: it depends on
+//! `pronto-ring` (descriptor passing), `rustix` and `libc` only. What runs
+//! inside is another crate's business: `pronto-instance` (the instance
+//! runner, `pronto instance`) speaks the [`proto`] on the socket.
+//!
 //! [`Sandbox::spawn`] starts the instance program (`pronto instance`, or
-//! this crate's `pronto-instance` binary, both [`instance::main`]) with:
+//! `pronto-instance`'s binary) with:
 //!
 //! - **new user, PID, mount, network, IPC and UTS namespaces**, entered in
 //!   one `clone` (the instance is PID 1 of its PID namespace, its network
@@ -29,16 +34,14 @@
 //!   configuration, handler calls and (later) ring memfds arrive on it
 //!   ([`proto`]). Every other descriptor is closed.
 //!
-//! Inside, the instance installs a **seccomp allow-list** ([`seccomp`])
-//! once its first configuration is built.
+//! Inside, the instance installs a **seccomp allow-list**
+//! (`pronto_instance::seccomp`) once its first configuration is built.
 //!
 //! Every failing step is an error naming the step, the path or value and
 //! the errno ([`SandboxError`]).
 
 pub mod cgroup;
-pub mod instance;
 pub mod proto;
-pub mod seccomp;
 mod sys;
 
 use std::ffi::CString;
@@ -126,7 +129,8 @@ pub struct SandboxSpec {
     /// The cgroup file system root (`/sys/fs/cgroup`); v2 when it holds
     /// `cgroup.controllers`, else v1 with one directory per controller.
     pub cgroup_root: PathBuf,
-    /// Directory under each hierarchy that holds the sandboxes' cgroups.
+    /// Directory under each hierarchy that holds the sandboxes' cgroups
+    /// (up to 4 levels: `pronto/prontod-42`).
     pub cgroup_parent: String,
     /// Where the instance's stdout goes.
     pub stdout: Output,
@@ -474,6 +478,7 @@ fn build_plan(
         ],
         fds: [None; 4],
         die_with_parent: spec.die_with_parent,
+        start_timeout_ms: SETUP_TIMEOUT.as_millis() as libc::c_int,
     })
 }
 
@@ -646,10 +651,17 @@ impl Sandbox {
             });
         }
         if !spec.cgroup_parent.is_empty() {
-            check_name(&spec.cgroup_parent).map_err(|_| SandboxError::Spec {
-                field: "cgroup_parent",
-                reason: format!("`{}`: use 1 to 64 of A-Z a-z 0-9 _ . -", spec.cgroup_parent),
-            })?;
+            let levels: Vec<&str> = spec.cgroup_parent.split('/').collect();
+            if levels.len() > 4 || levels.iter().any(|l| check_name(l).is_err()) {
+                return Err(SandboxError::Spec {
+                    field: "cgroup_parent",
+                    reason: format!(
+                        "`{}`: use 1 to 4 levels separated by `/`, each 1 to 64 of A-Z a-z 0-9 \
+                         _ . - (not starting with `.`)",
+                        spec.cgroup_parent
+                    ),
+                });
+            }
         }
         if let Some(c) = spec.limits.cpu {
             if !(c > 0.0 && c <= 1024.0) {
@@ -890,6 +902,20 @@ impl Sandbox {
         self.cgroup.as_ref()
     }
 
+    /// Ends the sandbox now: kills the instance if it still runs, reaps it
+    /// and removes its cgroup (rather than when the last handle to it is
+    /// dropped, which may be later, on another thread). What was learnt
+    /// from the cgroup (OOM kills) should be read before.
+    pub fn end(&mut self) {
+        if self.status.is_none() {
+            let _ = self.kill();
+            let _ = self.wait();
+        }
+        if self.status.is_some() {
+            self.cgroup = None;
+        }
+    }
+
     /// How many times the cgroup's OOM killer fired.
     pub fn oom_kills(&self) -> Option<u64> {
         self.cgroup.as_ref().and_then(Cgroup::oom_kills)
@@ -981,6 +1007,12 @@ impl Sandbox {
     /// thread); returns at once.
     pub fn run(&mut self) -> Result<(), SandboxError> {
         self.request(&Request::Run).map(|_| ())
+    }
+
+    /// `SOCKETS`: the configuration's `ControlSocket` elements, one line
+    /// each (see [`proto`]).
+    pub fn sockets(&mut self) -> Result<String, SandboxError> {
+        self.request(&Request::Sockets)
     }
 
     /// `WAIT`: waits until the run ends by itself (its driver stops).

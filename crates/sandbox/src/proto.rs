@@ -18,9 +18,12 @@
 //! | `WRITE <element>.<handler>[ <value>]` | call a write handler (value: the rest of the frame, may be empty or contain spaces; also while running) | `OK` |
 //! | `RUN` | start running the router on its own thread | `OK running` at once |
 //! | `WAIT` | wait until the run ends by itself (a `STOP true` source, a script's `stop`) | `OK stopped`, or `ERR <script error>` |
+//! | `SOCKETS` | the `ControlSocket` elements of the current configuration, for whoever serves them | `OK` and one line per socket: `ELEMENT<TAB>TCP<TAB>PORT<TAB>READONLY` or `ELEMENT<TAB>UNIX<TAB>FILENAME<TAB>READONLY` (`READONLY` is `0` or `1`) |
 //! | `STOP` | end the run (if any) and the instance | `OK`, then the process exits with status 0 |
 //!
 //! Replies are `OK` or `OK <text>` on success and `ERR <text>` on failure.
+//! A reply that would exceed the frame limit (a handler's value) is sent as
+//! `ERR` saying so, never cut or dropped.
 //! Requests are answered in order, one at a time; the router runs on a
 //! thread of its own, and handler calls reach it between rounds of its
 //! task loop (`pronto_runtime::Remote`). End of stream on the socket ends
@@ -34,6 +37,9 @@ pub const SOCKET_FD: i32 = 3;
 
 /// The largest frame payload (16 MiB).
 pub const MAX_MESSAGE: usize = 16 << 20;
+
+/// How much of a frame is read (and buffered) at a time.
+const CHUNK: usize = 64 << 10;
 
 /// A request to an instance.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +58,8 @@ pub enum Request<'a> {
     Wait,
     /// `PORT <iface> <slots> <ring>` (with the port's three descriptors).
     Port(&'a str, u32, u32),
+    /// `SOCKETS`.
+    Sockets,
     /// `STOP`.
     Stop,
 }
@@ -68,6 +76,7 @@ impl<'a> Request<'a> {
             Request::Run => b"RUN".to_vec(),
             Request::Wait => b"WAIT".to_vec(),
             Request::Port(i, s, r) => format!("PORT {i} {s} {r}").into_bytes(),
+            Request::Sockets => b"SOCKETS".to_vec(),
             Request::Stop => b"STOP".to_vec(),
         }
     }
@@ -96,6 +105,7 @@ impl<'a> Request<'a> {
             "PING" => none(Request::Ping),
             "RUN" => none(Request::Run),
             "WAIT" => none(Request::Wait),
+            "SOCKETS" => none(Request::Sockets),
             "PORT" => {
                 let a = need("INTERFACE SLOTS RING")?;
                 let mut it = a.split(' ');
@@ -119,7 +129,8 @@ impl<'a> Request<'a> {
                 })
             }
             _ => Err(format!(
-                "unknown request `{}`: expected PING, PORT, CONFIG, READ, WRITE, RUN, WAIT or STOP",
+                "unknown request `{}`: expected PING, PORT, CONFIG, READ, WRITE, RUN, WAIT, SOCKETS \
+                 or STOP",
                 verb.chars().take(32).collect::<String>()
             )),
         }
@@ -226,12 +237,20 @@ pub fn recv_frame(sock: impl AsFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>
             format!("peer announced a {n}-byte frame; the limit is {MAX_MESSAGE}"),
         ));
     }
-    let mut payload = vec![0u8; n];
-    if n > 0 && !fill(sock, &mut payload, &mut fds)? {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the peer closed the socket in the middle of a frame",
-        ));
+    // The buffer grows with what arrives, not with what the peer
+    // announced: a peer that announces 16 MiB and sends nothing costs
+    // nothing.
+    let mut payload = Vec::with_capacity(n.min(CHUNK));
+    while payload.len() < n {
+        let at = payload.len();
+        let want = (n - at).min(CHUNK);
+        payload.resize(at + want, 0);
+        if !fill(sock, &mut payload[at..], &mut fds)? {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the peer closed the socket in the middle of a frame",
+            ));
+        }
     }
     Ok(Some((payload, fds)))
 }
@@ -251,6 +270,7 @@ mod tests {
             Request::Run,
             Request::Wait,
             Request::Port("eth0", 256, 128),
+            Request::Sockets,
             Request::Stop,
         ] {
             let enc = r.encode();
@@ -302,5 +322,14 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         drop(a);
         assert!(recv_frame(&b).expect("eof").is_none());
+    }
+
+    #[test]
+    fn a_frame_larger_than_a_chunk_arrives_whole() {
+        let (a, b) = pronto_ring::fdpass::socket_pair().expect("pair");
+        let big: Vec<u8> = (0..(3 * CHUNK + 7)).map(|i| (i % 251) as u8).collect();
+        let sender = std::thread::spawn(move || send_frame(&a, &big, &[]).map(|()| big));
+        let (p, _) = recv_frame(&b).expect("recv").expect("frame");
+        assert_eq!(p, sender.join().expect("thread").expect("send"));
     }
 }

@@ -154,6 +154,8 @@ pub(crate) struct ChildPlan {
     /// one).
     pub fds: [Option<RawFd>; 4],
     pub die_with_parent: bool,
+    /// How long the child waits for the parent to release it (ms).
+    pub start_timeout_ms: libc::c_int,
 }
 
 /// The error record the child writes: step, index, errno.
@@ -266,6 +268,38 @@ fn child_main(
     // takes a lock or touches state shared with the parent's other threads.
     unsafe {
         libc::close(go_w);
+        // Until `execve` this child holds copies of every descriptor the
+        // parent had when it was cloned, the write ends of other children's
+        // start pipes among them: should the parent die now, children
+        // started at the same time would wait on each other forever (and
+        // keep the parent's files open, its store's lock with them). So it
+        // dies with its parent from here on (set again below: changing ids
+        // clears it), and waits for the start no longer than the parent
+        // would.
+        if plan.die_with_parent {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+        }
+        let mut pfd = libc::pollfd {
+            fd: go_r,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let waited = loop {
+            let n = libc::poll(&raw mut pfd, 1, plan.start_timeout_ms);
+            if n < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            break n;
+        };
+        if waited == 0 {
+            return (Step::WaitParent, 0, libc::ETIMEDOUT);
+        }
         let mut b = 0u8;
         let n = loop {
             let n = libc::read(go_r, (&raw mut b).cast(), 1);

@@ -78,6 +78,15 @@ pub(super) fn start_with(
     o.listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     o.manager.pool_slots = pool_slots;
     let d = Daemon::start(o)?;
+    // The experiments run thousands of instances in the default tenant.
+    let room = serde_json::json!({
+        "instances": 100_000, "memory": 1u64 << 50, "cpu": 4096.0, "interfaces": 65_535
+    });
+    if let Some(patch) = room.as_object() {
+        d.manager()
+            .set_quota("default", patch)
+            .map_err(|e| format!("raising the benchmark tenant's quota: {e}"))?;
+    }
     Ok(Scratch { dir, d: Some(d) })
 }
 

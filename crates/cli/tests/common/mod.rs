@@ -6,6 +6,7 @@
 // Each test binary uses only some of these.
 #![allow(dead_code)]
 
+pub mod api;
 pub mod netns;
 
 use std::path::{Path, PathBuf};
@@ -146,6 +147,38 @@ pub struct Daemon {
     child: std::process::Child,
     /// Its TCP address (`127.0.0.1:PORT`).
     pub tcp: String,
+    /// What it wrote on standard error so far.
+    pub log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Daemon {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Ends it with `kill -9` and reaps it.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Sends SIGTERM and waits (up to 30 s) for it to exit; its status.
+    pub fn term(mut self) -> std::process::ExitStatus {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).expect("pid");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+        let t0 = std::time::Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(30),
+                "the daemon did not exit after SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Daemon {
@@ -159,6 +192,11 @@ impl Drop for Daemon {
 /// (`dir/state`) in `dir` and a TCP port of its choice; returns once it
 /// says it is listening.
 pub fn start_daemon(dir: &Path) -> Daemon {
+    start_daemon_with(dir, &[])
+}
+
+/// [`start_daemon`] with more arguments.
+pub fn start_daemon_with(dir: &Path, extra: &[&str]) -> Daemon {
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(env!("CARGO_BIN_EXE_pronto"))
         .args(["daemon", "--socket"])
@@ -166,6 +204,7 @@ pub fn start_daemon(dir: &Path) -> Daemon {
         .arg("--state")
         .arg(dir.join("state"))
         .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("daemon starts");
@@ -179,8 +218,16 @@ pub fn start_daemon(dir: &Path) -> Daemon {
         .expect("tcp address")
         .to_string();
     // Keep draining stderr so the daemon never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    Daemon { child, tcp }
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let l = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let mut g = l.lock().unwrap_or_else(|e| e.into_inner());
+            g.push_str(&line);
+            g.push('\n');
+        }
+    });
+    Daemon { child, tcp, log }
 }
 
 /// Runs `pronto ARGS` in the repository root: (success, stdout, stderr).

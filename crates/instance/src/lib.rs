@@ -1,9 +1,11 @@
-//! The sandboxed side: the process a [`crate::Sandbox`] starts.
+//! pronto's instance runner: the process a [`pronto_sandbox::Sandbox`]
+//! starts inside the jail (`pronto instance`, or this crate's
+//! `pronto-instance` binary).
 //!
-//! [`main`] serves the [protocol](crate::proto) on descriptor 3: it builds
+//! [`main`] serves the [protocol](pronto_sandbox::proto) on descriptor 3: it builds
 //! configurations with [`pronto_runtime::Router`], answers handler calls,
 //! and runs the router when asked. The first configuration it accepts
-//! locks it down ([`crate::seccomp`]) before the reply goes out, so a
+//! locks it down ([`seccomp`]) before the reply goes out, so a
 //! configuration is parsed and its files opened with the full (but
 //! already namespaced, read-only, capability-less) view, and everything
 //! after runs under the allow-list.
@@ -19,14 +21,19 @@
 //! [`DEFAULT_POOL_SLOTS`]; the pool is mapped and touched in full, so it
 //! dominates an instance's memory).
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use std::sync::mpsc;
 
 use pronto_lang::SourceMap;
+use pronto_runtime::controlsocket::{SocketSpec, Target};
 use pronto_runtime::{Remote, Router, RouterOptions};
 
-use crate::proto::{self, Reply, Request};
+use pronto_sandbox::proto::{self, Reply, Request};
+
+pub mod seccomp;
 
 /// Packet slots in an instance's pool unless `--pool-slots` says otherwise
 /// (512 slots of 2,176 bytes: about 1.1 MB).
@@ -55,12 +62,16 @@ struct Built {
     remote: Remote,
     /// `element (what)` for each element that took the old one's state.
     took: Vec<String>,
+    /// Its `ControlSocket` elements.
+    sockets: Vec<(String, SocketSpec)>,
 }
 
 struct Instance {
     jobs: mpsc::Sender<Job>,
     /// The current router's handle and its configuration text.
     current: Option<(Remote, String)>,
+    /// The current configuration's `ControlSocket` elements.
+    sockets: Vec<(String, SocketSpec)>,
     /// Set while a run is in progress: where its end is reported.
     running: Option<mpsc::Receiver<Result<(), String>>>,
     /// How the last run ended, until `WAIT` collects it.
@@ -132,6 +143,7 @@ pub fn main() -> ExitCode {
     let mut inst = Instance {
         jobs,
         current: None,
+        sockets: Vec::new(),
         running: None,
         ended: None,
         locked: false,
@@ -158,7 +170,16 @@ pub fn main() -> ExitCode {
             }
         };
         let (reply, next) = inst.handle(&payload, fds);
-        if let Err(e) = proto::send_frame(&sock, &reply.encode(), &[]) {
+        let mut bytes = reply.encode();
+        if bytes.len() > proto::MAX_MESSAGE {
+            bytes = Reply::Err(format!(
+                "the answer is {} bytes, more than an instance's answer may carry ({} bytes)",
+                bytes.len(),
+                proto::MAX_MESSAGE
+            ))
+            .encode();
+        }
+        if let Err(e) = proto::send_frame(&sock, &bytes, &[]) {
             eprintln!("pronto instance: sending a reply: {e}");
             return ExitCode::from(EXIT_SOCKET);
         }
@@ -180,15 +201,15 @@ fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
     while let Ok(job) = jobs.recv() {
         match job {
             Job::Build(text, reply) => {
-                let r = build(&text, pool_slots, first_pool.take()).and_then(|mut r| {
+                let r = build(&text, pool_slots, first_pool.take()).and_then(|(mut r, sockets)| {
                     let remote = r
                         .remote()
                         .map_err(|e| format!("cannot make the router's doorbell: {e}"))?;
                     let n = r.element_names().count();
-                    Ok((r, n, remote))
+                    Ok((r, n, remote, sockets))
                 });
                 match r {
-                    Ok((mut r, elements, remote)) => {
+                    Ok((mut r, elements, remote, sockets)) => {
                         // Hot-swap: the new router takes the old (stopped)
                         // one's state, then the old one goes.
                         let took = match router.as_mut() {
@@ -204,6 +225,7 @@ fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
                             elements,
                             remote,
                             took,
+                            sockets,
                         }));
                     }
                     Err(e) => {
@@ -235,13 +257,13 @@ fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
 
 const NO_CONFIG: &str = "no configuration: send CONFIG first";
 
-/// Parses and builds `text` (with `pool` if given); the rendered
-/// diagnostics on failure.
+/// Parses and builds `text` (with `pool` if given), with its
+/// `ControlSocket` elements; the rendered diagnostics on failure.
 fn build(
     text: &str,
     pool_slots: usize,
     pool: Option<pronto_packet::Pool>,
-) -> Result<Router, String> {
+) -> Result<(Router, Vec<(String, SocketSpec)>), String> {
     let mut sm = SourceMap::new();
     let file = sm.add("config", text);
     let opts = pronto_lang::Options {
@@ -261,7 +283,25 @@ fn build(
         pool_slots,
         ..RouterOptions::default()
     };
-    Router::build_with_pool(&flat, &sm, &ropts, pool).map_err(|d| render(&d))
+    let sockets = SocketSpec::of_config(&flat);
+    let router = Router::build_with_pool(&flat, &sm, &ropts, pool).map_err(|d| render(&d))?;
+    Ok((router, sockets))
+}
+
+/// The `SOCKETS` answer: one line per control socket,
+/// `ELEMENT<TAB>TCP|UNIX<TAB>PORT|FILENAME<TAB>0|1`.
+fn socket_lines(sockets: &[(String, SocketSpec)]) -> String {
+    sockets
+        .iter()
+        .map(|(name, s)| {
+            let (kind, at) = match &s.target {
+                Target::Tcp { port, .. } => ("TCP", port.to_string()),
+                Target::Unix(f) => ("UNIX", f.clone()),
+            };
+            format!("{name}\t{kind}\t{at}\t{}", u8::from(s.readonly))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Instance {
@@ -351,10 +391,18 @@ impl Instance {
             Request::Read(h) => {
                 let (h, args) = h.split_once(char::is_whitespace).unwrap_or((h, ""));
                 match self.call(true, h, args.trim_start()) {
+                    // `OK ` and the value must fit in one frame.
+                    Ok(v) if v.len() + 3 > proto::MAX_MESSAGE => err(format!(
+                        "{h}: the value is {} bytes, more than an instance's answer may carry \
+                         ({} bytes); read a smaller handler",
+                        v.len(),
+                        proto::MAX_MESSAGE
+                    )),
                     Ok(v) => (Reply::Ok(v), Next::Continue),
                     Err(e) => err(e),
                 }
             }
+            Request::Sockets => ok(&socket_lines(&self.sockets)),
             Request::Write(h, v) => match self.call(false, h, v) {
                 Ok(_) => ok(""),
                 Err(e) => err(e),
@@ -417,6 +465,7 @@ impl Instance {
         match built {
             Ok(b) => {
                 self.current = Some((b.remote, text.to_string()));
+                self.sockets = b.sockets;
                 if was_running {
                     self.start_run()?;
                 }
@@ -427,6 +476,7 @@ impl Instance {
                 if let Some((_, old)) = self.current.take() {
                     if let Ok(Ok(b)) = self.ask(|tx| Job::Build(old.clone(), tx)) {
                         self.current = Some((b.remote, old));
+                        self.sockets = b.sockets;
                         self.start_run()?;
                     }
                 }
@@ -434,5 +484,24 @@ impl Instance {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockets_are_listed_one_per_line() {
+        let s = |c: &str| SocketSpec::parse(c).expect("spec");
+        let list = vec![
+            ("cs".to_string(), s("TCP, 20001, READONLY true")),
+            ("ControlSocket@4".to_string(), s("UNIX, ctl")),
+        ];
+        assert_eq!(
+            socket_lines(&list),
+            "cs\tTCP\t20001\t1\nControlSocket@4\tUNIX\tctl\t0"
+        );
+        assert_eq!(socket_lines(&[]), "");
     }
 }

@@ -151,21 +151,28 @@ fn instance_is_pid_1_without_network_ids_or_capabilities() {
     }
     want.sort();
     assert_eq!(root, want);
-    // Descriptors.
-    let mut fds: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .expect("fd")
-        .map(|e| {
-            e.expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .parse()
-                .expect("num")
-        })
-        .collect();
-    fds.sort();
-    // 0-2, the control socket, and the packet pool made ahead of the
-    // first configuration (a memfd).
-    assert_eq!(fds, [0, 1, 2, 3, 4]);
+    // Descriptors: 0-2, the control socket, and the packet pool made ahead
+    // of the first configuration (a memfd, made by the router thread while
+    // the request thread already answers).
+    let fds = || -> Vec<u32> {
+        let mut v: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .expect("fd")
+            .map(|e| {
+                e.expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .parse()
+                    .expect("num")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let t0 = Instant::now();
+    while fds().len() < 5 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(fds(), [0, 1, 2, 3, 4]);
     let pool = std::fs::read_link(format!("/proc/{pid}/fd/4")).expect("fd 4");
     assert!(
         pool.to_string_lossy().starts_with("/memfd:pronto-pool"),
@@ -704,4 +711,57 @@ fn a_fork_bomb_and_a_cpu_hog_are_contained() {
     assert!(t0.elapsed() < Duration::from_millis(500), "slow answer");
     assert!(count >= 1000, "the neighbour counted only {count}");
     drop(bomb);
+}
+
+#[test]
+fn a_nested_cgroup_parent_is_made_ended_early_and_removed_whole() {
+    if !root_or_skip("a_nested_cgroup_parent_is_made_ended_early_and_removed_whole") {
+        return;
+    }
+    let root = Path::new("/sys/fs/cgroup");
+    let parent = format!("pronto/nest-{}", std::process::id());
+    let mut s = spec("nest");
+    s.cgroup_parent = parent.clone();
+    let mut a = spawn(&s);
+    a.ping().expect("ping");
+    let dirs: Vec<PathBuf> = a.cgroup().expect("cgroup").dirs().to_vec();
+    for d in &dirs {
+        assert!(d.starts_with(root) && d.ends_with(Path::new(&parent).join(&s.name)));
+        assert!(d.exists());
+    }
+    // What it holds: its program and its packet pool, a few MB.
+    let used = a
+        .cgroup()
+        .expect("cgroup")
+        .memory_in_use()
+        .expect("memory in use");
+    assert!(used > (256 << 10) && used < (64 << 20), "{used}");
+    assert_eq!(
+        pronto_sandbox::cgroup::children(root, &parent),
+        vec![s.name.clone()]
+    );
+    // Ended now, while the handle lives on: the cgroup is gone at once.
+    a.end();
+    for d in &dirs {
+        assert!(!d.exists(), "{} is left after end()", d.display());
+    }
+    assert!(a.try_wait().expect("status").is_some());
+    // The parent goes whole, with a cgroup a sandbox left (its process
+    // gone) under it.
+    let b = spawn(&s);
+    let pid = b.pid();
+    std::mem::forget(b);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("kill");
+    let _ = rustix::process::waitpid(
+        rustix::process::Pid::from_raw(pid as i32),
+        rustix::process::WaitOptions::empty(),
+    );
+    pronto_sandbox::cgroup::remove_tree(root, &parent).expect("removed");
+    for d in pronto_sandbox::cgroup::parent_dirs(root, &parent) {
+        assert!(!d.exists(), "{} is left", d.display());
+    }
 }

@@ -7,13 +7,21 @@
 //! (the socket is mode 0600); on TCP a token is required. A tenant sees
 //! only its own instances: another tenant's is "not found", exactly as if
 //! it did not exist.
+//!
+//! Every error is a JSON object `{"error": ..., "field": ...}` naming the
+//! request field to blame (also for the router's own refusals: unknown
+//! method, bad path); internal errors are logged in full and answered
+//! without host paths. A request body is read only after the caller is
+//! known, and never beyond its endpoint's limit ([`body`]).
+
+mod body;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -23,7 +31,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::manager::{Failure, Manager, ManagerOptions};
+use body::{Fields, MAX_CONFIG_BODY, MAX_HANDLER_BODY, MAX_SMALL_BODY};
+
+use crate::failure::{scrub_paths, Failure};
+use crate::manager::{Manager, ManagerOptions};
 use crate::store::{IfaceSpec, InstanceSpec, Store};
 
 /// The tenant every installation has; the admin's instances go there
@@ -43,38 +54,97 @@ pub struct Options {
     pub manager: ManagerOptions,
 }
 
-/// An API error: status and message (and the field to blame).
+/// An API error: status, message and the field to blame.
 #[derive(Debug)]
-pub struct ApiError(StatusCode, String, Option<&'static str>);
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+    field: Option<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: String, field: Option<String>) -> ApiError {
+        ApiError {
+            status,
+            message,
+            field,
+        }
+    }
+}
+
+/// The JSON error body.
+fn error_body(message: &str, field: Option<&str>) -> Value {
+    let mut body = json!({ "error": message });
+    if let Some(f) = field {
+        body["field"] = json!(f);
+    }
+    body
+}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = json!({ "error": self.1 });
-        if let Some(f) = self.2 {
-            body["field"] = json!(f);
-        }
-        (self.0, Json(body)).into_response()
+        let body = error_body(&self.message, self.field.as_deref());
+        (self.status, Json(body)).into_response()
     }
 }
 
 impl From<Failure> for ApiError {
     fn from(f: Failure) -> ApiError {
+        let e = |status, m: String, field: Option<&str>| {
+            ApiError::new(status, m, field.map(str::to_string))
+        };
         match f {
-            Failure::BadRequest(m, field) => ApiError(StatusCode::BAD_REQUEST, m, field),
-            Failure::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m, None),
-            Failure::Conflict(m) => ApiError(StatusCode::CONFLICT, m, None),
-            Failure::Unavailable(m) => ApiError(StatusCode::SERVICE_UNAVAILABLE, m, None),
-            Failure::Internal(m) => ApiError(StatusCode::INTERNAL_SERVER_ERROR, m, None),
+            Failure::BadRequest(m, field) => e(StatusCode::BAD_REQUEST, m, field),
+            Failure::OverQuota(m, field) => e(StatusCode::FORBIDDEN, m, Some(field)),
+            Failure::NotFound(m) => e(StatusCode::NOT_FOUND, m, None),
+            Failure::Conflict(m, field) => e(StatusCode::CONFLICT, m, field),
+            Failure::Unavailable(m) => e(StatusCode::SERVICE_UNAVAILABLE, scrub_paths(&m), None),
+            Failure::Internal(m) => {
+                // The daemon's log has the detail; the client, no host path.
+                eprintln!("prontod: internal error: {m}");
+                e(StatusCode::INTERNAL_SERVER_ERROR, scrub_paths(&m), None)
+            }
         }
     }
 }
 
-fn bad(m: impl Into<String>, field: Option<&'static str>) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, m.into(), field)
+fn bad(m: impl Into<String>, field: Option<&str>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, m.into(), field.map(str::to_string))
 }
 
 fn internal(m: impl ToString) -> ApiError {
-    ApiError(StatusCode::INTERNAL_SERVER_ERROR, m.to_string(), None)
+    ApiError::from(Failure::Internal(m.to_string()))
+}
+
+fn status(s: StatusCode, m: impl Into<String>) -> ApiError {
+    ApiError::new(s, m.into(), None)
+}
+
+/// Makes an error answer that is not JSON (the router's own: a method an
+/// endpoint does not take, a path segment that does not decode) JSON,
+/// keeping its status and words.
+async fn json_errors(resp: Response) -> Response {
+    let s = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
+    if !(s.is_client_error() || s.is_server_error()) || is_json {
+        return resp;
+    }
+    let text = axum::body::to_bytes(resp.into_body(), 64 << 10)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let message = match (s, text.is_empty()) {
+        (StatusCode::METHOD_NOT_ALLOWED, _) => {
+            "this endpoint does not take that method (see docs/openapi.yaml)".to_string()
+        }
+        (_, true) => s.canonical_reason().unwrap_or("error").to_lowercase(),
+        (_, false) => scrub_paths(&text),
+    };
+    (s, Json(error_body(&message, None))).into_response()
 }
 
 /// Hex SHA-256 of a token (the store keeps digests, not tokens).
@@ -121,12 +191,10 @@ impl App {
             return if self.unix {
                 Ok(Caller::Admin)
             } else {
-                Err(ApiError(
+                Err(status(
                     StatusCode::UNAUTHORIZED,
                     "a token is needed: send `Authorization: Bearer TOKEN` (the admin token is in \
-                     the daemon's state directory, admin.token)"
-                        .into(),
-                    None,
+                     the daemon's state directory, admin.token)",
                 ))
             };
         };
@@ -143,10 +211,9 @@ impl App {
             .get(&d)
         {
             Some(t) => Ok(Caller::Tenant(t.clone())),
-            None => Err(ApiError(
+            None => Err(status(
                 StatusCode::UNAUTHORIZED,
-                "the token is not valid (expected `Authorization: Bearer TOKEN`)".into(),
-                None,
+                "the token is not valid (expected `Authorization: Bearer TOKEN`)",
             )),
         }
     }
@@ -154,11 +221,7 @@ impl App {
     fn admin(&self, h: &HeaderMap) -> Result<(), ApiError> {
         match self.caller(h)? {
             Caller::Admin => Ok(()),
-            Caller::Tenant(_) => Err(ApiError(
-                StatusCode::FORBIDDEN,
-                "only the admin may do this".into(),
-                None,
-            )),
+            Caller::Tenant(_) => Err(status(StatusCode::FORBIDDEN, "only the admin may do this")),
         }
     }
 
@@ -197,12 +260,6 @@ async fn health(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError
     .into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewTenant {
-    name: String,
-}
-
 async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     a.admin(&h)?;
     let mut names: Vec<String> =
@@ -223,41 +280,48 @@ async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
     Ok(Json(v).into_response())
 }
 
+impl Shared {
+    /// Whether tenant `t` exists.
+    fn has_tenant(&self, t: &str) -> bool {
+        t == DEFAULT_TENANT
+            || self
+                .tenants
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .any(|x| x == t)
+    }
+}
+
 async fn tenants_create(
     State(a): State<App>,
     h: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
     a.admin(&h)?;
-    let t: NewTenant = parse(&body)?;
-    crate::manager::check_tenant(&t.name)?;
-    let exists = t.name == DEFAULT_TENANT
-        || a.s
-            .tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .any(|x| x == &t.name);
-    if exists {
-        return Err(ApiError(
+    let body = body::read(&h, body, MAX_SMALL_BODY).await?;
+    let name: String = Fields::parse(&body, &["name"])?.need("name")?;
+    crate::manager::check_tenant(&name)?;
+    if a.s.has_tenant(&name) {
+        return Err(ApiError::new(
             StatusCode::CONFLICT,
-            format!("tenant `{}` already exists", t.name),
-            Some("name"),
+            format!("tenant `{name}` already exists"),
+            Some("name".into()),
         ));
     }
     let token = new_token().map_err(internal)?;
     let d = digest(&token);
     a.s.manager
         .store()
-        .put_tenant(&t.name, &d)
+        .put_tenant(&name, &d)
         .map_err(internal)?;
     a.s.tenants
         .write()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(d, t.name.clone());
+        .insert(d, name.clone());
     Ok((
         StatusCode::CREATED,
-        Json(json!({"name": t.name, "token": token})),
+        Json(json!({"name": name, "token": token})),
     )
         .into_response())
 }
@@ -269,7 +333,7 @@ async fn tenants_delete(
 ) -> Result<Response, ApiError> {
     a.admin(&h)?;
     if !a.s.manager.list(Some(&name)).is_empty() {
-        return Err(ApiError(
+        return Err(ApiError::new(
             StatusCode::CONFLICT,
             format!("tenant `{name}` still has instances: remove them first"),
             None,
@@ -277,54 +341,61 @@ async fn tenants_delete(
     }
     let mut t = a.s.tenants.write().unwrap_or_else(|e| e.into_inner());
     let Some(d) = t.iter().find(|(_, v)| **v == name).map(|(k, _)| k.clone()) else {
-        return Err(ApiError(
-            StatusCode::NOT_FOUND,
-            format!("no tenant `{name}`"),
-            None,
-        ));
+        return Err(status(StatusCode::NOT_FOUND, format!("no tenant `{name}`")));
     };
     a.s.manager.store().remove_tenant(&name).map_err(internal)?;
     t.remove(&d);
+    a.s.manager.forget_tenant(&name);
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| {
-        let msg = e.to_string();
-        let field = [
-            "name",
-            "config",
+/// A tenant's quota and usage, as the API shows them.
+fn quota_view(m: &Manager, t: &str) -> Value {
+    json!({"tenant": t, "quota": m.quota(t), "usage": m.usage(t)})
+}
+
+async fn quota_show(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let visible = match a.caller(&h)? {
+        Caller::Admin => a.s.has_tenant(&name),
+        // Another tenant's is "not found", as if it did not exist.
+        Caller::Tenant(own) => own == name,
+    };
+    if !visible {
+        return Err(status(StatusCode::NOT_FOUND, format!("no tenant `{name}`")));
+    }
+    Ok(Json(quota_view(&a.s.manager, &name)).into_response())
+}
+
+async fn quota_set(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    if !a.s.has_tenant(&name) {
+        return Err(status(StatusCode::NOT_FOUND, format!("no tenant `{name}`")));
+    }
+    let body = body::read(&h, body, MAX_SMALL_BODY).await?;
+    let patch = Fields::parse(
+        &body,
+        &[
+            "instances",
             "memory",
             "cpu",
             "pids",
-            "cpus",
             "interfaces",
-            "tenant",
-            "port",
-        ]
-        .into_iter()
-        .find(|f| msg.contains(&format!("`{f}`")));
-        bad(format!("request body: {msg}"), field)
-    })
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewInstance {
-    name: String,
-    config: String,
-    #[serde(default)]
-    tenant: Option<String>,
-    #[serde(default)]
-    memory: Option<Value>,
-    #[serde(default)]
-    cpu: Option<f64>,
-    #[serde(default)]
-    pids: Option<u64>,
-    #[serde(default)]
-    cpus: Option<Vec<usize>>,
-    #[serde(default)]
-    interfaces: Vec<IfaceSpec>,
+            "control_ports",
+            "control_connections",
+        ],
+    )?
+    .rest();
+    a.s.manager.set_quota(&name, &patch)?;
+    Ok(Json(quota_view(&a.s.manager, &name)).into_response())
 }
 
 /// Bytes from `8388608`, `"8388608"`, `"8M"`, `"512K"`, `"1G"`.
@@ -351,48 +422,62 @@ pub fn parse_size(v: &Value) -> Result<u64, String> {
 async fn instances_create(
     State(a): State<App>,
     h: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
     let caller = a.caller(&h)?;
-    let n: NewInstance = parse(&body)?;
-    let tenant = match (&caller, n.tenant) {
+    let body = body::read(&h, body, MAX_CONFIG_BODY).await?;
+    let mut f = Fields::parse(
+        &body,
+        &[
+            "name",
+            "config",
+            "tenant",
+            "memory",
+            "cpu",
+            "pids",
+            "cpus",
+            "interfaces",
+        ],
+    )?;
+    let name: String = f.need("name")?;
+    let config: String = f.need("config")?;
+    let asked: Option<String> = f.opt("tenant")?;
+    let memory: Option<Value> = f.opt("memory")?;
+    let cpu: Option<f64> = f.opt("cpu")?;
+    let pids: Option<u64> = f.opt("pids")?;
+    let cpus: Option<Vec<usize>> = f.opt("cpus")?;
+    let interfaces: Vec<IfaceSpec> = f.opt("interfaces")?.unwrap_or_default();
+    let tenant = match (&caller, asked) {
         (Caller::Admin, t) => t.unwrap_or_else(|| DEFAULT_TENANT.into()),
         (Caller::Tenant(own), Some(t)) if &t != own => {
-            return Err(ApiError(
+            return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "a tenant creates instances only for itself (leave `tenant` out)".into(),
-                Some("tenant"),
+                Some("tenant".into()),
             ))
         }
         (Caller::Tenant(own), _) => own.clone(),
     };
-    let known = tenant == DEFAULT_TENANT
-        || a.s
-            .tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .any(|t| t == &tenant);
-    if !known {
-        return Err(ApiError(
+    if !a.s.has_tenant(&tenant) {
+        return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no tenant `{tenant}` (create it with POST /v1/tenants)"),
-            Some("tenant"),
+            Some("tenant".into()),
         ));
     }
-    let memory = match &n.memory {
-        None | Some(Value::Null) => None,
+    let memory = match &memory {
+        None => None,
         Some(v) => Some(parse_size(v).map_err(|e| bad(format!("memory: {e}"), Some("memory")))?),
     };
     let spec = InstanceSpec {
-        name: n.name,
+        name,
         tenant,
-        config: n.config,
+        config,
         memory,
-        cpu: n.cpu,
-        pids: n.pids,
-        cpus: n.cpus,
-        interfaces: n.interfaces,
+        cpu,
+        pids,
+        cpus,
+        interfaces,
         created_unix_ms: 0,
     };
     let m = a.s.manager.clone();
@@ -436,23 +521,18 @@ async fn instances_delete(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewConfig {
-    config: String,
-}
-
 async fn instances_config(
     State(a): State<App>,
     h: HeaderMap,
     Path(name): Path<String>,
     Query(q): Query<TenantQuery>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
-    let c: NewConfig = parse(&body)?;
+    let body = body::read(&h, body, MAX_CONFIG_BODY).await?;
+    let config: String = Fields::parse(&body, &["config"])?.need("config")?;
     let m = a.s.manager.clone();
-    let v = blocking(move || Ok(m.reconfigure(&t, &name, &c.config)?)).await?;
+    let v = blocking(move || Ok(m.reconfigure(&t, &name, &config)?)).await?;
     Ok(Json(v).into_response())
 }
 
@@ -484,9 +564,10 @@ async fn handler_write(
     h: HeaderMap,
     Path((name, handler)): Path<(String, String)>,
     Query(q): Query<TenantQuery>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
+    let body = body::read(&h, body, MAX_HANDLER_BODY).await?;
     check_handler(&handler)?;
     let value = String::from_utf8(body.to_vec())
         .map_err(|_| bad("the handler value is not UTF-8 text", None))?;
@@ -584,12 +665,6 @@ async fn macs_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiEr
     Ok(Json(v).into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MacEntry {
-    port: u16,
-}
-
 fn norm_mac(s: &str) -> Result<([u8; 6], String), ApiError> {
     let m = pronto_switch::control::parse_mac(s).ok_or_else(|| {
         bad(
@@ -609,21 +684,22 @@ async fn macs_put(
     State(a): State<App>,
     h: HeaderMap,
     Path(mac): Path<String>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
     a.admin(&h)?;
+    let body = body::read(&h, body, MAX_SMALL_BODY).await?;
     let (m, text) = norm_mac(&mac)?;
-    let e: MacEntry = parse(&body)?;
+    let port: u16 = Fields::parse(&body, &["port"])?.need("port")?;
     let mgr = &a.s.manager;
-    let name = mgr.port_name(e.port).ok_or_else(|| {
-        ApiError(
+    let name = mgr.port_name(port).ok_or_else(|| {
+        ApiError::new(
             StatusCode::NOT_FOUND,
-            format!("port {} is not attached", e.port),
-            Some("port"),
+            format!("port {port} is not attached"),
+            Some("port".into()),
         )
     })?;
     mgr.store().put_mac(&text, &name).map_err(internal)?;
-    mgr.switch().add_static(m, e.port).map_err(internal)?;
+    mgr.switch().add_static(m, port).map_err(internal)?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -635,10 +711,9 @@ async fn macs_delete(
     a.admin(&h)?;
     let (_, text) = norm_mac(&mac)?;
     if !a.s.manager.store().remove_mac(&text).map_err(internal)? {
-        return Err(ApiError(
+        return Err(status(
             StatusCode::NOT_FOUND,
             format!("no static entry for {text}"),
-            None,
         ));
     }
     // The switch keeps the entry until the port detaches; it no longer
@@ -661,13 +736,12 @@ async fn metrics(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiErro
 }
 
 async fn fallback(method: Method, uri: Uri) -> ApiError {
-    ApiError(
+    status(
         StatusCode::NOT_FOUND,
         format!(
             "no such endpoint: {method} {} (see docs/openapi.yaml)",
             uri.path()
         ),
-        None,
     )
 }
 
@@ -676,6 +750,7 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
         .route("/v1/health", get(health))
         .route("/v1/tenants", get(tenants_list).post(tenants_create))
         .route("/v1/tenants/{name}", axum::routing::delete(tenants_delete))
+        .route("/v1/tenants/{name}/quota", get(quota_show).put(quota_set))
         .route("/v1/instances", get(instances_list).post(instances_create))
         .route(
             "/v1/instances/{name}",
@@ -693,6 +768,7 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
         .route("/v1/switch/macs/{mac}", put(macs_put).delete(macs_delete))
         .route("/metrics", get(metrics))
         .fallback(fallback)
+        .layer(axum::middleware::map_response(json_errors))
         .with_state(App { s, unix })
 }
 
@@ -711,13 +787,32 @@ pub struct Daemon {
     stop: Option<tokio::sync::watch::Sender<bool>>,
 }
 
-/// Reads the admin token from `dir/admin.token`, making one if missing.
+/// Makes the state directory (mode 0700: the store, the admin token and
+/// the control sockets are the daemon's user's alone), or makes an
+/// existing one private.
+fn private_dir(dir: &FsPath) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    let err = |e: std::io::Error| format!("state directory {}: {e}", dir.display());
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(err)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)
+}
+
+/// Reads the admin token from `dir/admin.token` (made private if it was
+/// not), making one if missing.
 fn admin_token(dir: &FsPath) -> Result<String, String> {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let path = dir.join("admin.token");
     match std::fs::read_to_string(&path) {
-        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
+        Ok(t) if !t.trim().is_empty() => {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            return Ok(t.trim().to_string());
+        }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{}: {e}", path.display())),
@@ -738,8 +833,7 @@ impl Daemon {
     /// Opens the store, starts the switch and every stored instance, and
     /// serves the API in the background.
     pub fn start(opts: Options) -> Result<Daemon, String> {
-        std::fs::create_dir_all(&opts.state_dir)
-            .map_err(|e| format!("state directory {}: {e}", opts.state_dir.display()))?;
+        private_dir(&opts.state_dir)?;
         let admin = admin_token(&opts.state_dir)?;
         let store = Store::open(&opts.state_dir.join("state.redb")).map_err(|e| e.to_string())?;
         let tenants = store
@@ -896,11 +990,11 @@ mod tests {
 
     /// Every path and method of docs/openapi.yaml reaches a handler of the
     /// router (not the "no such endpoint" fallback); the count pins the
-    /// document to the 18 operations the router serves.
+    /// document to the 20 operations the router serves.
     #[test]
     fn the_openapi_document_matches_the_routes() {
         use tower::ServiceExt as _;
-        let doc = include_str!("../../../docs/openapi.yaml");
+        let doc = include_str!("../../../../docs/openapi.yaml");
         let mut ops = Vec::new();
         let mut in_paths = false;
         let mut path = String::new();
@@ -921,7 +1015,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ops.len(), 18, "{ops:?}");
+        assert_eq!(ops.len(), 20, "{ops:?}");
         let dir = std::env::temp_dir().join(format!("pronto-openapi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
@@ -937,6 +1031,7 @@ mod tests {
                 warm: 0,
                 pool_slots: 64,
                 control_dir: dir.join("control"),
+                control_ports: crate::manager::DEFAULT_CONTROL_PORTS,
             },
             store,
         )
@@ -956,6 +1051,7 @@ mod tests {
             let concrete = path
                 .replace("{name}", "nosuch")
                 .replace("{handler}", "c.count")
+                .replace("/tenants/{name}", "/tenants/default")
                 .replace("{mac}", "02:00:00:00:00:01");
             let req = axum::http::Request::builder()
                 .method(method.as_str())
@@ -977,8 +1073,24 @@ mod tests {
             .uri("/v1/nope")
             .body(axum::body::Body::empty())
             .expect("request");
-        let resp = rt.block_on(app.oneshot(req)).expect("response");
+        let resp = rt.block_on(app.clone().oneshot(req)).expect("response");
         assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        // The router's own refusals are JSON too.
+        let req = axum::http::Request::builder()
+            .method("DELETE")
+            .uri("/v1/health")
+            .body(axum::body::Body::empty())
+            .expect("request");
+        let resp = rt.block_on(app.oneshot(req)).expect("response");
+        assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+        let body = rt
+            .block_on(axum::body::to_bytes(resp.into_body(), 1 << 20))
+            .expect("body");
+        let v: Value = serde_json::from_slice(&body).expect("JSON");
+        assert_eq!(
+            v["error"],
+            "this endpoint does not take that method (see docs/openapi.yaml)"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -2,5 +2,5 @@
 //! measurements (the `pronto` binary offers the same as `pronto instance`).
 
 fn main() -> std::process::ExitCode {
-    pronto_sandbox::instance::main()
+    pronto_instance::main()
 }

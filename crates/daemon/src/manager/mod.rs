@@ -1,0 +1,841 @@
+//! The instance manager: the switch, the instances and the store, and
+//! what the API asks of them.
+//!
+//! - this module: the operations (create, remove, reconfigure, handler
+//!   calls, lists, quotas). An operation on an instance holds the
+//!   instance's name until it has answered ([`names::NameLocks`]), and
+//!   what it changes is committed to the store before it answers: a
+//!   create is stored once its instance runs (a failed one leaves nothing,
+//!   neither record nor sandbox nor cgroup), a delete is removed from the
+//!   store before its instance is stopped, a reconfiguration is stored
+//!   once the candidate was built in a sandbox of its own ([`check`]).
+//! - [`supervisor`]: one thread per instance that owns its sandbox;
+//!   [`reaper`]: the thread that sees sandboxes end; [`warm`]: the pool of
+//!   pre-started sandboxes; [`cgroups`]: the daemon's own cgroup
+//!   directory; [`ports`]: switch port numbers; [`cpus`], [`names`]: what
+//!   the API accepts; [`view`]: what it shows.
+
+mod cgroups;
+mod check;
+pub mod cpus;
+pub mod names;
+mod ports;
+mod reaper;
+mod supervisor;
+pub mod view;
+mod warm;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pronto_runtime::controlsocket::{Connections, SocketSpec};
+use pronto_sandbox::{Limits, Output, Sandbox, SandboxSpec};
+use pronto_switch::{Geometry, PortShm, SwitchHandle};
+use serde_json::{Map, Value};
+
+use crate::control::Control;
+pub use crate::failure::Failure;
+use crate::quota::{Ask, PortRange, Quota, Usage};
+use crate::store::{InstanceSpec, Store};
+pub use cpus::cpu_list;
+pub use names::{check_name, check_tenant};
+use supervisor::Req;
+pub use view::{Crash, ElementStats, IfaceView, InstanceView, State};
+
+/// Supervisor threads' stacks: they only shuttle requests.
+const SUPERVISOR_STACK: usize = 256 << 10;
+/// How long a sandbox may take to answer one request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Tasks of an instance that names no limit.
+pub const DEFAULT_PIDS: u64 = 8;
+
+/// Settings of the instance manager.
+#[derive(Clone, Debug)]
+pub struct ManagerOptions {
+    /// The `pronto` binary started (as `pronto instance`) in each sandbox.
+    pub program: PathBuf,
+    /// An empty directory each sandbox's root is mounted on.
+    pub root_dir: PathBuf,
+    /// Make cgroups (limits and accounting).
+    pub use_cgroup: bool,
+    /// Switch port geometry for instance interfaces.
+    pub geometry: Geometry,
+    /// Switching threads.
+    pub switch_threads: usize,
+    /// Memory limit of instances that name none.
+    pub default_memory: u64,
+    /// Sandboxes kept started ahead of demand (0: start each on request).
+    pub warm: usize,
+    /// Packet slots in each instance's pool (`pronto instance
+    /// --pool-slots`; the pool dominates an instance's memory).
+    pub pool_slots: usize,
+    /// Where instances' UNIX control sockets go
+    /// (`CONTROL_DIR/TENANT/INSTANCE/FILENAME`; empty: the state
+    /// directory's `control/`).
+    pub control_dir: PathBuf,
+    /// The loopback ports tenants' `ControlSocket(TCP, ...)` may use
+    /// unless their quota says otherwise.
+    pub control_ports: PortRange,
+}
+
+/// The default control socket ports, 20000-20999.
+pub const DEFAULT_CONTROL_PORTS: PortRange = PortRange {
+    first: 20000,
+    last: 20999,
+};
+
+/// One instance: what it should be, what it is, and its supervisor.
+pub(crate) struct Instance {
+    pub(crate) spec: Mutex<InstanceSpec>,
+    pub(crate) status: Mutex<view::Status>,
+    tx: mpsc::Sender<Req>,
+    /// The running sandbox, for handler calls made straight from the
+    /// caller's thread (no hop through the supervisor).
+    live: Mutex<Option<Arc<Mutex<Sandbox>>>>,
+    /// The configuration's `ControlSocket`s, opened by the daemon.
+    pub(crate) control: Mutex<Vec<Control>>,
+}
+
+impl Instance {
+    /// A new instance (state starting) and its supervisor's channel.
+    pub(crate) fn new(spec: InstanceSpec) -> (Arc<Instance>, mpsc::Receiver<Req>) {
+        let (tx, rx) = mpsc::channel();
+        let inst = Arc::new(Instance {
+            spec: Mutex::new(spec),
+            status: Mutex::new(view::Status {
+                state: Some(State::Starting),
+                ..view::Status::default()
+            }),
+            tx,
+            live: Mutex::new(None),
+            control: Mutex::new(Vec::new()),
+        });
+        (inst, rx)
+    }
+}
+
+/// A tenant's quota and its control sockets' connections.
+struct Tenant {
+    quota: Quota,
+    connections: Arc<Connections>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The instance manager: the switch, the instances, the store.
+pub struct Manager {
+    opts: ManagerOptions,
+    switch: SwitchHandle,
+    store: Store,
+    instances: Mutex<HashMap<String, Arc<Instance>>>,
+    names: names::NameLocks,
+    tenants: Mutex<HashMap<String, Tenant>>,
+    ports: Mutex<ports::PortNumbers>,
+    reaper: Arc<reaper::Reaper>,
+    warm: warm::Warm,
+    /// This daemon's cgroup directory (`pronto/prontod-PID`).
+    cgroup_parent: String,
+    me: Weak<Manager>,
+}
+
+impl Manager {
+    /// Starts the switch and the reaper, then every instance in `store`.
+    pub fn start(opts: ManagerOptions, store: Store) -> Result<Arc<Manager>, String> {
+        let switch = SwitchHandle::spawn(pronto_switch::Config {
+            threads: opts.switch_threads,
+            ..pronto_switch::Config::default()
+        })
+        .map_err(|e| format!("starting the switch: {e}"))?;
+        let reaper = reaper::Reaper::start(SUPERVISOR_STACK)?;
+        let specs = store.instances().map_err(|e| e.to_string())?;
+        let quotas = store.quotas().map_err(|e| e.to_string())?;
+        let cgroup_parent = cgroups::own_parent();
+        if opts.use_cgroup {
+            cgroups::sweep(&SandboxSpec::new("x", "x").cgroup_root);
+        }
+        let m = Arc::new_cyclic(|me| Manager {
+            opts,
+            switch,
+            store,
+            instances: Mutex::new(HashMap::new()),
+            names: names::NameLocks::default(),
+            tenants: Mutex::new(HashMap::new()),
+            ports: Mutex::new(ports::PortNumbers::new(
+                pronto_switch::switch::MAX_PORTS as u32,
+            )),
+            reaper,
+            warm: warm::Warm::default(),
+            cgroup_parent,
+            me: me.clone(),
+        });
+        for (t, q) in quotas {
+            m.tenant_entry(&t, |e| {
+                e.connections.set_max(q.control_connections as usize);
+                e.quota = q;
+            });
+        }
+        if m.opts.warm > 0 {
+            warm::Warm::start(&m)?;
+        }
+        for spec in specs {
+            // Restored instances start in the background; a failure shows
+            // in their status. Quotas are not checked again.
+            let key = spec.key();
+            let (inst, rx) = Instance::new(spec);
+            lock(&m.instances).insert(key.clone(), inst.clone());
+            if let Err(e) = m.supervise(inst, rx, None) {
+                lock(&m.instances).remove(&key);
+                return Err(e.to_string());
+            }
+        }
+        Ok(m)
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The switch.
+    pub fn switch(&self) -> &SwitchHandle {
+        &self.switch
+    }
+
+    /// Starts the supervisor thread of `inst`.
+    fn supervise(
+        &self,
+        inst: Arc<Instance>,
+        rx: mpsc::Receiver<Req>,
+        first: Option<mpsc::SyncSender<Result<(), Failure>>>,
+    ) -> Result<(), Failure> {
+        let me = self.me.clone();
+        let key = lock(&inst.spec).key();
+        std::thread::Builder::new()
+            .name(format!("prontod-{key}"))
+            .stack_size(SUPERVISOR_STACK)
+            .spawn(move || supervisor::supervise(me, inst, rx, first))
+            .map(|_| ())
+            .map_err(|e| Failure::Internal(format!("starting a supervisor thread: {e}")))
+    }
+
+    /// Memory limit of `spec` (the default when it names none).
+    fn memory_of(&self, spec: &InstanceSpec) -> u64 {
+        spec.memory.unwrap_or(self.opts.default_memory)
+    }
+
+    /// Task limit of `spec`.
+    fn pids_of(&self, spec: &InstanceSpec) -> u64 {
+        spec.pids.unwrap_or(DEFAULT_PIDS)
+    }
+
+    /// The limits pre-started sandboxes get (an instance's defaults).
+    fn standard_limits(&self) -> Limits {
+        Limits {
+            memory_bytes: Some(self.opts.default_memory),
+            pids: Some(DEFAULT_PIDS),
+            ..Limits::default()
+        }
+    }
+
+    fn sandbox_spec(&self, name: String, limits: Limits) -> SandboxSpec {
+        let mut ss = SandboxSpec::new(name, &self.opts.program);
+        ss.args = vec![
+            "instance".into(),
+            "--pool-slots".into(),
+            self.opts.pool_slots.to_string(),
+        ];
+        ss.limits = limits;
+        ss.root_dir = self.opts.root_dir.clone();
+        ss.use_cgroup = self.opts.use_cgroup;
+        ss.cgroup_parent = self.cgroup_parent.clone();
+        ss.stdout = Output::Null;
+        ss
+    }
+
+    /// Checks what `spec` asks for on its own (names, interfaces, limits,
+    /// CPUs); sorts its CPU list.
+    fn validate(spec: &mut InstanceSpec) -> Result<(), Failure> {
+        check_tenant(&spec.tenant)?;
+        check_name(&spec.name)?;
+        names::check_ifaces(&spec.interfaces)?;
+        if let Some(c) = spec.cpu {
+            if !(c > 0.0 && c <= crate::quota::MAX_CPU) {
+                return Err(Failure::BadRequest(
+                    format!(
+                        "cpu: {c} is not a share of CPUs (0 < cpu <= {})",
+                        crate::quota::MAX_CPU
+                    ),
+                    Some("cpu"),
+                ));
+            }
+        }
+        if spec.memory.is_some_and(|m| m < (1 << 20)) {
+            return Err(Failure::BadRequest(
+                "memory: at least 1M is needed".into(),
+                Some("memory"),
+            ));
+        }
+        if spec.pids == Some(0) {
+            return Err(Failure::BadRequest("pids: at least 1".into(), Some("pids")));
+        }
+        if let Some(cpus) = &mut spec.cpus {
+            cpus::check_cpus(cpus, &cpus::daemon_cpus()?)?;
+        }
+        Ok(())
+    }
+
+    /// Creates an instance: starts it, and keeps it (in the store, then
+    /// in the answer) only if it runs. Over the tenant's quota, or failed,
+    /// it leaves nothing behind.
+    pub fn create(&self, mut spec: InstanceSpec) -> Result<InstanceView, Failure> {
+        Self::validate(&mut spec)?;
+        spec.created_unix_ms = now_ms();
+        let key = spec.key();
+        let _held = self.names.lock(&key);
+        let (inst, rx) = Instance::new(spec.clone());
+        {
+            let mut all = lock(&self.instances);
+            if all.contains_key(&key) {
+                return Err(Failure::Conflict(
+                    format!("instance `{}` already exists", spec.name),
+                    Some("name"),
+                ));
+            }
+            let ask = Ask {
+                memory: self.memory_of(&spec),
+                cpu: spec.cpu.unwrap_or(1.0),
+                pids: self.pids_of(&spec),
+                interfaces: spec.interfaces.len() as u32,
+            };
+            let used = self.usage_in(&all, &spec.tenant);
+            let quota = self.quota(&spec.tenant);
+            crate::quota::check(&spec.tenant, &quota, &used, &ask)
+                .map_err(|(m, f)| Failure::OverQuota(m, f))?;
+            // Counted from now on by other creates of this tenant.
+            all.insert(key.clone(), inst.clone());
+        }
+        let (tx, first) = mpsc::sync_channel(1);
+        let started = self.supervise(inst.clone(), rx, Some(tx)).and_then(|()| {
+            first
+                .recv()
+                .unwrap_or_else(|_| Err(Failure::Internal("the supervisor ended".into())))
+        });
+        let stored = started.and_then(|()| {
+            self.store
+                .put_instance(&spec)
+                .map_err(|e| Failure::Internal(e.to_string()))
+        });
+        if let Err(e) = stored {
+            self.stop(&key);
+            return Err(e);
+        }
+        Ok(self.view_inst(&inst, None))
+    }
+
+    fn get(&self, tenant: &str, name: &str) -> Result<Arc<Instance>, Failure> {
+        lock(&self.instances)
+            .get(&crate::store::key(tenant, name))
+            .cloned()
+            .ok_or_else(|| Failure::NotFound(format!("no instance `{name}`")))
+    }
+
+    /// Stops the supervisor of `key` and waits for it (its sandbox ended,
+    /// its cgroup removed, its control sockets closed).
+    fn stop(&self, key: &str) {
+        let inst = lock(&self.instances).get(key).cloned();
+        if let Some(inst) = inst {
+            lock(&inst.control).clear();
+            let (tx, rx) = mpsc::sync_channel(1);
+            if inst.tx.send(Req::Stop(tx)).is_ok() {
+                let _ = rx.recv();
+            }
+        }
+        lock(&self.instances).remove(key);
+    }
+
+    /// Opens the control sockets of `wanted` that `current` lacks, in the
+    /// tenant's port range and connection limit.
+    fn open_controls(
+        &self,
+        tenant: &str,
+        name: &str,
+        wanted: &[(String, SocketSpec)],
+        current: &[Control],
+    ) -> Result<Vec<Control>, Failure> {
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let handlers = Arc::new(crate::control::InstanceHandlers {
+            manager: self.me.clone(),
+            tenant: tenant.to_string(),
+            name: name.to_string(),
+        });
+        let dir = self.opts.control_dir.join(tenant).join(name);
+        let policy = crate::control::Policy {
+            dir: &dir,
+            tenant,
+            ports: self.quota(tenant).control_ports,
+            connections: self.connections(tenant),
+        };
+        crate::control::open(&policy, wanted, current, handlers)
+    }
+
+    /// Destroys an instance: forgotten by the store first, then stopped.
+    pub fn remove(&self, tenant: &str, name: &str) -> Result<(), Failure> {
+        let key = crate::store::key(tenant, name);
+        let _held = self.names.lock(&key);
+        self.get(tenant, name)?;
+        self.store
+            .remove_instance(tenant, name)
+            .map_err(|e| Failure::Internal(e.to_string()))?;
+        self.stop(&key);
+        Ok(())
+    }
+
+    /// Instances of `tenant` (all with `None`), by name.
+    pub fn list(&self, tenant: Option<&str>) -> Vec<InstanceView> {
+        let all: Vec<Arc<Instance>> = lock(&self.instances).values().cloned().collect();
+        let mut v: Vec<InstanceView> = all
+            .iter()
+            .filter(|i| tenant.is_none_or(|t| lock(&i.spec).tenant == t))
+            .map(|i| self.view_inst(i, None))
+            .collect();
+        v.sort_by(|a, b| (&a.tenant, &a.name).cmp(&(&b.tenant, &b.name)));
+        v
+    }
+
+    fn view_inst(&self, inst: &Instance, pss: Option<u64>) -> InstanceView {
+        let spec = lock(&inst.spec).clone();
+        view::view_of(inst, pss, self.memory_of(&spec), self.pids_of(&spec))
+    }
+
+    /// One instance; with `pss`, its memory too.
+    pub fn view(&self, tenant: &str, name: &str, pss: bool) -> Result<InstanceView, Failure> {
+        let inst = self.get(tenant, name)?;
+        let live = lock(&inst.live).clone();
+        let pss = match live {
+            Some(sb) if pss => {
+                let r = lock(&sb).pss_bytes().ok();
+                r
+            }
+            _ => None,
+        };
+        Ok(self.view_inst(&inst, pss))
+    }
+
+    /// The running sandbox of an instance, for a direct call.
+    fn live(&self, tenant: &str, name: &str) -> Result<Arc<Mutex<Sandbox>>, Failure> {
+        let inst = self.get(tenant, name)?;
+        let live = lock(&inst.live).clone();
+        live.ok_or_else(|| {
+            let state = lock(&inst.status).state;
+            Failure::Unavailable(match state {
+                Some(State::Failed) => {
+                    format!("instance `{name}` failed to start; replace its configuration")
+                }
+                _ => format!(
+                    "instance `{name}` is not running yet (starting or restarting); retry shortly"
+                ),
+            })
+        })
+    }
+
+    /// Reads `element.handler` (on the caller's thread, straight through
+    /// the sandbox's socket).
+    pub fn read(&self, tenant: &str, name: &str, handler: &str) -> Result<String, Failure> {
+        self.read_args(tenant, name, handler, "")
+    }
+
+    /// Reads `element.handler` with arguments (handlers that take some).
+    pub fn read_args(
+        &self,
+        tenant: &str,
+        name: &str,
+        handler: &str,
+        args: &str,
+    ) -> Result<String, Failure> {
+        let sb = self.live(tenant, name)?;
+        let r = lock(&sb).read_with(handler, args);
+        r.map_err(supervisor::call_failure)
+    }
+
+    /// Writes `value` to `element.handler`.
+    pub fn write(
+        &self,
+        tenant: &str,
+        name: &str,
+        handler: &str,
+        value: &str,
+    ) -> Result<(), Failure> {
+        let sb = self.live(tenant, name)?;
+        let r = lock(&sb).write(handler, value);
+        r.map_err(supervisor::call_failure)
+    }
+
+    /// Replaces the configuration of a running instance. The candidate is
+    /// built first in a sandbox of its own, under what the instance has
+    /// left: one that cannot be built (in memory, in time, at all) is
+    /// refused and the running configuration is not touched. Then its new
+    /// control sockets are opened, it is stored, and the instance takes it
+    /// (with the old one's state).
+    pub fn reconfigure(
+        &self,
+        tenant: &str,
+        name: &str,
+        config: &str,
+    ) -> Result<InstanceView, Failure> {
+        let key = crate::store::key(tenant, name);
+        let _held = self.names.lock(&key);
+        let inst = self.get(tenant, name)?;
+        let old = lock(&inst.spec).clone();
+        let wanted = self.check_candidate(&inst, &old, config)?;
+        let new = {
+            let current = lock(&inst.control);
+            self.open_controls(tenant, name, &wanted, &current)?
+        };
+        // On failure from here the new sockets close (dropped); the old
+        // ones stay.
+        let mut next = old.clone();
+        next.config = config.to_string();
+        self.store
+            .put_instance(&next)
+            .map_err(|e| Failure::Internal(e.to_string()))?;
+        let (tx, rx) = mpsc::sync_channel(1);
+        let gone = || Failure::Unavailable(format!("instance `{name}` is being removed"));
+        let took = inst
+            .tx
+            .send(Req::Config(config.to_string(), tx))
+            .map_err(|_| gone())
+            .and_then(|()| rx.recv().unwrap_or_else(|_| Err(gone())));
+        let took = match took {
+            Ok(t) => t,
+            Err(e) => {
+                // The instance runs the old configuration: so does the
+                // store again.
+                let _ = self.store.put_instance(&old);
+                return Err(e);
+            }
+        };
+        crate::control::commit(&mut lock(&inst.control), &wanted, new);
+        let mut view = self.view_inst(&inst, None);
+        view.took_state = took;
+        Ok(view)
+    }
+
+    /// Per-element counters: every element's class and the values of its
+    /// counting read handlers.
+    pub fn element_stats(&self, tenant: &str, name: &str) -> Result<Vec<ElementStats>, Failure> {
+        const COUNTERS: [&str; 8] = [
+            "count",
+            "byte_count",
+            "drops",
+            "rate",
+            "length",
+            "highwater_length",
+            "packets",
+            "bytes",
+        ];
+        let list = self.read(tenant, name, "list")?;
+        let mut out = Vec::new();
+        // Click's `list`: the number of elements, then one name per line.
+        for el in list
+            .lines()
+            .skip(1)
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+        {
+            let class = self
+                .read(tenant, name, &format!("{el}.class"))
+                .unwrap_or_default();
+            let handlers = self
+                .read(tenant, name, &format!("{el}.handlers"))
+                .unwrap_or_default();
+            let mut values = std::collections::BTreeMap::new();
+            for h in handlers.lines() {
+                let mut parts = h.split_whitespace();
+                let (Some(hn), Some(mode)) = (parts.next(), parts.next()) else {
+                    continue;
+                };
+                if mode.contains('r') && COUNTERS.contains(&hn) {
+                    if let Ok(v) = self.read(tenant, name, &format!("{el}.{hn}")) {
+                        values.insert(hn.to_string(), v.trim().to_string());
+                    }
+                }
+            }
+            out.push(ElementStats {
+                name: el.to_string(),
+                class: class.trim().to_string(),
+                handlers: values,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs `f` on tenant `t`'s entry, made with the defaults if missing.
+    fn tenant_entry<T>(&self, t: &str, f: impl FnOnce(&mut Tenant) -> T) -> T {
+        let mut all = lock(&self.tenants);
+        let e = all.entry(t.to_string()).or_insert_with(|| {
+            let quota = Quota::defaults(self.opts.control_ports);
+            Tenant {
+                connections: Connections::new(
+                    quota.control_connections as usize,
+                    "this tenant's control sockets",
+                ),
+                quota,
+            }
+        });
+        f(e)
+    }
+
+    /// Tenant `t`'s quota.
+    pub fn quota(&self, t: &str) -> Quota {
+        self.tenant_entry(t, |e| e.quota.clone())
+    }
+
+    /// The connections of tenant `t`'s control sockets.
+    fn connections(&self, t: &str) -> Arc<Connections> {
+        self.tenant_entry(t, |e| e.connections.clone())
+    }
+
+    /// Changes tenant `t`'s quota by the fields of `patch` (stored first);
+    /// the quota now. Instances over the new quota keep running; new ones
+    /// must fit.
+    pub fn set_quota(&self, t: &str, patch: &Map<String, Value>) -> Result<Quota, Failure> {
+        let mut q = self.quota(t);
+        q.apply(patch).map_err(|(m, field)| {
+            let field: &'static str = match field.as_str() {
+                "instances" => "instances",
+                "memory" => "memory",
+                "cpu" => "cpu",
+                "pids" => "pids",
+                "interfaces" => "interfaces",
+                "control_ports" => "control_ports",
+                "control_connections" => "control_connections",
+                // An unknown field: named in the message; `field` of the
+                // answer is set by the API, which knows it.
+                _ => "quota",
+            };
+            Failure::BadRequest(m, Some(field))
+        })?;
+        self.store
+            .put_quota(t, &q)
+            .map_err(|e| Failure::Internal(e.to_string()))?;
+        self.tenant_entry(t, |e| {
+            e.connections.set_max(q.control_connections as usize);
+            e.quota = q.clone();
+        });
+        Ok(q)
+    }
+
+    /// Forgets tenant `t`'s quota and connection count (the tenant was
+    /// removed).
+    pub fn forget_tenant(&self, t: &str) {
+        lock(&self.tenants).remove(t);
+    }
+
+    /// What tenant `t`'s instances have now.
+    pub fn usage(&self, t: &str) -> Usage {
+        let mut u = self.usage_in(&lock(&self.instances), t);
+        u.control_connections = self.connections(t).open();
+        u
+    }
+
+    fn usage_in(&self, all: &HashMap<String, Arc<Instance>>, t: &str) -> Usage {
+        let mut u = Usage::default();
+        for i in all.values() {
+            let s = lock(&i.spec);
+            if s.tenant != t {
+                continue;
+            }
+            u.instances += 1;
+            u.memory = u.memory.saturating_add(self.memory_of(&s));
+            u.cpu += s.cpu.unwrap_or(1.0);
+            u.interfaces += s.interfaces.len() as u32;
+        }
+        u
+    }
+
+    /// Switch ports: (number, name, counters), of `tenant`'s instances
+    /// (all with `None`).
+    pub fn ports(&self, tenant: Option<&str>) -> Vec<(u16, String, pronto_switch::PortCounters)> {
+        let names = lock(&self.ports).all();
+        let mut v: Vec<_> = names
+            .into_iter()
+            .filter(|(_, n)| tenant.is_none_or(|t| n.split('/').next() == Some(t)))
+            .map(|(id, n)| (id, n, self.switch.counters(id).unwrap_or_default()))
+            .collect();
+        v.sort_by_key(|p| p.0);
+        v
+    }
+
+    /// Port number of a port name, while attached.
+    pub fn port_named(&self, name: &str) -> Option<u16> {
+        lock(&self.ports).named(name)
+    }
+
+    /// Name of port `id`, while attached.
+    pub fn port_name(&self, id: u16) -> Option<String> {
+        lock(&self.ports).name(id).map(str::to_string)
+    }
+
+    /// Counts by state: (instances, running, crashed, failed).
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        let all: Vec<Arc<Instance>> = lock(&self.instances).values().cloned().collect();
+        let mut c = (all.len(), 0, 0, 0);
+        for i in all {
+            match lock(&i.status).state {
+                Some(State::Running) => c.1 += 1,
+                Some(State::Crashed) => c.2 += 1,
+                Some(State::Failed) => c.3 += 1,
+                _ => {}
+            }
+        }
+        c
+    }
+
+    /// Restarts observed, over all instances.
+    pub fn restarts(&self) -> u64 {
+        let all: Vec<Arc<Instance>> = lock(&self.instances).values().cloned().collect();
+        all.iter().map(|i| lock(&i.status).restarts as u64).sum()
+    }
+
+    /// Stops every instance (daemon shutdown; the store keeps them), the
+    /// warm pool, and removes the daemon's cgroup directory.
+    pub fn shutdown(&self) {
+        self.warm.stop();
+        // Every supervisor is told at once and stops its sandbox in
+        // parallel (a sandbox's end includes removing its cgroups, which
+        // the kernel makes slow); then all are waited for.
+        let all: Vec<Arc<Instance>> = lock(&self.instances).drain().map(|(_, i)| i).collect();
+        let mut waits = Vec::with_capacity(all.len());
+        for inst in &all {
+            lock(&inst.control).clear();
+            let (tx, rx) = mpsc::sync_channel(1);
+            if inst.tx.send(Req::Stop(tx)).is_ok() {
+                waits.push(rx);
+            }
+        }
+        for rx in waits {
+            let _ = rx.recv();
+        }
+        if self.opts.use_cgroup {
+            let root = SandboxSpec::new("x", "x").cgroup_root;
+            if let Err(e) = pronto_sandbox::cgroup::remove_tree(&root, &self.cgroup_parent) {
+                eprintln!("prontod: {e}");
+            }
+        }
+    }
+
+    /// Attaches a port of this daemon's switch for a peer in this process
+    /// (a traffic generator, a benchmark), named `name`, with the
+    /// instances' port geometry; returns its number and memory.
+    pub fn attach_port(&self, name: &str) -> Result<(u16, PortShm), Failure> {
+        let id = self.alloc_port(name.to_string())?;
+        let shm = PortShm::create(name, self.opts.geometry)
+            .map_err(|e| Failure::Internal(format!("port {name}: {e}")));
+        let shm = match shm {
+            Ok(s) => s,
+            Err(e) => {
+                self.free_port(id);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.switch.attach(id, shm.clone()) {
+            self.free_port(id);
+            return Err(Failure::Internal(format!("port {name}: {e}")));
+        }
+        Ok((id, shm))
+    }
+
+    /// Detaches a port from [`Manager::attach_port`].
+    pub fn detach_port(&self, id: u16) {
+        self.free_port(id);
+    }
+
+    fn alloc_port(&self, name: String) -> Result<u16, Failure> {
+        lock(&self.ports).take(name).ok_or_else(|| {
+            Failure::Unavailable("the switch has no free port (65,535 in use)".into())
+        })
+    }
+
+    fn free_port(&self, id: u16) {
+        let _ = self.switch.detach(id);
+        lock(&self.ports).give_back(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(dir: &std::path::Path) -> ManagerOptions {
+        ManagerOptions {
+            program: "/nonexistent".into(),
+            root_dir: dir.to_path_buf(),
+            use_cgroup: false,
+            geometry: Geometry::new(64, 32).expect("geometry"),
+            switch_threads: 1,
+            default_memory: 32 << 20,
+            warm: 0,
+            pool_slots: 64,
+            control_dir: dir.join("control"),
+            control_ports: DEFAULT_CONTROL_PORTS,
+        }
+    }
+
+    #[test]
+    fn quotas_are_restored_with_their_connection_limits_and_refusals_leave_nothing() {
+        let dir = std::env::temp_dir().join(format!("pronto-manager-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("state.redb");
+        {
+            let store = Store::open(&path).expect("store");
+            let m = Manager::start(options(&dir), store).expect("manager");
+            let patch = serde_json::json!({"control_connections": 3, "instances": 0});
+            let q = m
+                .set_quota("acme", patch.as_object().expect("object"))
+                .expect("quota");
+            assert_eq!((q.control_connections, q.instances), (3, 0));
+            assert_eq!(m.connections("acme").limit(), 3);
+            // Over the quota: refused, nothing kept, nothing stored.
+            let spec = InstanceSpec {
+                name: "a".into(),
+                tenant: "acme".into(),
+                config: "Idle -> Discard;".into(),
+                memory: None,
+                cpu: None,
+                pids: None,
+                cpus: None,
+                interfaces: Vec::new(),
+                created_unix_ms: 0,
+            };
+            match m.create(spec) {
+                Err(Failure::OverQuota(_, "instances")) => {}
+                other => panic!("not refused: {other:?}"),
+            }
+            assert!(m.list(None).is_empty());
+            assert!(m.store().instances().expect("instances").is_empty());
+            m.shutdown();
+        }
+        let store = Store::open(&path).expect("store");
+        let m = Manager::start(options(&dir), store).expect("manager");
+        assert_eq!(m.quota("acme").control_connections, 3);
+        assert_eq!(m.connections("acme").limit(), 3);
+        assert_eq!(m.connections("other").limit(), 16);
+        m.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,218 @@
+//! What the API shows of an instance: its lifecycle state, the limits
+//! that apply, where it runs, how it last ended.
+
+use serde::Serialize;
+
+use super::{lock, Instance};
+
+/// Lifecycle state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Being started.
+    Starting,
+    /// Running its configuration.
+    Running,
+    /// Its process ended unexpectedly; a restart is pending.
+    Crashed,
+    /// Stopped (being removed).
+    Stopped,
+    /// Cannot start: its configuration or its sandbox failed (see `error`).
+    Failed,
+}
+
+/// The last crash.
+#[derive(Clone, Debug, Serialize)]
+pub struct Crash {
+    /// When (Unix milliseconds).
+    pub at_unix_ms: u64,
+    /// How the process ended.
+    pub reason: String,
+}
+
+/// One interface as shown by the API.
+#[derive(Clone, Debug, Serialize)]
+pub struct IfaceView {
+    /// Interface name.
+    pub name: String,
+    /// Static MAC, if any.
+    pub mac: Option<String>,
+    /// Its switch port number while running.
+    pub port: Option<u16>,
+}
+
+/// What is known about a running (or not) instance.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Status {
+    pub(crate) state: Option<State>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) boot_ms: Option<f64>,
+    pub(crate) restarts: u32,
+    pub(crate) last_crash: Option<Crash>,
+    pub(crate) error: Option<String>,
+    pub(crate) ports: Vec<(String, u16)>,
+}
+
+/// An instance as the API shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct InstanceView {
+    /// Name.
+    pub name: String,
+    /// Tenant.
+    pub tenant: String,
+    /// Lifecycle state.
+    pub state: State,
+    /// Configuration text.
+    pub config: String,
+    /// Memory limit that applies, bytes (the daemon's default when the
+    /// instance names none).
+    pub memory: u64,
+    /// CPU share, if it names one.
+    pub cpu: Option<f64>,
+    /// Task limit that applies.
+    pub pids: u64,
+    /// The CPUs its threads run on (none: any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<usize>>,
+    /// Interfaces.
+    pub interfaces: Vec<IfaceView>,
+    /// Sandbox process id (host's view).
+    pub pid: Option<u32>,
+    /// Milliseconds from start to running, last start.
+    pub boot_ms: Option<f64>,
+    /// Restarts after crashes.
+    pub restarts: u32,
+    /// The last crash.
+    pub last_crash: Option<Crash>,
+    /// Why it is failed, or the last start error.
+    pub error: Option<String>,
+    /// Proportional set size, bytes (filled by `show`).
+    pub pss_bytes: Option<u64>,
+    /// Creation time.
+    pub created_unix_ms: u64,
+    /// Where the configuration's `ControlSocket`s listen (opened by the
+    /// daemon): `tcp 127.0.0.1:PORT` or `unix PATH`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub control_sockets: Vec<String>,
+    /// Only in the answer to a reconfiguration: `ELEMENT (WHAT)` for each
+    /// element of the new configuration that took over the old one's state
+    /// (Click's hot-swap: same name and class; a queue's packets, a NAT's
+    /// flows, an ARP table).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub took_state: Vec<String>,
+}
+
+/// One element's counters.
+#[derive(Clone, Debug, Serialize)]
+pub struct ElementStats {
+    /// Element name.
+    pub name: String,
+    /// Its class.
+    pub class: String,
+    /// Counting handlers and their values.
+    pub handlers: std::collections::BTreeMap<String, String>,
+}
+
+/// The view of `inst`; `memory` and `pids` are the limits that apply.
+pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, memory: u64, pids: u64) -> InstanceView {
+    let spec = lock(&inst.spec).clone();
+    let st = lock(&inst.status).clone();
+    let interfaces = spec
+        .interfaces
+        .iter()
+        .map(|i| IfaceView {
+            name: i.name.clone(),
+            mac: i.mac.clone(),
+            port: st.ports.iter().find(|(n, _)| *n == i.name).map(|p| p.1),
+        })
+        .collect();
+    InstanceView {
+        name: spec.name,
+        tenant: spec.tenant,
+        state: st.state.unwrap_or(State::Starting),
+        config: spec.config,
+        memory,
+        cpu: spec.cpu,
+        pids,
+        cpus: spec.cpus,
+        interfaces,
+        pid: st.pid,
+        boot_ms: st.boot_ms,
+        restarts: st.restarts,
+        last_crash: st.last_crash,
+        error: st.error,
+        pss_bytes: pss,
+        created_unix_ms: spec.created_unix_ms,
+        control_sockets: lock(&inst.control).iter().map(|c| c.at.clone()).collect(),
+        took_state: Vec::new(),
+    }
+}
+
+/// The `ELEMENT (WHAT)` items of an instance's answer to `CONFIG`
+/// (`N elements; took state: a (1 flows), b (2 packets)`).
+pub(crate) fn took_state(reply: &str) -> Vec<String> {
+    let Some((_, list)) = reply.split_once("; took state: ") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0u32;
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_taken_over_is_listed_item_by_item() {
+        assert_eq!(
+            took_state("3 elements; took state: q (2 packets), nat (1 flows, 3 ports)"),
+            ["q (2 packets)", "nat (1 flows, 3 ports)"]
+        );
+        assert!(took_state("3 elements").is_empty());
+    }
+
+    #[test]
+    fn the_view_shows_the_limits_that_apply() {
+        let spec = crate::store::InstanceSpec {
+            name: "a".into(),
+            tenant: "t".into(),
+            config: "Idle -> Discard;".into(),
+            memory: None,
+            cpu: None,
+            pids: None,
+            cpus: None,
+            interfaces: vec![crate::store::IfaceSpec {
+                name: "eth0".into(),
+                mac: None,
+            }],
+            created_unix_ms: 7,
+        };
+        let (inst, _rx) = Instance::new(spec);
+        lock(&inst.status).ports = vec![("eth0".into(), 4)];
+        let v = view_of(&inst, Some(10), 32 << 20, 8);
+        assert_eq!((v.memory, v.pids, v.cpu), (32 << 20, 8, None));
+        assert_eq!(v.state, State::Starting);
+        assert_eq!(v.interfaces[0].port, Some(4));
+        let json = serde_json::to_value(&v).expect("json");
+        assert!(json.get("control_sockets").is_none());
+        assert_eq!(json["memory"], 32 << 20);
+    }
+}
