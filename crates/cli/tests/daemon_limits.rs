@@ -467,3 +467,57 @@ fn show_prints_the_limits_that_apply_and_oversized_replies_say_so() {
     assert_eq!(r.status, 200, "{}", r.text());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_instance_may_hold_only_the_packets_its_memory_holds() {
+    if !is_root("an_instance_may_hold_only_the_packets_its_memory_holds") {
+        return;
+    }
+    let dir = common::scratch("limits-pool");
+    let d = common::start_daemon(&dir);
+    let sock = dir.join("sock");
+    let unix = To::Unix(&sock);
+    // 32 MiB: three quarters of it in 2,176-byte packet slots is 11,565
+    // packets. Queues that could hold more are refused with the numbers,
+    // instead of the kernel killing the instance when they fill.
+    let r = api::call(
+        &unix,
+        "POST",
+        "/v1/instances",
+        json!({"name": "q", "memory": 33554432u64, "config": "Idle -> q :: Queue(100000) -> Discard;"})
+            .to_string()
+            .as_bytes(),
+    );
+    let msg = r.error(400, Some("config"));
+    assert!(
+        msg.contains(
+            "the configuration's elements can hold 100000 packets (`q` 100000), more than the \
+             packet pool's limit of 11565"
+        ),
+        "{msg}"
+    );
+    let ok = create(
+        &unix,
+        json!({"name": "q", "memory": 33554432u64, "config": "Idle -> q :: Queue(10000) -> Discard;"}),
+    );
+    assert_eq!(ok["name"], "q");
+    // A reconfiguration is held to the same limit, and the running one
+    // keeps running.
+    let r = api::call(
+        &unix,
+        "PUT",
+        "/v1/instances/q/config",
+        json!({"config": "Idle -> q :: Queue(20000) -> Discard;"})
+            .to_string()
+            .as_bytes(),
+    );
+    let msg = r.error(400, Some("config"));
+    assert!(
+        msg.contains("more than the packet pool's limit of 11565"),
+        "{msg}"
+    );
+    let cfg = api::call(&unix, "GET", "/v1/instances/q/handlers/q.capacity", b"");
+    assert_eq!(cfg.status, 200, "{}", cfg.text());
+    assert!(cfg.text().contains("10000"), "{}", cfg.text());
+    drop(d);
+}

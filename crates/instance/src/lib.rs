@@ -48,7 +48,8 @@ const EXIT_SECCOMP: u8 = 3;
 enum Job {
     /// Build a configuration (replacing the current router on success,
     /// after the new one took the old one's state: Click's hot-swap).
-    Build(String, mpsc::Sender<Result<Built, String>>),
+    /// With the packet pool's limit.
+    Build(String, usize, mpsc::Sender<Result<Built, String>>),
     /// Call a handler of the current router while it is not running.
     Call(bool, String, String, mpsc::Sender<Result<String, String>>),
     /// Run the current router; the result goes to the sender when the
@@ -81,6 +82,9 @@ struct Instance {
     /// pre-started instance).
     filters: Option<[seccompiler::BpfProgram; 2]>,
     pool_slots: usize,
+    /// The most packets a configuration's pool may hold (`POOL`; the
+    /// daemon sets it from the instance's memory limit).
+    pool_limit: usize,
 }
 
 enum Next {
@@ -149,6 +153,7 @@ pub fn main() -> ExitCode {
         locked: false,
         filters: None,
         pool_slots,
+        pool_limit: pronto_runtime::DEFAULT_POOL_LIMIT,
     };
     match crate::seccomp::programs() {
         Ok(p) => inst.filters = Some(p),
@@ -200,8 +205,9 @@ fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
         pronto_packet::Pool::growable(pool_slots, pronto_runtime::DEFAULT_POOL_LIMIT).ok();
     while let Ok(job) = jobs.recv() {
         match job {
-            Job::Build(text, reply) => {
-                let r = build(&text, pool_slots, first_pool.take()).and_then(|(mut r, sockets)| {
+            Job::Build(text, pool_limit, reply) => {
+                let pool = first_pool.take();
+                let r = build(&text, pool_slots, pool_limit, pool).and_then(|(mut r, sockets)| {
                     let remote = r
                         .remote()
                         .map_err(|e| format!("cannot make the router's doorbell: {e}"))?;
@@ -262,6 +268,7 @@ const NO_CONFIG: &str = "no configuration: send CONFIG first";
 fn build(
     text: &str,
     pool_slots: usize,
+    pool_limit: usize,
     pool: Option<pronto_packet::Pool>,
 ) -> Result<(Router, Vec<(String, SocketSpec)>), String> {
     let mut sm = SourceMap::new();
@@ -281,6 +288,7 @@ fn build(
     let ropts = RouterOptions {
         base_dir: "/".into(),
         pool_slots,
+        pool_limit,
         ..RouterOptions::default()
     };
     let sockets = SocketSpec::of_config(&flat);
@@ -403,6 +411,12 @@ impl Instance {
                 }
             }
             Request::Sockets => ok(&socket_lines(&self.sockets)),
+            Request::Pool(n) => {
+                self.pool_limit = usize::try_from(n)
+                    .unwrap_or(usize::MAX)
+                    .min(u32::MAX as usize);
+                ok("")
+            }
             Request::Write(h, v) => match self.call(false, h, v) {
                 Ok(_) => ok(""),
                 Err(e) => err(e),
@@ -458,10 +472,11 @@ impl Instance {
     fn configure(&mut self, text: &str) -> Result<(usize, Vec<String>), String> {
         let was_running = self.running.is_some();
         if was_running {
-            drop(build(text, self.pool_slots, None)?);
+            drop(build(text, self.pool_slots, self.pool_limit, None)?);
             self.halt();
         }
-        let built = self.ask(|tx| Job::Build(text.to_string(), tx))?;
+        let limit = self.pool_limit;
+        let built = self.ask(|tx| Job::Build(text.to_string(), limit, tx))?;
         match built {
             Ok(b) => {
                 self.current = Some((b.remote, text.to_string()));
@@ -474,7 +489,7 @@ impl Instance {
             Err(e) if was_running => {
                 // Checked above, so unexpected: bring the old one back.
                 if let Some((_, old)) = self.current.take() {
-                    if let Ok(Ok(b)) = self.ask(|tx| Job::Build(old.clone(), tx)) {
+                    if let Ok(Ok(b)) = self.ask(|tx| Job::Build(old.clone(), limit, tx)) {
                         self.current = Some((b.remote, old));
                         self.sockets = b.sockets;
                         self.start_run()?;

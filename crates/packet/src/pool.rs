@@ -176,6 +176,13 @@ impl Pool {
         self.inner.limit.get()
     }
 
+    /// Lowers or raises the limit (within what was reserved when the pool
+    /// was made, and never below the slots it has).
+    pub fn set_limit(&self, limit: usize) {
+        let l = limit.min(self.inner.reserved).max(self.inner.nslots.get());
+        self.inner.limit.set(l);
+    }
+
     /// Allocations refused so far because the pool was at its limit.
     pub fn refused(&self) -> u64 {
         self.inner.refused.get()

@@ -395,6 +395,9 @@ impl Router {
         // pronto's pool grows up to a limit. A configuration whose
         // elements may hold more packets than that is refused now, rather
         // than left to have its allocations refused while it runs.
+        if let Some(p) = &pool {
+            p.set_limit(opts.pool_limit);
+        }
         let limit = pool.as_ref().map_or(opts.pool_limit, Pool::limit);
         let holders: Vec<(usize, usize)> = elems
             .iter()
@@ -416,7 +419,7 @@ impl Router {
                 format!(
                     "the configuration's elements can hold {total} packets ({}{more}), more than \
                      the packet pool's limit of {limit}: lower their capacities or raise the \
-                     limit (`pronto run --pool-limit {total}`)",
+                     limit (`pronto run --pool-limit {total}`; for an instance, more `memory`)",
                     names.join(", ")
                 ),
                 None,

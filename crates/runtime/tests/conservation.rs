@@ -429,7 +429,7 @@ fn a_configuration_that_holds_more_than_the_pool_is_refused_at_set_up() {
         e.contains(
             "the configuration's elements can hold 1100 packets (`q` 600, `r` 500), more than \
              the packet pool's limit of 1000: lower their capacities or raise the limit \
-             (`pronto run --pool-limit 1100`)"
+             (`pronto run --pool-limit 1100`; for an instance, more `memory`)"
         ),
         "{e}"
     );

@@ -984,6 +984,12 @@ impl Sandbox {
         self.request(&Request::Config(text))
     }
 
+    /// `POOL slots`: the most packets the configurations built from now on
+    /// may hold.
+    pub fn set_pool_limit(&mut self, slots: u64) -> Result<String, SandboxError> {
+        self.request(&Request::Pool(slots))
+    }
+
     /// `READ element.handler`.
     pub fn read(&mut self, handler: &str) -> Result<String, SandboxError> {
         self.request(&Request::Read(handler))

@@ -60,6 +60,9 @@ pub enum Request<'a> {
     Port(&'a str, u32, u32),
     /// `SOCKETS`.
     Sockets,
+    /// `POOL <slots>`: the most packets the configurations built from now
+    /// on may hold (their packet pool's limit).
+    Pool(u64),
     /// `STOP`.
     Stop,
 }
@@ -77,6 +80,7 @@ impl<'a> Request<'a> {
             Request::Wait => b"WAIT".to_vec(),
             Request::Port(i, s, r) => format!("PORT {i} {s} {r}").into_bytes(),
             Request::Sockets => b"SOCKETS".to_vec(),
+            Request::Pool(n) => format!("POOL {n}").into_bytes(),
             Request::Stop => b"STOP".to_vec(),
         }
     }
@@ -119,6 +123,16 @@ impl<'a> Request<'a> {
                 Ok(Request::Port(iface, slots, ring))
             }
             "STOP" => none(Request::Stop),
+            "POOL" => {
+                let a = need("SLOTS")?;
+                a.parse()
+                    .ok()
+                    .filter(|n: &u64| *n > 0)
+                    .map(Request::Pool)
+                    .ok_or_else(|| {
+                        format!("POOL: expected a positive number of slots, found `{a}`")
+                    })
+            }
             "CONFIG" => Ok(Request::Config(arg.unwrap_or(""))),
             "READ" => Ok(Request::Read(need("ELEMENT.HANDLER")?)),
             "WRITE" => {
@@ -129,8 +143,8 @@ impl<'a> Request<'a> {
                 })
             }
             _ => Err(format!(
-                "unknown request `{}`: expected PING, PORT, CONFIG, READ, WRITE, RUN, WAIT, SOCKETS \
-                 or STOP",
+                "unknown request `{}`: expected PING, PORT, POOL, CONFIG, READ, WRITE, RUN, WAIT, \
+                 SOCKETS or STOP",
                 verb.chars().take(32).collect::<String>()
             )),
         }
@@ -271,6 +285,7 @@ mod tests {
             Request::Wait,
             Request::Port("eth0", 256, 128),
             Request::Sockets,
+            Request::Pool(11565),
             Request::Stop,
         ] {
             let enc = r.encode();

@@ -116,6 +116,8 @@ impl Manager {
             sb.give_port(&i.name, (g.slots, g.ring), &shm.fds())
                 .map_err(internal)?;
         }
+        sb.set_pool_limit(self.pool_limit_of(spec))
+            .map_err(internal)?;
         match sb.configure(config) {
             Ok(_) => {}
             Err(SandboxError::Remote(t)) => return Err(Failure::BadRequest(t, Some("config"))),

@@ -235,6 +235,16 @@ impl Manager {
         spec.memory.unwrap_or(self.opts.default_memory)
     }
 
+    /// The most packets an instance with `spec`'s memory limit may hold:
+    /// its packet pool's limit (three quarters of the memory, a packet
+    /// slot each), so that a configuration whose queues could hold more
+    /// is refused with a message rather than killed by the kernel when
+    /// they fill.
+    fn pool_limit_of(&self, spec: &InstanceSpec) -> u64 {
+        let slots = self.memory_of(spec) / 4 * 3 / pronto_packet::SLOT_STRIDE as u64;
+        slots.max(self.opts.pool_slots as u64)
+    }
+
     /// Task limit of `spec`.
     fn pids_of(&self, spec: &InstanceSpec) -> u64 {
         spec.pids.unwrap_or(DEFAULT_PIDS)

@@ -458,6 +458,9 @@ impl Manager {
             names.push((i.name.clone(), id));
         }
         let limit = self.memory_of(spec);
+        lock(&run.sb)
+            .set_pool_limit(self.pool_limit_of(spec))
+            .map_err(|e| start_failure(e, limit))?;
         let configured = lock(&run.sb).configure(&spec.config);
         configured.map_err(|e| start_failure(e, limit))?;
         let mut trouble = None;
