@@ -420,18 +420,55 @@ fn serve(
     readonly: bool,
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
-    let mut w = c.try_clone_box()?;
-    let mut r = BufReader::new(c);
+    let w = c.try_clone_box()?;
+    serve_stream(BufReader::new(c), w, remote, readonly, stop)
+}
+
+/// The longest command line a client may send (bytes, without the line
+/// end); a longer one is answered `500` and ends the connection.
+pub const MAX_LINE: usize = 64 << 10;
+/// The most data bytes `READDATA`/`WRITEDATA` may announce; more is
+/// answered `500` and ends the connection (the data that follows cannot
+/// be told apart from commands).
+pub const MAX_DATA: usize = 16 << 20;
+
+/// Serves Click's ControlSocket protocol on one connection: reads command
+/// lines (and their data) from `r`, answers on `w`, calling handlers
+/// through `remote`, until `QUIT`, end of stream, a line or data length
+/// over [`MAX_LINE`]/[`MAX_DATA`], or `stop`. The client is untrusted:
+/// no input makes this panic or allocate more than those limits.
+pub fn serve_stream<R: BufRead, W: Write>(
+    mut r: R,
+    mut w: W,
+    remote: &dyn Handlers,
+    readonly: bool,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
     w.write_all(b"Click::ControlSocket/1.3\r\n")?;
-    let mut buf = String::new();
+    let mut raw = Vec::new();
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        buf.clear();
-        if r.read_line(&mut buf)? == 0 {
+        raw.clear();
+        let n = (&mut r)
+            .take(MAX_LINE as u64 + 2)
+            .read_until(b'\n', &mut raw)?;
+        if n == 0 {
             return Ok(());
         }
+        if raw.len() > MAX_LINE && !raw.ends_with(b"\n") {
+            let mut out = Vec::new();
+            line(
+                &mut out,
+                500,
+                &format!("Line too long (at most {MAX_LINE} bytes)"),
+                false,
+            );
+            w.write_all(&out)?;
+            return Ok(());
+        }
+        let buf = String::from_utf8_lossy(&raw);
         let text = buf.trim_end_matches(['\r', '\n']);
         let words: Vec<&str> = text.split_whitespace().collect();
         let Some(cmd) = words.first() else {
@@ -439,11 +476,20 @@ fn serve(
         };
         let mut out = Vec::new();
         let cmd = cmd.to_ascii_uppercase();
-        let data = |r: &mut BufReader<Box<dyn Conn>>, n: &str| -> Option<String> {
-            let n: usize = n.parse().ok()?;
-            let mut b = vec![0u8; n];
-            r.read_exact(&mut b).ok()?;
-            Some(String::from_utf8_lossy(&b).into_owned())
+        let mut data = |n: &str| -> Result<String, &'static str> {
+            let n: usize = n.parse().map_err(|_| "Not enough data")?;
+            if n > MAX_DATA {
+                return Err("Data too long");
+            }
+            let mut b = Vec::new();
+            (&mut r)
+                .take(n as u64)
+                .read_to_end(&mut b)
+                .map_err(|_| "Not enough data")?;
+            if b.len() < n {
+                return Err("Not enough data");
+            }
+            Ok(String::from_utf8_lossy(&b).into_owned())
         };
         match (cmd.as_str(), words.len()) {
             ("QUIT", 1) => {
@@ -455,18 +501,27 @@ fn serve(
                 let args = words[2..].join(" ");
                 read(&mut out, remote, words[1], &args);
             }
-            ("READDATA", 3) => match data(&mut r, words[2]) {
-                Some(args) => read(&mut out, remote, words[1], &args),
-                None => line(&mut out, 500, "Not enough data", false),
+            ("READDATA", 3) | ("WRITEDATA", 3) => match data(words[2]) {
+                Ok(args) if cmd == "READDATA" => read(&mut out, remote, words[1], &args),
+                Ok(args) => write_h(&mut out, remote, readonly, words[1], &args),
+                Err(e) => {
+                    let too_long = e == "Data too long";
+                    let msg = if too_long {
+                        format!("{e} (at most {MAX_DATA} bytes)")
+                    } else {
+                        e.to_string()
+                    };
+                    line(&mut out, 500, &msg, false);
+                    if too_long {
+                        w.write_all(&out)?;
+                        return Ok(());
+                    }
+                }
             },
             ("WRITE", n) if n >= 2 => {
                 let args = words[2..].join(" ");
                 write_h(&mut out, remote, readonly, words[1], &args);
             }
-            ("WRITEDATA", 3) => match data(&mut r, words[2]) {
-                Some(args) => write_h(&mut out, remote, readonly, words[1], &args),
-                None => line(&mut out, 500, "Not enough data", false),
-            },
             ("CHECKREAD", 2) | ("CHECKWRITE", 2) => {
                 check(&mut out, remote, readonly, words[1], cmd == "CHECKWRITE")
             }
@@ -575,5 +630,80 @@ fn check(out: &mut Vec<u8>, remote: &dyn Handlers, readonly: bool, h: &str, writ
             ),
             false,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Handlers of one element `e`: `e.v` reads back what was written.
+    struct Echo(std::sync::Mutex<String>);
+
+    impl Handlers for Echo {
+        fn read(&self, h: &str, _args: &str) -> Result<String, CallError> {
+            match h {
+                "e.v" => Ok(self.0.lock().map(|v| v.clone()).unwrap_or_default()),
+                _ => Err(CallError::NoElement(h.to_string())),
+            }
+        }
+        fn write(&self, h: &str, value: &str) -> Result<(), CallError> {
+            match h {
+                "e.v" => {
+                    if let Ok(mut v) = self.0.lock() {
+                        *v = value.to_string();
+                    }
+                    Ok(())
+                }
+                _ => Err(CallError::NoElement(h.to_string())),
+            }
+        }
+    }
+
+    /// What the server answers to `input`.
+    fn session(input: &[u8]) -> String {
+        let h = Echo(std::sync::Mutex::new(String::new()));
+        let mut out = Vec::new();
+        serve_stream(input, &mut out, &h, false, &AtomicBool::new(false)).expect("served");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn data_commands_round_trip() {
+        assert_eq!(
+            session(b"WRITEDATA e.v 5\r\nhello\r\nREAD e.v\r\nQUIT\r\n"),
+            "Click::ControlSocket/1.3\r\n200 Write handler 'e.v' OK\r\n\
+             200 Read handler 'e.v' OK\r\nDATA 5\r\nhello200 Goodbye!\r\n"
+        );
+    }
+
+    #[test]
+    fn huge_data_lengths_are_refused_without_allocating() {
+        // Announcing 10^17 bytes once made the server try to allocate them
+        // (and abort the process).
+        assert_eq!(
+            session(b"WRITEDATA e.v 100000000000000000\r\nQUIT\r\n"),
+            format!("Click::ControlSocket/1.3\r\n500 Data too long (at most {MAX_DATA} bytes)\r\n")
+        );
+        // Announced but not sent: answered, not waited for forever.
+        assert_eq!(
+            session(b"READDATA e.v 1000\r\nab"),
+            "Click::ControlSocket/1.3\r\n500 Not enough data\r\n"
+        );
+    }
+
+    #[test]
+    fn overlong_lines_end_the_connection() {
+        let mut input = vec![b'R'; MAX_LINE + 10];
+        input.extend_from_slice(b"\r\nQUIT\r\n");
+        assert_eq!(
+            session(&input),
+            format!("Click::ControlSocket/1.3\r\n500 Line too long (at most {MAX_LINE} bytes)\r\n")
+        );
+        // Invalid UTF-8 is read as text, not an error.
+        assert_eq!(
+            session(b"\xff\xfe READ\r\nQUIT\r\n"),
+            "Click::ControlSocket/1.3\r\n501 Command '\u{fffd}\u{fffd}' unimplemented\r\n200 Goodbye!\r\n"
+        );
     }
 }
