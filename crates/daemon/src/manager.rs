@@ -300,7 +300,7 @@ pub fn check_name(name: &str) -> Result<(), Failure> {
     }
 }
 
-fn check_iface(i: &IfaceSpec) -> Result<(), Failure> {
+pub(crate) fn check_iface(i: &IfaceSpec) -> Result<(), Failure> {
     let ok = !i.name.is_empty()
         && i.name.len() <= 15
         && i.name
