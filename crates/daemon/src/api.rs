@@ -949,6 +949,34 @@ pub fn serve(opts: Options, ready: impl FnOnce(&Daemon)) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn request_bodies_parse_as_the_handlers_parse_them() {
+        let ok = |k, b: &str| parse_request_body(k, b.as_bytes());
+        assert_eq!(ok(BodyKind::Tenant, r#"{"name":"acme"}"#), Ok(()));
+        assert_eq!(
+            ok(BodyKind::Tenant, r#"{"name":"-x"}"#),
+            Err("tenant name `-x`: use 1 to 31 of a-z, 0-9 and `-`, not starting with `-`".into())
+        );
+        assert_eq!(
+            ok(
+                BodyKind::Instance,
+                r#"{"name":"fw","config":"Idle -> Discard;","memory":"8M"}"#
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            ok(
+                BodyKind::Instance,
+                r#"{"name":"fw","config":"","memory":"8X"}"#
+            ),
+            Err("memory: `8X` is not a size (8388608, 512K, 8M, 1G)".into())
+        );
+        let e = ok(BodyKind::Mac, r#"{"port":70000}"#).expect_err("out of range");
+        assert!(e.starts_with("request body: "), "{e}");
+        let e = ok(BodyKind::Config, "\u{0}{").expect_err("not JSON");
+        assert!(e.starts_with("request body: "), "{e}");
+    }
+
     /// Every path and method of docs/openapi.yaml reaches a handler of the
     /// router (not the "no such endpoint" fallback); the count pins the
     /// document to the 18 operations the router serves.
