@@ -81,6 +81,9 @@ pub(crate) struct Expander {
     expanded: usize,
     /// Whether the error for [`MAX_EXPANSION_TOTAL`] was reported.
     total_reported: bool,
+    /// Bytes of the flat elements' names so far (each name repeats its
+    /// compounds' instance names, so deep nesting multiplies them).
+    name_bytes: usize,
 }
 
 impl Expander {
@@ -95,6 +98,7 @@ impl Expander {
             too_big: false,
             expanded: 0,
             total_reported: false,
+            name_bytes: 0,
         }
     }
 
@@ -326,6 +330,24 @@ impl Expander {
                 Diagnostic::error(format!("redeclaration of element `{name}`"), Some(span))
                     .with_related(first, format!("element `{name}` first declared here")),
             );
+            return Local::Dead;
+        }
+        self.name_bytes += name.len();
+        if self.name_bytes > MAX_EXPANSION_TOTAL {
+            if !self.too_big {
+                self.too_big = true;
+                self.report(
+                    Diagnostic::error(
+                        format!(
+                            "configuration too large: element names add up to more than {MAX_EXPANSION_TOTAL} bytes ({} MiB) after expansion",
+                            MAX_EXPANSION_TOTAL >> 20
+                        ),
+                        Some(span),
+                    )
+                    .with_label("the limit was reached at this element")
+                    .with_note("each element's name repeats the names of the compounds it is in"),
+                );
+            }
             return Local::Dead;
         }
         let Some(node) = self.node(Node::Real(self.elements.len())) else {

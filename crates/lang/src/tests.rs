@@ -707,3 +707,29 @@ fn overflowing_port_numbers_are_out_of_range() {
         ["test.click:1: port number too large (at most 65535)"]
     );
 }
+
+#[test]
+fn long_names_in_deep_compounds_are_limited() {
+    // Each level holds two instances of the level below under 10 KB
+    // names: 2^17 elements whose names repeat 17 of them (22 GB).
+    let long = |c: char| c.to_string().repeat(10_000);
+    let mut src = String::from("elementclass C0 { input -> Counter -> output }\n");
+    for i in 1..=17 {
+        let _ = writeln!(
+            src,
+            "elementclass C{i} {{ input -> {a} :: C{p} -> {b} :: C{p} -> output }}",
+            a = long('a'),
+            b = long('b'),
+            p = i - 1
+        );
+    }
+    src.push_str("Idle -> C17 -> Discard;");
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("accepted");
+    };
+    assert_eq!(errs.len(), 1, "{}", rendered(&sm, &errs));
+    assert_eq!(
+        errs[0].message,
+        "configuration too large: element names add up to more than 67108864 bytes (64 MiB) after expansion"
+    );
+}
