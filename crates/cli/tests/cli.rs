@@ -75,7 +75,7 @@ fn check_reports_every_configuration_error() {
     assert!(
         err.starts_with(
             "two.click:2: too many arguments: `FOO bar` was not expected\n\
-             two.click:3: CAPACITY: integer out of range for u32, found `-5`\n\n"
+             two.click:3: CAPACITY: integer out of range (0 to 4294967295), found `-5`\n\n"
         ),
         "{err}"
     );
@@ -89,11 +89,59 @@ fn check_reports_every_configuration_error() {
     );
     assert!(
         err.contains(
-            "error: CAPACITY: integer out of range for u32, found `-5`\n \
+            "error: CAPACITY: integer out of range (0 to 4294967295), found `-5`\n \
              --> two.click:3:17\n  |\n3 |   -> q :: Queue(-5)\n  |                 ^^\n"
         ),
         "{err}"
     );
+}
+
+#[test]
+fn check_bounds_expansion_bombs_and_error_floods() {
+    let dir = scratch("check-bombs");
+    // Each variable two quoted copies of the one before (escaped again at
+    // each step): without a limit, gigabytes.
+    let mut defs = vec!["$A0 x".to_string()];
+    defs.extend((1..=15).map(|i| format!("$A{i} \"$A{p}$A{p}\"", p = i - 1)));
+    let bomb = format!("define({});\nIdle -> Discard;\n", defs.join(", "));
+    std::fs::write(dir.join("bomb.click"), &bomb).expect("write");
+    let o = run(pronto().current_dir(&dir).args(["check", "bomb.click"]));
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.len() < 4096, "{} bytes of errors", err.len());
+    assert!(err.starts_with("bomb.click:1: expansion of `$A"), "{err}");
+    assert!(
+        err.contains("too large: substituting variables may add at most 1048576 bytes (1 MiB)"),
+        "{err}"
+    );
+    assert!(err.contains(" --> bomb.click:1:"), "{err}");
+
+    // One line, 8,000 elements with a bad argument: the first 100 errors,
+    // each under a window of the line, then how many more there were.
+    let line: Vec<String> = (0..8000)
+        .map(|i| format!("Idle -> q{i} :: Queue(99999999999999999999{i:03}) -> Discard"))
+        .collect();
+    let text = line.join("; ") + "\n";
+    std::fs::write(dir.join("many.click"), &text).expect("write");
+    let o = run(pronto().current_dir(&dir).args(["check", "many.click"]));
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.len() < 100_000, "{} bytes of errors", err.len());
+    assert!(
+        err.starts_with("many.click:1: CAPACITY: integer out of range (0 to 4294967295), found `99999999999999999999000`\n"),
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    assert_eq!(err.matches("many.click:1: CAPACITY").count(), 100);
+    assert!(
+        err.contains("\nnote: ... and 7900 more errors\n"),
+        "{}",
+        &err[err.len().saturating_sub(2000)..]
+    );
+    // The first span starts 20 characters into the line: the window runs
+    // from the line's start to 80 characters past the span's start.
+    let window = format!("\n1 | {}...\n", &text[..100]);
+    assert!(err.contains(&window), "{}", &err[..err.len().min(3000)]);
 }
 
 #[test]

@@ -234,6 +234,15 @@ impl Diagnostic {
     }
 }
 
+/// Longest source line (in characters) shown whole under a diagnostic;
+/// a longer one is cut to a window around the span, with `...` where text
+/// was left out.
+const MAX_LINE_SHOWN: usize = 120;
+/// Characters kept before the span when a long line is cut.
+const CONTEXT_BEFORE: usize = 40;
+/// Characters of the span (and after it) kept when a long line is cut.
+const CONTEXT_AFTER: usize = 80;
+
 /// Appends a `--> file:line:col` header and the underlined source line.
 fn snippet(out: &mut String, sm: &SourceMap, span: Span, label: Option<&str>) {
     let file = FileId(span.file);
@@ -242,9 +251,7 @@ fn snippet(out: &mut String, sm: &SourceMap, span: Span, label: Option<&str>) {
     let pad = " ".repeat(width);
     let _ = writeln!(out, "{pad}--> {}:{}:{}", sm.name(file), line, col);
     let (src, line_start) = sm.line_at(file, span.start as usize);
-    let _ = writeln!(out, "{pad} |");
-    let _ = writeln!(out, "{line} | {src}");
-    // Underline from the span start to its end, or the end of the line.
+    // The span as byte offsets into the line, then as characters.
     let start = (span.start as usize)
         .saturating_sub(line_start)
         .min(src.len());
@@ -253,17 +260,116 @@ fn snippet(out: &mut String, sm: &SourceMap, span: Span, label: Option<&str>) {
         .saturating_sub(line_start)
         .clamp(start, src.len());
     let end = floor_char_boundary(src, end);
-    let indent: String = src[..start]
+    let (shown, lead, mark_start, mark_end) = window(src, start, end);
+    let _ = writeln!(out, "{pad} |");
+    let _ = writeln!(out, "{line} | {shown}");
+    // Underline from the span start to its end, or the end of what is
+    // shown.
+    let indent: String = lead
         .chars()
         .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .chain(std::iter::repeat_n(' ', mark_start))
         .collect();
-    let carets = "^".repeat(src[start..end].chars().count().max(1));
+    let carets = "^".repeat(mark_end.saturating_sub(mark_start).max(1));
     match label {
         Some(l) => {
             let _ = writeln!(out, "{pad} | {indent}{carets} {l}");
         }
         None => {
             let _ = writeln!(out, "{pad} | {indent}{carets}");
+        }
+    }
+}
+
+/// The part of line `src` to show for the span `start..end` (byte offsets
+/// on character boundaries). Returns the text to print, the shown text
+/// before the span (for the underline's indent), and where the underline
+/// starts and ends in characters after that text (0 and the span's width,
+/// or more when `...` precedes the span). A line of at most
+/// [`MAX_LINE_SHOWN`] characters is shown whole; a longer one is cut to
+/// [`CONTEXT_BEFORE`] characters before the span and at most
+/// [`CONTEXT_AFTER`] from its start on, with `...` marking each cut.
+fn window(src: &str, start: usize, end: usize) -> (String, &str, usize, usize) {
+    let nchars = src.chars().count();
+    if nchars <= MAX_LINE_SHOWN {
+        let width = src[start..end].chars().count();
+        return (src.to_string(), &src[..start], 0, width);
+    }
+    // Byte offset of the character `n` characters before/after `at`.
+    let back = |at: usize, n: usize| {
+        src[..at]
+            .char_indices()
+            .rev()
+            .nth(n.saturating_sub(1))
+            .map_or(0, |(i, _)| i)
+    };
+    let fwd = |at: usize, n: usize| {
+        src[at..]
+            .char_indices()
+            .nth(n)
+            .map_or(src.len(), |(i, _)| at + i)
+    };
+    let from = if start == 0 {
+        0
+    } else {
+        back(start, CONTEXT_BEFORE)
+    };
+    let to = fwd(start, CONTEXT_AFTER).max(start);
+    let mark_end = src[start..end.min(to)].chars().count();
+    let mut shown = String::new();
+    let mut mark_start = 0;
+    if from > 0 {
+        shown.push_str("...");
+        mark_start = 3;
+    }
+    shown.push_str(&src[from..to]);
+    if to < src.len() {
+        shown.push_str("...");
+    }
+    (shown, &src[from..start], mark_start, mark_start + mark_end)
+}
+
+/// Most errors [`limit_errors`] keeps.
+pub const MAX_ERRORS: usize = 100;
+
+/// Keeps the first [`MAX_ERRORS`] errors of `diags` (warnings and notes
+/// among them stay) and, when errors were left out, ends the list with a
+/// note saying how many: a configuration with thousands of mistakes gets a
+/// readable report of bounded size.
+pub fn limit_errors(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let total = diags.iter().filter(|d| d.level == Level::Error).count();
+    if total <= MAX_ERRORS {
+        return diags;
+    }
+    let mut errors = 0;
+    diags.retain(|d| {
+        if d.level != Level::Error {
+            return true;
+        }
+        errors += 1;
+        errors <= MAX_ERRORS
+    });
+    let more = total - MAX_ERRORS;
+    diags.push(Diagnostic::new(
+        Level::Note,
+        format!(
+            "... and {more} more error{}",
+            if more == 1 { "" } else { "s" }
+        ),
+        None,
+    ));
+    diags
+}
+
+/// `s` whole when it has at most `max` characters, otherwise its first
+/// `max` characters followed by `...` and how many were left out: for
+/// echoing user input in a message without repeating a megabyte of it.
+pub fn elide(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some((cut, _)) => {
+            let left = s[cut..].chars().count();
+            std::borrow::Cow::Owned(format!("{}... ({left} more characters)", &s[..cut]))
         }
     }
 }

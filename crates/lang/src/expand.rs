@@ -9,22 +9,33 @@
 //! it reaches.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use crate::args::{split_args, split_keyword};
 use crate::diag::{Diagnostic, Span};
 use crate::lexer::{comment_end, quote_end};
-use crate::parser::{Alt, Body, ClassRef, CompoundClass};
+use crate::parser::{Alt, Body, ClassRef, CompoundClass, Define};
 use crate::{FlatConnection, FlatElement};
 
 /// Most primitive elements plus tunnels an expansion may create.
 const MAX_NODES: usize = 250_000;
 /// Deepest allowed chain of compound instances.
 const MAX_DEPTH: usize = 200;
+/// Most bytes substituting variables may add to one text: a `define`
+/// value, a configuration string (from which compound arguments come).
+pub const MAX_EXPANSION: usize = 1 << 20;
+/// Most bytes substituting variables may add to the whole configuration,
+/// all texts together.
+pub const MAX_EXPANSION_TOTAL: usize = 64 << 20;
+
+/// One scope's variables. Frames are shared (`Rc`), not copied, by every
+/// compound instance that sees them.
+type Frame = Rc<Vec<(String, String)>>;
 
 /// Variable bindings: one frame per lexical scope, innermost last.
 #[derive(Clone, Default)]
 pub(crate) struct Env {
-    frames: Vec<Vec<(String, String)>>,
+    frames: Vec<Frame>,
 }
 
 impl Env {
@@ -65,6 +76,14 @@ pub(crate) struct Expander {
     seen: HashSet<(String, Option<Span>)>,
     names: HashMap<String, Span>,
     too_big: bool,
+    /// Bytes substitution has added so far (bounded by
+    /// [`MAX_EXPANSION_TOTAL`]).
+    expanded: usize,
+    /// Whether the error for [`MAX_EXPANSION_TOTAL`] was reported.
+    total_reported: bool,
+    /// Bytes of the flat elements' names so far (each name repeats its
+    /// compounds' instance names, so deep nesting multiplies them).
+    name_bytes: usize,
 }
 
 impl Expander {
@@ -77,6 +96,9 @@ impl Expander {
             seen: HashSet::new(),
             names: HashMap::new(),
             too_big: false,
+            expanded: 0,
+            total_reported: false,
+            name_bytes: 0,
         }
     }
 
@@ -111,28 +133,47 @@ impl Expander {
     /// which take precedence over the file's `define`s.
     pub(crate) fn expand_file(&mut self, body: &Body, globals: &[(String, String)]) {
         let mut env = Env::default();
-        env.frames.push(globals.to_vec());
-        let defines: Vec<_> = body
+        env.frames.push(Rc::new(globals.to_vec()));
+        let defines: Vec<&Define> = body
             .defines
             .iter()
-            .filter(|(n, _, _)| !globals.iter().any(|(g, _)| g == n))
-            .cloned()
+            .filter(|d| !globals.iter().any(|(g, _)| *g == d.name))
             .collect();
-        for (name, value, span) in defines {
-            let v = self.substitute(&value, &env, span, false);
-            if let Some(frame) = env.frames.last_mut() {
-                frame.push((name, v));
-            }
-        }
+        self.define_all(&defines, &mut env);
         self.expand_body(body, "", &mut env, None, 0);
     }
 
-    /// Substitutes variables in `text`; reports undefined ones at `span`
-    /// (shifted by the variable's offset when `exact`).
-    fn substitute(&mut self, text: &str, env: &Env, span: Span, exact: bool) -> String {
-        let (out, undefined) = substitute(text, env);
-        for (name, start, end) in undefined {
-            let s = if exact {
+    /// Evaluates `define`s in order into the innermost frame of `env`
+    /// (each sees the ones before it).
+    fn define_all(&mut self, defines: &[&Define], env: &mut Env) {
+        for d in defines {
+            let what = format!("while defining `${}`", d.name);
+            // Over a limit the variable is empty: it is defined, so its
+            // uses report nothing more.
+            let v = self
+                .substitute(&d.value, env, d.span, d.exact, &what)
+                .unwrap_or_default();
+            if let Some(frame) = env.frames.last_mut() {
+                Rc::make_mut(frame).push((d.name.clone(), v));
+            }
+        }
+    }
+
+    /// Substitutes variables in `text`; reports undefined ones, and a
+    /// result over the expansion limits, at `span` (shifted by the
+    /// variable's offset when `exact`). `what` says what is being expanded
+    /// (a note on the limit error). `None` over a limit.
+    fn substitute(
+        &mut self,
+        text: &str,
+        env: &Env,
+        span: Span,
+        exact: bool,
+        what: &str,
+    ) -> Option<String> {
+        let budget = MAX_EXPANSION.min(MAX_EXPANSION_TOTAL.saturating_sub(self.expanded));
+        let at = |start: usize, end: usize| {
+            if exact {
                 Span {
                     start: span.start.saturating_add(start as u32),
                     end: span.start.saturating_add(end as u32),
@@ -140,10 +181,29 @@ impl Expander {
                 }
             } else {
                 span
-            };
-            self.error(format!("undefined variable `${name}`"), s);
+            }
+        };
+        let s = substitute(text, env, budget);
+        for (name, start, end) in s.undefined {
+            self.error(format!("undefined variable `${name}`"), at(start, end));
         }
-        out
+        if let Some((name, start, end)) = s.too_large {
+            self.too_large(&name, budget, at(start, end), what);
+            return None;
+        }
+        self.expanded += s.out.len().saturating_sub(text.len());
+        Some(s.out)
+    }
+
+    /// Reports a substitution over a limit; the configuration-wide limit
+    /// once only (every later substitution hits it too).
+    fn too_large(&mut self, name: &str, budget: usize, span: Span, what: &str) {
+        let one = budget == MAX_EXPANSION;
+        if !one && self.total_reported {
+            return;
+        }
+        self.total_reported |= !one;
+        self.report(too_large(name, one, span, what));
     }
 
     fn expand_body(
@@ -182,15 +242,41 @@ impl Expander {
                 ClassRef::Primitive(class) if is_script_class(class) => {
                     // A script's `$x` may name a script variable set at run
                     // time: undefined ones stay as written, as in Click.
-                    let (config, _) = substitute(&e.config, env);
+                    let budget =
+                        MAX_EXPANSION.min(MAX_EXPANSION_TOTAL.saturating_sub(self.expanded));
+                    let s = substitute(&e.config, env, budget);
+                    let config = match s.too_large {
+                        Some((var, start, end)) => {
+                            let at = Span {
+                                start: e.config_span.start.saturating_add(start as u32),
+                                end: e.config_span.start.saturating_add(end as u32),
+                                ..e.config_span
+                            };
+                            let what = format!("while configuring `{name}`");
+                            self.too_large(&var, budget, at, &what);
+                            String::new()
+                        }
+                        None => {
+                            self.expanded += s.out.len().saturating_sub(e.config.len());
+                            s.out
+                        }
+                    };
                     self.primitive(name, class, &config, e.span, e.config_span)
                 }
                 ClassRef::Primitive(class) => {
-                    let config = self.substitute(&e.config, env, e.config_span, true);
+                    let what = format!("while configuring `{name}`");
+                    let config = self
+                        .substitute(&e.config, env, e.config_span, true, &what)
+                        .unwrap_or_default();
                     self.primitive(name, class, &config, e.span, e.config_span)
                 }
                 ClassRef::Compound(cc) => {
-                    let config = self.substitute(&e.config, env, e.config_span, true);
+                    let what = format!("while expanding the arguments of `{name}`");
+                    let Some(config) = self.substitute(&e.config, env, e.config_span, true, &what)
+                    else {
+                        locals.push(Local::Dead);
+                        continue;
+                    };
                     let (nin, nout) = ports[i];
                     match self.choose(cc, &config, nin, nout, e.span, &name) {
                         None => Local::Dead,
@@ -246,6 +332,24 @@ impl Expander {
             );
             return Local::Dead;
         }
+        self.name_bytes += name.len();
+        if self.name_bytes > MAX_EXPANSION_TOTAL {
+            if !self.too_big {
+                self.too_big = true;
+                self.report(
+                    Diagnostic::error(
+                        format!(
+                            "configuration too large: element names add up to more than {MAX_EXPANSION_TOTAL} bytes ({} MiB) after expansion",
+                            MAX_EXPANSION_TOTAL >> 20
+                        ),
+                        Some(span),
+                    )
+                    .with_label("the limit was reached at this element")
+                    .with_note("each element's name repeats the names of the compounds it is in"),
+                );
+            }
+            return Local::Dead;
+        }
         let Some(node) = self.node(Node::Real(self.elements.len())) else {
             return Local::Dead;
         };
@@ -279,13 +383,9 @@ impl Expander {
             .zip(values)
             .map(|(f, v)| (f.var.clone(), v.clone()))
             .collect();
-        env.frames.push(frame);
-        for (n, v, s) in &def.defines {
-            let v = self.substitute(v, env, *s, false);
-            if let Some(f) = env.frames.last_mut() {
-                f.push((n.clone(), v));
-            }
-        }
+        env.frames.push(Rc::new(frame));
+        let defines: Vec<&Define> = def.defines.iter().collect();
+        self.define_all(&defines, env);
         self.expand_body(
             def,
             &format!("{name}/"),
@@ -489,14 +589,53 @@ fn assign(def: &Body, args: &[String]) -> Result<Vec<String>, AssignError> {
     Ok(out)
 }
 
+/// The error for a substitution over a limit: `$name` at `span` was
+/// being substituted when the result grew past [`MAX_EXPANSION`] (`one`)
+/// or the configuration's [`MAX_EXPANSION_TOTAL`].
+fn too_large(name: &str, one: bool, span: Span, what: &str) -> Diagnostic {
+    let (limit, scope) = if one {
+        (
+            MAX_EXPANSION,
+            "one `define` value, configuration string or compound argument",
+        )
+    } else {
+        (MAX_EXPANSION_TOTAL, "the whole configuration")
+    };
+    Diagnostic::error(
+        format!(
+            "expansion of `${name}` too large: substituting variables may add at most {limit} bytes ({} MiB) to {scope}",
+            limit >> 20
+        ),
+        Some(span),
+    )
+    .with_label("the limit was reached here")
+    .with_note(what.to_string())
+    .with_note("a variable defined as copies of another (`$b \"$a$a\"`) doubles at each step")
+}
+
+/// What [`substitute`] made of a text.
+pub(crate) struct Substituted {
+    /// The text with variables replaced (cut short when `too_large`).
+    pub out: String,
+    /// Undefined variables (left as written) with their byte ranges.
+    pub undefined: Vec<(String, usize, usize)>,
+    /// The variable, with its byte range, whose value would have made the
+    /// text grow by more than the budget.
+    pub too_large: Option<(String, usize, usize)>,
+}
+
 /// Replaces `$name`, `${name}` and `${name-default}` outside single quotes
 /// and comments. Inside double quotes the value is escaped so the string
-/// keeps its meaning. Returns the text and the undefined variables with
-/// their byte ranges.
-pub(crate) fn substitute(text: &str, env: &Env) -> (String, Vec<(String, usize, usize)>) {
+/// keeps its meaning. Substitution stops at the first variable whose value
+/// would make the text more than `budget` bytes longer than it was.
+pub(crate) fn substitute(text: &str, env: &Env, budget: usize) -> Substituted {
     let b = text.as_bytes();
     if !b.contains(&b'$') {
-        return (text.to_string(), Vec::new());
+        return Substituted {
+            out: text.to_string(),
+            undefined: Vec::new(),
+            too_large: None,
+        };
     }
     let mut out = String::with_capacity(text.len());
     let mut undefined = Vec::new();
@@ -540,13 +679,23 @@ pub(crate) fn substitute(text: &str, env: &Env) -> (String, Vec<(String, usize, 
                 }
                 out.push_str(&text[copied..start]);
                 let value = match (env.lookup(name), default) {
-                    (Some(v), _) => Some(v.to_string()),
-                    (None, Some(d)) => Some(d.to_string()),
+                    (Some(v), _) => Some(v),
+                    (None, Some(d)) => Some(d),
                     (None, None) => None,
                 };
+                // The text so far may be at most `budget` bytes longer than
+                // the `end` bytes of input it replaces.
+                let fits = |len: usize| out.len().saturating_add(len) <= end.saturating_add(budget);
                 match value {
-                    Some(v) if in_double => out.push_str(&escape_double(&v)),
-                    Some(v) => out.push_str(&v),
+                    Some(v) if !fits(if in_double { escaped_len(v) } else { v.len() }) => {
+                        return Substituted {
+                            out,
+                            undefined,
+                            too_large: Some((name.to_string(), start, end)),
+                        };
+                    }
+                    Some(v) if in_double => out.push_str(&escape_double(v)),
+                    Some(v) => out.push_str(v),
                     None => {
                         undefined.push((name.to_string(), start, end));
                         out.push_str(&text[start..end]);
@@ -559,12 +708,24 @@ pub(crate) fn substitute(text: &str, env: &Env) -> (String, Vec<(String, usize, 
         }
     }
     out.push_str(text.get(copied..).unwrap_or_default());
-    (out, undefined)
+    Substituted {
+        out,
+        undefined,
+        too_large: None,
+    }
 }
 
 /// Classes whose configuration is a script with variables of its own.
 fn is_script_class(class: &str) -> bool {
     matches!(class, "Script" | "DriverManager")
+}
+
+/// The length of `escape_double(v)`.
+fn escaped_len(v: &str) -> usize {
+    v.len()
+        + v.bytes()
+            .filter(|c| matches!(c, b'\\' | b'"' | b'$'))
+            .count()
 }
 
 fn escape_double(v: &str) -> String {
@@ -618,11 +779,18 @@ mod tests {
 
     fn env(vars: &[(&str, &str)]) -> Env {
         Env {
-            frames: vec![vars
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect()],
+            frames: vec![Rc::new(
+                vars.iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect(),
+            )],
         }
+    }
+
+    fn substitute(text: &str, env: &Env) -> (String, Vec<(String, usize, usize)>) {
+        let s = super::substitute(text, env, MAX_EXPANSION);
+        assert!(s.too_large.is_none());
+        (s.out, s.undefined)
     }
 
     #[test]

@@ -29,7 +29,12 @@
 //!   double quotes the value is escaped). Values come from compound
 //!   arguments, `define` statements and [`Options::defines`], which
 //!   override the file's top-level `define`s. An undefined variable is an
-//!   error.
+//!   error, and so is a substitution that adds more than
+//!   [`MAX_EXPANSION`] bytes to one text or [`MAX_EXPANSION_TOTAL`] to the
+//!   whole configuration (the error names the variable and where it is).
+//! * At most [`MAX_ERRORS`] errors are returned, the last diagnostic then
+//!   saying how many more there were; diagnostics under very long source
+//!   lines show a window of the line around the span.
 //! * Connections are followed through compound ports, so every
 //!   [`FlatConnection`] joins two primitive elements. Repeated connections
 //!   appear once; the list is sorted by (source, output port, destination,
@@ -65,7 +70,8 @@ mod lexer;
 pub mod names;
 mod parser;
 
-pub use diag::{Diagnostic, FileId, Level, SourceMap, Span};
+pub use diag::{elide, limit_errors, Diagnostic, FileId, Level, SourceMap, Span, MAX_ERRORS};
+pub use expand::{MAX_EXPANSION, MAX_EXPANSION_TOTAL};
 
 use std::fmt::Write as _;
 
@@ -156,7 +162,7 @@ pub fn parse_flat(
     }
     diags.sort_by_key(|d| d.span.map_or((1, 0, 0), |s| (0, s.file, s.start)));
     if diags.iter().any(|d| d.level == Level::Error) {
-        return Err(diags);
+        return Err(limit_errors(diags));
     }
     Ok((
         FlatConfig {

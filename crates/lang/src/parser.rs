@@ -83,6 +83,21 @@ pub(crate) struct Conn {
     pub span: Span,
 }
 
+/// A `define($NAME value)` entry.
+#[derive(Clone, Debug)]
+pub(crate) struct Define {
+    /// Variable name without `$`.
+    pub name: String,
+    /// Raw value (comments and `$variables` still in it).
+    pub value: String,
+    /// The value in the source, or the whole `define` arguments when the
+    /// value's place is not known (`exact` false).
+    pub span: Span,
+    /// Whether `span` covers exactly `value`, so offsets into the value
+    /// are offsets from `span.start`.
+    pub exact: bool,
+}
+
 /// The file or one compound definition.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Body {
@@ -91,8 +106,8 @@ pub(crate) struct Body {
     /// Lexical nesting depth (0 for the file).
     pub depth: usize,
     pub formals: Vec<Formal>,
-    /// `define($NAME value)` entries: name, raw value, span.
-    pub defines: Vec<(String, String, Span)>,
+    /// `define($NAME value)` entries.
+    pub defines: Vec<Define>,
     pub elements: Vec<Elem>,
     pub conns: Vec<Conn>,
     pub ninputs: usize,
@@ -458,8 +473,18 @@ impl<'a> Parser<'a> {
             return Err(());
         }
         let (text, span) = self.config();
+        // Each argument's place in the text, when it appears there as
+        // written (no comment inside), for exact spans.
+        let mut cursor = 0;
         for arg in split_args(&text) {
             let trimmed = arg.trim();
+            let at = text
+                .get(cursor..)
+                .and_then(|rest| rest.find(trimmed))
+                .map(|i| cursor + i);
+            if let Some(at) = at {
+                cursor = at + trimmed.len();
+            }
             let body = trimmed.strip_prefix('$');
             let name_len = body.map_or(0, |b| {
                 b.bytes()
@@ -469,12 +494,27 @@ impl<'a> Parser<'a> {
             match body {
                 Some(b) if name_len > 0 => {
                     let name = &b[..name_len];
-                    let value = b[name_len..].trim();
-                    if self.declare_var(scope, name, span) {
-                        scope
-                            .body
-                            .defines
-                            .push((name.to_string(), value.to_string(), span));
+                    let after = &b[name_len..];
+                    let value = after.trim();
+                    let (name_span, value_span) = match at {
+                        Some(at) => {
+                            let base = span.start as usize + at;
+                            let vstart =
+                                base + 1 + name_len + (after.len() - after.trim_start().len());
+                            (
+                                Span::new(self.file, base, base + 1 + name_len),
+                                Span::new(self.file, vstart, vstart + value.len()),
+                            )
+                        }
+                        None => (span, span),
+                    };
+                    if self.declare_var(scope, name, name_span) {
+                        scope.body.defines.push(Define {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                            span: value_span,
+                            exact: at.is_some(),
+                        });
                     }
                 }
                 _ => self.error(
@@ -833,14 +873,15 @@ impl<'a> Parser<'a> {
     }
 
     fn port_number(&mut self, s: &str, span: Span) -> PResult<usize> {
+        if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+            self.error(format!("expected port number, found `{s}`"), span);
+            return Err(());
+        }
         match s.parse::<usize>() {
-            Ok(p) if p <= MAX_PORT && s.bytes().all(|c| c.is_ascii_digit()) => Ok(p),
-            Ok(_) => {
-                self.error("port number too large", span);
-                Err(())
-            }
-            Err(_) => {
-                self.error(format!("expected port number, found `{s}`"), span);
+            Ok(p) if p <= MAX_PORT => Ok(p),
+            // All digits: too large for a port, or for any integer.
+            _ => {
+                self.error(format!("port number too large (at most {MAX_PORT})"), span);
                 Err(())
             }
         }

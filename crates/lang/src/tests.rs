@@ -507,3 +507,229 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let e = errors(&blowup);
     assert!(e.iter().any(|m| m.contains("too large")), "{e:?}");
 }
+
+/// Renders every diagnostic rustc-style, one after the other.
+fn rendered(sm: &SourceMap, diags: &[Diagnostic]) -> String {
+    diags.iter().map(|d| d.render(sm)).collect()
+}
+
+#[test]
+fn doubling_defines_hit_the_expansion_limit() {
+    // Each variable is two copies of the one before: `$A17` would be
+    // 8 * 2^17 bytes = 1 MiB, `$A20` 8 MiB.
+    let mut defs = vec!["$A0 abcdefgh".to_string()];
+    defs.extend((1..=20).map(|i| format!("$A{i} $A{p}$A{p}", p = i - 1)));
+    let src = format!(
+        "define({});\nIdle -> Foo($A20) -> Discard;",
+        defs.join(", ")
+    );
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("a 8 MiB define was accepted");
+    };
+    let first = &errs[0];
+    assert_eq!(
+        first.message,
+        "expansion of `$A17` too large: substituting variables may add at most 1048576 bytes (1 MiB) to one `define` value, configuration string or compound argument"
+    );
+    // `$A17` is 1 MiB: the span is the second `$A17` in `$A18 $A17$A17`.
+    let at = src.find("$A18 $A17$A17").expect("in source") + "$A18 $A17".len();
+    let span = first.span.expect("span");
+    assert_eq!((span.start as usize, span.end as usize), (at, at + 4));
+    let text = first.render(&sm);
+    assert!(
+        text.contains(&format!(" --> test.click:1:{}\n", at + 1)),
+        "{text}"
+    );
+    assert!(text.contains("= note: while defining `$A18`"), "{text}");
+    assert_eq!(
+        first.render_click(&sm),
+        format!("test.click:1: {}", first.message)
+    );
+    // Later variables are empty, not undefined: one error per cause.
+    assert!(
+        errs.iter().all(|d| !d.message.contains("undefined")),
+        "{}",
+        rendered(&sm, &errs)
+    );
+}
+
+#[test]
+fn quoted_doubling_defines_are_stopped_quickly() {
+    // Inside double quotes every value is escaped again, so the text grows
+    // faster than twofold at each step.
+    let mut defs = vec!["$A0 x".to_string()];
+    defs.extend((1..=15).map(|i| format!("$A{i} \"$A{p}$A{p}\"", p = i - 1)));
+    let src = format!("define({});\nIdle -> Discard;", defs.join(", "));
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("expansion bomb accepted");
+    };
+    assert!(
+        errs[0].message.starts_with("expansion of `$A") && errs[0].message.contains("too large"),
+        "{}",
+        rendered(&sm, &errs)
+    );
+    assert!(rendered(&sm, &errs).len() < 10_000);
+}
+
+#[test]
+fn compound_arguments_hit_the_expansion_limit() {
+    let mut src = String::from("elementclass C0 { $a | input -> Foo($a) -> output }\n");
+    for i in 1..=24 {
+        let _ = writeln!(
+            src,
+            "elementclass C{i} {{ $a | input -> C{p}($a$a) -> output }}",
+            p = i - 1
+        );
+    }
+    src.push_str("Idle -> C24(xy) -> Discard;");
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("a 32 MiB compound argument was accepted");
+    };
+    let d = &errs[0];
+    assert!(
+        d.message.starts_with("expansion of `$a` too large"),
+        "{}",
+        d.message
+    );
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.starts_with("while expanding the arguments of `C24@2/C23@1/")),
+        "{}",
+        d.render(&sm)
+    );
+    // The span points at a `$a` inside `C(N-1)($a$a)`.
+    let span = d.span.expect("span");
+    assert_eq!(&src[span.start as usize..span.end as usize], "$a");
+}
+
+#[test]
+fn substitution_total_is_limited() {
+    // 70 elements each given a 1 MiB value: each expansion is within its
+    // own limit, the configuration as a whole is not.
+    let big = "x".repeat(1 << 20);
+    let mut src = String::from("define($BIG ");
+    src.push_str(&big);
+    src.push_str(");\n");
+    for i in 0..70 {
+        let _ = writeln!(src, "e{i} :: Foo($BIG);");
+    }
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("70 MiB of substitutions accepted");
+    };
+    assert_eq!(errs.len(), 1, "{}", errs[0].message);
+    assert_eq!(
+        errs[0].message,
+        "expansion of `$BIG` too large: substituting variables may add at most 67108864 bytes (64 MiB) to the whole configuration"
+    );
+    // Each use adds 1 MiB less the 4 bytes of `$BIG`: the first 64 fit,
+    // the 65th (`e64`, line 66) does not.
+    assert_eq!(sm.line_col(errs[0].span.expect("span")), (66, 12));
+}
+
+#[test]
+fn errors_are_capped() {
+    // One 300 KB line with 8,000 bad port numbers.
+    let line: Vec<String> = (0..8000)
+        .map(|i| format!("Idle [9999999{i:04}] -> Discard"))
+        .collect();
+    let src = line.join("; ") + "\n";
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("expected errors");
+    };
+    assert_eq!(errs.len(), MAX_ERRORS + 1);
+    assert_eq!(errs[0].message, "port number too large (at most 65535)");
+    let last = errs.last().expect("one");
+    assert_eq!(last.level, Level::Note);
+    assert_eq!(last.message, "... and 7900 more errors");
+    assert_eq!(last.render_click(&sm), "note: ... and 7900 more errors");
+    // Each error shows a window of the line, not the whole line.
+    let text = rendered(&sm, &errs);
+    assert!(text.len() < 100 * 400, "{} bytes", text.len());
+}
+
+#[test]
+fn long_lines_are_elided_around_the_span() {
+    let pad = "Idle -> Discard; ".repeat(20);
+    let src = format!("{pad}x -> Bogus -> Discard; {pad}\nDiscard;");
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("expected errors");
+    };
+    let col = src.find("Bogus").expect("in source") + 1;
+    assert_eq!(
+        errs.iter().map(|d| d.render_click(&sm)).collect::<Vec<_>>(),
+        [
+            "test.click:1: undeclared element `x`",
+            "test.click:1: unknown element class `Bogus`"
+        ]
+    );
+    // 40 characters before the span, 80 from its start, `...` at each cut.
+    let before = &src[col - 1 - 40..col - 1];
+    let after = &src[col - 1..col - 1 + 80];
+    assert_eq!(
+        errs[1].render(&sm),
+        format!(
+            "error: unknown element class `Bogus`\n --> test.click:1:{col}\n  |\n1 | ...{before}{after}...\n  | {}^^^^^\n",
+            " ".repeat(43)
+        )
+    );
+    // A span at the start of a long line: no leading `...`.
+    let src = format!("Bogus; {pad}");
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("expected errors");
+    };
+    assert_eq!(
+        errs[0].render(&sm),
+        format!(
+            "error: unknown element class `Bogus`\n --> test.click:1:1\n  |\n1 | {}...\n  | ^^^^^\n",
+            &src[..80]
+        )
+    );
+    // A span longer than the window is underlined to the window's end.
+    let src = format!("{pad}x :: Foo($nope {});", "y".repeat(300));
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("expected errors");
+    };
+    let text = errs[0].render(&sm);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[3].len(), "1 | ...".len() + 40 + 80 + 3, "{text}");
+    assert_eq!(lines[4], format!("  | {}{}", " ".repeat(43), "^".repeat(5)));
+}
+
+#[test]
+fn overflowing_port_numbers_are_out_of_range() {
+    assert_eq!(
+        errors("Idle [99999999999999999999999] -> Discard;"),
+        ["test.click:1: port number too large (at most 65535)"]
+    );
+    assert_eq!(
+        errors("Idle [65536] -> Discard;"),
+        ["test.click:1: port number too large (at most 65535)"]
+    );
+}
+
+#[test]
+fn long_names_in_deep_compounds_are_limited() {
+    // Each level holds two instances of the level below under 10 KB
+    // names: 2^17 elements whose names repeat 17 of them (22 GB).
+    let long = |c: char| c.to_string().repeat(10_000);
+    let mut src = String::from("elementclass C0 { input -> Counter -> output }\n");
+    for i in 1..=17 {
+        let _ = writeln!(
+            src,
+            "elementclass C{i} {{ input -> {a} :: C{p} -> {b} :: C{p} -> output }}",
+            a = long('a'),
+            b = long('b'),
+            p = i - 1
+        );
+    }
+    src.push_str("Idle -> C17 -> Discard;");
+    let Err((sm, errs)) = parse_with(&src, &[]) else {
+        panic!("accepted");
+    };
+    assert_eq!(errs.len(), 1, "{}", rendered(&sm, &errs));
+    assert_eq!(
+        errs[0].message,
+        "configuration too large: element names add up to more than 67108864 bytes (64 MiB) after expansion"
+    );
+}

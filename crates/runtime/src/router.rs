@@ -333,7 +333,7 @@ impl Router {
         let mut errors = Vec::new();
         let graph = graph::build(flat, &lookup_class, &mut errors);
         if !errors.is_empty() {
-            return Err(errors);
+            return Err(pronto_lang::limit_errors(errors));
         }
         // Configure in Click's phase order (information elements such as
         // AddressInfo, IPRewriterPatterns and mappers first), so that an
@@ -389,7 +389,7 @@ impl Router {
         pronto_lang::names::clear();
         let mut elems: Vec<Box<dyn Element>> = slots.into_iter().flatten().collect();
         if !errors.is_empty() {
-            return Err(errors);
+            return Err(pronto_lang::limit_errors(errors));
         }
         // Click allocates packets as they are needed and never runs out;
         // pronto's pool grows up to a limit. A configuration whose

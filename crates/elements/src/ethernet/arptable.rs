@@ -1,12 +1,11 @@
 //! The ARP table behind `ARPQuerier` (Click's `ARPTable`): IP-to-Ethernet
 //! entries with the packets waiting for an answer.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use pronto_packet::Packet;
 
 use crate::args::Seconds;
-use crate::tcpudp::rwcore::FlowHashBuilder;
 use crate::util::cfg_err;
 use crate::{ConfigError, HandlerError};
 
@@ -60,7 +59,9 @@ pub enum Appended {
 
 /// The table state, owned by one `ARPQuerier`.
 pub struct ArpState {
-    map: HashMap<u32, Entry, FlowHashBuilder>,
+    /// Keyed by next-hop address, which packets' destinations choose:
+    /// hashed with a per-table secret key.
+    map: pronto_hash::KeyedMap<u32, Entry>,
     /// Addresses from the least to the most recently refreshed.
     age: Vec<u32>,
     entry_count: u32,
@@ -188,7 +189,7 @@ impl ArpState {
     /// An empty table.
     pub fn new(l: ArpLimits) -> ArpState {
         ArpState {
-            map: HashMap::with_hasher(FlowHashBuilder),
+            map: pronto_hash::map(),
             age: Vec::new(),
             entry_count: 0,
             packet_count: 0,

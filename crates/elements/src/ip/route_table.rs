@@ -4,9 +4,6 @@
 //! `StaticIPLookup`), the route handlers (`table`, `lookup`, `add`, `set`,
 //! `remove`, `ctrl`, `flush`) and the push loop.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use pronto_packet::table::HugeTable;
 use pronto_packet::{Batch, BATCH_MAX};
 
@@ -225,27 +222,10 @@ pub trait RouteTable {
 /// key.
 const CHILD: u32 = 1 << 31;
 
-#[derive(Default, Clone, Copy)]
-struct U32Hasher(u64);
-
-impl Hasher for U32Hasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        // Masked prefixes have many low zero bits: mix the high product
-        // bits down so that every bit of the hash depends on the address.
-        let h = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = h ^ (h >> 29) ^ (h << 32);
-    }
-}
-
-type PrefixMap = HashMap<u32, u32, BuildHasherDefault<U32Hasher>>;
+/// Routes of one prefix length by masked address. Routes come from the
+/// configuration and from handler writes (a tenant's control plane):
+/// hashed with a per-table secret key all the same (`pronto_hash`).
+type PrefixMap = pronto_hash::KeyedMap<u32, u32>;
 
 enum Loc {
     Root(usize),
@@ -286,7 +266,7 @@ impl LpmTrie {
             routes: Vec::new(),
             free_keys: Vec::new(),
             hops: vec![(0, NO_PORT)],
-            by_prefix: (0..33).map(|_| PrefixMap::default()).collect(),
+            by_prefix: (0..33).map(|_| pronto_hash::map()).collect(),
         }
     }
 
@@ -553,7 +533,7 @@ pub struct Dir248 {
     /// (gw, port) by next-hop index; index 0 is "no route".
     vports: Vec<(u32, u32)>,
     vport_refs: Vec<u32>,
-    vport_index: HashMap<(u32, u32), u16, BuildHasherDefault<U32Hasher>>,
+    vport_index: pronto_hash::KeyedMap<(u32, u32), u16>,
     free_vports: Vec<u16>,
     /// Routes by key - 1.
     routes: Vec<Option<IpRoute>>,
@@ -599,13 +579,13 @@ impl Dir248 {
             nblocks: 0,
             vports: vec![(0, NO_PORT)],
             vport_refs: vec![0],
-            vport_index: HashMap::default(),
+            vport_index: pronto_hash::map(),
             free_vports: Vec::new(),
             routes: Vec::new(),
             ages: Vec::new(),
             next_age: 1,
             free_keys: Vec::new(),
-            by_prefix: (0..33).map(|_| PrefixMap::default()).collect(),
+            by_prefix: (0..33).map(|_| pronto_hash::map()).collect(),
         }
     }
 

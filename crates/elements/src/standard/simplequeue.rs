@@ -267,7 +267,7 @@ mod tests {
         );
         assert_eq!(
             t::config_err(r),
-            "CAPACITY: integer out of range for u32, found `-1`"
+            "CAPACITY: integer out of range (0 to 4294967295), found `-1`"
         );
     }
 }
