@@ -47,6 +47,19 @@ pub struct Spec {
     /// another (a mapper, a pattern table, `AddressInfo`) finds it
     /// configured. See [`PHASE_INFO`] and [`PHASE_DEFAULT`].
     pub phase: u16,
+    /// Click's flow code (`"x/x"`, `"x/y"`, `"#/#"`, `"xy/[xy]x"`): which
+    /// inputs' packets may leave on which outputs. Agnostic ports share a
+    /// push/pull mode only where packets flow between them, and notifier
+    /// searches follow the flow.
+    pub flow: &'static str,
+    /// Click's element flags: `"S0"` says the element makes no packets of
+    /// its own (a notifier search that reaches it finds nothing to wait
+    /// for), `"S1"` that it does.
+    pub flags: &'static str,
+    /// The element prints a line per packet (or otherwise makes per-packet
+    /// output that can be seen): the runtime keeps Click's per-packet
+    /// order between such elements.
+    pub prints: bool,
 }
 
 /// Configure phase of elements that only provide information to others
@@ -133,7 +146,57 @@ impl Spec {
             doc: "",
             profile: ActionProfile::NONE,
             phase: PHASE_DEFAULT,
+            flow: "x/x",
+            flags: "",
+            prints: false,
         }
+    }
+
+    /// Sets the flow code (Click's `flow_code`).
+    pub const fn flow(mut self, f: &'static str) -> Spec {
+        self.flow = f;
+        self
+    }
+
+    /// Sets the flags (Click's `flags`).
+    pub const fn flags(mut self, f: &'static str) -> Spec {
+        self.flags = f;
+        self
+    }
+
+    /// Marks an element whose per-packet output can be seen (a printer).
+    pub const fn printing(mut self) -> Spec {
+        self.prints = true;
+        self
+    }
+
+    /// True if packets arriving on input `input` may leave on output
+    /// `output` (Click's `port_flow`).
+    pub fn flows(&self, input: usize, output: usize) -> bool {
+        let (ic, oc) = self.flow.split_once('/').unwrap_or((self.flow, self.flow));
+        let a = flow_port_class(ic, input);
+        let b = flow_port_class(oc, output);
+        match (a, b) {
+            (Some(a), Some(b)) => a.meets(&b),
+            _ => true,
+        }
+    }
+
+    /// The value of flag `c` (`'S'` of `"S0"` is `Some(0)`); `None` when
+    /// the class does not set it.
+    pub fn flag(&self, c: char) -> Option<u32> {
+        let mut it = self.flags.chars().peekable();
+        while let Some(x) = it.next() {
+            let mut digits = String::new();
+            while let Some(d) = it.peek().filter(|d| d.is_ascii_digit()) {
+                digits.push(*d);
+                it.next();
+            }
+            if x == c {
+                return Some(digits.parse().unwrap_or(1));
+            }
+        }
+        None
     }
 
     /// Sets the configure phase.
@@ -199,6 +262,74 @@ impl Spec {
         let part = self.ports.split('/').nth(output as usize).unwrap_or("0");
         parse_range(part)
     }
+}
+
+/// One port's code in a flow code: a set of letters, maybe negated. `#`
+/// stands for a letter of its own for every port number, so it is kept
+/// with the port's number.
+struct FlowClass {
+    letters: Vec<(char, usize)>,
+    negated: bool,
+}
+
+impl FlowClass {
+    fn with_port(mut self, port: usize) -> FlowClass {
+        for l in &mut self.letters {
+            if l.0 == '#' {
+                l.1 = port;
+            }
+        }
+        self
+    }
+
+    fn has(&self, l: (char, usize)) -> bool {
+        self.letters.contains(&l) != self.negated
+    }
+
+    /// True if some letter is in both classes.
+    fn meets(&self, other: &FlowClass) -> bool {
+        match (self.negated, other.negated) {
+            (true, true) => true,
+            (false, _) => self.letters.iter().any(|&l| other.has(l)),
+            (true, false) => other.letters.iter().any(|&l| self.has(l)),
+        }
+    }
+}
+
+/// The class of port `port` in one side of a flow code: one token per
+/// port, the last repeated.
+fn flow_port_class(code: &str, port: usize) -> Option<FlowClass> {
+    let mut tokens: Vec<FlowClass> = Vec::new();
+    let mut it = code.chars();
+    while let Some(c) = it.next() {
+        if c == '[' {
+            let mut letters = Vec::new();
+            let mut negated = false;
+            let mut first = true;
+            for d in it.by_ref() {
+                if d == ']' {
+                    break;
+                }
+                if first && d == '^' {
+                    negated = true;
+                } else {
+                    letters.push((d, 0));
+                }
+                first = false;
+            }
+            tokens.push(FlowClass { letters, negated });
+        } else {
+            tokens.push(FlowClass {
+                letters: vec![(c, 0)],
+                negated: false,
+            });
+        }
+    }
+    let n = tokens.len();
+    if n == 0 {
+        return None;
+    }
+    Some(tokens.swap_remove(port.min(n - 1)).with_port(port))
 }
 
 fn parse_range(s: &str) -> (usize, usize) {
@@ -320,6 +451,54 @@ impl<'a> ConfigCtx<'a> {
     }
 }
 
+/// A write-handler call an element makes when something happens (Click's
+/// `HandlerCall`: `COUNT_CALL 5 s.switch 1`, `END_CALL s0.run`): the
+/// handler, `ELEMENT.HANDLER` or a global one such as `stop`, and the value
+/// written. The runtime resolves the element name as Click does, relative
+/// to the calling element's compound first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandlerCall {
+    /// `ELEMENT.HANDLER`, or a global handler's name.
+    pub handler: String,
+    /// The value written (may be empty).
+    pub value: String,
+}
+
+impl HandlerCall {
+    /// Parses `HANDLER [VALUE]`. Errors say what was expected.
+    pub fn parse(text: &str) -> Result<HandlerCall, String> {
+        let t = text.trim();
+        let end = t.find(|c: char| c.is_ascii_whitespace()).unwrap_or(t.len());
+        let (h, v) = t.split_at(end);
+        let h = pronto_lang::args::unquote(h);
+        if h.is_empty() {
+            return Err("expected `HANDLER [VALUE]`, found nothing".into());
+        }
+        if h.ends_with('.') || h.starts_with('.') && h.len() == 1 {
+            return Err(format!("expected `ELEMENT.HANDLER`, found `{h}`"));
+        }
+        Ok(HandlerCall {
+            handler: h,
+            value: v.trim().to_string(),
+        })
+    }
+
+    /// The global `stop` handler: stop the driver.
+    pub fn is_stop(&self) -> bool {
+        self.handler == "stop" && self.value.is_empty()
+    }
+}
+
+impl std::fmt::Display for HandlerCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.value.is_empty() {
+            f.write_str(&self.handler)
+        } else {
+            write!(f, "{} {}", self.handler, self.value)
+        }
+    }
+}
+
 /// Requests an element makes of the runtime while it runs.
 #[derive(Default, Debug)]
 pub struct Control {
@@ -328,6 +507,9 @@ pub struct Control {
     /// Lines the element wants printed on standard output (Script `print`,
     /// `Print` writes to standard error directly).
     pub stdout: Vec<String>,
+    /// Handler calls to make as soon as the element's call returns, in
+    /// order (before its packets move on).
+    pub calls: Vec<HandlerCall>,
 }
 
 /// Where an element puts the packets it emits during one call.
@@ -387,6 +569,55 @@ impl<'a> Out<'a> {
     pub fn stop(&mut self) {
         self.ctrl.stop_requests += 1;
     }
+
+    /// Calls a write handler (Click's `HandlerCall::call_write`): the
+    /// runtime makes the call when this element call returns, before the
+    /// packets it emitted move on.
+    #[cold]
+    pub fn call(&mut self, c: &HandlerCall) {
+        if c.is_stop() {
+            self.stop();
+        } else {
+            self.ctrl.calls.push(c.clone());
+        }
+    }
+}
+
+/// Click's two kinds of notifier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifierKind {
+    /// "Packets may be available": offered on pull outputs (a queue's
+    /// output 0), listened to by pullers (`Unqueue`, a pull `Discard`).
+    Empty,
+    /// "Room is available": offered on push inputs (a queue's input),
+    /// listened to by sources (`InfiniteSource`).
+    Full,
+}
+
+/// How an element takes part in notification on one of its ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifierRole {
+    /// Not a notifier: a search for notifiers goes through it, along its
+    /// flow code.
+    None,
+    /// A notifier whose signal is its own state ([`Element::signal`]
+    /// ignores `upstream`): a queue. The search stops here.
+    Signal,
+    /// A notifier whose signal also depends on the signals found upstream
+    /// of its inputs (`PullSwitch`, `DelayShaper`): the runtime passes
+    /// them to [`Element::signal`]. The search stops here.
+    Derived,
+}
+
+/// The notifier a task listens to (Click's `upstream_empty_signal` and
+/// `downstream_full_signal`): the runtime does not run the task while the
+/// signal found is inactive, and runs it again once it is active.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listen {
+    /// The empty notifiers upstream of this pull input.
+    UpstreamEmpty(usize),
+    /// The full notifiers downstream of this push output.
+    DownstreamFull(usize),
 }
 
 /// What a task run did.
@@ -411,6 +642,11 @@ pub struct HandlerInfo {
     pub read: bool,
     /// Writable.
     pub write: bool,
+    /// A write changes one argument of the element's configuration
+    /// (Click's `reconfigure_keyword_handler`): `"0 CAPACITY"` is the first
+    /// positional argument or the `CAPACITY` keyword. After a successful
+    /// write the runtime rewrites the `config` handler's text.
+    pub reconfigure: Option<&'static str>,
 }
 
 impl HandlerInfo {
@@ -420,6 +656,7 @@ impl HandlerInfo {
             name,
             read: true,
             write: false,
+            reconfigure: None,
         }
     }
     /// A write-only handler.
@@ -428,6 +665,7 @@ impl HandlerInfo {
             name,
             read: false,
             write: true,
+            reconfigure: None,
         }
     }
     /// A read/write handler.
@@ -436,6 +674,17 @@ impl HandlerInfo {
             name,
             read: true,
             write: true,
+            reconfigure: None,
+        }
+    }
+    /// A read/write handler that reconfigures one argument (see
+    /// [`HandlerInfo::reconfigure`]).
+    pub const fn reconf(name: &'static str, arg: &'static str) -> Self {
+        HandlerInfo {
+            name,
+            read: true,
+            write: true,
+            reconfigure: Some(arg),
         }
     }
 }
@@ -507,6 +756,28 @@ pub trait Element: std::any::Any {
     /// an element that keeps packets must report them.
     fn held(&self) -> usize {
         0
+    }
+
+    /// The notifier this element offers of kind `kind` on port `port`
+    /// (an output for [`NotifierKind::Empty`], an input for
+    /// [`NotifierKind::Full`]).
+    fn notifier(&self, kind: NotifierKind, port: usize) -> NotifierRole {
+        let _ = (kind, port);
+        NotifierRole::None
+    }
+
+    /// The state of the notifier [`Element::notifier`] declares: true when
+    /// active (packets may be available, room is available). `upstream(i)`
+    /// is the signal found upstream of input `i`, for
+    /// [`NotifierRole::Derived`] notifiers.
+    fn signal(&self, kind: NotifierKind, port: usize, upstream: &dyn Fn(usize) -> bool) -> bool {
+        let _ = (kind, port, upstream);
+        true
+    }
+
+    /// The notifier the element's task listens to, if any.
+    fn listens(&self) -> Option<Listen> {
+        None
     }
 
     /// The element-specific handlers.

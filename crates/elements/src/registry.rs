@@ -69,6 +69,13 @@ classes!(
     crate::standard::flowpolicer::FlowPolicer,
     crate::standard::packetgen::PacketGen,
     crate::standard::packetsink::PacketSink,
+    crate::standard::frontdropqueue::FrontDropQueue,
+    crate::standard::fullnotequeue::FullNoteQueue,
+    crate::standard::mixedqueue::MixedQueue,
+    crate::standard::msqueue::MSQueue,
+    crate::standard::notifierqueue::NotifierQueue,
+    crate::standard::quicknotequeue::QuickNoteQueue,
+    crate::standard::threadsafequeue::ThreadSafeQueue,
     // end standard
     // ip/
     crate::ip::addressinfo::AddressInfo,

@@ -8,6 +8,7 @@
 
 pub mod controlsocket;
 mod graph;
+mod notify;
 mod remote;
 mod router;
 mod script;

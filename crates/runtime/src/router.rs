@@ -80,6 +80,11 @@ struct Task {
     /// ... through an element that hands packets out by time (a shaper),
     /// which may have something later without any other task running.
     pull_timed: bool,
+    /// The notifier signal the task listens to (see `notify.rs`).
+    gate: Option<crate::notify::Gate>,
+    /// The signal was inactive when the task was last due: it sleeps
+    /// until another task, a timer or a handler call makes it active.
+    asleep: bool,
 }
 
 /// How an idle task can be waited for.
@@ -94,6 +99,11 @@ enum IdleWait {
     /// Unknown: it must be polled.
     Poll,
 }
+
+/// Rounds a task may find nothing to do, under simulated time, before the
+/// clock moves on without it (more than a queue's empty notifier needs to
+/// go to sleep: ten empty pulls).
+const IDLE_SPIN: u32 = 32;
 
 /// The longest the router sleeps at once while idle.
 const IDLE_SLEEP_MAX_NS: i64 = 50_000_000;
@@ -345,6 +355,8 @@ impl Router {
                 done: false,
                 pulled_empty: false,
                 pull_timed: false,
+                gate: crate::notify::task_gate(&graph, &elems, node),
+                asleep: false,
             })
             .collect();
         let scripts = elems
@@ -485,6 +497,9 @@ impl Router {
             self.elems[node].push(port, batch, &mut out);
             out.passed()
         };
+        if !self.ctrl.calls.is_empty() {
+            self.make_calls(node);
+        }
         self.forward(node, pass, batch, bufs);
     }
 
@@ -516,6 +531,9 @@ impl Router {
             let mut none: [Batch; 0] = [];
             let mut out = Out::new(&mut none, &self.pool, now, &mut self.ctrl);
             self.elems[node].pull(port, batch, max, &mut out);
+            if !self.ctrl.calls.is_empty() {
+                self.make_calls(node);
+            }
             return;
         }
         if self.elems[node].as_pull_one().is_some() {
@@ -544,6 +562,9 @@ impl Router {
             self.elems[node].push(0, &mut got, &mut out);
             out.passed()
         };
+        if !self.ctrl.calls.is_empty() {
+            self.make_calls(node);
+        }
         if pass == Some(port) {
             batch.append(&mut got);
         }
@@ -609,6 +630,9 @@ impl Router {
             let s = self.elems[node].run_task(&mut batch, &mut out);
             (s, out.passed())
         };
+        if !self.ctrl.calls.is_empty() {
+            self.make_calls(node);
+        }
         self.forward(node, pass, &mut batch, &mut bufs);
         self.outbufs[node] = Some(bufs);
         self.put_scratch(batch);
@@ -647,6 +671,11 @@ impl Router {
             }
             let mut busy = false;
             let mut next_wake = i64::MAX;
+            if rounds_busy.is_multiple_of(16) {
+                // Timers before tasks, as Click's driver loop: a script
+                // due now reads handlers before the tasks due now run.
+                busy |= self.run_due_scripts(&mut next_wake);
+            }
             for t in 0..self.tasks.len() {
                 if self.stopped {
                     break;
@@ -658,6 +687,13 @@ impl Router {
                 if task.wake_at != i64::MIN && task.wake_at > self.run_now {
                     next_wake = next_wake.min(task.wake_at);
                     continue;
+                }
+                if let Some(g) = &task.gate {
+                    let active = g.active(&self.elems);
+                    self.tasks[t].asleep = !active;
+                    if !active {
+                        continue;
+                    }
                 }
                 let status = self.run_task(t);
                 let task = &mut self.tasks[t];
@@ -689,21 +725,8 @@ impl Router {
             // an idle wait always, so that the wait (or, under simulated
             // time, the jump to the next wake-up) never passes a script's
             // timer.
-            let now = self.run_now;
-            let clock_read = !busy || rounds_busy.is_multiple_of(16);
-            for i in 0..self.scripts.len() {
-                if !clock_read {
-                    break;
-                }
-                let node = self.scripts[i];
-                if let Some(at) = self.script_wake(node) {
-                    if at <= now {
-                        self.step_script(node, false);
-                        busy = true;
-                    } else {
-                        next_wake = next_wake.min(at);
-                    }
-                }
+            if !busy || rounds_busy.is_multiple_of(16) {
+                busy |= self.run_due_scripts(&mut next_wake);
             }
             if self.ctrl.stop_requests > 0 {
                 self.handle_stops();
@@ -714,9 +737,22 @@ impl Router {
             }
             rounds_busy = 0;
             let now = self.now();
-            let any_idle = self.tasks.iter().any(|t| !t.done && t.wake_at <= now);
+            let any_idle = self
+                .tasks
+                .iter()
+                .any(|t| !t.done && !t.asleep && t.wake_at <= now);
             match self.clock {
                 Clock::Simulated(_) => {
+                    // A task that found nothing but stays scheduled (a
+                    // puller whose queue's empty notifier has not gone to
+                    // sleep yet) holds simulated time, as in Click, for a
+                    // few rounds; then time moves on.
+                    let spinning = self.tasks.iter().any(|t| {
+                        !t.done && !t.asleep && t.wake_at <= now && t.idle_rounds < IDLE_SPIN
+                    });
+                    if spinning {
+                        continue;
+                    }
                     if next_wake != i64::MAX {
                         self.sim_now = self.sim_now.max(next_wake);
                     } else if !any_idle {
@@ -777,11 +813,37 @@ impl Router {
         }
     }
 
+    /// Steps every script whose timer is due; lowers `next_wake` to the
+    /// others' timers. True if a script ran.
+    fn run_due_scripts(&mut self, next_wake: &mut i64) -> bool {
+        let now = self.run_now;
+        let mut ran = false;
+        for i in 0..self.scripts.len() {
+            let node = self.scripts[i];
+            if let Some(at) = self.script_wake(node) {
+                if at <= now {
+                    self.step_script(node, false);
+                    ran = true;
+                } else {
+                    *next_wake = (*next_wake).min(at);
+                }
+            }
+        }
+        if self.ctrl.stop_requests > 0 {
+            self.handle_stops();
+        }
+        ran
+    }
+
     /// When every idle task waits on a file descriptor or on other tasks,
     /// blocks in `poll` until a descriptor is ready or the next timer is
     /// due; false (nothing done) otherwise.
     fn wait_on_fds(&self, now: i64, next_wake: i64) -> bool {
-        let idle = || self.tasks.iter().filter(|t| !t.done && t.wake_at <= now);
+        let idle = || {
+            self.tasks
+                .iter()
+                .filter(|t| !t.done && !t.asleep && t.wake_at <= now)
+        };
         let waits: Vec<IdleWait> = idle()
             .map(|t| match self.elems[t.node].wait_fd() {
                 Some(_) => IdleWait::Fd,
@@ -1100,6 +1162,58 @@ impl Router {
 
     // ---- handlers --------------------------------------------------------
 
+    /// Makes the handler calls element `node` asked for during its call
+    /// (Click's `HandlerCall::call_write`), resolving element names
+    /// relative to its compound. A failed call is reported and the run
+    /// goes on.
+    #[cold]
+    fn make_calls(&mut self, node: usize) {
+        let calls = std::mem::take(&mut self.ctrl.calls);
+        for c in calls {
+            let full = self.resolve_from(node, &c.handler);
+            if let Err(e) = self.write_handler(&full, &c.value) {
+                eprintln!("{}: {e}", self.graph.nodes[node].name);
+            }
+        }
+    }
+
+    /// The full name of handler `handler` as element `node` means it:
+    /// `ELEMENT.HANDLER` is looked up in `node`'s compound, then in each
+    /// enclosing one, as Click resolves names.
+    fn resolve_from(&self, node: usize, handler: &str) -> String {
+        let Some((elem, h)) = handler.rsplit_once('.') else {
+            return handler.to_string();
+        };
+        let mut prefix = self.graph.nodes[node].name.as_str();
+        while let Some(k) = prefix.rfind('/') {
+            prefix = &prefix[..k];
+            let full = format!("{prefix}/{elem}");
+            if self.find(&full).is_some() {
+                return format!("{full}.{h}");
+            }
+        }
+        handler.to_string()
+    }
+
+    /// After a handler write: Click's handlers reschedule their element's
+    /// task (`active true`, `reset`), so a task that had ended runs again.
+    fn reschedule(&mut self, node: usize) {
+        for t in &mut self.tasks {
+            if t.node == node {
+                t.done = false;
+                t.wake_at = i64::MIN;
+            }
+        }
+    }
+
+    /// The `scheduled` handler of a task: false once it has ended, while it
+    /// sleeps on a notifier and while it waits for a timer.
+    fn task_scheduled(&self, node: usize) -> Option<bool> {
+        let t = self.tasks.iter().find(|t| t.node == node)?;
+        let awake = t.gate.as_ref().is_none_or(|g| g.active(&self.elems));
+        Some(!t.done && awake && t.wake_at == i64::MIN)
+    }
+
     fn find(&self, name: &str) -> Option<usize> {
         self.graph.nodes.iter().position(|n| n.name == name)
     }
@@ -1133,6 +1247,11 @@ impl Router {
             }
             "ports" => return Ok(self.ports_text(node)),
             "handlers" => return Ok(self.handlers_text(node)),
+            "scheduled" => {
+                if let Some(s) = self.task_scheduled(node) {
+                    return Ok(s.to_string());
+                }
+            }
             _ => {}
         }
         if h == "run" && self.script_mut(node).is_some() {
@@ -1178,14 +1297,27 @@ impl Router {
                 .map(|_| ())
                 .map_err(|m| CallError::Failed(full.to_string(), m));
         }
-        self.elems[node]
+        let r = self.elems[node]
             .write_handler(h, value)
             .map_err(|e| match e {
                 HandlerError::NoSuchHandler(_) => {
                     CallError::NoHandler(elem.to_string(), h.to_string(), "write")
                 }
                 HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
-            })
+            });
+        if r.is_ok() {
+            self.reschedule(node);
+            let reconf = self.elems[node]
+                .handlers()
+                .iter()
+                .find(|x| x.name == h)
+                .and_then(|x| x.reconfigure);
+            if let Some(arg) = reconf {
+                let n = &mut self.graph.nodes[node];
+                n.config = reconfigured(&n.config, arg, value);
+            }
+        }
+        r
     }
 
     fn global_read(&mut self, h: &str, _params: &str) -> Result<String, CallError> {
@@ -1249,6 +1381,32 @@ impl Router {
         }
         s
     }
+}
+
+/// The configuration after a write to a handler that changes one argument
+/// (Click's `reconfigure_keyword_handler`): `arg` is `"N KEYWORD"` (the
+/// N-th positional argument or the keyword) or `"KEYWORD"`. A keyword
+/// argument is replaced at the end; a positional one in place.
+fn reconfigured(config: &str, arg: &str, value: &str) -> String {
+    let (pos, kw) = match arg.split_once(' ') {
+        Some((n, k)) => (n.parse::<usize>().ok(), k),
+        None => (None, arg),
+    };
+    let mut args = pronto_lang::args::split_args(config);
+    let before = args.len();
+    args.retain(|a| pronto_lang::args::split_keyword(a).map(|(k, _)| k) != Some(kw));
+    let found_kw = args.len() != before;
+    let positional = pos.filter(|&p| {
+        !found_kw
+            && args
+                .get(p)
+                .is_some_and(|a| pronto_lang::args::split_keyword(a).is_none())
+    });
+    match positional {
+        Some(p) => args[p] = value.to_string(),
+        None => args.push(format!("{kw} {value}")),
+    }
+    args.join(", ")
 }
 
 fn split_handler(full: &str) -> (Option<&str>, &str) {

@@ -220,6 +220,14 @@ const ROWS: &[Row] = &[
     r("Truncate", "in -> Truncate(30) -> MarkIPHeader -> GetIPAddress(16) -> Discard;"),
     r("Unqueue", "in -> Queue(64) -> Unqueue(BURST -1) -> Discard;"),
     r("Unstrip", "in -> Strip(20) -> Unstrip(34) -> Discard;"),
+    // standard/: queue classes, notifiers and the rest of Click's family
+    r("FrontDropQueue", two!("in -> x :: FrontDropQueue(16);")),
+    r("FullNoteQueue", two!("in -> x :: FullNoteQueue(16);")),
+    r("MixedQueue", two!("in -> t :: Tee(2); t[0] -> [0]x :: MixedQueue(16); t[1] -> [1]x;")),
+    r("MSQueue", two!("in -> x :: MSQueue(16);")),
+    r("NotifierQueue", two!("in -> x :: NotifierQueue(16);")),
+    r("QuickNoteQueue", "in -> QuickNoteQueue(16) -> Unqueue -> Discard;"),
+    r("ThreadSafeQueue", two!("in -> x :: ThreadSafeQueue(16);")),
     // ip/
     r("CheckIPHeader", two!("in -> x :: CheckIPHeader(VERBOSE true, DETAILS true);")),
     r("CheckIPHeader", two!("in -> x :: CheckIPHeader(14, INTERFACES 10.0.0.1/24, BADSRC 1.2.3.4);")),

@@ -3,7 +3,7 @@
 use pronto_packet::Batch;
 
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Listen, Out, Spec,
     TaskStatus,
 };
 
@@ -56,6 +56,10 @@ impl Element for Discard {
 
     fn has_task(&self) -> bool {
         self.pull
+    }
+
+    fn listens(&self) -> Option<Listen> {
+        self.pull.then_some(Listen::UpstreamEmpty(0))
     }
 
     fn task_pull(&mut self, _now: i64) -> Option<(usize, usize)> {

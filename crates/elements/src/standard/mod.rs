@@ -48,3 +48,11 @@ pub mod ratedsplitter;
 pub mod rrsched;
 pub mod shaper;
 pub mod tokenbucket;
+
+pub mod frontdropqueue;
+pub mod fullnotequeue;
+pub mod mixedqueue;
+pub mod msqueue;
+pub mod notifierqueue;
+pub mod quicknotequeue;
+pub mod threadsafequeue;
