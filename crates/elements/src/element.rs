@@ -510,6 +510,10 @@ pub struct Control {
     /// Handler calls to make as soon as the element's call returns, in
     /// order (before its packets move on).
     pub calls: Vec<HandlerCall>,
+    /// The runtime has work to finish for the element's call before its
+    /// packets move on: `calls` to make, or (for the runtime's own packet
+    /// `Script`) the packets themselves to run through the script.
+    pub pending: bool,
 }
 
 /// Where an element puts the packets it emits during one call.
@@ -579,6 +583,7 @@ impl<'a> Out<'a> {
             self.stop();
         } else {
             self.ctrl.calls.push(c.clone());
+            self.ctrl.pending = true;
         }
     }
 }

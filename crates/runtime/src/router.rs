@@ -497,8 +497,8 @@ impl Router {
             self.elems[node].push(port, batch, &mut out);
             out.passed()
         };
-        if !self.ctrl.calls.is_empty() {
-            self.make_calls(node);
+        if self.ctrl.pending {
+            self.after_call(node, port, batch, bufs);
         }
         self.forward(node, pass, batch, bufs);
     }
@@ -531,8 +531,8 @@ impl Router {
             let mut none: [Batch; 0] = [];
             let mut out = Out::new(&mut none, &self.pool, now, &mut self.ctrl);
             self.elems[node].pull(port, batch, max, &mut out);
-            if !self.ctrl.calls.is_empty() {
-                self.make_calls(node);
+            if self.ctrl.pending {
+                self.after_call(node, 0, &mut Batch::new(), &mut []);
             }
             return;
         }
@@ -562,8 +562,8 @@ impl Router {
             self.elems[node].push(0, &mut got, &mut out);
             out.passed()
         };
-        if !self.ctrl.calls.is_empty() {
-            self.make_calls(node);
+        if self.ctrl.pending {
+            self.after_call(node, 0, &mut got, &mut bufs);
         }
         if pass == Some(port) {
             batch.append(&mut got);
@@ -630,8 +630,8 @@ impl Router {
             let s = self.elems[node].run_task(&mut batch, &mut out);
             (s, out.passed())
         };
-        if !self.ctrl.calls.is_empty() {
-            self.make_calls(node);
+        if self.ctrl.pending {
+            self.after_call(node, 0, &mut batch, &mut bufs);
         }
         self.forward(node, pass, &mut batch, &mut bufs);
         self.outbufs[node] = Some(bufs);
@@ -1161,6 +1161,53 @@ impl Router {
     }
 
     // ---- handlers --------------------------------------------------------
+
+    /// Finishes an element call the element left to the runtime: its
+    /// handler calls, then, for a packet `Script`, its packets (the batch
+    /// that arrived on input `port`), each run through the script and put
+    /// in the buffer of the output the script returns.
+    #[cold]
+    fn after_call(&mut self, node: usize, port: usize, batch: &mut Batch, bufs: &mut [Batch]) {
+        self.ctrl.pending = false;
+        if !self.ctrl.calls.is_empty() {
+            self.make_calls(node);
+        }
+        if batch.is_empty() || self.script_mut(node).is_none() {
+            return;
+        }
+        for p in batch.drain() {
+            let out = self.drive_packet(node, port);
+            match out.and_then(|o| bufs.get_mut(o)) {
+                Some(b) => {
+                    let _ = b.push(p);
+                }
+                None => {
+                    if let Some(s) = self.script_mut(node) {
+                        s.count_drop();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a packet script for one packet that arrived on `port`; the
+    /// output it chose, if any.
+    fn drive_packet(&mut self, node: usize, port: usize) -> Option<usize> {
+        let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
+        let out = match elem.as_any_mut().and_then(|a| a.downcast_mut::<Script>()) {
+            Some(script) => {
+                let mut env = RouterEnv {
+                    router: self,
+                    me: node,
+                };
+                script.run_packet(&mut env, port)
+            }
+            None => None,
+        };
+        self.elems[node] = elem;
+        self.flush_output();
+        out
+    }
 
     /// Makes the handler calls element `node` asked for during its call
     /// (Click's `HandlerCall::call_write`), resolving element names
