@@ -74,8 +74,8 @@ fn check_reports_every_configuration_error() {
     // Click's one-line form first, for each error, in source order...
     assert!(
         err.starts_with(
-            "two.click:2: too many arguments: `FOO bar` was not expected\n\
-             two.click:3: CAPACITY: integer out of range for u32, found `-5`\n\n"
+            "two.click:2: While configuring 'c :: Counter':\n  too many arguments: `FOO bar` was not expected\n\
+             two.click:3: While configuring 'q :: Queue':\n  CAPACITY: integer out of range for u32, found `-5`\n\n"
         ),
         "{err}"
     );
@@ -108,12 +108,12 @@ fn check_reports_unknown_class_then_bad_argument() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
-        err.starts_with("bad.click:2: unknown element class `Bogus`\n"),
+        err.starts_with("bad.click:2: unknown element class 'Bogus'\n"),
         "{err}"
     );
     assert!(
         err.contains(
-            "error: unknown element class `Bogus`\n --> bad.click:2:6\n  |\n2 |   -> Bogus\n  |      ^^^^^"
+            "error: unknown element class 'Bogus'\n --> bad.click:2:6\n  |\n2 |   -> Bogus\n  |      ^^^^^"
         ),
         "{err}"
     );
@@ -123,7 +123,9 @@ fn check_reports_unknown_class_then_bad_argument() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
-        err.starts_with("bad.click:3: too many arguments: `FOO bar` was not expected\n"),
+        err.starts_with(
+            "bad.click:3: While configuring 'c :: Counter':\n  too many arguments: `FOO bar` was not expected\n"
+        ),
         "{err}"
     );
     assert!(err.contains("\n  |                   ^^^^^^^\n"), "{err}");

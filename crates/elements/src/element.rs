@@ -257,10 +257,29 @@ impl Spec {
     }
 
     /// The allowed (min, max) counts of inputs (`output == false`) or
-    /// outputs; `max == usize::MAX` for "any number".
+    /// outputs; `max == usize::MAX` for "any number". An output count of
+    /// `=` (`"-/="`: as many outputs as inputs) gives the input range.
     pub fn port_range(&self, output: bool) -> (usize, usize) {
         let part = self.ports.split('/').nth(output as usize).unwrap_or("0");
+        if output && part.starts_with('=') {
+            return self.port_range(false);
+        }
         parse_range(part)
+    }
+
+    /// The numbers of inputs and outputs an element has when connections
+    /// use `used_in` inputs and `used_out` outputs: each brought within
+    /// the class's range; `=` outputs follow the inputs (`=+` one more),
+    /// as Click's `notify_nports`.
+    pub fn port_counts(&self, used_in: usize, used_out: usize) -> (usize, usize) {
+        let (lo, hi) = self.port_range(false);
+        let nin = used_in.clamp(lo, hi.max(lo));
+        let out = self.ports.split('/').nth(1).unwrap_or("0");
+        if let Some(plus) = out.strip_prefix('=') {
+            return (nin, nin + plus.bytes().filter(|&c| c == b'+').count());
+        }
+        let (lo, hi) = self.port_range(true);
+        (nin, used_out.clamp(lo, hi.max(lo)))
     }
 }
 

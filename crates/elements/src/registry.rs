@@ -76,6 +76,16 @@ classes!(
     crate::standard::notifierqueue::NotifierQueue,
     crate::standard::quicknotequeue::QuickNoteQueue,
     crate::standard::threadsafequeue::ThreadSafeQueue,
+    crate::standard::nulls::Null1,
+    crate::standard::nulls::Null2,
+    crate::standard::nulls::Null3,
+    crate::standard::nulls::Null4,
+    crate::standard::nulls::Null5,
+    crate::standard::nulls::Null6,
+    crate::standard::nulls::Null7,
+    crate::standard::nulls::Null8,
+    crate::standard::pullnull::PullNull,
+    crate::standard::pushnull::PushNull,
     // end standard
     // ip/
     crate::ip::addressinfo::AddressInfo,

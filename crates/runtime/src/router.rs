@@ -156,6 +156,12 @@ pub struct Router {
     pull_one_seen: bool,
     script_error: Option<String>,
     flat_text: String,
+    /// The configuration as written (Click's `config` handler).
+    source_text: String,
+    /// `require(...)` entries: kind and value.
+    requirements: Vec<(String, String)>,
+    /// Every connection (from, output, to, input), for `flatconfig`.
+    conns: Vec<(usize, usize, usize, usize)>,
     /// The other threads' routers, under `pronto run --threads N`
     /// (`None`: the only router, and no cost in the task loop).
     link: Option<Box<Link>>,
@@ -261,7 +267,7 @@ impl Router {
     /// path); `None`: a pool of `opts.pool_slots` slots is made here.
     pub fn build_with_pool(
         flat: &FlatConfig,
-        _sm: &SourceMap,
+        sm: &SourceMap,
         opts: &RouterOptions,
         pool: Option<Pool>,
     ) -> Result<Router, Vec<Diagnostic>> {
@@ -312,9 +318,15 @@ impl Router {
                 Ok(e) => e,
                 Err(e) => {
                     errors.push(
-                        Diagnostic::error(e.message.clone(), Some(node.config_span)).with_note(
-                            format!("while configuring `{} :: {}`", node.name, entry.spec.name),
-                        ),
+                        Diagnostic::error(e.message.clone(), Some(node.config_span))
+                            .with_note(format!(
+                                "while configuring `{} :: {}`",
+                                node.name, entry.spec.name
+                            ))
+                            .with_context(
+                                format!("While configuring '{} :: {}'", node.name, entry.spec.name),
+                                node.span,
+                            ),
                     );
                     Box::new(Placeholder)
                 }
@@ -389,6 +401,21 @@ impl Router {
             pull_one_seen: false,
             script_error: None,
             flat_text: flat.to_click(),
+            source_text: if flat.compact_config() {
+                String::new()
+            } else {
+                sm.text(pronto_lang::FileId(0)).to_string()
+            },
+            requirements: flat
+                .requirements
+                .iter()
+                .map(|(k, v, _)| (k.clone(), v.clone()))
+                .collect(),
+            conns: flat
+                .connections
+                .iter()
+                .map(|c| (c.from, c.from_port, c.to, c.to_port))
+                .collect(),
             link: None,
             inbox: None,
             pool,
@@ -1382,7 +1409,21 @@ impl Router {
                 }
                 Ok(s)
             }
-            "flatconfig" | "config" => Ok(self.flat_text.clone()),
+            "flatconfig" => Ok(self.flatconfig()),
+            // The text as written, unless it asked for compact_config.
+            "config" if self.source_text.is_empty() => Ok(self.flatconfig()),
+            "config" => Ok(self.source_text.clone()),
+            "requirements" => Ok(self
+                .requirements
+                .iter()
+                .map(|(k, v)| format!("{k}\n{v}\n"))
+                .collect()),
+            "driver" => Ok("userlevel".to_string()),
+            "packages" => Ok(String::new()),
+            "handlers" => Ok(GLOBAL_HANDLERS
+                .iter()
+                .map(|(n, m)| format!("{n}\t{m}\n"))
+                .collect()),
             "classes" => Ok(all_classes()
                 .iter()
                 .map(|e| format!("{}\n", e.spec.name))
@@ -1390,6 +1431,27 @@ impl Router {
             "now" => Ok(crate::script::click_timestamp(self.now())),
             _ => Err(CallError::NoHandler(String::new(), h.to_string(), "read")),
         }
+    }
+
+    /// Click's `flatconfig`: the configuration as the router now has it
+    /// (elements' configurations after reconfiguring writes).
+    fn flatconfig(&self) -> String {
+        if self.link.is_some() {
+            // Several threads: the whole configuration, as built.
+            return self.flat_text.clone();
+        }
+        let reqs: Vec<(&str, &str)> = self
+            .requirements
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let decls: Vec<(&str, &str, &str)> = self
+            .graph
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.class.name, n.config.as_str()))
+            .collect();
+        pronto_lang::unparse(&reqs, &decls, &self.conns)
     }
 
     fn ports_text(&self, node: usize) -> String {
@@ -1455,6 +1517,22 @@ fn reconfigured(config: &str, arg: &str, value: &str) -> String {
     }
     args.join(", ")
 }
+
+/// The global handlers and their modes, as the global `handlers` handler
+/// lists them.
+const GLOBAL_HANDLERS: &[(&str, &str)] = &[
+    ("version", "r"),
+    ("driver", "r"),
+    ("config", "r"),
+    ("flatconfig", "r"),
+    ("requirements", "r"),
+    ("handlers", "r"),
+    ("list", "r"),
+    ("classes", "r"),
+    ("packages", "r"),
+    ("now", "r"),
+    ("stop", "w"),
+];
 
 fn split_handler(full: &str) -> (Option<&str>, &str) {
     match full.rfind('.') {

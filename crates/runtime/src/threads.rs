@@ -242,7 +242,11 @@ pub fn partition(flat: &FlatConfig, nthreads: usize) -> Result<Partition, Vec<Di
                         format!("`{}` does not name an element", p.element),
                         Some(flat.elements[si].config_span),
                     )
-                    .with_note(note.clone()),
+                    .with_note(note.clone())
+                    .with_context(
+                        format!("While configuring '{} :: {}'", se.name, se.class),
+                        se.span,
+                    ),
                 );
                 continue;
             }

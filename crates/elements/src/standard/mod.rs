@@ -54,5 +54,8 @@ pub mod fullnotequeue;
 pub mod mixedqueue;
 pub mod msqueue;
 pub mod notifierqueue;
+pub mod nulls;
+pub mod pullnull;
+pub mod pushnull;
 pub mod quicknotequeue;
 pub mod threadsafequeue;
