@@ -607,6 +607,17 @@ impl<'a> Out<'a> {
     }
 }
 
+/// See [`Element::pull_from`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PullFrom {
+    /// Pull input 0 and run the element's push logic on what came.
+    Process,
+    /// Pull this input and hand the packets on unchanged.
+    Input(usize),
+    /// Answer nothing.
+    Nothing,
+}
+
 /// Click's two kinds of notifier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotifierKind {
@@ -782,6 +793,14 @@ pub trait Element: std::any::Any {
         0
     }
 
+    /// Messages the element has for the user after configuring (Click's
+    /// `errh->message` and `errh->warning` in `configure`): each `(true,
+    /// text)` is a warning, `(false, text)` a plain message. The runtime
+    /// prints them with Click's `While configuring` context.
+    fn config_messages(&mut self) -> Vec<(bool, String)> {
+        Vec::new()
+    }
+
     /// The notifier this element offers of kind `kind` on port `port`
     /// (an output for [`NotifierKind::Empty`], an input for
     /// [`NotifierKind::Full`]).
@@ -823,6 +842,15 @@ pub trait Element: std::any::Any {
     /// Called once when the router stops, so that output files are
     /// flushed.
     fn cleanup(&mut self) {}
+
+    /// How the element answers a pull on output `port` when it is not a
+    /// pull source: by pulling input 0 and processing the packets (the
+    /// default), by pulling one chosen input and passing its packets on
+    /// unchanged (`Bypass`, `PullSwitch`), or with nothing.
+    fn pull_from(&mut self, port: usize) -> PullFrom {
+        let _ = port;
+        PullFrom::Process
+    }
 
     /// For elements that answer a pull by choosing, packet by packet, which
     /// input to pull (schedulers, shapers: Click's `input(i).pull()`): the

@@ -237,6 +237,11 @@ impl Diagnostic {
         Self::new(Level::Error, message, span)
     }
 
+    /// A note: information, neither an error nor a warning.
+    pub fn note(message: impl Into<String>, span: Option<Span>) -> Self {
+        Self::new(Level::Note, message, span)
+    }
+
     /// A warning.
     pub fn warning(message: impl Into<String>, span: Option<Span>) -> Self {
         Self::new(Level::Warning, message, span)
@@ -297,9 +302,16 @@ impl Diagnostic {
         };
         if let Some((context, at)) = &self.context {
             let (name, line) = sm.landmark(*at);
-            let mut out = format!("{name}:{line}: {prefix}{context}:");
-            for l in self.message.lines() {
-                let _ = write!(out, "\n  {l}");
+            // The level goes with the message (`warning: ...`), not with
+            // the context line, as Click's ContextErrorHandler prints it.
+            let mut out = format!("{name}:{line}: {context}:");
+            for (k, l) in self.message.lines().enumerate() {
+                let p = if k == 0 && self.level == Level::Warning && !l.starts_with("warning: ") {
+                    prefix
+                } else {
+                    ""
+                };
+                let _ = write!(out, "\n  {p}{l}");
             }
             return out;
         }

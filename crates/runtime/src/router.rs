@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use pronto_elements::{
-    ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, Peer, Peers, TaskStatus,
+    ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, Peer, Peers, PullFrom, TaskStatus,
 };
 use pronto_lang::{Diagnostic, FlatConfig, SourceMap};
 use pronto_packet::{Batch, Pool, BATCH_MAX};
@@ -151,6 +151,11 @@ pub struct Router {
     /// element).
     run_now: i64,
     stopped: bool,
+    /// Elements stepped out of `elems` while they pull their inputs.
+    out_of_table: Vec<usize>,
+    /// Handler calls to such elements, made once they are back: (caller,
+    /// full handler name, value).
+    deferred: Vec<(usize, String, String)>,
     /// Set when a pull went through a [`pronto_elements::PullOne`]
     /// element (reset before each task's pull).
     pull_one_seen: bool,
@@ -315,7 +320,21 @@ impl Router {
             };
             pronto_lang::names::set_current(&node.name);
             let built = match (entry.factory)(&ctx) {
-                Ok(e) => e,
+                Ok(mut e) => {
+                    for (warning, text) in e.config_messages() {
+                        let d = if warning {
+                            Diagnostic::warning(text, Some(node.config_span))
+                        } else {
+                            Diagnostic::note(text, Some(node.config_span))
+                        };
+                        let d = d.with_context(
+                            format!("While configuring '{} :: {}'", node.name, entry.spec.name),
+                            node.span,
+                        );
+                        eprintln!("{}", d.render_click(sm));
+                    }
+                    e
+                }
                 Err(e) => {
                     errors.push(
                         Diagnostic::error(e.message.clone(), Some(node.config_span))
@@ -399,6 +418,8 @@ impl Router {
             run_now: 0,
             stopped: false,
             pull_one_seen: false,
+            out_of_table: Vec::new(),
+            deferred: Vec::new(),
             script_error: None,
             flat_text: flat.to_click(),
             source_text: if flat.compact_config() {
@@ -530,14 +551,21 @@ impl Router {
         self.forward(node, pass, batch, bufs);
     }
 
-    /// Sends the element's results on: the input batch to the passed port,
-    /// then each output buffer in port order.
+    /// Sends the element's results on, in output port order (Click's Tee
+    /// pushes output 0 first): at each port the passed batch, then that
+    /// port's buffer.
     fn forward(&mut self, node: usize, pass: Option<usize>, batch: &mut Batch, bufs: &mut [Batch]) {
-        match pass {
-            Some(p) if !batch.is_empty() => self.send(node, p, batch),
-            _ => batch.clear(),
-        }
+        let pass = match pass {
+            Some(p) if !batch.is_empty() && p < bufs.len() => p,
+            _ => {
+                batch.clear();
+                usize::MAX
+            }
+        };
         for (p, b) in bufs.iter_mut().enumerate() {
+            if p == pass {
+                self.send(node, p, batch);
+            }
             if !b.is_empty() {
                 self.send(node, p, b);
             }
@@ -566,6 +594,16 @@ impl Router {
         if self.elems[node].as_pull_one().is_some() {
             self.pull_each(node, port, batch, max);
             return;
+        }
+        match self.elems[node].pull_from(port) {
+            PullFrom::Process => {}
+            PullFrom::Input(i) => {
+                if let Some((src, sport)) = self.graph.in_conn[node].get(i).copied().flatten() {
+                    self.pull(src as usize, sport as usize, batch, max);
+                }
+                return;
+            }
+            PullFrom::Nothing => return,
         }
         // An agnostic or pull-through element: pull its input, then let it
         // process the batch; what it sends to `port` is the answer, what it
@@ -616,6 +654,7 @@ impl Router {
         // The element steps out of the table while it runs, so that its
         // input pulls can use the router.
         let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
+        self.out_of_table.push(node);
         let now = self.run_now;
         self.pull_one_seen = true;
         if let Some(p1) = elem.as_pull_one() {
@@ -630,6 +669,10 @@ impl Router {
             }
         }
         self.elems[node] = elem;
+        self.out_of_table.pop();
+        if self.out_of_table.is_empty() && !self.deferred.is_empty() {
+            self.make_deferred_calls();
+        }
     }
 
     // ---- tasks and driving ----------------------------------------------
@@ -1245,7 +1288,24 @@ impl Router {
         let calls = std::mem::take(&mut self.ctrl.calls);
         for c in calls {
             let full = self.resolve_from(node, &c.handler);
+            let target = split_handler(&full).0.and_then(|e| self.find(e));
+            if target.is_some_and(|t| self.out_of_table.contains(&t)) {
+                // The element is in the middle of its own call (a
+                // scheduler pulling its inputs): the write waits until it
+                // is back, as Click's would take effect on its next call.
+                self.deferred.push((node, full, c.value));
+                continue;
+            }
             if let Err(e) = self.write_handler(&full, &c.value) {
+                eprintln!("{}: {e}", self.graph.nodes[node].name);
+            }
+        }
+    }
+
+    #[cold]
+    fn make_deferred_calls(&mut self) {
+        for (node, full, value) in std::mem::take(&mut self.deferred) {
+            if let Err(e) = self.write_handler(&full, &value) {
                 eprintln!("{}: {e}", self.graph.nodes[node].name);
             }
         }

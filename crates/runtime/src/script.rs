@@ -1379,7 +1379,14 @@ impl Script {
         self.pc = 0;
         self.run_args = args.to_string();
         let state = self.drive(env, 0, StepKind::Jump);
-        self.run_args.clear();
+        // Click keeps the arguments for a script that waits or ends
+        // normally (a `wait` later in it still sees `$1`), and forgets
+        // them after `stop` or an error.
+        if matches!(state, ScriptState::Ended { stop: true, .. })
+            || matches!(state, ScriptState::Ended { error: Some(_), .. })
+        {
+            self.run_args.clear();
+        }
         let value = match self.insns.get(self.pc) {
             Some(Insn::Return { .. }) if self.finished => Ok(self.var("_").unwrap_or_default()),
             _ => Ok(String::new()),
