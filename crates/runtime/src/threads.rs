@@ -909,7 +909,7 @@ mod tests {
         let e = partition(&f, 2).expect_err("port error");
         assert_eq!(
             e[0].message,
-            "`d :: Discard` has no outputs, but output 0 is connected"
+            "'d :: Discard' has no output 0"
         );
     }
 
