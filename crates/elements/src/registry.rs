@@ -101,6 +101,9 @@ classes!(
     crate::standard::portinfo::PortInfo,
     crate::standard::resize::Resize,
     crate::standard::scheduleinfo::ScheduleInfo,
+    crate::standard::pullswitch::PullSwitch,
+    crate::standard::simplepullswitch::SimplePullSwitch,
+    crate::standard::staticpullswitch::StaticPullSwitch,
     // end standard
     // ip/
     crate::ip::addressinfo::AddressInfo,

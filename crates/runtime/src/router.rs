@@ -713,11 +713,11 @@ impl Router {
     /// intercept it, the end of a driver script, or a `stop` instruction.
     pub fn run(&mut self) -> Result<(), String> {
         self.start_control_sockets();
-        for i in 0..self.scripts.len() {
-            let node = self.scripts[i];
-            self.step_script(node, false);
-        }
-        self.handle_stops();
+        // Click's driver loop: each round runs the ready tasks, then the
+        // timers that are due (scripts, and tasks sleeping until a time,
+        // which run in the next round). The scripts start in the first
+        // timer phase, after the tasks' first run.
+        let mut scripts_started = false;
         let mut rounds_busy: u32 = 0;
         while !self.stopped {
             // The clock is read once per round, and while the router is
@@ -741,11 +741,6 @@ impl Router {
             }
             let mut busy = false;
             let mut next_wake = i64::MAX;
-            if rounds_busy.is_multiple_of(16) {
-                // Timers before tasks, as Click's driver loop: a script
-                // due now reads handlers before the tasks due now run.
-                busy |= self.run_due_scripts(&mut next_wake);
-            }
             for t in 0..self.tasks.len() {
                 if self.stopped {
                     break;
@@ -754,7 +749,8 @@ impl Router {
                 if task.done {
                     continue;
                 }
-                if task.wake_at != i64::MIN && task.wake_at > self.run_now {
+                if task.wake_at != i64::MIN {
+                    // Waiting for its time (the timer phase readies it).
                     next_wake = next_wake.min(task.wake_at);
                     continue;
                 }
@@ -790,12 +786,26 @@ impl Router {
                     self.flush_output();
                 }
             }
-            // Script timers: time only moves when the clock is read. While
-            // tasks are busy the timers are checked every 16 rounds; before
-            // an idle wait always, so that the wait (or, under simulated
-            // time, the jump to the next wake-up) never passes a script's
-            // timer.
+            // Timers: time only moves when the clock is read. While tasks
+            // are busy the timers are checked every 16 rounds; before an
+            // idle wait always, so that the wait (or, under simulated time,
+            // the jump to the next wake-up) never passes a timer.
             if !busy || rounds_busy.is_multiple_of(16) {
+                if !scripts_started {
+                    scripts_started = true;
+                    for i in 0..self.scripts.len() {
+                        let node = self.scripts[i];
+                        self.step_script(node, false);
+                    }
+                    busy = true;
+                }
+                let now = self.run_now;
+                for task in &mut self.tasks {
+                    if !task.done && task.wake_at != i64::MIN && task.wake_at <= now {
+                        task.wake_at = i64::MIN;
+                        busy = true;
+                    }
+                }
                 busy |= self.run_due_scripts(&mut next_wake);
             }
             if self.ctrl.stop_requests > 0 {

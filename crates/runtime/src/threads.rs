@@ -907,10 +907,7 @@ mod tests {
         );
         let (f, _) = flat("InfiniteSource -> d :: Discard -> Discard;");
         let e = partition(&f, 2).expect_err("port error");
-        assert_eq!(
-            e[0].message,
-            "'d :: Discard' has no output 0"
-        );
+        assert_eq!(e[0].message, "'d :: Discard' has no output 0");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use pronto_packet::{Batch, BATCH_MAX};
 use super::shared::{handler_value, template, DataArg, DEFAULT_DATA};
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerCall, HandlerError, HandlerInfo, Listen,
-    Out, Spec, TaskStatus,
+    NotifierKind, NotifierRole, Out, Spec, TaskStatus,
 };
 
 /// Makes copies of one packet, a batch per task run (push) or on demand
@@ -23,11 +23,15 @@ pub struct InfiniteSource {
     timestamp: bool,
     count: u64,
     push: bool,
+    /// Pull mode: Click's empty notifier (active until a pull finds the
+    /// source inactive or at its limit; a handler write wakes it).
+    pull_active: bool,
 }
 
 impl InfiniteSource {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("InfiniteSource")
+        .flags("S1")
         .ports("0/1")
         .processing("a/a")
         .keywords(&[
@@ -107,6 +111,7 @@ impl InfiniteSource {
             timestamp,
             count: 0,
             push: ctx.output_push.first().copied().unwrap_or(true),
+            pull_active: true,
         };
         s.setup();
         Ok(Box::new(s))
@@ -193,12 +198,26 @@ impl Element for InfiniteSource {
         }
     }
 
+    fn notifier(&self, kind: NotifierKind, port: usize) -> NotifierRole {
+        if !self.push && kind == NotifierKind::Empty && port == 0 {
+            NotifierRole::Signal
+        } else {
+            NotifierRole::None
+        }
+    }
+
+    fn signal(&self, _kind: NotifierKind, _port: usize, _up: &dyn Fn(usize) -> bool) -> bool {
+        self.pull_active
+    }
+
     fn pull(&mut self, _port: usize, batch: &mut Batch, max: usize, out: &mut Out<'_>) {
         if !self.active {
+            self.pull_active = false;
             return;
         }
         let n = self.allowed(max.min(batch.room()));
         if n == 0 {
+            self.pull_active = false;
             if self.limit_reached() {
                 if let Some(c) = self.end_call.as_ref().filter(|_| !self.stopped) {
                     self.stopped = true;
@@ -261,6 +280,9 @@ impl Element for InfiniteSource {
             }
             "active" => self.active = handler_value(value, "active parameter must be boolean")?,
             _ => return Err(HandlerError::NoSuchHandler(name.into())),
+        }
+        if self.active && !self.limit_reached() {
+            self.pull_active = true;
         }
         Ok(())
     }
@@ -379,6 +401,14 @@ mod tests {
         assert_eq!(t::bytes(&got), vec![b"x".to_vec(); 3]);
         let (got, _) = t::pull(s.as_mut(), &pool, 0, 3, 1, 0);
         assert_eq!(got.len(), 2);
+        // Exhausted: its empty notifier sleeps until a write wakes it.
+        assert_eq!(s.notifier(NotifierKind::Empty, 0), NotifierRole::Signal);
+        assert!(s.signal(NotifierKind::Empty, 0, &|_| true));
+        let (got, _) = t::pull(s.as_mut(), &pool, 0, 3, 1, 0);
+        assert!(got.is_empty());
+        assert!(!s.signal(NotifierKind::Empty, 0, &|_| true));
+        s.write_handler("reset", "").expect("reset");
+        assert!(s.signal(NotifierKind::Empty, 0, &|_| true));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub struct PrioSched {
 impl PrioSched {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("PrioSched")
+        .flags("S0")
         .ports("-/1")
         .processing("l/l")
         .profile(ActionProfile::NONE)

@@ -15,6 +15,7 @@ pub struct RoundRobinSched {
 impl RoundRobinSched {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("RoundRobinSched")
+        .flags("S0")
         .ports("-/1")
         .processing("l/l")
         .profile(ActionProfile::NONE)

@@ -119,7 +119,9 @@ impl SimpleQueue {
             notes,
             policy,
             sleep,
-            empty_active: false,
+            // Click's signals start active; the empty one sleeps once
+            // pulls find the queue empty.
+            empty_active: true,
             full_active: true,
             sleepiness: 0,
         })
