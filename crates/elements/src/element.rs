@@ -927,6 +927,14 @@ pub struct WaitFd<'a> {
 pub trait PullInputs {
     /// Pulls one packet from input `input`.
     fn pull_input(&mut self, input: usize) -> Option<Packet>;
+
+    /// Whether the notifiers upstream of input `input` say packets may be
+    /// available (Click's `upstream_empty_signal`): a scheduler skips an
+    /// input whose signal is inactive, as Click's do.
+    fn input_active(&mut self, input: usize) -> bool {
+        let _ = input;
+        true
+    }
 }
 
 /// An element that answers a pull on its output by pulling its inputs one

@@ -21,9 +21,11 @@ pub mod icmp;
 pub mod ids;
 pub mod ip;
 pub mod nfp;
+pub mod simple;
 pub mod standard;
 pub mod stateful;
 pub mod tcpudp;
+pub mod threads;
 pub mod userlevel;
 
 pub use args::{

@@ -102,8 +102,14 @@ classes!(
     crate::standard::resize::Resize,
     crate::standard::scheduleinfo::ScheduleInfo,
     crate::standard::pullswitch::PullSwitch,
-    crate::standard::simplepullswitch::SimplePullSwitch,
+    crate::simple::simplepullswitch::SimplePullSwitch,
     crate::standard::staticpullswitch::StaticPullSwitch,
+    crate::standard::stridesched::StrideSched,
+    crate::standard::strideswitch::StrideSwitch,
+    crate::standard::timedsink::TimedSink,
+    crate::simple::simpleidle::SimpleIdle,
+    crate::simple::simplepriosched::SimplePrioSched,
+    crate::simple::simplerrsched::SimpleRoundRobinSched,
     // end standard
     // ip/
     crate::ip::addressinfo::AddressInfo,

@@ -12,6 +12,8 @@ use pronto_elements::{ConfigCtx, Spec};
 
 const FAMILIES: &[&str] = &[
     "standard",
+    "simple",
+    "threads",
     "nfp",
     "ip",
     "tcpudp",

@@ -84,6 +84,21 @@ pub(crate) fn task_gate(g: &Graph, elems: &[Box<dyn Element>], node: usize) -> O
     }
 }
 
+/// The signals upstream of each input of element `node` (for schedulers
+/// that skip inputs with nothing to give).
+pub(crate) fn input_gates(g: &Graph, elems: &[Box<dyn Element>], node: usize) -> Vec<Gate> {
+    (0..g.nodes[node].ninputs)
+        .map(|i| {
+            let mut s = Search {
+                g,
+                elems,
+                seen: Vec::new(),
+            };
+            s.upstream_of_input(node, i)
+        })
+        .collect()
+}
+
 struct Search<'a> {
     g: &'a Graph,
     elems: &'a [Box<dyn Element>],

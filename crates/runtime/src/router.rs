@@ -151,6 +151,9 @@ pub struct Router {
     /// element).
     run_now: i64,
     stopped: bool,
+    /// For elements that pull their inputs one packet at a time: the
+    /// signal upstream of each input (empty for the others).
+    input_gates: Vec<Vec<crate::notify::Gate>>,
     /// Elements stepped out of `elems` while they pull their inputs.
     out_of_table: Vec<usize>,
     /// Handler calls to such elements, made once they are back: (caller,
@@ -390,6 +393,15 @@ impl Router {
                 asleep: false,
             })
             .collect();
+        let input_gates: Vec<Vec<crate::notify::Gate>> = (0..elems.len())
+            .map(|i| {
+                if elems[i].as_pull_one().is_some() {
+                    crate::notify::input_gates(&graph, &elems, i)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
         let scripts = elems
             .iter_mut()
             .enumerate()
@@ -418,6 +430,7 @@ impl Router {
             run_now: 0,
             stopped: false,
             pull_one_seen: false,
+            input_gates,
             out_of_table: Vec::new(),
             deferred: Vec::new(),
             script_error: None,
@@ -1681,6 +1694,13 @@ struct RouterInputs<'r> {
 }
 
 impl pronto_elements::PullInputs for RouterInputs<'_> {
+    fn input_active(&mut self, input: usize) -> bool {
+        match self.router.input_gates[self.node].get(input) {
+            Some(g) => g.active(&self.router.elems),
+            None => true,
+        }
+    }
+
     fn pull_input(&mut self, input: usize) -> Option<pronto_packet::Packet> {
         let (src, sport) = self.router.graph.in_conn[self.node]
             .get(input)

@@ -43,7 +43,11 @@ impl PullOne for RoundRobinSched {
         let n = self.ninputs;
         let mut i = self.next;
         for _ in 0..n {
-            let p = inputs.pull_input(i);
+            let p = if inputs.input_active(i) {
+                inputs.pull_input(i)
+            } else {
+                None
+            };
             i += 1;
             if i >= n {
                 i = 0;

@@ -1,0 +1,1 @@
+//! Click's `threads` elements: spinlocks around parts of a configuration.
