@@ -612,6 +612,9 @@ impl<'a> Out<'a> {
 pub enum PullFrom {
     /// Pull input 0 and run the element's push logic on what came.
     Process,
+    /// Pull this input and run the element's push logic on what came (as
+    /// if it had been pushed to that input).
+    ProcessInput(usize),
     /// Pull this input and hand the packets on unchanged.
     Input(usize),
     /// Answer nothing.
@@ -821,6 +824,40 @@ pub trait Element: std::any::Any {
     /// The notifier the element's task listens to, if any.
     fn listens(&self) -> Option<Listen> {
         None
+    }
+
+    /// Before each task run of an element that [`Element::listens`]: the
+    /// state of the signal it listens to (Click's `_signal`), for tasks
+    /// whose decisions depend on it.
+    fn set_signal(&mut self, active: bool) {
+        let _ = active;
+    }
+
+    /// True for a listening task that decides itself what to do when its
+    /// signal is inactive (it may still have timed work, as Click's
+    /// `LinkUnqueue` does): the runtime runs it anyway, with
+    /// [`Element::set_signal`] false, and parks it only when it then
+    /// reports [`TaskStatus::Idle`]. Other listening tasks are not run at
+    /// all while their signal is inactive.
+    fn manages_signal(&self) -> bool {
+        false
+    }
+
+    /// True if the element has a timer (Click's `Timer`): the runtime asks
+    /// [`Element::timer`] when it fires next and calls
+    /// [`Element::run_timer`] once it is due.
+    fn has_timer(&self) -> bool {
+        false
+    }
+
+    /// When the element's timer fires (ns since the epoch), if it is set.
+    fn timer(&self) -> Option<i64> {
+        None
+    }
+
+    /// The timer is due: the element clears or re-arms it.
+    fn run_timer(&mut self, now: i64) {
+        let _ = now;
     }
 
     /// The element-specific handlers.

@@ -110,6 +110,12 @@ classes!(
     crate::simple::simpleidle::SimpleIdle,
     crate::simple::simplepriosched::SimplePrioSched,
     crate::simple::simplerrsched::SimpleRoundRobinSched,
+    crate::standard::clipboard::Clipboard,
+    crate::standard::delayshaper::DelayShaper,
+    crate::standard::delayunqueue::DelayUnqueue,
+    crate::standard::linkunqueue::LinkUnqueue,
+    crate::standard::timedunqueue::TimedUnqueue,
+    crate::standard::unqueue2::Unqueue2,
     // end standard
     // ip/
     crate::ip::addressinfo::AddressInfo,

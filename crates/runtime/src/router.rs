@@ -85,6 +85,13 @@ struct Task {
     /// The signal was inactive when the task was last due: it sleeps
     /// until another task, a timer or a handler call makes it active.
     asleep: bool,
+    /// A task that manages its signal found nothing to do while it was
+    /// inactive: it waits for the signal.
+    parked: bool,
+    /// The signal's state when last looked at: a task waiting for its
+    /// time is woken early when the signal turns active (Click's notifier
+    /// wake-up).
+    signal_was: bool,
 }
 
 /// How an idle task can be waited for.
@@ -151,6 +158,8 @@ pub struct Router {
     /// element).
     run_now: i64,
     stopped: bool,
+    /// Elements with a timer.
+    timers: Vec<usize>,
     /// For elements that pull their inputs one packet at a time: the
     /// signal upstream of each input (empty for the others).
     input_gates: Vec<Vec<crate::notify::Gate>>,
@@ -391,8 +400,11 @@ impl Router {
                 pull_timed: false,
                 gate: crate::notify::task_gate(&graph, &elems, node),
                 asleep: false,
+                parked: false,
+                signal_was: true,
             })
             .collect();
+        let timers: Vec<usize> = (0..elems.len()).filter(|&i| elems[i].has_timer()).collect();
         let input_gates: Vec<Vec<crate::notify::Gate>> = (0..elems.len())
             .map(|i| {
                 if elems[i].as_pull_one().is_some() {
@@ -430,6 +442,7 @@ impl Router {
             run_now: 0,
             stopped: false,
             pull_one_seen: false,
+            timers,
             input_gates,
             out_of_table: Vec::new(),
             deferred: Vec::new(),
@@ -608,8 +621,9 @@ impl Router {
             self.pull_each(node, port, batch, max);
             return;
         }
-        match self.elems[node].pull_from(port) {
-            PullFrom::Process => {}
+        let input = match self.elems[node].pull_from(port) {
+            PullFrom::Process => 0,
+            PullFrom::ProcessInput(i) => i,
             PullFrom::Input(i) => {
                 if let Some((src, sport)) = self.graph.in_conn[node].get(i).copied().flatten() {
                     self.pull(src as usize, sport as usize, batch, max);
@@ -617,11 +631,11 @@ impl Router {
                 return;
             }
             PullFrom::Nothing => return,
-        }
+        };
         // An agnostic or pull-through element: pull its input, then let it
         // process the batch; what it sends to `port` is the answer, what it
         // sends elsewhere is pushed on.
-        let Some((src, sport)) = self.graph.in_conn[node].first().copied().flatten() else {
+        let Some((src, sport)) = self.graph.in_conn[node].get(input).copied().flatten() else {
             return;
         };
         let mut got = self.take_scratch();
@@ -637,11 +651,11 @@ impl Router {
         };
         let pass = {
             let mut out = Out::new(&mut bufs, &self.pool, now, &mut self.ctrl);
-            self.elems[node].push(0, &mut got, &mut out);
+            self.elems[node].push(input, &mut got, &mut out);
             out.passed()
         };
         if self.ctrl.pending {
-            self.after_call(node, 0, &mut got, &mut bufs);
+            self.after_call(node, input, &mut got, &mut bufs);
         }
         if pass == Some(port) {
             batch.append(&mut got);
@@ -763,18 +777,40 @@ impl Router {
                     continue;
                 }
                 if task.wake_at != i64::MIN {
-                    // Waiting for its time (the timer phase readies it).
-                    next_wake = next_wake.min(task.wake_at);
-                    continue;
-                }
-                if let Some(g) = &task.gate {
-                    let active = g.active(&self.elems);
-                    self.tasks[t].asleep = !active;
-                    if !active {
+                    // Waiting for its time (the timer phase readies it),
+                    // unless its signal has just turned active.
+                    let active = task.gate.as_ref().map(|g| g.active(&self.elems));
+                    let woken = active.is_some_and(|a| a && !task.signal_was);
+                    if let Some(a) = active {
+                        self.tasks[t].signal_was = a;
+                    }
+                    if !woken {
+                        next_wake = next_wake.min(self.tasks[t].wake_at);
                         continue;
                     }
+                    self.tasks[t].wake_at = i64::MIN;
+                }
+                let task = &self.tasks[t];
+                let mut signal = true;
+                if let Some(g) = &task.gate {
+                    let active = g.active(&self.elems);
+                    let node = task.node;
+                    let runs_anyway = self.elems[node].manages_signal() && !task.parked;
+                    self.tasks[t].signal_was = active;
+                    self.tasks[t].asleep = !active && !runs_anyway;
+                    if active {
+                        self.tasks[t].parked = false;
+                    } else if !runs_anyway {
+                        continue;
+                    }
+                    self.elems[node].set_signal(active);
+                    signal = active;
                 }
                 let status = self.run_task(t);
+                if !signal && status == TaskStatus::Idle {
+                    self.tasks[t].parked = true;
+                    self.tasks[t].asleep = true;
+                }
                 let task = &mut self.tasks[t];
                 match status {
                     TaskStatus::Busy => {
@@ -817,6 +853,17 @@ impl Router {
                     if !task.done && task.wake_at != i64::MIN && task.wake_at <= now {
                         task.wake_at = i64::MIN;
                         busy = true;
+                    }
+                }
+                for k in 0..self.timers.len() {
+                    let node = self.timers[k];
+                    match self.elems[node].timer() {
+                        Some(at) if at <= now => {
+                            self.elems[node].run_timer(now);
+                            busy = true;
+                        }
+                        Some(at) => next_wake = next_wake.min(at),
+                        None => {}
                     }
                 }
                 busy |= self.run_due_scripts(&mut next_wake);
