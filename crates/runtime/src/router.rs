@@ -112,6 +112,10 @@ enum IdleWait {
 /// go to sleep: ten empty pulls).
 const IDLE_SPIN: u32 = 32;
 
+/// The longest an idle router with SIGNAL scripts sleeps before it looks
+/// for signals.
+const SIGNAL_POLL_NS: i64 = 2_000_000;
+
 /// The longest the router sleeps at once while idle.
 const IDLE_SLEEP_MAX_NS: i64 = 50_000_000;
 /// The longest it blocks on descriptors when nothing is due: idle routers
@@ -160,6 +164,13 @@ pub struct Router {
     stopped: bool,
     /// Elements with a timer.
     timers: Vec<usize>,
+    /// Router time running faster or slower than real time (`timewarp`).
+    warp: Option<Warp>,
+    /// Signals SIGNAL scripts listen to: the number and the flag the
+    /// signal sets.
+    signal_flags: Vec<(i32, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
+    /// The SIGNAL scripts waiting for a signal: (signal, script node).
+    signal_handlers: Vec<(i32, usize)>,
     /// For elements that pull their inputs one packet at a time: the
     /// signal upstream of each input (empty for the others).
     input_gates: Vec<Vec<crate::notify::Gate>>,
@@ -443,6 +454,9 @@ impl Router {
             stopped: false,
             pull_one_seen: false,
             timers,
+            warp: None,
+            signal_flags: Vec::new(),
+            signal_handlers: Vec::new(),
             input_gates,
             out_of_table: Vec::new(),
             deferred: Vec::new(),
@@ -472,9 +486,33 @@ impl Router {
     /// The current time, ns since the epoch.
     pub fn now(&self) -> i64 {
         match self.clock {
-            Clock::Real => wall_clock_ns(),
+            Clock::Real => match self.warp {
+                None => wall_clock_ns(),
+                Some(w) => w.now(wall_clock_ns()),
+            },
             Clock::Simulated(_) => self.sim_now,
         }
+    }
+
+    /// Real nanoseconds that `ns` nanoseconds of router time take (Click's
+    /// `timewarp` makes router time run faster).
+    fn real_ns(&self, ns: i64) -> i64 {
+        match self.warp {
+            Some(w) if w.factor > 0.0 => (ns as f64 / w.factor) as i64,
+            _ => ns,
+        }
+    }
+
+    /// Sets the speed of router time against real time (the global
+    /// `timewarp` handler); router time goes on from where it is.
+    fn set_timewarp(&mut self, factor: f64) {
+        let real = wall_clock_ns();
+        let now = self.now();
+        self.warp = Some(Warp {
+            real_base: real,
+            warped_base: now,
+            factor,
+        });
     }
 
     /// Names of all elements, in configuration order.
@@ -740,6 +778,7 @@ impl Router {
     /// intercept it, the end of a driver script, or a `stop` instruction.
     pub fn run(&mut self) -> Result<(), String> {
         self.start_control_sockets();
+        self.install_signal_handlers();
         // Click's driver loop: each round runs the ready tasks, then the
         // timers that are due (scripts, and tasks sleeping until a time,
         // which run in the next round). The scripts start in the first
@@ -752,6 +791,9 @@ impl Router {
             // moving a small batch, and timestamps a few microseconds
             // coarse are what Click's "recent time" gives too.
             if rounds_busy.is_multiple_of(16) {
+                if !self.signal_flags.is_empty() {
+                    self.process_signals();
+                }
                 self.run_now = self.now();
                 if self.link.is_some() {
                     self.serve_link();
@@ -910,13 +952,13 @@ impl Router {
                         // was due.
                     } else if next_wake == i64::MAX && !any_idle {
                         // Click would idle forever; so do we, cheaply.
-                        self.idle_sleep(FD_WAIT_MAX_NS);
+                        self.idle_sleep(self.real_ns(FD_WAIT_MAX_NS));
                     } else {
                         let now = self.now();
                         let until = if any_idle { now + 20_000 } else { next_wake };
                         let d = (until - now).clamp(0, IDLE_SLEEP_MAX_NS);
                         if d > 0 {
-                            self.idle_sleep(d);
+                            self.idle_sleep(self.real_ns(d));
                         }
                     }
                     if let Some(link) = &self.link {
@@ -950,6 +992,74 @@ impl Router {
         match self.script_error.take() {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+
+    /// Registers a flag for every signal a SIGNAL script runs on (Click's
+    /// `Master::add_signal_handler`), and puts the scripts on the list of
+    /// handlers.
+    fn install_signal_handlers(&mut self) {
+        for i in 0..self.scripts.len() {
+            let node = self.scripts[i];
+            let signals = match self.script_mut(node) {
+                Some(s) => s.signals().to_vec(),
+                None => continue,
+            };
+            for signo in signals {
+                if !self.signal_flags.iter().any(|(s, _)| *s == signo) {
+                    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    match signal_hook::flag::register(signo, flag.clone()) {
+                        Ok(_) => self.signal_flags.push((signo, flag)),
+                        Err(e) => {
+                            eprintln!(
+                                "{}: cannot handle signal {signo}: {e}",
+                                self.graph.nodes[node].name
+                            );
+                            continue;
+                        }
+                    }
+                }
+                self.signal_handlers.push((signo, node));
+            }
+        }
+    }
+
+    /// Runs the SIGNAL scripts of the signals that arrived (Click's
+    /// `Master::process_signals`): each handler runs once per batch of
+    /// arrivals and waits again only if its run ended at `end`. A signal
+    /// with no handler left gets its default action (the process ends).
+    fn process_signals(&mut self) {
+        use std::sync::atomic::Ordering;
+        for k in 0..self.signal_flags.len() {
+            let (signo, flag) = (self.signal_flags[k].0, self.signal_flags[k].1.clone());
+            if !flag.swap(false, Ordering::SeqCst) {
+                continue;
+            }
+            let run: Vec<usize> = self
+                .signal_handlers
+                .iter()
+                .filter(|(s, _)| *s == signo)
+                .map(|&(_, n)| n)
+                .collect();
+            self.signal_handlers.retain(|(s, _)| *s != signo);
+            if run.is_empty() {
+                let _ = signal_hook::low_level::emulate_default_handler(signo);
+                continue;
+            }
+            for node in run {
+                let _ = self.drive_script(node, ScriptCall::Control("run", ""));
+                if self.script_mut(node).is_some_and(|s| s.ended_at_end()) {
+                    self.signal_handlers.push((signo, node));
+                }
+            }
+            let handled = self.signal_handlers.iter().any(|(s, _)| *s == signo);
+            if !handled && flag.swap(false, Ordering::SeqCst) {
+                // It came again while its last handler gave up on it.
+                let _ = signal_hook::low_level::emulate_default_handler(signo);
+            }
+        }
+        if self.ctrl.stop_requests > 0 {
+            self.handle_stops();
         }
     }
 
@@ -1007,6 +1117,7 @@ impl Router {
                 PollFd::from_borrowed_fd(w.fd, ev)
             })
             .collect();
+        let timeout = self.real_ns(timeout);
         let ts = Timespec {
             tv_sec: timeout / 1_000_000_000,
             tv_nsec: timeout % 1_000_000_000,
@@ -1025,6 +1136,12 @@ impl Router {
     /// Sleeps `ns` nanoseconds while idle; with other threads, until one
     /// of them rings this router's doorbell, at the latest.
     fn idle_sleep(&self, ns: i64) {
+        // With SIGNAL scripts, wake often enough to run them promptly.
+        let ns = if self.signal_flags.is_empty() {
+            ns
+        } else {
+            ns.min(SIGNAL_POLL_NS)
+        };
         let d = std::time::Duration::from_nanos(ns.max(0) as u64);
         match (&self.link, &self.inbox) {
             (Some(link), None) => link.bell.wait(d),
@@ -1486,6 +1603,21 @@ impl Router {
                     self.ctrl.stop_requests += 1;
                     Ok(())
                 }
+                "timewarp" => {
+                    let f = pronto_lang::args::parse_f64(value.trim())
+                        .ok()
+                        .filter(|f| *f > 0.0 && f.is_finite())
+                        .ok_or_else(|| {
+                            CallError::Failed(
+                                "timewarp".into(),
+                                "expected a positive real number".into(),
+                            )
+                        })?;
+                    if matches!(self.clock, Clock::Real) {
+                        self.set_timewarp(f);
+                    }
+                    Ok(())
+                }
                 _ => Err(CallError::NoHandler(String::new(), h.to_string(), "write")),
             };
         };
@@ -1559,6 +1691,10 @@ impl Router {
                 .map(|e| format!("{}\n", e.spec.name))
                 .collect()),
             "now" => Ok(crate::script::click_timestamp(self.now())),
+            "timewarp" => Ok(match self.warp {
+                Some(w) => crate::script::format_real(w.factor),
+                None => "1".to_string(),
+            }),
             _ => Err(CallError::NoHandler(String::new(), h.to_string(), "read")),
         }
     }
@@ -1648,6 +1784,21 @@ fn reconfigured(config: &str, arg: &str, value: &str) -> String {
     args.join(", ")
 }
 
+/// Router time against real time: router time is `warped_base` plus the
+/// real time since `real_base`, times `factor`.
+#[derive(Clone, Copy, Debug)]
+struct Warp {
+    real_base: i64,
+    warped_base: i64,
+    factor: f64,
+}
+
+impl Warp {
+    fn now(&self, real: i64) -> i64 {
+        self.warped_base + ((real - self.real_base) as f64 * self.factor) as i64
+    }
+}
+
 /// The global handlers and their modes, as the global `handlers` handler
 /// lists them.
 const GLOBAL_HANDLERS: &[(&str, &str)] = &[
@@ -1661,6 +1812,7 @@ const GLOBAL_HANDLERS: &[(&str, &str)] = &[
     ("classes", "r"),
     ("packages", "r"),
     ("now", "r"),
+    ("timewarp", "rw"),
     ("stop", "w"),
 ];
 

@@ -261,6 +261,33 @@ fn quote(s: &str) -> String {
 }
 
 /// Click's boolean words, exactly.
+/// A signal by name (`INT`, `SIGUSR1`) or number, as Click's `NameInfo`
+/// knows them.
+pub(crate) fn signal_number(s: &str) -> Option<i32> {
+    let name = s.strip_prefix("SIG").unwrap_or(s);
+    let n = match name {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "ILL" => 4,
+        "ABRT" => 6,
+        "FPE" => 8,
+        "KILL" => 9,
+        "USR1" => 10,
+        "SEGV" => 11,
+        "USR2" => 12,
+        "PIPE" => 13,
+        "ALRM" => 14,
+        "TERM" => 15,
+        "CHLD" => 17,
+        "CONT" => 18,
+        "STOP" => 19,
+        "TSTP" => 20,
+        _ => return name.parse().ok().filter(|n| (1..=32).contains(n)),
+    };
+    Some(n)
+}
+
 fn parse_bool(s: &str) -> Option<bool> {
     match s {
         "0" | "n" | "f" | "no" | "false" => Some(false),
@@ -408,6 +435,11 @@ fn g_render(neg: bool, digits: &str, x: i32) -> String {
 }
 
 /// Formats a double the way Click does (`%.12g`).
+/// A real number as Click's script arithmetic prints it.
+pub(crate) fn format_real(v: f64) -> String {
+    fmt_f64(v)
+}
+
 fn fmt_f64(v: f64) -> String {
     if v.is_nan() {
         return if v.is_sign_negative() { "-nan" } else { "nan" }.to_string();
@@ -892,6 +924,9 @@ enum Kind {
     Driver,
     /// Runs once per packet; its `return` value is the output port.
     Packet,
+    /// Runs when one of its signals arrives (a `run` each time); `end`
+    /// leaves it waiting for the next, `exit` removes it.
+    Signal,
 }
 
 /// Why the script is being stepped.
@@ -981,10 +1016,10 @@ enum Insn {
 
 /// Handlers every script has (besides exported variables).
 const OWN_HANDLERS: &[&str] = &[
-    "step", "goto", "run", "add", "sub", "min", "max", "mul", "div", "idiv", "mod", "rem", "neg",
-    "abs", "eq", "ne", "gt", "ge", "lt", "le", "not", "sprintf", "first", "random", "and", "or",
-    "nand", "nor", "if", "in", "now", "length", "unquote", "htons", "htonl", "ntohs", "ntohl",
-    "cat", "catq", "get", "set", "shift", "name", "class", "config",
+    "step", "goto", "run", "kill", "add", "sub", "min", "max", "mul", "div", "idiv", "mod", "rem",
+    "neg", "abs", "eq", "ne", "gt", "ge", "lt", "le", "not", "sprintf", "first", "random", "and",
+    "or", "nand", "nor", "if", "in", "now", "length", "unquote", "htons", "htonl", "ntohs",
+    "ntohl", "cat", "catq", "get", "set", "shift", "name", "class", "config",
 ];
 
 const HANDLERS: &[HandlerInfo] = &[
@@ -1057,6 +1092,10 @@ pub struct Script {
     rng: Cell<u64>,
     /// Packets a packet script dropped (`exit`, or no such output).
     drops: u64,
+    /// The signals a SIGNAL script runs on.
+    signals: Vec<i32>,
+    /// How the last run ended.
+    last_fin: Option<Fin>,
 }
 
 impl Script {
@@ -1114,6 +1153,7 @@ impl Script {
         let mut errors: Vec<String> = Vec::new();
         let mut kind = default;
         let mut typed = false;
+        let mut signals: Vec<i32> = Vec::new();
         let mut insns: Vec<Insn> = Vec::new();
         for arg in split_args(ctx.config) {
             if let Some(("TYPE", rest)) = split_keyword(&arg) {
@@ -1125,7 +1165,19 @@ impl Script {
                     ("PASSIVE", true) => kind = Kind::Passive,
                     ("DRIVER", true) => kind = Kind::Driver,
                     ("PACKET" | "PUSH", true) => kind = Kind::Packet,
-                    ("PROXY" | "SIGNAL", _) => {
+                    ("SIGNAL", _) => {
+                        kind = Kind::Signal;
+                        for s in words(more) {
+                            match signal_number(s) {
+                                Some(n) => signals.push(n),
+                                None => errors.push(format!("bad signal number `{s}`")),
+                            }
+                        }
+                        if more.trim().is_empty() {
+                            errors.push("missing signal number".into());
+                        }
+                    }
+                    ("PROXY", _) => {
                         errors.push(format!("TYPE {word} not supported yet"));
                     }
                     _ => errors.push(format!("bad TYPE `{}`", rest.trim())),
@@ -1154,7 +1206,9 @@ impl Script {
         } else {
             Insn::End
         });
-        if kind != Kind::Packet && !matches!(insns[0], Insn::Pause(_) | Insn::Wait(_)) {
+        if !matches!(kind, Kind::Packet | Kind::Signal)
+            && !matches!(insns[0], Insn::Pause(_) | Insn::Wait(_))
+        {
             insns.insert(0, Insn::Initial);
         }
         // Resolve goto labels.
@@ -1224,6 +1278,8 @@ impl Script {
             pending_steps: 0,
             rng: Cell::new(seed | 1),
             drops: 0,
+            signals,
+            last_fin: None,
         })
     }
 
@@ -1250,7 +1306,7 @@ impl Script {
             self.started = true;
             self.name = env.my_name().to_string();
             self.initialize(env);
-            if matches!(self.kind, Kind::Passive | Kind::Packet) {
+            if matches!(self.kind, Kind::Passive | Kind::Packet | Kind::Signal) {
                 return ScriptState::Blocked;
             }
             return match self.insns.first().cloned() {
@@ -1321,6 +1377,17 @@ impl Script {
             }
             Some(Fin::Exit) | None => None,
         }
+    }
+
+    /// The signals a SIGNAL script runs on (empty for other scripts).
+    pub(crate) fn signals(&self) -> &[i32] {
+        &self.signals
+    }
+
+    /// True when the last run ended at `end` (a SIGNAL script then waits
+    /// for its signals again).
+    pub(crate) fn ended_at_end(&self) -> bool {
+        self.last_fin == Some(Fin::End)
     }
 
     /// Counts a packet the script dropped.
@@ -1460,6 +1527,7 @@ impl Script {
     }
 
     fn complete(&mut self, env: &mut dyn Env, fin: Option<Fin>, kind: StepKind) -> ScriptState {
+        self.last_fin.clone_from(&fin);
         let Some(fin) = fin else {
             self.finished = self.pc >= self.insns.len();
             return ScriptState::Blocked;
@@ -2148,6 +2216,21 @@ impl Script {
                     self.set_var(name, remaining);
                 }
                 Ok(first)
+            }
+            "kill" => {
+                let (sig, pids) = shift_word(params);
+                let signo = signal_number(sig).ok_or_else(|| "bad SIGNO".to_string())?;
+                for pid in words(pids) {
+                    let pid = parse_int(pid)
+                        .and_then(|p| i32::try_from(p).ok())
+                        .and_then(rustix::process::Pid::from_raw)
+                        .ok_or_else(|| "bad PID".to_string())?;
+                    let sig = rustix::process::Signal::from_named_raw(signo)
+                        .ok_or_else(|| "bad SIGNO".to_string())?;
+                    rustix::process::kill_process(pid, sig)
+                        .map_err(|e| format!("kill({}, {signo}): {e}", pid.as_raw_nonzero()))?;
+                }
+                Ok(String::new())
             }
             "run" => Err("script is already running".into()),
             "step" | "goto" | "set" => Err(format!("`{}.{h}` is write-only", self.name)),
@@ -3314,10 +3397,10 @@ mod tests {
         assert_eq!(err("Script", "goto nowhere"), "no such label `nowhere`");
         assert_eq!(err("Script", "TYPE FOO"), "bad TYPE `FOO`");
         assert_eq!(err("Script", "TYPE ACTIVE X"), "bad TYPE `ACTIVE X`");
-        assert_eq!(
-            err("Script", "TYPE SIGNAL INT"),
-            "TYPE SIGNAL not supported yet"
-        );
+        assert_eq!(err("Script", "TYPE SIGNAL"), "missing signal number");
+        assert_eq!(err("Script", "TYPE SIGNAL FOO"), "bad signal number `FOO`");
+        let s = script("TYPE SIGNAL INT SIGUSR1 15, print hi");
+        assert_eq!(s.signals(), [2, 10, 15]);
         assert_eq!(
             err("Script", "TYPE PACKET"),
             "PACKET script must have inputs"

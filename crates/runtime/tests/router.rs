@@ -323,3 +323,13 @@ fn take_state_moves_queued_packets_and_flows() {
     assert!(other.take_state(&mut new).is_empty());
     assert_eq!(new.read_handler("q.length", "").expect("len"), "3");
 }
+
+#[test]
+fn timewarp_handler() {
+    let mut r = build("Idle -> Discard;").unwrap_or_else(|_| panic!("builds"));
+    assert_eq!(r.read_handler("timewarp", "").expect("reads"), "1");
+    // Under simulated time router time does not follow real time: the
+    // write is accepted and changes nothing.
+    assert!(r.write_handler("timewarp", "0").is_err());
+    assert!(r.write_handler("timewarp", "2").is_ok());
+}
