@@ -173,15 +173,23 @@ impl Spec {
     /// True if packets arriving on input `input` may leave on output
     /// `output` (Click's `port_flow`).
     pub fn flows(&self, input: usize, output: usize) -> bool {
-        let (ic, oc) = self.flow.split_once('/').unwrap_or((self.flow, self.flow));
-        let a = flow_port_class(ic, input);
-        let b = flow_port_class(oc, output);
-        match (a, b) {
-            (Some(a), Some(b)) => a.meets(&b),
-            _ => true,
-        }
+        flow_code_flows(self.flow, input, output)
     }
+}
 
+/// True if, under flow code `code` (Click's `x/y` notation), packets
+/// arriving on input `input` may leave on output `output`.
+pub fn flow_code_flows(code: &str, input: usize, output: usize) -> bool {
+    let (ic, oc) = code.split_once('/').unwrap_or((code, code));
+    let a = flow_port_class(ic, input);
+    let b = flow_port_class(oc, output);
+    match (a, b) {
+        (Some(a), Some(b)) => a.meets(&b),
+        _ => true,
+    }
+}
+
+impl Spec {
     /// The value of flag `c` (`'S'` of `"S0"` is `Some(0)`); `None` when
     /// the class does not set it.
     pub fn flag(&self, c: char) -> Option<u32> {

@@ -11,6 +11,7 @@
 
 mod args;
 mod element;
+pub mod random;
 pub mod registry;
 pub mod util;
 
@@ -25,6 +26,7 @@ pub mod simple;
 pub mod standard;
 pub mod stateful;
 pub mod tcpudp;
+pub mod test;
 pub mod threads;
 pub mod userlevel;
 

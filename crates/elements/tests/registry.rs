@@ -14,6 +14,7 @@ const FAMILIES: &[&str] = &[
     "standard",
     "simple",
     "threads",
+    "test",
     "nfp",
     "ip",
     "tcpudp",

@@ -39,6 +39,8 @@ pub enum NameKind {
     /// Annotation names (`AnnotationInfo`): offset in the low 16 bits,
     /// size (0: unknown) in the high 16.
     Annotation,
+    /// Spinlock names (`SpinlockInfo`); the value is unused.
+    Spinlock,
 }
 
 #[derive(Default)]

@@ -19,6 +19,18 @@ pub(crate) struct NodeInfo {
     pub input_push: Vec<bool>,
     /// Resolved mode of each output: true = push.
     pub output_push: Vec<bool>,
+    /// A flow code given by a `FlowInfo`, in place of the class's.
+    pub flow: Option<String>,
+}
+
+impl NodeInfo {
+    /// True if packets arriving on `input` may leave on `output`.
+    pub fn flows(&self, input: usize, output: usize) -> bool {
+        match &self.flow {
+            Some(code) => pronto_elements::flow_code_flows(code, input, output),
+            None => self.class.flows(input, output),
+        }
+    }
 }
 
 /// The checked graph: nodes plus, for each output, its one push target, and
@@ -90,8 +102,10 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
             noutputs: 0,
             input_push: Vec::new(),
             output_push: Vec::new(),
+            flow: None,
         });
     }
+    apply_flow_info(&mut nodes, errors);
 
     // Connections in Click's order: by destination, then source.
     let mut conns: Vec<(usize, usize, usize, usize, Span)> = flat
@@ -189,7 +203,7 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
                 continue;
             }
             for (op, om) in out_mode[i].iter().enumerate() {
-                if *om == Mode::Agnostic && node.class.flows(ip, op) {
+                if *om == Mode::Agnostic && node.flows(ip, op) {
                     spread.push((i, op, i, ip, node.span, false));
                 }
             }
@@ -325,6 +339,45 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
         }
     }
     finish(nodes, &conns)
+}
+
+/// Applies every `FlowInfo`'s flow codes to the elements it names (names
+/// resolve from its compound outwards, as Click's do).
+fn apply_flow_info(nodes: &mut [NodeInfo], errors: &mut Vec<Diagnostic>) {
+    let infos: Vec<(String, String, Span)> = nodes
+        .iter()
+        .filter(|n| n.class.name == "FlowInfo")
+        .map(|n| (n.name.clone(), n.config.clone(), n.config_span))
+        .collect();
+    for (info, config, span) in infos {
+        let Ok(pairs) = pronto_elements::standard::flowinfo::parse(&config) else {
+            continue; // reported when the element is configured
+        };
+        for (name, code) in pairs {
+            let mut prefix = info.as_str();
+            let target = loop {
+                prefix = prefix.rfind('/').map_or("", |k| &prefix[..k]);
+                let full = if prefix.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{prefix}/{name}")
+                };
+                if let Some(t) = nodes.iter().position(|n| n.name == full) {
+                    break Some(t);
+                }
+                if prefix.is_empty() {
+                    break None;
+                }
+            };
+            match target {
+                Some(t) => nodes[t].flow = Some(code),
+                None => errors.push(
+                    Diagnostic::error(format!("no element named '{name}'"), Some(span))
+                        .with_context(format!("While configuring '{info} :: FlowInfo'"), span),
+                ),
+            }
+        }
+    }
 }
 
 /// The graph's connection tables: for each push output its target, for

@@ -151,9 +151,7 @@ impl Search<'_> {
         if info.output_push.get(port).copied().unwrap_or(true) {
             return Gate::Busy;
         }
-        let ins: Vec<usize> = (0..info.ninputs)
-            .filter(|&i| info.class.flows(i, port))
-            .collect();
+        let ins: Vec<usize> = (0..info.ninputs).filter(|&i| info.flows(i, port)).collect();
         if ins.is_empty() {
             return if info.class.flag('S') == Some(0) {
                 Gate::Never
@@ -204,7 +202,7 @@ impl Search<'_> {
             return Gate::Busy;
         }
         let outs: Vec<usize> = (0..info.noutputs)
-            .filter(|&o| info.class.flows(port, o))
+            .filter(|&o| info.flows(port, o))
             .collect();
         if outs.is_empty() {
             return if info.class.flag('S') == Some(0) {

@@ -204,6 +204,7 @@ pub fn lookup_class(name: &str) -> Option<ClassEntry> {
     crate::script::lookup(name)
         .or_else(|| crate::staticthreadsched::lookup(name))
         .or_else(|| crate::controlsocket::lookup(name))
+        .or_else(|| crate::quitwatcher::lookup(name))
         .or_else(|| pronto_elements::registry::lookup(name))
 }
 
@@ -217,6 +218,7 @@ pub fn all_classes() -> Vec<ClassEntry> {
     );
     v.extend(crate::staticthreadsched::lookup("StaticThreadSched"));
     v.extend(crate::controlsocket::lookup("ControlSocket"));
+    v.extend(crate::quitwatcher::lookup("QuitWatcher"));
     v.sort_by_key(|e| e.spec.name);
     v
 }
@@ -902,6 +904,7 @@ impl Router {
                     match self.elems[node].timer() {
                         Some(at) if at <= now => {
                             self.elems[node].run_timer(now);
+                            self.check_quit_watcher(node);
                             busy = true;
                         }
                         Some(at) => next_wake = next_wake.min(at),
@@ -992,6 +995,31 @@ impl Router {
         match self.script_error.take() {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+
+    /// For a `QuitWatcher` whose period has come: asks the driver to stop
+    /// if a watched element's task is no longer scheduled.
+    fn check_quit_watcher(&mut self, node: usize) {
+        let Some(q) = self.elems[node]
+            .as_any_mut()
+            .and_then(|a| a.downcast_mut::<crate::quitwatcher::QuitWatcher>())
+        else {
+            return;
+        };
+        if !q.take_due() {
+            return;
+        }
+        let names = q.names.clone();
+        for name in names {
+            let full = self.resolve_from(node, &format!("{name}.scheduled"));
+            let target = split_handler(&full).0.and_then(|e| self.find(e));
+            let scheduled = target.and_then(|t| self.task_scheduled(t));
+            if scheduled != Some(true) {
+                self.ctrl.stop_requests += 1;
+                self.handle_stops();
+                return;
+            }
         }
     }
 

@@ -34,9 +34,14 @@ impl TimedUnqueue {
 
     /// Configures a `TimedUnqueue`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        Self::build(ctx, 1)
+    }
+
+    /// Builds the element with `default_burst` (also used by `Burster`).
+    pub fn build(ctx: &ConfigCtx<'_>, default_burst: i64) -> Result<Box<dyn Element>, ConfigError> {
         let mut a = ctx.args();
         let interval: Seconds = a.read_mp("INTERVAL")?;
-        let burst: i64 = a.read_p("BURST")?.unwrap_or(1);
+        let burst: i64 = a.read_p("BURST")?.unwrap_or(default_burst);
         a.finish()?;
         if burst <= 0 {
             return Err(ConfigError::new("bad BURST"));
