@@ -273,3 +273,25 @@ fn firewall_example_runs_and_tcpdump_reads_its_output() {
         assert_eq!(lines, 118, "tcpdump read {lines} packets");
     }
 }
+
+#[test]
+fn printers_print_packet_by_packet_as_click() {
+    // A batch of three through two printers, and through a split to two
+    // printers: every line for one packet before the next packet's.
+    let o = run(pronto().args([
+        "run",
+        "-e",
+        "InfiniteSource(\\<01>, LIMIT 3, BURST 3, STOP true) -> Print(a) -> Print(b) -> Discard;",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stderr(&o).lines().map(|l| l[..2].to_string()).collect();
+    assert_eq!(lines, ["a:", "b:", "a:", "b:", "a:", "b:"]);
+    let o = run(pronto().args([
+        "run",
+        "-e",
+        "InfiniteSource(\\<01>, LIMIT 2, BURST 2, STOP true) -> t :: Tee; t[0] -> Print(x) -> Discard; t[1] -> Print(y) -> Discard;",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stderr(&o).lines().map(|l| l[..2].to_string()).collect();
+    assert_eq!(lines, ["x:", "y:", "x:", "y:"]);
+}

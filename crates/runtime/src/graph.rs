@@ -413,9 +413,48 @@ fn finish(nodes: Vec<NodeInfo>, conns: &[(usize, usize, usize, usize, Span)]) ->
 
 /// Which elements must see packets one at a time to keep Click's packet
 /// order: those with two outputs whose downstream paths meet again (a
-/// split that re-merges). Elsewhere a batch may be split by output without
-/// changing anything observable.
+/// split that re-merges), and those from which two or more printing
+/// elements can be reached (a printer followed by another, or a split to
+/// two printers): Click prints every line for one packet before the next
+/// packet's. Elsewhere a batch may be split by output without changing
+/// anything observable, and a path with at most one printer keeps its
+/// batches.
 pub(crate) fn ordered_nodes(g: &Graph) -> Vec<bool> {
+    let mut ordered = merging_nodes(g);
+    let n = g.nodes.len();
+    let printers: Vec<usize> = (0..n).filter(|&i| g.nodes[i].class.prints).collect();
+    if printers.len() < 2 {
+        return ordered;
+    }
+    // For each printer, every element it can be reached from (itself
+    // included); an element reached by two printers' searches is marked.
+    let mut pred: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, ports) in g.out_conn.iter().enumerate() {
+        for &(t, _) in ports.iter().flatten() {
+            pred[t as usize].push(i);
+        }
+    }
+    let mut reaches = vec![0u32; n];
+    let mut seen = vec![usize::MAX; n];
+    for (k, &p) in printers.iter().enumerate() {
+        let mut stack = vec![p];
+        while let Some(x) = stack.pop() {
+            if seen[x] == k {
+                continue;
+            }
+            seen[x] = k;
+            reaches[x] += 1;
+            stack.extend(pred[x].iter().copied());
+        }
+    }
+    for (o, r) in ordered.iter_mut().zip(&reaches) {
+        *o |= *r >= 2;
+    }
+    ordered
+}
+
+/// Elements with two outputs whose downstream paths meet again.
+fn merging_nodes(g: &Graph) -> Vec<bool> {
     let n = g.nodes.len();
     // Successors over push connections.
     let succ: Vec<Vec<usize>> = g

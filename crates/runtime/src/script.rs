@@ -1100,6 +1100,7 @@ pub struct Script {
 
 impl Script {
     pub(crate) const SPEC: Spec = Spec::new("Script")
+        .printing()
         .ports("-/-")
         .processing("ah/ah")
         .keywords(&["TYPE"])
