@@ -74,8 +74,8 @@ fn check_reports_every_configuration_error() {
     // Click's one-line form first, for each error, in source order...
     assert!(
         err.starts_with(
-            "two.click:2: too many arguments: `FOO bar` was not expected\n\
-             two.click:3: CAPACITY: integer out of range (0 to 4294967295), found `-5`\n\n"
+            "two.click:2: While configuring 'c :: Counter':\n  too many arguments: `FOO bar` was not expected\n\
+             two.click:3: While configuring 'q :: Queue':\n  CAPACITY: integer out of range (0 to 4294967295), found `-5`\n\n"
         ),
         "{err}"
     );
@@ -128,11 +128,14 @@ fn check_bounds_expansion_bombs_and_error_floods() {
     let err = stderr(&o);
     assert!(err.len() < 100_000, "{} bytes of errors", err.len());
     assert!(
-        err.starts_with("many.click:1: CAPACITY: integer out of range (0 to 4294967295), found `99999999999999999999000`\n"),
+        err.starts_with(
+            "many.click:1: While configuring 'q0 :: Queue':\n  CAPACITY: integer out of range (0 to 4294967295), found `99999999999999999999000`\n"
+        ),
         "{}",
         &err[..err.len().min(2000)]
     );
-    assert_eq!(err.matches("many.click:1: CAPACITY").count(), 100);
+    assert_eq!(err.matches("many.click:1: While configuring").count(), 100);
+    assert_eq!(err.matches("= note: while configuring `q").count(), 100);
     assert!(
         err.contains("\nnote: ... and 7900 more errors\n"),
         "{}",
@@ -156,12 +159,12 @@ fn check_reports_unknown_class_then_bad_argument() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
-        err.starts_with("bad.click:2: unknown element class `Bogus`\n"),
+        err.starts_with("bad.click:2: unknown element class 'Bogus'\n"),
         "{err}"
     );
     assert!(
         err.contains(
-            "error: unknown element class `Bogus`\n --> bad.click:2:6\n  |\n2 |   -> Bogus\n  |      ^^^^^"
+            "error: unknown element class 'Bogus'\n --> bad.click:2:6\n  |\n2 |   -> Bogus\n  |      ^^^^^"
         ),
         "{err}"
     );
@@ -171,7 +174,9 @@ fn check_reports_unknown_class_then_bad_argument() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
-        err.starts_with("bad.click:3: too many arguments: `FOO bar` was not expected\n"),
+        err.starts_with(
+            "bad.click:3: While configuring 'c :: Counter':\n  too many arguments: `FOO bar` was not expected\n"
+        ),
         "{err}"
     );
     assert!(err.contains("\n  |                   ^^^^^^^\n"), "{err}");
@@ -318,4 +323,26 @@ fn firewall_example_runs_and_tcpdump_reads_its_output() {
         let lines = text.lines().count();
         assert_eq!(lines, 118, "tcpdump read {lines} packets");
     }
+}
+
+#[test]
+fn printers_print_packet_by_packet_as_click() {
+    // A batch of three through two printers, and through a split to two
+    // printers: every line for one packet before the next packet's.
+    let o = run(pronto().args([
+        "run",
+        "-e",
+        "InfiniteSource(\\<01>, LIMIT 3, BURST 3, STOP true) -> Print(a) -> Print(b) -> Discard;",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stderr(&o).lines().map(|l| l[..2].to_string()).collect();
+    assert_eq!(lines, ["a:", "b:", "a:", "b:", "a:", "b:"]);
+    let o = run(pronto().args([
+        "run",
+        "-e",
+        "InfiniteSource(\\<01>, LIMIT 2, BURST 2, STOP true) -> t :: Tee; t[0] -> Print(x) -> Discard; t[1] -> Print(y) -> Discard;",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stderr(&o).lines().map(|l| l[..2].to_string()).collect();
+    assert_eq!(lines, ["x:", "y:", "x:", "y:"]);
 }

@@ -87,7 +87,7 @@ fn instances_live_restart_and_come_back() {
     // A bad configuration creates nothing and says where it is wrong.
     let (good_create, _, err) = cli(&dir, &["create", "fw1", "--config", b]);
     assert!(!good_create);
-    assert!(err.contains("unknown element class `Nope`"), "{err}");
+    assert!(err.contains("unknown element class 'Nope'"), "{err}");
     assert!(err.contains("config:1:15"), "{err}");
     assert_eq!(json(&dir, &["ls"]), serde_json::json!([]));
 
@@ -166,7 +166,7 @@ fn instances_live_restart_and_come_back() {
     // A bad reconfiguration is refused; the old configuration runs on.
     let (took, _, err) = cli(&dir, &["config", "fw1", b]);
     assert!(!took);
-    assert!(err.contains("unknown element class `Nope`"), "{err}");
+    assert!(err.contains("unknown element class 'Nope'"), "{err}");
     let before = count(&dir, "fw1");
     wait_until("still counting", || count(&dir, "fw1") > before);
     // A good one replaces it (a fresh counter).

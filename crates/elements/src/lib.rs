@@ -11,6 +11,7 @@
 
 mod args;
 mod element;
+pub mod random;
 pub mod registry;
 pub mod util;
 
@@ -21,9 +22,12 @@ pub mod icmp;
 pub mod ids;
 pub mod ip;
 pub mod nfp;
+pub mod simple;
 pub mod standard;
 pub mod stateful;
 pub mod tcpudp;
+pub mod test;
+pub mod threads;
 pub mod userlevel;
 
 pub use args::{

@@ -12,6 +12,9 @@ use pronto_elements::{ConfigCtx, Spec};
 
 const FAMILIES: &[&str] = &[
     "standard",
+    "simple",
+    "threads",
+    "test",
     "nfp",
     "ip",
     "tcpudp",

@@ -632,12 +632,15 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
     if unit.is_empty() {
         return Ok(v);
     }
-    let (prefix, base) = if let Some(p) = unit.strip_suffix("bps") {
-        (p, 1.0 / 8.0)
-    } else if let Some(p) = unit.strip_suffix("Bps") {
-        (p, 1.0)
-    } else {
-        return Err(EXPECTED.into());
+    // Click's units: baud, bps and b/s are bits; Bps and B/s bytes.
+    let bits = ["baud", "bps", "b/s"]
+        .iter()
+        .find_map(|u| unit.strip_suffix(u));
+    let bytes = ["Bps", "B/s"].iter().find_map(|u| unit.strip_suffix(u));
+    let (prefix, base) = match (bits, bytes) {
+        (Some(p), _) => (p, 1.0 / 8.0),
+        (None, Some(p)) => (p, 1.0),
+        (None, None) => return Err(EXPECTED.into()),
     };
     let scale = match prefix {
         "" => 1.0,
@@ -883,6 +886,9 @@ mod tests {
         assert_eq!(parse_bandwidth("100kbps"), Ok(12500.0));
         assert_eq!(parse_bandwidth("2MBps"), Ok(2e6));
         assert_eq!(parse_bandwidth("500"), Ok(500.0));
+        assert_eq!(parse_bandwidth("100kb/s"), Ok(12500.0));
+        assert_eq!(parse_bandwidth("3KB/s"), Ok(3000.0));
+        assert_eq!(parse_bandwidth("8baud"), Ok(1.0));
         assert!(parse_bandwidth("10 furlongs").is_err());
         assert_eq!(parse_rate("10k"), Ok(10000.0));
         assert_eq!(parse_rate("2.5Mpps"), Ok(2.5e6));

@@ -78,6 +78,35 @@ impl SourceMap {
         (line, col)
     }
 
+    /// Click's landmark for `span`: the file name and line number, after
+    /// the `# LINE "FILE"` directives `cpp` leaves (also inside
+    /// configuration strings, as Click's lexer reads them).
+    pub fn landmark(&self, span: Span) -> (String, usize) {
+        let file = FileId(span.file);
+        let text = self.text(file);
+        let start = floor_char_boundary(text, span.start as usize);
+        let mut name: Option<String> = None;
+        let mut line = 1usize;
+        let mut pos = 0usize;
+        while pos < start {
+            let end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
+            if end >= start {
+                break;
+            }
+            match line_directive(&text[pos..end]) {
+                Some((n, f)) => {
+                    line = n;
+                    if let Some(f) = f {
+                        name = Some(f);
+                    }
+                }
+                None => line += 1,
+            }
+            pos = end + 1;
+        }
+        (name.unwrap_or_else(|| self.name(file).to_string()), line)
+    }
+
     /// The full text of the line containing byte `offset`, without its
     /// line terminator, and the byte offset where that line starts.
     fn line_at(&self, file: FileId, offset: usize) -> (&str, usize) {
@@ -87,6 +116,24 @@ impl SourceMap {
         let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
         (text[start..end].trim_end_matches('\r'), start)
     }
+}
+
+/// A `# LINE ["FILE" ...]` or `#line LINE ["FILE"]` directive: the number
+/// of the next line and the file name, if given.
+fn line_directive(line: &str) -> Option<(usize, Option<String>)> {
+    let rest = line.trim_start().strip_prefix('#')?;
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix("line").unwrap_or(rest).trim_start();
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let n: usize = rest[..digits].parse().ok()?;
+    let after = rest[digits..].trim_start();
+    let file = after
+        .strip_prefix('"')
+        .and_then(|a| a.find('"').map(|k| a[..k].to_string()));
+    Some((n, file))
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
@@ -136,6 +183,17 @@ pub struct Diagnostic {
     /// Secondary locations with a message each, such as the first
     /// declaration of a redeclared element.
     pub related: Vec<(Span, String)>,
+    /// Secondary locations shown only in the rustc-style rendering (Click
+    /// does not print them).
+    pub details: Vec<(Span, String)>,
+    /// Click's context line (`While configuring 'x :: Counter'`) and the
+    /// span whose landmark starts it (the element's declaration): the
+    /// Click-style rendering is then the context line followed by the
+    /// message, indented.
+    pub context: Option<(String, Span)>,
+    /// Whether the Click-style line starts with `file:line:` (Click gives
+    /// some errors, such as push/pull conflicts, without one).
+    pub landmark: bool,
 }
 
 impl Diagnostic {
@@ -147,12 +205,41 @@ impl Diagnostic {
             label: None,
             notes: Vec::new(),
             related: Vec::new(),
+            details: Vec::new(),
+            context: None,
+            landmark: true,
         }
+    }
+
+    /// Adds a secondary location that only the rustc-style rendering
+    /// shows.
+    pub fn with_detail(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.details.push((span, message.into()));
+        self
+    }
+
+    /// Sets Click's context line for the Click-style rendering, with the
+    /// span whose landmark starts it.
+    pub fn with_context(mut self, context: impl Into<String>, at: Span) -> Self {
+        self.context = Some((context.into(), at));
+        self
+    }
+
+    /// Renders the Click-style line without `file:line:`, as Click does
+    /// for this message (the rustc-style rendering still shows where).
+    pub fn without_landmark(mut self) -> Self {
+        self.landmark = false;
+        self
     }
 
     /// An error.
     pub fn error(message: impl Into<String>, span: Option<Span>) -> Self {
         Self::new(Level::Error, message, span)
+    }
+
+    /// A note: information, neither an error nor a warning.
+    pub fn note(message: impl Into<String>, span: Option<Span>) -> Self {
+        Self::new(Level::Note, message, span)
     }
 
     /// A warning.
@@ -196,7 +283,7 @@ impl Diagnostic {
         for note in &self.notes {
             let _ = writeln!(out, "  = note: {note}");
         }
-        for (span, msg) in &self.related {
+        for (span, msg) in self.related.iter().chain(&self.details) {
             let _ = writeln!(out, "note: {msg}");
             snippet(&mut out, sm, *span, None);
         }
@@ -213,22 +300,31 @@ impl Diagnostic {
             Level::Warning => "warning: ",
             Level::Note => "note: ",
         };
-        let mut out = match self.span {
+        if let Some((context, at)) = &self.context {
+            let (name, line) = sm.landmark(*at);
+            // The level goes with the message (`warning: ...`), not with
+            // the context line, as Click's ContextErrorHandler prints it.
+            let mut out = format!("{name}:{line}: {context}:");
+            for (k, l) in self.message.lines().enumerate() {
+                let p = if k == 0 && self.level == Level::Warning && !l.starts_with("warning: ") {
+                    prefix
+                } else {
+                    ""
+                };
+                let _ = write!(out, "\n  {p}{l}");
+            }
+            return out;
+        }
+        let mut out = match self.span.filter(|_| self.landmark) {
             Some(span) => {
-                let (line, _) = sm.line_col(span);
-                format!(
-                    "{}:{}: {}{}",
-                    sm.name(FileId(span.file)),
-                    line,
-                    prefix,
-                    self.message
-                )
+                let (name, line) = sm.landmark(span);
+                format!("{name}:{line}: {prefix}{}", self.message)
             }
             None => format!("{prefix}{}", self.message),
         };
         for (span, msg) in &self.related {
-            let (line, _) = sm.line_col(*span);
-            let _ = write!(out, "\n{}:{}: {}", sm.name(FileId(span.file)), line, msg);
+            let (name, line) = sm.landmark(*span);
+            let _ = write!(out, "\n{name}:{line}: {msg}");
         }
         out
     }

@@ -183,10 +183,8 @@ impl Expander {
                 span
             }
         };
+        // An undefined variable stays as written, as in Click.
         let s = substitute(text, env, budget);
-        for (name, start, end) in s.undefined {
-            self.error(format!("undefined variable `${name}`"), at(start, end));
-        }
         if let Some((name, start, end)) = s.too_large {
             self.too_large(&name, budget, at(start, end), what);
             return None;
@@ -224,9 +222,17 @@ impl Expander {
             }
         }
         let mut locals = Vec::with_capacity(body.elements.len());
+        let mut pending = Vec::new();
         for (i, e) in body.elements.iter().enumerate() {
             if self.too_big {
                 locals.push(Local::Dead);
+                continue;
+            }
+            if matches!(e.class, ClassRef::GroupTunnel) {
+                locals.push(match self.node(Node::Tunnel) {
+                    Some(n) => Local::Node(n),
+                    None => Local::Dead,
+                });
                 continue;
             }
             if matches!(e.class, ClassRef::Pseudo) {
@@ -238,7 +244,7 @@ impl Expander {
             }
             let name = format!("{prefix}{}", e.name);
             let local = match &e.class {
-                ClassRef::Pseudo | ClassRef::Error => Local::Dead,
+                ClassRef::Pseudo | ClassRef::GroupTunnel | ClassRef::Error => Local::Dead,
                 ClassRef::Primitive(class) if is_script_class(class) => {
                     // A script's `$x` may name a script variable set at run
                     // time: undefined ones stay as written, as in Click.
@@ -287,8 +293,15 @@ impl Expander {
                             if depth >= MAX_DEPTH {
                                 self.error("compound elements nested too deeply", e.span);
                                 Local::Dead
+                            } else if let (Some(input), Some(output)) =
+                                (self.node(Node::Tunnel), self.node(Node::Tunnel))
+                            {
+                                // Expanded after this body's own elements,
+                                // as Click orders them.
+                                pending.push((def, name, values, input, output));
+                                Local::Compound { input, output }
                             } else {
-                                self.instance(&def, &name, &values, env, depth)
+                                Local::Dead
                             }
                         }
                     }
@@ -315,6 +328,9 @@ impl Expander {
             self.edges
                 .push(((from, c.from_port), (to, c.to_port), c.span));
         }
+        for (def, name, values, input, output) in pending {
+            self.instance(&def, &name, &values, env, depth, (input, output));
+        }
     }
 
     fn primitive(
@@ -327,8 +343,8 @@ impl Expander {
     ) -> Local {
         if let Some(&first) = self.names.get(&name) {
             self.report(
-                Diagnostic::error(format!("redeclaration of element `{name}`"), Some(span))
-                    .with_related(first, format!("element `{name}` first declared here")),
+                Diagnostic::error(format!("redeclaration of element '{name}'"), Some(span))
+                    .with_related(first, format!("element '{name}' previously declared here")),
             );
             return Local::Dead;
         }
@@ -364,6 +380,7 @@ impl Expander {
         Local::Node(node)
     }
 
+    /// Expands one compound instance whose ports are the tunnels `io`.
     fn instance(
         &mut self,
         def: &Body,
@@ -371,10 +388,8 @@ impl Expander {
         values: &[String],
         env: &mut Env,
         depth: usize,
-    ) -> Local {
-        let (Some(input), Some(output)) = (self.node(Node::Tunnel), self.node(Node::Tunnel)) else {
-            return Local::Dead;
-        };
+        io: (usize, usize),
+    ) {
         let saved = std::mem::take(&mut env.frames);
         env.frames = saved.iter().take(def.depth).cloned().collect();
         let frame: Vec<(String, String)> = def
@@ -386,15 +401,8 @@ impl Expander {
         env.frames.push(Rc::new(frame));
         let defines: Vec<&Define> = def.defines.iter().collect();
         self.define_all(&defines, env);
-        self.expand_body(
-            def,
-            &format!("{name}/"),
-            env,
-            Some((input, output)),
-            depth + 1,
-        );
+        self.expand_body(def, &format!("{name}/"), env, Some(io), depth + 1);
         env.frames = saved;
-        Local::Compound { input, output }
     }
 
     /// Picks the alternative of an overloaded compound that matches the
@@ -618,27 +626,61 @@ pub(crate) struct Substituted {
     /// The text with variables replaced (cut short when `too_large`).
     pub out: String,
     /// Undefined variables (left as written) with their byte ranges.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub undefined: Vec<(String, usize, usize)>,
     /// The variable, with its byte range, whose value would have made the
     /// text grow by more than the budget.
     pub too_large: Option<(String, usize, usize)>,
 }
 
-/// Replaces `$name`, `${name}` and `${name-default}` outside single quotes
-/// and comments. Inside double quotes the value is escaped so the string
-/// keeps its meaning. Substitution stops at the first variable whose value
-/// would make the text more than `budget` bytes longer than it was.
+/// Replaces variables as Click's `cp_expand` does, outside single quotes
+/// and comments: `$name`, `${name}`, `${name-default}` and `${name[N]}`
+/// (the N-th space-separated word of the value, counting from 0). A `$`
+/// inside `${...}` is expanded first (`${a[$n]}`). Inside double quotes
+/// the value is escaped so the string keeps its meaning. An undefined
+/// variable is left as written, as in Click. Substitution stops at the
+/// first variable whose value would make the text more than `budget`
+/// bytes longer than it was.
 pub(crate) fn substitute(text: &str, env: &Env, budget: usize) -> Substituted {
+    let mut undefined = Vec::new();
+    match expand_depth(text, env, 0, budget, &mut undefined) {
+        Ok(out) => Substituted {
+            out,
+            undefined,
+            too_large: None,
+        },
+        Err(over) => Substituted {
+            out: over.out,
+            undefined,
+            too_large: Some((over.name, over.start, over.end)),
+        },
+    }
+}
+
+/// Deepest nesting of `${...}` inside `${...}` that is expanded.
+const MAX_EXPAND_DEPTH: usize = 10;
+
+/// A substitution stopped over its budget: what was made so far and the
+/// variable (with its byte range) that would have gone over.
+struct OverBudget {
+    out: String,
+    name: String,
+    start: usize,
+    end: usize,
+}
+
+fn expand_depth(
+    text: &str,
+    env: &Env,
+    depth: usize,
+    budget: usize,
+    undefined: &mut Vec<(String, usize, usize)>,
+) -> Result<String, OverBudget> {
     let b = text.as_bytes();
     if !b.contains(&b'$') {
-        return Substituted {
-            out: text.to_string(),
-            undefined: Vec::new(),
-            too_large: None,
-        };
+        return Ok(text.to_string());
     }
     let mut out = String::with_capacity(text.len());
-    let mut undefined = Vec::new();
     let mut i = 0;
     let mut copied = 0;
     let mut in_double = false;
@@ -651,68 +693,123 @@ pub(crate) fn substitute(text: &str, env: &Env, budget: usize) -> Substituted {
             }
             b'\'' if !in_double => i = quote_end(b, i),
             b'/' if !in_double => i = comment_end(b, i).unwrap_or(i + 1),
-            b'$' => {
+            b'$' if depth <= MAX_EXPAND_DEPTH => {
                 let start = i;
-                let (name, default, end) = if b.get(i + 1) == Some(&b'{') {
-                    match text[i + 2..].find('}') {
-                        Some(k) => {
-                            let inner = &text[i + 2..i + 2 + k];
-                            let (n, d) = match inner.split_once('-') {
-                                Some((n, d)) => (n, Some(d)),
-                                None => (inner, None),
-                            };
-                            (n, d, i + 3 + k)
-                        }
-                        None => ("", None, i + 1),
-                    }
-                } else {
-                    let n = b[i + 1..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
-                        .count();
-                    (&text[i + 1..i + 1 + n], None, i + 1 + n)
-                };
-                if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
-                {
+                let Some((reference, end)) = variable_at(text, i) else {
                     i += 1;
                     continue;
-                }
-                out.push_str(&text[copied..start]);
-                let value = match (env.lookup(name), default) {
-                    (Some(v), _) => Some(v),
-                    (None, Some(d)) => Some(d),
-                    (None, None) => None,
                 };
-                // The text so far may be at most `budget` bytes longer than
-                // the `end` bytes of input it replaces.
-                let fits = |len: usize| out.len().saturating_add(len) <= end.saturating_add(budget);
-                match value {
-                    Some(v) if !fits(if in_double { escaped_len(v) } else { v.len() }) => {
-                        return Substituted {
-                            out,
-                            undefined,
-                            too_large: Some((name.to_string(), start, end)),
+                let name = match &reference {
+                    Reference::Braced(inner) => braced_parts(inner).0.to_string(),
+                    Reference::Plain(name) => name.to_string(),
+                };
+                // A nested expansion over the budget is this variable's.
+                let over = |out: &str| OverBudget {
+                    out: out.to_string(),
+                    name: name.clone(),
+                    start,
+                    end,
+                };
+                let nested = |t: &str| {
+                    expand_depth(t, env, depth + 1, budget, &mut Vec::new()).map_err(|_| over(&out))
+                };
+                let value = match &reference {
+                    Reference::Braced(inner) => {
+                        let inner = if inner.contains('$') {
+                            nested(inner)?
+                        } else {
+                            inner.to_string()
                         };
+                        let (name, index, default) = braced_parts(&inner);
+                        match (env.lookup(name), default) {
+                            (Some(v), _) => Some(match index {
+                                Some(n) => nth_word(v, n),
+                                None => v.to_string(),
+                            }),
+                            (None, Some(d)) => Some(nested(d)?),
+                            (None, None) => None,
+                        }
                     }
-                    Some(v) if in_double => out.push_str(&escape_double(v)),
-                    Some(v) => out.push_str(v),
-                    None => {
-                        undefined.push((name.to_string(), start, end));
-                        out.push_str(&text[start..end]);
+                    Reference::Plain(name) => env.lookup(name).map(str::to_string),
+                };
+                match value {
+                    Some(v) => {
+                        out.push_str(&text[copied..start]);
+                        // The text so far may be at most `budget` bytes
+                        // longer than the `end` bytes of input it replaces.
+                        let len = if in_double { escaped_len(&v) } else { v.len() };
+                        if out.len().saturating_add(len) > end.saturating_add(budget) {
+                            return Err(over(&out));
+                        }
+                        if in_double {
+                            out.push_str(&escape_double(&v));
+                        } else {
+                            out.push_str(&v);
+                        }
+                        copied = end;
                     }
+                    None => undefined.push((name, start, end)),
                 }
                 i = end;
-                copied = end;
             }
             _ => i += 1,
         }
     }
     out.push_str(text.get(copied..).unwrap_or_default());
-    Substituted {
-        out,
-        undefined,
-        too_large: None,
+    Ok(out)
+}
+
+/// A variable reference in a configuration string.
+enum Reference<'a> {
+    /// `${...}`: the text between the braces.
+    Braced(&'a str),
+    /// `$name`.
+    Plain(&'a str),
+}
+
+/// The variable reference starting at the `$` at `i`, and where it ends.
+fn variable_at(text: &str, i: usize) -> Option<(Reference<'_>, usize)> {
+    let b = text.as_bytes();
+    if b.get(i + 1) == Some(&b'{') {
+        let k = text[i + 2..].find('}')?;
+        return Some((Reference::Braced(&text[i + 2..i + 2 + k]), i + 3 + k));
     }
+    let n = b[i + 1..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+        .count();
+    (n > 0).then(|| (Reference::Plain(&text[i + 1..i + 1 + n]), i + 1 + n))
+}
+
+/// Splits `name[N]-default` (Click's `${...}` syntax).
+fn braced_parts(inner: &str) -> (&str, Option<usize>, Option<&str>) {
+    let t = inner.trim_start();
+    let n = t
+        .bytes()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        .count();
+    let name = &t[..n];
+    let mut rest = t[n..].trim_start();
+    let mut index = None;
+    if let Some(r) = rest.strip_prefix('[') {
+        if let Some((num, after)) = r.split_once(']') {
+            if let Ok(k) = num.trim().parse::<usize>() {
+                index = Some(k);
+                rest = after.trim_start();
+            }
+        }
+    }
+    let default = rest.strip_prefix('-');
+    (name, index, default)
+}
+
+/// Word `n` (from 0) of `value`, split at spaces as Click's
+/// `cp_shift_spacevec` does; empty when there are fewer words.
+fn nth_word(value: &str, n: usize) -> String {
+    crate::args::split_words(value)
+        .into_iter()
+        .nth(n)
+        .unwrap_or_default()
 }
 
 /// Classes whose configuration is a script with variables of its own.
@@ -804,6 +901,14 @@ mod tests {
         assert_eq!(undef, vec![("nope".to_string(), 2, 7)]);
         assert_eq!(substitute("$ $$ ${", &e).0, "$ $$ ${");
         assert_eq!(substitute("\"\\$a\"", &e).0, "\"\\$a\"");
+        // Indexed words, nested references.
+        let e = env(&[("a", "A B  C"), ("n", "2"), ("q", "\"x y\" z")]);
+        assert_eq!(
+            substitute("${a[0]}|${a[2]}|${a[3]}|${a[$n]}", &e).0,
+            "A|C||C"
+        );
+        assert_eq!(substitute("${q[0]}, ${q[1]}", &e).0, "\"x y\", z");
+        assert_eq!(substitute("${nope[1]-d}", &e).0, "d");
     }
 
     #[test]

@@ -29,11 +29,27 @@ pub struct AddressName {
     pub prefix: Option<([u8; 4], [u8; 4])>,
 }
 
+/// The other kinds of names Click's `NameInfo` keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NameKind {
+    /// TCP port names (`PortInfo`).
+    TcpPort,
+    /// UDP port names (`PortInfo`).
+    UdpPort,
+    /// Annotation names (`AnnotationInfo`): offset in the low 16 bits,
+    /// size (0: unknown) in the high 16.
+    Annotation,
+    /// Spinlock names (`SpinlockInfo`); the value is unused.
+    Spinlock,
+}
+
 #[derive(Default)]
 struct Table {
     /// Keyed by the defining compound's prefix ("" at top level, "c/d"
     /// inside compounds) and the name.
     names: HashMap<(String, String), AddressName>,
+    /// Names of other kinds, keyed the same way.
+    values: HashMap<(NameKind, String, String), u32>,
     /// Full name of the element being configured.
     current: String,
 }
@@ -71,6 +87,38 @@ pub fn set_current(element: &str) {
 /// Forgets every name (end of configuration).
 pub fn clear() {
     TABLE.with(|t| *t.borrow_mut() = Table::default());
+}
+
+/// Defines a name of another kind (a port, an annotation) in the scope of
+/// the element called `element`.
+pub fn define_value(kind: NameKind, element: &str, name: &str, value: u32) {
+    TABLE.with(|t| {
+        t.borrow_mut().values.insert(
+            (kind, scope_of(element).to_string(), name.to_string()),
+            value,
+        );
+    });
+}
+
+/// The value of a name of another kind visible from the current element:
+/// its compound first, then each enclosing one.
+pub fn value(kind: NameKind, name: &str) -> Option<u32> {
+    TABLE.with(|t| {
+        let t = t.borrow();
+        if t.values.is_empty() {
+            return None;
+        }
+        let mut scope = scope_of(&t.current);
+        loop {
+            if let Some(v) = t.values.get(&(kind, scope.to_string(), name.to_string())) {
+                return Some(*v);
+            }
+            if scope.is_empty() {
+                return None;
+            }
+            scope = scope_of(scope);
+        }
+    })
 }
 
 /// The definition of `name` visible from the current element.

@@ -141,9 +141,9 @@ fn compound_expansion_with_prefixes() {
     let f = flat(src);
     assert_eq!(
         names(&f),
-        ["src", "p/web/chk/chk", "p/web/chk/Strip@2", "Discard@3"]
+        ["src", "Discard@3", "p/web/chk/chk", "p/web/chk/Strip@2"]
     );
-    assert_eq!(f.elements[2].config, "14");
+    assert_eq!(f.elements[3].config, "14");
     assert_eq!(
         conns(&f),
         [
@@ -182,9 +182,22 @@ fn compound_ports_and_passthrough() {
 #[test]
 fn anonymous_compound_instance_names() {
     let f = flat("Idle -> { input -> x :: Counter -> output } -> Discard;");
-    assert_eq!(names(&f), ["Idle@1", "@2/x", "Discard@3"]);
+    // Click lists a body's own elements first, then each compound's.
+    assert_eq!(names(&f), ["Idle@1", "Discard@3", "@2/x"]);
     let f = flat("elementclass C { input -> Counter -> output } Idle -> C -> Discard;");
-    assert_eq!(names(&f), ["Idle@1", "C@2/Counter@1", "Discard@3"]);
+    assert_eq!(names(&f), ["Idle@1", "Discard@3", "C@2/Counter@1"]);
+    let f = flat("elementclass D { input -> Counter -> output } elementclass C { input -> D -> Tee -> output } a :: Idle -> c1 :: C -> c2 :: C -> Discard;");
+    assert_eq!(
+        names(&f),
+        [
+            "a",
+            "Discard@4",
+            "c1/Tee@2",
+            "c1/D@1/Counter@1",
+            "c2/Tee@2",
+            "c2/D@1/Counter@1"
+        ]
+    );
 }
 
 #[test]
@@ -200,7 +213,7 @@ fn keyword_formals_and_rest() {
         Idle -> K(1, 2, COUNT 3, FOO 4) -> Discard;
     ";
     let f = flat(src);
-    assert_eq!(f.elements[1].config, "1, 3, 2, FOO 4");
+    assert_eq!(f.elements[2].config, "1, 3, 2, FOO 4");
     let e =
         errors("elementclass K { COUNT $c | input -> Foo($c) -> output } Idle -> K(1) -> Discard;");
     assert_eq!(
@@ -247,12 +260,12 @@ fn overloading_and_extension() {
 fn synonyms_and_scoping() {
     let f = flat("elementclass Q Queue; elementclass C { elementclass In { input -> Counter -> output } input -> In -> output } Idle -> Q -> C -> Discard;");
     assert_eq!(f.elements[1].class, "Queue");
-    assert_eq!(f.elements[2].name, "C@3/In@1/Counter@1");
+    assert_eq!(f.elements[3].name, "C@3/In@1/Counter@1");
     // `In` is not visible outside `C`.
     let e = errors(
         "elementclass C { elementclass In { input -> output } input -> In -> output } x :: In;",
     );
-    assert_eq!(e, ["test.click:1: unknown element class `In`"]);
+    assert_eq!(e, ["test.click:1: unknown element class 'In'"]);
 }
 
 #[test]
@@ -267,7 +280,7 @@ fn defines_and_overrides() {
     assert_eq!(f.elements[0].config, "1");
     // Compound-local defines and formals.
     let f = flat("elementclass C { $a | define($b $a/2); input -> Foo($b) -> output } Idle -> C(7) -> Discard;");
-    assert_eq!(f.elements[1].config, "7/2");
+    assert_eq!(f.elements[2].config, "7/2");
 }
 
 #[test]
@@ -280,9 +293,26 @@ fn comments_and_directives() {
 
 #[test]
 fn requirements() {
-    let f = flat("require(package foo, package \"bar\"); require(baz)");
-    let reqs: Vec<&str> = f.requirements.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(reqs, ["foo", "bar", "baz"]);
+    let f = flat("require(package foo, package \"bar\"); require(baz, compact_config)");
+    let reqs: Vec<(&str, &str)> = f
+        .requirements
+        .iter()
+        .map(|(k, n, _)| (k.as_str(), n.as_str()))
+        .collect();
+    assert_eq!(
+        reqs,
+        [
+            ("package", "foo"),
+            ("package", "bar"),
+            ("package", "baz"),
+            ("compact_config", "")
+        ]
+    );
+    assert!(f.compact_config());
+    assert_eq!(
+        errors("require(library x.click)"),
+        ["test.click:1: `require(library FILE)` is not supported: pronto does not load configuration libraries; include the file's text instead"]
+    );
 }
 
 #[test]
@@ -295,20 +325,18 @@ fn duplicate_connections_kept_once() {
 fn error_messages() {
     assert_eq!(
         errors("a :: Idle;\na -> nope;"),
-        ["test.click:2: undeclared element `nope`"]
+        ["test.click:2: undeclared element 'nope'"]
     );
     assert_eq!(
         errors("a :: Idle;\n\nb :: UnknownThing;"),
-        ["test.click:3: unknown element class `UnknownThing`"]
+        ["test.click:3: unknown element class 'UnknownThing'"]
     );
     assert_eq!(
         errors("a :: Idle;\na :: Discard;"),
-        ["test.click:2: redeclaration of element `a`\ntest.click:1: element `a` first declared here"]
+        ["test.click:2: redeclaration of element 'a'\ntest.click:1: element 'a' previously declared here"]
     );
-    assert_eq!(
-        errors("Foo($x);"),
-        ["test.click:1: undefined variable `$x`"]
-    );
+    // An undefined variable is left as written, as in Click.
+    assert_eq!(flat("Foo($x, ${y});").elements[0].config, "$x, ${y}");
     assert_eq!(
         errors("elementclass C { $a, $b | input -> output }\nIdle -> C(1) -> Discard;"),
         ["test.click:2: too few arguments to compound `C` (expected 2, found 1)"]
@@ -320,13 +348,13 @@ fn error_messages() {
     assert_eq!(
         errors("a -> ;"),
         [
-            "test.click:1: undeclared element `a`",
+            "test.click:1: undeclared element 'a'",
             "test.click:1: syntax error near `;`"
         ]
     );
     assert_eq!(
         errors("Queue :: Queue;"),
-        ["test.click:1: class `Queue` used as element name"]
+        ["test.click:1: class 'Queue' used as element name"]
     );
     assert_eq!(
         errors("define($a 1, $a 2);"),
@@ -346,20 +374,19 @@ fn error_messages() {
     );
     assert_eq!(
         errors("1 :: Foo;"),
-        ["test.click:1: element name `1` has all-digit component"]
+        ["test.click:1: element name '1' has all-digit component"]
     );
 }
 
 #[test]
 fn reports_all_errors_and_recovers() {
     let e = errors("a -> b;\nx :: Unknown1;\n} ;\nFoo($y) -> c :: Discard;\nc :: Idle;");
-    assert_eq!(e.len(), 6, "{e:?}");
-    assert!(e[0].contains("undeclared element `a`"));
-    assert!(e[1].contains("undeclared element `b`"));
-    assert!(e[2].contains("unknown element class `Unknown1`"));
+    assert_eq!(e.len(), 5, "{e:?}");
+    assert!(e[0].contains("undeclared element 'a'"));
+    assert!(e[1].contains("undeclared element 'b'"));
+    assert!(e[2].contains("unknown element class 'Unknown1'"));
     assert!(e[3].contains("syntax error near `}`"));
-    assert!(e[4].contains("undefined variable `$y`"));
-    assert!(e[5].contains("redeclaration of element `c`"));
+    assert!(e[4].contains("redeclaration of element 'c'"));
 }
 
 #[test]
@@ -369,24 +396,14 @@ fn rustc_style_rendering() {
     };
     assert_eq!(
         errs[0].render(&sm),
-        "error: unknown element class `Bogus`\n --> test.click:2:6\n  |\n2 | a -> Bogus(1) -> Discard;\n  |      ^^^^^\n"
+        "error: unknown element class 'Bogus'\n --> test.click:2:6\n  |\n2 | a -> Bogus(1) -> Discard;\n  |      ^^^^^\n"
     );
     let Err((sm, errs)) = parse_with("a :: Idle;\n  a :: Idle;", &[]) else {
         panic!("expected error");
     };
     assert_eq!(
         errs[0].render(&sm),
-        "error: redeclaration of element `a`\n --> test.click:2:3\n  |\n2 |   a :: Idle;\n  |   ^\nnote: element `a` first declared here\n --> test.click:1:1\n  |\n1 | a :: Idle;\n  | ^\n"
-    );
-    let Err((sm, errs)) = parse_with("Foo(1, $nope)", &[]) else {
-        panic!("expected error");
-    };
-    assert!(
-        errs[0]
-            .render(&sm)
-            .ends_with("1 | Foo(1, $nope)\n  |        ^^^^^\n"),
-        "{}",
-        errs[0].render(&sm)
+        "error: redeclaration of element 'a'\n --> test.click:2:3\n  |\n2 |   a :: Idle;\n  |   ^\nnote: element 'a' previously declared here\n --> test.click:1:1\n  |\n1 | a :: Idle;\n  | ^\n"
     );
 }
 
@@ -659,8 +676,8 @@ fn long_lines_are_elided_around_the_span() {
     assert_eq!(
         errs.iter().map(|d| d.render_click(&sm)).collect::<Vec<_>>(),
         [
-            "test.click:1: undeclared element `x`",
-            "test.click:1: unknown element class `Bogus`"
+            "test.click:1: undeclared element 'x'",
+            "test.click:1: unknown element class 'Bogus'"
         ]
     );
     // 40 characters before the span, 80 from its start, `...` at each cut.
@@ -669,7 +686,7 @@ fn long_lines_are_elided_around_the_span() {
     assert_eq!(
         errs[1].render(&sm),
         format!(
-            "error: unknown element class `Bogus`\n --> test.click:1:{col}\n  |\n1 | ...{before}{after}...\n  | {}^^^^^\n",
+            "error: unknown element class 'Bogus'\n --> test.click:1:{col}\n  |\n1 | ...{before}{after}...\n  | {}^^^^^\n",
             " ".repeat(43)
         )
     );
@@ -681,12 +698,12 @@ fn long_lines_are_elided_around_the_span() {
     assert_eq!(
         errs[0].render(&sm),
         format!(
-            "error: unknown element class `Bogus`\n --> test.click:1:1\n  |\n1 | {}...\n  | ^^^^^\n",
+            "error: unknown element class 'Bogus'\n --> test.click:1:1\n  |\n1 | {}...\n  | ^^^^^\n",
             &src[..80]
         )
     );
-    // A span longer than the window is underlined to the window's end.
-    let src = format!("{pad}x :: Foo($nope {});", "y".repeat(300));
+    // A span with more than the window after it: the line is cut there.
+    let src = format!("{pad}x :: Bogus({});", "y".repeat(300));
     let Err((sm, errs)) = parse_with(&src, &[]) else {
         panic!("expected errors");
     };
@@ -732,4 +749,69 @@ fn long_names_in_deep_compounds_are_limited() {
         errs[0].message,
         "configuration too large: element names add up to more than 67108864 bytes (64 MiB) after expansion"
     );
+}
+
+#[test]
+fn element_groups_connect_through_their_ports() {
+    // Click's Shaper example: the group's elements belong to the file.
+    let f = flat(
+        "s :: Shaper(10) => ( [0] -> c :: Counter -> [0]; [1] -> [1] ) => x :: Tee; x -> Discard;",
+    );
+    // Click counts three tunnels per group in anonymous numbering.
+    assert_eq!(names(&f), ["s", "c", "x", "Discard@7"]);
+    let mut cs = conns(&f);
+    cs.sort();
+    assert_eq!(
+        cs,
+        [
+            "c[0]->[0]x",
+            "s[0]->[0]c",
+            "s[1]->[1]x",
+            "x[0]->[0]Discard@7"
+        ]
+    );
+    // A group at the start of a statement, several paths to one port.
+    let f = flat("( Idle -> [0]; Idle -> [0]; Idle -> [1]; ) => t :: Tee; t -> Discard;");
+    let mut cs = conns(&f);
+    cs.sort();
+    assert_eq!(
+        cs,
+        [
+            "Idle@4[0]->[0]t",
+            "Idle@5[0]->[0]t",
+            "Idle@6[0]->[1]t",
+            "t[0]->[0]Discard@8"
+        ]
+    );
+}
+
+#[test]
+fn element_group_errors() {
+    assert_eq!(
+        errors("Idle -> ( [1] -> Discard ) ;"),
+        ["test.click:1: <anonymous group> input 0 unused"]
+    );
+    assert_eq!(
+        errors("Idle -> ( -> Discard ;"),
+        ["test.click:1: unterminated element group (missing `)`)"]
+    );
+}
+
+#[test]
+fn landmarks_follow_line_directives() {
+    // What `cpp` leaves when A includes B at its fourth line.
+    let src = "# 1 \"A\"\n\nx :: Idle;\n# 1 \"B\" 1\nx :: Idle;\n# 5 \"A\" 2\ny :: Idle;\n";
+    assert_eq!(
+        errors(src),
+        ["B:1: redeclaration of element 'x'\nA:2: element 'x' previously declared here"]
+    );
+    let mut sm = SourceMap::new();
+    let f = sm.add("c.click", "xx;\n#line 100 \"other.click\"\nyy;\nzz;\n");
+    let at = |s: &str| {
+        let k = sm.text(f).find(s).expect("present");
+        sm.landmark(Span::new(f, k, k + 1))
+    };
+    assert_eq!(at("xx"), ("c.click".to_string(), 1));
+    assert_eq!(at("yy"), ("other.click".to_string(), 100));
+    assert_eq!(at("zz"), ("other.click".to_string(), 101));
 }

@@ -8,6 +8,8 @@
 
 pub mod controlsocket;
 mod graph;
+mod notify;
+mod quitwatcher;
 mod remote;
 mod router;
 mod script;

@@ -66,8 +66,14 @@ const STAGES: &[Stage] = &[
     st("E :: Queue({Q}) -> X :: Unqueue(BURST {B})", 1, 1),
     st("E :: SimpleQueue({Q}) -> X :: Unqueue(BURST {B})", 1, 1),
     st("E :: Queue({Q}) -> X :: RatedUnqueue({R})", 1, 1),
-    st("E :: Queue({Q}) -> Shaper({R}) -> X :: Unqueue", 1, 1),
-    st("E :: Queue({Q}) -> BandwidthShaper({R}00Bps) -> X :: Unqueue", 1, 1),
+    // Shapers, drained by a timed unqueuer and by one that polls.
+    st("E :: Queue({Q}) -> Shaper({R}) -> X :: RatedUnqueue({R})", 1, 1),
+    st("E :: Queue({Q}) -> Shaper({R}) -> X :: Unqueue(BURST {B})", 1, 1),
+    st(
+        "E :: Queue({Q}) -> BandwidthShaper({R}00Bps) -> X :: RatedUnqueue({R})",
+        1,
+        1,
+    ),
     st("E :: RatedSplitter({R})", 1, 2),
     st("E :: BandwidthRatedSplitter({R}00Bps)", 1, 2),
     st("E :: Meter({R})", 1, 2),
@@ -347,6 +353,9 @@ fn check(s: &Shape) -> Result<(), TestCaseError> {
         .collect();
     std::fs::write(&trace, pcap(&frames)).expect("write trace");
     let text = config(s, &trace);
+    if std::env::var_os("PRONTO_CONSERVATION_SHOW").is_some() {
+        eprintln!("---- case\n{text}");
+    }
     // A pool limit below what the queues can hold is refused at set-up
     // (tested below); then the limit is raised to what they hold plus a
     // little, so that copies in flight still meet a full pool.
@@ -388,13 +397,19 @@ fn check(s: &Shape) -> Result<(), TestCaseError> {
         .and_then(|v| v.parse().ok())
         .expect("refused line");
     prop_assert_eq!(refused, pool_refused, "{}", text);
-    // The source's packets all went in (it stops only when done).
+    // The source's packets all went in (it stops only when done, or when
+    // what it feeds is full for good).
     let sent = match s.source {
         0 | 1 => frames.len() as u64,
         _ => s.limit as u64,
     };
-    prop_assert_eq!(number(&mut router, "src.count"), sent, "{}", text);
-    prop_assert_eq!(entered, sent, "{}", text);
+    let made = number(&mut router, "src.count");
+    prop_assert_eq!(entered, made, "{}", text);
+    if !text.contains("Idle") {
+        // A source whose downstream queue never drains (`Queue -> Idle`)
+        // sleeps on its full notifier, as in Click; otherwise it finishes.
+        prop_assert_eq!(made, sent, "{}", text);
+    }
     // Each connection's ends agree: an element's `ocounts` line for a
     // port is what the next element's `icounts` got from it.
     let total_out: u64 = (0..names.len())

@@ -606,6 +606,7 @@ pub struct ToIPSummaryDump {
 impl ToIPSummaryDump {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("ToIPSummaryDump")
+        .printing()
         .ports("1/0-1")
         .processing("a/h")
         .keywords(&[
