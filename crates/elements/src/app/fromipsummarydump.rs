@@ -424,7 +424,8 @@ impl FromIPSummaryDump {
              DEFAULT_FLOWID (or FLOWID)  `SRC SPORT DST DPORT [PROTO]' defaults\n  \
              ALLOW_NONEXISTENT  boolean; a missing file is empty (default false)\n  \
              DATA      read this string instead of a file\n  \
-             BURST     packets per task run (default 256)\n\
+             BURST     packets per task run (default 1, as Click: a task run\n            \
+             pushes one packet, so sources interleave packet by packet)\n\
              Handlers:\n  sampling_prob (read), active (read/write), encap (read), filesize (read),\n  \
              filepos (read), stop (write)",
         );
@@ -462,7 +463,7 @@ impl FromIPSummaryDump {
         }
         let allow_nonexistent = a.read_or("ALLOW_NONEXISTENT", false)?;
         let data: Option<String> = a.read("DATA")?;
-        let burst: usize = a.read_or("BURST", BATCH_MAX)?;
+        let burst: usize = a.read_or("BURST", 1)?;
         a.finish()?;
 
         if sample.is_nan() || sample < 0.0 {
