@@ -124,6 +124,11 @@ classes!(
     crate::ethernet::ethermirror::EtherMirror,
     crate::ethernet::etherrewrite::EtherRewrite,
     crate::ethernet::hostetherfilter::HostEtherFilter,
+    crate::ethernet::vlanencap::VLANEncap,
+    crate::ethernet::vlandecap::VLANDecap,
+    crate::ethernet::ethervlanencap::EtherVLANEncap,
+    crate::ethernet::stripethervlanheader::StripEtherVLANHeader,
+    crate::ethernet::setvlananno::SetVLANAnno,
     // end ethernet
     // app/
     crate::app::fromdump::FromDump,

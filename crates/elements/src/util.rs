@@ -78,3 +78,97 @@ pub fn classify_and_route(
         });
     }
 }
+
+/// An element's configuration as Click's keyword handlers see it
+/// (`read_keyword_handler`, `reconfigure_keyword_handler`): the argument
+/// list, read and changed one keyword at a time. A write gives the new
+/// argument text, which the element parses again all or nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfText {
+    args: Vec<String>,
+}
+
+impl ConfText {
+    /// Splits `config` into arguments.
+    pub fn new(config: &str) -> ConfText {
+        ConfText {
+            args: pronto_lang::args::split_args(config),
+        }
+    }
+
+    fn keyword_at(&self, kw: &str) -> Option<usize> {
+        self.args
+            .iter()
+            .rposition(|a| pronto_lang::args::split_keyword(a).is_some_and(|(k, _)| k == kw))
+    }
+
+    /// Whether argument `pos` stands for the positional argument (it is
+    /// not a `KEYWORD value` pair).
+    fn positional(&self, pos: Option<usize>) -> Option<usize> {
+        let i = pos?;
+        let a = self.args.get(i)?;
+        match pronto_lang::args::split_keyword(a) {
+            Some((_, rest)) if !rest.is_empty() => None,
+            _ => Some(i),
+        }
+    }
+
+    /// The value of keyword `kw` (its last occurrence), else the
+    /// positional argument `pos` when given and present, else empty.
+    pub fn read(&self, kw: &str, pos: Option<usize>) -> String {
+        if let Some(i) = self.keyword_at(kw) {
+            let a = &self.args[i];
+            return pronto_lang::args::split_keyword(a)
+                .map_or(String::new(), |(_, v)| v.to_string());
+        }
+        match self.positional(pos) {
+            Some(i) => self.args[i].clone(),
+            None => String::new(),
+        }
+    }
+
+    /// The configuration with keyword `kw` set to `value`: every earlier
+    /// occurrence removed and `KW value` appended, or, when the keyword is
+    /// absent and `pos` names a positional argument, that argument
+    /// replaced.
+    pub fn with(&self, kw: &str, pos: Option<usize>, value: &str) -> ConfText {
+        let mut args = self.args.clone();
+        let had = self.keyword_at(kw).is_some();
+        args.retain(|a| pronto_lang::args::split_keyword(a).is_none_or(|(k, _)| k != kw));
+        match (had, self.positional(pos)) {
+            (false, Some(i)) => args[i] = value.trim().to_string(),
+            _ => args.push(format!("{kw} {}", value.trim())),
+        }
+        ConfText { args }
+    }
+
+    /// The argument text, arguments separated by `, `.
+    pub fn text(&self) -> String {
+        self.args.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConfText;
+
+    #[test]
+    fn keyword_handlers_read_and_replace() {
+        let c = ConfText::new("1, VLAN_PCP 2, VLAN_PCP 3");
+        assert_eq!(c.read("VLAN_PCP", None), "3");
+        assert_eq!(c.read("VLAN_ID", None), "");
+        assert_eq!(c.read("VLAN_TCI", Some(0)), "1");
+        assert_eq!(c.with("VLAN_PCP", None, "5").text(), "1, VLAN_PCP 5");
+        assert_eq!(
+            c.with("VLAN_TCI", Some(0), " 7 ").text(),
+            "7, VLAN_PCP 2, VLAN_PCP 3"
+        );
+        assert_eq!(
+            c.with("VLAN_ID", None, "9").text(),
+            "1, VLAN_PCP 2, VLAN_PCP 3, VLAN_ID 9"
+        );
+        let c = ConfText::new("DSCP 10");
+        assert_eq!(c.read("DSCP", Some(0)), "10");
+        assert_eq!(c.with("DSCP", Some(0), "2").text(), "DSCP 2");
+    }
+}

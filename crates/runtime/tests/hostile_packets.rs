@@ -169,6 +169,12 @@ const ROWS: &[Row] = &[
     r("EtherRewrite", "in -> EtherRewrite(00:01:02:03:04:05, 00:01:02:03:04:06) -> Discard;"),
     r("HostEtherFilter", two!("in -> x :: HostEtherFilter(00:01:02:03:04:05, DROP_OWN true);")),
     r("HostEtherFilter", "in -> HostEtherFilter(00:01:02:03:04:05, OFFSET 2) -> Discard;"),
+    r("VLANEncap", "in -> VLANEncap(1) -> VLANEncap(ANNO, NATIVE_VLAN -1, ETHERTYPE 0x88a8) -> Discard;"),
+    r("VLANDecap", "in -> VLANDecap -> VLANDecap(ETHERTYPE 0x88a8) -> VLANEncap(ANNO) -> Discard;"),
+    r("EtherVLANEncap", "in -> EtherVLANEncap(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2, ANNO, NATIVE_VLAN 1) -> Discard;"),
+    r("StripEtherVLANHeader", two!("in -> x :: StripEtherVLANHeader(-1);")),
+    r("StripEtherVLANHeader", "in -> StripEtherVLANHeader -> StripEtherVLANHeader(5) -> Discard;"),
+    r("SetVLANAnno", "in -> SetVLANAnno(VLAN_ID 7, VLAN_PCP 3) -> VLANEncap(ANNO) -> Discard;"),
     // standard/
     r("AverageCounter", "in -> AverageCounter -> Discard;"),
     r("BandwidthMeter", three!("in -> x :: BandwidthMeter(1000, 20000);")),
