@@ -97,6 +97,9 @@ classes!(
     crate::ip::ipgwoptions::IPGWOptions,
     crate::ip::ipmirror::IPMirror,
     crate::ip::ipreassembler::IPReassembler,
+    crate::ip::markipce::MarkIPCE,
+    crate::ip::setipdscp::SetIPDSCP,
+    crate::ip::setipecn::SetIPECN,
     // end ip
     // tcpudp/
     crate::tcpudp::checkicmpheader::CheckICMPHeader,
@@ -140,6 +143,8 @@ classes!(
     crate::icmp::icmppingrewriter::ICMPPingRewriter,
     crate::icmp::icmprewriter::ICMPRewriter,
     crate::icmp::icmperror::ICMPError,
+    crate::icmp::icmpipencap::ICMPIPEncap,
+    crate::icmp::icmppingencap::ICMPPingEncap,
     // end icmp
     // aqm/
     crate::aqm::red::RED,

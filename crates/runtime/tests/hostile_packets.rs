@@ -256,6 +256,9 @@ const ROWS: &[Row] = &[
     r("IPReassembler", two!("in -> x :: IPReassembler(HIMEM 3000);")),
     r("LinearIPLookup", three!("in -> x :: LinearIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
     r("MarkIPHeader", "in -> MarkIPHeader(14) -> MarkIPHeader(60) -> IPPrint(OUTFILE $D/mark.txt) -> Discard;"),
+    r("MarkIPCE", "in -> MarkIPCE -> MarkIPCE(FORCE true) -> Discard;"),
+    r("SetIPDSCP", "in -> SetIPDSCP(63) -> SetIPECN(ce) -> Discard;"),
+    r("SetIPECN", "in -> SetIPECN(ECT(1)) -> MarkIPCE -> Discard;"),
     r("RadixIPLookup", three!("in -> x :: RadixIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
     r("SetIPAddress", "in -> SetIPAddress(1.2.3.4) -> Discard;"),
     r("SetIPChecksum", "in -> SetIPChecksum -> Discard;"),
@@ -377,6 +380,9 @@ const ROWS: &[Row] = &[
          rw[0] -> Discard; rw[1] -> Discard; pr[0] -> Discard; pr[1] -> Discard; ar[0] -> Discard; ar[1] -> Discard; \
          x[0] -> Discard; x[1] -> Discard;",
     ),
+    r("ICMPIPEncap", "in -> ICMPIPEncap(1.0.0.1, 2.0.0.2, timestamp) -> CheckIPHeader -> CheckICMPHeader -> Discard;"),
+    r("ICMPIPEncap", "in -> ICMPIPEncap(1.0.0.1, 2.0.0.2, unreachable, host) -> Discard;"),
+    r("ICMPPingEncap", "in -> ICMPPingEncap(1.0.0.1, 2.0.0.2, IDENTIFIER 9) -> ICMPPingResponder -> Discard;"),
     // aqm/
     r("RED", "in -> x :: RED(5, 50, 0.02) -> Queue(100) -> Discard; x[1] -> Discard;"),
     // ids/
