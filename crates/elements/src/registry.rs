@@ -100,6 +100,8 @@ classes!(
     crate::ip::markipce::MarkIPCE,
     crate::ip::setipdscp::SetIPDSCP,
     crate::ip::setipecn::SetIPECN,
+    crate::ip::rangeiplookup::RangeIPLookup,
+    crate::ip::sortediplookup::SortedIPLookup,
     // end ip
     // tcpudp/
     crate::tcpudp::checkicmpheader::CheckICMPHeader,

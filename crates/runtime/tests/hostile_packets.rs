@@ -259,6 +259,8 @@ const ROWS: &[Row] = &[
     r("MarkIPCE", "in -> MarkIPCE -> MarkIPCE(FORCE true) -> Discard;"),
     r("SetIPDSCP", "in -> SetIPDSCP(63) -> SetIPECN(ce) -> Discard;"),
     r("SetIPECN", "in -> SetIPECN(ECT(1)) -> MarkIPCE -> Discard;"),
+    r("RangeIPLookup", three!("in -> x :: RangeIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
+    r("SortedIPLookup", three!("in -> x :: SortedIPLookup(10.0.0.0/8 0, 0.0.0.0/0 2, 192.168.1.0/26 10.0.0.2 1, 10.1.0.0/16 1);")),
     r("RadixIPLookup", three!("in -> x :: RadixIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
     r("SetIPAddress", "in -> SetIPAddress(1.2.3.4) -> Discard;"),
     r("SetIPChecksum", "in -> SetIPChecksum -> Discard;"),
