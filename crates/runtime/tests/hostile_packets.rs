@@ -348,11 +348,11 @@ const ROWS: &[Row] = &[
     r("ToDump", "in -> t :: ToDump($D/out2.pcap, SNAPLEN 40, ENCAP IP, NANO true) -> Discard;"),
     r(
         "ToIPSummaryDump",
-        "in -> ToIPSummaryDump($D/sum.txt, FIELDS timestamp ntimestamp ts_sec ts_usec ts_usec1 first_timestamp count link paint direction aggregate wire_len ip_src ip_dst ip_tos ip_dscp ip_ecn ip_ttl ip_frag ip_fragoff ip_id ip_sum ip_proto ip_hl ip_len ip_capture_len sport dport tcp_seq tcp_ack tcp_off tcp_flags tcp_window tcp_urp udp_len eth_src eth_dst eth_type icmp_type icmp_code icmp_type_name icmp_code_name icmp_flowid icmp_seq icmp_nextmtu payload_len payload);",
+        "in -> ToIPSummaryDump($D/sum.txt, FIELDS timestamp ntimestamp ts_sec ts_usec ts_usec1 first_timestamp count link paint direction aggregate wire_len ip_src ip_dst ip_tos ip_dscp ip_ecn ip_ttl ip_frag ip_fragoff ip_id ip_sum ip_proto ip_hl ip_len ip_capture_len sport dport tcp_seq tcp_ack tcp_off tcp_flags tcp_window tcp_urp udp_len eth_src eth_dst eth_type icmp_type icmp_code icmp_type_name icmp_code_name icmp_flowid icmp_seq icmp_nextmtu payload_len payload ip_opt tcp_opt tcp_ntopt tcp_sack payload_md5 payload_md5_hex);",
     ),
     r(
         "ToIPSummaryDump",
-        "in -> ToIPSummaryDump($D/sum.bin, BINARY true, FIELDS ip_src ip_dst sport dport ip_proto tcp_flags ip_len payload_len icmp_type icmp_code tcp_seq) -> Discard;",
+        "in -> ToIPSummaryDump($D/sum.bin, BINARY true, FIELDS ip_src ip_dst sport dport ip_proto tcp_flags ip_len payload_len icmp_type icmp_code tcp_seq ip_opt tcp_opt payload_md5) -> Discard;",
     ),
     src(
         "FromIPSummaryDump",
@@ -983,6 +983,16 @@ fn hostile_ipsum() -> String {
         "I",
         "255",
         "ab:cd",
+        "ssrr{1.2.3.4,^5.6.7.8}",
+        "rr{}+70",
+        "ts.preip{^1.2.3.4=?,5.6.7.8}+3++15",
+        "ts.15{1.2.3.4=!5}",
+        "ts{1.",
+        "lsrr{1.2.3.4^",
+        "mss99999;sack1-2,sack3:4;ts1:;30=300",
+        "sack1-2,sack",
+        "nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;nop;wscale3",
+        "7=1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17:18:19:20:21:22:23:24:25:26:27:28:29:30:31:32:33:34:35:36:37:38:39:40",
     ];
     let datas = [
         "!data timestamp ip_src ip_dst ip_proto sport dport ip_len payload_len tcp_flags",
@@ -990,6 +1000,7 @@ fn hostile_ipsum() -> String {
         "!data ip_src ip_dst icmp_type icmp_code payload",
         "!data count ip_len ip_hl ip_tos ip_ttl ip_id udp_len tcp_off",
         "!data payload",
+        "!data ip_src ip_opt tcp_opt tcp_sack tcp_ntopt payload",
         "!data bogus_field ip_src",
     ];
     for i in 0..400 {

@@ -789,7 +789,7 @@ impl FromIPSummaryDump {
     }
 
     /// Parses one field's text into a value (bytes go to `self.scratch`).
-    fn parse_text(&mut self, f: F, s: &str) -> Option<Val> {
+    fn parse_text(&mut self, f: F, name: &str, s: &str) -> Option<Val> {
         use pronto_lang::args::{parse_ip4, parse_u32, parse_u64};
         let num = |max: u64| parse_u64(s).ok().filter(|&v| v <= max).map(Val::N);
         let ts = || {
@@ -841,10 +841,14 @@ impl FromIPSummaryDump {
                 "ce" | "CE" => Some(Val::N(3)),
                 _ => None,
             },
-            F::IpOpt | F::TcpOpt => {
-                self.scratch.clear();
-                // Only "." (no options) is understood in text.
-                (s == ".").then_some(Val::Bytes)
+            F::IpOpt => super::ipsumdump::parse_ip_opt(s, &mut self.scratch).then_some(Val::Bytes),
+            F::TcpOpt => {
+                let mask = match name {
+                    "tcp_sack" => super::ipsumdump::TCPOPT_SACK,
+                    "tcp_ntopt" => super::ipsumdump::TCPOPT_NTALL,
+                    _ => !0,
+                };
+                super::ipsumdump::parse_tcp_opt(s, mask, &mut self.scratch).then_some(Val::Bytes)
             }
             F::TcpFlags => parse_tcp_flags(s).map(|v| Val::N(v as u64)),
             F::IcmpType => icmp_type_by_name(s)
@@ -987,7 +991,7 @@ impl FromIPSummaryDump {
                     continue;
                 }
                 match std::str::from_utf8(text) {
-                    Ok(t) => self.parse_text(fl.f, t),
+                    Ok(t) => self.parse_text(fl.f, fl.name, t),
                     Err(_) => None,
                 }
             };
