@@ -604,6 +604,11 @@ pub struct WaitFd<'a> {
 pub trait PullInputs {
     /// Pulls one packet from input `input`.
     fn pull_input(&mut self, input: usize) -> Option<Packet>;
+
+    /// Asks the driver to stop (Click's `please_stop_driver`), for a
+    /// puller that finds its inputs exhausted (`TimeSortedSched(STOP
+    /// true)`).
+    fn stop_driver(&mut self) {}
 }
 
 /// An element that answers a pull on its output by pulling its inputs one

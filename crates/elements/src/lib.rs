@@ -14,6 +14,7 @@ mod element;
 pub mod registry;
 pub mod util;
 
+pub mod analysis;
 pub mod app;
 pub mod aqm;
 pub mod ethernet;

@@ -135,6 +135,15 @@ classes!(
     crate::ethernet::stripethervlanheader::StripEtherVLANHeader,
     crate::ethernet::setvlananno::SetVLANAnno,
     // end ethernet
+    // analysis/
+    crate::analysis::adjusttimestamp::AdjustTimestamp,
+    crate::analysis::settimestampdelta::SetTimestampDelta,
+    crate::analysis::storetimestamp::StoreTimestamp,
+    crate::analysis::timefilter::TimeFilter,
+    crate::analysis::timerange::TimeRange,
+    crate::analysis::timesortedsched::TimeSortedSched,
+    crate::analysis::timestampaccum::TimestampAccum,
+    // end analysis
     // app/
     crate::app::fromdump::FromDump,
     crate::app::fromipsummarydump::FromIPSummaryDump,

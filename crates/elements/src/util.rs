@@ -79,6 +79,49 @@ pub fn classify_and_route(
     }
 }
 
+/// Formats `x` as C's `printf("%.12g")`, which is how Click prints a
+/// `double` (`String(double)`).
+pub fn fmt_g12(x: f64) -> String {
+    fmt_g(x, 12)
+}
+
+/// Formats `x` as C's `printf("%.Pg")` with `P = prec` (at least 1).
+pub fn fmt_g(x: f64, prec: usize) -> String {
+    let p = prec.max(1);
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    // The exponent after rounding to P significant digits.
+    let e = format!("{:.*e}", p - 1, x);
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let strip = |s: String| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if exp < -4 || exp >= p as i32 {
+        let m = strip(mant.to_string());
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{m}e{sign}{:02}", exp.unsigned_abs())
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        strip(format!("{x:.decimals$}"))
+    }
+}
+
 /// An element's configuration as Click's keyword handlers see it
 /// (`read_keyword_handler`, `reconfigure_keyword_handler`): the argument
 /// list, read and changed one keyword at a time. A write gives the new
@@ -151,6 +194,21 @@ impl ConfText {
 #[cfg(test)]
 mod tests {
     use super::ConfText;
+
+    #[test]
+    fn printf_g_formatting() {
+        use super::{fmt_g, fmt_g12};
+        assert_eq!(fmt_g12(0.0), "0");
+        assert_eq!(fmt_g12(1.5), "1.5");
+        assert_eq!(fmt_g12(100.0), "100");
+        assert_eq!(fmt_g12(1.0 / 3.0), "0.333333333333");
+        assert_eq!(fmt_g12(123456789012345.0), "1.23456789012e+14");
+        assert_eq!(fmt_g12(0.00001234), "1.234e-05");
+        assert_eq!(fmt_g12(0.0001234), "0.0001234");
+        assert_eq!(fmt_g12(-2.5), "-2.5");
+        assert_eq!(fmt_g(999999.5, 6), "1e+06");
+        assert_eq!(fmt_g(0.1 + 0.2, 6), "0.3");
+    }
 
     #[test]
     fn keyword_handlers_read_and_replace() {

@@ -1340,6 +1340,10 @@ impl pronto_elements::PullInputs for RouterInputs<'_> {
         self.router.put_scratch(b);
         p
     }
+
+    fn stop_driver(&mut self) {
+        self.router.ctrl.stop_requests += 1;
+    }
 }
 
 #[cfg(test)]

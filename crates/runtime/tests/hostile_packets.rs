@@ -343,6 +343,18 @@ const ROWS: &[Row] = &[
         "FTPPortMapper",
         two!("x :: TCPRewriter(pattern 10.0.0.1 9000-14000# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> FTPPortMapper(x, x, 0) -> [0]x; t[1] -> [1]x;"),
     ),
+    // analysis/
+    r("AdjustTimestamp", "in -> AdjustTimestamp(-1.5) -> AdjustTimestamp(0.25, FIRST true, ALL true) -> Discard;"),
+    r("SetTimestampDelta", "in -> SetTimestampDelta -> SetTimestampDelta(TYPE NOW) -> SetTimestampDelta(TYPE FIRST) -> Discard;"),
+    r("StoreTimestamp", "in -> StoreTimestamp(TAIL true) -> StoreTimestamp(OFFSET 1900) -> StoreTimestamp(3) -> Discard;"),
+    r("TimeFilter", two!("in -> x :: TimeFilter(START_AFTER 0.001, INTERVAL 0.002);")),
+    r("TimeFilter", "in -> TimeFilter(END_AFTER 0.003) -> Discard;"),
+    r("TimeRange", "in -> TimeRange -> TimeRange(SIMPLE true) -> Discard;"),
+    r(
+        "TimeSortedSched",
+        "in -> t :: Tee(2); t[0] -> AdjustTimestamp(0.5) -> Queue(64) -> [0]x :: TimeSortedSched(BUFFER 4); t[1] -> Queue(64) -> [1]x; x -> Discard;",
+    ),
+    r("TimestampAccum", "in -> TimestampAccum -> Discard;"),
     // app/
     r("ToDump", "in -> ToDump($D/out.pcap);"),
     r("ToDump", "in -> t :: ToDump($D/out2.pcap, SNAPLEN 40, ENCAP IP, NANO true) -> Discard;"),
