@@ -525,6 +525,17 @@ pub trait Element: std::any::Any {
         Err(HandlerError::NoSuchHandler(name.to_string()))
     }
 
+    /// Called after each successful write handler call, for writes that
+    /// release packets (Click's handlers may push packets:
+    /// `AggregateIPFlows.clear` emits the fragments it held): the element
+    /// emits up to one batch per output through `out`, and returns true
+    /// while it has more to emit (the runtime calls again). Default:
+    /// nothing to emit.
+    fn after_write(&mut self, out: &mut Out<'_>) -> bool {
+        let _ = out;
+        false
+    }
+
     /// Called once when the router stops, so that output files are
     /// flushed.
     fn cleanup(&mut self) {}

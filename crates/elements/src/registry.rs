@@ -137,6 +137,8 @@ classes!(
     // end ethernet
     // analysis/
     crate::analysis::adjusttimestamp::AdjustTimestamp,
+    crate::analysis::aggregatecounter::AggregateCounter,
+    crate::analysis::aggregateipflows::AggregateIPFlows,
     crate::analysis::settimestampdelta::SetTimestampDelta,
     crate::analysis::storetimestamp::StoreTimestamp,
     crate::analysis::timefilter::TimeFilter,

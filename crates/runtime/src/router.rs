@@ -1185,7 +1185,31 @@ impl Router {
                     CallError::NoHandler(elem.to_string(), h.to_string(), "write")
                 }
                 HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
-            })
+            })?;
+        self.emit_after_write(node);
+        Ok(())
+    }
+
+    /// Forwards the packets a write handler released
+    /// ([`Element::after_write`]).
+    fn emit_after_write(&mut self, node: usize) {
+        loop {
+            let Some(mut bufs) = self.outbufs[node].take() else {
+                return;
+            };
+            let mut batch = self.take_scratch();
+            let (more, pass) = {
+                let mut out = Out::new(&mut bufs, &self.pool, self.run_now, &mut self.ctrl);
+                let more = self.elems[node].after_write(&mut out);
+                (more, out.passed())
+            };
+            self.forward(node, pass, &mut batch, &mut bufs);
+            self.outbufs[node] = Some(bufs);
+            self.put_scratch(batch);
+            if !more {
+                return;
+            }
+        }
     }
 
     fn global_read(&mut self, h: &str, _params: &str) -> Result<String, CallError> {

@@ -344,6 +344,10 @@ const ROWS: &[Row] = &[
         two!("x :: TCPRewriter(pattern 10.0.0.1 9000-14000# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> FTPPortMapper(x, x, 0) -> [0]x; t[1] -> [1]x;"),
     ),
     // analysis/
+    r("AggregateCounter", two!("in -> x :: AggregateCounter(AGGREGATE_FREEZE 3, BYTES true, IP_BYTES true);")),
+    r("AggregateCounter", "in -> AggregateIPFlows -> AggregateCounter(COUNT_FREEZE 100) -> Discard;"),
+    r("AggregateIPFlows", two!("in -> x :: AggregateIPFlows(ICMP true, UDP_TIMEOUT 0.001, TCP_TIMEOUT 0.002, FRAGMENT_TIMEOUT 0, REAP 0);")),
+    r("AggregateIPFlows", "in -> AggregateIPFlows(TRACEINFO $D/flows.xml) -> Discard;"),
     r("AdjustTimestamp", "in -> AdjustTimestamp(-1.5) -> AdjustTimestamp(0.25, FIRST true, ALL true) -> Discard;"),
     r("SetTimestampDelta", "in -> SetTimestampDelta -> SetTimestampDelta(TYPE NOW) -> SetTimestampDelta(TYPE FIRST) -> Discard;"),
     r("StoreTimestamp", "in -> StoreTimestamp(TAIL true) -> StoreTimestamp(OFFSET 1900) -> StoreTimestamp(3) -> Discard;"),

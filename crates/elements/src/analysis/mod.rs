@@ -4,6 +4,8 @@
 //! live in `app/`.
 
 pub mod adjusttimestamp;
+pub mod aggregatecounter;
+pub mod aggregateipflows;
 pub mod settimestampdelta;
 pub mod storetimestamp;
 pub mod timefilter;
