@@ -134,6 +134,14 @@ classes!(
     crate::ethernet::ethervlanencap::EtherVLANEncap,
     crate::ethernet::stripethervlanheader::StripEtherVLANHeader,
     crate::ethernet::setvlananno::SetVLANAnno,
+    crate::ethernet::arptable::ARPTable,
+    crate::ethernet::arpfaker::ARPFaker,
+    crate::ethernet::etherpausesource::EtherPauseSource,
+    crate::ethernet::checkarpheader::CheckARPHeader,
+    crate::ethernet::ensureether::EnsureEther,
+    crate::ethernet::getetheraddress::GetEtherAddress,
+    crate::ethernet::setetheraddress::SetEtherAddress,
+    crate::ethernet::storeetheraddress::StoreEtherAddress,
     // end ethernet
     // analysis/
     crate::analysis::adjusttimestamp::AdjustTimestamp,

@@ -1,15 +1,22 @@
 //! Click's `ethernet` elements.
 
+pub mod arpfaker;
 pub mod arpprint;
 pub mod arpquerier;
 pub mod arpresponder;
 pub mod arptable;
+pub mod checkarpheader;
+pub mod ensureether;
 pub mod etherencap;
 pub mod ethermirror;
+pub mod etherpausesource;
 pub mod etherrewrite;
 pub mod ethervlanencap;
+pub mod getetheraddress;
 pub mod hostetherfilter;
+pub mod setetheraddress;
 pub mod setvlananno;
+pub mod storeetheraddress;
 pub mod stripethervlanheader;
 pub mod vlandecap;
 pub mod vlanencap;
