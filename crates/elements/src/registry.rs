@@ -102,6 +102,14 @@ classes!(
     crate::ip::setipecn::SetIPECN,
     crate::ip::rangeiplookup::RangeIPLookup,
     crate::ip::sortediplookup::SortedIPLookup,
+    crate::ip::ipfieldinfo::IPFieldInfo,
+    crate::ip::ipinputcombo::IPInputCombo,
+    crate::ip::ipnameinfo::IPNameInfo,
+    crate::ip::ipoutputcombo::IPOutputCombo,
+    crate::ip::lookupiproutemp::LookupIPRouteMP,
+    crate::ip::ripsend::RIPSend,
+    crate::ip::setrandipaddress::SetRandIPAddress,
+    crate::ip::truncateippayload::TruncateIPPayload,
     // end ip
     // tcpudp/
     crate::tcpudp::checkicmpheader::CheckICMPHeader,

@@ -63,6 +63,8 @@ fn packets() -> usize {
 /// real network interface (and the rights to open a packet socket).
 const EXCLUDED: &[&str] = &[
     "AddressInfo",
+    "IPFieldInfo",
+    "IPNameInfo",
     "FromDevice",
     "ToDevice",
     "FromHost",
@@ -272,6 +274,16 @@ const ROWS: &[Row] = &[
     r("IPReassembler", two!("in -> x :: IPReassembler(HIMEM 3000);")),
     r("LinearIPLookup", three!("in -> x :: LinearIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
     r("MarkIPHeader", "in -> MarkIPHeader(14) -> MarkIPHeader(60) -> IPPrint(OUTFILE $D/mark.txt) -> Discard;"),
+    r("IPInputCombo", "in -> IPInputCombo(2, INTERFACES 10.0.0.1/24) -> Discard;"),
+    r("IPInputCombo", "in -> Unstrip(14) -> IPInputCombo(0, 1.2.3.4 0.0.0.0, GOODDST 10.0.0.1) -> Discard;"),
+    r(
+        "IPOutputCombo",
+        "in -> Paint(1) -> x :: IPOutputCombo(1, 10.0.0.1, 200); x[0] -> Discard; x[1] -> Discard; x[2] -> Discard; x[3] -> Discard; x[4] -> Discard;",
+    ),
+    r("LookupIPRouteMP", three!("in -> x :: LookupIPRouteMP(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
+    src("RIPSend", "RIPSend(1.0.0.1, 1.0.0.255, 10.0.0.0/8, 3) -> CheckIPHeader -> CheckUDPHeader -> Discard; DriverManager(wait 0.01);"),
+    r("SetRandIPAddress", "in -> SetRandIPAddress(10.0.0.0/8) -> SetRandIPAddress(1.0.0.0/24, 5) -> Discard;"),
+    r("TruncateIPPayload", "in -> TruncateIPPayload(3) -> TruncateIPPayload(0, false, EXTRA_LENGTH false) -> Discard;"),
     r("MarkIPCE", "in -> MarkIPCE -> MarkIPCE(FORCE true) -> Discard;"),
     r("SetIPDSCP", "in -> SetIPDSCP(63) -> SetIPECN(ce) -> Discard;"),
     r("SetIPECN", "in -> SetIPECN(ECT(1)) -> MarkIPCE -> Discard;"),
