@@ -128,6 +128,11 @@ classes!(
     crate::tcpudp::sourceiphashmapper::SourceIPHashMapper,
     crate::tcpudp::maglevipmapper::MaglevIPMapper,
     crate::tcpudp::ftpportmapper::FTPPortMapper,
+    crate::tcpudp::dynudpipencap::DynamicUDPIPEncap,
+    crate::tcpudp::fasttcpflows::FastTCPFlows,
+    crate::tcpudp::fastudpflows::FastUDPFlows,
+    crate::tcpudp::tcpfragmenter::TCPFragmenter,
+    crate::tcpudp::tcpipsend::TCPIPSend,
     // end tcpudp
     // ethernet/
     crate::ethernet::arpprint::ArpPrint,
@@ -174,6 +179,7 @@ classes!(
     crate::icmp::icmperror::ICMPError,
     crate::icmp::icmpipencap::ICMPIPEncap,
     crate::icmp::icmppingencap::ICMPPingEncap,
+    crate::icmp::icmppingsource::ICMPPingSource,
     // end icmp
     // aqm/
     crate::aqm::red::RED,

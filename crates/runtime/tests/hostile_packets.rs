@@ -353,6 +353,12 @@ const ROWS: &[Row] = &[
         "TCPRewriter",
         two!("x :: TCPRewriter(pattern 10.0.0.1 1024-65535# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
+    r("DynamicUDPIPEncap", "in -> DynamicUDPIPEncap(1.0.0.1, 1234, 2.0.0.2, 5678, true, 3) -> CheckIPHeader -> CheckUDPHeader -> Discard;"),
+    r("TCPFragmenter", "in -> TCPFragmenter(MTU 60) -> Discard;"),
+    r("TCPFragmenter", "in -> Paint(30, 40) -> TCPFragmenter(MTU 1500, MTU_ANNO 40) -> CheckIPHeader -> Discard;"),
+    src("TCPIPSend", "x :: TCPIPSend -> CheckIPHeader -> CheckTCPHeader -> Discard; DriverManager(write x.send 1.0.0.1 20 2.0.0.2 80 1 2 18 300, write x.send 1.0.0.1 20 2.0.0.2 80 1 2 2 1 true);"),
+    src("FastUDPFlows", "FastUDPFlows(0, 300, 100, 0:0:0:0:0:1, 1.0.0.1, 0:0:0:0:0:2, 2.0.0.2, 10, 5) -> Unqueue -> Strip(14) -> CheckIPHeader -> CheckUDPHeader -> Discard; DriverManager(wait 0.02);"),
+    src("FastTCPFlows", "FastTCPFlows(0, 300, 100, 0:0:0:0:0:1, 1.0.0.1, 0:0:0:0:0:2, 2.0.0.2, 10, 5) -> Unqueue -> Strip(14) -> CheckIPHeader -> CheckTCPHeader -> Discard; DriverManager(wait 0.02);"),
     r("UDPIPEncap", "in -> UDPIPEncap(1.0.0.1, 1234, 2.0.0.2, 5678) -> CheckUDPHeader -> Discard;"),
     r("UDPIPEncap", "in -> UDPIPEncap(1.0.0.1, 1234, DST_ANNO, 5678, false) -> Discard;"),
     r(
@@ -428,6 +434,8 @@ const ROWS: &[Row] = &[
     ),
     r("ICMPIPEncap", "in -> ICMPIPEncap(1.0.0.1, 2.0.0.2, timestamp) -> CheckIPHeader -> CheckICMPHeader -> Discard;"),
     r("ICMPIPEncap", "in -> ICMPIPEncap(1.0.0.1, 2.0.0.2, unreachable, host) -> Discard;"),
+    r("ICMPPingSource", "in -> x :: ICMPPingSource(1.0.0.1, 2.0.0.2, INTERVAL 0.001, LIMIT 5, VERBOSE false, MIRROR true) -> Discard;"),
+    src("ICMPPingSource", "ICMPPingSource(1.0.0.1, 2.0.0.2, DATA \"xyz\", LIMIT 5, STOP true) -> Unqueue -> CheckIPHeader -> CheckICMPHeader -> Discard;"),
     r("ICMPPingEncap", "in -> ICMPPingEncap(1.0.0.1, 2.0.0.2, IDENTIFIER 9) -> ICMPPingResponder -> Discard;"),
     // aqm/
     r("RED", "in -> x :: RED(5, 50, 0.02) -> Queue(100) -> Discard; x[1] -> Discard;"),

@@ -4,6 +4,7 @@ pub mod icmperror;
 pub mod icmpipencap;
 pub mod icmppingencap;
 pub mod icmppingrewriter;
+pub mod icmppingsource;
 pub mod icmprewriter;
 
 use pronto_packet::Packet;
