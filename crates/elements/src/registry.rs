@@ -183,6 +183,8 @@ classes!(
     // end icmp
     // aqm/
     crate::aqm::red::RED,
+    crate::aqm::adaptivered::AdaptiveRED,
+    crate::aqm::codel::CoDel,
     // end aqm
     // ids/
     crate::ids::idsmatcher::IDSMatcher,

@@ -439,6 +439,9 @@ const ROWS: &[Row] = &[
     r("ICMPPingEncap", "in -> ICMPPingEncap(1.0.0.1, 2.0.0.2, IDENTIFIER 9) -> ICMPPingResponder -> Discard;"),
     // aqm/
     r("RED", "in -> x :: RED(5, 50, 0.02) -> Queue(100) -> Discard; x[1] -> Discard;"),
+    r("AdaptiveRED", "in -> x :: AdaptiveRED(20, 0.1) -> Queue(100) -> Discard; x[1] -> Discard;"),
+    r("CoDel", "in -> SetTimestamp(FIRST true) -> Queue(100) -> CoDel(0.000001, 0.00001) -> Discard;"),
+
     // ids/
     r("IDSMatcher", two!("in -> x :: IDSMatcher($D/ids.rules, LOG $D/ids.log);")),
     // stateful/
