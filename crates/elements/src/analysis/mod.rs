@@ -5,15 +5,32 @@
 
 pub mod adjusttimestamp;
 pub mod aggregatecounter;
+pub mod aggregatefilter;
+pub mod aggregatefirst;
+pub mod aggregateip;
+pub mod aggregateipaddrpair;
 pub mod aggregateipflows;
+pub mod aggregatelast;
+pub mod aggregatelength;
+pub mod aggregatepacketcounter;
+pub mod aggregatepaint;
+pub mod anonymizeipaddr;
+pub mod eraseippayload;
 pub mod settimestampdelta;
 pub mod storetimestamp;
+pub mod storeudptimeseqrecord;
 pub mod timefilter;
 pub mod timerange;
 pub mod timesortedsched;
 pub mod timestampaccum;
 
 use pronto_packet::{Packet, AGGREGATE_ANNO_OFFSET, FIRST_TIMESTAMP_ANNO_OFFSET};
+
+/// Offset of the packet-number annotation (4 bytes, host order), set by
+/// trace readers such as FromCapDump.
+pub const PACKET_NUMBER_ANNO_OFFSET: usize = 40;
+/// Offset of the sequence-number annotation (4 bytes, host order).
+pub const SEQUENCE_NUMBER_ANNO_OFFSET: usize = 44;
 
 /// The packet's first-timestamp annotation (ns since the epoch).
 pub fn first_timestamp(p: &Packet) -> i64 {

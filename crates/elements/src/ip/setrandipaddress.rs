@@ -41,7 +41,7 @@ impl SetRandIPAddress {
             addr: u32::from_be_bytes(p.addr),
             mask: u32::from_be_bytes(p.mask),
             addrs: Vec::new(),
-            rng: Rng::new(0x5e7_4a6d),
+            rng: Rng::new(0x05e7_4a6d),
         };
         if let Some(n) = limit.filter(|&n| n > 0) {
             let n = n.min(1 << 24) as usize;

@@ -73,7 +73,7 @@ impl FastTCPFlows {
             first: 0,
             last: 0,
             sent_all_fins: false,
-            rng: Rng::new(0x7c9_f10),
+            rng: Rng::new(0x07c9_0f10),
         };
         for _ in 0..nflows {
             let mut packets = [0x02u8, 0x18, 0x01].map(|flags| {

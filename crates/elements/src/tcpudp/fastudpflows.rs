@@ -158,7 +158,7 @@ impl FastUDPFlows {
             count: 0,
             first: 0,
             last: 0,
-            rng: Rng::new(0xf1_0a5),
+            rng: Rng::new(0x000f_10a5),
         };
         e.build(nflows as usize);
         Ok(Box::new(e))
