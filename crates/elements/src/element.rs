@@ -931,6 +931,15 @@ pub trait Element: std::any::Any {
         0
     }
 
+    /// Packets the element has put into (positive) or taken out of
+    /// (negative) a store it shares with other elements, net: an
+    /// ARPQuerier naming an ARPTable parks packets in the shared table, and
+    /// another querier may release them. The runtime's accounting adds it
+    /// to `held`; over all elements the sum is what the shared stores hold.
+    fn lent(&self) -> i64 {
+        0
+    }
+
     /// The most packets the element may hold at once, as configured (a
     /// queue's capacity): the runtime refuses, at set-up, a configuration
     /// whose elements may hold more packets than its packet pool's limit.
@@ -1017,6 +1026,17 @@ pub trait Element: std::any::Any {
     fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
         let _ = value;
         Err(HandlerError::NoSuchHandler(name.to_string()))
+    }
+
+    /// Called after each successful write handler call, for writes that
+    /// release packets (Click's handlers may push packets:
+    /// `AggregateIPFlows.clear` emits the fragments it held): the element
+    /// emits up to one batch per output through `out`, and returns true
+    /// while it has more to emit (the runtime calls again). Default:
+    /// nothing to emit.
+    fn after_write(&mut self, out: &mut Out<'_>) -> bool {
+        let _ = out;
+        false
     }
 
     /// Called once when the router stops, so that output files are
@@ -1115,6 +1135,11 @@ pub trait PullInputs {
         let _ = input;
         true
     }
+
+    /// Asks the driver to stop (Click's `please_stop_driver`), for a
+    /// puller that finds its inputs exhausted (`TimeSortedSched(STOP
+    /// true)`).
+    fn stop_driver(&mut self) {}
 }
 
 /// An element that answers a pull on its output by pulling its inputs one

@@ -15,6 +15,7 @@ pub mod random;
 pub mod registry;
 pub mod util;
 
+pub mod analysis;
 pub mod app;
 pub mod aqm;
 pub mod ethernet;

@@ -22,6 +22,7 @@ const FAMILIES: &[&str] = &[
     "app",
     "icmp",
     "aqm",
+    "analysis",
     "ids",
     "stateful",
     "userlevel",

@@ -144,6 +144,44 @@ pub fn lookup(name: &str) -> Option<AddressName> {
     })
 }
 
+/// Every name visible from the current element (a compound's names hide
+/// those of enclosing compounds), for elements that parse addresses again
+/// after configuration (a reconfiguring write handler): they keep this
+/// list and parse inside [`with_names`].
+pub fn visible() -> Vec<(String, AddressName)> {
+    TABLE.with(|t| {
+        let t = t.borrow();
+        let mut out: Vec<(String, AddressName)> = Vec::new();
+        let mut scope = scope_of(&t.current);
+        loop {
+            for ((sc, name), d) in &t.names {
+                if sc == scope && !out.iter().any(|(n, _)| n == name) {
+                    out.push((name.clone(), *d));
+                }
+            }
+            if scope.is_empty() {
+                break;
+            }
+            scope = scope_of(scope);
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    })
+}
+
+/// Runs `f` with exactly `names` defined (as [`visible`] returned them),
+/// then puts the previous table back.
+pub fn with_names<R>(names: &[(String, AddressName)], f: impl FnOnce() -> R) -> R {
+    let mut t = Table::default();
+    for (n, d) in names {
+        t.names.insert((String::new(), n.clone()), *d);
+    }
+    let old = TABLE.with(|cell| std::mem::replace(&mut *cell.borrow_mut(), t));
+    let r = f();
+    TABLE.with(|cell| *cell.borrow_mut() = old);
+    r
+}
+
 fn split_suffix(s: &str) -> (&str, &str) {
     match s.rsplit_once(':') {
         Some((n, suf)) if !n.is_empty() && suf.bytes().all(|c| c.is_ascii_alphanumeric()) => {
@@ -249,5 +287,28 @@ mod tests {
             crate::args::parse_ip4("mazu"),
             Err("expected IP address".to_string())
         );
+    }
+
+    #[test]
+    fn visible_names_outlive_configuration() {
+        clear();
+        let a = AddressName {
+            ip: Some([1, 0, 0, 2]),
+            ..AddressName::default()
+        };
+        let b = AddressName {
+            ip: Some([9, 9, 9, 9]),
+            ..AddressName::default()
+        };
+        define("ai", "a", a);
+        define("c/ai", "a", b);
+        define("d/ai", "x", b);
+        set_current("c/e");
+        let seen = visible();
+        assert_eq!(seen, vec![("a".to_string(), b)]);
+        clear();
+        assert_eq!(ip("a"), None);
+        assert_eq!(with_names(&seen, || ip("a")), Some([9, 9, 9, 9]));
+        assert_eq!(ip("a"), None);
     }
 }

@@ -267,6 +267,9 @@ pub struct Accounting {
     pub refused: u64,
     /// Packets it holds now (queues, reassembly, ...).
     pub held: u64,
+    /// Packets it put into (positive) or took out of (negative) a store
+    /// shared with other elements, net (ARPQueriers sharing an ARPTable).
+    pub lent: i64,
 }
 
 impl std::fmt::Display for Accounting {
@@ -278,6 +281,9 @@ impl std::fmt::Display for Accounting {
         writeln!(f, "made {}", self.made)?;
         writeln!(f, "freed {}", self.freed)?;
         writeln!(f, "held {}", self.held)?;
+        if self.lent != 0 {
+            writeln!(f, "lent {}", self.lent)?;
+        }
         writeln!(f, "alloc_refused {}", self.refused)
     }
 }
@@ -285,8 +291,12 @@ impl std::fmt::Display for Accounting {
 impl Accounting {
     /// True when the counts add up.
     pub fn balanced(&self) -> bool {
-        self.inputs.iter().sum::<u64>() + self.made
-            == self.outputs.iter().sum::<u64>() + self.freed + self.held
+        let got = i128::from(self.inputs.iter().sum::<u64>()) + i128::from(self.made);
+        let gone = i128::from(self.outputs.iter().sum::<u64>())
+            + i128::from(self.freed)
+            + i128::from(self.held)
+            + i128::from(self.lent);
+        got == gone
     }
 }
 
@@ -994,6 +1004,7 @@ impl Router {
             freed: a.freed,
             refused: a.refused,
             held: self.elems[node].held() as u64,
+            lent: self.elems[node].lent(),
         }
     }
 
@@ -1004,24 +1015,25 @@ impl Router {
     /// flight); the error lists every element whose counts do not add up.
     pub fn check_conservation(&mut self) -> Result<(), String> {
         let mut problems = Vec::new();
-        let mut held = 0u64;
+        let mut held = 0i64;
         for node in 0..self.graph.nodes.len() {
             let a = self.accounting(node);
-            held += a.held;
+            held += a.held as i64 + a.lent;
             if !a.balanced() {
                 problems.push(format!(
-                    "{} :: {}: in {:?} + made {} != out {:?} + freed {} + held {}",
+                    "{} :: {}: in {:?} + made {} != out {:?} + freed {} + held {} + lent {}",
                     self.graph.nodes[node].name,
                     self.graph.nodes[node].class.name,
                     a.inputs,
                     a.made,
                     a.outputs,
                     a.freed,
-                    a.held
+                    a.held,
+                    a.lent
                 ));
             }
         }
-        let in_use = self.pool.counters().in_use as u64;
+        let in_use = self.pool.counters().in_use as i64;
         if in_use != held {
             problems.push(format!(
                 "the pool has {in_use} packets out, the elements say they hold {held}"
@@ -2001,6 +2013,11 @@ impl Router {
                 }
                 HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
             });
+        if r.is_ok() {
+            // Packets the write released leave under the element's
+            // accounting.
+            self.emit_after_write(node);
+        }
         self.acct_switch(prev);
         if r.is_ok() {
             self.reschedule(node);
@@ -2015,6 +2032,31 @@ impl Router {
             }
         }
         r
+    }
+
+    /// Forwards the packets a write handler released
+    /// ([`Element::after_write`]), in batches, until it has no more.
+    fn emit_after_write(&mut self, node: usize) {
+        loop {
+            // Charged to the element: the last batch's pushes left the
+            // accounting on whatever element they reached.
+            self.acct_switch(node);
+            let mut ob = self.take_outbufs(node);
+            let mut batch = self.take_scratch();
+            let (more, pass) = {
+                let OutBufs { bufs, spill } = &mut *ob;
+                let mut out =
+                    Out::with_spill(bufs, spill, &self.pool, self.run_now, &mut self.ctrl);
+                let more = self.elems[node].after_write(&mut out);
+                (more, out.passed())
+            };
+            self.forward(node, pass, &mut batch, &mut ob);
+            self.outbufs[node] = Some(ob);
+            self.put_scratch(batch);
+            if !more {
+                return;
+            }
+        }
     }
 
     fn global_read(&mut self, h: &str, _params: &str) -> Result<String, CallError> {
@@ -2287,6 +2329,10 @@ impl pronto_elements::PullInputs for RouterInputs<'_> {
         b.clear();
         self.router.put_scratch(b);
         p
+    }
+
+    fn stop_driver(&mut self) {
+        self.router.ctrl.stop_requests += 1;
     }
 }
 

@@ -489,6 +489,38 @@ fn copies_held_in_queues_are_all_counted() {
 }
 
 #[test]
+fn packets_parked_in_a_shared_arp_table_are_counted_where_they_went() {
+    // q1 parks five packets for 10.0.0.5 in the ARPTable it shares with
+    // q2; the reply reaches q2, which sends them on. Each querier's counts
+    // add up with what it lent to (or took from) the table.
+    let text = "t :: ARPTable;
+        InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 0a000005>, LIMIT 5, STOP false)
+          -> GetIPAddress(16) -> q1 :: ARPQuerier(10.0.0.1, 02:00:00:00:00:01, TABLE t);
+        q1[0] -> c1 :: Counter -> Discard;
+        q1[1] -> Discard;
+        Idle -> [1]q1;
+        Idle -> GetIPAddress(16) -> q2 :: ARPQuerier(10.0.0.1, 02:00:00:00:00:01, TABLE t);
+        TimedSource(0.5, \\<020000000001 020000000005 0806 0001 0800 06 04 0002 020000000005 0a000005 020000000001 0a000001>, LIMIT 1)
+          -> [1]q2;
+        q2[0] -> c2 :: Counter -> Discard;
+        q2[1] -> Discard;
+        Script(wait 1, stop);";
+    let mut r = build(text, pronto_runtime::DEFAULT_POOL_LIMIT).expect("builds");
+    r.run().expect("runs");
+    assert_eq!(number(&mut r, "c1.count"), 0);
+    assert_eq!(number(&mut r, "c2.count"), 5);
+    assert_eq!(
+        r.read_handler("q1.accounting", "").expect("accounting"),
+        "in 5 0\nout 0 1\nmade 1\nfreed 0\nheld 0\nlent 5\nalloc_refused 0\n"
+    );
+    assert_eq!(
+        r.read_handler("q2.accounting", "").expect("accounting"),
+        "in 0 1\nout 5 0\nmade 0\nfreed 1\nheld 0\nlent -5\nalloc_refused 0\n"
+    );
+    r.check_conservation().expect("conserved");
+}
+
+#[test]
 fn a_pool_at_its_limit_refuses_and_the_refusals_are_counted_where_they_happened() {
     // Eight queues of 300 fit a pool of 2,410 packets, but Tee's copies of
     // a burst, made before any reaches a queue, do not: the copies it

@@ -424,7 +424,8 @@ impl FromIPSummaryDump {
              DEFAULT_FLOWID (or FLOWID)  `SRC SPORT DST DPORT [PROTO]' defaults\n  \
              ALLOW_NONEXISTENT  boolean; a missing file is empty (default false)\n  \
              DATA      read this string instead of a file\n  \
-             BURST     packets per task run (default 256)\n\
+             BURST     packets per task run (default 1, as Click: a task run\n            \
+             pushes one packet, so sources interleave packet by packet)\n\
              Handlers:\n  sampling_prob (read), active (read/write), encap (read), filesize (read),\n  \
              filepos (read), stop (write)",
         );
@@ -462,7 +463,7 @@ impl FromIPSummaryDump {
         }
         let allow_nonexistent = a.read_or("ALLOW_NONEXISTENT", false)?;
         let data: Option<String> = a.read("DATA")?;
-        let burst: usize = a.read_or("BURST", BATCH_MAX)?;
+        let burst: usize = a.read_or("BURST", 1)?;
         a.finish()?;
 
         if sample.is_nan() || sample < 0.0 {
@@ -788,7 +789,7 @@ impl FromIPSummaryDump {
     }
 
     /// Parses one field's text into a value (bytes go to `self.scratch`).
-    fn parse_text(&mut self, f: F, s: &str) -> Option<Val> {
+    fn parse_text(&mut self, f: F, name: &str, s: &str) -> Option<Val> {
         use pronto_lang::args::{parse_ip4, parse_u32, parse_u64};
         let num = |max: u64| parse_u64(s).ok().filter(|&v| v <= max).map(Val::N);
         let ts = || {
@@ -840,10 +841,14 @@ impl FromIPSummaryDump {
                 "ce" | "CE" => Some(Val::N(3)),
                 _ => None,
             },
-            F::IpOpt | F::TcpOpt => {
-                self.scratch.clear();
-                // Only "." (no options) is understood in text.
-                (s == ".").then_some(Val::Bytes)
+            F::IpOpt => super::ipsumdump::parse_ip_opt(s, &mut self.scratch).then_some(Val::Bytes),
+            F::TcpOpt => {
+                let mask = match name {
+                    "tcp_sack" => super::ipsumdump::TCPOPT_SACK,
+                    "tcp_ntopt" => super::ipsumdump::TCPOPT_NTALL,
+                    _ => !0,
+                };
+                super::ipsumdump::parse_tcp_opt(s, mask, &mut self.scratch).then_some(Val::Bytes)
             }
             F::TcpFlags => parse_tcp_flags(s).map(|v| Val::N(v as u64)),
             F::IcmpType => icmp_type_by_name(s)
@@ -986,7 +991,7 @@ impl FromIPSummaryDump {
                     continue;
                 }
                 match std::str::from_utf8(text) {
-                    Ok(t) => self.parse_text(fl.f, t),
+                    Ok(t) => self.parse_text(fl.f, fl.name, t),
                     Err(_) => None,
                 }
             };
