@@ -281,9 +281,21 @@ classes!(
     // end userlevel
 );
 
-/// Looks up a class by its Click name.
+/// Click's other names for classes (`EXPORT_ELEMENT(Class Class-Alias)`):
+/// `(alias, class)`, sorted by alias. A configuration may use either.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("EtherVlanEncap", "EtherVLANEncap"),
+    ("ICMPSendPings", "ICMPPingSource"),
+    ("SetVlanAnno", "SetVLANAnno"),
+    ("StripEtherVlanHeader", "StripEtherVLANHeader"),
+];
+
+/// Looks up a class by its Click name (or one of Click's aliases).
 pub fn lookup(name: &str) -> Option<ClassEntry> {
     let all = all();
+    let name = ALIASES
+        .binary_search_by_key(&name, |a| a.0)
+        .map_or(name, |i| ALIASES[i].1);
     all.binary_search_by_key(&name, |e| e.spec.name)
         .ok()
         .map(|i| all[i])

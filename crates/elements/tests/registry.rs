@@ -103,6 +103,23 @@ fn registry_is_sorted_without_duplicates() {
         assert_eq!(found.spec.name, e.spec.name);
     }
     assert!(registry::lookup("NoSuchElement").is_none());
+    // Click's aliases name registered classes, and are sorted.
+    for w in registry::ALIASES.windows(2) {
+        assert!(
+            w[0].0 < w[1].0,
+            "aliases out of order: {} then {}",
+            w[0].0,
+            w[1].0
+        );
+    }
+    for (alias, class) in registry::ALIASES {
+        assert!(registry::lookup(alias).is_some(), "{alias}");
+        assert_eq!(
+            registry::lookup(alias).map(|e| e.spec.name),
+            Some(*class),
+            "{alias}"
+        );
+    }
 }
 
 fn starts_with_usage(spec: &Spec) -> bool {
