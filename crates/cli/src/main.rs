@@ -95,20 +95,41 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes a listing to standard output; a reader that went away (`pronto
+/// elements | head`) ends the listing quietly, as other tools do.
+fn print_listing(text: &str) -> ExitCode {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pronto: writing to standard output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn elements(args: &[String]) -> ExitCode {
     let all = pronto_runtime::all_classes();
     match args.first() {
         None => {
+            let mut text = String::new();
             for e in &all {
-                println!("{}", e.spec.name);
+                text.push_str(e.spec.name);
+                text.push('\n');
             }
-            ExitCode::SUCCESS
+            print_listing(&text)
         }
-        Some(name) => match all.iter().find(|e| e.spec.name == name.as_str()) {
-            Some(e) => {
-                println!("{}", render_doc(e.spec));
-                ExitCode::SUCCESS
-            }
+        Some(name) => match all.iter().find(|e| {
+            // Click's aliases document the class they name.
+            let class = pronto_elements::registry::ALIASES
+                .iter()
+                .find(|a| a.0 == name.as_str())
+                .map_or(name.as_str(), |a| a.1);
+            e.spec.name == class
+        }) {
+            Some(e) => print_listing(&format!("{}\n", render_doc(e.spec))),
             None => {
                 eprintln!("pronto: no element class `{name}` (`pronto elements` lists them)");
                 ExitCode::from(1)

@@ -39,6 +39,21 @@ fn elements_lists_classes() {
 }
 
 #[test]
+fn elements_into_a_closed_pipe_ends_quietly() {
+    // `pronto elements | head -1`: the reader has gone before pronto
+    // writes (its end of the pipe is closed before pronto starts).
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let o = pronto()
+        .arg("elements")
+        .stdout(writer)
+        .output()
+        .expect("run pronto");
+    assert!(o.status.success(), "{:?}: {}", o.status, stderr(&o));
+    assert_eq!(stderr(&o), "", "no panic, no message");
+}
+
+#[test]
 fn elements_documents_one_class() {
     let o = run(pronto().args(["elements", "Counter"]));
     assert!(o.status.success(), "{}", stderr(&o));
@@ -53,6 +68,10 @@ fn elements_documents_one_class() {
     );
     assert!(out.contains(doc), "{out}");
     assert!(out.contains("Counter([KEYWORDS])"), "{out}");
+
+    // Click's alias documents the class it names.
+    let o = run(pronto().args(["elements", "SetVlanAnno"]));
+    assert!(stdout(&o).starts_with("SetVLANAnno\n"), "{}", stdout(&o));
 
     let o = run(pronto().args(["elements", "NoSuchClass"]));
     assert_eq!(o.status.code(), Some(1));
