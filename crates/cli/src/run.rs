@@ -239,7 +239,8 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
     };
     let (flat, warnings) = match pronto_lang::parse_flat(&sm, file, &opts) {
         Ok(x) => x,
-        Err(errs) => {
+        Err(mut errs) => {
+            pronto_runtime::explain_unknown_classes(&mut errs);
             report(&sm, &errs, !o.no_warnings, o.rich);
             return Err(ExitCode::from(1));
         }
@@ -404,6 +405,8 @@ pub fn check(args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // A pure check: no device opened, no file read or created.
+    pronto_elements::world::set_check_only(true);
     match build(&o) {
         Ok(_) => {
             let name = match (&o.expr, o.file.as_deref()) {

@@ -365,3 +365,57 @@ fn printers_print_packet_by_packet_as_click() {
     let lines: Vec<String> = stderr(&o).lines().map(|l| l[..2].to_string()).collect();
     assert_eq!(lines, ["x:", "y:", "x:", "y:"]);
 }
+
+#[test]
+fn check_touches_nothing_and_says_what_run_will_need() {
+    // No trace read, no dump created, no interface opened: what is missing
+    // now is a warning naming what `pronto run` will need.
+    let dir = scratch("check-pure");
+    let cfg = "FromDump(nofile.pcap) -> ToDump(out.pcap);\n\
+               FromIPSummaryDump(nofile.txt) -> ToIPSummaryDump(out.txt, CONTENTS src);\n\
+               FromDevice(pronto-nonexistent0, METHOD PCAP) -> Discard;\n\
+               Idle -> ToDump(nodir/x.pcap);\n";
+    std::fs::write(dir.join("pure.click"), cfg).expect("write");
+    let o = run(pronto().current_dir(&dir).args(["check", "pure.click"]));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for want in [
+        "pure.click:1: While configuring 'FromDump@1 :: FromDump':\n  warning: nofile.pcap: no such file; `pronto run` will need it\n",
+        "warning: nofile.txt: no such file; `pronto run` will need it\n",
+        "warning: pronto-nonexistent0: no such network interface here; `pronto run` will need it",
+        "warning: nodir/x.pcap: no directory ",
+        "pure.click: ok\n",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .expect("scratch")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["pure.click"], "check created files");
+    // A bad argument is still an error.
+    std::fs::write(
+        dir.join("bad.click"),
+        "FromDump(x.pcap, BURST 0x) -> Discard;",
+    )
+    .expect("write");
+    let o = run(pronto().current_dir(&dir).args(["check", "bad.click"]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // A Click class pronto lacks: Click's line, then why.
+    let o = run(pronto()
+        .current_dir(&dir)
+        .args(["check", "-e", "PollDevice(eth0) -> Discard;"]));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("<expr>:1: unknown element class 'PollDevice'\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "= note: PollDevice: a Click kernel-module element; at user level FromDevice polls"
+        ),
+        "{err}"
+    );
+}

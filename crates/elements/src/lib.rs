@@ -14,6 +14,7 @@ mod element;
 pub mod random;
 pub mod registry;
 pub mod util;
+pub mod world;
 
 pub mod analysis;
 pub mod app;

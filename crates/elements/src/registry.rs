@@ -290,6 +290,64 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("StripEtherVlanHeader", "StripEtherVLANHeader"),
 ];
 
+/// Click classes pronto does not have, with the reason: what `pronto check`
+/// says after "unknown element class". Sorted by name. The userlevel ones
+/// are listed with the same reasons in docs/compatibility.md.
+pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
+    ("ChangeUID", "instances already run as an unprivileged user in their sandbox"),
+    ("ChatterSocket", "not yet implemented (ControlSocket speaks Click's control protocol)"),
+    ("CycleCountAccum", KERNEL),
+    ("FastUDPSource", "not yet implemented (FastUDPFlows, InfiniteSource and PacketGen generate UDP)"),
+    ("FromCapDump", NOT_YET),
+    ("FromDAGDump", NOT_YET),
+    ("FromNLANRDump", NOT_YET),
+    ("FromNetFlowSummaryDump", NOT_YET),
+    ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
+    ("FromSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
+    ("FromTcpdump", "not yet implemented (FromDump reads the pcap itself)"),
+    ("FromUserDevice", KERNEL),
+    ("IPFlowRawSockets", NOT_YET),
+    ("IPRateMonitor", NOT_YET),
+    ("KernelFilter", "it rewrites the host's iptables rules, which a tenant's middlebox must never touch; FromDevice takes frames with AF_XDP or AF_PACKET"),
+    ("KernelHandlerProxy", KERNEL),
+    ("KernelTap", "not yet implemented (FromHost/ToHost reach the host stack)"),
+    ("KernelTun", "not yet implemented (FromHost/ToHost reach the host stack)"),
+    ("LinuxIPLookup", NOT_YET),
+    ("McastSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
+    ("PerfCountAccum", KERNEL),
+    ("PerfCountInfo", KERNEL),
+    ("PollDevice", "a Click kernel-module element; at user level FromDevice polls (METHOD RING, SOCKET or XDP)"),
+    ("ProgressBar", NOT_YET),
+    ("RFC2507Comp", NOT_YET),
+    ("RFC2507Decomp", NOT_YET),
+    ("RawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
+    ("RoundTripCycleCount", KERNEL),
+    ("ScheduleLinux", KERNEL),
+    ("SetCycleCount", KERNEL),
+    ("SetPerfCount", KERNEL),
+    ("Socket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
+    ("ThreadMonitor", KERNEL),
+    ("ToHostSniffers", "a Click kernel-module element; ToHost hands packets to the host stack"),
+    ("ToIPFlowDumps", NOT_YET),
+    ("ToRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
+    ("ToSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
+    ("ToUserDevice", KERNEL),
+    ("UMLSwitch", NOT_YET),
+];
+
+const NOT_YET: &str = "not yet implemented";
+
+const KERNEL: &str =
+    "a Click kernel-module element: pronto runs at user level and has no kernel module";
+
+/// Why pronto has no class of this Click name, when it knows.
+pub fn why_not(name: &str) -> Option<&'static str> {
+    NOT_IN_PRONTO
+        .binary_search_by_key(&name, |a| a.0)
+        .ok()
+        .map(|i| NOT_IN_PRONTO[i].1)
+}
+
 /// Looks up a class by its Click name (or one of Click's aliases).
 pub fn lookup(name: &str) -> Option<ClassEntry> {
     let all = all();

@@ -103,6 +103,13 @@ fn registry_is_sorted_without_duplicates() {
         assert_eq!(found.spec.name, e.spec.name);
     }
     assert!(registry::lookup("NoSuchElement").is_none());
+    // The classes pronto lacks are sorted, and lacking.
+    for w in registry::NOT_IN_PRONTO.windows(2) {
+        assert!(w[0].0 < w[1].0, "out of order: {} then {}", w[0].0, w[1].0);
+    }
+    for (name, _) in registry::NOT_IN_PRONTO {
+        assert!(registry::lookup(name).is_none(), "{name} is registered");
+    }
     // Click's aliases name registered classes, and are sorted.
     for w in registry::ALIASES.windows(2) {
         assert!(

@@ -82,14 +82,16 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
     for fe in &flat.elements {
         let entry = lookup(&fe.class);
         if entry.is_none() {
-            errors.push(
-                Diagnostic::error(
-                    format!("unknown element class '{}'", fe.class),
-                    Some(fe.span),
-                )
-                .with_label("not a known element class")
-                .with_note("`pronto elements` lists the known classes"),
-            );
+            let d = Diagnostic::error(
+                format!("unknown element class '{}'", fe.class),
+                Some(fe.span),
+            )
+            .with_label("not a known element class");
+            let d = match pronto_elements::registry::why_not(&fe.class) {
+                Some(why) => d.with_note(format!("{}: {why}", fe.class)),
+                None => d.with_note("`pronto elements` lists the known classes"),
+            };
+            errors.push(d);
         }
         nodes.push(NodeInfo {
             name: fe.name.clone(),

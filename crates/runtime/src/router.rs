@@ -330,6 +330,22 @@ pub fn is_known_class(name: &str) -> bool {
     lookup_class(name).is_some()
 }
 
+/// Adds, to each "unknown element class" error about a Click class pronto
+/// does not have, the reason (a kernel-module element, ...), after Click's
+/// own first line.
+pub fn explain_unknown_classes(diags: &mut [Diagnostic]) {
+    for d in diags {
+        let name = d
+            .message
+            .strip_prefix("unknown element class '")
+            .and_then(|r| r.strip_suffix('\''));
+        if let Some(why) = name.and_then(pronto_elements::registry::why_not) {
+            let note = format!("{}: {why}", name.unwrap_or_default());
+            d.notes.push(note);
+        }
+    }
+}
+
 /// The elements configured so far, as [`Peers`] of the one being
 /// configured.
 struct ConfiguredPeers<'g> {

@@ -432,10 +432,18 @@ impl FromIPSummaryDump {
 
     /// Configures a `FromIPSummaryDump`: reads the file's banner.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Ok(Box::new(Self::build(ctx)?))
+        let mut warning = None;
+        let e = Self::build(ctx, &mut warning)?;
+        if crate::world::check_only() {
+            return Ok(crate::world::stand_in([warning]));
+        }
+        Ok(Box::new(e))
     }
 
-    fn build(ctx: &ConfigCtx<'_>) -> Result<FromIPSummaryDump, ConfigError> {
+    fn build(
+        ctx: &ConfigCtx<'_>,
+        check_warning: &mut Option<String>,
+    ) -> Result<FromIPSummaryDump, ConfigError> {
         let mut a = ctx.args();
         let filename: Option<String> = a.read_p("FILENAME")?;
         let stop = a.read_or("STOP", false)?;
@@ -477,6 +485,15 @@ impl FromIPSummaryDump {
             eprintln!("{}: SAMPLE probability is 0; emitting no packets", ctx.name);
         }
 
+        // A pure check reads no file: the element is built over no data,
+        // and `configure` stands in for it.
+        let mut data = data;
+        let mut filename = filename;
+        if let (true, None, Some(f)) = (crate::world::check_only(), &data, &filename) {
+            *check_warning = crate::world::input_file(ctx, f).filter(|_| !allow_nonexistent);
+            data = Some(String::new());
+            filename = None;
+        }
         let (data, filename) = match (data, filename) {
             (Some(_), Some(_)) => return Err(cfg_err("FILENAME and DATA conflict")),
             (Some(d), None) => (MappedOrOwned::Owned(d.into_bytes()), "<data>".to_string()),
@@ -1659,7 +1676,7 @@ mod tests {
             input_push: &[],
             peers: &crate::NoPeers,
         };
-        match FromIPSummaryDump::build(&ctx) {
+        match FromIPSummaryDump::build(&ctx, &mut None) {
             Ok(e) => e,
             Err(e) => panic!("configure failed: {}", e.message),
         }
@@ -1878,7 +1895,9 @@ mod tests {
                 input_push: &[],
                 peers: &crate::NoPeers,
             };
-            FromIPSummaryDump::build(&ctx).err().map(|e| e.message)
+            FromIPSummaryDump::build(&ctx, &mut None)
+                .err()
+                .map(|e| e.message)
         };
         assert_eq!(
             c("").as_deref(),

@@ -821,6 +821,11 @@ impl ToIPSummaryDump {
             return Err(cfg_err("no contents specified"));
         }
 
+        if crate::world::check_only() {
+            return Ok(crate::world::stand_in([crate::world::output_file(
+                ctx, &filename,
+            )]));
+        }
         let (mut sink, filename) = if filename == "-" {
             (
                 Sink::Stdout(BufWriter::new(std::io::stdout())),
