@@ -243,7 +243,10 @@ mod tests {
         assert_eq!(err(""), "missing mandatory DEVNAME argument");
         assert_eq!(err("lo, SNAPLEN 10"), "SNAPLEN out of range");
         assert_eq!(err("lo, BURST 0"), "BURST out of range");
-        assert_eq!();
+        assert_eq!(
+            err("lo, METHOD NETMAP"),
+            "bad METHOD `NETMAP`: expected RING, SOCKET or XDP (or Click's LINUX, PCAP or DEFAULT)"
+        );
         assert_eq!(err("lo, TIMEOUT 0"), "TIMEOUT out of range");
         assert_eq!(
             err("name-longer-than-15"),
