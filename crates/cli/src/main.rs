@@ -60,7 +60,23 @@ Usage:
 ";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // The daemon clients' global options may come before the command
+    // (`pronto --json ls`): they move after it, where its parser reads them.
+    let mut global = Vec::new();
+    while let Some(a) = args.first() {
+        match a.as_str() {
+            "--json" => global.push(args.remove(0)),
+            "--socket" | "--url" | "--token" | "--tenant" if args.len() > 1 => {
+                global.push(args.remove(0));
+                global.push(args.remove(0));
+            }
+            _ => break,
+        }
+    }
+    if !global.is_empty() && !args.is_empty() {
+        args.splice(1..1, global);
+    }
     let Some(cmd) = args.first() else {
         eprint!("{USAGE}");
         return ExitCode::from(1);

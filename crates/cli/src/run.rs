@@ -400,8 +400,12 @@ pub fn check(args: &[String]) -> ExitCode {
             o.rich = true;
             o
         }
+        Err(e) if e.is_empty() => {
+            print!("{}", crate::USAGE);
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            eprintln!("pronto check: {e}");
+            eprintln!("pronto check: {e} (see `pronto --help`)");
             return ExitCode::from(1);
         }
     };

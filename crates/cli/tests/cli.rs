@@ -419,3 +419,20 @@ fn check_touches_nothing_and_says_what_run_will_need() {
         "{err}"
     );
 }
+
+#[test]
+fn help_and_global_options_work_where_a_user_puts_them() {
+    for cmd in ["run", "check"] {
+        let o = run(pronto().args([cmd, "--help"]));
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
+        assert!(stdout(&o).starts_with("pronto: network functions"), "{cmd}");
+    }
+    // `pronto --json ls` is `pronto ls --json`: it reaches the command.
+    let o = run(pronto().args(["--json", "--socket", "/nonexistent/prontod.sock", "ls"]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("pronto ls: cannot reach the daemon at /nonexistent/prontod.sock"),
+        "{}",
+        stderr(&o)
+    );
+}
