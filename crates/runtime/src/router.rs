@@ -166,6 +166,8 @@ pub struct Router {
     scratch: Vec<Box<Batch>>,
     graph: Graph,
     ordered: Vec<bool>,
+    /// Whether any node is in `ordered` (most configurations: none).
+    any_ordered: bool,
     tasks: Vec<Task>,
     scripts: Vec<usize>,
     ctrl: Control,
@@ -603,6 +605,7 @@ impl Router {
             outbufs,
             scratch: (0..4).map(|_| Box::new(Batch::new())).collect(),
             graph,
+            any_ordered: ordered.iter().any(|&o| o),
             ordered,
             tasks,
             scripts,
@@ -738,21 +741,27 @@ impl Router {
     /// `push_one`, `forward` and `send` are inlined into it, so that a
     /// batch's way through an element costs one call.)
     fn push(&mut self, node: usize, port: usize, batch: &mut Batch) {
-        if self.ordered[node] && batch.len() > 1 {
-            // Keep Click's packet order across a split that merges again:
-            // one packet at a time through this element.
-            let mut one = self.take_scratch();
-            let mut rest = self.take_scratch();
-            rest.append(batch);
-            for p in rest.drain() {
-                let _ = one.push(p);
-                self.push_one(node, port, &mut one);
-            }
-            self.put_scratch(rest);
-            self.put_scratch(one);
+        if self.any_ordered && self.ordered[node] && batch.len() > 1 {
+            self.push_ordered(node, port, batch);
             return;
         }
         self.push_one(node, port, batch);
+    }
+
+    /// Keeps Click's packet order across a split that merges again: one
+    /// packet at a time through this element.
+    #[cold]
+    #[inline(never)]
+    fn push_ordered(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        let mut one = self.take_scratch();
+        let mut rest = self.take_scratch();
+        rest.append(batch);
+        for p in rest.drain() {
+            let _ = one.push(p);
+            self.push_one(node, port, &mut one);
+        }
+        self.put_scratch(rest);
+        self.put_scratch(one);
     }
 
     fn take_scratch(&mut self) -> Box<Batch> {
