@@ -1770,6 +1770,21 @@ impl Script {
         }
     }
 
+    /// Reports a handler call that failed, in Click's layout: the call
+    /// as context, the message indented under it; a Script other than
+    /// DriverManager puts its own name above both.
+    fn report_call_failure(&mut self, env: &mut dyn Env, call: &str, msg: &str) {
+        let text = if self.is_driver() {
+            format!("While calling `{call}':\n  {msg}\n")
+        } else {
+            format!(
+                "While executing `{}':\n  While calling `{call}':\n    {msg}\n",
+                self.name
+            )
+        };
+        env.eprint(&text);
+    }
+
     /// Reports an error met while running, to standard error.
     fn report(&mut self, env: &mut dyn Env, msg: &str) {
         env.eprint(&format!("{}: {msg}\n", self.name));
@@ -2082,6 +2097,8 @@ impl Script {
                 return None;
             }
         };
+        // The handler's own failure comes back as `NAME: MESSAGE`.
+        let mut called = String::new();
         let r = match target {
             Ok(h) => self.own_write(&h, &value),
             Err(full) => {
@@ -2090,6 +2107,7 @@ impl Script {
                 let mut r = Err(String::new());
                 for (k, n) in names.into_iter().enumerate() {
                     r = env.write(&n, &value);
+                    called = n;
                     match &r {
                         Err(e) if k < last && e.starts_with("no element named") => continue,
                         _ => break,
@@ -2101,12 +2119,17 @@ impl Script {
         match r {
             Ok(()) => Some(0),
             Err(e) => {
-                self.report(env, &e);
                 let missing =
                     e.starts_with("no element named") || e.contains("has no write handler");
                 if missing {
+                    self.report(env, &e);
                     None
                 } else {
+                    let msg = e
+                        .strip_prefix(called.as_str())
+                        .and_then(|m| m.strip_prefix(": "))
+                        .unwrap_or(&e);
+                    self.report_call_failure(env, spec.trim(), msg);
                     Some(-22)
                 }
             }
@@ -3094,6 +3117,22 @@ mod tests {
         s.run(&mut env);
         assert!(env.out.is_empty());
         assert_eq!(env.err, "c.count:\n5\ns.add:\n3\n");
+    }
+
+    #[test]
+    fn a_failed_write_is_reported_under_the_call() {
+        let mut d = build_named("DriverManager@3", "DriverManager", "write bad.h 1, stop")
+            .expect("configures");
+        let mut env = FakeEnv::new();
+        d.run(&mut env);
+        assert_eq!(env.err, "While calling `bad.h 1':\n  value refused\n");
+        let mut s = script("write bad.h 2");
+        let mut env = FakeEnv::new();
+        s.run(&mut env);
+        assert_eq!(
+            env.err,
+            "While executing `s':\n  While calling `bad.h 2':\n    value refused\n"
+        );
     }
 
     #[test]
