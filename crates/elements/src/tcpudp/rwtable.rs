@@ -530,7 +530,11 @@ impl Table {
                 }
                 set_be16(l4, 4, if reply { rev.sport } else { rev.dport });
                 let mut c = delta(be16(l4, 2), flow.l4_delta);
-                if c == 0 && l4.iter().all(|b| *b == 0) {
+                // An all-zero message sums to +0, whose checksum is
+                // 0xffff, not the 0 an incremental update can leave (the
+                // checksum field itself still holds the old value here).
+                let zero = |b: &[u8]| b.iter().all(|x| *x == 0);
+                if c == 0 && zero(&l4[..2]) && zero(&l4[4..]) {
                     c = 0xffff;
                 }
                 set_be16(l4, 2, c);
