@@ -137,7 +137,6 @@ pub struct Table {
     last_now: i64,
     dst_anno: bool,
     reply_anno: Option<usize>,
-    rng: u64,
 }
 
 impl Table {
@@ -193,7 +192,6 @@ impl Table {
             last_now: 0,
             dst_anno,
             reply_anno,
-            rng: 0x2545_f491_4f6c_dd1d,
         })
     }
 
@@ -376,9 +374,9 @@ impl Table {
         now: i64,
     ) -> Result<u32, Option<usize>> {
         let map = &self.map;
-        let (mut rewritten, fo, ro) =
-            self.inputs
-                .choose(port, flowid, proto, |k| map.contains_key(k), &mut self.rng)?;
+        let (mut rewritten, fo, ro) = self
+            .inputs
+            .choose(port, flowid, proto, |k| map.contains_key(k))?;
         if self.kind == Kind::Ping {
             rewritten.dport = plus1(rewritten.sport);
         }
