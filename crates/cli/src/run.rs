@@ -294,6 +294,9 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
             Ok(t) => Ok((Routers::Many(t), sm)),
             Err(errs) => {
                 report(&sm, &errs, true, o.rich);
+                if errs.iter().any(|d| d.context.is_some()) {
+                    eprintln!("Router could not be initialized!");
+                }
                 Err(ExitCode::from(1))
             }
         };

@@ -199,7 +199,7 @@ DriverManager(print started, wait, stop);
     // standard error is a terminal).
     assert_eq!(
         err,
-        "config:3: While configuring 'bad :: Counter':\n  too many arguments: `BOGUS 1` was not expected\n"
+        "config:3: While configuring 'bad :: Counter':\n  too many arguments: `BOGUS 1` was not expected\nRouter could not be initialized!\n"
     );
     // Exactly what one thread reports.
     let one = pronto_run(&["-e", cfg]);
