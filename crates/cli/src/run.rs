@@ -185,7 +185,8 @@ fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
 /// Reads the configuration text and a display name for it.
 fn load(o: &RunOpts) -> Result<(String, String), String> {
     if let Some(e) = &o.expr {
-        return Ok(("<expr>".into(), e.clone()));
+        // Click names an expression configuration `config`.
+        return Ok(("config".into(), e.clone()));
     }
     match o.file.as_deref() {
         None | Some("-") => {
@@ -294,6 +295,9 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
             Ok(t) => Ok((Routers::Many(t), sm)),
             Err(errs) => {
                 report(&sm, &errs, true, o.rich);
+                if errs.iter().any(|d| d.context.is_some()) {
+                    eprintln!("Router could not be initialized!");
+                }
                 Err(ExitCode::from(1))
             }
         };
@@ -302,6 +306,10 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
         Ok(r) => Ok((Routers::One(r), sm)),
         Err(errs) => {
             report(&sm, &errs, true, o.rich);
+            // Click's last word when an element refuses its configuration.
+            if errs.iter().any(|d| d.context.is_some()) {
+                eprintln!("Router could not be initialized!");
+            }
             Err(ExitCode::from(1))
         }
     }
@@ -414,7 +422,7 @@ pub fn check(args: &[String]) -> ExitCode {
     match build(&o) {
         Ok(_) => {
             let name = match (&o.expr, o.file.as_deref()) {
-                (Some(_), _) => "<expr>",
+                (Some(_), _) => "config",
                 (None, None | Some("-")) => "<stdin>",
                 (None, Some(f)) => f,
             };

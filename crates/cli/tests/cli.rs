@@ -214,7 +214,7 @@ fn check_accepts_a_good_file() {
     assert_eq!(stderr(&o), "ok.click: ok\n");
     let o = run(pronto().args(["check", "-e", "Idle"]));
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stderr(&o), "<expr>: ok\n");
+    assert_eq!(stderr(&o), "config: ok\n");
 }
 
 #[test]

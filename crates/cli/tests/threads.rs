@@ -205,7 +205,7 @@ DriverManager(print started, wait, stop);
     // standard error is a terminal).
     assert_eq!(
         err,
-        "<expr>:3: While configuring 'bad :: Counter':\n  too many arguments: `BOGUS 1` was not expected\n"
+        "config:3: While configuring 'bad :: Counter':\n  too many arguments: `BOGUS 1` was not expected\nRouter could not be initialized!\n"
     );
     // Exactly what one thread reports.
     let one = pronto_run(&["-e", cfg]);
@@ -268,13 +268,13 @@ DriverManager(wait_stop 2, print c1.count, print c2.count, stop);
     let err = text(&o.stderr);
     assert!(
         err.contains(
-            "<expr>:3: warning: `s1` and `c1` exchange packets, so they run on one thread (1)"
+            "config:3: warning: `s1` and `c1` exchange packets, so they run on one thread (1)"
         ),
         "{err}"
     );
     assert!(
         err.contains(
-            "<expr>:3: warning: thread 5 is out of range with 2 threads: `s2` runs on thread 1"
+            "config:3: warning: thread 5 is out of range with 2 threads: `s2` runs on thread 1"
         ),
         "{err}"
     );

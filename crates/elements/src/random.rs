@@ -67,6 +67,36 @@ pub fn click_random() -> u32 {
     GLOBAL.with(|g| g.borrow_mut().next_u31())
 }
 
+/// A number from `low` to `high` inclusive, drawn from this thread's
+/// generator as Click's `click_random(low, high)` draws it (so that a
+/// fixed seed gives Click's choices); `low` when `low >= high`.
+pub fn click_random_range(low: u32, high: u32) -> u32 {
+    const RAND_MAX: u32 = 0x7fff_ffff;
+    if low >= high {
+        return low;
+    }
+    let span = high - low;
+    if span > RAND_MAX {
+        loop {
+            let r = (click_random() << 17) ^ (click_random() >> 14);
+            if r <= span {
+                return r + low;
+            }
+        }
+    }
+    if span == 1 {
+        return low + ((click_random() >> 14) & 1);
+    }
+    let count = (RAND_MAX + 1) / (span + 1);
+    let max = count * (span + 1);
+    loop {
+        let r = click_random();
+        if r < max {
+            return r / count + low;
+        }
+    }
+}
+
 /// Seeds this thread's generator (Click's `click_srandom`).
 pub fn click_srandom(seed: u32) {
     GLOBAL.with(|g| *g.borrow_mut() = ClickRandom::new(seed));
@@ -84,5 +114,17 @@ mod tests {
         assert_eq!(v, [1_804_289_383, 846_930_886, 1_681_692_777]);
         click_srandom(1);
         assert_eq!(click_random(), 1_804_289_383);
+    }
+
+    #[test]
+    fn range_draws_as_click_does() {
+        // srandom(1): 1804289383 / (2^31 / 64511) = 54202 (a port range
+        // 1024-65534 picks 55226), and the two-value case uses bit 14.
+        click_srandom(1);
+        assert_eq!(click_random_range(0, 64_510), 54_202);
+        click_srandom(1);
+        assert_eq!(click_random_range(5, 6), 5 + ((1_804_289_383 >> 14) & 1));
+        assert_eq!(click_random_range(9, 9), 9);
+        assert_eq!(click_random_range(9, 3), 9);
     }
 }

@@ -124,4 +124,66 @@ mod tests {
              (192.168.1.2, 8.8.8.8, 7) => (10.0.0.1, 8.8.8.8, 1024) [*0 1] i0 exp300\n"
         );
     }
+
+    #[test]
+    fn all_zero_reply_gets_checksum_ffff() {
+        // An echo reply with identifier 0, sequence 0 and no data sums to
+        // +0: its checksum is 0xffff, which the incremental update from
+        // identifier 1 must give (not 0).
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(
+            ICMPPingRewriter::configure,
+            &ICMPPingRewriter::SPEC,
+            "pattern 2.0.0.2 - 0-65535# 0 1, drop",
+            2,
+            2,
+        )
+        .expect("configures");
+        let bare = |ty: u8, src: [u8; 4], dst: [u8; 4], id: u16| {
+            let mut v = echo(ty, src, dst, id);
+            v.truncate(28);
+            v[2..4].copy_from_slice(&28u16.to_be_bytes());
+            v[26..28].copy_from_slice(&[0, 0]);
+            v[10..12].copy_from_slice(&[0, 0]);
+            let c = checksum(&v[..20]);
+            v[10..12].copy_from_slice(&c.to_be_bytes());
+            v[22..24].copy_from_slice(&[0, 0]);
+            let c = checksum(&v[20..]);
+            v[22..24].copy_from_slice(&c.to_be_bytes());
+            v
+        };
+        // Identifier 0 is taken first, so the flow of 1.0.0.2 gets 1.
+        let first = bare(8, [1, 0, 0, 1], [5, 0, 0, 5], 10230);
+        let o = run(
+            e.as_mut(),
+            0,
+            vec![packet(&pool, &first, Some((0, 20)))],
+            2,
+            &pool,
+            0,
+        );
+        assert_eq!(o[0], vec![bare(8, [2, 0, 0, 2], [5, 0, 0, 5], 0)]);
+        let second = bare(8, [1, 0, 0, 2], [5, 0, 0, 5], 0);
+        let o = run(
+            e.as_mut(),
+            0,
+            vec![packet(&pool, &second, Some((0, 20)))],
+            2,
+            &pool,
+            0,
+        );
+        assert_eq!(o[0], vec![bare(8, [2, 0, 0, 2], [5, 0, 0, 5], 1)]);
+        let reply = bare(0, [5, 0, 0, 5], [2, 0, 0, 2], 1);
+        let o = run(
+            e.as_mut(),
+            1,
+            vec![packet(&pool, &reply, Some((0, 20)))],
+            2,
+            &pool,
+            0,
+        );
+        let want = bare(0, [5, 0, 0, 5], [1, 0, 0, 2], 0);
+        assert_eq!(&want[22..24], &[0xff, 0xff]);
+        assert_eq!(o[1], vec![want]);
+    }
 }

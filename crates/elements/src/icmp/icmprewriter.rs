@@ -242,7 +242,9 @@ impl ICMPRewriter {
                 set_be16(d, et + 4, new.dport);
                 old[6] = be16(d, et + 2);
                 let mut c = update_in_cksum(old[6], old[5], nw[5]);
-                if c == 0 && d[et..].iter().all(|b| *b == 0) {
+                // All zero but the checksum (still the old one here).
+                let zero = |b: &[u8]| b.iter().all(|x| *x == 0);
+                if c == 0 && zero(&d[et..et + 2]) && zero(&d[et + 4..]) {
                     c = 0xffff;
                 }
                 set_be16(d, et + 2, c);

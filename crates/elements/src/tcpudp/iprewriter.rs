@@ -328,6 +328,42 @@ mod tests {
         assert_eq!(err("frob", 1), "input spec 0: unknown specification");
         assert_eq!(err("pass 3", 1), "input spec 0: output port out of range");
         assert_eq!(err("drop, MAPPING_CAPACITY x", 1), "bad MAPPING_CAPACITY");
+        // Every bad specification is reported, not only the first.
+        assert_eq!(
+            err(
+                "pattern 1.0.0.1 1x - - 0 1, pattern 1.0.0.0 0-255 - - 0 1, \
+                 pattern 1.0.0.0 456-19 - - 0 1, pattern 1.0.0.0 456-65536 - - 0 1",
+                4
+            ),
+            "input spec 0: bad source port\ninput spec 2: bad source port\n\
+             input spec 3: bad source port"
+        );
+    }
+    #[test]
+    fn tcp_lookup_answers_the_rewritten_flow() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = rw(NAT, 2, 2);
+        let mut v = udp_out(true);
+        v[9] = 6; // the same ports and addresses as TCP
+        v.extend_from_slice(&[0; 8]);
+        v[2..4].copy_from_slice(&40u16.to_be_bytes());
+        v[32] = 0x50; // data offset 5
+        fix(&mut v, true);
+        let p = packet(&pool, &v, Some((0, 20)));
+        let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert_eq!(o[0].len(), 1);
+        let look = |e: &dyn Element, q: &str| e.read_handler(&format!("tcp_lookup {q}"));
+        assert_eq!(
+            look(e.as_ref(), "192.168.1.2 5000 8.8.8.8 53").expect("h"),
+            "10.0.0.1 1024 8.8.8.8 53"
+        );
+        assert_eq!(
+            look(e.as_ref(), "8.8.8.8 53 10.0.0.1 1024").expect("h"),
+            "8.8.8.8 53 192.168.1.2 5000"
+        );
+        assert_eq!(look(e.as_ref(), "8.8.8.8 53 10.0.0.1 1025").expect("h"), "");
+        assert!(look(e.as_ref(), "8.8.8.8 53 10.0.0.1").is_err());
+        assert!(look(e.as_ref(), "8.8.8.8 53 10.0.0.1 65536").is_err());
     }
 }
 

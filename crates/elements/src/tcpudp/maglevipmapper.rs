@@ -141,7 +141,6 @@ impl IPMapper for Maglev {
         flow: FlowId,
         proto: u8,
         taken: &dyn Fn(&FlowId) -> bool,
-        rng: &mut u64,
     ) -> Option<MapperChoice> {
         let slot = self.slot(&flow, proto);
         let mut g = lock(&self.inner);
@@ -150,7 +149,7 @@ impl IPMapper for Maglev {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let r = be.pattern.rewrite(flow, taken, rng)?;
+        let r = be.pattern.rewrite(flow, taken)?;
         be.flows += 1;
         self.hits.fetch_add(1, Ordering::Relaxed);
         Some(MapperChoice {
@@ -390,9 +389,7 @@ mod tests {
     }
 
     fn backend_of(m: &Arc<dyn IPMapper>, f: FlowId) -> Option<u32> {
-        let mut rng = 1;
-        m.rewrite_flowid(f, 6, &|_| false, &mut rng)
-            .map(|c| c.flow.daddr)
+        m.rewrite_flowid(f, 6, &|_| false).map(|c| c.flow.daddr)
     }
 
     #[test]

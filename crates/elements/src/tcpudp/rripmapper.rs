@@ -25,14 +25,13 @@ impl IPMapper for RoundRobin {
         flow: FlowId,
         _proto: u8,
         taken: &dyn Fn(&FlowId) -> bool,
-        rng: &mut u64,
     ) -> Option<MapperChoice> {
         let mut g = lock(&self.inner);
         let n = g.patterns.len();
         for _ in 0..n {
             let i = g.last;
             g.last = if i + 1 == n { 0 } else { i + 1 };
-            if let Some(r) = g.patterns[i].rewrite(flow, taken, rng) {
+            if let Some(r) = g.patterns[i].rewrite(flow, taken) {
                 let (foutput, routput) = self.outputs[i];
                 return Some(MapperChoice {
                     flow: r,

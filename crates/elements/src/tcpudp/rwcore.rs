@@ -386,12 +386,13 @@ impl Pattern {
     /// Rewrites `flow`, choosing a free source port (or address) from the
     /// pattern's range when it has one: `None` when the range is used up.
     /// `taken` says whether a reply key is in use already (the rewriter's
-    /// reply table).
+    /// reply table). A random choice draws from Click's generator
+    /// ([`crate::random::click_random_range`]), so `RandomSeed` makes it
+    /// Click's choice.
     pub fn rewrite_with(
         &mut self,
         flow: FlowId,
         taken: impl Fn(&FlowId) -> bool,
-        rng: &mut u64,
     ) -> Option<FlowId> {
         let mut r = flow;
         if self.saddr != 0 {
@@ -430,7 +431,7 @@ impl Pattern {
                     self.next_variation
                 }
             } else {
-                random_below(rng, top)
+                crate::random::click_random_range(0, top)
             };
             let mut count = 0u32;
             loop {
@@ -461,16 +462,6 @@ impl Pattern {
         self.next_variation = val.wrapping_add(1);
         Some(r)
     }
-}
-
-/// A uniform random number in `0..=top` (xorshift; deterministic seed).
-fn random_below(state: &mut u64, top: u32) -> u32 {
-    let mut x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    ((x >> 11) % (top as u64 + 1)) as u32
 }
 
 // ---------------------------------------------------------------------------
@@ -517,15 +508,10 @@ pub enum PatternSlot {
 impl PatternSlot {
     /// Rewrites a new flow (see [`Pattern::rewrite_with`]).
     #[inline]
-    pub fn rewrite(
-        &mut self,
-        flow: FlowId,
-        taken: impl Fn(&FlowId) -> bool,
-        rng: &mut u64,
-    ) -> Option<FlowId> {
+    pub fn rewrite(&mut self, flow: FlowId, taken: impl Fn(&FlowId) -> bool) -> Option<FlowId> {
         match self {
-            PatternSlot::Own(p) => p.rewrite_with(flow, taken, rng),
-            PatternSlot::Named(p) => lock(p).rewrite_with(flow, taken, rng),
+            PatternSlot::Own(p) => p.rewrite_with(flow, taken),
+            PatternSlot::Named(p) => lock(p).rewrite_with(flow, taken),
         }
     }
 
@@ -584,15 +570,13 @@ pub struct MapperChoice {
 /// for packets that have no mapping yet.
 pub trait IPMapper: Send + Sync {
     /// The rewrite of the new flow `flow` of IP protocol `proto`. `taken`
-    /// says whether a reply key is in use in the asking rewriter's table;
-    /// `rng` is the rewriter's random state. `None` drops the packet (a
-    /// mapping failure).
+    /// says whether a reply key is in use in the asking rewriter's table.
+    /// `None` drops the packet (a mapping failure).
     fn rewrite_flowid(
         &self,
         flow: FlowId,
         proto: u8,
         taken: &dyn Fn(&FlowId) -> bool,
-        rng: &mut u64,
     ) -> Option<MapperChoice>;
 
     /// The (forward, reply) outputs of each of the mapper's patterns, so
@@ -872,15 +856,26 @@ impl Inputs {
             known_mappers,
             noutputs: ctx.noutputs,
         };
+        // Click checks every specification and reports each bad one.
+        let mut errors = Vec::new();
         for (i, s) in specs.iter().enumerate() {
-            let parsed = parse_spec(s, ctx.noutputs, &inputs.named, &element)
-                .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+            let parsed = match parse_spec(s, ctx.noutputs, &inputs.named, &element) {
+                Ok(p) => p,
+                Err(e) => {
+                    errors.push(format!("input spec {i}: {e}"));
+                    continue;
+                }
+            };
             let is = inputs.store(parsed);
             if let RwKind::Mapper(mi) = is.kind {
-                check_mapper(&inputs.mappers[mi], ctx.noutputs)
-                    .map_err(|e| ConfigError::new(format!("input spec {i}: {e}")))?;
+                if let Err(e) = check_mapper(&inputs.mappers[mi], ctx.noutputs) {
+                    errors.push(format!("input spec {i}: {e}"));
+                }
             }
             inputs.specs.push(is);
+        }
+        if !errors.is_empty() {
+            return Err(ConfigError::new(errors.join("\n")));
         }
         Ok(inputs)
     }
@@ -935,7 +930,6 @@ impl Inputs {
         flowid: FlowId,
         proto: u8,
         taken: impl Fn(&FlowId) -> bool,
-        rng: &mut u64,
     ) -> Result<(FlowId, usize, usize), Option<usize>> {
         let Some(is) = self.specs.get(port) else {
             return Err(None);
@@ -945,13 +939,11 @@ impl Inputs {
             RwKind::Drop => return Err(None),
             RwKind::NoChange => return Err(Some(f)),
             RwKind::Keep => Some((flowid, f, r)),
-            RwKind::Pattern(pi) => self.patterns[pi]
-                .rewrite(flowid, taken, rng)
-                .map(|x| (x, f, r)),
+            RwKind::Pattern(pi) => self.patterns[pi].rewrite(flowid, taken).map(|x| (x, f, r)),
             RwKind::Mapper(mi) => {
                 match self.mappers[mi]
                     .mapper
-                    .rewrite_flowid(flowid, proto, &taken, rng)
+                    .rewrite_flowid(flowid, proto, &taken)
                 {
                     // A flow whose outputs do not exist is dropped.
                     Some(c) if c.foutput < self.noutputs && c.routput < self.noutputs => {
@@ -1480,7 +1472,6 @@ pub struct Core {
     last_now: i64,
     dst_anno: bool,
     reply_anno: Option<usize>,
-    rng: u64,
     /// Changes whenever a flow is made or removed, so that lookups done
     /// ahead for a batch ([`Core::lookup_batch`]) are known to be stale.
     generation: u32,
@@ -1628,7 +1619,6 @@ impl Core {
             last_now: 0,
             dst_anno,
             reply_anno,
-            rng: 0x2545_f491_4f6c_dd1d,
             generation: 0,
             drops: 0,
         })
@@ -2011,7 +2001,7 @@ impl Core {
         let map = &self.maps[mi];
         let (rewritten, f, r) = self
             .inputs
-            .choose(port, flowid, proto, |k| map.contains_key(k), &mut self.rng)
+            .choose(port, flowid, proto, |k| map.contains_key(k))
             .ok()?;
         let tcp_style = match self.flavor {
             Flavor::Ip => proto == pronto_packet::wire::IP_PROTO_TCP,
@@ -2114,6 +2104,43 @@ impl Core {
             }
         }
         s
+    }
+}
+
+impl Core {
+    /// The `lookup` (`tcp_lookup`) read handler: `SADDR SPORT DADDR DPORT`
+    /// looked up in table `mi`, answered with the flow identifier the
+    /// packet would be rewritten to (`SADDR SPORT DADDR DPORT`), or with
+    /// nothing when no mapping matches.
+    pub fn lookup_text(&self, mi: usize, arg: &str) -> Result<String, HandlerError> {
+        let bad = || {
+            HandlerError::BadValue(
+                "expected `SADDR SPORT DADDR DPORT` (addresses and ports 0-65535)".into(),
+            )
+        };
+        let w: Vec<&str> = arg.split_whitespace().collect();
+        let [sa, sp, da, dp] = w.as_slice() else {
+            return Err(bad());
+        };
+        let port = |s: &str| parse_int(s).and_then(|v| u16::try_from(v).ok());
+        let flow = FlowId {
+            saddr: parse_ip(sa).ok_or_else(bad)?,
+            sport: port(sp).ok_or_else(bad)?,
+            daddr: parse_ip(da).ok_or_else(bad)?,
+            dport: port(dp).ok_or_else(bad)?,
+        };
+        let Some(&e) = self.maps.get(mi).and_then(|m| m.get(&flow)) else {
+            return Ok(String::new());
+        };
+        let f = &self.flows[(e >> 1) as usize];
+        let r = f.keys[(e & 1 == 0) as usize].reverse();
+        Ok(format!(
+            "{} {} {} {}",
+            ip_str(r.saddr),
+            r.sport,
+            ip_str(r.daddr),
+            r.dport
+        ))
     }
 }
 
@@ -2352,9 +2379,28 @@ const IP_HANDLERS: &[HandlerInfo] = &[
     HandlerInfo::rw("pattern1"),
     HandlerInfo::rw("pattern2"),
     HandlerInfo::rw("pattern3"),
+    HandlerInfo::read("tcp_lookup"),
 ];
 
-/// The handlers of `TCPRewriter` and `UDPRewriter` (one table).
+/// `TCPRewriter`'s handlers (one table, and `lookup`).
+const TCP_HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("table"),
+    HandlerInfo::read("mappings"),
+    HandlerInfo::read("table_size"),
+    HandlerInfo::read("nmappings"),
+    HandlerInfo::read("mapping_failures"),
+    HandlerInfo::read("patterns"),
+    HandlerInfo::read("size"),
+    HandlerInfo::rw("capacity"),
+    HandlerInfo::write("clear"),
+    HandlerInfo::rw("pattern0"),
+    HandlerInfo::rw("pattern1"),
+    HandlerInfo::rw("pattern2"),
+    HandlerInfo::rw("pattern3"),
+    HandlerInfo::read("lookup"),
+];
+
+/// `UDPRewriter`'s handlers (one table).
 const ONE_TABLE_HANDLERS: &[HandlerInfo] = &[
     HandlerInfo::read("table"),
     HandlerInfo::read("mappings"),
@@ -2433,12 +2479,24 @@ impl Element for CoreRewriter {
     fn handlers(&self) -> &'static [HandlerInfo] {
         match self.flavor {
             Flavor::Ip => IP_HANDLERS,
-            Flavor::Tcp | Flavor::Udp => ONE_TABLE_HANDLERS,
+            Flavor::Tcp => TCP_HANDLERS,
+            Flavor::Udp => ONE_TABLE_HANDLERS,
         }
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         let core = self.core.read();
+        let lookup = match self.flavor {
+            Flavor::Ip => "tcp_lookup",
+            Flavor::Tcp => "lookup",
+            Flavor::Udp => "",
+        };
+        if let Some(arg) = name.strip_prefix(lookup).filter(|_| !lookup.is_empty()) {
+            if arg.is_empty() || arg.starts_with(char::is_whitespace) {
+                // The TCP table (IPRewriter's first).
+                return core.lookup_text(0, arg);
+            }
+        }
         match self.table_of(name) {
             Some(mi) => Ok(core.table(mi)),
             None => core
@@ -2590,16 +2648,13 @@ mod tests {
     fn sequential_allocation_skips_used_ports() {
         let mut p = Pattern::parse(&["10.0.0.1", "1024-1026#", "-", "-"]).expect("ok");
         let mut map: FlowMap = pronto_hash::map();
-        let mut rng = 1;
         let f = FlowId {
             saddr: 0xc0a80001,
             daddr: 0x08080808,
             sport: 5000,
             dport: 53,
         };
-        let r = p
-            .rewrite_with(f, |k| map.contains_key(k), &mut rng)
-            .expect("port");
+        let r = p.rewrite_with(f, |k| map.contains_key(k)).expect("port");
         assert_eq!((r.saddr, r.sport), (0x0a000001, 1024));
         // Port 1025 is taken by some reply entry already.
         map.insert(
@@ -2612,13 +2667,13 @@ mod tests {
             0,
         );
         assert_eq!(
-            p.rewrite_with(f, |k| map.contains_key(k), &mut rng)
+            p.rewrite_with(f, |k| map.contains_key(k))
                 .expect("port")
                 .sport,
             1026
         );
         assert_eq!(
-            p.rewrite_with(f, |k| map.contains_key(k), &mut rng)
+            p.rewrite_with(f, |k| map.contains_key(k))
                 .expect("port")
                 .sport,
             1024

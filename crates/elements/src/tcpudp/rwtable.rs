@@ -137,7 +137,6 @@ pub struct Table {
     last_now: i64,
     dst_anno: bool,
     reply_anno: Option<usize>,
-    rng: u64,
 }
 
 impl Table {
@@ -193,7 +192,6 @@ impl Table {
             last_now: 0,
             dst_anno,
             reply_anno,
-            rng: 0x2545_f491_4f6c_dd1d,
         })
     }
 
@@ -376,9 +374,9 @@ impl Table {
         now: i64,
     ) -> Result<u32, Option<usize>> {
         let map = &self.map;
-        let (mut rewritten, fo, ro) =
-            self.inputs
-                .choose(port, flowid, proto, |k| map.contains_key(k), &mut self.rng)?;
+        let (mut rewritten, fo, ro) = self
+            .inputs
+            .choose(port, flowid, proto, |k| map.contains_key(k))?;
         if self.kind == Kind::Ping {
             rewritten.dport = plus1(rewritten.sport);
         }
@@ -530,7 +528,11 @@ impl Table {
                 }
                 set_be16(l4, 4, if reply { rev.sport } else { rev.dport });
                 let mut c = delta(be16(l4, 2), flow.l4_delta);
-                if c == 0 && l4.iter().all(|b| *b == 0) {
+                // An all-zero message sums to +0, whose checksum is
+                // 0xffff, not the 0 an incremental update can leave (the
+                // checksum field itself still holds the old value here).
+                let zero = |b: &[u8]| b.iter().all(|x| *x == 0);
+                if c == 0 && zero(&l4[..2]) && zero(&l4[4..]) {
                     c = 0xffff;
                 }
                 set_be16(l4, 2, c);

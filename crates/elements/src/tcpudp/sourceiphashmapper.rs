@@ -160,12 +160,11 @@ impl IPMapper for SourceIPHash {
         flow: FlowId,
         _proto: u8,
         taken: &dyn Fn(&FlowId) -> bool,
-        rng: &mut u64,
     ) -> Option<MapperChoice> {
         let v = self.ring.index_of(source_key(flow.saddr));
         let (foutput, routput) = *self.outputs.get(v)?;
         let mut pats = lock(&self.patterns);
-        let r = pats.get_mut(v)?.rewrite(flow, taken, rng)?;
+        let r = pats.get_mut(v)?.rewrite(flow, taken)?;
         Some(MapperChoice {
             flow: r,
             foutput,
@@ -272,7 +271,6 @@ mod tests {
             .shared()
             .and_then(|s| s.downcast::<MapperHandle>().ok())
             .expect("mapper handle");
-        let mut rng = 1;
         let mut seen = [0usize; 3];
         for a in 0..200u32 {
             let f = FlowId {
@@ -281,11 +279,9 @@ mod tests {
                 sport: 1000,
                 dport: 80,
             };
-            let c =
-                h.0.rewrite_flowid(f, 6, &|_| false, &mut rng)
-                    .expect("mapped");
+            let c = h.0.rewrite_flowid(f, 6, &|_| false).expect("mapped");
             let again =
-                h.0.rewrite_flowid(FlowId { sport: 2000, ..f }, 6, &|_| false, &mut rng);
+                h.0.rewrite_flowid(FlowId { sport: 2000, ..f }, 6, &|_| false);
             assert_eq!(again.map(|c| c.flow.daddr), Some(c.flow.daddr));
             seen[(c.flow.daddr - 0x0a00_0001) as usize] += 1;
         }
