@@ -936,9 +936,10 @@ impl Campaign {
         rustix::process::kill_process(pid, rustix::process::Signal::KILL)
             .map_err(|e| format!("kill -9 {old}: {e}"))?;
         let gap = at - r0;
-        let during = self.rates_since(&c0, self.o.window);
         self.wait_restarted(tn, &name, old)?;
         let took = self.wait_forwarding(victim, at)?;
+        // The neighbours over the window, or until the victim recovered.
+        let during = self.rates_since(&c0, self.o.window);
         rec.recovered = true;
         rec.recover_ms = took.as_secs_f64() * 1e3;
         Ok(Effect {
@@ -1189,8 +1190,8 @@ impl Campaign {
         rec.notes.push(format!(
             "{ok} good configurations taken, {refused} bad ones refused"
         ));
-        let during = self.rates_since(&c0, self.o.window);
         let took = self.wait_forwarding(victim, last_good)?;
+        let during = self.rates_since(&c0, self.o.window);
         rec.recovered = true;
         rec.recover_ms = took.as_secs_f64() * 1e3;
         Ok(Effect {
