@@ -118,6 +118,7 @@ fn the_chaos_campaign_injects_every_fault_and_every_packet_is_accounted_for() {
         let n = |k: &str| b[k].parse::<i64>().expect("a number");
         assert!(n("delivered") > 0, "{b:?}");
         assert_eq!(n("stray"), 0, "{b:?}");
+        assert!(n("dropped_at_switch") <= n("dropped"), "{b:?}");
         assert_eq!(
             n("injected"),
             n("delivered") + n("dropped") + n("held") + n("held_at_end") + n("residual"),

@@ -350,6 +350,8 @@ struct Ledger {
 struct Totals {
     r: Reading,
     held_at_end: u64,
+    /// Of `r.dropped`, what the switch dropped (the rest: the instances).
+    dropped_at_switch: u64,
 }
 
 impl Totals {
@@ -365,9 +367,13 @@ impl Totals {
 impl Ledger {
     fn totals(&self) -> Totals {
         let mut t = Totals::default();
-        for tr in self.tracks.values() {
+        for (name, tr) in &self.tracks {
             t.r.add(&tr.total());
             t.held_at_end += tr.held_at_end;
+            // Ports are tracked as `TENANT/INSTANCE/IFACE`.
+            if name.contains('/') {
+                t.dropped_at_switch += tr.total().dropped;
+            }
         }
         t
     }
@@ -887,7 +893,7 @@ impl Campaign {
         rec.bound = self.bound(gap);
         for t in 0..TENANTS.len() {
             let d = q1[t].residual() - q0[t].residual();
-            let aimed = t == victim && kind != Kind::HostileRing || kind == Kind::KillDaemon;
+            let aimed = (t == victim && kind != Kind::HostileRing) || kind == Kind::KillDaemon;
             if aimed {
                 if d.abs() >= rec.victim_residual.abs() {
                     rec.victim_residual = d;
@@ -1408,6 +1414,7 @@ impl Campaign {
             "residual",
             "refused",
             "stray",
+            "dropped_at_switch",
         ]);
         for (t, l) in self.ledgers.iter().enumerate() {
             let x = l.totals();
@@ -1421,6 +1428,7 @@ impl Campaign {
                 x.residual().to_string(),
                 x.r.refused.to_string(),
                 x.r.stray.to_string(),
+                x.dropped_at_switch.to_string(),
             ]);
         }
         led.write(&out.join("chaos_ledger.csv"))?;
@@ -1448,11 +1456,12 @@ impl Campaign {
         for (t, l) in self.ledgers.iter().enumerate() {
             let x = l.totals();
             println!(
-                "  {}: {} = {} + {} + {} + {} + {}",
+                "  {}: {} = {} + {} ({} by the switch) + {} + {} + {}",
                 TENANTS[t],
                 x.r.injected,
                 x.r.delivered,
                 x.r.dropped,
+                x.dropped_at_switch,
                 x.r.held,
                 x.held_at_end,
                 x.residual()
@@ -1645,6 +1654,7 @@ mod tests {
             },
         );
         assert_eq!(l.totals().residual(), 2);
+        assert_eq!(l.totals().dropped_at_switch, 3);
     }
 
     #[test]

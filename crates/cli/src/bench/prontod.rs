@@ -261,6 +261,10 @@ fn cgroup_parent(pid: u32) -> String {
 pub(super) struct ProcView {
     /// Resident memory, bytes.
     pub rss: u64,
+    /// Of it, anonymous memory (the heap and stacks), bytes.
+    pub anon: u64,
+    /// Of it, shared memory (the switch ports' regions), bytes.
+    pub shmem: u64,
     /// Open descriptors.
     pub fds: usize,
     /// Its child processes (the sandboxes).
@@ -325,6 +329,8 @@ pub(super) fn view(pid: u32) -> ProcView {
     ns.dedup();
     ProcView {
         rss: field("VmRSS:") * 1024,
+        anon: field("RssAnon:") * 1024,
+        shmem: field("RssShmem:") * 1024,
         fds: std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count()),
         netns: ns.len(),
         children,

@@ -48,6 +48,8 @@ struct Sample {
     instances: usize,
     running: usize,
     rss: u64,
+    anon: u64,
+    shmem: u64,
     fds: usize,
     threads: usize,
     store: u64,
@@ -155,6 +157,8 @@ fn sample(d: &Prontod, t0: Instant, ops: u64, op_errors: u64) -> Result<Sample, 
         instances: list.len(),
         running: list.iter().filter(|i| i["state"] == "running").count(),
         rss: v.rss,
+        anon: v.anon,
+        shmem: v.shmem,
         fds: v.fds,
         threads: v.threads,
         store: std::fs::metadata(d.store()).map_or(0, |m| m.len()),
@@ -200,6 +204,8 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
         "instances",
         "running",
         "rss_mb",
+        "anon_mb",
+        "shmem_mb",
         "fds",
         "threads",
         "store_kb",
@@ -217,7 +223,7 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
     let mut next_op = Instant::now();
     let mut next_sample = Instant::now();
     let mut errors: Vec<String> = Vec::new();
-    println!("| t s | instances | running | RSS MB | fds | threads | store KB | cgroups | sandboxes | netns | operations (errors) |");
+    println!("| t s | instances | running | RSS MB (heap, ports) | fds | threads | store KB | cgroups | sandboxes | netns | operations (errors) |");
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     while t0.elapsed() < p.duration {
         if Instant::now() >= next_sample {
@@ -225,11 +231,13 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
             let s = sample(d, t0, ops, op_errors)?;
             note_kids(&mut seen, d.pid());
             println!(
-                "| {:.0} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} ({}) |",
+                "| {:.0} | {} | {} | {:.1} ({:.1}, {:.1}) | {} | {} | {} | {} | {} | {} | {} ({}) |",
                 s.t,
                 s.instances,
                 s.running,
                 s.rss as f64 / 1e6,
+                s.anon as f64 / 1e6,
+                s.shmem as f64 / 1e6,
                 s.fds,
                 s.threads,
                 s.store / 1024,
@@ -244,6 +252,8 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
                 s.instances.to_string(),
                 s.running.to_string(),
                 format!("{:.2}", s.rss as f64 / 1e6),
+                format!("{:.2}", s.anon as f64 / 1e6),
+                format!("{:.2}", s.shmem as f64 / 1e6),
                 s.fds.to_string(),
                 s.threads.to_string(),
                 (s.store / 1024).to_string(),
@@ -310,8 +320,8 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
         &PlotSpec {
             title: "pronto: the daemon under churn (soak)",
             x: ("t_s", "seconds"),
-            ylabel: "RSS MB, descriptors, store KB / 100",
-            ys: &["rss_mb:RSS MB", "fds:descriptors"],
+            ylabel: "MB, descriptors",
+            ys: &["rss_mb:RSS MB", "anon_mb:heap MB", "fds:descriptors"],
         },
     )?;
     // Flat after the warm-up: growth from the first sample after the
@@ -327,17 +337,20 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
     let per_h =
         |f: &dyn Fn(&Sample) -> f64| slope(&xs, &steady.iter().map(|s| f(s)).collect::<Vec<_>>());
     let rss_growth = end.rss as f64 - first.rss as f64;
+    let anon_growth = end.anon as f64 - first.anon as f64;
     let fd_growth = end.fds as i64 - first.fds as i64;
     let store_growth = end.store as f64 - first.store as f64;
     println!(
-        "after the warm-up ({:.0} s to {:.0} s): RSS {:+.1} MB (slope {:+.2} MB/h, bound {:.0} MB), \
-         descriptors {:+} (slope {:+.1}/h, bound {}), store {:+.1} KB (slope {:+.1} KB/h, bound {:.0} KB), \
+        "after the warm-up ({:.0} s to {:.0} s): RSS {:+.1} MB (slope {:+.2} MB/h, bound {:.0} MB; \
+         of it the heap {:+.2} MB, slope {:+.2} MB/h), descriptors {:+} (slope {:+.1}/h, bound {}), store {:+.1} KB (slope {:+.1} KB/h, bound {:.0} KB), \
          threads {} -> {}",
         first.t,
         end.t,
         rss_growth / 1e6,
         per_h(&|s| s.rss as f64) / 1e6,
         p.rss_bound / 1e6,
+        anon_growth / 1e6,
+        per_h(&|s| s.anon as f64) / 1e6,
         fd_growth,
         per_h(&|s| s.fds as f64),
         p.fd_bound,
