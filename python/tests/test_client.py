@@ -43,7 +43,7 @@ class ClientTest(unittest.TestCase):
             c.create("py-bad", "c :: Counter; Nope -> c;\n")
         self.assertEqual(e.exception.field, "config")
         self.assertIn("config:1:15", e.exception.message)
-        self.assertIn("unknown element class `Nope`", e.exception.message)
+        self.assertIn("unknown element class 'Nope'", e.exception.message)
         self.assertNotIn("py-bad", [i.name for i in c.list()])
 
         with self.assertRaises(BadRequest) as e:

@@ -343,6 +343,9 @@ pub fn create_body(i: &pronto_policy::deploy::Instance, cpu: Option<usize>) -> s
     if let Some(cpu) = cpu {
         body["cpus"] = serde_json::json!([cpu]);
     }
+    if let Some(m) = i.memory {
+        body["memory"] = serde_json::json!(m);
+    }
     body
 }
 

@@ -60,7 +60,23 @@ Usage:
 ";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // The daemon clients' global options may come before the command
+    // (`pronto --json ls`): they move after it, where its parser reads them.
+    let mut global = Vec::new();
+    while let Some(a) = args.first() {
+        match a.as_str() {
+            "--json" => global.push(args.remove(0)),
+            "--socket" | "--url" | "--token" | "--tenant" if args.len() > 1 => {
+                global.push(args.remove(0));
+                global.push(args.remove(0));
+            }
+            _ => break,
+        }
+    }
+    if !global.is_empty() && !args.is_empty() {
+        args.splice(1..1, global);
+    }
     let Some(cmd) = args.first() else {
         eprint!("{USAGE}");
         return ExitCode::from(1);
@@ -95,20 +111,41 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes a listing to standard output; a reader that went away (`pronto
+/// elements | head`) ends the listing quietly, as other tools do.
+fn print_listing(text: &str) -> ExitCode {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pronto: writing to standard output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn elements(args: &[String]) -> ExitCode {
     let all = pronto_runtime::all_classes();
     match args.first() {
         None => {
+            let mut text = String::new();
             for e in &all {
-                println!("{}", e.spec.name);
+                text.push_str(e.spec.name);
+                text.push('\n');
             }
-            ExitCode::SUCCESS
+            print_listing(&text)
         }
-        Some(name) => match all.iter().find(|e| e.spec.name == name.as_str()) {
-            Some(e) => {
-                println!("{}", render_doc(e.spec));
-                ExitCode::SUCCESS
-            }
+        Some(name) => match all.iter().find(|e| {
+            // Click's aliases document the class they name.
+            let class = pronto_elements::registry::ALIASES
+                .iter()
+                .find(|a| a.0 == name.as_str())
+                .map_or(name.as_str(), |a| a.1);
+            e.spec.name == class
+        }) {
+            Some(e) => print_listing(&format!("{}\n", render_doc(e.spec))),
             None => {
                 eprintln!("pronto: no element class `{name}` (`pronto elements` lists them)");
                 ExitCode::from(1)

@@ -33,6 +33,11 @@ struct RunOpts {
     threads: usize,
     /// `--pool-limit N`: the most packet slots a router's pool grows to.
     pool_limit: Option<usize>,
+    /// Print each diagnostic rustc-style (source line and caret) after
+    /// Click's one-line form: always for `pronto check`, for `pronto run`
+    /// when standard error is a terminal (Click's own tests compare the
+    /// one-line forms alone).
+    rich: bool,
 }
 
 /// The configured router: one, or one per thread (`--threads N`, N > 1).
@@ -196,7 +201,7 @@ fn load(o: &RunOpts) -> Result<(String, String), String> {
     }
 }
 
-fn report(sm: &SourceMap, diags: &[Diagnostic], warnings: bool) {
+fn report(sm: &SourceMap, diags: &[Diagnostic], warnings: bool, rich: bool) {
     use std::io::Write;
     let mut err = std::io::stderr().lock();
     for d in diags {
@@ -209,7 +214,7 @@ fn report(sm: &SourceMap, diags: &[Diagnostic], warnings: bool) {
         .iter()
         .filter(|d| warnings || d.level != Level::Warning)
         .collect();
-    if !shown.is_empty() {
+    if rich && !shown.is_empty() {
         let _ = writeln!(err);
         for d in shown {
             let _ = writeln!(err, "{}", d.render(sm));
@@ -234,12 +239,13 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
     };
     let (flat, warnings) = match pronto_lang::parse_flat(&sm, file, &opts) {
         Ok(x) => x,
-        Err(errs) => {
-            report(&sm, &errs, !o.no_warnings);
+        Err(mut errs) => {
+            pronto_runtime::explain_unknown_classes(&mut errs);
+            report(&sm, &errs, !o.no_warnings, o.rich);
             return Err(ExitCode::from(1));
         }
     };
-    report(&sm, &warnings, !o.no_warnings);
+    report(&sm, &warnings, !o.no_warnings, o.rich);
     if let Some(out) = &o.output {
         if let Err(e) = std::fs::write(out, flat.to_click()) {
             eprintln!("pronto: {out}: {e}");
@@ -283,11 +289,11 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
     if o.threads > 1 {
         let mut warnings = Vec::new();
         let built = Threads::build(&flat, &sm, &ropts, o.threads, &mut warnings);
-        report(&sm, &warnings, !o.no_warnings);
+        report(&sm, &warnings, !o.no_warnings, o.rich);
         return match built {
             Ok(t) => Ok((Routers::Many(t), sm)),
             Err(errs) => {
-                report(&sm, &errs, true);
+                report(&sm, &errs, true, o.rich);
                 Err(ExitCode::from(1))
             }
         };
@@ -295,7 +301,7 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
     match Router::build(&flat, &sm, &ropts) {
         Ok(r) => Ok((Routers::One(r), sm)),
         Err(errs) => {
-            report(&sm, &errs, true);
+            report(&sm, &errs, true, o.rich);
             Err(ExitCode::from(1))
         }
     }
@@ -304,7 +310,11 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
 /// `pronto run`.
 pub fn run(args: &[String]) -> ExitCode {
     let o = match parse_opts(args) {
-        Ok(o) => o,
+        Ok(mut o) => {
+            use std::io::IsTerminal;
+            o.rich = std::io::stderr().is_terminal();
+            o
+        }
         Err(e) if e.is_empty() => {
             print!("{}", crate::USAGE);
             return ExitCode::SUCCESS;
@@ -386,12 +396,21 @@ pub fn run(args: &[String]) -> ExitCode {
 /// `pronto check`: parse, resolve and validate only.
 pub fn check(args: &[String]) -> ExitCode {
     let o = match parse_opts(args) {
-        Ok(o) => o,
+        Ok(mut o) => {
+            o.rich = true;
+            o
+        }
+        Err(e) if e.is_empty() => {
+            print!("{}", crate::USAGE);
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            eprintln!("pronto check: {e}");
+            eprintln!("pronto check: {e} (see `pronto --help`)");
             return ExitCode::from(1);
         }
     };
+    // A pure check: no device opened, no file read or created.
+    pronto_elements::world::set_check_only(true);
     match build(&o) {
         Ok(_) => {
             let name = match (&o.expr, o.file.as_deref()) {

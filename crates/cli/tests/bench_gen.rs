@@ -160,7 +160,7 @@ fn field<'a>(line: &'a str, key: &str) -> &'a str {
 fn bench_gen_to_bench_sink_over_veth() {
     if let Some(why) = missing_prerequisite("g", &[]) {
         eprintln!(
-            "skipping bench_gen_to_bench_sink_over_veth: needs root and network namespaces ({why})"
+            "SKIPPED bench_gen_to_bench_sink_over_veth: needs root and network namespaces ({why})"
         );
         return;
     }

@@ -218,7 +218,7 @@ fn udp_frame(dst_mac: [u8; 6], dport: u16) -> String {
 fn a_chain_applied_through_the_daemon_carries_traffic() {
     if !rustix::process::geteuid().is_root() {
         eprintln!(
-            "skipping a_chain_applied_through_the_daemon_carries_traffic: sandboxes need root"
+            "SKIPPED a_chain_applied_through_the_daemon_carries_traffic: sandboxes need root"
         );
         return;
     }

@@ -39,6 +39,21 @@ fn elements_lists_classes() {
 }
 
 #[test]
+fn elements_into_a_closed_pipe_ends_quietly() {
+    // `pronto elements | head -1`: the reader has gone before pronto
+    // writes (its end of the pipe is closed before pronto starts).
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let o = pronto()
+        .arg("elements")
+        .stdout(writer)
+        .output()
+        .expect("run pronto");
+    assert!(o.status.success(), "{:?}: {}", o.status, stderr(&o));
+    assert_eq!(stderr(&o), "", "no panic, no message");
+}
+
+#[test]
 fn elements_documents_one_class() {
     let o = run(pronto().args(["elements", "Counter"]));
     assert!(o.status.success(), "{}", stderr(&o));
@@ -53,6 +68,10 @@ fn elements_documents_one_class() {
     );
     assert!(out.contains(doc), "{out}");
     assert!(out.contains("Counter([KEYWORDS])"), "{out}");
+
+    // Click's alias documents the class it names.
+    let o = run(pronto().args(["elements", "SetVlanAnno"]));
+    assert!(stdout(&o).starts_with("SetVLANAnno\n"), "{}", stdout(&o));
 
     let o = run(pronto().args(["elements", "NoSuchClass"]));
     assert_eq!(o.status.code(), Some(1));
@@ -74,8 +93,8 @@ fn check_reports_every_configuration_error() {
     // Click's one-line form first, for each error, in source order...
     assert!(
         err.starts_with(
-            "two.click:2: too many arguments: `FOO bar` was not expected\n\
-             two.click:3: CAPACITY: integer out of range for u32, found `-5`\n\n"
+            "two.click:2: While configuring 'c :: Counter':\n  too many arguments: `FOO bar` was not expected\n\
+             two.click:3: While configuring 'q :: Queue':\n  CAPACITY: integer out of range (0 to 4294967295), found `-5`\n\n"
         ),
         "{err}"
     );
@@ -89,11 +108,62 @@ fn check_reports_every_configuration_error() {
     );
     assert!(
         err.contains(
-            "error: CAPACITY: integer out of range for u32, found `-5`\n \
+            "error: CAPACITY: integer out of range (0 to 4294967295), found `-5`\n \
              --> two.click:3:17\n  |\n3 |   -> q :: Queue(-5)\n  |                 ^^\n"
         ),
         "{err}"
     );
+}
+
+#[test]
+fn check_bounds_expansion_bombs_and_error_floods() {
+    let dir = scratch("check-bombs");
+    // Each variable two quoted copies of the one before (escaped again at
+    // each step): without a limit, gigabytes.
+    let mut defs = vec!["$A0 x".to_string()];
+    defs.extend((1..=15).map(|i| format!("$A{i} \"$A{p}$A{p}\"", p = i - 1)));
+    let bomb = format!("define({});\nIdle -> Discard;\n", defs.join(", "));
+    std::fs::write(dir.join("bomb.click"), &bomb).expect("write");
+    let o = run(pronto().current_dir(&dir).args(["check", "bomb.click"]));
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.len() < 4096, "{} bytes of errors", err.len());
+    assert!(err.starts_with("bomb.click:1: expansion of `$A"), "{err}");
+    assert!(
+        err.contains("too large: substituting variables may add at most 1048576 bytes (1 MiB)"),
+        "{err}"
+    );
+    assert!(err.contains(" --> bomb.click:1:"), "{err}");
+
+    // One line, 8,000 elements with a bad argument: the first 100 errors,
+    // each under a window of the line, then how many more there were.
+    let line: Vec<String> = (0..8000)
+        .map(|i| format!("Idle -> q{i} :: Queue(99999999999999999999{i:03}) -> Discard"))
+        .collect();
+    let text = line.join("; ") + "\n";
+    std::fs::write(dir.join("many.click"), &text).expect("write");
+    let o = run(pronto().current_dir(&dir).args(["check", "many.click"]));
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.len() < 100_000, "{} bytes of errors", err.len());
+    assert!(
+        err.starts_with(
+            "many.click:1: While configuring 'q0 :: Queue':\n  CAPACITY: integer out of range (0 to 4294967295), found `99999999999999999999000`\n"
+        ),
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    assert_eq!(err.matches("many.click:1: While configuring").count(), 100);
+    assert_eq!(err.matches("= note: while configuring `q").count(), 100);
+    assert!(
+        err.contains("\nnote: ... and 7900 more errors\n"),
+        "{}",
+        &err[err.len().saturating_sub(2000)..]
+    );
+    // The first span starts 20 characters into the line: the window runs
+    // from the line's start to 80 characters past the span's start.
+    let window = format!("\n1 | {}...\n", &text[..100]);
+    assert!(err.contains(&window), "{}", &err[..err.len().min(3000)]);
 }
 
 #[test]
@@ -108,12 +178,12 @@ fn check_reports_unknown_class_then_bad_argument() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
-        err.starts_with("bad.click:2: unknown element class `Bogus`\n"),
+        err.starts_with("bad.click:2: unknown element class 'Bogus'\n"),
         "{err}"
     );
     assert!(
         err.contains(
-            "error: unknown element class `Bogus`\n --> bad.click:2:6\n  |\n2 |   -> Bogus\n  |      ^^^^^"
+            "error: unknown element class 'Bogus'\n --> bad.click:2:6\n  |\n2 |   -> Bogus\n  |      ^^^^^"
         ),
         "{err}"
     );
@@ -123,7 +193,9 @@ fn check_reports_unknown_class_then_bad_argument() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
-        err.starts_with("bad.click:3: too many arguments: `FOO bar` was not expected\n"),
+        err.starts_with(
+            "bad.click:3: While configuring 'c :: Counter':\n  too many arguments: `FOO bar` was not expected\n"
+        ),
         "{err}"
     );
     assert!(err.contains("\n  |                   ^^^^^^^\n"), "{err}");
@@ -270,4 +342,97 @@ fn firewall_example_runs_and_tcpdump_reads_its_output() {
         let lines = text.lines().count();
         assert_eq!(lines, 118, "tcpdump read {lines} packets");
     }
+}
+
+#[test]
+fn printers_print_packet_by_packet_as_click() {
+    // A batch of three through two printers, and through a split to two
+    // printers: every line for one packet before the next packet's.
+    let o = run(pronto().args([
+        "run",
+        "-e",
+        "InfiniteSource(\\<01>, LIMIT 3, BURST 3, STOP true) -> Print(a) -> Print(b) -> Discard;",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stderr(&o).lines().map(|l| l[..2].to_string()).collect();
+    assert_eq!(lines, ["a:", "b:", "a:", "b:", "a:", "b:"]);
+    let o = run(pronto().args([
+        "run",
+        "-e",
+        "InfiniteSource(\\<01>, LIMIT 2, BURST 2, STOP true) -> t :: Tee; t[0] -> Print(x) -> Discard; t[1] -> Print(y) -> Discard;",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stderr(&o).lines().map(|l| l[..2].to_string()).collect();
+    assert_eq!(lines, ["x:", "y:", "x:", "y:"]);
+}
+
+#[test]
+fn check_touches_nothing_and_says_what_run_will_need() {
+    // No trace read, no dump created, no interface opened: what is missing
+    // now is a warning naming what `pronto run` will need.
+    let dir = scratch("check-pure");
+    let cfg = "FromDump(nofile.pcap) -> ToDump(out.pcap);\n\
+               FromIPSummaryDump(nofile.txt) -> ToIPSummaryDump(out.txt, CONTENTS src);\n\
+               FromDevice(pronto-nonexistent0, METHOD PCAP) -> Discard;\n\
+               Idle -> ToDump(nodir/x.pcap);\n";
+    std::fs::write(dir.join("pure.click"), cfg).expect("write");
+    let o = run(pronto().current_dir(&dir).args(["check", "pure.click"]));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for want in [
+        "pure.click:1: While configuring 'FromDump@1 :: FromDump':\n  warning: nofile.pcap: no such file; `pronto run` will need it\n",
+        "warning: nofile.txt: no such file; `pronto run` will need it\n",
+        "warning: pronto-nonexistent0: no such network interface here; `pronto run` will need it",
+        "warning: nodir/x.pcap: no directory ",
+        "pure.click: ok\n",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .expect("scratch")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["pure.click"], "check created files");
+    // A bad argument is still an error.
+    std::fs::write(
+        dir.join("bad.click"),
+        "FromDump(x.pcap, BURST 0x) -> Discard;",
+    )
+    .expect("write");
+    let o = run(pronto().current_dir(&dir).args(["check", "bad.click"]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // A Click class pronto lacks: Click's line, then why.
+    let o = run(pronto()
+        .current_dir(&dir)
+        .args(["check", "-e", "PollDevice(eth0) -> Discard;"]));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("<expr>:1: unknown element class 'PollDevice'\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "= note: PollDevice: a Click kernel-module element; at user level FromDevice polls"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn help_and_global_options_work_where_a_user_puts_them() {
+    for cmd in ["run", "check"] {
+        let o = run(pronto().args([cmd, "--help"]));
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
+        assert!(stdout(&o).starts_with("pronto: network functions"), "{cmd}");
+    }
+    // `pronto --json ls` is `pronto ls --json`: it reaches the command.
+    let o = run(pronto().args(["--json", "--socket", "/nonexistent/prontod.sock", "ls"]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("pronto ls: cannot reach the daemon at /nonexistent/prontod.sock"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -212,7 +212,7 @@ fn bad_control_sockets_are_configuration_errors() {
 #[test]
 fn click_programs_drive_a_sandboxed_instance_through_the_daemon() {
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipping click_programs_drive_a_sandboxed_instance_through_the_daemon: sandboxes need root");
+        eprintln!("SKIPPED click_programs_drive_a_sandboxed_instance_through_the_daemon: sandboxes need root");
         return;
     }
     let dir = common::scratch("controlsocket-daemon");

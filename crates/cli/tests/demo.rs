@@ -7,7 +7,7 @@ use std::process::Command;
 #[test]
 fn the_demo_runs_three_sandboxed_middleboxes_and_cleans_up() {
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipping the_demo_runs_three_sandboxed_middleboxes_and_cleans_up: needs root");
+        eprintln!("SKIPPED the_demo_runs_three_sandboxed_middleboxes_and_cleans_up: needs root");
         return;
     }
     let child = Command::new(env!("CARGO_BIN_EXE_pronto"))

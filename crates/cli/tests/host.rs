@@ -66,7 +66,7 @@ impl Drop for Pronto {
 #[test]
 fn host_pings_an_address_answered_by_pronto_through_a_tap() {
     if let Some(why) = missing(&["ping"]) {
-        eprintln!("skipping host ping test: {why} (it needs root and /dev/net/tun)");
+        eprintln!("SKIPPED host ping test: {why} (it needs root and /dev/net/tun)");
         return;
     }
     let dev = format!("ptap{}", std::process::id() % 100_000);
@@ -75,7 +75,7 @@ fn host_pings_an_address_answered_by_pronto_through_a_tap() {
         .output()
         .expect("ip addr");
     if String::from_utf8_lossy(&used.stdout).contains("inet 10.213.0.") {
-        eprintln!("skipping host ping test: 10.213.0.0/24 is already in use on this host");
+        eprintln!("SKIPPED host ping test: 10.213.0.0/24 is already in use on this host");
         return;
     }
     // ARP queries for 10.213.0.2 get an answer; ICMP echo requests to it
@@ -176,7 +176,7 @@ fn host_pings_an_address_answered_by_pronto_through_a_tap() {
 #[test]
 fn fromhost_sets_the_device_up_and_adds_the_default_route_in_a_namespace() {
     if let Some(why) = missing(&["unshare"]) {
-        eprintln!("skipping FromHost GATEWAY test: {why} (it needs root and /dev/net/tun)");
+        eprintln!("SKIPPED FromHost GATEWAY test: {why} (it needs root and /dev/net/tun)");
         return;
     }
     let dev = format!("pgw{}", std::process::id() % 100_000);
@@ -206,7 +206,7 @@ fn fromhost_sets_the_device_up_and_adds_the_default_route_in_a_namespace() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     if !o.status.success() && err.contains("unshare failed") {
-        eprintln!("skipping FromHost GATEWAY test: cannot make a network namespace: {err}");
+        eprintln!("SKIPPED FromHost GATEWAY test: cannot make a network namespace: {err}");
         return;
     }
     let mut lines = out.lines();

@@ -8,11 +8,11 @@ mod common;
 #[test]
 fn python_client_against_a_real_daemon() {
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipping python_client_against_a_real_daemon: sandboxes need root");
+        eprintln!("SKIPPED python_client_against_a_real_daemon: sandboxes need root");
         return;
     }
     if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("skipping python_client_against_a_real_daemon: python3 is missing");
+        eprintln!("SKIPPED python_client_against_a_real_daemon: python3 is missing");
         return;
     }
     let dir = common::scratch("python");

@@ -195,20 +195,11 @@ DriverManager(print started, wait, stop);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(text(&o.stdout), "", "nothing ran");
     let err = text(&o.stderr);
-    // Line 3, column 49: where `BOGUS 1` starts.
+    // Click's form (`pronto run` adds the source line and caret only when
+    // standard error is a terminal).
     assert_eq!(
         err,
-        format!(
-            "<expr>:3: too many arguments: `BOGUS 1` was not expected\n\
-             \n\
-             error: too many arguments: `BOGUS 1` was not expected\n \
-             --> <expr>:3:49\n  \
-             |\n\
-             3 | b2 :: InfiniteSource(LIMIT 3) -> bad :: Counter(BOGUS 1) -> Discard;\n  \
-             | {}^^^^^^^\n  \
-             = note: while configuring `bad :: Counter`\n\n",
-            " ".repeat(48)
-        )
+        "<expr>:3: While configuring 'bad :: Counter':\n  too many arguments: `BOGUS 1` was not expected\n"
     );
     // Exactly what one thread reports.
     let one = pronto_run(&["-e", cfg]);

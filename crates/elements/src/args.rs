@@ -25,6 +25,9 @@ impl ConfigError {
     }
 }
 
+/// Most characters of a bad argument an error message repeats.
+const MAX_ECHO: usize = 80;
+
 /// A value that can be read from one argument.
 pub trait FromArg: Sized {
     /// Parses the (unsplit, un-unquoted) argument text.
@@ -35,19 +38,12 @@ macro_rules! int_arg {
     ($($t:ty),*) => {$(
         impl FromArg for $t {
             fn from_arg(s: &str) -> Result<Self, String> {
-                let v = la::parse_i64(s).map_err(|_| "expected integer".to_string())?;
-                <$t>::try_from(v).map_err(|_| format!("integer out of range for {}", stringify!($t)))
+                la::parse_int_range(s, <$t>::MIN as i128, <$t>::MAX as i128).map(|v| v as $t)
             }
         }
     )*};
 }
-int_arg!(u8, u16, u32, i32, i64, usize);
-
-impl FromArg for u64 {
-    fn from_arg(s: &str) -> Result<Self, String> {
-        la::parse_u64(s).map_err(|_| "expected unsigned integer".to_string())
-    }
-}
+int_arg!(u8, u16, u32, u64, i32, i64, usize);
 
 impl FromArg for bool {
     fn from_arg(s: &str) -> Result<Self, String> {
@@ -186,7 +182,12 @@ impl Args {
     }
 
     fn parse<T: FromArg>(name: &str, v: &str) -> Result<T, ConfigError> {
-        T::from_arg(v).map_err(|e| ConfigError::new(format!("{name}: {e}, found `{v}`")))
+        T::from_arg(v).map_err(|e| {
+            ConfigError::new(format!(
+                "{name}: {e}, found `{}`",
+                pronto_lang::elide(v, MAX_ECHO)
+            ))
+        })
     }
 
     fn take_keyword(&mut self, kw: &str) -> Option<String> {
@@ -313,6 +314,41 @@ mod tests {
         let mut a = Args::new("", &[]);
         let e = a.read_mp::<u32>("N").expect_err("missing");
         assert_eq!(e.message, "missing mandatory N argument");
+    }
+
+    #[test]
+    fn overflowing_integers_say_out_of_range() {
+        let mut a = Args::new("99999999999999999999999", &[]);
+        let e = a.read_mp::<u32>("CAPACITY").expect_err("too large");
+        assert_eq!(
+            e.message,
+            "CAPACITY: integer out of range (0 to 4294967295), found `99999999999999999999999`"
+        );
+        let mut a = Args::new("-129", &[]);
+        let e = a.read_mp::<u8>("N").expect_err("negative");
+        assert_eq!(
+            e.message,
+            "N: integer out of range (0 to 255), found `-129`"
+        );
+        let mut a = Args::new("18446744073709551615", &[]);
+        assert_eq!(a.read_mp::<u64>("N").expect("u64::MAX"), u64::MAX);
+        let mut a = Args::new("x", &[]);
+        let e = a.read_mp::<u64>("N").expect_err("not a number");
+        assert_eq!(e.message, "N: expected integer, found `x`");
+    }
+
+    #[test]
+    fn long_bad_arguments_are_elided_in_errors() {
+        let long = "z".repeat(5000);
+        let mut a = Args::new(&long, &[]);
+        let e = a.read_mp::<u32>("N").expect_err("bad");
+        assert_eq!(
+            e.message,
+            format!(
+                "N: expected integer, found `{}... (4920 more characters)`",
+                "z".repeat(80)
+            )
+        );
     }
 
     #[test]

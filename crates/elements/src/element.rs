@@ -47,6 +47,19 @@ pub struct Spec {
     /// another (a mapper, a pattern table, `AddressInfo`) finds it
     /// configured. See [`PHASE_INFO`] and [`PHASE_DEFAULT`].
     pub phase: u16,
+    /// Click's flow code (`"x/x"`, `"x/y"`, `"#/#"`, `"xy/[xy]x"`): which
+    /// inputs' packets may leave on which outputs. Agnostic ports share a
+    /// push/pull mode only where packets flow between them, and notifier
+    /// searches follow the flow.
+    pub flow: &'static str,
+    /// Click's element flags: `"S0"` says the element makes no packets of
+    /// its own (a notifier search that reaches it finds nothing to wait
+    /// for), `"S1"` that it does.
+    pub flags: &'static str,
+    /// The element prints a line per packet (or otherwise makes per-packet
+    /// output that can be seen): the runtime keeps Click's per-packet
+    /// order between such elements.
+    pub prints: bool,
 }
 
 /// Configure phase of elements that only provide information to others
@@ -133,7 +146,65 @@ impl Spec {
             doc: "",
             profile: ActionProfile::NONE,
             phase: PHASE_DEFAULT,
+            flow: "x/x",
+            flags: "",
+            prints: false,
         }
+    }
+
+    /// Sets the flow code (Click's `flow_code`).
+    pub const fn flow(mut self, f: &'static str) -> Spec {
+        self.flow = f;
+        self
+    }
+
+    /// Sets the flags (Click's `flags`).
+    pub const fn flags(mut self, f: &'static str) -> Spec {
+        self.flags = f;
+        self
+    }
+
+    /// Marks an element whose per-packet output can be seen (a printer).
+    pub const fn printing(mut self) -> Spec {
+        self.prints = true;
+        self
+    }
+
+    /// True if packets arriving on input `input` may leave on output
+    /// `output` (Click's `port_flow`).
+    pub fn flows(&self, input: usize, output: usize) -> bool {
+        flow_code_flows(self.flow, input, output)
+    }
+}
+
+/// True if, under flow code `code` (Click's `x/y` notation), packets
+/// arriving on input `input` may leave on output `output`.
+pub fn flow_code_flows(code: &str, input: usize, output: usize) -> bool {
+    let (ic, oc) = code.split_once('/').unwrap_or((code, code));
+    let a = flow_port_class(ic, input);
+    let b = flow_port_class(oc, output);
+    match (a, b) {
+        (Some(a), Some(b)) => a.meets(&b),
+        _ => true,
+    }
+}
+
+impl Spec {
+    /// The value of flag `c` (`'S'` of `"S0"` is `Some(0)`); `None` when
+    /// the class does not set it.
+    pub fn flag(&self, c: char) -> Option<u32> {
+        let mut it = self.flags.chars().peekable();
+        while let Some(x) = it.next() {
+            let mut digits = String::new();
+            while let Some(d) = it.peek().filter(|d| d.is_ascii_digit()) {
+                digits.push(*d);
+                it.next();
+            }
+            if x == c {
+                return Some(digits.parse().unwrap_or(1));
+            }
+        }
+        None
     }
 
     /// Sets the configure phase.
@@ -194,11 +265,98 @@ impl Spec {
     }
 
     /// The allowed (min, max) counts of inputs (`output == false`) or
-    /// outputs; `max == usize::MAX` for "any number".
+    /// outputs; `max == usize::MAX` for "any number". An output count of
+    /// `=` (`"-/="`: as many outputs as inputs) gives the input range.
     pub fn port_range(&self, output: bool) -> (usize, usize) {
         let part = self.ports.split('/').nth(output as usize).unwrap_or("0");
+        if output && part.starts_with('=') {
+            return self.port_range(false);
+        }
         parse_range(part)
     }
+
+    /// The numbers of inputs and outputs an element has when connections
+    /// use `used_in` inputs and `used_out` outputs: each brought within
+    /// the class's range; `=` outputs follow the inputs (`=+` one more),
+    /// as Click's `notify_nports`.
+    pub fn port_counts(&self, used_in: usize, used_out: usize) -> (usize, usize) {
+        let (lo, hi) = self.port_range(false);
+        let nin = used_in.clamp(lo, hi.max(lo));
+        let out = self.ports.split('/').nth(1).unwrap_or("0");
+        if let Some(plus) = out.strip_prefix('=') {
+            return (nin, nin + plus.bytes().filter(|&c| c == b'+').count());
+        }
+        let (lo, hi) = self.port_range(true);
+        (nin, used_out.clamp(lo, hi.max(lo)))
+    }
+}
+
+/// One port's code in a flow code: a set of letters, maybe negated. `#`
+/// stands for a letter of its own for every port number, so it is kept
+/// with the port's number.
+struct FlowClass {
+    letters: Vec<(char, usize)>,
+    negated: bool,
+}
+
+impl FlowClass {
+    fn with_port(mut self, port: usize) -> FlowClass {
+        for l in &mut self.letters {
+            if l.0 == '#' {
+                l.1 = port;
+            }
+        }
+        self
+    }
+
+    fn has(&self, l: (char, usize)) -> bool {
+        self.letters.contains(&l) != self.negated
+    }
+
+    /// True if some letter is in both classes.
+    fn meets(&self, other: &FlowClass) -> bool {
+        match (self.negated, other.negated) {
+            (true, true) => true,
+            (false, _) => self.letters.iter().any(|&l| other.has(l)),
+            (true, false) => other.letters.iter().any(|&l| self.has(l)),
+        }
+    }
+}
+
+/// The class of port `port` in one side of a flow code: one token per
+/// port, the last repeated.
+fn flow_port_class(code: &str, port: usize) -> Option<FlowClass> {
+    let mut tokens: Vec<FlowClass> = Vec::new();
+    let mut it = code.chars();
+    while let Some(c) = it.next() {
+        if c == '[' {
+            let mut letters = Vec::new();
+            let mut negated = false;
+            let mut first = true;
+            for d in it.by_ref() {
+                if d == ']' {
+                    break;
+                }
+                if first && d == '^' {
+                    negated = true;
+                } else {
+                    letters.push((d, 0));
+                }
+                first = false;
+            }
+            tokens.push(FlowClass { letters, negated });
+        } else {
+            tokens.push(FlowClass {
+                letters: vec![(c, 0)],
+                negated: false,
+            });
+        }
+    }
+    let n = tokens.len();
+    if n == 0 {
+        return None;
+    }
+    Some(tokens.swap_remove(port.min(n - 1)).with_port(port))
 }
 
 fn parse_range(s: &str) -> (usize, usize) {
@@ -320,6 +478,54 @@ impl<'a> ConfigCtx<'a> {
     }
 }
 
+/// A write-handler call an element makes when something happens (Click's
+/// `HandlerCall`: `COUNT_CALL 5 s.switch 1`, `END_CALL s0.run`): the
+/// handler, `ELEMENT.HANDLER` or a global one such as `stop`, and the value
+/// written. The runtime resolves the element name as Click does, relative
+/// to the calling element's compound first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandlerCall {
+    /// `ELEMENT.HANDLER`, or a global handler's name.
+    pub handler: String,
+    /// The value written (may be empty).
+    pub value: String,
+}
+
+impl HandlerCall {
+    /// Parses `HANDLER [VALUE]`. Errors say what was expected.
+    pub fn parse(text: &str) -> Result<HandlerCall, String> {
+        let t = text.trim();
+        let end = t.find(|c: char| c.is_ascii_whitespace()).unwrap_or(t.len());
+        let (h, v) = t.split_at(end);
+        let h = pronto_lang::args::unquote(h);
+        if h.is_empty() {
+            return Err("expected `HANDLER [VALUE]`, found nothing".into());
+        }
+        if h.ends_with('.') || h.starts_with('.') && h.len() == 1 {
+            return Err(format!("expected `ELEMENT.HANDLER`, found `{h}`"));
+        }
+        Ok(HandlerCall {
+            handler: h,
+            value: v.trim().to_string(),
+        })
+    }
+
+    /// The global `stop` handler: stop the driver.
+    pub fn is_stop(&self) -> bool {
+        self.handler == "stop" && self.value.is_empty()
+    }
+}
+
+impl std::fmt::Display for HandlerCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.value.is_empty() {
+            f.write_str(&self.handler)
+        } else {
+            write!(f, "{} {}", self.handler, self.value)
+        }
+    }
+}
+
 /// Requests an element makes of the runtime while it runs.
 #[derive(Default, Debug)]
 pub struct Control {
@@ -328,6 +534,13 @@ pub struct Control {
     /// Lines the element wants printed on standard output (Script `print`,
     /// `Print` writes to standard error directly).
     pub stdout: Vec<String>,
+    /// Handler calls to make as soon as the element's call returns, in
+    /// order (before its packets move on).
+    pub calls: Vec<HandlerCall>,
+    /// The runtime has work to finish for the element's call before its
+    /// packets move on: `calls` to make, or (for the runtime's own packet
+    /// `Script`) the packets themselves to run through the script.
+    pub pending: bool,
 }
 
 /// Full output batches of one element call, kept in emission order until
@@ -373,6 +586,26 @@ impl Spill {
         if self.full.is_empty() {
             self.full = list;
         }
+    }
+
+    /// Appends `p` to `bufs[port]`; a full buffer moves, whole, to this
+    /// spill area first (the runtime forwards spilled batches before the
+    /// buffer). `port` must be in range.
+    #[inline]
+    pub fn emit(&mut self, bufs: &mut [Batch], port: usize, p: Packet) {
+        if let Err(p) = bufs[port].push(p) {
+            self.overflow(bufs, port, p);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn overflow(&mut self, bufs: &mut [Batch], port: usize, p: Packet) {
+        let mut full = self.spare.pop().unwrap_or_else(|| Box::new(Batch::new()));
+        std::mem::swap(&mut *full, &mut bufs[port]);
+        self.full.push((port, full));
+        // The buffer is empty now: this cannot fail.
+        let _ = bufs[port].push(p);
     }
 
     /// Packets held, in all overflowed batches.
@@ -494,6 +727,70 @@ impl<'a> Out<'a> {
     pub fn stop(&mut self) {
         self.ctrl.stop_requests += 1;
     }
+
+    /// Calls a write handler (Click's `HandlerCall::call_write`): the
+    /// runtime makes the call when this element call returns, before the
+    /// packets it emitted move on.
+    #[cold]
+    pub fn call(&mut self, c: &HandlerCall) {
+        if c.is_stop() {
+            self.stop();
+        } else {
+            self.ctrl.calls.push(c.clone());
+            self.ctrl.pending = true;
+        }
+    }
+}
+
+/// See [`Element::pull_from`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PullFrom {
+    /// Pull input 0 and run the element's push logic on what came.
+    Process,
+    /// Pull this input and run the element's push logic on what came (as
+    /// if it had been pushed to that input).
+    ProcessInput(usize),
+    /// Pull this input and hand the packets on unchanged.
+    Input(usize),
+    /// Answer nothing.
+    Nothing,
+}
+
+/// Click's two kinds of notifier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifierKind {
+    /// "Packets may be available": offered on pull outputs (a queue's
+    /// output 0), listened to by pullers (`Unqueue`, a pull `Discard`).
+    Empty,
+    /// "Room is available": offered on push inputs (a queue's input),
+    /// listened to by sources (`InfiniteSource`).
+    Full,
+}
+
+/// How an element takes part in notification on one of its ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifierRole {
+    /// Not a notifier: a search for notifiers goes through it, along its
+    /// flow code.
+    None,
+    /// A notifier whose signal is its own state ([`Element::signal`]
+    /// ignores `upstream`): a queue. The search stops here.
+    Signal,
+    /// A notifier whose signal also depends on the signals found upstream
+    /// of its inputs (`PullSwitch`, `DelayShaper`): the runtime passes
+    /// them to [`Element::signal`]. The search stops here.
+    Derived,
+}
+
+/// The notifier a task listens to (Click's `upstream_empty_signal` and
+/// `downstream_full_signal`): the runtime does not run the task while the
+/// signal found is inactive, and runs it again once it is active.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listen {
+    /// The empty notifiers upstream of this pull input.
+    UpstreamEmpty(usize),
+    /// The full notifiers downstream of this push output.
+    DownstreamFull(usize),
 }
 
 /// What a task run did.
@@ -518,6 +815,11 @@ pub struct HandlerInfo {
     pub read: bool,
     /// Writable.
     pub write: bool,
+    /// A write changes one argument of the element's configuration
+    /// (Click's `reconfigure_keyword_handler`): `"0 CAPACITY"` is the first
+    /// positional argument or the `CAPACITY` keyword. After a successful
+    /// write the runtime rewrites the `config` handler's text.
+    pub reconfigure: Option<&'static str>,
 }
 
 impl HandlerInfo {
@@ -527,6 +829,7 @@ impl HandlerInfo {
             name,
             read: true,
             write: false,
+            reconfigure: None,
         }
     }
     /// A write-only handler.
@@ -535,6 +838,7 @@ impl HandlerInfo {
             name,
             read: false,
             write: true,
+            reconfigure: None,
         }
     }
     /// A read/write handler.
@@ -543,6 +847,17 @@ impl HandlerInfo {
             name,
             read: true,
             write: true,
+            reconfigure: None,
+        }
+    }
+    /// A read/write handler that reconfigures one argument (see
+    /// [`HandlerInfo::reconfigure`]).
+    pub const fn reconf(name: &'static str, arg: &'static str) -> Self {
+        HandlerInfo {
+            name,
+            read: true,
+            write: true,
+            reconfigure: Some(arg),
         }
     }
 }
@@ -616,12 +931,85 @@ pub trait Element: std::any::Any {
         0
     }
 
+    /// Packets the element has put into (positive) or taken out of
+    /// (negative) a store it shares with other elements, net: an
+    /// ARPQuerier naming an ARPTable parks packets in the shared table, and
+    /// another querier may release them. The runtime's accounting adds it
+    /// to `held`; over all elements the sum is what the shared stores hold.
+    fn lent(&self) -> i64 {
+        0
+    }
+
     /// The most packets the element may hold at once, as configured (a
     /// queue's capacity): the runtime refuses, at set-up, a configuration
     /// whose elements may hold more packets than its packet pool's limit.
     /// 0: it holds none, or its holding is not bounded by a count.
     fn capacity(&self) -> usize {
         0
+    }
+
+    /// Messages the element has for the user after configuring (Click's
+    /// `errh->message` and `errh->warning` in `configure`): each `(true,
+    /// text)` is a warning, `(false, text)` a plain message. The runtime
+    /// prints them with Click's `While configuring` context.
+    fn config_messages(&mut self) -> Vec<(bool, String)> {
+        Vec::new()
+    }
+
+    /// The notifier this element offers of kind `kind` on port `port`
+    /// (an output for [`NotifierKind::Empty`], an input for
+    /// [`NotifierKind::Full`]).
+    fn notifier(&self, kind: NotifierKind, port: usize) -> NotifierRole {
+        let _ = (kind, port);
+        NotifierRole::None
+    }
+
+    /// The state of the notifier [`Element::notifier`] declares: true when
+    /// active (packets may be available, room is available). `upstream(i)`
+    /// is the signal found upstream of input `i`, for
+    /// [`NotifierRole::Derived`] notifiers.
+    fn signal(&self, kind: NotifierKind, port: usize, upstream: &dyn Fn(usize) -> bool) -> bool {
+        let _ = (kind, port, upstream);
+        true
+    }
+
+    /// The notifier the element's task listens to, if any.
+    fn listens(&self) -> Option<Listen> {
+        None
+    }
+
+    /// Before each task run of an element that [`Element::listens`]: the
+    /// state of the signal it listens to (Click's `_signal`), for tasks
+    /// whose decisions depend on it.
+    fn set_signal(&mut self, active: bool) {
+        let _ = active;
+    }
+
+    /// True for a listening task that decides itself what to do when its
+    /// signal is inactive (it may still have timed work, as Click's
+    /// `LinkUnqueue` does): the runtime runs it anyway, with
+    /// [`Element::set_signal`] false, and parks it only when it then
+    /// reports [`TaskStatus::Idle`]. Other listening tasks are not run at
+    /// all while their signal is inactive.
+    fn manages_signal(&self) -> bool {
+        false
+    }
+
+    /// True if the element has a timer (Click's `Timer`): the runtime asks
+    /// [`Element::timer`] when it fires next and calls
+    /// [`Element::run_timer`] once it is due.
+    fn has_timer(&self) -> bool {
+        false
+    }
+
+    /// When the element's timer fires (ns since the epoch), if it is set.
+    fn timer(&self) -> Option<i64> {
+        None
+    }
+
+    /// The timer is due: the element clears or re-arms it.
+    fn run_timer(&mut self, now: i64) {
+        let _ = now;
     }
 
     /// The element-specific handlers.
@@ -640,9 +1028,29 @@ pub trait Element: std::any::Any {
         Err(HandlerError::NoSuchHandler(name.to_string()))
     }
 
+    /// Called after each successful write handler call, for writes that
+    /// release packets (Click's handlers may push packets:
+    /// `AggregateIPFlows.clear` emits the fragments it held): the element
+    /// emits up to one batch per output through `out`, and returns true
+    /// while it has more to emit (the runtime calls again). Default:
+    /// nothing to emit.
+    fn after_write(&mut self, out: &mut Out<'_>) -> bool {
+        let _ = out;
+        false
+    }
+
     /// Called once when the router stops, so that output files are
     /// flushed.
     fn cleanup(&mut self) {}
+
+    /// How the element answers a pull on output `port` when it is not a
+    /// pull source: by pulling input 0 and processing the packets (the
+    /// default), by pulling one chosen input and passing its packets on
+    /// unchanged (`Bypass`, `PullSwitch`), or with nothing.
+    fn pull_from(&mut self, port: usize) -> PullFrom {
+        let _ = port;
+        PullFrom::Process
+    }
 
     /// For elements that answer a pull by choosing, packet by packet, which
     /// input to pull (schedulers, shapers: Click's `input(i).pull()`): the
@@ -719,6 +1127,19 @@ pub struct WaitFd<'a> {
 pub trait PullInputs {
     /// Pulls one packet from input `input`.
     fn pull_input(&mut self, input: usize) -> Option<Packet>;
+
+    /// Whether the notifiers upstream of input `input` say packets may be
+    /// available (Click's `upstream_empty_signal`): a scheduler skips an
+    /// input whose signal is inactive, as Click's do.
+    fn input_active(&mut self, input: usize) -> bool {
+        let _ = input;
+        true
+    }
+
+    /// Asks the driver to stop (Click's `please_stop_driver`), for a
+    /// puller that finds its inputs exhausted (`TimeSortedSched(STOP
+    /// true)`).
+    fn stop_driver(&mut self) {}
 }
 
 /// An element that answers a pull on its output by pulling its inputs one

@@ -11,9 +11,12 @@
 
 mod args;
 mod element;
+pub mod random;
 pub mod registry;
 pub mod util;
+pub mod world;
 
+pub mod analysis;
 pub mod app;
 pub mod aqm;
 pub mod ethernet;
@@ -21,9 +24,12 @@ pub mod icmp;
 pub mod ids;
 pub mod ip;
 pub mod nfp;
+pub mod simple;
 pub mod standard;
 pub mod stateful;
 pub mod tcpudp;
+pub mod test;
+pub mod threads;
 pub mod userlevel;
 
 pub use args::{

@@ -78,3 +78,200 @@ pub fn classify_and_route(
         });
     }
 }
+
+/// A small deterministic pseudo-random generator (xorshift64*), for
+/// elements that pick random values (addresses, ports, drop decisions).
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed` (0 is replaced by a fixed nonzero seed).
+    pub fn new(seed: u64) -> Rng {
+        Rng(if seed == 0 {
+            0x9e37_79b9_7f4a_7c15
+        } else {
+            seed
+        })
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// 32 random bits.
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    /// A value in `lo..=hi`.
+    pub fn range(&mut self, lo: u32, hi: u32) -> u32 {
+        if hi <= lo {
+            return lo;
+        }
+        let span = (hi - lo) as u64 + 1;
+        lo + (self.next_u64() % span) as u32
+    }
+
+    /// A real in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Formats `x` as C's `printf("%.12g")`, which is how Click prints a
+/// `double` (`String(double)`).
+pub fn fmt_g12(x: f64) -> String {
+    fmt_g(x, 12)
+}
+
+/// Formats `x` as C's `printf("%.Pg")` with `P = prec` (at least 1).
+pub fn fmt_g(x: f64, prec: usize) -> String {
+    let p = prec.max(1);
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    // The exponent after rounding to P significant digits.
+    let e = format!("{:.*e}", p - 1, x);
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let strip = |s: String| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if exp < -4 || exp >= p as i32 {
+        let m = strip(mant.to_string());
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{m}e{sign}{:02}", exp.unsigned_abs())
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        strip(format!("{x:.decimals$}"))
+    }
+}
+
+/// An element's configuration as Click's keyword handlers see it
+/// (`read_keyword_handler`, `reconfigure_keyword_handler`): the argument
+/// list, read and changed one keyword at a time. A write gives the new
+/// argument text, which the element parses again all or nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfText {
+    args: Vec<String>,
+}
+
+impl ConfText {
+    /// Splits `config` into arguments.
+    pub fn new(config: &str) -> ConfText {
+        ConfText {
+            args: pronto_lang::args::split_args(config),
+        }
+    }
+
+    fn keyword_at(&self, kw: &str) -> Option<usize> {
+        self.args
+            .iter()
+            .rposition(|a| pronto_lang::args::split_keyword(a).is_some_and(|(k, _)| k == kw))
+    }
+
+    /// Whether argument `pos` stands for the positional argument (it is
+    /// not a `KEYWORD value` pair).
+    fn positional(&self, pos: Option<usize>) -> Option<usize> {
+        let i = pos?;
+        let a = self.args.get(i)?;
+        match pronto_lang::args::split_keyword(a) {
+            Some((_, rest)) if !rest.is_empty() => None,
+            _ => Some(i),
+        }
+    }
+
+    /// The value of keyword `kw` (its last occurrence), else the
+    /// positional argument `pos` when given and present, else empty.
+    pub fn read(&self, kw: &str, pos: Option<usize>) -> String {
+        if let Some(i) = self.keyword_at(kw) {
+            let a = &self.args[i];
+            return pronto_lang::args::split_keyword(a)
+                .map_or(String::new(), |(_, v)| v.to_string());
+        }
+        match self.positional(pos) {
+            Some(i) => self.args[i].clone(),
+            None => String::new(),
+        }
+    }
+
+    /// The configuration with keyword `kw` set to `value`: every earlier
+    /// occurrence removed and `KW value` appended, or, when the keyword is
+    /// absent and `pos` names a positional argument, that argument
+    /// replaced.
+    pub fn with(&self, kw: &str, pos: Option<usize>, value: &str) -> ConfText {
+        let mut args = self.args.clone();
+        let had = self.keyword_at(kw).is_some();
+        args.retain(|a| pronto_lang::args::split_keyword(a).is_none_or(|(k, _)| k != kw));
+        match (had, self.positional(pos)) {
+            (false, Some(i)) => args[i] = value.trim().to_string(),
+            _ => args.push(format!("{kw} {}", value.trim())),
+        }
+        ConfText { args }
+    }
+
+    /// The argument text, arguments separated by `, `.
+    pub fn text(&self) -> String {
+        self.args.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConfText;
+
+    #[test]
+    fn printf_g_formatting() {
+        use super::{fmt_g, fmt_g12};
+        assert_eq!(fmt_g12(0.0), "0");
+        assert_eq!(fmt_g12(1.5), "1.5");
+        assert_eq!(fmt_g12(100.0), "100");
+        assert_eq!(fmt_g12(1.0 / 3.0), "0.333333333333");
+        assert_eq!(fmt_g12(123456789012345.0), "1.23456789012e+14");
+        assert_eq!(fmt_g12(0.00001234), "1.234e-05");
+        assert_eq!(fmt_g12(0.0001234), "0.0001234");
+        assert_eq!(fmt_g12(-2.5), "-2.5");
+        assert_eq!(fmt_g(999999.5, 6), "1e+06");
+        assert_eq!(fmt_g(0.1 + 0.2, 6), "0.3");
+    }
+
+    #[test]
+    fn keyword_handlers_read_and_replace() {
+        let c = ConfText::new("1, VLAN_PCP 2, VLAN_PCP 3");
+        assert_eq!(c.read("VLAN_PCP", None), "3");
+        assert_eq!(c.read("VLAN_ID", None), "");
+        assert_eq!(c.read("VLAN_TCI", Some(0)), "1");
+        assert_eq!(c.with("VLAN_PCP", None, "5").text(), "1, VLAN_PCP 5");
+        assert_eq!(
+            c.with("VLAN_TCI", Some(0), " 7 ").text(),
+            "7, VLAN_PCP 2, VLAN_PCP 3"
+        );
+        assert_eq!(
+            c.with("VLAN_ID", None, "9").text(),
+            "1, VLAN_PCP 2, VLAN_PCP 3, VLAN_ID 9"
+        );
+        let c = ConfText::new("DSCP 10");
+        assert_eq!(c.read("DSCP", Some(0)), "10");
+        assert_eq!(c.with("DSCP", Some(0), "2").text(), "DSCP 2");
+    }
+}

@@ -12,6 +12,9 @@ use pronto_elements::{ConfigCtx, Spec};
 
 const FAMILIES: &[&str] = &[
     "standard",
+    "simple",
+    "threads",
+    "test",
     "nfp",
     "ip",
     "tcpudp",
@@ -19,6 +22,7 @@ const FAMILIES: &[&str] = &[
     "app",
     "icmp",
     "aqm",
+    "analysis",
     "ids",
     "stateful",
     "userlevel",
@@ -99,6 +103,30 @@ fn registry_is_sorted_without_duplicates() {
         assert_eq!(found.spec.name, e.spec.name);
     }
     assert!(registry::lookup("NoSuchElement").is_none());
+    // The classes pronto lacks are sorted, and lacking.
+    for w in registry::NOT_IN_PRONTO.windows(2) {
+        assert!(w[0].0 < w[1].0, "out of order: {} then {}", w[0].0, w[1].0);
+    }
+    for (name, _) in registry::NOT_IN_PRONTO {
+        assert!(registry::lookup(name).is_none(), "{name} is registered");
+    }
+    // Click's aliases name registered classes, and are sorted.
+    for w in registry::ALIASES.windows(2) {
+        assert!(
+            w[0].0 < w[1].0,
+            "aliases out of order: {} then {}",
+            w[0].0,
+            w[1].0
+        );
+    }
+    for (alias, class) in registry::ALIASES {
+        assert!(registry::lookup(alias).is_some(), "{alias}");
+        assert_eq!(
+            registry::lookup(alias).map(|e| e.spec.name),
+            Some(*class),
+            "{alias}"
+        );
+    }
 }
 
 fn starts_with_usage(spec: &Spec) -> bool {

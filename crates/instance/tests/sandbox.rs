@@ -15,7 +15,7 @@ fn root_or_skip(test: &str) -> bool {
     if rustix::process::geteuid().is_root() {
         return true;
     }
-    eprintln!("skipping {test}: needs root (user namespaces mapped to another uid, cgroups)");
+    eprintln!("SKIPPED {test}: needs root (user namespaces mapped to another uid, cgroups)");
     false
 }
 
@@ -394,7 +394,7 @@ fn cgroup_v2_is_used_where_cgroup_controllers_exists() {
         .map(PathBuf::from)
         .find(|r| r.join("cgroup.controllers").exists());
     let Some(root) = root else {
-        eprintln!("skipping cgroup_v2_is_used_where_cgroup_controllers_exists: no cgroup v2 mount");
+        eprintln!("SKIPPED cgroup_v2_is_used_where_cgroup_controllers_exists: no cgroup v2 mount");
         return;
     };
     let controllers = std::fs::read_to_string(root.join("cgroup.controllers")).expect("read");

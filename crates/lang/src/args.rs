@@ -322,11 +322,18 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
+/// Why an integer did not parse.
+enum IntError {
+    /// Not an integer at all.
+    Syntax,
+    /// Digits that are too many for any integer type.
+    Overflow,
+}
+
 /// Parses an integer magnitude with Click's base rules: `0x` hex, `0b`
 /// binary, a leading `0` octal, decimal otherwise. Returns
 /// `(negative, magnitude)`.
-fn parse_int_parts(s: &str) -> Result<(bool, u128), String> {
-    const EXPECTED: &str = "expected integer";
+fn parse_int_parts(s: &str) -> Result<(bool, u128), IntError> {
     let s = s.trim();
     let (neg, body) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -344,55 +351,55 @@ fn parse_int_parts(s: &str) -> Result<(bool, u128), String> {
             (10, body)
         };
     if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(EXPECTED.into());
+        return Err(IntError::Syntax);
     }
     u128::from_str_radix(digits, radix)
         .map(|v| (neg, v))
         .map_err(|e| match e.kind() {
-            std::num::IntErrorKind::PosOverflow => "integer out of range".to_string(),
-            _ => EXPECTED.to_string(),
+            std::num::IntErrorKind::PosOverflow => IntError::Overflow,
+            _ => IntError::Syntax,
         })
 }
 
-fn parse_unsigned(s: &str, max: u128) -> Result<u128, String> {
-    match parse_int_parts(s)? {
-        (true, 0) => Ok(0),
-        (true, _) => Err("expected unsigned integer".into()),
-        (false, v) if v > max => Err("integer out of range".into()),
-        (false, v) => Ok(v),
+/// Parses an integer (decimal, `0x` hex, `0` octal, `0b` binary, with an
+/// optional sign) between `min` and `max`. A well-formed integer outside
+/// the range, however many digits it has, is "out of range" with the
+/// range named, e.g. `integer out of range (0 to 4294967295)`.
+pub fn parse_int_range(s: &str, min: i128, max: i128) -> Result<i128, String> {
+    let range = || format!("integer out of range ({min} to {max})");
+    let (neg, v) = match parse_int_parts(s) {
+        Ok(x) => x,
+        Err(IntError::Syntax) => return Err("expected integer".into()),
+        Err(IntError::Overflow) => return Err(range()),
+    };
+    let v = i128::try_from(v).map_err(|_| range())?;
+    let v = if neg { -v } else { v };
+    if v < min || v > max {
+        return Err(range());
     }
+    Ok(v)
 }
 
 /// Parses an unsigned 32-bit integer (decimal, `0x` hex, `0` octal, `0b`
 /// binary).
 pub fn parse_u32(s: &str) -> Result<u32, String> {
-    parse_unsigned(s, u128::from(u32::MAX)).map(|v| v as u32)
+    parse_int_range(s, 0, u32::MAX.into()).map(|v| v as u32)
 }
 
 /// Parses an unsigned 64-bit integer (same syntax as [`parse_u32`]).
 pub fn parse_u64(s: &str) -> Result<u64, String> {
-    parse_unsigned(s, u128::from(u64::MAX)).map(|v| v as u64)
+    parse_int_range(s, 0, u64::MAX.into()).map(|v| v as u64)
 }
 
 /// Parses a `usize` (same syntax as [`parse_u32`]).
 pub fn parse_usize(s: &str) -> Result<usize, String> {
-    parse_unsigned(s, usize::MAX as u128).map(|v| v as usize)
+    parse_int_range(s, 0, usize::MAX as i128).map(|v| v as usize)
 }
 
 /// Parses a signed 64-bit integer (same syntax as [`parse_u32`], with an
 /// optional sign).
 pub fn parse_i64(s: &str) -> Result<i64, String> {
-    let (neg, v) = parse_int_parts(s)?;
-    if neg {
-        if v > i64::MAX as u128 + 1 {
-            return Err("integer out of range".into());
-        }
-        Ok((v as i128).wrapping_neg() as i64)
-    } else if v > i64::MAX as u128 {
-        Err("integer out of range".into())
-    } else {
-        Ok(v as i64)
-    }
+    parse_int_range(s, i64::MIN.into(), i64::MAX.into()).map(|v| v as i64)
 }
 
 /// Parses a real number (`1`, `-2.5`, `1e3`, `.5`). Infinities and NaN are
@@ -625,12 +632,15 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
     if unit.is_empty() {
         return Ok(v);
     }
-    let (prefix, base) = if let Some(p) = unit.strip_suffix("bps") {
-        (p, 1.0 / 8.0)
-    } else if let Some(p) = unit.strip_suffix("Bps") {
-        (p, 1.0)
-    } else {
-        return Err(EXPECTED.into());
+    // Click's units: baud, bps and b/s are bits; Bps and B/s bytes.
+    let bits = ["baud", "bps", "b/s"]
+        .iter()
+        .find_map(|u| unit.strip_suffix(u));
+    let bytes = ["Bps", "B/s"].iter().find_map(|u| unit.strip_suffix(u));
+    let (prefix, base) = match (bits, bytes) {
+        (Some(p), _) => (p, 1.0 / 8.0),
+        (None, Some(p)) => (p, 1.0),
+        (None, None) => return Err(EXPECTED.into()),
     };
     let scale = match prefix {
         "" => 1.0,
@@ -781,6 +791,30 @@ mod tests {
     }
 
     #[test]
+    fn overflowing_integers_are_out_of_range() {
+        let u32_range = "integer out of range (0 to 4294967295)".to_string();
+        assert_eq!(parse_u32("99999999999999999999999"), Err(u32_range.clone()));
+        // More digits than any integer type holds.
+        assert_eq!(parse_u32(&"9".repeat(60)), Err(u32_range.clone()));
+        assert_eq!(parse_u32("0x1ffffffff"), Err(u32_range.clone()));
+        assert_eq!(parse_u32("-1"), Err(u32_range));
+        assert_eq!(
+            parse_i64("-9223372036854775809"),
+            Err("integer out of range (-9223372036854775808 to 9223372036854775807)".into())
+        );
+        assert_eq!(
+            parse_u64("18446744073709551616"),
+            Err("integer out of range (0 to 18446744073709551615)".into())
+        );
+        assert_eq!(parse_int_range("-5", -5, 5), Ok(-5));
+        assert_eq!(
+            parse_int_range("6", -5, 5),
+            Err("integer out of range (-5 to 5)".into())
+        );
+        assert_eq!(parse_int_range("9z", 0, 5), Err("expected integer".into()));
+    }
+
+    #[test]
     fn booleans_and_reals() {
         assert_eq!(parse_bool("true"), Ok(true));
         assert_eq!(parse_bool("NO"), Ok(false));
@@ -852,6 +886,9 @@ mod tests {
         assert_eq!(parse_bandwidth("100kbps"), Ok(12500.0));
         assert_eq!(parse_bandwidth("2MBps"), Ok(2e6));
         assert_eq!(parse_bandwidth("500"), Ok(500.0));
+        assert_eq!(parse_bandwidth("100kb/s"), Ok(12500.0));
+        assert_eq!(parse_bandwidth("3KB/s"), Ok(3000.0));
+        assert_eq!(parse_bandwidth("8baud"), Ok(1.0));
         assert!(parse_bandwidth("10 furlongs").is_err());
         assert_eq!(parse_rate("10k"), Ok(10000.0));
         assert_eq!(parse_rate("2.5Mpps"), Ok(2.5e6));

@@ -78,6 +78,35 @@ impl SourceMap {
         (line, col)
     }
 
+    /// Click's landmark for `span`: the file name and line number, after
+    /// the `# LINE "FILE"` directives `cpp` leaves (also inside
+    /// configuration strings, as Click's lexer reads them).
+    pub fn landmark(&self, span: Span) -> (String, usize) {
+        let file = FileId(span.file);
+        let text = self.text(file);
+        let start = floor_char_boundary(text, span.start as usize);
+        let mut name: Option<String> = None;
+        let mut line = 1usize;
+        let mut pos = 0usize;
+        while pos < start {
+            let end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
+            if end >= start {
+                break;
+            }
+            match line_directive(&text[pos..end]) {
+                Some((n, f)) => {
+                    line = n;
+                    if let Some(f) = f {
+                        name = Some(f);
+                    }
+                }
+                None => line += 1,
+            }
+            pos = end + 1;
+        }
+        (name.unwrap_or_else(|| self.name(file).to_string()), line)
+    }
+
     /// The full text of the line containing byte `offset`, without its
     /// line terminator, and the byte offset where that line starts.
     fn line_at(&self, file: FileId, offset: usize) -> (&str, usize) {
@@ -87,6 +116,24 @@ impl SourceMap {
         let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
         (text[start..end].trim_end_matches('\r'), start)
     }
+}
+
+/// A `# LINE ["FILE" ...]` or `#line LINE ["FILE"]` directive: the number
+/// of the next line and the file name, if given.
+fn line_directive(line: &str) -> Option<(usize, Option<String>)> {
+    let rest = line.trim_start().strip_prefix('#')?;
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix("line").unwrap_or(rest).trim_start();
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let n: usize = rest[..digits].parse().ok()?;
+    let after = rest[digits..].trim_start();
+    let file = after
+        .strip_prefix('"')
+        .and_then(|a| a.find('"').map(|k| a[..k].to_string()));
+    Some((n, file))
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
@@ -136,6 +183,17 @@ pub struct Diagnostic {
     /// Secondary locations with a message each, such as the first
     /// declaration of a redeclared element.
     pub related: Vec<(Span, String)>,
+    /// Secondary locations shown only in the rustc-style rendering (Click
+    /// does not print them).
+    pub details: Vec<(Span, String)>,
+    /// Click's context line (`While configuring 'x :: Counter'`) and the
+    /// span whose landmark starts it (the element's declaration): the
+    /// Click-style rendering is then the context line followed by the
+    /// message, indented.
+    pub context: Option<(String, Span)>,
+    /// Whether the Click-style line starts with `file:line:` (Click gives
+    /// some errors, such as push/pull conflicts, without one).
+    pub landmark: bool,
 }
 
 impl Diagnostic {
@@ -147,12 +205,41 @@ impl Diagnostic {
             label: None,
             notes: Vec::new(),
             related: Vec::new(),
+            details: Vec::new(),
+            context: None,
+            landmark: true,
         }
+    }
+
+    /// Adds a secondary location that only the rustc-style rendering
+    /// shows.
+    pub fn with_detail(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.details.push((span, message.into()));
+        self
+    }
+
+    /// Sets Click's context line for the Click-style rendering, with the
+    /// span whose landmark starts it.
+    pub fn with_context(mut self, context: impl Into<String>, at: Span) -> Self {
+        self.context = Some((context.into(), at));
+        self
+    }
+
+    /// Renders the Click-style line without `file:line:`, as Click does
+    /// for this message (the rustc-style rendering still shows where).
+    pub fn without_landmark(mut self) -> Self {
+        self.landmark = false;
+        self
     }
 
     /// An error.
     pub fn error(message: impl Into<String>, span: Option<Span>) -> Self {
         Self::new(Level::Error, message, span)
+    }
+
+    /// A note: information, neither an error nor a warning.
+    pub fn note(message: impl Into<String>, span: Option<Span>) -> Self {
+        Self::new(Level::Note, message, span)
     }
 
     /// A warning.
@@ -196,7 +283,7 @@ impl Diagnostic {
         for note in &self.notes {
             let _ = writeln!(out, "  = note: {note}");
         }
-        for (span, msg) in &self.related {
+        for (span, msg) in self.related.iter().chain(&self.details) {
             let _ = writeln!(out, "note: {msg}");
             snippet(&mut out, sm, *span, None);
         }
@@ -213,26 +300,44 @@ impl Diagnostic {
             Level::Warning => "warning: ",
             Level::Note => "note: ",
         };
-        let mut out = match self.span {
+        if let Some((context, at)) = &self.context {
+            let (name, line) = sm.landmark(*at);
+            // The level goes with the message (`warning: ...`), not with
+            // the context line, as Click's ContextErrorHandler prints it.
+            let mut out = format!("{name}:{line}: {context}:");
+            for (k, l) in self.message.lines().enumerate() {
+                let p = if k == 0 && self.level == Level::Warning && !l.starts_with("warning: ") {
+                    prefix
+                } else {
+                    ""
+                };
+                let _ = write!(out, "\n  {p}{l}");
+            }
+            return out;
+        }
+        let mut out = match self.span.filter(|_| self.landmark) {
             Some(span) => {
-                let (line, _) = sm.line_col(span);
-                format!(
-                    "{}:{}: {}{}",
-                    sm.name(FileId(span.file)),
-                    line,
-                    prefix,
-                    self.message
-                )
+                let (name, line) = sm.landmark(span);
+                format!("{name}:{line}: {prefix}{}", self.message)
             }
             None => format!("{prefix}{}", self.message),
         };
         for (span, msg) in &self.related {
-            let (line, _) = sm.line_col(*span);
-            let _ = write!(out, "\n{}:{}: {}", sm.name(FileId(span.file)), line, msg);
+            let (name, line) = sm.landmark(*span);
+            let _ = write!(out, "\n{name}:{line}: {msg}");
         }
         out
     }
 }
+
+/// Longest source line (in characters) shown whole under a diagnostic;
+/// a longer one is cut to a window around the span, with `...` where text
+/// was left out.
+const MAX_LINE_SHOWN: usize = 120;
+/// Characters kept before the span when a long line is cut.
+const CONTEXT_BEFORE: usize = 40;
+/// Characters of the span (and after it) kept when a long line is cut.
+const CONTEXT_AFTER: usize = 80;
 
 /// Appends a `--> file:line:col` header and the underlined source line.
 fn snippet(out: &mut String, sm: &SourceMap, span: Span, label: Option<&str>) {
@@ -242,9 +347,7 @@ fn snippet(out: &mut String, sm: &SourceMap, span: Span, label: Option<&str>) {
     let pad = " ".repeat(width);
     let _ = writeln!(out, "{pad}--> {}:{}:{}", sm.name(file), line, col);
     let (src, line_start) = sm.line_at(file, span.start as usize);
-    let _ = writeln!(out, "{pad} |");
-    let _ = writeln!(out, "{line} | {src}");
-    // Underline from the span start to its end, or the end of the line.
+    // The span as byte offsets into the line, then as characters.
     let start = (span.start as usize)
         .saturating_sub(line_start)
         .min(src.len());
@@ -253,17 +356,116 @@ fn snippet(out: &mut String, sm: &SourceMap, span: Span, label: Option<&str>) {
         .saturating_sub(line_start)
         .clamp(start, src.len());
     let end = floor_char_boundary(src, end);
-    let indent: String = src[..start]
+    let (shown, lead, mark_start, mark_end) = window(src, start, end);
+    let _ = writeln!(out, "{pad} |");
+    let _ = writeln!(out, "{line} | {shown}");
+    // Underline from the span start to its end, or the end of what is
+    // shown.
+    let indent: String = lead
         .chars()
         .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .chain(std::iter::repeat_n(' ', mark_start))
         .collect();
-    let carets = "^".repeat(src[start..end].chars().count().max(1));
+    let carets = "^".repeat(mark_end.saturating_sub(mark_start).max(1));
     match label {
         Some(l) => {
             let _ = writeln!(out, "{pad} | {indent}{carets} {l}");
         }
         None => {
             let _ = writeln!(out, "{pad} | {indent}{carets}");
+        }
+    }
+}
+
+/// The part of line `src` to show for the span `start..end` (byte offsets
+/// on character boundaries). Returns the text to print, the shown text
+/// before the span (for the underline's indent), and where the underline
+/// starts and ends in characters after that text (0 and the span's width,
+/// or more when `...` precedes the span). A line of at most
+/// [`MAX_LINE_SHOWN`] characters is shown whole; a longer one is cut to
+/// [`CONTEXT_BEFORE`] characters before the span and at most
+/// [`CONTEXT_AFTER`] from its start on, with `...` marking each cut.
+fn window(src: &str, start: usize, end: usize) -> (String, &str, usize, usize) {
+    let nchars = src.chars().count();
+    if nchars <= MAX_LINE_SHOWN {
+        let width = src[start..end].chars().count();
+        return (src.to_string(), &src[..start], 0, width);
+    }
+    // Byte offset of the character `n` characters before/after `at`.
+    let back = |at: usize, n: usize| {
+        src[..at]
+            .char_indices()
+            .rev()
+            .nth(n.saturating_sub(1))
+            .map_or(0, |(i, _)| i)
+    };
+    let fwd = |at: usize, n: usize| {
+        src[at..]
+            .char_indices()
+            .nth(n)
+            .map_or(src.len(), |(i, _)| at + i)
+    };
+    let from = if start == 0 {
+        0
+    } else {
+        back(start, CONTEXT_BEFORE)
+    };
+    let to = fwd(start, CONTEXT_AFTER).max(start);
+    let mark_end = src[start..end.min(to)].chars().count();
+    let mut shown = String::new();
+    let mut mark_start = 0;
+    if from > 0 {
+        shown.push_str("...");
+        mark_start = 3;
+    }
+    shown.push_str(&src[from..to]);
+    if to < src.len() {
+        shown.push_str("...");
+    }
+    (shown, &src[from..start], mark_start, mark_start + mark_end)
+}
+
+/// Most errors [`limit_errors`] keeps.
+pub const MAX_ERRORS: usize = 100;
+
+/// Keeps the first [`MAX_ERRORS`] errors of `diags` (warnings and notes
+/// among them stay) and, when errors were left out, ends the list with a
+/// note saying how many: a configuration with thousands of mistakes gets a
+/// readable report of bounded size.
+pub fn limit_errors(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let total = diags.iter().filter(|d| d.level == Level::Error).count();
+    if total <= MAX_ERRORS {
+        return diags;
+    }
+    let mut errors = 0;
+    diags.retain(|d| {
+        if d.level != Level::Error {
+            return true;
+        }
+        errors += 1;
+        errors <= MAX_ERRORS
+    });
+    let more = total - MAX_ERRORS;
+    diags.push(Diagnostic::new(
+        Level::Note,
+        format!(
+            "... and {more} more error{}",
+            if more == 1 { "" } else { "s" }
+        ),
+        None,
+    ));
+    diags
+}
+
+/// `s` whole when it has at most `max` characters, otherwise its first
+/// `max` characters followed by `...` and how many were left out: for
+/// echoing user input in a message without repeating a megabyte of it.
+pub fn elide(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some((cut, _)) => {
+            let left = s[cut..].chars().count();
+            std::borrow::Cow::Owned(format!("{}... ({left} more characters)", &s[..cut]))
         }
     }
 }

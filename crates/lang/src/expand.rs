@@ -9,22 +9,33 @@
 //! it reaches.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use crate::args::{split_args, split_keyword};
 use crate::diag::{Diagnostic, Span};
 use crate::lexer::{comment_end, quote_end};
-use crate::parser::{Alt, Body, ClassRef, CompoundClass};
+use crate::parser::{Alt, Body, ClassRef, CompoundClass, Define};
 use crate::{FlatConnection, FlatElement};
 
 /// Most primitive elements plus tunnels an expansion may create.
 const MAX_NODES: usize = 250_000;
 /// Deepest allowed chain of compound instances.
 const MAX_DEPTH: usize = 200;
+/// Most bytes substituting variables may add to one text: a `define`
+/// value, a configuration string (from which compound arguments come).
+pub const MAX_EXPANSION: usize = 1 << 20;
+/// Most bytes substituting variables may add to the whole configuration,
+/// all texts together.
+pub const MAX_EXPANSION_TOTAL: usize = 64 << 20;
+
+/// One scope's variables. Frames are shared (`Rc`), not copied, by every
+/// compound instance that sees them.
+type Frame = Rc<Vec<(String, String)>>;
 
 /// Variable bindings: one frame per lexical scope, innermost last.
 #[derive(Clone, Default)]
 pub(crate) struct Env {
-    frames: Vec<Vec<(String, String)>>,
+    frames: Vec<Frame>,
 }
 
 impl Env {
@@ -65,6 +76,14 @@ pub(crate) struct Expander {
     seen: HashSet<(String, Option<Span>)>,
     names: HashMap<String, Span>,
     too_big: bool,
+    /// Bytes substitution has added so far (bounded by
+    /// [`MAX_EXPANSION_TOTAL`]).
+    expanded: usize,
+    /// Whether the error for [`MAX_EXPANSION_TOTAL`] was reported.
+    total_reported: bool,
+    /// Bytes of the flat elements' names so far (each name repeats its
+    /// compounds' instance names, so deep nesting multiplies them).
+    name_bytes: usize,
 }
 
 impl Expander {
@@ -77,6 +96,9 @@ impl Expander {
             seen: HashSet::new(),
             names: HashMap::new(),
             too_big: false,
+            expanded: 0,
+            total_reported: false,
+            name_bytes: 0,
         }
     }
 
@@ -111,28 +133,47 @@ impl Expander {
     /// which take precedence over the file's `define`s.
     pub(crate) fn expand_file(&mut self, body: &Body, globals: &[(String, String)]) {
         let mut env = Env::default();
-        env.frames.push(globals.to_vec());
-        let defines: Vec<_> = body
+        env.frames.push(Rc::new(globals.to_vec()));
+        let defines: Vec<&Define> = body
             .defines
             .iter()
-            .filter(|(n, _, _)| !globals.iter().any(|(g, _)| g == n))
-            .cloned()
+            .filter(|d| !globals.iter().any(|(g, _)| *g == d.name))
             .collect();
-        for (name, value, span) in defines {
-            let v = self.substitute(&value, &env, span, false);
-            if let Some(frame) = env.frames.last_mut() {
-                frame.push((name, v));
-            }
-        }
+        self.define_all(&defines, &mut env);
         self.expand_body(body, "", &mut env, None, 0);
     }
 
-    /// Substitutes variables in `text`; reports undefined ones at `span`
-    /// (shifted by the variable's offset when `exact`).
-    fn substitute(&mut self, text: &str, env: &Env, span: Span, exact: bool) -> String {
-        let (out, undefined) = substitute(text, env);
-        for (name, start, end) in undefined {
-            let s = if exact {
+    /// Evaluates `define`s in order into the innermost frame of `env`
+    /// (each sees the ones before it).
+    fn define_all(&mut self, defines: &[&Define], env: &mut Env) {
+        for d in defines {
+            let what = format!("while defining `${}`", d.name);
+            // Over a limit the variable is empty: it is defined, so its
+            // uses report nothing more.
+            let v = self
+                .substitute(&d.value, env, d.span, d.exact, &what)
+                .unwrap_or_default();
+            if let Some(frame) = env.frames.last_mut() {
+                Rc::make_mut(frame).push((d.name.clone(), v));
+            }
+        }
+    }
+
+    /// Substitutes variables in `text`; reports undefined ones, and a
+    /// result over the expansion limits, at `span` (shifted by the
+    /// variable's offset when `exact`). `what` says what is being expanded
+    /// (a note on the limit error). `None` over a limit.
+    fn substitute(
+        &mut self,
+        text: &str,
+        env: &Env,
+        span: Span,
+        exact: bool,
+        what: &str,
+    ) -> Option<String> {
+        let budget = MAX_EXPANSION.min(MAX_EXPANSION_TOTAL.saturating_sub(self.expanded));
+        let at = |start: usize, end: usize| {
+            if exact {
                 Span {
                     start: span.start.saturating_add(start as u32),
                     end: span.start.saturating_add(end as u32),
@@ -140,10 +181,27 @@ impl Expander {
                 }
             } else {
                 span
-            };
-            self.error(format!("undefined variable `${name}`"), s);
+            }
+        };
+        // An undefined variable stays as written, as in Click.
+        let s = substitute(text, env, budget);
+        if let Some((name, start, end)) = s.too_large {
+            self.too_large(&name, budget, at(start, end), what);
+            return None;
         }
-        out
+        self.expanded += s.out.len().saturating_sub(text.len());
+        Some(s.out)
+    }
+
+    /// Reports a substitution over a limit; the configuration-wide limit
+    /// once only (every later substitution hits it too).
+    fn too_large(&mut self, name: &str, budget: usize, span: Span, what: &str) {
+        let one = budget == MAX_EXPANSION;
+        if !one && self.total_reported {
+            return;
+        }
+        self.total_reported |= !one;
+        self.report(too_large(name, one, span, what));
     }
 
     fn expand_body(
@@ -164,9 +222,17 @@ impl Expander {
             }
         }
         let mut locals = Vec::with_capacity(body.elements.len());
+        let mut pending = Vec::new();
         for (i, e) in body.elements.iter().enumerate() {
             if self.too_big {
                 locals.push(Local::Dead);
+                continue;
+            }
+            if matches!(e.class, ClassRef::GroupTunnel) {
+                locals.push(match self.node(Node::Tunnel) {
+                    Some(n) => Local::Node(n),
+                    None => Local::Dead,
+                });
                 continue;
             }
             if matches!(e.class, ClassRef::Pseudo) {
@@ -178,19 +244,45 @@ impl Expander {
             }
             let name = format!("{prefix}{}", e.name);
             let local = match &e.class {
-                ClassRef::Pseudo | ClassRef::Error => Local::Dead,
+                ClassRef::Pseudo | ClassRef::GroupTunnel | ClassRef::Error => Local::Dead,
                 ClassRef::Primitive(class) if is_script_class(class) => {
                     // A script's `$x` may name a script variable set at run
                     // time: undefined ones stay as written, as in Click.
-                    let (config, _) = substitute(&e.config, env);
+                    let budget =
+                        MAX_EXPANSION.min(MAX_EXPANSION_TOTAL.saturating_sub(self.expanded));
+                    let s = substitute(&e.config, env, budget);
+                    let config = match s.too_large {
+                        Some((var, start, end)) => {
+                            let at = Span {
+                                start: e.config_span.start.saturating_add(start as u32),
+                                end: e.config_span.start.saturating_add(end as u32),
+                                ..e.config_span
+                            };
+                            let what = format!("while configuring `{name}`");
+                            self.too_large(&var, budget, at, &what);
+                            String::new()
+                        }
+                        None => {
+                            self.expanded += s.out.len().saturating_sub(e.config.len());
+                            s.out
+                        }
+                    };
                     self.primitive(name, class, &config, e.span, e.config_span)
                 }
                 ClassRef::Primitive(class) => {
-                    let config = self.substitute(&e.config, env, e.config_span, true);
+                    let what = format!("while configuring `{name}`");
+                    let config = self
+                        .substitute(&e.config, env, e.config_span, true, &what)
+                        .unwrap_or_default();
                     self.primitive(name, class, &config, e.span, e.config_span)
                 }
                 ClassRef::Compound(cc) => {
-                    let config = self.substitute(&e.config, env, e.config_span, true);
+                    let what = format!("while expanding the arguments of `{name}`");
+                    let Some(config) = self.substitute(&e.config, env, e.config_span, true, &what)
+                    else {
+                        locals.push(Local::Dead);
+                        continue;
+                    };
                     let (nin, nout) = ports[i];
                     match self.choose(cc, &config, nin, nout, e.span, &name) {
                         None => Local::Dead,
@@ -201,8 +293,15 @@ impl Expander {
                             if depth >= MAX_DEPTH {
                                 self.error("compound elements nested too deeply", e.span);
                                 Local::Dead
+                            } else if let (Some(input), Some(output)) =
+                                (self.node(Node::Tunnel), self.node(Node::Tunnel))
+                            {
+                                // Expanded after this body's own elements,
+                                // as Click orders them.
+                                pending.push((def, name, values, input, output));
+                                Local::Compound { input, output }
                             } else {
-                                self.instance(&def, &name, &values, env, depth)
+                                Local::Dead
                             }
                         }
                     }
@@ -229,6 +328,9 @@ impl Expander {
             self.edges
                 .push(((from, c.from_port), (to, c.to_port), c.span));
         }
+        for (def, name, values, input, output) in pending {
+            self.instance(&def, &name, &values, env, depth, (input, output));
+        }
     }
 
     fn primitive(
@@ -241,9 +343,27 @@ impl Expander {
     ) -> Local {
         if let Some(&first) = self.names.get(&name) {
             self.report(
-                Diagnostic::error(format!("redeclaration of element `{name}`"), Some(span))
-                    .with_related(first, format!("element `{name}` first declared here")),
+                Diagnostic::error(format!("redeclaration of element '{name}'"), Some(span))
+                    .with_related(first, format!("element '{name}' previously declared here")),
             );
+            return Local::Dead;
+        }
+        self.name_bytes += name.len();
+        if self.name_bytes > MAX_EXPANSION_TOTAL {
+            if !self.too_big {
+                self.too_big = true;
+                self.report(
+                    Diagnostic::error(
+                        format!(
+                            "configuration too large: element names add up to more than {MAX_EXPANSION_TOTAL} bytes ({} MiB) after expansion",
+                            MAX_EXPANSION_TOTAL >> 20
+                        ),
+                        Some(span),
+                    )
+                    .with_label("the limit was reached at this element")
+                    .with_note("each element's name repeats the names of the compounds it is in"),
+                );
+            }
             return Local::Dead;
         }
         let Some(node) = self.node(Node::Real(self.elements.len())) else {
@@ -260,6 +380,7 @@ impl Expander {
         Local::Node(node)
     }
 
+    /// Expands one compound instance whose ports are the tunnels `io`.
     fn instance(
         &mut self,
         def: &Body,
@@ -267,10 +388,8 @@ impl Expander {
         values: &[String],
         env: &mut Env,
         depth: usize,
-    ) -> Local {
-        let (Some(input), Some(output)) = (self.node(Node::Tunnel), self.node(Node::Tunnel)) else {
-            return Local::Dead;
-        };
+        io: (usize, usize),
+    ) {
         let saved = std::mem::take(&mut env.frames);
         env.frames = saved.iter().take(def.depth).cloned().collect();
         let frame: Vec<(String, String)> = def
@@ -279,22 +398,11 @@ impl Expander {
             .zip(values)
             .map(|(f, v)| (f.var.clone(), v.clone()))
             .collect();
-        env.frames.push(frame);
-        for (n, v, s) in &def.defines {
-            let v = self.substitute(v, env, *s, false);
-            if let Some(f) = env.frames.last_mut() {
-                f.push((n.clone(), v));
-            }
-        }
-        self.expand_body(
-            def,
-            &format!("{name}/"),
-            env,
-            Some((input, output)),
-            depth + 1,
-        );
+        env.frames.push(Rc::new(frame));
+        let defines: Vec<&Define> = def.defines.iter().collect();
+        self.define_all(&defines, env);
+        self.expand_body(def, &format!("{name}/"), env, Some(io), depth + 1);
         env.frames = saved;
-        Local::Compound { input, output }
     }
 
     /// Picks the alternative of an overloaded compound that matches the
@@ -489,17 +597,90 @@ fn assign(def: &Body, args: &[String]) -> Result<Vec<String>, AssignError> {
     Ok(out)
 }
 
-/// Replaces `$name`, `${name}` and `${name-default}` outside single quotes
-/// and comments. Inside double quotes the value is escaped so the string
-/// keeps its meaning. Returns the text and the undefined variables with
-/// their byte ranges.
-pub(crate) fn substitute(text: &str, env: &Env) -> (String, Vec<(String, usize, usize)>) {
+/// The error for a substitution over a limit: `$name` at `span` was
+/// being substituted when the result grew past [`MAX_EXPANSION`] (`one`)
+/// or the configuration's [`MAX_EXPANSION_TOTAL`].
+fn too_large(name: &str, one: bool, span: Span, what: &str) -> Diagnostic {
+    let (limit, scope) = if one {
+        (
+            MAX_EXPANSION,
+            "one `define` value, configuration string or compound argument",
+        )
+    } else {
+        (MAX_EXPANSION_TOTAL, "the whole configuration")
+    };
+    Diagnostic::error(
+        format!(
+            "expansion of `${name}` too large: substituting variables may add at most {limit} bytes ({} MiB) to {scope}",
+            limit >> 20
+        ),
+        Some(span),
+    )
+    .with_label("the limit was reached here")
+    .with_note(what.to_string())
+    .with_note("a variable defined as copies of another (`$b \"$a$a\"`) doubles at each step")
+}
+
+/// What [`substitute`] made of a text.
+pub(crate) struct Substituted {
+    /// The text with variables replaced (cut short when `too_large`).
+    pub out: String,
+    /// Undefined variables (left as written) with their byte ranges.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub undefined: Vec<(String, usize, usize)>,
+    /// The variable, with its byte range, whose value would have made the
+    /// text grow by more than the budget.
+    pub too_large: Option<(String, usize, usize)>,
+}
+
+/// Replaces variables as Click's `cp_expand` does, outside single quotes
+/// and comments: `$name`, `${name}`, `${name-default}` and `${name[N]}`
+/// (the N-th space-separated word of the value, counting from 0). A `$`
+/// inside `${...}` is expanded first (`${a[$n]}`). Inside double quotes
+/// the value is escaped so the string keeps its meaning. An undefined
+/// variable is left as written, as in Click. Substitution stops at the
+/// first variable whose value would make the text more than `budget`
+/// bytes longer than it was.
+pub(crate) fn substitute(text: &str, env: &Env, budget: usize) -> Substituted {
+    let mut undefined = Vec::new();
+    match expand_depth(text, env, 0, budget, &mut undefined) {
+        Ok(out) => Substituted {
+            out,
+            undefined,
+            too_large: None,
+        },
+        Err(over) => Substituted {
+            out: over.out,
+            undefined,
+            too_large: Some((over.name, over.start, over.end)),
+        },
+    }
+}
+
+/// Deepest nesting of `${...}` inside `${...}` that is expanded.
+const MAX_EXPAND_DEPTH: usize = 10;
+
+/// A substitution stopped over its budget: what was made so far and the
+/// variable (with its byte range) that would have gone over.
+struct OverBudget {
+    out: String,
+    name: String,
+    start: usize,
+    end: usize,
+}
+
+fn expand_depth(
+    text: &str,
+    env: &Env,
+    depth: usize,
+    budget: usize,
+    undefined: &mut Vec<(String, usize, usize)>,
+) -> Result<String, OverBudget> {
     let b = text.as_bytes();
     if !b.contains(&b'$') {
-        return (text.to_string(), Vec::new());
+        return Ok(text.to_string());
     }
     let mut out = String::with_capacity(text.len());
-    let mut undefined = Vec::new();
     let mut i = 0;
     let mut copied = 0;
     let mut in_double = false;
@@ -512,59 +693,136 @@ pub(crate) fn substitute(text: &str, env: &Env) -> (String, Vec<(String, usize, 
             }
             b'\'' if !in_double => i = quote_end(b, i),
             b'/' if !in_double => i = comment_end(b, i).unwrap_or(i + 1),
-            b'$' => {
+            b'$' if depth <= MAX_EXPAND_DEPTH => {
                 let start = i;
-                let (name, default, end) = if b.get(i + 1) == Some(&b'{') {
-                    match text[i + 2..].find('}') {
-                        Some(k) => {
-                            let inner = &text[i + 2..i + 2 + k];
-                            let (n, d) = match inner.split_once('-') {
-                                Some((n, d)) => (n, Some(d)),
-                                None => (inner, None),
-                            };
-                            (n, d, i + 3 + k)
-                        }
-                        None => ("", None, i + 1),
-                    }
-                } else {
-                    let n = b[i + 1..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
-                        .count();
-                    (&text[i + 1..i + 1 + n], None, i + 1 + n)
-                };
-                if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
-                {
+                let Some((reference, end)) = variable_at(text, i) else {
                     i += 1;
                     continue;
-                }
-                out.push_str(&text[copied..start]);
-                let value = match (env.lookup(name), default) {
-                    (Some(v), _) => Some(v.to_string()),
-                    (None, Some(d)) => Some(d.to_string()),
-                    (None, None) => None,
+                };
+                let name = match &reference {
+                    Reference::Braced(inner) => braced_parts(inner).0.to_string(),
+                    Reference::Plain(name) => name.to_string(),
+                };
+                // A nested expansion over the budget is this variable's.
+                let over = |out: &str| OverBudget {
+                    out: out.to_string(),
+                    name: name.clone(),
+                    start,
+                    end,
+                };
+                let nested = |t: &str| {
+                    expand_depth(t, env, depth + 1, budget, &mut Vec::new()).map_err(|_| over(&out))
+                };
+                let value = match &reference {
+                    Reference::Braced(inner) => {
+                        let inner = if inner.contains('$') {
+                            nested(inner)?
+                        } else {
+                            inner.to_string()
+                        };
+                        let (name, index, default) = braced_parts(&inner);
+                        match (env.lookup(name), default) {
+                            (Some(v), _) => Some(match index {
+                                Some(n) => nth_word(v, n),
+                                None => v.to_string(),
+                            }),
+                            (None, Some(d)) => Some(nested(d)?),
+                            (None, None) => None,
+                        }
+                    }
+                    Reference::Plain(name) => env.lookup(name).map(str::to_string),
                 };
                 match value {
-                    Some(v) if in_double => out.push_str(&escape_double(&v)),
-                    Some(v) => out.push_str(&v),
-                    None => {
-                        undefined.push((name.to_string(), start, end));
-                        out.push_str(&text[start..end]);
+                    Some(v) => {
+                        out.push_str(&text[copied..start]);
+                        // The text so far may be at most `budget` bytes
+                        // longer than the `end` bytes of input it replaces.
+                        let len = if in_double { escaped_len(&v) } else { v.len() };
+                        if out.len().saturating_add(len) > end.saturating_add(budget) {
+                            return Err(over(&out));
+                        }
+                        if in_double {
+                            out.push_str(&escape_double(&v));
+                        } else {
+                            out.push_str(&v);
+                        }
+                        copied = end;
                     }
+                    None => undefined.push((name, start, end)),
                 }
                 i = end;
-                copied = end;
             }
             _ => i += 1,
         }
     }
     out.push_str(text.get(copied..).unwrap_or_default());
-    (out, undefined)
+    Ok(out)
+}
+
+/// A variable reference in a configuration string.
+enum Reference<'a> {
+    /// `${...}`: the text between the braces.
+    Braced(&'a str),
+    /// `$name`.
+    Plain(&'a str),
+}
+
+/// The variable reference starting at the `$` at `i`, and where it ends.
+fn variable_at(text: &str, i: usize) -> Option<(Reference<'_>, usize)> {
+    let b = text.as_bytes();
+    if b.get(i + 1) == Some(&b'{') {
+        let k = text[i + 2..].find('}')?;
+        return Some((Reference::Braced(&text[i + 2..i + 2 + k]), i + 3 + k));
+    }
+    let n = b[i + 1..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+        .count();
+    (n > 0).then(|| (Reference::Plain(&text[i + 1..i + 1 + n]), i + 1 + n))
+}
+
+/// Splits `name[N]-default` (Click's `${...}` syntax).
+fn braced_parts(inner: &str) -> (&str, Option<usize>, Option<&str>) {
+    let t = inner.trim_start();
+    let n = t
+        .bytes()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        .count();
+    let name = &t[..n];
+    let mut rest = t[n..].trim_start();
+    let mut index = None;
+    if let Some(r) = rest.strip_prefix('[') {
+        if let Some((num, after)) = r.split_once(']') {
+            if let Ok(k) = num.trim().parse::<usize>() {
+                index = Some(k);
+                rest = after.trim_start();
+            }
+        }
+    }
+    let default = rest.strip_prefix('-');
+    (name, index, default)
+}
+
+/// Word `n` (from 0) of `value`, split at spaces as Click's
+/// `cp_shift_spacevec` does; empty when there are fewer words.
+fn nth_word(value: &str, n: usize) -> String {
+    crate::args::split_words(value)
+        .into_iter()
+        .nth(n)
+        .unwrap_or_default()
 }
 
 /// Classes whose configuration is a script with variables of its own.
 fn is_script_class(class: &str) -> bool {
     matches!(class, "Script" | "DriverManager")
+}
+
+/// The length of `escape_double(v)`.
+fn escaped_len(v: &str) -> usize {
+    v.len()
+        + v.bytes()
+            .filter(|c| matches!(c, b'\\' | b'"' | b'$'))
+            .count()
 }
 
 fn escape_double(v: &str) -> String {
@@ -618,11 +876,18 @@ mod tests {
 
     fn env(vars: &[(&str, &str)]) -> Env {
         Env {
-            frames: vec![vars
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect()],
+            frames: vec![Rc::new(
+                vars.iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect(),
+            )],
         }
+    }
+
+    fn substitute(text: &str, env: &Env) -> (String, Vec<(String, usize, usize)>) {
+        let s = super::substitute(text, env, MAX_EXPANSION);
+        assert!(s.too_large.is_none());
+        (s.out, s.undefined)
     }
 
     #[test]
@@ -636,6 +901,14 @@ mod tests {
         assert_eq!(undef, vec![("nope".to_string(), 2, 7)]);
         assert_eq!(substitute("$ $$ ${", &e).0, "$ $$ ${");
         assert_eq!(substitute("\"\\$a\"", &e).0, "\"\\$a\"");
+        // Indexed words, nested references.
+        let e = env(&[("a", "A B  C"), ("n", "2"), ("q", "\"x y\" z")]);
+        assert_eq!(
+            substitute("${a[0]}|${a[2]}|${a[3]}|${a[$n]}", &e).0,
+            "A|C||C"
+        );
+        assert_eq!(substitute("${q[0]}, ${q[1]}", &e).0, "\"x y\", z");
+        assert_eq!(substitute("${nope[1]-d}", &e).0, "d");
     }
 
     #[test]

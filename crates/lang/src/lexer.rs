@@ -248,6 +248,9 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         let mut depth = 1usize;
         let mut i = start;
+        // `# LINE "FILE"` lines inside the string (from cpp) are not part
+        // of it: they become spaces, so offsets stay exact.
+        let mut directives: Vec<(usize, usize)> = Vec::new();
         while i < b.len() {
             match b[i] {
                 b'(' => depth += 1,
@@ -255,8 +258,21 @@ impl<'a> Lexer<'a> {
                     depth -= 1;
                     if depth == 0 {
                         self.pos = i + 1;
-                        return (self.text[start..i].to_string(), self.span(start, i), true);
+                        return (
+                            blank(&self.text[start..i], start, &directives),
+                            self.span(start, i),
+                            true,
+                        );
                     }
+                }
+                b'#' if at_line_start(b, i) && is_line_directive(&b[i..]) => {
+                    let end = b[i..]
+                        .iter()
+                        .position(|&c| c == b'\n')
+                        .map_or(b.len(), |k| i + k);
+                    directives.push((i, end));
+                    i = end;
+                    continue;
                 }
                 b'"' | b'\'' => {
                     i = quote_end(b, i);
@@ -280,11 +296,51 @@ impl<'a> Lexer<'a> {
         self.pos = b.len();
         let end = b.len();
         (
-            self.text[start..end].to_string(),
+            blank(&self.text[start..end], start, &directives),
             self.span(start, end),
             false,
         )
     }
+}
+
+/// True if byte `i` begins its line (only blanks before it).
+fn at_line_start(b: &[u8], i: usize) -> bool {
+    b[..i]
+        .iter()
+        .rev()
+        .take_while(|&&c| c != b'\n')
+        .all(|c| *c == b' ' || *c == b'\t')
+        && b[..i].contains(&b'\n')
+}
+
+/// True for `# 12 "file"` and `#line 12` (what cpp leaves).
+fn is_line_directive(b: &[u8]) -> bool {
+    let mut i = 1;
+    while b.get(i).is_some_and(|c| *c == b' ' || *c == b'\t') {
+        i += 1;
+    }
+    if b[i..].starts_with(b"line") {
+        i += 4;
+        while b.get(i).is_some_and(|c| *c == b' ' || *c == b'\t') {
+            i += 1;
+        }
+    }
+    b.get(i).is_some_and(u8::is_ascii_digit)
+}
+
+/// `text` (which starts at byte `base` of the file) with the byte ranges
+/// `ranges` replaced by spaces.
+fn blank(text: &str, base: usize, ranges: &[(usize, usize)]) -> String {
+    if ranges.is_empty() {
+        return text.to_string();
+    }
+    let mut out = text.as_bytes().to_vec();
+    for &(a, z) in ranges {
+        for c in &mut out[a - base..z - base] {
+            *c = b' ';
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
 }
 
 #[cfg(test)]
@@ -343,5 +399,11 @@ mod tests {
         let mut l = Lexer::new("(abc", FileId(0));
         l.next_token();
         assert!(!l.config().2);
+        // A cpp line directive inside a configuration is not part of it.
+        let mut l = Lexer::new("(\n# 100 \"foobar.click\"\n\"test\")", FileId(0));
+        l.next_token();
+        let (text, _, _) = l.config();
+        assert_eq!(text.trim(), "\"test\"");
+        assert_eq!(text.len(), "\n# 100 \"foobar.click\"\n\"test\"".len());
     }
 }

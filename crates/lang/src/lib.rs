@@ -19,8 +19,10 @@
 //!   [`Options::is_primitive`] says so. Compound classes are lexically
 //!   scoped and non-recursive (inside `elementclass Queue { ... }`, `Queue`
 //!   is the outer class).
-//! * The flat graph contains primitive elements only, in declaration order
-//!   with each compound's components listed in place of the compound.
+//! * The flat graph contains primitive elements only, in Click's order: a
+//!   body's own primitive elements in declaration order, then the
+//!   components of each of its compounds, each compound expanded the same
+//!   way (Click's `Lexer::expand_compound_element`).
 //!   Components are named `instance/component`; anonymous elements are
 //!   named `Class@N`, where `N` counts the elements of the enclosing scope
 //!   (compound `input`/`output` excluded), bumped if that name is taken.
@@ -28,8 +30,14 @@
 //!   and their `$variables` substituted (not inside single quotes; inside
 //!   double quotes the value is escaped). Values come from compound
 //!   arguments, `define` statements and [`Options::defines`], which
-//!   override the file's top-level `define`s. An undefined variable is an
-//!   error.
+//!   override the file's top-level `define`s. `${name[N]}` is the N-th
+//!   word of the value. An undefined variable is left as written, as in
+//!   Click. A substitution that adds more than [`MAX_EXPANSION`] bytes to
+//!   one text or [`MAX_EXPANSION_TOTAL`] to the whole configuration is an
+//!   error (it names the variable and where it is).
+//! * At most [`MAX_ERRORS`] errors are returned, the last diagnostic then
+//!   saying how many more there were; diagnostics under very long source
+//!   lines show a window of the line around the span.
 //! * Connections are followed through compound ports, so every
 //!   [`FlatConnection`] joins two primitive elements. Repeated connections
 //!   appear once; the list is sorted by (source, output port, destination,
@@ -53,8 +61,8 @@
 //! let (flat, warnings) = parse_flat(&sm, file, &opts).expect("valid");
 //! assert!(warnings.is_empty());
 //! let names: Vec<_> = flat.elements.iter().map(|e| e.name.as_str()).collect();
-//! assert_eq!(names, ["src", "p/Strip@1", "Discard@3"]);
-//! assert_eq!(flat.elements[1].config, "14");
+//! assert_eq!(names, ["src", "Discard@3", "p/Strip@1"]);
+//! assert_eq!(flat.elements[2].config, "14");
 //! assert_eq!(flat.connections.len(), 2);
 //! ```
 
@@ -65,7 +73,8 @@ mod lexer;
 pub mod names;
 mod parser;
 
-pub use diag::{Diagnostic, FileId, Level, SourceMap, Span};
+pub use diag::{elide, limit_errors, Diagnostic, FileId, Level, SourceMap, Span, MAX_ERRORS};
+pub use expand::{MAX_EXPANSION, MAX_EXPANSION_TOTAL};
 
 use std::fmt::Write as _;
 
@@ -76,10 +85,10 @@ pub struct FlatConfig {
     pub elements: Vec<FlatElement>,
     /// Connections between `elements` (indices into it).
     pub connections: Vec<FlatConnection>,
-    /// `require(package NAME)` entries: the package name (or the whole
-    /// requirement text when it is not of the `package NAME` form), with
-    /// the span of the `require` arguments.
-    pub requirements: Vec<(String, Span)>,
+    /// `require(...)` entries as Click keeps them: the kind
+    /// (`package`, `compact_config`), the value (the package name; empty
+    /// for `compact_config`), and the span of the `require` arguments.
+    pub requirements: Vec<(String, String, Span)>,
 }
 
 /// A primitive element of a [`FlatConfig`].
@@ -145,8 +154,8 @@ pub fn parse_flat(
     ex.expand_file(&parsed.body, &globals);
     let connections = ex.connections();
     diags.append(&mut ex.diags);
-    for (name, span) in &parsed.requirements {
-        if !KNOWN_PACKAGES.contains(&name.as_str()) {
+    for (kind, name, span) in &parsed.requirements {
+        if kind == "package" && !KNOWN_PACKAGES.contains(&name.as_str()) {
             diags.push(
                 Diagnostic::warning(format!("unknown package `{name}` required"), Some(*span))
                     .with_label("pronto has no such package")
@@ -156,7 +165,7 @@ pub fn parse_flat(
     }
     diags.sort_by_key(|d| d.span.map_or((1, 0, 0), |s| (0, s.file, s.start)));
     if diags.iter().any(|d| d.level == Level::Error) {
-        return Err(diags);
+        return Err(limit_errors(diags));
     }
     Ok((
         FlatConfig {
@@ -182,54 +191,159 @@ const KNOWN_PACKAGES: &[&str] = &[
 ];
 
 impl FlatConfig {
-    /// Writes the flat configuration in the configuration language. The
-    /// text parses back to the same graph.
+    /// Writes the flat configuration in the configuration language, as
+    /// Click's `flatconfig` handler does (`Router::unparse`): the
+    /// requirements, the declarations, a blank line, then the connections
+    /// as chains. The text parses back to the same graph.
     pub fn to_click(&self) -> String {
-        let mut out = String::new();
-        for (name, _) in &self.requirements {
-            let plain = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'/'));
-            if plain {
-                let _ = writeln!(out, "require(package {name});");
-            } else {
-                let quoted: String = name
-                    .chars()
-                    .flat_map(|c| {
-                        let esc = matches!(c, '\\' | '"' | '$').then_some('\\');
-                        esc.into_iter().chain(std::iter::once(c))
-                    })
-                    .collect();
-                let _ = writeln!(out, "require(package \"{quoted}\");");
-            }
-        }
-        for e in &self.elements {
-            if e.config.is_empty() {
-                let _ = writeln!(out, "{} :: {};", e.name, e.class);
-            } else {
-                let _ = writeln!(out, "{} :: {}({});", e.name, e.class, e.config);
-            }
-        }
-        for c in &self.connections {
-            let (Some(from), Some(to)) = (self.elements.get(c.from), self.elements.get(c.to))
-            else {
-                continue;
-            };
-            let fp = if c.from_port == 0 {
-                String::new()
-            } else {
-                format!(" [{}]", c.from_port)
-            };
-            let tp = if c.to_port == 0 {
-                String::new()
-            } else {
-                format!("[{}] ", c.to_port)
-            };
-            let _ = writeln!(out, "{}{fp} -> {tp}{};", from.name, to.name);
-        }
-        out
+        let decls: Vec<(&str, &str, &str)> = self
+            .elements
+            .iter()
+            .map(|e| (e.name.as_str(), e.class.as_str(), e.config.as_str()))
+            .collect();
+        let conns: Vec<(usize, usize, usize, usize)> = self
+            .connections
+            .iter()
+            .map(|c| (c.from, c.from_port, c.to, c.to_port))
+            .collect();
+        let reqs: Vec<(&str, &str)> = self
+            .requirements
+            .iter()
+            .map(|(k, v, _)| (k.as_str(), v.as_str()))
+            .collect();
+        unparse(&reqs, &decls, &conns)
     }
+
+    /// True if the configuration says `require(compact_config)`: Click's
+    /// `config` handler then answers the flat configuration instead of
+    /// the text as written.
+    pub fn compact_config(&self) -> bool {
+        self.requirements
+            .iter()
+            .any(|(k, _, _)| k == "compact_config")
+    }
+}
+
+/// Click's `Router::unparse`: requirements (kind and value), declarations
+/// (name, class, configuration) and connections (from, output, to, input).
+/// Connections are written as chains in Click's order (sorted by
+/// destination, then source), each continuing through output 0.
+pub fn unparse(
+    requirements: &[(&str, &str)],
+    elements: &[(&str, &str, &str)],
+    connections: &[(usize, usize, usize, usize)],
+) -> String {
+    let mut out = String::new();
+    if !requirements.is_empty() {
+        out.push_str("require(");
+        for (i, (kind, value)) in requirements.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(kind);
+            if !value.is_empty() {
+                out.push(' ');
+                out.push_str(&quote_if_needed(value));
+            }
+        }
+        out.push_str(");\n\n");
+    }
+    for (name, class, config) in elements {
+        if config.is_empty() {
+            let _ = writeln!(out, "{name} :: {class};");
+        } else {
+            let _ = writeln!(out, "{name} :: {class}({config});");
+        }
+    }
+    if !elements.is_empty() {
+        out.push('\n');
+    }
+    let mut conns: Vec<(usize, usize, usize, usize)> = connections
+        .iter()
+        .copied()
+        .filter(|c| c.0 < elements.len() && c.2 < elements.len())
+        .collect();
+    conns.sort_by_key(|&(f, fp, t, tp)| (t, tp, f, fp));
+    conns.dedup();
+    let n = conns.len();
+    // next[i]: the connection that continues the chain from connection i's
+    // destination's output 0 (one into input 0 preferred).
+    let mut next: Vec<Option<usize>> = vec![None; n];
+    let mut starts = vec![true; n];
+    for i in 0..n {
+        let (_, _, t, tp) = conns[i];
+        if tp != 0 {
+            continue;
+        }
+        let mut found = None;
+        for (d, c) in conns.iter().enumerate() {
+            if d != i && c.0 == t && c.1 == 0 {
+                found = Some(d);
+                if c.3 == 0 {
+                    break;
+                }
+            }
+        }
+        if let Some(d) = found {
+            next[i] = Some(d);
+            starts[d] = false;
+        }
+    }
+    let mut used = vec![false; n];
+    loop {
+        for i in 0..n {
+            if used[i] || !starts[i] {
+                continue;
+            }
+            let (f, fp, _, _) = conns[i];
+            out.push_str(elements[f].0);
+            if fp != 0 {
+                let _ = write!(out, " [{fp}]");
+            }
+            let mut d = Some(i);
+            while let Some(k) = d.filter(|&k| !used[k]) {
+                if k == i {
+                    out.push_str(" -> ");
+                } else {
+                    out.push_str("\n    -> ");
+                }
+                let (_, _, t, tp) = conns[k];
+                if tp != 0 {
+                    let _ = write!(out, "[{tp}] ");
+                }
+                out.push_str(elements[t].0);
+                used[k] = true;
+                d = next[k];
+            }
+            out.push_str(";\n");
+        }
+        // Chains left over are cycles: start them anywhere.
+        match used.iter().position(|u| !u) {
+            Some(i) => starts[i] = true,
+            None => break,
+        }
+    }
+    out
+}
+
+/// A requirement value as Click's `cp_quote` writes it: bare when it is a
+/// plain word, else double-quoted.
+fn quote_if_needed(v: &str) -> String {
+    let plain = v
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'/' | b':'));
+    if plain {
+        return v.to_string();
+    }
+    let mut s = String::from("\"");
+    for c in v.chars() {
+        if matches!(c, '\\' | '"' | '$') {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s.push('"');
+    s
 }
 
 #[cfg(test)]

@@ -29,11 +29,27 @@ pub struct AddressName {
     pub prefix: Option<([u8; 4], [u8; 4])>,
 }
 
+/// The other kinds of names Click's `NameInfo` keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NameKind {
+    /// TCP port names (`PortInfo`).
+    TcpPort,
+    /// UDP port names (`PortInfo`).
+    UdpPort,
+    /// Annotation names (`AnnotationInfo`): offset in the low 16 bits,
+    /// size (0: unknown) in the high 16.
+    Annotation,
+    /// Spinlock names (`SpinlockInfo`); the value is unused.
+    Spinlock,
+}
+
 #[derive(Default)]
 struct Table {
     /// Keyed by the defining compound's prefix ("" at top level, "c/d"
     /// inside compounds) and the name.
     names: HashMap<(String, String), AddressName>,
+    /// Names of other kinds, keyed the same way.
+    values: HashMap<(NameKind, String, String), u32>,
     /// Full name of the element being configured.
     current: String,
 }
@@ -73,6 +89,38 @@ pub fn clear() {
     TABLE.with(|t| *t.borrow_mut() = Table::default());
 }
 
+/// Defines a name of another kind (a port, an annotation) in the scope of
+/// the element called `element`.
+pub fn define_value(kind: NameKind, element: &str, name: &str, value: u32) {
+    TABLE.with(|t| {
+        t.borrow_mut().values.insert(
+            (kind, scope_of(element).to_string(), name.to_string()),
+            value,
+        );
+    });
+}
+
+/// The value of a name of another kind visible from the current element:
+/// its compound first, then each enclosing one.
+pub fn value(kind: NameKind, name: &str) -> Option<u32> {
+    TABLE.with(|t| {
+        let t = t.borrow();
+        if t.values.is_empty() {
+            return None;
+        }
+        let mut scope = scope_of(&t.current);
+        loop {
+            if let Some(v) = t.values.get(&(kind, scope.to_string(), name.to_string())) {
+                return Some(*v);
+            }
+            if scope.is_empty() {
+                return None;
+            }
+            scope = scope_of(scope);
+        }
+    })
+}
+
 /// The definition of `name` visible from the current element.
 pub fn lookup(name: &str) -> Option<AddressName> {
     if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
@@ -94,6 +142,44 @@ pub fn lookup(name: &str) -> Option<AddressName> {
             scope = scope_of(scope);
         }
     })
+}
+
+/// Every name visible from the current element (a compound's names hide
+/// those of enclosing compounds), for elements that parse addresses again
+/// after configuration (a reconfiguring write handler): they keep this
+/// list and parse inside [`with_names`].
+pub fn visible() -> Vec<(String, AddressName)> {
+    TABLE.with(|t| {
+        let t = t.borrow();
+        let mut out: Vec<(String, AddressName)> = Vec::new();
+        let mut scope = scope_of(&t.current);
+        loop {
+            for ((sc, name), d) in &t.names {
+                if sc == scope && !out.iter().any(|(n, _)| n == name) {
+                    out.push((name.clone(), *d));
+                }
+            }
+            if scope.is_empty() {
+                break;
+            }
+            scope = scope_of(scope);
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    })
+}
+
+/// Runs `f` with exactly `names` defined (as [`visible`] returned them),
+/// then puts the previous table back.
+pub fn with_names<R>(names: &[(String, AddressName)], f: impl FnOnce() -> R) -> R {
+    let mut t = Table::default();
+    for (n, d) in names {
+        t.names.insert((String::new(), n.clone()), *d);
+    }
+    let old = TABLE.with(|cell| std::mem::replace(&mut *cell.borrow_mut(), t));
+    let r = f();
+    TABLE.with(|cell| *cell.borrow_mut() = old);
+    r
 }
 
 fn split_suffix(s: &str) -> (&str, &str) {
@@ -201,5 +287,28 @@ mod tests {
             crate::args::parse_ip4("mazu"),
             Err("expected IP address".to_string())
         );
+    }
+
+    #[test]
+    fn visible_names_outlive_configuration() {
+        clear();
+        let a = AddressName {
+            ip: Some([1, 0, 0, 2]),
+            ..AddressName::default()
+        };
+        let b = AddressName {
+            ip: Some([9, 9, 9, 9]),
+            ..AddressName::default()
+        };
+        define("ai", "a", a);
+        define("c/ai", "a", b);
+        define("d/ai", "x", b);
+        set_current("c/e");
+        let seen = visible();
+        assert_eq!(seen, vec![("a".to_string(), b)]);
+        clear();
+        assert_eq!(ip("a"), None);
+        assert_eq!(with_names(&seen, || ip("a")), Some([9, 9, 9, 9]));
+        assert_eq!(ip("a"), None);
     }
 }

@@ -28,6 +28,9 @@ pub(crate) enum ClassRef {
     Compound(Rc<CompoundClass>),
     /// The `input`/`output` pseudo-elements of a compound.
     Pseudo,
+    /// The input or output side of an element group `( ... )`: the
+    /// expansion follows connections through it.
+    GroupTunnel,
     /// A class that could not be resolved (an error was reported).
     Error,
 }
@@ -83,6 +86,21 @@ pub(crate) struct Conn {
     pub span: Span,
 }
 
+/// A `define($NAME value)` entry.
+#[derive(Clone, Debug)]
+pub(crate) struct Define {
+    /// Variable name without `$`.
+    pub name: String,
+    /// Raw value (comments and `$variables` still in it).
+    pub value: String,
+    /// The value in the source, or the whole `define` arguments when the
+    /// value's place is not known (`exact` false).
+    pub span: Span,
+    /// Whether `span` covers exactly `value`, so offsets into the value
+    /// are offsets from `span.start`.
+    pub exact: bool,
+}
+
 /// The file or one compound definition.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Body {
@@ -91,8 +109,8 @@ pub(crate) struct Body {
     /// Lexical nesting depth (0 for the file).
     pub depth: usize,
     pub formals: Vec<Formal>,
-    /// `define($NAME value)` entries: name, raw value, span.
-    pub defines: Vec<(String, String, Span)>,
+    /// `define($NAME value)` entries.
+    pub defines: Vec<Define>,
     pub elements: Vec<Elem>,
     pub conns: Vec<Conn>,
     pub ninputs: usize,
@@ -147,6 +165,14 @@ enum Target {
     },
     /// The implied `input` (false) or `output` (true) of a compound.
     Implicit(bool),
+    /// An element group `( ... )`: its input and output tunnels, and its
+    /// port counts.
+    Group {
+        input: usize,
+        output: usize,
+        nin: usize,
+        nout: usize,
+    },
 }
 
 enum ClassSpec {
@@ -157,6 +183,9 @@ enum ClassSpec {
 /// A resolved element reference with its ports.
 struct Endpoint {
     elem: usize,
+    /// Where connections from its outputs start (a group's output
+    /// tunnel); `elem` otherwise.
+    out_elem: usize,
     in_ports: Vec<usize>,
     out_ports: Vec<usize>,
     span: Span,
@@ -179,6 +208,10 @@ struct Scope {
     vars: HashMap<String, Span>,
     /// Connections already recorded, to drop repeats.
     conn_set: HashSet<(usize, usize, usize, usize)>,
+    /// The element groups being parsed, innermost last: their input and
+    /// output tunnels (what `input`, `output`, `[0] ->` and `-> [0]`
+    /// mean inside them).
+    groups: Vec<(usize, usize)>,
 }
 
 impl Scope {
@@ -193,6 +226,7 @@ impl Scope {
             names: HashMap::new(),
             vars: HashMap::new(),
             conn_set: HashSet::new(),
+            groups: Vec::new(),
         };
         if compound {
             for name in ["input", "output"] {
@@ -214,7 +248,7 @@ impl Scope {
 /// Result of parsing a file.
 pub(crate) struct Parsed {
     pub body: Body,
-    pub requirements: Vec<(String, Span)>,
+    pub requirements: Vec<(String, String, Span)>,
     pub diags: Vec<Diagnostic>,
 }
 
@@ -225,7 +259,7 @@ pub(crate) struct Parser<'a> {
     opts: &'a Options<'a>,
     diags: Vec<Diagnostic>,
     classes: Vec<HashMap<String, ClassRef>>,
-    requirements: Vec<(String, Span)>,
+    requirements: Vec<(String, String, Span)>,
     /// End offset of the last consumed token.
     last_end: u32,
 }
@@ -322,6 +356,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     return;
                 }
+                Tok::Char(')') if depth == 0 => return,
                 Tok::Char('{') => depth += 1,
                 Tok::Char('}') | Tok::DoubleBar if depth == 0 => return,
                 Tok::Char('}') => depth -= 1,
@@ -360,7 +395,12 @@ impl<'a> Parser<'a> {
             let peeked_before = self.peeked.as_ref().map(|t| t.span);
             let result = match self.peek_tok() {
                 Tok::Eof => return,
-                Tok::Char('}') | Tok::DoubleBar if scope.body.compound => return,
+                Tok::Char(')') if !scope.groups.is_empty() => return,
+                Tok::Char('}') | Tok::DoubleBar
+                    if scope.body.compound && scope.groups.is_empty() =>
+                {
+                    return
+                }
                 Tok::Char('}') | Tok::DoubleBar => {
                     self.syntax_error();
                     self.bump();
@@ -417,7 +457,7 @@ impl<'a> Parser<'a> {
                 match self.lookup_class(&other) {
                     Some(c) => self.define_class(name, c),
                     None => {
-                        self.error(format!("unknown element class `{other}`"), ospan);
+                        self.error(format!("unknown element class '{other}'"), ospan);
                         self.define_class(name, ClassRef::Error);
                     }
                 }
@@ -437,15 +477,29 @@ impl<'a> Parser<'a> {
             return Err(());
         }
         let (text, span) = self.config();
+        // Click's grammar: `compact_config`, `package NAME`, `library FILE`,
+        // or a lone NAME meaning `package NAME`.
         for arg in split_args(&text) {
             let words = split_words(&arg);
-            let name = match words.as_slice() {
-                [kw, name] if kw == "package" => unquote(name),
-                [one] => unquote(one),
-                _ => arg.clone(),
-            };
-            if !name.is_empty() {
-                self.requirements.push((name, span));
+            match words.as_slice() {
+                [] => {}
+                [one] if one == "compact_config" => {
+                    self.requirements
+                        .push(("compact_config".into(), String::new(), span));
+                }
+                [one] if one != "package" && one != "library" => {
+                    self.requirements
+                        .push(("package".into(), unquote(one), span));
+                }
+                [kw, name] if kw == "package" => {
+                    self.requirements
+                        .push(("package".into(), unquote(name), span));
+                }
+                [kw, _] if kw == "library" => self.error(
+                    "`require(library FILE)` is not supported: pronto does not load configuration libraries; include the file's text instead",
+                    span,
+                ),
+                _ => self.error("syntax error at requirement", span),
             }
         }
         Ok(())
@@ -458,8 +512,18 @@ impl<'a> Parser<'a> {
             return Err(());
         }
         let (text, span) = self.config();
+        // Each argument's place in the text, when it appears there as
+        // written (no comment inside), for exact spans.
+        let mut cursor = 0;
         for arg in split_args(&text) {
             let trimmed = arg.trim();
+            let at = text
+                .get(cursor..)
+                .and_then(|rest| rest.find(trimmed))
+                .map(|i| cursor + i);
+            if let Some(at) = at {
+                cursor = at + trimmed.len();
+            }
             let body = trimmed.strip_prefix('$');
             let name_len = body.map_or(0, |b| {
                 b.bytes()
@@ -469,12 +533,27 @@ impl<'a> Parser<'a> {
             match body {
                 Some(b) if name_len > 0 => {
                     let name = &b[..name_len];
-                    let value = b[name_len..].trim();
-                    if self.declare_var(scope, name, span) {
-                        scope
-                            .body
-                            .defines
-                            .push((name.to_string(), value.to_string(), span));
+                    let after = &b[name_len..];
+                    let value = after.trim();
+                    let (name_span, value_span) = match at {
+                        Some(at) => {
+                            let base = span.start as usize + at;
+                            let vstart =
+                                base + 1 + name_len + (after.len() - after.trim_start().len());
+                            (
+                                Span::new(self.file, base, base + 1 + name_len),
+                                Span::new(self.file, vstart, vstart + value.len()),
+                            )
+                        }
+                        None => (span, span),
+                    };
+                    if self.declare_var(scope, name, name_span) {
+                        scope.body.defines.push(Define {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                            span: value_span,
+                            exact: at.is_some(),
+                        });
                     }
                 }
                 _ => self.error(
@@ -523,7 +602,7 @@ impl<'a> Parser<'a> {
                     Some(ClassRef::Primitive(p)) => alts.push(Alt::Primitive(p)),
                     Some(_) => {}
                     None => self.error(
-                        format!("`...` extends unknown element class `{name}`"),
+                        format!("`...` extends unknown element class '{name}'"),
                         span,
                     ),
                 }
@@ -759,7 +838,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses `elem (, elem)*`.
-    fn element_list(&mut self, scope: &Scope, first: bool) -> PResult<Vec<ElemRef>> {
+    fn element_list(&mut self, scope: &mut Scope, first: bool) -> PResult<Vec<ElemRef>> {
         let mut refs = Vec::new();
         let mut pos = if first {
             Position::First
@@ -833,21 +912,112 @@ impl<'a> Parser<'a> {
     }
 
     fn port_number(&mut self, s: &str, span: Span) -> PResult<usize> {
+        if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+            self.error(format!("expected port number, found `{s}`"), span);
+            return Err(());
+        }
         match s.parse::<usize>() {
-            Ok(p) if p <= MAX_PORT && s.bytes().all(|c| c.is_ascii_digit()) => Ok(p),
-            Ok(_) => {
-                self.error("port number too large", span);
-                Err(())
-            }
-            Err(_) => {
-                self.error(format!("expected port number, found `{s}`"), span);
+            Ok(p) if p <= MAX_PORT => Ok(p),
+            // All digits: too large for a port, or for any integer.
+            _ => {
+                self.error(format!("port number too large (at most {MAX_PORT})"), span);
                 Err(())
             }
         }
     }
 
+    /// Parses an element group `( statements )` (the `(` is peeked). Its
+    /// elements belong to the enclosing scope; `input` and `output` inside
+    /// it are the group's two tunnels.
+    fn group(&mut self, scope: &mut Scope) -> PResult<Target> {
+        let open = self.bump().span;
+        if scope.groups.len() >= MAX_NESTING {
+            self.error("maximum element group nesting depth exceeded", open);
+            return Err(());
+        }
+        let tunnel = |scope: &mut Scope, what: &str| {
+            let idx = scope.body.elements.len();
+            scope.body.elements.push(Elem {
+                name: format!("<group {what}>"),
+                class: ClassRef::GroupTunnel,
+                config: String::new(),
+                config_span: open,
+                span: open,
+                anonymous: false,
+            });
+            idx
+        };
+        // Click declares three tunnels per group (the group, its input and
+        // its output), which count in the numbering of anonymous elements.
+        tunnel(scope, "");
+        let input = tunnel(scope, "input");
+        let output = tunnel(scope, "output");
+        let saved = [
+            scope.names.insert("input".into(), input),
+            scope.names.insert("output".into(), output),
+        ];
+        let first_conn = scope.body.conns.len();
+        scope.groups.push((input, output));
+        self.statements(scope);
+        scope.groups.pop();
+        for (name, old) in ["input", "output"].into_iter().zip(saved) {
+            match old {
+                Some(i) => scope.names.insert(name.into(), i),
+                None => scope.names.remove(name),
+            };
+        }
+        if !self.is(')') {
+            self.error("unterminated element group (missing `)`)", open);
+            return Err(());
+        }
+        self.bump();
+        // Count the group's ports and check that every one is used, as a
+        // compound's.
+        let mut used = [Vec::<bool>::new(), Vec::<bool>::new()];
+        let mut misuse = [false, false];
+        for c in &scope.body.conns[first_conn..] {
+            if c.to == input && !misuse[0] {
+                misuse[0] = true;
+                self.error("pseudoelement `input` may only be used as output", c.span);
+            }
+            if c.from == output && !misuse[1] {
+                misuse[1] = true;
+                self.error("pseudoelement `output` may only be used as input", c.span);
+            }
+            for (k, port) in [
+                (0, (c.from == input).then_some(c.from_port)),
+                (1, (c.to == output).then_some(c.to_port)),
+            ] {
+                if let Some(p) = port {
+                    if used[k].len() <= p {
+                        used[k].resize(p + 1, false);
+                    }
+                    used[k][p] = true;
+                }
+            }
+        }
+        for (k, what) in [(0, "input"), (1, "output")] {
+            if let Some(p) = used[k].iter().position(|u| !u) {
+                self.error(
+                    format!("<anonymous group> {what} {p} unused"),
+                    open.to(Span {
+                        start: self.last_end,
+                        end: self.last_end,
+                        ..open
+                    }),
+                );
+            }
+        }
+        Ok(Target::Group {
+            input,
+            output,
+            nin: used[0].len(),
+            nout: used[1].len(),
+        })
+    }
+
     /// Parses one element reference with its ports.
-    fn element(&mut self, scope: &Scope, pos: Position) -> PResult<ElemRef> {
+    fn element(&mut self, scope: &mut Scope, pos: Position) -> PResult<ElemRef> {
         let start = self.peek().span;
         let in_ports = if self.is('[') {
             self.ports()?
@@ -898,14 +1068,12 @@ impl<'a> Parser<'a> {
                 };
                 Target::AnonCompound { class, config }
             }
-            Tok::Char('(') => {
-                self.error("element groups `( ... )` are not supported", t.span);
-                return Err(());
-            }
+            Tok::Char('(') => self.group(scope)?,
             ref tok => {
-                let nested = scope.body.compound;
+                let nested = scope.body.compound || !scope.groups.is_empty();
                 let arrow = matches!(tok, Tok::Arrow | Tok::DoubleArrow);
-                let ends = matches!(tok, Tok::Char(';' | '}') | Tok::DoubleBar | Tok::Eof);
+                let ends = matches!(tok, Tok::Char(';' | '}') | Tok::DoubleBar | Tok::Eof)
+                    || (*tok == Tok::Char(')') && !scope.groups.is_empty());
                 if nested && pos == Position::First && (arrow || !in_ports.is_empty()) {
                     // `[1] -> x` means `input [1] -> x`.
                     return Ok(ElemRef {
@@ -994,11 +1162,46 @@ impl<'a> Parser<'a> {
         }
         let mut out = Vec::with_capacity(refs.len());
         for r in refs {
-            let elem = self.resolve(scope, r.target, r.span);
+            let (mut in_ports, mut out_ports) = (r.in_ports, r.out_ports);
+            let (elem, out_elem) = match r.target {
+                Target::Group {
+                    input,
+                    output,
+                    nin,
+                    nout,
+                } => {
+                    // A group's port lists are implied: all its ports.
+                    if in_ports.is_empty() {
+                        in_ports = (0..nin).collect();
+                    }
+                    if out_ports.is_empty() {
+                        out_ports = (0..nout).collect();
+                    }
+                    (input, output)
+                }
+                Target::Implicit(is_output) => {
+                    let e = match scope.groups.last() {
+                        Some(&(i, o)) => {
+                            if is_output {
+                                o
+                            } else {
+                                i
+                            }
+                        }
+                        None => usize::from(is_output),
+                    };
+                    (e, e)
+                }
+                target => {
+                    let e = self.resolve(scope, target, r.span);
+                    (e, e)
+                }
+            };
             out.push(Endpoint {
                 elem,
-                in_ports: r.in_ports,
-                out_ports: r.out_ports,
+                out_elem,
+                in_ports,
+                out_ports,
                 span: r.span,
             });
         }
@@ -1047,6 +1250,7 @@ impl<'a> Parser<'a> {
     fn resolve(&mut self, scope: &mut Scope, target: Target, span: Span) -> usize {
         match target {
             Target::Implicit(is_output) => usize::from(is_output),
+            Target::Group { input, .. } => input,
             Target::AnonCompound { class, config } => {
                 self.add_anonymous(scope, "", class, config, span)
             }
@@ -1068,10 +1272,10 @@ impl<'a> Parser<'a> {
                 let looks_like_class =
                     config.is_some() || name.starts_with(|c: char| c.is_ascii_uppercase());
                 if looks_like_class {
-                    self.error(format!("unknown element class `{name}`"), nspan);
+                    self.error(format!("unknown element class '{name}'"), nspan);
                     self.add_anonymous(scope, &name, ClassRef::Error, config, nspan)
                 } else {
-                    self.error(format!("undeclared element `{name}`"), nspan);
+                    self.error(format!("undeclared element '{name}'"), nspan);
                     // Declare it so that later uses do not repeat the error.
                     self.add_element(
                         scope,
@@ -1093,17 +1297,20 @@ impl<'a> Parser<'a> {
                 config,
             } => {
                 if self.lookup_class(&name).is_some() {
-                    self.error(format!("class `{name}` used as element name"), nspan);
+                    self.error(format!("class '{name}' used as element name"), nspan);
                     return self.add_anonymous(scope, &name, ClassRef::Error, None, nspan);
                 }
                 if let Some(&idx) = scope.names.get(&name) {
                     let first = scope.body.elements.get(idx).map_or(nspan, |e| e.span);
                     let mut d = Diagnostic::error(
-                        format!("redeclaration of element `{name}`"),
+                        format!("redeclaration of element '{name}'"),
                         Some(nspan),
                     );
                     if idx >= 2 || !scope.body.compound {
-                        d = d.with_related(first, format!("element `{name}` first declared here"));
+                        d = d.with_related(
+                            first,
+                            format!("element '{name}' previously declared here"),
+                        );
                     }
                     self.diags.push(d);
                     return idx;
@@ -1113,7 +1320,7 @@ impl<'a> Parser<'a> {
                     .any(|part| part.bytes().all(|c| c.is_ascii_digit()))
                 {
                     self.error(
-                        format!("element name `{name}` has all-digit component"),
+                        format!("element name '{name}' has all-digit component"),
                         nspan,
                     );
                 }
@@ -1122,7 +1329,7 @@ impl<'a> Parser<'a> {
                     ClassSpec::Named(cname) => match self.lookup_class(&cname) {
                         Some(c) => c,
                         None => {
-                            self.error(format!("unknown element class `{cname}`"), cspan);
+                            self.error(format!("unknown element class '{cname}'"), cspan);
                             ClassRef::Error
                         }
                     },
@@ -1156,14 +1363,15 @@ impl<'a> Parser<'a> {
             let mut v = Vec::new();
             for e in eps {
                 let ports = if output { &e.out_ports } else { &e.in_ports };
+                let elem = if output { e.out_elem } else { e.elem };
                 if ports.is_empty() {
                     if many && eps.len() == 1 && other > 1 {
-                        v.extend((0..other).map(|p| (e.elem, p, e.span)));
+                        v.extend((0..other).map(|p| (elem, p, e.span)));
                     } else {
-                        v.push((e.elem, 0, e.span));
+                        v.push((elem, 0, e.span));
                     }
                 } else {
-                    v.extend(ports.iter().map(|&p| (e.elem, p, e.span)));
+                    v.extend(ports.iter().map(|&p| (elem, p, e.span)));
                 }
             }
             v

@@ -385,7 +385,7 @@ mod tests {
         match Tap::open(&name) {
             Ok(t) => Some(t),
             Err(e) => {
-                eprintln!("skipping: creating a TAP device needs root and /dev/net/tun ({e})");
+                eprintln!("SKIPPED: creating a TAP device needs root and /dev/net/tun ({e})");
                 None
             }
         }

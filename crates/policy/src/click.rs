@@ -202,8 +202,8 @@ pub fn derive_click_text(name: &str, text: &str) -> Result<Derivation, String> {
         Ok((flat, _warnings)) => Ok(derive_flat(&flat)),
         Err(diags)
             if diags.iter().any(|d| {
-                d.message == "undeclared element `input`"
-                    || d.message == "undeclared element `output`"
+                d.message == "undeclared element 'input'"
+                    || d.message == "undeclared element 'output'"
             }) =>
         {
             // A compound element body (`input -> ... -> output`), as a

@@ -37,6 +37,23 @@ pub struct Instance {
     pub role: String,
     /// A running instance to reconfigure (not one to create).
     pub existing: bool,
+    /// The memory it needs beyond an instance's default, in bytes (an
+    /// instance running a merger: its window can hold many packets).
+    pub memory: Option<u64>,
+}
+
+/// `NFPMerge`'s default window (ids it keeps at once).
+const MERGE_WINDOW: u64 = 4096;
+
+/// Memory for an instance that runs a merger of `versions` inputs: the
+/// merger's window can hold `MERGE_WINDOW` x `versions` packets of one
+/// 2,176-byte slot each, and an instance's packet pool may use three
+/// quarters of its memory; rounded up to whole MiB, at least the default
+/// 32 MiB.
+pub fn merger_memory(versions: usize) -> u64 {
+    let packets = MERGE_WINDOW * versions as u64 + 4096;
+    let bytes = packets * pronto_packet::SLOT_STRIDE as u64 / 3 * 4;
+    bytes.div_ceil(1 << 20).max(32) << 20
 }
 
 /// What runs an NF of the chain.
@@ -409,6 +426,7 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
         config: text,
         role: "classifier".into(),
         existing: false,
+        memory: None,
     });
     for (i, nf) in plan.nfs.iter().enumerate() {
         let body = match &bodies[i] {
@@ -466,6 +484,7 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
                     config: format!("// NF {} of chain {prefix}.\n{config}", nf.name),
                     role: format!("nf {}, a running instance", nf.name),
                     existing: true,
+                    memory: None,
                 });
                 continue;
             }
@@ -518,6 +537,7 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
             config: text,
             role,
             existing: false,
+            memory: merge_here.map(|m| merger_memory(m.versions)),
         });
     }
     for m in &plan.merges {
@@ -558,6 +578,7 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
                 config: text,
                 role: format!("merger {}", m.group),
                 existing: false,
+                memory: Some(merger_memory(m.versions)),
             });
         }
     }
@@ -566,6 +587,21 @@ pub fn instances(plan: &Plan, bodies: &[NfBody], d: &Deploy<'_>) -> Result<Vec<I
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_merger_instance_gets_the_memory_its_window_can_hold() {
+        // (4,096 x 2 + 4,096) slots of 2,176 bytes, as three quarters of
+        // the memory: 34 MiB; five inputs: 68 MiB; never below 32 MiB.
+        assert_eq!(merger_memory(2), 34 << 20);
+        assert_eq!(merger_memory(5), 68 << 20);
+        assert_eq!(merger_memory(0), 32 << 20);
+        let window_packets = |v: u64| (MERGE_WINDOW * v + 4096) as usize;
+        for v in 1..=8 {
+            let slots = (merger_memory(v as usize) / 4 * 3) as usize / pronto_packet::SLOT_STRIDE;
+            assert!(slots >= window_packets(v), "{v} inputs: {slots} slots");
+        }
+    }
+
     use super::*;
 
     fn plan(text: &str) -> Plan {

@@ -261,7 +261,7 @@ impl Limits {
     pub fn standalone() -> Limits {
         Limits {
             connections: Connections::new(64, "this control socket"),
-            max_data: 16 << 20,
+            max_data: MAX_DATA,
         }
     }
 }
@@ -623,10 +623,34 @@ fn serve(
     how: &Serving,
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
-    let readonly = how.readonly;
-    let max_data = how.limits.max_data;
-    let mut w = c.try_clone_box()?;
-    let mut r = BufReader::new(c);
+    let w = c.try_clone_box()?;
+    serve_stream(
+        BufReader::new(c),
+        w,
+        remote,
+        how.readonly,
+        how.limits.max_data,
+        stop,
+    )
+}
+
+/// The data limit of a stand-alone socket ([`Limits::standalone`]).
+pub const MAX_DATA: usize = 16 << 20;
+
+/// Serves Click's ControlSocket protocol on one connection: reads command
+/// lines (and their data) from `r`, answers on `w`, calling handlers
+/// through `remote`, until `QUIT`, end of stream, a line over
+/// [`MAX_LINE`], or `stop`; data over `max_data` is refused and skipped.
+/// The client is untrusted: no input makes this panic or hold more than
+/// those limits.
+pub fn serve_stream<R: BufRead, W: Write>(
+    mut r: R,
+    mut w: W,
+    remote: &dyn Handlers,
+    readonly: bool,
+    max_data: usize,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
     w.write_all(b"Click::ControlSocket/1.3\r\n")?;
     let mut raw = Vec::new();
     loop {
@@ -829,6 +853,79 @@ fn check(out: &mut Vec<u8>, remote: &dyn Handlers, readonly: bool, h: &str, writ
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Handlers of one element `e`: `e.v` reads back what was written.
+    struct Echo(std::sync::Mutex<String>);
+
+    impl Handlers for Echo {
+        fn read(&self, h: &str, _args: &str) -> Result<String, CallError> {
+            match h {
+                "e.v" => Ok(self.0.lock().map(|v| v.clone()).unwrap_or_default()),
+                _ => Err(CallError::NoElement(h.to_string())),
+            }
+        }
+        fn write(&self, h: &str, value: &str) -> Result<(), CallError> {
+            match h {
+                "e.v" => {
+                    if let Ok(mut v) = self.0.lock() {
+                        *v = value.to_string();
+                    }
+                    Ok(())
+                }
+                _ => Err(CallError::NoElement(h.to_string())),
+            }
+        }
+    }
+
+    /// What the server answers to `input`.
+    fn session(input: &[u8]) -> String {
+        let h = Echo(std::sync::Mutex::new(String::new()));
+        let mut out = Vec::new();
+        serve_stream(
+            input,
+            &mut out,
+            &h,
+            false,
+            MAX_DATA,
+            &AtomicBool::new(false),
+        )
+        .expect("served");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn data_commands_round_trip() {
+        assert_eq!(
+            session(b"WRITEDATA e.v 5\r\nhello\r\nREAD e.v\r\nQUIT\r\n"),
+            "Click::ControlSocket/1.3\r\n200 Write handler 'e.v' OK\r\n\
+             200 Read handler 'e.v' OK\r\nDATA 5\r\nhello200 Goodbye!\r\n"
+        );
+    }
+
+    #[test]
+    fn huge_data_lengths_are_refused_without_allocating() {
+        // Announcing 10^17 bytes once made the server try to allocate them
+        // (and abort the process). Refused at once; what follows is taken
+        // as the announced data (here, the end of the stream).
+        let s = session(b"WRITEDATA e.v 100000000000000000\r\nQUIT\r\n");
+        assert!(
+            s.starts_with("Click::ControlSocket/1.3\r\n521 Data too large for write handler 'e.v'"),
+            "{s}"
+        );
+        // Announced but not sent: answered, not waited for forever.
+        assert_eq!(
+            session(b"READDATA e.v 1000\r\nab"),
+            "Click::ControlSocket/1.3\r\n500 Not enough data\r\n"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_read_as_text() {
+        assert_eq!(
+            session(b"\xff\xfe READ\r\nQUIT\r\n"),
+            "Click::ControlSocket/1.3\r\n501 Command '\u{fffd}\u{fffd}' unimplemented\r\n200 Goodbye!\r\n"
+        );
+    }
 
     #[test]
     fn lines_are_read_within_the_limit() {

@@ -19,6 +19,18 @@ pub(crate) struct NodeInfo {
     pub input_push: Vec<bool>,
     /// Resolved mode of each output: true = push.
     pub output_push: Vec<bool>,
+    /// A flow code given by a `FlowInfo`, in place of the class's.
+    pub flow: Option<String>,
+}
+
+impl NodeInfo {
+    /// True if packets arriving on `input` may leave on `output`.
+    pub fn flows(&self, input: usize, output: usize) -> bool {
+        match &self.flow {
+            Some(code) => pronto_elements::flow_code_flows(code, input, output),
+            None => self.class.flows(input, output),
+        }
+    }
 }
 
 /// The checked graph: nodes plus, for each output, its one push target, and
@@ -34,20 +46,35 @@ pub(crate) struct Graph {
 /// Looks up a class: the registry the runtime was given.
 pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<ClassEntry>;
 
+/// `'name :: Class'`, as Click names an element in messages.
 fn describe(n: &NodeInfo) -> String {
-    format!("`{} :: {}`", n.name, n.class.name)
+    format!("'{} :: {}'", n.name, n.class.name)
 }
 
 fn range_text((lo, hi): (usize, usize)) -> String {
     match hi {
-        usize::MAX if lo == 0 => "any number".to_string(),
+        usize::MAX if lo == 0 => "any number of".to_string(),
         usize::MAX => format!("at least {lo}"),
         h if h == lo => format!("{lo}"),
         h => format!("{lo} to {h}"),
     }
 }
 
-/// Builds and checks the graph. `errors` receives every problem.
+fn mode_word(push: bool) -> &'static str {
+    if push {
+        "push"
+    } else {
+        "pull"
+    }
+}
+
+/// Builds and checks the graph as Click's router does, in Click's order
+/// and with Click's messages: unknown classes; ports beyond a class's
+/// counts (`has no input N`); push/pull resolution along flow codes
+/// (`push output 0 connected to ... pull input 0`, `agnostic ... in mixed
+/// context`); then reused push outputs or pull inputs (`illegal reuse`)
+/// and unconnected ports (`input 0 unused`). A stage with errors ends the
+/// checks, as in Click. `errors` receives every problem found.
 pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diagnostic>) -> Graph {
     static UNKNOWN: Spec = Spec::new("<unknown>").ports("-/-").processing("a/a");
     let n = flat.elements.len();
@@ -55,14 +82,16 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
     for fe in &flat.elements {
         let entry = lookup(&fe.class);
         if entry.is_none() {
-            errors.push(
-                Diagnostic::error(
-                    format!("unknown element class `{}`", fe.class),
-                    Some(fe.span),
-                )
-                .with_label("not a known element class")
-                .with_note("`pronto elements` lists the known classes"),
-            );
+            let d = Diagnostic::error(
+                format!("unknown element class '{}'", fe.class),
+                Some(fe.span),
+            )
+            .with_label("not a known element class");
+            let d = match pronto_elements::registry::why_not(&fe.class) {
+                Some(why) => d.with_note(format!("{}: {why}", fe.class)),
+                None => d.with_note("`pronto elements` lists the known classes"),
+            };
+            errors.push(d);
         }
         nodes.push(NodeInfo {
             name: fe.name.clone(),
@@ -75,273 +104,308 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
             noutputs: 0,
             input_push: Vec::new(),
             output_push: Vec::new(),
+            flow: None,
         });
     }
+    apply_flow_info(&mut nodes, errors);
 
-    // Port counts: one more than the highest connected port, at least the
-    // class's minimum.
+    // Connections in Click's order: by destination, then source.
+    let mut conns: Vec<(usize, usize, usize, usize, Span)> = flat
+        .connections
+        .iter()
+        .map(|c| (c.from, c.from_port, c.to, c.to_port, c.span))
+        .collect();
+    conns.sort_by_key(|c| (c.2, c.3, c.0, c.1));
+    conns.dedup_by_key(|c| (c.0, c.1, c.2, c.3));
+
+    // Port counts: one more than the highest connected port, brought
+    // within the class's counts (Click's `notify_nports`).
     let mut max_in = vec![0usize; n];
     let mut max_out = vec![0usize; n];
-    for c in &flat.connections {
-        max_out[c.from] = max_out[c.from].max(c.from_port + 1);
-        max_in[c.to] = max_in[c.to].max(c.to_port + 1);
+    for c in &conns {
+        max_out[c.0] = max_out[c.0].max(c.1 + 1);
+        max_in[c.2] = max_in[c.2].max(c.3 + 1);
     }
     for (i, node) in nodes.iter_mut().enumerate() {
-        if node.entry.is_none() {
-            node.ninputs = max_in[i];
-            node.noutputs = max_out[i];
-            continue;
-        }
-        for (output, used) in [(false, max_in[i]), (true, max_out[i])] {
-            let (lo, hi) = node.class.port_range(output);
-            let what = if output { "output" } else { "input" };
-            if used > hi {
-                let takes = match hi {
-                    0 => format!("has no {what}s"),
-                    1 => format!("has only 1 {what}"),
-                    h => format!("has {} {what}s", range_text((lo, h))),
-                };
+        let (ni, no) = node.class.port_counts(max_in[i], max_out[i]);
+        node.ninputs = ni;
+        node.noutputs = no;
+    }
+    if !errors.is_empty() {
+        return finish(nodes, &conns);
+    }
+
+    // Ports beyond the counts.
+    for c in &conns {
+        for (output, idx, port) in [(false, c.2, c.3), (true, c.0, c.1)] {
+            let node = &nodes[idx];
+            let have = if output { node.noutputs } else { node.ninputs };
+            if port >= have {
+                let what = if output { "output" } else { "input" };
+                let (lo, hi) = node.class.port_range(output);
                 errors.push(
                     Diagnostic::error(
-                        format!(
-                            "{} {takes}, but {what} {} is connected",
-                            describe(node),
-                            used - 1
-                        ),
+                        format!("{} has no {what} {port}", describe(node)),
                         Some(node.span),
                     )
-                    .with_label(format!("too many {what}s")),
+                    .with_label("declared here")
+                    .with_detail(c.4, format!("{what} {port} is connected here"))
+                    .with_note(format!(
+                        "{} takes {} {what}{}",
+                        node.class.name,
+                        range_text((lo, hi)),
+                        if hi == 1 { "" } else { "s" }
+                    )),
                 );
             }
-            let count = used.clamp(lo, hi.max(lo));
-            if output {
-                node.noutputs = count;
-            } else {
-                node.ninputs = count;
-            }
         }
     }
-
-    // Connections per port, checking ranges.
-    let mut outs: Vec<Vec<Vec<(usize, usize, Span)>>> =
-        nodes.iter().map(|n| vec![Vec::new(); n.noutputs]).collect();
-    let mut ins: Vec<Vec<Vec<(usize, usize, Span)>>> =
-        nodes.iter().map(|n| vec![Vec::new(); n.ninputs]).collect();
-    // Ports whose only connections were invalid (already reported) are not
-    // reported again as unconnected.
-    let mut mentioned: std::collections::HashSet<(usize, bool, usize)> = Default::default();
-    for c in &flat.connections {
-        if c.from_port < outs[c.from].len() && c.to_port < ins[c.to].len() {
-            outs[c.from][c.from_port].push((c.to, c.to_port, c.span));
-            ins[c.to][c.to_port].push((c.from, c.from_port, c.span));
-        } else {
-            mentioned.insert((c.from, true, c.from_port));
-            mentioned.insert((c.to, false, c.to_port));
-        }
+    if !errors.is_empty() {
+        return finish(nodes, &conns);
     }
 
-    // Push/pull resolution: union-find over ports. Index: inputs then
-    // outputs of each node.
-    let mut base = Vec::with_capacity(n);
-    let mut total = 0usize;
-    for node in &nodes {
-        base.push(total);
-        total += node.ninputs + node.noutputs;
+    // Push/pull: Click's spreading of personalities. Agnostic ports take
+    // the mode of what they connect to; an agnostic input and an agnostic
+    // output of one element share a mode where packets flow between them.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Mode {
+        Push,
+        Pull,
+        Agnostic,
     }
-    let port_id = |node: usize, output: bool, port: usize| -> usize {
-        base[node]
-            + if output {
-                nodes[node].ninputs + port
-            } else {
-                port
-            }
+    let mode_of = |p: Processing| match p {
+        Processing::Push => Mode::Push,
+        Processing::Pull => Mode::Pull,
+        Processing::Agnostic => Mode::Agnostic,
     };
-    let mut uf = UnionFind::new(total);
-    // Agnostic ports of one element share a mode (Click's default flow
-    // code, "x/x": every input may flow to every output).
+    let mut in_mode: Vec<Vec<Mode>> = nodes
+        .iter()
+        .map(|n| {
+            (0..n.ninputs)
+                .map(|p| mode_of(n.class.port_processing(false, p)))
+                .collect()
+        })
+        .collect();
+    let mut out_mode: Vec<Vec<Mode>> = nodes
+        .iter()
+        .map(|n| {
+            (0..n.noutputs)
+                .map(|p| mode_of(n.class.port_processing(true, p)))
+                .collect()
+        })
+        .collect();
+    // (from, output, to, input, span, real connection?)
+    let mut spread: Vec<(usize, usize, usize, usize, Span, bool)> = conns
+        .iter()
+        .map(|c| (c.0, c.1, c.2, c.3, c.4, true))
+        .collect();
     for (i, node) in nodes.iter().enumerate() {
-        let mut first: Option<usize> = None;
-        for (output, count) in [(false, node.ninputs), (true, node.noutputs)] {
-            for p in 0..count {
-                if node.class.port_processing(output, p) == Processing::Agnostic {
-                    let id = port_id(i, output, p);
-                    match first {
-                        None => first = Some(id),
-                        Some(f) => uf.union(f, id),
+        for (ip, im) in in_mode[i].iter().enumerate() {
+            if *im != Mode::Agnostic {
+                continue;
+            }
+            for (op, om) in out_mode[i].iter().enumerate() {
+                if *om == Mode::Agnostic && node.flows(ip, op) {
+                    spread.push((i, op, i, ip, node.span, false));
+                }
+            }
+        }
+    }
+    let mut removed = vec![false; spread.len()];
+    loop {
+        let mut changed = false;
+        for (k, &(f, fp, t, tp, span, real)) in spread.iter().enumerate() {
+            if removed[k] {
+                continue;
+            }
+            let pf = out_mode[f][fp];
+            let pt = in_mode[t][tp];
+            match pt {
+                Mode::Agnostic => {
+                    if pf != Mode::Agnostic {
+                        in_mode[t][tp] = pf;
+                        changed = true;
+                    }
+                }
+                Mode::Push | Mode::Pull => {
+                    if pf == Mode::Agnostic {
+                        out_mode[f][fp] = pt;
+                        changed = true;
+                    } else if pf != pt {
+                        let push = pf == Mode::Push;
+                        let d = if real {
+                            Diagnostic::error(
+                                format!(
+                                    "{} {} output {fp} connected to {} {} input {tp}",
+                                    describe(&nodes[f]),
+                                    mode_word(push),
+                                    describe(&nodes[t]),
+                                    mode_word(!push)
+                                ),
+                                Some(span),
+                            )
+                            .with_label("this connection")
+                        } else {
+                            Diagnostic::error(
+                                format!(
+                                    "agnostic {} in mixed context: {} input {tp}, {} output {fp}",
+                                    describe(&nodes[f]),
+                                    mode_word(!push),
+                                    mode_word(push)
+                                ),
+                                Some(span),
+                            )
+                            .with_label("its input and output must both be push or both be pull")
+                        };
+                        errors.push(d.without_landmark().with_note(
+                            "a push output must connect to a push or agnostic input, a pull output to a pull or agnostic input; put a Queue between push and pull",
+                        ));
+                        removed[k] = true;
                     }
                 }
             }
         }
-    }
-    for c in &flat.connections {
-        if c.from_port < nodes[c.from].noutputs && c.to_port < nodes[c.to].ninputs {
-            uf.union(
-                port_id(c.from, true, c.from_port),
-                port_id(c.to, false, c.to_port),
-            );
-        }
-    }
-    // Fixed modes per class.
-    let mut mode: Vec<Option<(bool, usize, bool, usize)>> = vec![None; total];
-    for (i, node) in nodes.iter().enumerate() {
-        for (output, count) in [(false, node.ninputs), (true, node.noutputs)] {
-            for p in 0..count {
-                let push = match node.class.port_processing(output, p) {
-                    Processing::Push => true,
-                    Processing::Pull => false,
-                    Processing::Agnostic => continue,
-                };
-                let root = uf.find(port_id(i, output, p));
-                if mode[root].is_none() {
-                    mode[root] = Some((push, i, output, p));
-                }
-            }
+        if !changed {
+            break;
         }
     }
     for (i, node) in nodes.iter_mut().enumerate() {
-        let class = node.class;
-        let resolve = |uf: &mut UnionFind, output: bool, p: usize, ni: usize| -> bool {
-            match class.port_processing(output, p) {
-                Processing::Push => return true,
-                Processing::Pull => return false,
-                Processing::Agnostic => {}
-            }
-            let id = base[i] + if output { ni + p } else { p };
-            mode[uf.find(id)].map(|m| m.0).unwrap_or(true)
-        };
-        let ni = node.ninputs;
-        node.input_push = (0..node.ninputs)
-            .map(|p| resolve(&mut uf, false, p, ni))
-            .collect();
-        node.output_push = (0..node.noutputs)
-            .map(|p| resolve(&mut uf, true, p, ni))
-            .collect();
+        node.input_push = in_mode[i].iter().map(|m| *m != Mode::Pull).collect();
+        node.output_push = out_mode[i].iter().map(|m| *m != Mode::Pull).collect();
+    }
+    if !errors.is_empty() {
+        return finish(nodes, &conns);
     }
 
-    // Check every connection and port.
-    for c in &flat.connections {
-        let (f, t) = (&nodes[c.from], &nodes[c.to]);
-        if c.from_port >= f.noutputs || c.to_port >= t.ninputs {
-            continue;
-        }
-        let op = f.output_push[c.from_port];
-        let ip = t.input_push[c.to_port];
-        let of = f.class.port_processing(true, c.from_port);
-        let inf = t.class.port_processing(false, c.to_port);
-        if op != ip
-            || (of == Processing::Push && inf == Processing::Pull)
-            || (of == Processing::Pull && inf == Processing::Push)
-        {
+    // Reused push outputs and pull inputs: inputs first, then outputs.
+    for k in 1..conns.len() {
+        let (a, b) = (&conns[k - 1], &conns[k]);
+        if (a.2, a.3) == (b.2, b.3) && !nodes[b.2].input_push[b.3] {
+            let node = &nodes[b.2];
             errors.push(
                 Diagnostic::error(
-                    format!(
-                        "push/pull conflict: {} output {} is {} but {} input {} is {}",
-                        describe(f),
-                        c.from_port,
-                        mode_name(of, op),
-                        describe(t),
-                        c.to_port,
-                        mode_name(inf, ip)
-                    ),
-                    Some(c.span),
+                    format!("illegal reuse of {} pull input {}", describe(node), b.3),
+                    Some(node.span),
                 )
-                .with_label("this connection")
-                .with_note("a push output must connect to a push or agnostic input, a pull output to a pull or agnostic input; put a Queue between push and pull"),
+                .with_label("declared here")
+                .with_detail(b.4, "connected again here")
+                .with_note("a pull input pulls from exactly one output"),
             );
         }
     }
-    for (i, node) in nodes.iter().enumerate() {
-        if node.entry.is_none() {
-            continue;
+    let mut by_output: Vec<&(usize, usize, usize, usize, Span)> = conns.iter().collect();
+    by_output.sort_by_key(|c| (c.0, c.1, c.2, c.3));
+    for k in 1..by_output.len() {
+        let (a, b) = (by_output[k - 1], by_output[k]);
+        if (a.0, a.1) == (b.0, b.1) && nodes[b.0].output_push[b.1] {
+            let node = &nodes[b.0];
+            errors.push(
+                Diagnostic::error(
+                    format!("illegal reuse of {} push output {}", describe(node), b.1),
+                    Some(node.span),
+                )
+                .with_label("declared here")
+                .with_detail(b.4, "connected again here")
+                .with_note("a push output feeds exactly one input; use Tee to copy packets"),
+            );
         }
-        for (p, conns) in outs[i].iter().enumerate() {
-            if conns.is_empty() && mentioned.contains(&(i, true, p)) {
-                continue;
+    }
+    // Unconnected ports: inputs first, then outputs.
+    for output in [false, true] {
+        let mut used: Vec<Vec<bool>> = nodes
+            .iter()
+            .map(|n| vec![false; if output { n.noutputs } else { n.ninputs }])
+            .collect();
+        for c in &conns {
+            let (idx, port) = if output { (c.0, c.1) } else { (c.2, c.3) };
+            if let Some(u) = used[idx].get_mut(port) {
+                *u = true;
             }
-            if conns.is_empty() {
-                errors.push(
-                    Diagnostic::error(
-                        format!("{} output {p} is not connected", describe(node)),
-                        Some(node.span),
-                    )
-                    .with_label("declared here")
-                    .with_note(format!(
+        }
+        let what = if output { "output" } else { "input" };
+        for (i, node) in nodes.iter().enumerate() {
+            for (p, _) in used[i].iter().enumerate().filter(|(_, u)| !**u) {
+                let mut d = Diagnostic::error(
+                    format!("{} {what} {p} unused", describe(node)),
+                    Some(node.span),
+                )
+                .with_label("declared here");
+                if output {
+                    d = d.with_note(format!(
                         "connect it (for example `{}[{p}] -> Discard;`)",
                         node.name
-                    )),
-                );
-            } else if node.output_push[p] && conns.len() > 1 {
-                errors.push(
-                    Diagnostic::error(
-                        format!(
-                            "{} push output {p} is connected more than once",
-                            describe(node)
-                        ),
-                        Some(conns[1].2),
-                    )
-                    .with_label("second connection")
-                    .with_note("a push output feeds exactly one input; use Tee to copy packets"),
-                );
-            }
-        }
-        for (p, conns) in ins[i].iter().enumerate() {
-            if conns.is_empty() && mentioned.contains(&(i, false, p)) {
-                continue;
-            }
-            if conns.is_empty() {
-                errors.push(
-                    Diagnostic::error(
-                        format!("{} input {p} is not connected", describe(node)),
-                        Some(node.span),
-                    )
-                    .with_label("declared here"),
-                );
-            } else if !node.input_push[p] && conns.len() > 1 {
-                errors.push(
-                    Diagnostic::error(
-                        format!(
-                            "{} pull input {p} is connected more than once",
-                            describe(node)
-                        ),
-                        Some(conns[1].2),
-                    )
-                    .with_label("second connection")
-                    .with_note("a pull input pulls from exactly one output"),
-                );
+                    ));
+                }
+                errors.push(d);
             }
         }
     }
+    finish(nodes, &conns)
+}
 
-    let out_conn = outs
+/// Applies every `FlowInfo`'s flow codes to the elements it names (names
+/// resolve from its compound outwards, as Click's do).
+fn apply_flow_info(nodes: &mut [NodeInfo], errors: &mut Vec<Diagnostic>) {
+    let infos: Vec<(String, String, Span)> = nodes
         .iter()
-        .enumerate()
-        .map(|(i, ports)| {
-            ports
-                .iter()
-                .enumerate()
-                .map(|(p, c)| {
-                    (nodes[i].output_push.get(p).copied().unwrap_or(true))
-                        .then(|| c.first().map(|&(t, tp, _)| (t as u32, tp as u32)))
-                        .flatten()
-                })
-                .collect()
-        })
+        .filter(|n| n.class.name == "FlowInfo")
+        .map(|n| (n.name.clone(), n.config.clone(), n.config_span))
         .collect();
-    let in_conn = ins
-        .iter()
-        .enumerate()
-        .map(|(i, ports)| {
-            ports
-                .iter()
-                .enumerate()
-                .map(|(p, c)| {
-                    (!nodes[i].input_push.get(p).copied().unwrap_or(true))
-                        .then(|| c.first().map(|&(f, fp, _)| (f as u32, fp as u32)))
-                        .flatten()
-                })
-                .collect()
-        })
-        .collect();
+    for (info, config, span) in infos {
+        let Ok(pairs) = pronto_elements::standard::flowinfo::parse(&config) else {
+            continue; // reported when the element is configured
+        };
+        for (name, code) in pairs {
+            let mut prefix = info.as_str();
+            let target = loop {
+                prefix = prefix.rfind('/').map_or("", |k| &prefix[..k]);
+                let full = if prefix.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{prefix}/{name}")
+                };
+                if let Some(t) = nodes.iter().position(|n| n.name == full) {
+                    break Some(t);
+                }
+                if prefix.is_empty() {
+                    break None;
+                }
+            };
+            match target {
+                Some(t) => nodes[t].flow = Some(code),
+                None => errors.push(
+                    Diagnostic::error(format!("no element named '{name}'"), Some(span))
+                        .with_context(format!("While configuring '{info} :: FlowInfo'"), span),
+                ),
+            }
+        }
+    }
+}
+
+/// The graph's connection tables: for each push output its target, for
+/// each pull input its source (the first, when a port was reused).
+fn finish(nodes: Vec<NodeInfo>, conns: &[(usize, usize, usize, usize, Span)]) -> Graph {
+    let mut out_conn: Vec<Vec<Option<(u32, u32)>>> =
+        nodes.iter().map(|n| vec![None; n.noutputs]).collect();
+    let mut in_conn: Vec<Vec<Option<(u32, u32)>>> =
+        nodes.iter().map(|n| vec![None; n.ninputs]).collect();
+    for &(f, fp, t, tp, _) in conns {
+        if fp >= nodes[f].noutputs || tp >= nodes[t].ninputs {
+            continue;
+        }
+        if nodes[f].output_push.get(fp).copied().unwrap_or(true) {
+            let slot = &mut out_conn[f][fp];
+            if slot.is_none() {
+                *slot = Some((t as u32, tp as u32));
+            }
+        }
+        if !nodes[t].input_push.get(tp).copied().unwrap_or(true) {
+            let slot = &mut in_conn[t][tp];
+            if slot.is_none() {
+                *slot = Some((f as u32, fp as u32));
+            }
+        }
+    }
     Graph {
         nodes,
         out_conn,
@@ -349,20 +413,50 @@ pub(crate) fn build(flat: &FlatConfig, lookup: Lookup<'_>, errors: &mut Vec<Diag
     }
 }
 
-fn mode_name(fixed: Processing, push: bool) -> &'static str {
-    match (fixed, push) {
-        (Processing::Push, _) => "push",
-        (Processing::Pull, _) => "pull",
-        (Processing::Agnostic, true) => "push (agnostic, resolved to push)",
-        (Processing::Agnostic, false) => "pull (agnostic, resolved to pull)",
-    }
-}
-
 /// Which elements must see packets one at a time to keep Click's packet
 /// order: those with two outputs whose downstream paths meet again (a
-/// split that re-merges). Elsewhere a batch may be split by output without
-/// changing anything observable.
+/// split that re-merges), and those from which two or more printing
+/// elements can be reached (a printer followed by another, or a split to
+/// two printers): Click prints every line for one packet before the next
+/// packet's. Elsewhere a batch may be split by output without changing
+/// anything observable, and a path with at most one printer keeps its
+/// batches.
 pub(crate) fn ordered_nodes(g: &Graph) -> Vec<bool> {
+    let mut ordered = merging_nodes(g);
+    let n = g.nodes.len();
+    let printers: Vec<usize> = (0..n).filter(|&i| g.nodes[i].class.prints).collect();
+    if printers.len() < 2 {
+        return ordered;
+    }
+    // For each printer, every element it can be reached from (itself
+    // included); an element reached by two printers' searches is marked.
+    let mut pred: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, ports) in g.out_conn.iter().enumerate() {
+        for &(t, _) in ports.iter().flatten() {
+            pred[t as usize].push(i);
+        }
+    }
+    let mut reaches = vec![0u32; n];
+    let mut seen = vec![usize::MAX; n];
+    for (k, &p) in printers.iter().enumerate() {
+        let mut stack = vec![p];
+        while let Some(x) = stack.pop() {
+            if seen[x] == k {
+                continue;
+            }
+            seen[x] = k;
+            reaches[x] += 1;
+            stack.extend(pred[x].iter().copied());
+        }
+    }
+    for (o, r) in ordered.iter_mut().zip(&reaches) {
+        *o |= *r >= 2;
+    }
+    ordered
+}
+
+/// Elements with two outputs whose downstream paths meet again.
+fn merging_nodes(g: &Graph) -> Vec<bool> {
     let n = g.nodes.len();
     // Successors over push connections.
     let succ: Vec<Vec<usize>> = g
@@ -400,29 +494,4 @@ pub(crate) fn ordered_nodes(g: &Graph) -> Vec<bool> {
         }
     }
     ordered
-}
-
-struct UnionFind {
-    parent: Vec<usize>,
-}
-
-impl UnionFind {
-    fn new(n: usize) -> Self {
-        UnionFind {
-            parent: (0..n).collect(),
-        }
-    }
-    fn find(&mut self, mut x: usize) -> usize {
-        while self.parent[x] != x {
-            self.parent[x] = self.parent[self.parent[x]];
-            x = self.parent[x];
-        }
-        x
-    }
-    fn union(&mut self, a: usize, b: usize) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra != rb {
-            self.parent[ra] = rb;
-        }
-    }
 }

@@ -8,6 +8,8 @@
 
 pub mod controlsocket;
 mod graph;
+mod notify;
+mod quitwatcher;
 mod remote;
 mod router;
 mod script;
@@ -16,7 +18,7 @@ mod threads;
 
 pub use remote::Remote;
 pub use router::{
-    all_classes, format_timestamp, is_known_class, lookup_class, wall_clock_ns, Accounting,
-    CallError, Clock, Router, RouterOptions, DEFAULT_POOL_LIMIT,
+    all_classes, explain_unknown_classes, format_timestamp, is_known_class, lookup_class,
+    wall_clock_ns, Accounting, CallError, Clock, Router, RouterOptions, DEFAULT_POOL_LIMIT,
 };
 pub use threads::{partition, Partition, Threads, MAX_THREADS};

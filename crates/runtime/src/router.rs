@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use pronto_elements::{
-    ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, Peer, Peers, Spill, TaskStatus,
+    ClassEntry, ConfigCtx, Control, Element, HandlerError, Out, Peer, Peers, PullFrom, Spill,
+    TaskStatus,
 };
 use pronto_lang::{Diagnostic, FlatConfig, SourceMap};
 use pronto_packet::{Batch, Pool, BATCH_MAX};
@@ -89,6 +90,18 @@ struct Task {
     /// ... through an element that hands packets out by time (a shaper),
     /// which may have something later without any other task running.
     pull_timed: bool,
+    /// The notifier signal the task listens to (see `notify.rs`).
+    gate: Option<crate::notify::Gate>,
+    /// The signal was inactive when the task was last due: it sleeps
+    /// until another task, a timer or a handler call makes it active.
+    asleep: bool,
+    /// A task that manages its signal found nothing to do while it was
+    /// inactive: it waits for the signal.
+    parked: bool,
+    /// The signal's state when last looked at: a task waiting for its
+    /// time is woken early when the signal turns active (Click's notifier
+    /// wake-up).
+    signal_was: bool,
 }
 
 /// How an idle task can be waited for.
@@ -103,6 +116,20 @@ enum IdleWait {
     /// Unknown: it must be polled.
     Poll,
 }
+
+/// Rounds a task may find nothing to do, under simulated time, before the
+/// clock moves on without it (more than a queue's empty notifier needs to
+/// go to sleep: ten empty pulls).
+const IDLE_SPIN: u32 = 32;
+
+/// Under simulated time, the first and the largest step by which the
+/// clock creeps while tasks poll on time with no timer due.
+const SIM_CREEP_MIN_NS: i64 = 1_000;
+const SIM_CREEP_MAX_NS: i64 = 10_000_000;
+
+/// The longest an idle router with SIGNAL scripts sleeps before it looks
+/// for signals.
+const SIGNAL_POLL_NS: i64 = 2_000_000;
 
 /// The longest the router sleeps at once while idle.
 const IDLE_SLEEP_MAX_NS: i64 = 50_000_000;
@@ -145,16 +172,42 @@ pub struct Router {
     clock: Clock,
     busy_poll: bool,
     sim_now: i64,
+    /// How far simulated time last crept while tasks polled with nothing
+    /// due (doubles while they stay stuck, back to zero on work).
+    sim_creep: i64,
     /// The time read once at the start of the current task run, handed to
     /// every element the run reaches (one clock read per batch, not per
     /// element).
     run_now: i64,
     stopped: bool,
+    /// Elements with a timer.
+    timers: Vec<usize>,
+    /// Router time running faster or slower than real time (`timewarp`).
+    warp: Option<Warp>,
+    /// Signals SIGNAL scripts listen to: the number and the flag the
+    /// signal sets.
+    signal_flags: Vec<(i32, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
+    /// The SIGNAL scripts waiting for a signal: (signal, script node).
+    signal_handlers: Vec<(i32, usize)>,
+    /// For elements that pull their inputs one packet at a time: the
+    /// signal upstream of each input (empty for the others).
+    input_gates: Vec<Vec<crate::notify::Gate>>,
+    /// Elements stepped out of `elems` while they pull their inputs.
+    out_of_table: Vec<usize>,
+    /// Handler calls to such elements, made once they are back: (caller,
+    /// full handler name, value).
+    deferred: Vec<(usize, String, String)>,
     /// Set when a pull went through a [`pronto_elements::PullOne`]
     /// element (reset before each task's pull).
     pull_one_seen: bool,
     script_error: Option<String>,
     flat_text: String,
+    /// The configuration as written (Click's `config` handler).
+    source_text: String,
+    /// `require(...)` entries: kind and value.
+    requirements: Vec<(String, String)>,
+    /// Every connection (from, output, to, input), for `flatconfig`.
+    conns: Vec<(usize, usize, usize, usize)>,
     /// The other threads' routers, under `pronto run --threads N`
     /// (`None`: the only router, and no cost in the task loop).
     link: Option<Box<Link>>,
@@ -186,6 +239,14 @@ impl OutBufs {
             spill: Spill::new(),
         })
     }
+
+    /// No outputs (a queue answering a pull).
+    fn none() -> OutBufs {
+        OutBufs {
+            bufs: Box::new([]),
+            spill: Spill::new(),
+        }
+    }
 }
 
 /// What went into and out of one element (its `accounting` handler).
@@ -206,6 +267,9 @@ pub struct Accounting {
     pub refused: u64,
     /// Packets it holds now (queues, reassembly, ...).
     pub held: u64,
+    /// Packets it put into (positive) or took out of (negative) a store
+    /// shared with other elements, net (ARPQueriers sharing an ARPTable).
+    pub lent: i64,
 }
 
 impl std::fmt::Display for Accounting {
@@ -217,6 +281,9 @@ impl std::fmt::Display for Accounting {
         writeln!(f, "made {}", self.made)?;
         writeln!(f, "freed {}", self.freed)?;
         writeln!(f, "held {}", self.held)?;
+        if self.lent != 0 {
+            writeln!(f, "lent {}", self.lent)?;
+        }
         writeln!(f, "alloc_refused {}", self.refused)
     }
 }
@@ -224,8 +291,12 @@ impl std::fmt::Display for Accounting {
 impl Accounting {
     /// True when the counts add up.
     pub fn balanced(&self) -> bool {
-        self.inputs.iter().sum::<u64>() + self.made
-            == self.outputs.iter().sum::<u64>() + self.freed + self.held
+        let got = i128::from(self.inputs.iter().sum::<u64>()) + i128::from(self.made);
+        let gone = i128::from(self.outputs.iter().sum::<u64>())
+            + i128::from(self.freed)
+            + i128::from(self.held)
+            + i128::from(self.lent);
+        got == gone
     }
 }
 
@@ -235,6 +306,7 @@ pub fn lookup_class(name: &str) -> Option<ClassEntry> {
     crate::script::lookup(name)
         .or_else(|| crate::staticthreadsched::lookup(name))
         .or_else(|| crate::controlsocket::lookup(name))
+        .or_else(|| crate::quitwatcher::lookup(name))
         .or_else(|| pronto_elements::registry::lookup(name))
 }
 
@@ -248,6 +320,7 @@ pub fn all_classes() -> Vec<ClassEntry> {
     );
     v.extend(crate::staticthreadsched::lookup("StaticThreadSched"));
     v.extend(crate::controlsocket::lookup("ControlSocket"));
+    v.extend(crate::quitwatcher::lookup("QuitWatcher"));
     v.sort_by_key(|e| e.spec.name);
     v
 }
@@ -255,6 +328,22 @@ pub fn all_classes() -> Vec<ClassEntry> {
 /// True if `name` is a known primitive class.
 pub fn is_known_class(name: &str) -> bool {
     lookup_class(name).is_some()
+}
+
+/// Adds, to each "unknown element class" error about a Click class pronto
+/// does not have, the reason (a kernel-module element, ...), after Click's
+/// own first line.
+pub fn explain_unknown_classes(diags: &mut [Diagnostic]) {
+    for d in diags {
+        let name = d
+            .message
+            .strip_prefix("unknown element class '")
+            .and_then(|r| r.strip_suffix('\''));
+        if let Some(why) = name.and_then(pronto_elements::registry::why_not) {
+            let note = format!("{}: {why}", name.unwrap_or_default());
+            d.notes.push(note);
+        }
+    }
 }
 
 /// The elements configured so far, as [`Peers`] of the one being
@@ -326,14 +415,14 @@ impl Router {
     /// path); `None`: a pool of `opts.pool_slots` slots is made here.
     pub fn build_with_pool(
         flat: &FlatConfig,
-        _sm: &SourceMap,
+        sm: &SourceMap,
         opts: &RouterOptions,
         pool: Option<Pool>,
     ) -> Result<Router, Vec<Diagnostic>> {
         let mut errors = Vec::new();
         let graph = graph::build(flat, &lookup_class, &mut errors);
         if !errors.is_empty() {
-            return Err(errors);
+            return Err(pronto_lang::limit_errors(errors));
         }
         // Configure in Click's phase order (information elements such as
         // AddressInfo, IPRewriterPatterns and mappers first), so that an
@@ -374,12 +463,32 @@ impl Router {
             };
             pronto_lang::names::set_current(&node.name);
             let built = match (entry.factory)(&ctx) {
-                Ok(e) => e,
+                Ok(mut e) => {
+                    for (warning, text) in e.config_messages() {
+                        let d = if warning {
+                            Diagnostic::warning(text, Some(node.config_span))
+                        } else {
+                            Diagnostic::note(text, Some(node.config_span))
+                        };
+                        let d = d.with_context(
+                            format!("While configuring '{} :: {}'", node.name, entry.spec.name),
+                            node.span,
+                        );
+                        eprintln!("{}", d.render_click(sm));
+                    }
+                    e
+                }
                 Err(e) => {
                     errors.push(
-                        Diagnostic::error(e.message.clone(), Some(node.config_span)).with_note(
-                            format!("while configuring `{} :: {}`", node.name, entry.spec.name),
-                        ),
+                        Diagnostic::error(e.message.clone(), Some(node.config_span))
+                            .with_note(format!(
+                                "while configuring `{} :: {}`",
+                                node.name, entry.spec.name
+                            ))
+                            .with_context(
+                                format!("While configuring '{} :: {}'", node.name, entry.spec.name),
+                                node.span,
+                            ),
                     );
                     Box::new(Placeholder)
                 }
@@ -389,7 +498,7 @@ impl Router {
         pronto_lang::names::clear();
         let mut elems: Vec<Box<dyn Element>> = slots.into_iter().flatten().collect();
         if !errors.is_empty() {
-            return Err(errors);
+            return Err(pronto_lang::limit_errors(errors));
         }
         // Click allocates packets as they are needed and never runs out;
         // pronto's pool grows up to a limit. A configuration whose
@@ -460,6 +569,20 @@ impl Router {
                 done: false,
                 pulled_empty: false,
                 pull_timed: false,
+                gate: crate::notify::task_gate(&graph, &elems, node),
+                asleep: false,
+                parked: false,
+                signal_was: true,
+            })
+            .collect();
+        let timers: Vec<usize> = (0..elems.len()).filter(|&i| elems[i].has_timer()).collect();
+        let input_gates: Vec<Vec<crate::notify::Gate>> = (0..elems.len())
+            .map(|i| {
+                if elems[i].as_pull_one().is_some() {
+                    crate::notify::input_gates(&graph, &elems, i)
+                } else {
+                    Vec::new()
+                }
             })
             .collect();
         let scripts = elems
@@ -487,11 +610,34 @@ impl Router {
             clock: opts.clock,
             busy_poll: opts.busy_poll,
             sim_now,
+            sim_creep: 0,
             run_now: 0,
             stopped: false,
             pull_one_seen: false,
+            timers,
+            warp: None,
+            signal_flags: Vec::new(),
+            signal_handlers: Vec::new(),
+            input_gates,
+            out_of_table: Vec::new(),
+            deferred: Vec::new(),
             script_error: None,
             flat_text: flat.to_click(),
+            source_text: if flat.compact_config() {
+                String::new()
+            } else {
+                sm.text(pronto_lang::FileId(0)).to_string()
+            },
+            requirements: flat
+                .requirements
+                .iter()
+                .map(|(k, v, _)| (k.clone(), v.clone()))
+                .collect(),
+            conns: flat
+                .connections
+                .iter()
+                .map(|c| (c.from, c.from_port, c.to, c.to_port))
+                .collect(),
             link: None,
             inbox: None,
             net: vec![0; nnodes + 1],
@@ -505,9 +651,33 @@ impl Router {
     /// The current time, ns since the epoch.
     pub fn now(&self) -> i64 {
         match self.clock {
-            Clock::Real => wall_clock_ns(),
+            Clock::Real => match self.warp {
+                None => wall_clock_ns(),
+                Some(w) => w.now(wall_clock_ns()),
+            },
             Clock::Simulated(_) => self.sim_now,
         }
+    }
+
+    /// Real nanoseconds that `ns` nanoseconds of router time take (Click's
+    /// `timewarp` makes router time run faster).
+    fn real_ns(&self, ns: i64) -> i64 {
+        match self.warp {
+            Some(w) if w.factor > 0.0 => (ns as f64 / w.factor) as i64,
+            _ => ns,
+        }
+    }
+
+    /// Sets the speed of router time against real time (the global
+    /// `timewarp` handler); router time goes on from where it is.
+    fn set_timewarp(&mut self, factor: f64) {
+        let real = wall_clock_ns();
+        let now = self.now();
+        self.warp = Some(Warp {
+            real_base: real,
+            warped_base: now,
+            factor,
+        });
     }
 
     /// Names of all elements, in configuration order.
@@ -619,39 +789,52 @@ impl Router {
             self.elems[node].push(port, batch, &mut out);
             out.passed()
         };
+        if self.ctrl.pending {
+            self.after_call(node, port, batch, &mut ob);
+        }
         self.forward(node, pass, batch, &mut ob);
         self.outbufs[node] = Some(ob);
     }
 
-    /// Sends the element's results on: the input batch to the passed port,
-    /// then each output buffer in port order (after the batches that
-    /// overflowed it, if any). Runs with the accounting on `node`: what it
-    /// drops (an input batch no port was chosen for) is charged to the
-    /// element.
+    /// Sends the element's results on, in output port order (Click's Tee
+    /// pushes output 0 first): at each port the passed batch, then the
+    /// batches that overflowed that port's buffer during the call, then
+    /// the buffer. Runs with the accounting on `node`: what it drops (an
+    /// input batch no port was chosen for) is charged to the element.
     #[inline(always)]
     fn forward(&mut self, node: usize, pass: Option<usize>, batch: &mut Batch, ob: &mut OutBufs) {
-        match pass {
-            Some(p) if !batch.is_empty() => self.send(node, p, batch),
-            _ => batch.clear(),
-        }
+        let pass = match pass {
+            Some(p) if !batch.is_empty() && p < ob.bufs.len() => p,
+            _ => {
+                batch.clear();
+                usize::MAX
+            }
+        };
         if !ob.spill.is_empty() {
-            self.forward_spilled(node, ob);
+            self.forward_spilled(node, pass, batch, ob);
             return;
         }
         for (p, b) in ob.bufs.iter_mut().enumerate() {
+            if p == pass {
+                self.send(node, p, batch);
+            }
             if !b.is_empty() {
                 self.send(node, p, b);
             }
         }
     }
 
-    /// [`Router::forward`]'s output buffers when some overflowed during
-    /// the call: port by port, the overflowed batches, then the buffer.
+    /// [`Router::forward`] when some output buffers overflowed during the
+    /// call: port by port, the passed batch, the overflowed batches, then
+    /// the buffer.
     #[cold]
     #[inline(never)]
-    fn forward_spilled(&mut self, node: usize, ob: &mut OutBufs) {
+    fn forward_spilled(&mut self, node: usize, pass: usize, batch: &mut Batch, ob: &mut OutBufs) {
         let mut list = ob.spill.take();
         for p in 0..ob.bufs.len() {
+            if p == pass {
+                self.send(node, p, batch);
+            }
             for (q, b) in list.iter_mut() {
                 if *q == p {
                     self.send(node, p, b);
@@ -701,6 +884,9 @@ impl Router {
             let mut none: [Batch; 0] = [];
             let mut out = Out::new(&mut none, &self.pool, now, &mut self.ctrl);
             self.elems[node].pull(port, batch, max, &mut out);
+            if self.ctrl.pending {
+                self.after_call(node, 0, &mut Batch::new(), &mut OutBufs::none());
+            }
             self.acct_switch(prev);
             return;
         }
@@ -708,11 +894,20 @@ impl Router {
             self.pull_each(node, port, batch, max);
             return;
         }
+        let input = match self.elems[node].pull_from(port) {
+            PullFrom::Process => 0,
+            PullFrom::ProcessInput(i) => i,
+            PullFrom::Input(i) => {
+                self.pull_input(node, i, batch, max);
+                return;
+            }
+            PullFrom::Nothing => return,
+        };
         // An agnostic or pull-through element: pull its input, then let it
         // process the batch; what it sends to `port` is the answer, what it
         // sends elsewhere is pushed on.
         let mut got = self.take_scratch();
-        self.pull_input(node, 0, &mut got, max);
+        self.pull_input(node, input, &mut got, max);
         if got.is_empty() {
             self.put_scratch(got);
             return;
@@ -722,9 +917,12 @@ impl Router {
         let pass = {
             let OutBufs { bufs, spill } = &mut *ob;
             let mut out = Out::with_spill(bufs, spill, &self.pool, now, &mut self.ctrl);
-            self.elems[node].push(0, &mut got, &mut out);
+            self.elems[node].push(input, &mut got, &mut out);
             out.passed()
         };
+        if self.ctrl.pending {
+            self.after_call(node, input, &mut got, &mut ob);
+        }
         // The answer: what was passed or emitted to `port`, as much as the
         // puller asked for room for. What does not fit (an element that
         // makes more packets than it was given) is pushed on like the
@@ -750,6 +948,7 @@ impl Router {
         // The element steps out of the table while it runs, so that its
         // input pulls can use the router.
         let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
+        self.out_of_table.push(node);
         let now = self.run_now;
         self.pull_one_seen = true;
         let prev = self.acct_switch(node);
@@ -766,6 +965,10 @@ impl Router {
         }
         self.acct_switch(prev);
         self.elems[node] = elem;
+        self.out_of_table.pop();
+        if self.out_of_table.is_empty() && !self.deferred.is_empty() {
+            self.make_deferred_calls();
+        }
     }
 
     // ---- accounting -------------------------------------------------------
@@ -817,6 +1020,7 @@ impl Router {
             freed: a.freed,
             refused: a.refused,
             held: self.elems[node].held() as u64,
+            lent: self.elems[node].lent(),
         }
     }
 
@@ -827,24 +1031,25 @@ impl Router {
     /// flight); the error lists every element whose counts do not add up.
     pub fn check_conservation(&mut self) -> Result<(), String> {
         let mut problems = Vec::new();
-        let mut held = 0u64;
+        let mut held = 0i64;
         for node in 0..self.graph.nodes.len() {
             let a = self.accounting(node);
-            held += a.held;
+            held += a.held as i64 + a.lent;
             if !a.balanced() {
                 problems.push(format!(
-                    "{} :: {}: in {:?} + made {} != out {:?} + freed {} + held {}",
+                    "{} :: {}: in {:?} + made {} != out {:?} + freed {} + held {} + lent {}",
                     self.graph.nodes[node].name,
                     self.graph.nodes[node].class.name,
                     a.inputs,
                     a.made,
                     a.outputs,
                     a.freed,
-                    a.held
+                    a.held,
+                    a.lent
                 ));
             }
         }
-        let in_use = self.pool.counters().in_use as u64;
+        let in_use = self.pool.counters().in_use as i64;
         if in_use != held {
             problems.push(format!(
                 "the pool has {in_use} packets out, the elements say they hold {held}"
@@ -896,6 +1101,9 @@ impl Router {
             let s = self.elems[node].run_task(&mut batch, &mut out);
             (s, out.passed())
         };
+        if self.ctrl.pending {
+            self.after_call(node, 0, &mut batch, &mut ob);
+        }
         self.forward(node, pass, &mut batch, &mut ob);
         self.acct_switch(prev);
         self.outbufs[node] = Some(ob);
@@ -907,11 +1115,12 @@ impl Router {
     /// intercept it, the end of a driver script, or a `stop` instruction.
     pub fn run(&mut self) -> Result<(), String> {
         self.start_control_sockets();
-        for i in 0..self.scripts.len() {
-            let node = self.scripts[i];
-            self.step_script(node, false);
-        }
-        self.handle_stops();
+        self.install_signal_handlers();
+        // Click's driver loop: each round runs the ready tasks, then the
+        // timers that are due (scripts, and tasks sleeping until a time,
+        // which run in the next round). The scripts start in the first
+        // timer phase, after the tasks' first run.
+        let mut scripts_started = false;
         let mut rounds_busy: u32 = 0;
         while !self.stopped {
             // The clock is read once per round, and while the router is
@@ -919,6 +1128,9 @@ impl Router {
             // moving a small batch, and timestamps a few microseconds
             // coarse are what Click's "recent time" gives too.
             if rounds_busy.is_multiple_of(16) {
+                if !self.signal_flags.is_empty() {
+                    self.process_signals();
+                }
                 self.run_now = self.now();
                 if self.link.is_some() {
                     self.serve_link();
@@ -943,11 +1155,41 @@ impl Router {
                 if task.done {
                     continue;
                 }
-                if task.wake_at != i64::MIN && task.wake_at > self.run_now {
-                    next_wake = next_wake.min(task.wake_at);
-                    continue;
+                if task.wake_at != i64::MIN {
+                    // Waiting for its time (the timer phase readies it),
+                    // unless its signal has just turned active.
+                    let active = task.gate.as_ref().map(|g| g.active(&self.elems));
+                    let woken = active.is_some_and(|a| a && !task.signal_was);
+                    if let Some(a) = active {
+                        self.tasks[t].signal_was = a;
+                    }
+                    if !woken {
+                        next_wake = next_wake.min(self.tasks[t].wake_at);
+                        continue;
+                    }
+                    self.tasks[t].wake_at = i64::MIN;
+                }
+                let task = &self.tasks[t];
+                let mut signal = true;
+                if let Some(g) = &task.gate {
+                    let active = g.active(&self.elems);
+                    let node = task.node;
+                    let runs_anyway = self.elems[node].manages_signal() && !task.parked;
+                    self.tasks[t].signal_was = active;
+                    self.tasks[t].asleep = !active && !runs_anyway;
+                    if active {
+                        self.tasks[t].parked = false;
+                    } else if !runs_anyway {
+                        continue;
+                    }
+                    self.elems[node].set_signal(active);
+                    signal = active;
                 }
                 let status = self.run_task(t);
+                if !signal && status == TaskStatus::Idle {
+                    self.tasks[t].parked = true;
+                    self.tasks[t].asleep = true;
+                }
                 let task = &mut self.tasks[t];
                 match status {
                     TaskStatus::Busy => {
@@ -972,42 +1214,82 @@ impl Router {
                     self.flush_output();
                 }
             }
-            // Script timers: time only moves when the clock is read. While
-            // tasks are busy the timers are checked every 16 rounds; before
-            // an idle wait always, so that the wait (or, under simulated
-            // time, the jump to the next wake-up) never passes a script's
-            // timer.
-            let now = self.run_now;
-            let clock_read = !busy || rounds_busy.is_multiple_of(16);
-            for i in 0..self.scripts.len() {
-                if !clock_read {
-                    break;
-                }
-                let node = self.scripts[i];
-                if let Some(at) = self.script_wake(node) {
-                    if at <= now {
+            // Timers: time only moves when the clock is read. While tasks
+            // are busy the timers are checked every 16 rounds; before an
+            // idle wait always, so that the wait (or, under simulated time,
+            // the jump to the next wake-up) never passes a timer.
+            if !busy || rounds_busy.is_multiple_of(16) {
+                if !scripts_started {
+                    scripts_started = true;
+                    for i in 0..self.scripts.len() {
+                        let node = self.scripts[i];
                         self.step_script(node, false);
+                    }
+                    busy = true;
+                }
+                let now = self.run_now;
+                for task in &mut self.tasks {
+                    if !task.done && task.wake_at != i64::MIN && task.wake_at <= now {
+                        task.wake_at = i64::MIN;
                         busy = true;
-                    } else {
-                        next_wake = next_wake.min(at);
                     }
                 }
+                for k in 0..self.timers.len() {
+                    let node = self.timers[k];
+                    match self.elems[node].timer() {
+                        Some(at) if at <= now => {
+                            self.elems[node].run_timer(now);
+                            self.check_quit_watcher(node);
+                            busy = true;
+                        }
+                        Some(at) => next_wake = next_wake.min(at),
+                        None => {}
+                    }
+                }
+                busy |= self.run_due_scripts(&mut next_wake);
             }
             if self.ctrl.stop_requests > 0 {
                 self.handle_stops();
             }
             if self.stopped || busy {
+                self.sim_creep = 0;
                 rounds_busy = rounds_busy.wrapping_add(1);
                 continue;
             }
             rounds_busy = 0;
             let now = self.now();
-            let any_idle = self.tasks.iter().any(|t| !t.done && t.wake_at <= now);
+            let any_idle = self
+                .tasks
+                .iter()
+                .any(|t| !t.done && !t.asleep && t.wake_at <= now);
             match self.clock {
                 Clock::Simulated(_) => {
-                    if next_wake != i64::MAX {
+                    // A task that found nothing but stays scheduled (a
+                    // puller whose queue's empty notifier has not gone to
+                    // sleep yet) holds simulated time, as in Click, for a
+                    // few rounds; then time moves on.
+                    let spinning = self.tasks.iter().any(|t| {
+                        !t.done && !t.asleep && t.wake_at <= now && t.idle_rounds < IDLE_SPIN
+                    });
+                    if spinning {
+                        continue;
+                    }
+                    if any_idle {
+                        // Tasks stay scheduled but find nothing: they poll
+                        // on time (an unqueuer pulling through a shaper).
+                        // Click's simulated clock moves a tick at every
+                        // read, so such a graph advances there; here time
+                        // creeps, by steps that double while nothing
+                        // happens (a shaper's next packet is found in a
+                        // few rounds, whatever its rate), never past the
+                        // next timer.
+                        self.sim_creep =
+                            (self.sim_creep * 2).clamp(SIM_CREEP_MIN_NS, SIM_CREEP_MAX_NS);
+                        let to = self.sim_now.saturating_add(self.sim_creep).min(next_wake);
+                        self.sim_now = self.sim_now.max(to);
+                    } else if next_wake != i64::MAX {
                         self.sim_now = self.sim_now.max(next_wake);
-                    } else if !any_idle {
+                    } else {
                         // Nothing can ever happen again.
                         self.stopped = true;
                     }
@@ -1022,13 +1304,13 @@ impl Router {
                         // was due.
                     } else if next_wake == i64::MAX && !any_idle {
                         // Click would idle forever; so do we, cheaply.
-                        self.idle_sleep(FD_WAIT_MAX_NS);
+                        self.idle_sleep(self.real_ns(FD_WAIT_MAX_NS));
                     } else {
                         let now = self.now();
                         let until = if any_idle { now + 20_000 } else { next_wake };
                         let d = (until - now).clamp(0, IDLE_SLEEP_MAX_NS);
                         if d > 0 {
-                            self.idle_sleep(d);
+                            self.idle_sleep(self.real_ns(d));
                         }
                     }
                     if let Some(link) = &self.link {
@@ -1067,11 +1349,130 @@ impl Router {
         }
     }
 
+    /// For a `QuitWatcher` whose period has come: asks the driver to stop
+    /// if a watched element's task is no longer scheduled.
+    fn check_quit_watcher(&mut self, node: usize) {
+        let Some(q) = self.elems[node]
+            .as_any_mut()
+            .and_then(|a| a.downcast_mut::<crate::quitwatcher::QuitWatcher>())
+        else {
+            return;
+        };
+        if !q.take_due() {
+            return;
+        }
+        let names = q.names.clone();
+        for name in names {
+            let full = self.resolve_from(node, &format!("{name}.scheduled"));
+            let target = split_handler(&full).0.and_then(|e| self.find(e));
+            let scheduled = target.and_then(|t| self.task_scheduled(t));
+            if scheduled != Some(true) {
+                self.ctrl.stop_requests += 1;
+                self.handle_stops();
+                return;
+            }
+        }
+    }
+
+    /// Registers a flag for every signal a SIGNAL script runs on (Click's
+    /// `Master::add_signal_handler`), and puts the scripts on the list of
+    /// handlers.
+    fn install_signal_handlers(&mut self) {
+        for i in 0..self.scripts.len() {
+            let node = self.scripts[i];
+            let signals = match self.script_mut(node) {
+                Some(s) => s.signals().to_vec(),
+                None => continue,
+            };
+            for signo in signals {
+                if !self.signal_flags.iter().any(|(s, _)| *s == signo) {
+                    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    match signal_hook::flag::register(signo, flag.clone()) {
+                        Ok(_) => self.signal_flags.push((signo, flag)),
+                        Err(e) => {
+                            eprintln!(
+                                "{}: cannot handle signal {signo}: {e}",
+                                self.graph.nodes[node].name
+                            );
+                            continue;
+                        }
+                    }
+                }
+                self.signal_handlers.push((signo, node));
+            }
+        }
+    }
+
+    /// Runs the SIGNAL scripts of the signals that arrived (Click's
+    /// `Master::process_signals`): each handler runs once per batch of
+    /// arrivals and waits again only if its run ended at `end`. A signal
+    /// with no handler left gets its default action (the process ends).
+    fn process_signals(&mut self) {
+        use std::sync::atomic::Ordering;
+        for k in 0..self.signal_flags.len() {
+            let (signo, flag) = (self.signal_flags[k].0, self.signal_flags[k].1.clone());
+            if !flag.swap(false, Ordering::SeqCst) {
+                continue;
+            }
+            let run: Vec<usize> = self
+                .signal_handlers
+                .iter()
+                .filter(|(s, _)| *s == signo)
+                .map(|&(_, n)| n)
+                .collect();
+            self.signal_handlers.retain(|(s, _)| *s != signo);
+            if run.is_empty() {
+                let _ = signal_hook::low_level::emulate_default_handler(signo);
+                continue;
+            }
+            for node in run {
+                let _ = self.drive_script(node, ScriptCall::Control("run", ""));
+                if self.script_mut(node).is_some_and(|s| s.ended_at_end()) {
+                    self.signal_handlers.push((signo, node));
+                }
+            }
+            let handled = self.signal_handlers.iter().any(|(s, _)| *s == signo);
+            if !handled && flag.swap(false, Ordering::SeqCst) {
+                // It came again while its last handler gave up on it.
+                let _ = signal_hook::low_level::emulate_default_handler(signo);
+            }
+        }
+        if self.ctrl.stop_requests > 0 {
+            self.handle_stops();
+        }
+    }
+
+    /// Steps every script whose timer is due; lowers `next_wake` to the
+    /// others' timers. True if a script ran.
+    fn run_due_scripts(&mut self, next_wake: &mut i64) -> bool {
+        let now = self.run_now;
+        let mut ran = false;
+        for i in 0..self.scripts.len() {
+            let node = self.scripts[i];
+            if let Some(at) = self.script_wake(node) {
+                if at <= now {
+                    self.step_script(node, false);
+                    ran = true;
+                } else {
+                    *next_wake = (*next_wake).min(at);
+                }
+            }
+        }
+        if self.ctrl.stop_requests > 0 {
+            self.handle_stops();
+        }
+        ran
+    }
+
     /// When every idle task waits on a file descriptor or on other tasks,
     /// blocks in `poll` until a descriptor is ready or the next timer is
     /// due; false (nothing done) otherwise.
     fn wait_on_fds(&self, now: i64, next_wake: i64) -> bool {
-        let idle = || self.tasks.iter().filter(|t| !t.done && t.wake_at <= now);
+        let idle = || {
+            self.tasks
+                .iter()
+                .filter(|t| !t.done && !t.asleep && t.wake_at <= now)
+        };
         let waits: Vec<IdleWait> = idle()
             .map(|t| match self.elems[t.node].wait_fd() {
                 Some(_) => IdleWait::Fd,
@@ -1095,6 +1496,7 @@ impl Router {
                 PollFd::from_borrowed_fd(w.fd, ev)
             })
             .collect();
+        let timeout = self.real_ns(timeout);
         let ts = Timespec {
             tv_sec: timeout / 1_000_000_000,
             tv_nsec: timeout % 1_000_000_000,
@@ -1113,6 +1515,12 @@ impl Router {
     /// Sleeps `ns` nanoseconds while idle; with other threads, until one
     /// of them rings this router's doorbell, at the latest.
     fn idle_sleep(&self, ns: i64) {
+        // With SIGNAL scripts, wake often enough to run them promptly.
+        let ns = if self.signal_flags.is_empty() {
+            ns
+        } else {
+            ns.min(SIGNAL_POLL_NS)
+        };
         let d = std::time::Duration::from_nanos(ns.max(0) as u64);
         match (&self.link, &self.inbox) {
             (Some(link), None) => link.bell.wait(d),
@@ -1390,6 +1798,120 @@ impl Router {
 
     // ---- handlers --------------------------------------------------------
 
+    /// Finishes an element call the element left to the runtime: its
+    /// handler calls, then, for a packet `Script`, its packets (the batch
+    /// that arrived on input `port`), each run through the script and put
+    /// in the buffer of the output the script returns.
+    #[cold]
+    fn after_call(&mut self, node: usize, port: usize, batch: &mut Batch, ob: &mut OutBufs) {
+        self.ctrl.pending = false;
+        if !self.ctrl.calls.is_empty() {
+            self.make_calls(node);
+        }
+        if batch.is_empty() || self.script_mut(node).is_none() {
+            return;
+        }
+        for p in batch.drain() {
+            let out = self.drive_packet(node, port);
+            match out.filter(|&o| o < ob.bufs.len()) {
+                Some(o) => ob.spill.emit(&mut ob.bufs, o, p),
+                None => {
+                    if let Some(s) = self.script_mut(node) {
+                        s.count_drop();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a packet script for one packet that arrived on `port`; the
+    /// output it chose, if any.
+    fn drive_packet(&mut self, node: usize, port: usize) -> Option<usize> {
+        let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
+        let out = match elem.as_any_mut().and_then(|a| a.downcast_mut::<Script>()) {
+            Some(script) => {
+                let mut env = RouterEnv {
+                    router: self,
+                    me: node,
+                };
+                script.run_packet(&mut env, port)
+            }
+            None => None,
+        };
+        self.elems[node] = elem;
+        self.flush_output();
+        out
+    }
+
+    /// Makes the handler calls element `node` asked for during its call
+    /// (Click's `HandlerCall::call_write`), resolving element names
+    /// relative to its compound. A failed call is reported and the run
+    /// goes on.
+    #[cold]
+    fn make_calls(&mut self, node: usize) {
+        let calls = std::mem::take(&mut self.ctrl.calls);
+        for c in calls {
+            let full = self.resolve_from(node, &c.handler);
+            let target = split_handler(&full).0.and_then(|e| self.find(e));
+            if target.is_some_and(|t| self.out_of_table.contains(&t)) {
+                // The element is in the middle of its own call (a
+                // scheduler pulling its inputs): the write waits until it
+                // is back, as Click's would take effect on its next call.
+                self.deferred.push((node, full, c.value));
+                continue;
+            }
+            if let Err(e) = self.write_handler(&full, &c.value) {
+                eprintln!("{}: {e}", self.graph.nodes[node].name);
+            }
+        }
+    }
+
+    #[cold]
+    fn make_deferred_calls(&mut self) {
+        for (node, full, value) in std::mem::take(&mut self.deferred) {
+            if let Err(e) = self.write_handler(&full, &value) {
+                eprintln!("{}: {e}", self.graph.nodes[node].name);
+            }
+        }
+    }
+
+    /// The full name of handler `handler` as element `node` means it:
+    /// `ELEMENT.HANDLER` is looked up in `node`'s compound, then in each
+    /// enclosing one, as Click resolves names.
+    fn resolve_from(&self, node: usize, handler: &str) -> String {
+        let Some((elem, h)) = handler.rsplit_once('.') else {
+            return handler.to_string();
+        };
+        let mut prefix = self.graph.nodes[node].name.as_str();
+        while let Some(k) = prefix.rfind('/') {
+            prefix = &prefix[..k];
+            let full = format!("{prefix}/{elem}");
+            if self.find(&full).is_some() {
+                return format!("{full}.{h}");
+            }
+        }
+        handler.to_string()
+    }
+
+    /// After a handler write: Click's handlers reschedule their element's
+    /// task (`active true`, `reset`), so a task that had ended runs again.
+    fn reschedule(&mut self, node: usize) {
+        for t in &mut self.tasks {
+            if t.node == node {
+                t.done = false;
+                t.wake_at = i64::MIN;
+            }
+        }
+    }
+
+    /// The `scheduled` handler of a task: false once it has ended, while it
+    /// sleeps on a notifier and while it waits for a timer.
+    fn task_scheduled(&self, node: usize) -> Option<bool> {
+        let t = self.tasks.iter().find(|t| t.node == node)?;
+        let awake = t.gate.as_ref().is_none_or(|g| g.active(&self.elems));
+        Some(!t.done && awake && t.wake_at == i64::MIN)
+    }
+
     fn find(&self, name: &str) -> Option<usize> {
         self.graph.nodes.iter().position(|n| n.name == name)
     }
@@ -1431,6 +1953,11 @@ impl Router {
                     _ => a.to_string(),
                 });
             }
+            "scheduled" => {
+                if let Some(s) = self.task_scheduled(node) {
+                    return Ok(s.to_string());
+                }
+            }
             _ => {}
         }
         if h == "run" && self.script_mut(node).is_some() {
@@ -1463,6 +1990,21 @@ impl Router {
                     self.ctrl.stop_requests += 1;
                     Ok(())
                 }
+                "timewarp" => {
+                    let f = pronto_lang::args::parse_f64(value.trim())
+                        .ok()
+                        .filter(|f| *f > 0.0 && f.is_finite())
+                        .ok_or_else(|| {
+                            CallError::Failed(
+                                "timewarp".into(),
+                                "expected a positive real number".into(),
+                            )
+                        })?;
+                    if matches!(self.clock, Clock::Real) {
+                        self.set_timewarp(f);
+                    }
+                    Ok(())
+                }
                 _ => Err(CallError::NoHandler(String::new(), h.to_string(), "write")),
             };
         };
@@ -1479,14 +2021,58 @@ impl Router {
                 .map_err(|m| CallError::Failed(full.to_string(), m));
         }
         let prev = self.acct_switch(node);
-        let r = self.elems[node].write_handler(h, value);
+        let r = self.elems[node]
+            .write_handler(h, value)
+            .map_err(|e| match e {
+                HandlerError::NoSuchHandler(_) => {
+                    CallError::NoHandler(elem.to_string(), h.to_string(), "write")
+                }
+                HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
+            });
+        if r.is_ok() {
+            // Packets the write released leave under the element's
+            // accounting.
+            self.emit_after_write(node);
+        }
         self.acct_switch(prev);
-        r.map_err(|e| match e {
-            HandlerError::NoSuchHandler(_) => {
-                CallError::NoHandler(elem.to_string(), h.to_string(), "write")
+        if r.is_ok() {
+            self.reschedule(node);
+            let reconf = self.elems[node]
+                .handlers()
+                .iter()
+                .find(|x| x.name == h)
+                .and_then(|x| x.reconfigure);
+            if let Some(arg) = reconf {
+                let n = &mut self.graph.nodes[node];
+                n.config = reconfigured(&n.config, arg, value);
             }
-            HandlerError::BadValue(m) => CallError::Failed(full.to_string(), m),
-        })
+        }
+        r
+    }
+
+    /// Forwards the packets a write handler released
+    /// ([`Element::after_write`]), in batches, until it has no more.
+    fn emit_after_write(&mut self, node: usize) {
+        loop {
+            // Charged to the element: the last batch's pushes left the
+            // accounting on whatever element they reached.
+            self.acct_switch(node);
+            let mut ob = self.take_outbufs(node);
+            let mut batch = self.take_scratch();
+            let (more, pass) = {
+                let OutBufs { bufs, spill } = &mut *ob;
+                let mut out =
+                    Out::with_spill(bufs, spill, &self.pool, self.run_now, &mut self.ctrl);
+                let more = self.elems[node].after_write(&mut out);
+                (more, out.passed())
+            };
+            self.forward(node, pass, &mut batch, &mut ob);
+            self.outbufs[node] = Some(ob);
+            self.put_scratch(batch);
+            if !more {
+                return;
+            }
+        }
     }
 
     fn global_read(&mut self, h: &str, _params: &str) -> Result<String, CallError> {
@@ -1504,7 +2090,21 @@ impl Router {
                 }
                 Ok(s)
             }
-            "flatconfig" | "config" => Ok(self.flat_text.clone()),
+            "flatconfig" => Ok(self.flatconfig()),
+            // The text as written, unless it asked for compact_config.
+            "config" if self.source_text.is_empty() => Ok(self.flatconfig()),
+            "config" => Ok(self.source_text.clone()),
+            "requirements" => Ok(self
+                .requirements
+                .iter()
+                .map(|(k, v)| format!("{k}\n{v}\n"))
+                .collect()),
+            "driver" => Ok("userlevel".to_string()),
+            "packages" => Ok(String::new()),
+            "handlers" => Ok(GLOBAL_HANDLERS
+                .iter()
+                .map(|(n, m)| format!("{n}\t{m}\n"))
+                .collect()),
             "classes" => Ok(all_classes()
                 .iter()
                 .map(|e| format!("{}\n", e.spec.name))
@@ -1520,12 +2120,37 @@ impl Router {
                     c.refused
                 ))
             }
+            "timewarp" => Ok(match self.warp {
+                Some(w) => crate::script::format_real(w.factor),
+                None => "1".to_string(),
+            }),
             _ => Err(CallError::NoHandler(String::new(), h.to_string(), "read")),
         }
     }
 
     fn has_own_handler(&self, node: usize, h: &str) -> bool {
         self.elems[node].handlers().iter().any(|x| x.name == h)
+    }
+
+    /// Click's `flatconfig`: the configuration as the router now has it
+    /// (elements' configurations after reconfiguring writes).
+    fn flatconfig(&self) -> String {
+        if self.link.is_some() {
+            // Several threads: the whole configuration, as built.
+            return self.flat_text.clone();
+        }
+        let reqs: Vec<(&str, &str)> = self
+            .requirements
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let decls: Vec<(&str, &str, &str)> = self
+            .graph
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.class.name, n.config.as_str()))
+            .collect();
+        pronto_lang::unparse(&reqs, &decls, &self.conns)
     }
 
     fn ports_text(&self, node: usize) -> String {
@@ -1570,6 +2195,64 @@ impl Router {
         s
     }
 }
+
+/// The configuration after a write to a handler that changes one argument
+/// (Click's `reconfigure_keyword_handler`): `arg` is `"N KEYWORD"` (the
+/// N-th positional argument or the keyword) or `"KEYWORD"`. A keyword
+/// argument is replaced at the end; a positional one in place.
+fn reconfigured(config: &str, arg: &str, value: &str) -> String {
+    let (pos, kw) = match arg.split_once(' ') {
+        Some((n, k)) => (n.parse::<usize>().ok(), k),
+        None => (None, arg),
+    };
+    let mut args = pronto_lang::args::split_args(config);
+    let before = args.len();
+    args.retain(|a| pronto_lang::args::split_keyword(a).map(|(k, _)| k) != Some(kw));
+    let found_kw = args.len() != before;
+    let positional = pos.filter(|&p| {
+        !found_kw
+            && args
+                .get(p)
+                .is_some_and(|a| pronto_lang::args::split_keyword(a).is_none())
+    });
+    match positional {
+        Some(p) => args[p] = value.to_string(),
+        None => args.push(format!("{kw} {value}")),
+    }
+    args.join(", ")
+}
+
+/// Router time against real time: router time is `warped_base` plus the
+/// real time since `real_base`, times `factor`.
+#[derive(Clone, Copy, Debug)]
+struct Warp {
+    real_base: i64,
+    warped_base: i64,
+    factor: f64,
+}
+
+impl Warp {
+    fn now(&self, real: i64) -> i64 {
+        self.warped_base + ((real - self.real_base) as f64 * self.factor) as i64
+    }
+}
+
+/// The global handlers and their modes, as the global `handlers` handler
+/// lists them.
+const GLOBAL_HANDLERS: &[(&str, &str)] = &[
+    ("version", "r"),
+    ("driver", "r"),
+    ("config", "r"),
+    ("flatconfig", "r"),
+    ("requirements", "r"),
+    ("handlers", "r"),
+    ("list", "r"),
+    ("classes", "r"),
+    ("packages", "r"),
+    ("now", "r"),
+    ("timewarp", "rw"),
+    ("stop", "w"),
+];
 
 fn split_handler(full: &str) -> (Option<&str>, &str) {
     match full.rfind('.') {
@@ -1648,6 +2331,13 @@ struct RouterInputs<'r> {
 }
 
 impl pronto_elements::PullInputs for RouterInputs<'_> {
+    fn input_active(&mut self, input: usize) -> bool {
+        match self.router.input_gates[self.node].get(input) {
+            Some(g) => g.active(&self.router.elems),
+            None => true,
+        }
+    }
+
     fn pull_input(&mut self, input: usize) -> Option<pronto_packet::Packet> {
         let mut b = self.router.take_scratch();
         self.router.pull_input(self.node, input, &mut b, 1);
@@ -1655,6 +2345,10 @@ impl pronto_elements::PullInputs for RouterInputs<'_> {
         b.clear();
         self.router.put_scratch(b);
         p
+    }
+
+    fn stop_driver(&mut self) {
+        self.router.ctrl.stop_requests += 1;
     }
 }
 

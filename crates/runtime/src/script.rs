@@ -16,11 +16,13 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
 use pronto_elements::{
-    ActionProfile, ClassEntry, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Spec,
+    ActionProfile, ClassEntry, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
+    Spec,
 };
 use pronto_lang::args::{
     parse_f64, parse_i64, parse_seconds, parse_u32, parse_u64, split_args, split_keyword,
 };
+use pronto_packet::Batch;
 
 /// What a script run leaves behind.
 #[derive(Debug, PartialEq, Eq)]
@@ -259,6 +261,33 @@ fn quote(s: &str) -> String {
 }
 
 /// Click's boolean words, exactly.
+/// A signal by name (`INT`, `SIGUSR1`) or number, as Click's `NameInfo`
+/// knows them.
+pub(crate) fn signal_number(s: &str) -> Option<i32> {
+    let name = s.strip_prefix("SIG").unwrap_or(s);
+    let n = match name {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "ILL" => 4,
+        "ABRT" => 6,
+        "FPE" => 8,
+        "KILL" => 9,
+        "USR1" => 10,
+        "SEGV" => 11,
+        "USR2" => 12,
+        "PIPE" => 13,
+        "ALRM" => 14,
+        "TERM" => 15,
+        "CHLD" => 17,
+        "CONT" => 18,
+        "STOP" => 19,
+        "TSTP" => 20,
+        _ => return name.parse().ok().filter(|n| (1..=32).contains(n)),
+    };
+    Some(n)
+}
+
 fn parse_bool(s: &str) -> Option<bool> {
     match s {
         "0" | "n" | "f" | "no" | "false" => Some(false),
@@ -406,6 +435,11 @@ fn g_render(neg: bool, digits: &str, x: i32) -> String {
 }
 
 /// Formats a double the way Click does (`%.12g`).
+/// A real number as Click's script arithmetic prints it.
+pub(crate) fn format_real(v: f64) -> String {
+    fmt_f64(v)
+}
+
 fn fmt_f64(v: f64) -> String {
     if v.is_nan() {
         return if v.is_sign_negative() { "-nan" } else { "nan" }.to_string();
@@ -888,6 +922,11 @@ enum Kind {
     Active,
     Passive,
     Driver,
+    /// Runs once per packet; its `return` value is the output port.
+    Packet,
+    /// Runs when one of its signals arrives (a `run` each time); `end`
+    /// leaves it waiting for the next, `exit` removes it.
+    Signal,
 }
 
 /// Why the script is being stepped.
@@ -977,10 +1016,10 @@ enum Insn {
 
 /// Handlers every script has (besides exported variables).
 const OWN_HANDLERS: &[&str] = &[
-    "step", "goto", "run", "add", "sub", "min", "max", "mul", "div", "idiv", "mod", "rem", "neg",
-    "abs", "eq", "ne", "gt", "ge", "lt", "le", "not", "sprintf", "first", "random", "and", "or",
-    "nand", "nor", "if", "in", "now", "length", "unquote", "htons", "htonl", "ntohs", "ntohl",
-    "cat", "catq", "get", "set", "shift", "name", "class", "config",
+    "step", "goto", "run", "kill", "add", "sub", "min", "max", "mul", "div", "idiv", "mod", "rem",
+    "neg", "abs", "eq", "ne", "gt", "ge", "lt", "le", "not", "sprintf", "first", "random", "and",
+    "or", "nand", "nor", "if", "in", "now", "length", "unquote", "htons", "htonl", "ntohs",
+    "ntohl", "cat", "catq", "get", "set", "shift", "name", "class", "config",
 ];
 
 const HANDLERS: &[HandlerInfo] = &[
@@ -1051,12 +1090,19 @@ pub struct Script {
     running: bool,
     pending_steps: i64,
     rng: Cell<u64>,
+    /// Packets a packet script dropped (`exit`, or no such output).
+    drops: u64,
+    /// The signals a SIGNAL script runs on.
+    signals: Vec<i32>,
+    /// How the last run ended.
+    last_fin: Option<Fin>,
 }
 
 impl Script {
     pub(crate) const SPEC: Spec = Spec::new("Script")
-        .ports("0/0")
-        .processing("a/a")
+        .printing()
+        .ports("-/-")
+        .processing("ah/ah")
         .keywords(&["TYPE"])
         .profile(ActionProfile::NONE)
         .doc(
@@ -1068,7 +1114,13 @@ impl Script {
              goto L [COND] (also exit/end/stop/error/loop), loop, end, exit, stop,\n\
              return/returnq [VALUE], error/errorq [MSG].\n\
              Substitutions: $var, ${var}, $(HANDLER ARGS...), $?, $args, $1.., $#.\n\
-             Keywords:\n  TYPE  ACTIVE (default), PASSIVE or DRIVER\n\
+             Keywords:\n  TYPE  ACTIVE (default), PASSIVE, DRIVER, or PACKET (also PUSH): a packet\n        \
+             script runs from the top for every packet that arrives ($input is its\n        \
+             input port) and sends it to the output its `return` names (`end`: output\n        \
+             0; `exit`, `stop` or a missing output: the packet is dropped and counted\n        \
+             in `drops`). A script with ports and no TYPE is a packet script.\n\
+             Ports: none, or (packet scripts) any number of inputs and outputs, the\n\
+             first of each agnostic, the others push.\n\
              Handlers: step, goto, run, add, sub, min, max, mul, div, idiv, mod, rem, neg, abs,\n\
              eq, ne, lt, gt, le, ge, not, and, or, nand, nor, if, in, first, sprintf, random,\n\
              now, length, unquote, htons, htonl, ntohs, ntohl, cat, catq, get, set, shift,\n\
@@ -1099,23 +1151,34 @@ impl Script {
         default: Kind,
         class: &'static str,
     ) -> Result<Script, ConfigError> {
-        if ctx.ninputs > 0 || ctx.noutputs > 0 {
-            return Err(ConfigError::new(
-                "ports allowed only on PACKET scripts (TYPE PACKET not supported yet)",
-            ));
-        }
         let mut errors: Vec<String> = Vec::new();
         let mut kind = default;
+        let mut typed = false;
+        let mut signals: Vec<i32> = Vec::new();
         let mut insns: Vec<Insn> = Vec::new();
         for arg in split_args(ctx.config) {
             if let Some(("TYPE", rest)) = split_keyword(&arg) {
                 let (word, more) = shift_word(rest);
+                typed = true;
                 match (word, more.is_empty()) {
                     ("", _) => {}
                     ("ACTIVE", true) => kind = Kind::Active,
                     ("PASSIVE", true) => kind = Kind::Passive,
                     ("DRIVER", true) => kind = Kind::Driver,
-                    ("PACKET" | "PUSH" | "PROXY" | "SIGNAL", _) => {
+                    ("PACKET" | "PUSH", true) => kind = Kind::Packet,
+                    ("SIGNAL", _) => {
+                        kind = Kind::Signal;
+                        for s in words(more) {
+                            match signal_number(s) {
+                                Some(n) => signals.push(n),
+                                None => errors.push(format!("bad signal number `{s}`")),
+                            }
+                        }
+                        if more.trim().is_empty() {
+                            errors.push("missing signal number".into());
+                        }
+                    }
+                    ("PROXY", _) => {
                         errors.push(format!("TYPE {word} not supported yet"));
                     }
                     _ => errors.push(format!("bad TYPE `{}`", rest.trim())),
@@ -1128,6 +1191,14 @@ impl Script {
                 Err(e) => errors.push(e),
             }
         }
+        if !typed && (ctx.ninputs > 0 || ctx.noutputs > 0) {
+            kind = Kind::Packet;
+        }
+        if kind == Kind::Packet && ctx.ninputs == 0 {
+            errors.push("PACKET script must have inputs".into());
+        } else if kind != Kind::Packet && (ctx.ninputs > 0 || ctx.noutputs > 0) {
+            errors.push("ports allowed only on PACKET scripts".into());
+        }
         if insns.is_empty() && kind == Kind::Driver {
             insns.push(Insn::Pause(1));
         }
@@ -1136,7 +1207,9 @@ impl Script {
         } else {
             Insn::End
         });
-        if !matches!(insns[0], Insn::Pause(_) | Insn::Wait(_)) {
+        if !matches!(kind, Kind::Packet | Kind::Signal)
+            && !matches!(insns[0], Insn::Pause(_) | Insn::Wait(_))
+        {
             insns.insert(0, Insn::Initial);
         }
         // Resolve goto labels.
@@ -1205,6 +1278,9 @@ impl Script {
             running: false,
             pending_steps: 0,
             rng: Cell::new(seed | 1),
+            drops: 0,
+            signals,
+            last_fin: None,
         })
     }
 
@@ -1231,7 +1307,7 @@ impl Script {
             self.started = true;
             self.name = env.my_name().to_string();
             self.initialize(env);
-            if self.kind == Kind::Passive {
+            if matches!(self.kind, Kind::Passive | Kind::Packet | Kind::Signal) {
                 return ScriptState::Blocked;
             }
             return match self.insns.first().cloned() {
@@ -1255,6 +1331,69 @@ impl Script {
             return ScriptState::Blocked;
         }
         self.drive(env, 1, StepKind::Timer)
+    }
+
+    /// Runs a packet script for one packet that arrived on input `port`:
+    /// from the top, with `$input` set. The output the packet goes to
+    /// (`return N`, or 0 at the end), or `None` to drop it.
+    pub(crate) fn run_packet(&mut self, env: &mut dyn Env, port: usize) -> Option<usize> {
+        if !self.started {
+            self.started = true;
+            self.name = env.my_name().to_string();
+            self.initialize(env);
+        }
+        if self.running {
+            // A handler call made by the script sent a packet back here.
+            return None;
+        }
+        self.set_var("input", port.to_string());
+        self.pc = 0;
+        self.running = true;
+        let (_, fin) = self.step(env, 0, 0);
+        self.running = false;
+        match fin {
+            Some(Fin::Return) => {
+                let v = self.var("_").unwrap_or_default();
+                parse_u64(v.trim())
+                    .ok()
+                    .and_then(|n| usize::try_from(n).ok())
+            }
+            Some(Fin::End) => Some(0),
+            Some(Fin::Stop) => {
+                env.stop();
+                None
+            }
+            Some(Fin::Error(m)) => {
+                if let Some(m) = m {
+                    self.report(env, &m);
+                }
+                None
+            }
+            Some(Fin::Disabled) => {
+                env.eprint(&format!(
+                    "{} :: {}: too many jumps, giving up\n",
+                    self.name, self.class
+                ));
+                None
+            }
+            Some(Fin::Exit) | None => None,
+        }
+    }
+
+    /// The signals a SIGNAL script runs on (empty for other scripts).
+    pub(crate) fn signals(&self) -> &[i32] {
+        &self.signals
+    }
+
+    /// True when the last run ended at `end` (a SIGNAL script then waits
+    /// for its signals again).
+    pub(crate) fn ended_at_end(&self) -> bool {
+        self.last_fin == Some(Fin::End)
+    }
+
+    /// Counts a packet the script dropped.
+    pub(crate) fn count_drop(&mut self) {
+        self.drops += 1;
     }
 
     /// One step: a driver stop event for a driver script, a `step` write
@@ -1308,7 +1447,14 @@ impl Script {
         self.pc = 0;
         self.run_args = args.to_string();
         let state = self.drive(env, 0, StepKind::Jump);
-        self.run_args.clear();
+        // Click keeps the arguments for a script that waits or ends
+        // normally (a `wait` later in it still sees `$1`), and forgets
+        // them after `stop` or an error.
+        if matches!(state, ScriptState::Ended { stop: true, .. })
+            || matches!(state, ScriptState::Ended { error: Some(_), .. })
+        {
+            self.run_args.clear();
+        }
         let value = match self.insns.get(self.pc) {
             Some(Insn::Return { .. }) if self.finished => Ok(self.var("_").unwrap_or_default()),
             _ => Ok(String::new()),
@@ -1382,13 +1528,14 @@ impl Script {
     }
 
     fn complete(&mut self, env: &mut dyn Env, fin: Option<Fin>, kind: StepKind) -> ScriptState {
+        self.last_fin.clone_from(&fin);
         let Some(fin) = fin else {
             self.finished = self.pc >= self.insns.len();
             return ScriptState::Blocked;
         };
         self.finished = true;
         if fin == Fin::Disabled {
-            let msg = format!("{}: too many jumps, giving up", self.name);
+            let msg = format!("{} :: {}: too many jumps, giving up", self.name, self.class);
             if self.is_driver() {
                 return ScriptState::Ended {
                     stop: false,
@@ -2071,6 +2218,21 @@ impl Script {
                 }
                 Ok(first)
             }
+            "kill" => {
+                let (sig, pids) = shift_word(params);
+                let signo = signal_number(sig).ok_or_else(|| "bad SIGNO".to_string())?;
+                for pid in words(pids) {
+                    let pid = parse_int(pid)
+                        .and_then(|p| i32::try_from(p).ok())
+                        .and_then(rustix::process::Pid::from_raw)
+                        .ok_or_else(|| "bad PID".to_string())?;
+                    let sig = rustix::process::Signal::from_named_raw(signo)
+                        .ok_or_else(|| "bad SIGNO".to_string())?;
+                    rustix::process::kill_process(pid, sig)
+                        .map_err(|e| format!("kill({}, {signo}): {e}", pid.as_raw_nonzero()))?;
+                }
+                Ok(String::new())
+            }
             "run" => Err("script is already running".into()),
             "step" | "goto" | "set" => Err(format!("`{}.{h}` is write-only", self.name)),
             _ => Err(format!("element `{}` has no read handler `{h}`", self.name)),
@@ -2254,6 +2416,12 @@ fn parse_insn(arg: &str) -> Result<Option<Insn>, String> {
 }
 
 impl Element for Script {
+    fn push(&mut self, _port: usize, _batch: &mut Batch, out: &mut Out<'_>) {
+        // The runtime runs the packets through the script (it needs the
+        // router for the script's handler calls): see `after_call`.
+        out.ctrl.pending = true;
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         HANDLERS
     }
@@ -2263,6 +2431,9 @@ impl Element for Script {
             Some((h, p)) => (h, p.trim_start()),
             None => (name, ""),
         };
+        if h == "drops" && self.kind == Kind::Packet && !self.exports.iter().any(|e| e == "drops") {
+            return Ok(self.drops.to_string());
+        }
         match self.local_read(h, params) {
             Some(r) => r.map_err(HandlerError::BadValue),
             None => match h {
@@ -2408,6 +2579,56 @@ mod tests {
             "Script"
         };
         Script::build(&ctx, kind, class)
+    }
+
+    fn packet_script(config: &str) -> Script {
+        let ctx = ConfigCtx {
+            name: "p",
+            config,
+            ninputs: 2,
+            noutputs: 2,
+            base_dir: Path::new("."),
+            keywords: &["TYPE"],
+            output_push: &[true, true],
+            input_push: &[true, true],
+            peers: &pronto_elements::NoPeers,
+        };
+        Script::build(&ctx, Kind::Active, "Script").expect("configures")
+    }
+
+    #[test]
+    fn packet_scripts_choose_an_output_per_packet() {
+        let mut env = FakeEnv::new();
+        let mut s =
+            packet_script("TYPE PACKET, init i 0, set j $i, set i $(if $(eq $i 0) 1 0), return $j");
+        let outs: Vec<Option<usize>> = (0..4).map(|_| s.run_packet(&mut env, 0)).collect();
+        assert_eq!(outs, vec![Some(0), Some(1), Some(0), Some(1)]);
+        // Ports and no TYPE: a packet script; `end` (implicit) is output 0.
+        let mut s = packet_script("print $input");
+        assert_eq!(s.run_packet(&mut env, 1), Some(0));
+        assert_eq!(env.stdout(), "1\n");
+        let mut s = packet_script("TYPE PACKET, exit");
+        assert_eq!(s.run_packet(&mut env, 0), None);
+        let mut s = packet_script("TYPE PACKET, return nonsense");
+        assert_eq!(s.run_packet(&mut env, 0), None);
+        s.count_drop();
+        assert_eq!(s.read_handler("drops").expect("drops"), "1");
+        // Other types take no ports.
+        let ctx = ConfigCtx {
+            name: "p",
+            config: "TYPE PASSIVE",
+            ninputs: 1,
+            noutputs: 0,
+            base_dir: Path::new("."),
+            keywords: &["TYPE"],
+            output_push: &[],
+            input_push: &[true],
+            peers: &pronto_elements::NoPeers,
+        };
+        let e = Script::build(&ctx, Kind::Active, "Script")
+            .err()
+            .expect("refused");
+        assert_eq!(e.message, "ports allowed only on PACKET scripts");
     }
 
     fn script(config: &str) -> Script {
@@ -2677,7 +2898,7 @@ mod tests {
         assert_eq!(s.run(&mut env), ScriptState::Blocked);
         assert!(s.ended());
         assert!(
-            env.err.contains("s: too many jumps, giving up"),
+            env.err.contains("s :: Script: too many jumps, giving up"),
             "{}",
             env.err
         );
@@ -2688,7 +2909,7 @@ mod tests {
             d.run(&mut env),
             ScriptState::Ended {
                 stop: false,
-                error: Some("s: too many jumps, giving up".into())
+                error: Some("s :: DriverManager: too many jumps, giving up".into())
             }
         );
     }
@@ -3177,13 +3398,13 @@ mod tests {
         assert_eq!(err("Script", "goto nowhere"), "no such label `nowhere`");
         assert_eq!(err("Script", "TYPE FOO"), "bad TYPE `FOO`");
         assert_eq!(err("Script", "TYPE ACTIVE X"), "bad TYPE `ACTIVE X`");
-        assert_eq!(
-            err("Script", "TYPE SIGNAL INT"),
-            "TYPE SIGNAL not supported yet"
-        );
+        assert_eq!(err("Script", "TYPE SIGNAL"), "missing signal number");
+        assert_eq!(err("Script", "TYPE SIGNAL FOO"), "bad signal number `FOO`");
+        let s = script("TYPE SIGNAL INT SIGUSR1 15, print hi");
+        assert_eq!(s.signals(), [2, 10, 15]);
         assert_eq!(
             err("Script", "TYPE PACKET"),
-            "TYPE PACKET not supported yet"
+            "PACKET script must have inputs"
         );
         assert_eq!(err("Script", "TYPE PROXY"), "TYPE PROXY not supported yet");
         assert_eq!(err("Script", "set x"), "syntax error at `set`");

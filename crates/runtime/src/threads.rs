@@ -242,7 +242,11 @@ pub fn partition(flat: &FlatConfig, nthreads: usize) -> Result<Partition, Vec<Di
                         format!("`{}` does not name an element", p.element),
                         Some(flat.elements[si].config_span),
                     )
-                    .with_note(note.clone()),
+                    .with_note(note.clone())
+                    .with_context(
+                        format!("While configuring '{} :: {}'", se.name, se.class),
+                        se.span,
+                    ),
                 );
                 continue;
             }
@@ -904,10 +908,7 @@ mod tests {
         );
         let (f, _) = flat("InfiniteSource -> d :: Discard -> Discard;");
         let e = partition(&f, 2).expect_err("port error");
-        assert_eq!(
-            e[0].message,
-            "`d :: Discard` has no outputs, but output 0 is connected"
-        );
+        assert_eq!(e[0].message, "'d :: Discard' has no output 0");
     }
 
     #[test]

@@ -66,8 +66,14 @@ const STAGES: &[Stage] = &[
     st("E :: Queue({Q}) -> X :: Unqueue(BURST {B})", 1, 1),
     st("E :: SimpleQueue({Q}) -> X :: Unqueue(BURST {B})", 1, 1),
     st("E :: Queue({Q}) -> X :: RatedUnqueue({R})", 1, 1),
-    st("E :: Queue({Q}) -> Shaper({R}) -> X :: Unqueue", 1, 1),
-    st("E :: Queue({Q}) -> BandwidthShaper({R}00Bps) -> X :: Unqueue", 1, 1),
+    // Shapers, drained by a timed unqueuer and by one that polls.
+    st("E :: Queue({Q}) -> Shaper({R}) -> X :: RatedUnqueue({R})", 1, 1),
+    st("E :: Queue({Q}) -> Shaper({R}) -> X :: Unqueue(BURST {B})", 1, 1),
+    st(
+        "E :: Queue({Q}) -> BandwidthShaper({R}00Bps) -> X :: RatedUnqueue({R})",
+        1,
+        1,
+    ),
     st("E :: RatedSplitter({R})", 1, 2),
     st("E :: BandwidthRatedSplitter({R}00Bps)", 1, 2),
     st("E :: Meter({R})", 1, 2),
@@ -347,6 +353,9 @@ fn check(s: &Shape) -> Result<(), TestCaseError> {
         .collect();
     std::fs::write(&trace, pcap(&frames)).expect("write trace");
     let text = config(s, &trace);
+    if std::env::var_os("PRONTO_CONSERVATION_SHOW").is_some() {
+        eprintln!("---- case\n{text}");
+    }
     // A pool limit below what the queues can hold is refused at set-up
     // (tested below); then the limit is raised to what they hold plus a
     // little, so that copies in flight still meet a full pool.
@@ -388,13 +397,19 @@ fn check(s: &Shape) -> Result<(), TestCaseError> {
         .and_then(|v| v.parse().ok())
         .expect("refused line");
     prop_assert_eq!(refused, pool_refused, "{}", text);
-    // The source's packets all went in (it stops only when done).
+    // The source's packets all went in (it stops only when done, or when
+    // what it feeds is full for good).
     let sent = match s.source {
         0 | 1 => frames.len() as u64,
         _ => s.limit as u64,
     };
-    prop_assert_eq!(number(&mut router, "src.count"), sent, "{}", text);
-    prop_assert_eq!(entered, sent, "{}", text);
+    let made = number(&mut router, "src.count");
+    prop_assert_eq!(entered, made, "{}", text);
+    if !text.contains("Idle") {
+        // A source whose downstream queue never drains (`Queue -> Idle`)
+        // sleeps on its full notifier, as in Click; otherwise it finishes.
+        prop_assert_eq!(made, sent, "{}", text);
+    }
     // Each connection's ends agree: an element's `ocounts` line for a
     // port is what the next element's `icounts` got from it.
     let total_out: u64 = (0..names.len())
@@ -470,6 +485,38 @@ fn copies_held_in_queues_are_all_counted() {
         assert_eq!(got, 3000, "branch {b}");
         assert_eq!(number(&mut r, &format!("q{b}.drops")), 0);
     }
+    r.check_conservation().expect("conserved");
+}
+
+#[test]
+fn packets_parked_in_a_shared_arp_table_are_counted_where_they_went() {
+    // q1 parks five packets for 10.0.0.5 in the ARPTable it shares with
+    // q2; the reply reaches q2, which sends them on. Each querier's counts
+    // add up with what it lent to (or took from) the table.
+    let text = "t :: ARPTable;
+        InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 0a000005>, LIMIT 5, STOP false)
+          -> GetIPAddress(16) -> q1 :: ARPQuerier(10.0.0.1, 02:00:00:00:00:01, TABLE t);
+        q1[0] -> c1 :: Counter -> Discard;
+        q1[1] -> Discard;
+        Idle -> [1]q1;
+        Idle -> GetIPAddress(16) -> q2 :: ARPQuerier(10.0.0.1, 02:00:00:00:00:01, TABLE t);
+        TimedSource(0.5, \\<020000000001 020000000005 0806 0001 0800 06 04 0002 020000000005 0a000005 020000000001 0a000001>, LIMIT 1)
+          -> [1]q2;
+        q2[0] -> c2 :: Counter -> Discard;
+        q2[1] -> Discard;
+        Script(wait 1, stop);";
+    let mut r = build(text, pronto_runtime::DEFAULT_POOL_LIMIT).expect("builds");
+    r.run().expect("runs");
+    assert_eq!(number(&mut r, "c1.count"), 0);
+    assert_eq!(number(&mut r, "c2.count"), 5);
+    assert_eq!(
+        r.read_handler("q1.accounting", "").expect("accounting"),
+        "in 5 0\nout 0 1\nmade 1\nfreed 0\nheld 0\nlent 5\nalloc_refused 0\n"
+    );
+    assert_eq!(
+        r.read_handler("q2.accounting", "").expect("accounting"),
+        "in 0 1\nout 5 0\nmade 0\nfreed 1\nheld 0\nlent -5\nalloc_refused 0\n"
+    );
     r.check_conservation().expect("conserved");
 }
 

@@ -137,10 +137,11 @@ impl<'a> Request<'a> {
             "READ" => Ok(Request::Read(need("ELEMENT.HANDLER")?)),
             "WRITE" => {
                 let rest = need("ELEMENT.HANDLER [VALUE]")?;
-                Ok(match rest.split_once(' ') {
-                    Some((h, v)) => Request::Write(h, v),
-                    None => Request::Write(rest, ""),
-                })
+                let (h, v) = rest.split_once(' ').unwrap_or((rest, ""));
+                if h.is_empty() {
+                    return Err("WRITE: expected ELEMENT.HANDLER before the value".into());
+                }
+                Ok(Request::Write(h, v))
             }
             _ => Err(format!(
                 "unknown request `{}`: expected PING, PORT, POOL, CONFIG, READ, WRITE, RUN, WAIT, \
@@ -303,6 +304,11 @@ mod tests {
             .expect_err("unknown")
             .starts_with("unknown request `HELLO`"));
         assert!(Request::parse(&[0xff]).is_err());
+        // Found by the fuzzer: a value with no handler before it.
+        assert_eq!(
+            Request::parse(b"WRITE  ").expect_err("no handler"),
+            "WRITE: expected ELEMENT.HANDLER before the value"
+        );
         assert_eq!(
             Request::parse(b"PORT eth0 12").expect_err("short"),
             "PORT: expected INTERFACE SLOTS RING, found `eth0 12`"

@@ -717,7 +717,7 @@ mod tests {
     #[ignore = "measurement; prints figures"]
     fn measure_clone_against_fork_unshare_fork() {
         if !rustix::process::geteuid().is_root() {
-            eprintln!("skipping measure_clone_against_fork_unshare_fork: needs root");
+            eprintln!("SKIPPED measure_clone_against_fork_unshare_fork: needs root");
             return;
         }
         const N: usize = 200;

@@ -1,8 +1,6 @@
 //! The MAC table: static entries, learned entries with aging, a fixed
 //! capacity reserved up front so that learning never allocates.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A MAC address packed into the low 48 bits of a `u64` (first byte
@@ -21,30 +19,6 @@ pub fn is_group(m: Mac) -> bool {
     m & (1 << 40) != 0
 }
 
-/// A multiplicative hash for 48-bit keys (the table is keyed by MACs the
-/// switch chose to learn, capped in size, so flooding it costs its owner
-/// nothing but its own entries).
-#[derive(Default)]
-pub struct MacHasher(u64);
-
-impl Hasher for MacHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        let x = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = x ^ (x >> 32);
-    }
-}
-
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     port: u16,
@@ -54,7 +28,11 @@ struct Entry {
 
 /// MAC → port.
 pub struct MacTable {
-    map: HashMap<Mac, Entry, BuildHasherDefault<MacHasher>>,
+    /// Source addresses are whatever a port's process writes into its
+    /// frames: hashed with a per-table secret key (`pronto_hash`), so no
+    /// tenant can pick addresses that pile up in one place of the table
+    /// every switching thread reads.
+    map: pronto_hash::KeyedMap<Mac, Entry>,
     max: usize,
     aging_ms: u32,
     refresh_ms: u32,
@@ -65,8 +43,7 @@ impl MacTable {
     /// A table of at most `max` entries whose learned entries expire after
     /// `aging_ms` milliseconds without traffic.
     pub fn new(max: usize, aging_ms: u32) -> MacTable {
-        let mut map = HashMap::default();
-        map.reserve(max);
+        let map = pronto_hash::map_with_capacity(max);
         MacTable {
             map,
             max,
@@ -172,6 +149,14 @@ impl MacTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn two_tables_hash_the_same_address_differently() {
+        let (a, b) = (MacTable::new(16, 100), MacTable::new(16, 100));
+        let m = mac(&[2, 0, 0, 0, 0, 1]);
+        assert_ne!(a.map.hasher().hash_one(m), b.map.hasher().hash_one(m));
+    }
 
     #[test]
     fn learns_ages_and_keeps_static() {

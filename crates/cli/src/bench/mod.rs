@@ -59,6 +59,20 @@ Subcommands:
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)
+
+Options by subcommand (the defaults in brackets):
+  switch, ports, cores   --duration SECONDS [1] per point, --runs N [3] per point,
+                         --max-ports N, --max-threads N, --no-pin
+  veth                   --duration SECONDS, --methods LIST, --rates LIST (pps),
+                         --pings N [200]
+  tcp                    --duration SECONDS, --methods LIST, --pings N
+  boot                   --count N [1000], --pause-ms MS [0] between creates
+  handlers               --runs N [200] round trips per size
+  consolidate            --count N [10000]
+  chain                  --duration SECONDS [1] per point
+  nfp                    --duration, --max, --dc, --rising, --work, --no-pin,
+                         --slots, --ring (above)
+  gen, sink              `pronto bench gen --help`
 ";
 
 /// Runs `pronto bench ARGS`.

@@ -398,6 +398,77 @@ async fn quota_set(
     Ok(Json(quota_view(&a.s.manager, &name)).into_response())
 }
 
+/// The request bodies of the API (for [`parse_request_body`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyKind {
+    /// `POST /v1/tenants`.
+    Tenant,
+    /// `POST /v1/instances`.
+    Instance,
+    /// `PUT /v1/instances/NAME/config`.
+    Config,
+    /// `PUT /v1/switch/macs/MAC`.
+    Mac,
+}
+
+/// Parses a request body the way the API's handlers do before they act
+/// on it: the JSON object and its fields, then every check that needs no
+/// daemon state (names, sizes, interfaces). The error is the message the
+/// API would answer with. Request bodies come from tenants: no input may
+/// panic (`fuzz/fuzz_targets/rest_body.rs`). Configurations are not
+/// parsed here: the daemon never parses one (a sandbox builds it).
+pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
+    let msg = |e: ApiError| e.message;
+    match kind {
+        BodyKind::Tenant => {
+            let name: String = Fields::parse(body, &["name"])
+                .and_then(|mut f| f.need("name"))
+                .map_err(msg)?;
+            crate::manager::check_tenant(&name).map_err(|e| e.to_string())
+        }
+        BodyKind::Instance => {
+            let mut f = Fields::parse(
+                body,
+                &[
+                    "name",
+                    "config",
+                    "tenant",
+                    "memory",
+                    "cpu",
+                    "pids",
+                    "cpus",
+                    "interfaces",
+                ],
+            )
+            .map_err(msg)?;
+            let name: String = f.need("name").map_err(msg)?;
+            let _: String = f.need("config").map_err(msg)?;
+            let tenant: Option<String> = f.opt("tenant").map_err(msg)?;
+            let memory: Option<Value> = f.opt("memory").map_err(msg)?;
+            let _: Option<f64> = f.opt("cpu").map_err(msg)?;
+            let _: Option<u64> = f.opt("pids").map_err(msg)?;
+            let _: Option<Vec<usize>> = f.opt("cpus").map_err(msg)?;
+            let interfaces: Vec<IfaceSpec> = f.opt("interfaces").map_err(msg)?.unwrap_or_default();
+            crate::manager::check_name(&name).map_err(|e| e.to_string())?;
+            if let Some(t) = &tenant {
+                crate::manager::check_tenant(t).map_err(|e| e.to_string())?;
+            }
+            if let Some(v) = &memory {
+                parse_size(v).map_err(|e| format!("memory: {e}"))?;
+            }
+            crate::manager::names::check_ifaces(&interfaces).map_err(|e| e.to_string())
+        }
+        BodyKind::Config => Fields::parse(body, &["config"])
+            .and_then(|mut f| f.need::<String>("config"))
+            .map(|_| ())
+            .map_err(msg),
+        BodyKind::Mac => Fields::parse(body, &["port"])
+            .and_then(|mut f| f.need::<u16>("port"))
+            .map(|_| ())
+            .map_err(msg),
+    }
+}
+
 /// Bytes from `8388608`, `"8388608"`, `"8M"`, `"512K"`, `"1G"`.
 pub fn parse_size(v: &Value) -> Result<u64, String> {
     match v {
@@ -992,6 +1063,34 @@ pub fn serve(opts: Options, ready: impl FnOnce(&Daemon)) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_bodies_parse_as_the_handlers_parse_them() {
+        let ok = |k, b: &str| parse_request_body(k, b.as_bytes());
+        assert_eq!(ok(BodyKind::Tenant, r#"{"name":"acme"}"#), Ok(()));
+        assert_eq!(
+            ok(BodyKind::Tenant, r#"{"name":"-x"}"#),
+            Err("tenant name `-x`: use 1 to 31 of a-z, 0-9 and `-`, not starting with `-`".into())
+        );
+        assert_eq!(
+            ok(
+                BodyKind::Instance,
+                r#"{"name":"fw","config":"Idle -> Discard;","memory":"8M"}"#
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            ok(
+                BodyKind::Instance,
+                r#"{"name":"fw","config":"","memory":"8X"}"#
+            ),
+            Err("memory: `8X` is not a size (8388608, 512K, 8M, 1G)".into())
+        );
+        let e = ok(BodyKind::Mac, r#"{"port":70000}"#).expect_err("out of range");
+        assert!(e.starts_with("request body: "), "{e}");
+        let e = ok(BodyKind::Config, "\u{0}{").expect_err("not JSON");
+        assert!(e.starts_with("request body: "), "{e}");
+    }
 
     /// Every path and method of docs/openapi.yaml reaches a handler of the
     /// router (not the "no such endpoint" fallback); the count pins the

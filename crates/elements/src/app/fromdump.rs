@@ -291,6 +291,11 @@ impl FromDump {
             (None, false) => EndAction::Nothing,
         };
 
+        if crate::world::check_only() {
+            return Ok(crate::world::stand_in([crate::world::input_file(
+                ctx, &filename,
+            )]));
+        }
         let path = ctx.path(&filename);
         let map = MappedFile::open(&path)
             .map_err(|e| cfg_err(format!("{filename}: {}", pcap::os_error_text(&e))))?;

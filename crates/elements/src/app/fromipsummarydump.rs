@@ -424,17 +424,26 @@ impl FromIPSummaryDump {
              DEFAULT_FLOWID (or FLOWID)  `SRC SPORT DST DPORT [PROTO]' defaults\n  \
              ALLOW_NONEXISTENT  boolean; a missing file is empty (default false)\n  \
              DATA      read this string instead of a file\n  \
-             BURST     packets per task run (default 256)\n\
+             BURST     packets per task run (default 1, as Click: a task run\n            \
+             pushes one packet, so sources interleave packet by packet)\n\
              Handlers:\n  sampling_prob (read), active (read/write), encap (read), filesize (read),\n  \
              filepos (read), stop (write)",
         );
 
     /// Configures a `FromIPSummaryDump`: reads the file's banner.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Ok(Box::new(Self::build(ctx)?))
+        let mut warning = None;
+        let e = Self::build(ctx, &mut warning)?;
+        if crate::world::check_only() {
+            return Ok(crate::world::stand_in([warning]));
+        }
+        Ok(Box::new(e))
     }
 
-    fn build(ctx: &ConfigCtx<'_>) -> Result<FromIPSummaryDump, ConfigError> {
+    fn build(
+        ctx: &ConfigCtx<'_>,
+        check_warning: &mut Option<String>,
+    ) -> Result<FromIPSummaryDump, ConfigError> {
         let mut a = ctx.args();
         let filename: Option<String> = a.read_p("FILENAME")?;
         let stop = a.read_or("STOP", false)?;
@@ -462,7 +471,7 @@ impl FromIPSummaryDump {
         }
         let allow_nonexistent = a.read_or("ALLOW_NONEXISTENT", false)?;
         let data: Option<String> = a.read("DATA")?;
-        let burst: usize = a.read_or("BURST", BATCH_MAX)?;
+        let burst: usize = a.read_or("BURST", 1)?;
         a.finish()?;
 
         if sample.is_nan() || sample < 0.0 {
@@ -476,6 +485,15 @@ impl FromIPSummaryDump {
             eprintln!("{}: SAMPLE probability is 0; emitting no packets", ctx.name);
         }
 
+        // A pure check reads no file: the element is built over no data,
+        // and `configure` stands in for it.
+        let mut data = data;
+        let mut filename = filename;
+        if let (true, None, Some(f)) = (crate::world::check_only(), &data, &filename) {
+            *check_warning = crate::world::input_file(ctx, f).filter(|_| !allow_nonexistent);
+            data = Some(String::new());
+            filename = None;
+        }
         let (data, filename) = match (data, filename) {
             (Some(_), Some(_)) => return Err(cfg_err("FILENAME and DATA conflict")),
             (Some(d), None) => (MappedOrOwned::Owned(d.into_bytes()), "<data>".to_string()),
@@ -788,7 +806,7 @@ impl FromIPSummaryDump {
     }
 
     /// Parses one field's text into a value (bytes go to `self.scratch`).
-    fn parse_text(&mut self, f: F, s: &str) -> Option<Val> {
+    fn parse_text(&mut self, f: F, name: &str, s: &str) -> Option<Val> {
         use pronto_lang::args::{parse_ip4, parse_u32, parse_u64};
         let num = |max: u64| parse_u64(s).ok().filter(|&v| v <= max).map(Val::N);
         let ts = || {
@@ -840,10 +858,14 @@ impl FromIPSummaryDump {
                 "ce" | "CE" => Some(Val::N(3)),
                 _ => None,
             },
-            F::IpOpt | F::TcpOpt => {
-                self.scratch.clear();
-                // Only "." (no options) is understood in text.
-                (s == ".").then_some(Val::Bytes)
+            F::IpOpt => super::ipsumdump::parse_ip_opt(s, &mut self.scratch).then_some(Val::Bytes),
+            F::TcpOpt => {
+                let mask = match name {
+                    "tcp_sack" => super::ipsumdump::TCPOPT_SACK,
+                    "tcp_ntopt" => super::ipsumdump::TCPOPT_NTALL,
+                    _ => !0,
+                };
+                super::ipsumdump::parse_tcp_opt(s, mask, &mut self.scratch).then_some(Val::Bytes)
             }
             F::TcpFlags => parse_tcp_flags(s).map(|v| Val::N(v as u64)),
             F::IcmpType => icmp_type_by_name(s)
@@ -986,7 +1008,7 @@ impl FromIPSummaryDump {
                     continue;
                 }
                 match std::str::from_utf8(text) {
-                    Ok(t) => self.parse_text(fl.f, t),
+                    Ok(t) => self.parse_text(fl.f, fl.name, t),
                     Err(_) => None,
                 }
             };
@@ -1654,7 +1676,7 @@ mod tests {
             input_push: &[],
             peers: &crate::NoPeers,
         };
-        match FromIPSummaryDump::build(&ctx) {
+        match FromIPSummaryDump::build(&ctx, &mut None) {
             Ok(e) => e,
             Err(e) => panic!("configure failed: {}", e.message),
         }
@@ -1873,7 +1895,9 @@ mod tests {
                 input_push: &[],
                 peers: &crate::NoPeers,
             };
-            FromIPSummaryDump::build(&ctx).err().map(|e| e.message)
+            FromIPSummaryDump::build(&ctx, &mut None)
+                .err()
+                .map(|e| e.message)
         };
         assert_eq!(
             c("").as_deref(),

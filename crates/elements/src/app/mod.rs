@@ -3,6 +3,7 @@
 pub mod fromdump;
 pub mod fromipsummarydump;
 pub mod ipsumdump;
+pub mod md5;
 pub mod pcap;
 pub mod todump;
 pub mod toipsummarydump;

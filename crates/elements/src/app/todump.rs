@@ -104,6 +104,11 @@ impl ToDump {
             (None, None) => pcap::DLT_EN10MB,
         };
 
+        if crate::world::check_only() {
+            return Ok(crate::world::stand_in([crate::world::output_file(
+                ctx, &filename,
+            )]));
+        }
         let capacity = if unbuffered { 0 } else { 64 * 1024 };
         let (mut sink, filename) = if filename == "-" {
             (

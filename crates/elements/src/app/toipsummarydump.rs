@@ -19,12 +19,137 @@ use crate::{
 };
 use pronto_classify::names::{icmp_code_name, icmp_type_name};
 
+/// A column of the dump: a field shared with `FromIPSummaryDump`, or one
+/// that only this element writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Col {
+    /// A field both elements know.
+    F(Field),
+    /// TCP options, those of the kinds in the mask (`tcp_opt`,
+    /// `tcp_ntopt`, `tcp_sack`).
+    TcpOpt(u32),
+    /// IP options.
+    IpOpt,
+    /// The MD5 digest of the payload, in Click's text form or (`hex`) in
+    /// hexadecimal.
+    PayloadMd5 { hex: bool },
+}
+
 /// Finds a field this element can write.
-fn find_field(name: &str) -> Option<(&'static str, Field)> {
+fn find_field(name: &str) -> Option<(&'static str, Col)> {
     match ipsumdump::find_field(name) {
-        Lookup::Found(_, Field::Null | Field::IpOpt | Field::TcpOpt, ..) => None,
-        Lookup::Found(n, f, ..) => Some((n, f)),
-        Lookup::WriteOnly | Lookup::Unknown => None,
+        Lookup::Found(_, Field::Null, ..) => None,
+        Lookup::Found(n, Field::TcpOpt, ..) => Some((
+            n,
+            Col::TcpOpt(match n {
+                "tcp_ntopt" => ipsumdump::TCPOPT_NTALL,
+                "tcp_sack" => ipsumdump::TCPOPT_SACK,
+                _ => ipsumdump::TCPOPT_ALL_NOPAD,
+            }),
+        )),
+        Lookup::Found(n, Field::IpOpt, ..) => Some((n, Col::IpOpt)),
+        Lookup::Found(n, f, ..) => Some((n, Col::F(f))),
+        Lookup::WriteOnly => match name {
+            "payload_md5" => Some(("payload_md5", Col::PayloadMd5 { hex: false })),
+            "payload_md5_hex" => Some(("payload_md5_hex", Col::PayloadMd5 { hex: true })),
+            _ => None,
+        },
+        Lookup::Unknown => None,
+    }
+}
+
+/// The TCP options of a packet's TCP header, as Click's summary sees
+/// them: `None` when the field is missing, an empty slice for none. With
+/// `skip_ts`, a header holding exactly the usual timestamp option
+/// (`nop;nop;ts`) counts as having none (`tcp_ntopt`, `tcp_sack`).
+fn tcp_options<'a>(d: &Desc<'a>, skip_ts: bool) -> Option<&'a [u8]> {
+    let t = d.tcp?;
+    if t.len() < 13 {
+        return None;
+    }
+    let off = (t[12] >> 4) as usize * 4;
+    if off <= 20 || (skip_ts && off == 32 && t.len() >= 24 && t[20..24] == [1, 1, 8, 10]) {
+        return Some(&[]);
+    }
+    (t.len() >= off).then(|| &t[20..off])
+}
+
+/// The options of a packet's IP header: `None` when the header is not
+/// all there, an empty slice for none.
+fn ip_options<'a>(d: &Desc<'a>) -> Option<&'a [u8]> {
+    let i = d.ip?;
+    let hl = (i[0] & 0xf) as usize * 4;
+    if hl <= 20 {
+        return Some(&[]);
+    }
+    (i.len() >= hl).then(|| &i[20..hl])
+}
+
+/// Writes column `c` of packet `p` to `s`; false if it does not apply.
+fn write_col(s: &mut String, c: Col, p: &Packet, d: &Desc<'_>) -> bool {
+    match c {
+        Col::F(f) => write_field(s, f, p, d),
+        Col::TcpOpt(mask) => {
+            let Some(o) = tcp_options(d, mask != ipsumdump::TCPOPT_ALL_NOPAD) else {
+                return false;
+            };
+            if o.is_empty() {
+                s.push('.');
+            } else {
+                ipsumdump::unparse_tcp_opt(s, o, mask);
+            }
+            true
+        }
+        Col::IpOpt => {
+            let Some(o) = ip_options(d) else { return false };
+            if o.is_empty() {
+                s.push('.');
+            } else {
+                ipsumdump::unparse_ip_opt(s, o, ipsumdump::IPOPT_ALL_NOPAD);
+            }
+            true
+        }
+        Col::PayloadMd5 { hex } => {
+            let Some((off, len)) = payload_span(d) else {
+                return false;
+            };
+            let digest = super::md5::md5(&d.data[off..off + len]);
+            if hex {
+                s.push_str(&super::md5::hex(&digest));
+            } else {
+                s.push_str(&super::md5::text(&digest));
+            }
+            true
+        }
+    }
+}
+
+/// Appends column `c` in Click's binary record layout.
+fn write_binary_col(out: &mut Vec<u8>, c: Col, p: &Packet, d: &Desc<'_>) {
+    match c {
+        Col::F(f) => write_binary_field(out, f, p, d),
+        Col::TcpOpt(_) | Col::IpOpt => {
+            // A length byte, then the option bytes (none: a zero byte).
+            let o = match c {
+                Col::IpOpt => ip_options(d),
+                _ => tcp_options(d, false),
+            }
+            .unwrap_or(&[]);
+            out.push(o.len() as u8);
+            out.extend_from_slice(o);
+        }
+        Col::PayloadMd5 { .. } => match payload_span(d) {
+            Some((off, len)) => out.extend_from_slice(&super::md5::md5(&d.data[off..off + len])),
+            None => out.extend_from_slice(&[0; 16]),
+        },
+    }
+}
+
+/// Whether binary records can hold column `c`.
+fn binary_ok(c: Col) -> bool {
+    match c {
+        Col::F(f) => binary_width(f).is_some(),
+        _ => true,
     }
 }
 
@@ -593,7 +718,7 @@ impl Sink {
 pub struct ToIPSummaryDump {
     filename: String,
     sink: Option<Sink>,
-    fields: Vec<Field>,
+    fields: Vec<Col>,
     extra_length: bool,
     binary: bool,
     line: String,
@@ -606,6 +731,7 @@ pub struct ToIPSummaryDump {
 impl ToIPSummaryDump {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("ToIPSummaryDump")
+        .printing()
         .ports("1/0-1")
         .processing("a/h")
         .keywords(&[
@@ -636,7 +762,9 @@ impl ToIPSummaryDump {
              ip_len, ip_capture_len, sport, dport, tcp_seq, tcp_ack, tcp_off,\n\
              tcp_flags, tcp_window, tcp_urp, udp_len, eth_src, eth_dst, eth_type,\n\
              icmp_type, icmp_code, icmp_type_name, icmp_code_name, icmp_flowid,\n\
-             icmp_seq, icmp_nextmtu, payload_len, payload\n\
+             icmp_seq, icmp_nextmtu, payload_len, payload, payload_md5 (Click's\n\
+             22-character text form of the payload's MD5), payload_md5_hex, ip_opt,\n\
+             tcp_opt, tcp_ntopt (no timestamps), tcp_sack (SACK options only)\n\
              (and Click's synonyms). IP fields need the network header annotation.\n\n\
              Ports: 1 input (agnostic); 0 or 1 outputs (push).\n\
              Keywords:\n  FIELDS (or CONTENTS, DATA)  space-separated field names\n  \
@@ -646,7 +774,8 @@ impl ToIPSummaryDump {
              EXTRA_LENGTH  boolean; count the extra length annotation (default true)\n  \
              MULTIPACKET, BAD_PACKETS, CAREFUL_TRUNC  accepted\n  \
              BINARY   boolean; write Click's binary records after a `!binary' line\n           \
-             (default false; not with the payload field)\n\
+             (default false; not with the payload field; option fields are a\n           \
+             length byte and the option bytes)\n\
              Handlers:\n  flush (write)",
         );
 
@@ -678,7 +807,7 @@ impl ToIPSummaryDump {
             let w = pronto_lang::args::unquote(&w);
             let (name, f) =
                 find_field(&w).ok_or_else(|| cfg_err(format!("unknown content type '{w}'")))?;
-            if binary && binary_width(f).is_none() {
+            if binary && !binary_ok(f) {
                 return Err(cfg_err(format!("cannot use field {name} with BINARY")));
             }
             fields.push(f);
@@ -692,6 +821,11 @@ impl ToIPSummaryDump {
             return Err(cfg_err("no contents specified"));
         }
 
+        if crate::world::check_only() {
+            return Ok(crate::world::stand_in([crate::world::output_file(
+                ctx, &filename,
+            )]));
+        }
         let (mut sink, filename) = if filename == "-" {
             (
                 Sink::Stdout(BufWriter::new(std::io::stdout())),
@@ -747,7 +881,7 @@ impl ToIPSummaryDump {
                 self.record.clear();
                 self.record.extend_from_slice(&[0; 4]);
                 for &f in &self.fields {
-                    write_binary_field(&mut self.record, f, p, &d);
+                    write_binary_col(&mut self.record, f, p, &d);
                 }
                 let n = self.record.len() as u32;
                 self.record[..4].copy_from_slice(&n.to_be_bytes());
@@ -764,7 +898,7 @@ impl ToIPSummaryDump {
                 if i > 0 {
                     self.line.push(' ');
                 }
-                if !write_field(&mut self.line, f, p, &d) {
+                if !write_col(&mut self.line, f, p, &d) {
                     self.line.push('-');
                 }
             }

@@ -1,3 +1,6 @@
-//! Click's `aqm` elements: active queue management (RED).
+//! Click's `aqm` elements: active queue management (RED, AdaptiveRED,
+//! CoDel).
 // (one `pub mod` line per element file)
+pub mod adaptivered;
+pub mod codel;
 pub mod red;

@@ -173,6 +173,28 @@ impl RED {
         let stability: u32 = a.read_or("STABILITY", 4)?;
         let gentle: bool = a.read_or("GENTLE", true)?;
         a.finish()?;
+        Ok(Box::new(RED::build(
+            ctx,
+            min_thresh,
+            max_thresh,
+            max_p,
+            stability,
+            gentle,
+            queues.as_deref(),
+        )?))
+    }
+
+    /// A RED with these parameters (MAX_P in 16-bit fixed point), watching
+    /// the named queues (or the only one).
+    pub(crate) fn build(
+        ctx: &ConfigCtx<'_>,
+        min_thresh: u32,
+        max_thresh: u32,
+        max_p: u32,
+        stability: u32,
+        gentle: bool,
+        queues: Option<&str>,
+    ) -> Result<RED, ConfigError> {
         let p = Params {
             min_thresh,
             max_thresh,
@@ -181,7 +203,7 @@ impl RED {
             gentle,
         };
         check(&p)?;
-        let queues = find_queues(ctx, queues.as_deref())?;
+        let queues = find_queues(ctx, queues)?;
         let mut r = RED {
             p,
             kill_thresh: 0,
@@ -199,7 +221,29 @@ impl RED {
             push_side: ctx.output_push.first().copied().unwrap_or(true),
         };
         r.set_params(p);
-        Ok(Box::new(r))
+        Ok(r)
+    }
+
+    /// Adaptive RED's periodic step: MAX_P shrinks by a tenth while the
+    /// average is in the lower part of the thresholds' range (down to
+    /// 0.01), grows by 0.01 (at most a quarter of itself) while in the
+    /// upper part (up to 0.5).
+    pub(crate) fn adapt_max_p(&mut self) {
+        const ONE_HUNDREDTH: u32 = 655;
+        const NINE_TENTHS: u32 = 58982;
+        let avg = if self.size.stability == 0 {
+            self.queue_size()
+        } else {
+            self.size.unscaled()
+        };
+        let mut p = self.p;
+        let part = u64::from((p.max_thresh - p.min_thresh) / 2);
+        if avg < u64::from(p.min_thresh) + part && p.max_p > ONE_HUNDREDTH {
+            p.max_p = ((u64::from(p.max_p) * u64::from(NINE_TENTHS)) >> 16) as u32;
+        } else if avg > u64::from(p.max_thresh) - part && p.max_p < 0x8000 {
+            p.max_p += ONE_HUNDREDTH.min(p.max_p / 4);
+        }
+        self.set_params(p);
     }
 
     fn set_params(&mut self, p: Params) {
@@ -306,7 +350,7 @@ impl RED {
 }
 
 /// Click's `FixedPointArg(16)` for a non-negative real.
-fn fixed16(s: &str) -> Option<u32> {
+pub(crate) fn fixed16(s: &str) -> Option<u32> {
     let v = pronto_lang::args::parse_f64(s).ok()?;
     if !(0.0..=65536.0).contains(&v) {
         return None;
@@ -348,7 +392,7 @@ fn storage(peer: &crate::Peer) -> Result<(String, Arc<StorageLength>), ConfigErr
     }
 }
 
-fn find_queues(
+pub(crate) fn find_queues(
     ctx: &ConfigCtx<'_>,
     names: Option<&str>,
 ) -> Result<Vec<(String, Arc<StorageLength>)>, ConfigError> {

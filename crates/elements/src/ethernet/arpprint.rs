@@ -25,6 +25,7 @@ pub struct ArpPrint {
 impl ArpPrint {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("ARPPrint")
+        .printing()
         .ports("1/1")
         .processing("a/a")
         .keywords(&["LABEL", "TIMESTAMP", "ETHER", "ACTIVE", "OUTFILE"])

@@ -15,6 +15,11 @@ use crate::{
 pub struct ArpQuerier {
     name: String,
     table: ArpState,
+    /// The table of the ARPTable named by TABLE, used instead of `table`.
+    shared: Option<crate::ethernet::arptable::SharedArpState>,
+    /// Packets this querier parked in (or took out of) the shared table,
+    /// net ([`Element::lent`]).
+    lent: i64,
     my_ip: u32,
     my_eth: [u8; 6],
     bcast: u32,
@@ -65,7 +70,7 @@ impl ArpQuerier {
              BROADCAST); NAME stands for both IP and ETH (AddressInfo).\n\n\
              Keywords:\n  CAPACITY N, ENTRY_CAPACITY N, ENTRY_PACKET_CAPACITY N,\n  \
              CAPACITY_SLIM_FACTOR N, TIMEOUT TIME  the internal table's limits (see\n                         ARPTable; ignored with TABLE)\n  \
-             TABLE ELEMENT          use that ARPTable's table\n  \
+             TABLE ELEMENT          use that ARPTable's table (shared by every\n                         ARPQuerier naming it)\n  \
              POLL_TIMEOUT TIME      re-query a known address this long after its last\n                         reply (default 1min; 0: never)\n  \
              BROADCAST IP           local broadcast address\n  \
              BROADCAST_POLL BOOL    send re-queries broadcast instead of unicast\n                         (default false)\n\n\
@@ -119,15 +124,21 @@ impl ArpQuerier {
                 }
             }
         };
-        if table_name.is_some() {
-            return Err(cfg_err(
-                "TABLE: a shared ARPTable is not supported; leave TABLE out",
-            ));
-        }
+        let shared = match table_name {
+            Some(t) => Some(
+                ctx.shared::<crate::ethernet::arptable::ArpTableId>(&t, "an ARPTable")
+                    .map_err(|e| cfg_err(format!("TABLE: {}", e.message)))?
+                    .state()
+                    .ok_or_else(|| cfg_err(format!("TABLE: `{t}` is not on this thread")))?,
+            ),
+            None => None,
+        };
         let table = ArpState::new(limits);
         Ok(Box::new(ArpQuerier {
             name: ctx.name.to_string(),
             table,
+            shared,
+            lent: 0,
             my_ip,
             my_eth: eth.0,
             bcast,
@@ -310,6 +321,9 @@ impl Element for ArpQuerier {
     /// had the same IP and Ethernet addresses.
     fn take_state(&mut self, old: &mut dyn Element, ctx: &crate::TakeCtx<'_>) -> Option<String> {
         let old = crate::old_as::<ArpQuerier>(old)?;
+        if self.shared.is_some() || old.shared.is_some() {
+            return None;
+        }
         if old.my_ip != self.my_ip || old.my_eth != self.my_eth || old.bcast != self.bcast {
             return None;
         }
@@ -321,6 +335,20 @@ impl Element for ArpQuerier {
     }
 
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        if let Some(shared) = self.shared.clone() {
+            let mut state = shared.borrow_mut();
+            let before = state.length();
+            state.tick(out.now);
+            for p in batch.drain() {
+                if port == 0 {
+                    self.handle_ip(&mut state, p, false, out);
+                } else {
+                    self.handle_response(&mut state, &p, out);
+                }
+            }
+            self.lent += i64::from(state.length()) - i64::from(before);
+            return;
+        }
         // The table moves out while the packets go through, then back
         // (an empty table allocates nothing).
         let mut state = std::mem::take(&mut self.table);
@@ -363,7 +391,19 @@ impl Element for ArpQuerier {
         H
     }
 
+    fn lent(&self) -> i64 {
+        self.lent
+    }
+
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        if let (Some(s), "table" | "count" | "length") = (&self.shared, name) {
+            let t = s.borrow();
+            return Ok(match name {
+                "table" => t.table(),
+                "count" => t.count().to_string(),
+                _ => t.length().to_string(),
+            });
+        }
         Ok(match name {
             "table" => self.table.table(),
             "stats" => self.stats(),
@@ -390,12 +430,29 @@ impl Element for ArpQuerier {
                 }
                 Ok(())
             }
-            "insert" | "delete" => self.table.write(name, value),
+            "insert" | "delete" => match self.shared.clone() {
+                Some(s) => {
+                    let mut s = s.borrow_mut();
+                    let before = s.length();
+                    let r = s.write(name, value);
+                    self.lent += i64::from(s.length()) - i64::from(before);
+                    r
+                }
+                None => self.table.write(name, value),
+            },
             "clear" => {
                 self.queries = 0;
                 self.drops = 0;
                 self.responses = 0;
-                self.table.clear();
+                match self.shared.clone() {
+                    Some(s) => {
+                        let mut s = s.borrow_mut();
+                        let before = s.length();
+                        s.clear();
+                        self.lent += i64::from(s.length()) - i64::from(before);
+                    }
+                    None => self.table.clear(),
+                }
                 Ok(())
             }
             _ => Err(HandlerError::NoSuchHandler(name.into())),

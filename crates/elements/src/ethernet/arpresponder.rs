@@ -2,6 +2,7 @@
 
 use pronto_packet::{Batch, Packet, VLAN_TCI_ANNO_OFFSET};
 
+use crate::ip::route_table::parse_prefix;
 use crate::util::cfg_err;
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
@@ -20,25 +21,29 @@ struct Entry {
 /// Replies to ARP requests for addresses it knows.
 pub struct ArpResponder {
     v: Vec<Entry>,
+    /// The configuration text (`config` handler).
+    config: String,
+    /// The AddressInfo names this element's arguments could use, for
+    /// handler writes after configuration.
+    names: Vec<(String, pronto_lang::names::AddressName)>,
 }
 
-/// Parses one `IP/MASK [IP/MASK...] ETH` argument into `v`.
+/// Parses one `IP/MASK [IP/MASK...] ETH` argument into `v`. A prefix may
+/// be a bare address (`/32`), abbreviated (`0/0`, `18.26/16`) or an
+/// AddressInfo name (`NAME` for its address, `NAME:ipnet` for its
+/// prefix); a word that is both an address and an Ethernet address
+/// (an AddressInfo name with both) gives the Ethernet address too.
 fn add(v: &mut Vec<Entry>, arg: &str) -> Result<(), String> {
     let mut prefixes = Vec::new();
     let mut ena = None;
-    for w in pronto_lang::args::split_words(arg) {
-        let w = pronto_lang::args::unquote(&w);
-        if let Ok((addr, mask)) = pronto_lang::args::parse_ip_prefix(&w) {
-            let dst = std::array::from_fn(|i| addr[i] & mask[i]);
-            prefixes.push((dst, mask));
-            // An AddressInfo name can stand for both addresses
-            // (`ARPResponder(mauer)`).
-            if let Some(e) = pronto_lang::names::ether(&w) {
-                if ena.is_none() {
-                    ena = Some(e);
-                }
-            }
-        } else if let Ok(e) = pronto_lang::args::parse_ether(&w) {
+    let words: Vec<String> = pronto_lang::args::split_words(arg)
+        .iter()
+        .map(|w| pronto_lang::args::unquote(w))
+        .collect();
+    for w in &words {
+        if let Some((addr, mask)) = parse_prefix(w, true) {
+            prefixes.push(((addr & mask).to_be_bytes(), mask.to_be_bytes()));
+        } else if let Ok(e) = pronto_lang::args::parse_ether(w) {
             if ena.is_some() {
                 return Err("more than one ETH".into());
             }
@@ -46,6 +51,11 @@ fn add(v: &mut Vec<Entry>, arg: &str) -> Result<(), String> {
         } else {
             return Err("expected IP/MASK ETH".into());
         }
+    }
+    if ena.is_none() {
+        ena = words
+            .iter()
+            .find_map(|w| pronto_lang::args::parse_ether(w).ok());
     }
     if prefixes.is_empty() {
         return Err("missing IP/MASK".into());
@@ -59,29 +69,57 @@ fn add(v: &mut Vec<Entry>, arg: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Orders entries most specific first (later duplicates win) and removes
-/// duplicates; returns the duplicated prefixes.
+/// Click's entry order: of two entries for one prefix the later first; a
+/// prefix inside another first; otherwise argument order.
+fn entry_before(v: &[Entry], a: usize, b: usize) -> bool {
+    let (ea, eb) = (&v[a], &v[b]);
+    let within = |x: &Entry, y: &Entry| (0..4).all(|i| x.dst[i] & y.mask[i] == y.dst[i]);
+    if ea.dst == eb.dst && ea.mask == eb.mask {
+        a > b
+    } else if within(ea, eb) {
+        true
+    } else if within(eb, ea) {
+        false
+    } else {
+        a < b
+    }
+}
+
+/// Orders entries as Click does (see [`entry_before`], applied by
+/// insertion, which needs no total order) and removes duplicate
+/// prefixes, keeping the later entry; returns the duplicated prefixes.
 fn normalize(v: &mut Vec<Entry>) -> Vec<String> {
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by(|&a, &b| {
-        let (la, lb) = (
-            u32::from_be_bytes(v[a].mask).count_ones(),
-            u32::from_be_bytes(v[b].mask).count_ones(),
-        );
-        lb.cmp(&la).then(b.cmp(&a))
-    });
+    let mut order: Vec<usize> = Vec::with_capacity(v.len());
+    for i in 0..v.len() {
+        let at = order
+            .iter()
+            .position(|&j| entry_before(v, i, j))
+            .unwrap_or(order.len());
+        order.insert(at, i);
+    }
     let mut out: Vec<Entry> = Vec::with_capacity(v.len());
     let mut dups = Vec::new();
-    for i in idx {
+    for i in order {
         let e = v[i];
-        if out.iter().any(|o| o.dst == e.dst && o.mask == e.mask) {
-            dups.push(unparse_ip_mask(e.dst, e.mask));
-        } else {
-            out.push(e);
+        match out.last() {
+            Some(o) if o.dst == e.dst && o.mask == e.mask => {
+                dups.push(unparse_ip_mask(e.dst, e.mask))
+            }
+            _ => out.push(e),
         }
     }
     *v = out;
     dups
+}
+
+/// Builds the table from the element's arguments.
+fn parse_config(config: &str) -> Result<(Vec<Entry>, Vec<String>), String> {
+    let mut v = Vec::new();
+    for (i, arg) in pronto_lang::args::split_args(config).iter().enumerate() {
+        add(&mut v, arg).map_err(|e| format!("argument {i}: {e}"))?;
+    }
+    let dups = normalize(&mut v);
+    Ok((v, dups))
 }
 
 impl ArpResponder {
@@ -96,6 +134,10 @@ impl ArpResponder {
         )
         .doc(
             "ARPResponder(IP/MASK [IP/MASK...] ETH, IP2/MASK2 ETH2, ...)\n\n\
+             A prefix may be a bare address (a /32), abbreviated (0/0, 18.26/16), or\n\
+             an AddressInfo name (NAME: its address; NAME:ipnet: its prefix). Entries\n\
+             are kept most specific first (a later entry for the same prefix\n\
+             replaces an earlier one, with a warning).\n\
              Input: ARP requests with their Ethernet header. When one of the\n\
              IP/MASK prefixes holds the requested address, emits an ARP reply\n\
              (42 bytes) giving the matching ETH address, with the query's VLAN TCI\n\
@@ -105,22 +147,22 @@ impl ArpResponder {
              push).\n\
              Handlers:\n  table (read)  one `IP/MASK ETH' line per entry\n  \
              lookup (read with parameter IP)  the Ethernet address for IP, or empty\n  \
-             add (write)  `IP/MASK [IP/MASK...] ETH'\n  remove (write)  `IP/MASK'",
+             add (write)  `IP/MASK [IP/MASK...] ETH'\n  remove (write)  `IP/MASK'\n  \
+             config (read/write)  the arguments; a write replaces the whole table\n  \
+             (all or nothing; duplicate prefixes are warned about on standard error)",
         );
 
     /// Configures an `ARPResponder`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        let mut a = ctx.args();
-        let args = a.rest();
-        a.finish()?;
-        let mut v = Vec::new();
-        for (i, arg) in args.iter().enumerate() {
-            add(&mut v, arg).map_err(|e| cfg_err(format!("argument {i}: {e}")))?;
+        let (v, dups) = parse_config(ctx.config).map_err(cfg_err)?;
+        for d in dups {
+            eprintln!("{}: warning: multiple entries for {d}", ctx.name);
         }
-        for d in normalize(&mut v) {
-            eprintln!("{}: multiple entries for {d}", ctx.name);
-        }
-        Ok(Box::new(ArpResponder { v }))
+        Ok(Box::new(ArpResponder {
+            v,
+            config: ctx.config.to_string(),
+            names: pronto_lang::names::visible(),
+        }))
     }
 
     fn lookup(&self, ip: [u8; 4]) -> Option<[u8; 6]> {
@@ -182,11 +224,15 @@ impl Element for ArpResponder {
             HandlerInfo::read("lookup"),
             HandlerInfo::write("add"),
             HandlerInfo::write("remove"),
+            HandlerInfo::rw("config"),
         ];
         H
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        if name == "config" {
+            return Ok(self.config.clone());
+        }
         if name == "table" {
             return Ok(self
                 .v
@@ -205,8 +251,9 @@ impl Element for ArpResponder {
             .filter(|r| r.is_empty() || r.starts_with(' '))
         {
             let param = param.trim();
-            let ip = pronto_lang::args::parse_ip4(param)
-                .map_err(|_| HandlerError::BadValue("expected IP address".into()))?;
+            let ip =
+                pronto_lang::names::with_names(&self.names, || pronto_lang::args::parse_ip4(param))
+                    .map_err(|_| HandlerError::BadValue("expected IP address".into()))?;
             return Ok(self
                 .lookup(ip)
                 .map(|e| unparse_ether(&e))
@@ -216,7 +263,27 @@ impl Element for ArpResponder {
     }
 
     fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        let names = std::mem::take(&mut self.names);
+        let r = pronto_lang::names::with_names(&names, || self.write(name, value));
+        self.names = names;
+        r
+    }
+}
+
+impl ArpResponder {
+    fn write(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
         match name {
+            "config" => {
+                let (v, dups) = parse_config(value).map_err(HandlerError::BadValue)?;
+                // Click reports these through the handler's error
+                // channel, as warnings.
+                for d in dups {
+                    eprintln!("  warning: multiple entries for {d}");
+                }
+                self.v = v;
+                self.config = value.trim().to_string();
+                Ok(())
+            }
             "add" => {
                 let mut v = self.v.clone();
                 add(&mut v, value).map_err(HandlerError::BadValue)?;
@@ -225,8 +292,9 @@ impl Element for ArpResponder {
                 Ok(())
             }
             "remove" => {
-                let (addr, mask) = pronto_lang::args::parse_ip_prefix(value.trim())
-                    .map_err(|_| HandlerError::BadValue("expected IP/MASK".into()))?;
+                let (addr, mask) = parse_prefix(value.trim(), true)
+                    .map(|(a, m)| (a.to_be_bytes(), m.to_be_bytes()))
+                    .ok_or_else(|| HandlerError::BadValue("expected IP/MASK".into()))?;
                 let dst: [u8; 4] = std::array::from_fn(|i| addr[i] & mask[i]);
                 match self.v.iter().position(|e| e.dst == dst && e.mask == mask) {
                     Some(i) => {
@@ -313,7 +381,9 @@ mod tests {
         assert_eq!(outs[1].len(), 1);
         assert_eq!(
             e.read_handler("table").expect("table"),
-            "10.0.1.7/32 00-00-00-00-00-07\n10.0.0.2/32 00-AA-BB-CC-DD-EE\n10.0.1.0/24 00-AA-BB-CC-DD-EE\n"
+            // Click's order: unrelated prefixes in argument order, a prefix
+            // before the prefixes containing it.
+            "10.0.0.2/32 00-AA-BB-CC-DD-EE\n10.0.1.7/32 00-00-00-00-00-07\n10.0.1.0/24 00-AA-BB-CC-DD-EE\n"
         );
         assert_eq!(
             e.read_handler("lookup 10.0.1.9").expect("lookup"),
@@ -339,6 +409,34 @@ mod tests {
         assert_eq!(
             config_err(make("1:2:3:4:5:6", 1)),
             "argument 0: missing IP/MASK"
+        );
+    }
+
+    #[test]
+    fn config_write_replaces_the_table() {
+        let mut e = make("", 1).expect("ok");
+        assert_eq!(e.read_handler("table").expect("table"), "");
+        e.write_handler(
+            "config",
+            "0/0 2:2:1:b:b:0, 1.0.0.2 0:1:2:3:4:5, 1.0.0.2 0:1:2:3:4:6",
+        )
+        .expect("write");
+        assert_eq!(
+            e.read_handler("table").expect("table"),
+            "1.0.0.2/32 00-01-02-03-04-06\n0.0.0.0/0 02-02-01-0B-0B-00\n"
+        );
+        assert_eq!(
+            e.read_handler("config").expect("config"),
+            "0/0 2:2:1:b:b:0, 1.0.0.2 0:1:2:3:4:5, 1.0.0.2 0:1:2:3:4:6"
+        );
+        let err = e.write_handler("config", "1.0.0.9").expect_err("no ETH");
+        assert_eq!(
+            err,
+            HandlerError::BadValue("argument 0: missing ETH".into())
+        );
+        assert_eq!(
+            e.read_handler("lookup 9.9.9.9").expect("lookup"),
+            "02-02-01-0B-0B-00"
         );
     }
 }

@@ -6,9 +6,10 @@ use std::collections::{HashMap, VecDeque};
 use pronto_packet::Packet;
 
 use crate::args::Seconds;
-use crate::tcpudp::rwcore::FlowHashBuilder;
 use crate::util::cfg_err;
-use crate::{ConfigError, HandlerError};
+use crate::{
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Spec, PHASE_INFO,
+};
 
 use super::unparse_ether;
 
@@ -60,7 +61,9 @@ pub enum Appended {
 
 /// The table state, owned by one `ARPQuerier`.
 pub struct ArpState {
-    map: HashMap<u32, Entry, FlowHashBuilder>,
+    /// Keyed by next-hop address, which packets' destinations choose:
+    /// hashed with a per-table secret key.
+    map: pronto_hash::KeyedMap<u32, Entry>,
     /// Addresses from the least to the most recently refreshed.
     age: Vec<u32>,
     entry_count: u32,
@@ -188,7 +191,7 @@ impl ArpState {
     /// An empty table.
     pub fn new(l: ArpLimits) -> ArpState {
         ArpState {
-            map: HashMap::with_hasher(FlowHashBuilder),
+            map: pronto_hash::map(),
             age: Vec::new(),
             entry_count: 0,
             packet_count: 0,
@@ -474,6 +477,133 @@ impl ArpState {
     }
 }
 
+/// An ARP table shared by an `ARPTable` and the ARPQueriers naming it.
+/// The table holds packets, which belong to one thread's pool, so it is
+/// shared within the thread that configured it.
+pub type SharedArpState = std::rc::Rc<std::cell::RefCell<ArpState>>;
+
+thread_local! {
+    /// The ARPTable elements configured on this thread, by id.
+    static TABLES: std::cell::RefCell<HashMap<u64, SharedArpState>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
+/// What an `ARPTable` offers the elements that name it: the id of its
+/// table on the configuring thread.
+pub struct ArpTableId(u64);
+
+impl ArpTableId {
+    /// The table, when it was configured on this thread.
+    pub fn state(&self) -> Option<SharedArpState> {
+        TABLES.with(|t| t.borrow().get(&self.0).cloned())
+    }
+}
+
+/// `ARPTable`: an ARP table ARPQuerier elements can share (`TABLE`).
+pub struct ARPTable {
+    id: u64,
+    table: SharedArpState,
+    /// Packets its handler writes took out of the table (negative).
+    lent: i64,
+}
+
+impl Drop for ARPTable {
+    fn drop(&mut self) {
+        let _ = TABLES.try_with(|t| t.borrow_mut().remove(&self.id));
+    }
+}
+
+impl ARPTable {
+    /// Click's description of the class.
+    pub const SPEC: Spec = Spec::new("ARPTable")
+        .phase(PHASE_INFO)
+        .ports("0/0")
+        .processing("a/a")
+        .keywords(&[
+            "CAPACITY",
+            "ENTRY_CAPACITY",
+            "ENTRY_PACKET_CAPACITY",
+            "CAPACITY_SLIM_FACTOR",
+            "TIMEOUT",
+        ])
+        .profile(ActionProfile::NONE)
+        .doc(
+            "ARPTable([keywords CAPACITY, ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY,\n\
+             CAPACITY_SLIM_FACTOR, TIMEOUT])\n\n\
+             An IP-to-Ethernet table, with the packets waiting for answers, for\n\
+             ARPQuerier elements that name it with TABLE (they then share it).\n\
+             CAPACITY: most packets waiting in all (default 2048; 0: no\n\
+             limit); ENTRY_CAPACITY: most entries (default 0: no limit);\n\
+             ENTRY_PACKET_CAPACITY: most packets waiting per entry (0: no limit);\n\
+             over CAPACITY, 1/CAPACITY_SLIM_FACTOR (default 2) of the waiting\n\
+             packets are dropped; TIMEOUT: entry lifetime (default 5 min; 0:\n\
+             forever).\n\n\
+             Ports: none.\n\
+             Handlers:\n  table (read)  `IP VALID ETH AGE' per entry\n  \
+             drops (read)  packets dropped by timeouts and limits\n  \
+             count (read)  entries\n  length (read)  packets waiting\n  \
+             insert (write)  `IP ETH'\n  delete (write)  `IP'\n  clear (write)",
+        );
+
+    /// Configures an `ARPTable`.
+    pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
+        let mut a = ctx.args();
+        let limits = ArpLimits::read(&mut a)?;
+        a.finish()?;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let table: SharedArpState =
+            std::rc::Rc::new(std::cell::RefCell::new(ArpState::new(limits)));
+        TABLES.with(|t| t.borrow_mut().insert(id, table.clone()));
+        Ok(Box::new(ARPTable { id, table, lent: 0 }))
+    }
+}
+
+impl Element for ARPTable {
+    fn shared(&self) -> Option<crate::Shared> {
+        Some(std::sync::Arc::new(ArpTableId(self.id)))
+    }
+
+    fn lent(&self) -> i64 {
+        // Packets reach the table only through the queriers naming it,
+        // which count them as lent; what it frees itself (a handler
+        // write) it counts as taken back.
+        self.lent
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        const H: &[HandlerInfo] = &[
+            HandlerInfo::read("table"),
+            HandlerInfo::read("drops"),
+            HandlerInfo::read("count"),
+            HandlerInfo::read("length"),
+            HandlerInfo::write("insert"),
+            HandlerInfo::write("delete"),
+            HandlerInfo::write("clear"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        let t = self.table.borrow();
+        Ok(match name {
+            "table" => t.table(),
+            "drops" => t.drops().to_string(),
+            "count" => t.count().to_string(),
+            "length" => t.length().to_string(),
+            _ => return Err(HandlerError::NoSuchHandler(name.into())),
+        })
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
+        let mut t = self.table.borrow_mut();
+        let before = t.length();
+        let r = t.write(name, value);
+        self.lent += i64::from(t.length()) - i64::from(before);
+        r
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,5 +646,58 @@ mod tests {
         assert_eq!(s.count(), 0);
         s.write("clear", "").expect("clear");
         assert_eq!(s.count(), 0);
+    }
+
+    #[test]
+    fn shared_by_queriers() {
+        use crate::tcpudp::testutil::{configure, configure_with, TestPeers};
+        let t = configure(
+            ARPTable::configure,
+            &ARPTable::SPEC,
+            "ENTRY_CAPACITY 4",
+            0,
+            0,
+        )
+        .expect("table");
+        let mut peers = TestPeers::default();
+        peers.add("t", "ARPTable", t.as_ref());
+        let spec = &crate::ethernet::arpquerier::ArpQuerier::SPEC;
+        let mut q1 = configure_with(
+            crate::ethernet::arpquerier::ArpQuerier::configure,
+            spec,
+            "10.0.0.1, 0:1:2:3:4:5, TABLE t",
+            2,
+            2,
+            &peers,
+        )
+        .expect("q1");
+        let q2 = configure_with(
+            crate::ethernet::arpquerier::ArpQuerier::configure,
+            spec,
+            "10.0.0.2, 0:1:2:3:4:6, TABLE t",
+            2,
+            2,
+            &peers,
+        )
+        .expect("q2");
+        q1.write_handler("insert", "10.0.0.9 0:0:0:0:0:9")
+            .expect("insert");
+        assert_eq!(q2.read_handler("count").expect("count"), "1");
+        assert_eq!(t.read_handler("count").expect("count"), "1");
+        assert!(t
+            .read_handler("table")
+            .expect("table")
+            .starts_with("10.0.0.9 1 00-00-00-00-00-09"));
+        let r = configure(
+            crate::ethernet::arpquerier::ArpQuerier::configure,
+            spec,
+            "10.0.0.1, 0:1:2:3:4:5, TABLE nope",
+            2,
+            2,
+        );
+        assert_eq!(
+            crate::tcpudp::testutil::config_error(r).message,
+            "TABLE: no element named `nope`"
+        );
     }
 }

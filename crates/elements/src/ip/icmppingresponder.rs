@@ -78,11 +78,13 @@ fn respond(p: &mut Packet, now: i64) -> bool {
     let old = be16(d, th);
     d[th] = 0;
     d[th + 1] = 0;
-    let mut c = update_checksum16(be16(d, th + 2), old, 0);
-    if c == 0 && d[th..].iter().all(|&b| b == 0) {
-        c = 0xffff;
-    }
+    let c = update_checksum16(be16(d, th + 2), old, 0);
     d[th + 2..th + 4].copy_from_slice(&c.to_be_bytes());
+    // All-zero ICMP data sums to 0xFFFF, which the incremental update
+    // writes as 0x0000 (checked with the new checksum field in place).
+    if c == 0 && d[th..].iter().all(|&b| b == 0) {
+        d[th + 2..th + 4].copy_from_slice(&[0xff, 0xff]);
+    }
     let dst = [d[nh + 16], d[nh + 17], d[nh + 18], d[nh + 19]];
     p.set_dst_ip_anno(dst);
     p.set_timestamp_ns(now);
@@ -161,5 +163,26 @@ mod tests {
         assert_eq!(r.dst_ip_anno(), [10, 0, 0, 2]);
         assert_eq!(r.paint_anno(), 0);
         assert_eq!(r.timestamp_ns(), 1_600_000_000_000_000_000);
+    }
+
+    #[test]
+    fn all_zero_reply_checksums_to_ffff() {
+        // An echo with identifier, sequence and data all zero: its checksum
+        // is ~0x0800 = 0xF7FF; the reply's data sums to zero, so its
+        // checksum must be 0xFFFF, not 0x0000.
+        let pool = Pool::new(8).expect("pool");
+        let mut e = configure(&[], ICMPPingResponder::configure, "", 1, 1).expect("ok");
+        let mut d = echo(8);
+        d.truncate(28);
+        d[2..4].copy_from_slice(&[0, 28]);
+        d[10..12].copy_from_slice(&[0, 0]);
+        let c = checksum(&d[..20]);
+        d[10..12].copy_from_slice(&c.to_be_bytes());
+        d[22..28].copy_from_slice(&[0xf7, 0xff, 0, 0, 0, 0]);
+        let mut p = pkt(&pool, &d);
+        p.set_network_header(0, 20);
+        let mut ctrl = Control::default();
+        let outs = push_at(e.as_mut(), &pool, 0, vec![p], 1, 0, &mut ctrl);
+        assert_eq!(&outs[0][0].data()[20..], &[0, 0, 0xff, 0xff, 0, 0, 0, 0]);
     }
 }

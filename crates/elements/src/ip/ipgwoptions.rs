@@ -76,108 +76,121 @@ impl IPGWOptions {
 
     /// Processes the options; `Err(offset)` names the bad byte.
     fn options(&self, p: &mut Packet, now: i64) -> Result<(), usize> {
-        let Some(nh) = p
-            .network_header_offset()
-            .and_then(|o| usize::try_from(o).ok())
-        else {
-            return Ok(());
-        };
-        let hl_field = p.data().get(nh).map_or(0, |b| ((b & 0x0f) as usize) << 2);
-        if hl_field <= 20 {
-            return Ok(());
+        gw_options(self.preferred, &self.addrs, p, now)
+    }
+}
+
+/// Processes the Record Route and Timestamp options of `p` for a router
+/// at `preferred` (timestamps after a prespecified address of `addrs`);
+/// `Err(offset)` names the bad byte. The header checksum is recomputed
+/// when an option changed.
+pub(crate) fn gw_options(
+    preferred: [u8; 4],
+    addrs: &[[u8; 4]],
+    p: &mut Packet,
+    now: i64,
+) -> Result<(), usize> {
+    let Some(nh) = p
+        .network_header_offset()
+        .and_then(|o| usize::try_from(o).ok())
+    else {
+        return Ok(());
+    };
+    let hl_field = p.data().get(nh).map_or(0, |b| ((b & 0x0f) as usize) << 2);
+    if hl_field <= 20 {
+        return Ok(());
+    }
+    let hlen = p.network_header_len().unwrap_or(hl_field);
+    let Some(oa) = p.network_data_mut() else {
+        return Ok(());
+    };
+    let at = |oa: &[u8], i: usize| oa.get(i).copied().unwrap_or(0);
+    let secs = now.div_euclid(1_000_000_000);
+    let msec = now.rem_euclid(1_000_000_000) / 1_000_000;
+    let ms = ((secs % 86400) * 1000 + msec) as u32;
+    let mut changed = false;
+    let mut oi = 20;
+    while oi < hlen {
+        let t = at(oa, oi);
+        if t == IPOPT_NOP {
+            oi += 1;
+            continue;
+        } else if t == IPOPT_EOL {
+            break;
         }
-        let hlen = p.network_header_len().unwrap_or(hl_field);
-        let Some(oa) = p.network_data_mut() else {
-            return Ok(());
-        };
-        let at = |oa: &[u8], i: usize| oa.get(i).copied().unwrap_or(0);
-        let secs = now.div_euclid(1_000_000_000);
-        let msec = now.rem_euclid(1_000_000_000) / 1_000_000;
-        let ms = ((secs % 86400) * 1000 + msec) as u32;
-        let mut changed = false;
-        let mut oi = 20;
-        while oi < hlen {
-            let t = at(oa, oi);
-            if t == IPOPT_NOP {
-                oi += 1;
-                continue;
-            } else if t == IPOPT_EOL {
-                break;
+        let xlen = at(oa, oi + 1) as usize;
+        if xlen < 2 || oi + xlen > hlen {
+            return Err(oi + 1);
+        } else if t != IPOPT_RR && t != IPOPT_TS {
+            oi += xlen;
+            continue;
+        }
+        // Every write below lies inside the option, which lies inside
+        // the header; the header may be longer than the packet.
+        if oi + xlen > oa.len() {
+            return Err(oi + 1);
+        }
+        changed = true;
+        let ptr = at(oa, oi + 2) as usize;
+        if t == IPOPT_RR {
+            let q = ptr.wrapping_sub(1);
+            if ptr >= 4 && q + 4 <= xlen {
+                oa[oi + q..oi + q + 4].copy_from_slice(&preferred);
+                oa[oi + 2] = oa[oi + 2].wrapping_add(4);
+            } else if ptr == 0 || q != xlen {
+                return Err(oi + 2);
             }
-            let xlen = at(oa, oi + 1) as usize;
-            if xlen < 2 || oi + xlen > hlen {
-                return Err(oi + 1);
-            } else if t != IPOPT_RR && t != IPOPT_TS {
-                oi += xlen;
-                continue;
+        } else {
+            let q = ptr as isize - 1;
+            let oflw = at(oa, oi + 3) >> 4;
+            let flg = at(oa, oi + 3) & 0x0f;
+            let mut overflowed = false;
+            if q < 4 {
+                return Err(oi + 2);
             }
-            // Every write below lies inside the option, which lies inside
-            // the header; the header may be longer than the packet.
-            if oi + xlen > oa.len() {
-                return Err(oi + 1);
-            }
-            changed = true;
-            let ptr = at(oa, oi + 2) as usize;
-            if t == IPOPT_RR {
-                let q = ptr.wrapping_sub(1);
-                if ptr >= 4 && q + 4 <= xlen {
-                    oa[oi + q..oi + q + 4].copy_from_slice(&self.preferred);
+            let q = q as usize;
+            if flg == 0 {
+                if q + 4 <= xlen {
+                    oa[oi + q..oi + q + 4].copy_from_slice(&ms.to_be_bytes());
                     oa[oi + 2] = oa[oi + 2].wrapping_add(4);
-                } else if ptr == 0 || q != xlen {
-                    return Err(oi + 2);
+                } else {
+                    overflowed = true;
+                }
+            } else if flg == 1 {
+                if q + 8 <= xlen {
+                    oa[oi + q..oi + q + 4].copy_from_slice(&preferred);
+                    oa[oi + q + 4..oi + q + 8].copy_from_slice(&ms.to_be_bytes());
+                    oa[oi + 2] = oa[oi + 2].wrapping_add(8);
+                } else {
+                    overflowed = true;
+                }
+            } else if flg == 3 && q + 8 <= xlen {
+                let a = [oa[oi + q], oa[oi + q + 1], oa[oi + q + 2], oa[oi + q + 3]];
+                if addrs.contains(&a) {
+                    oa[oi + q + 4..oi + q + 8].copy_from_slice(&ms.to_be_bytes());
+                    oa[oi + 2] = oa[oi + 2].wrapping_add(8);
                 }
             } else {
-                let q = ptr as isize - 1;
-                let oflw = at(oa, oi + 3) >> 4;
-                let flg = at(oa, oi + 3) & 0x0f;
-                let mut overflowed = false;
-                if q < 4 {
-                    return Err(oi + 2);
-                }
-                let q = q as usize;
-                if flg == 0 {
-                    if q + 4 <= xlen {
-                        oa[oi + q..oi + q + 4].copy_from_slice(&ms.to_be_bytes());
-                        oa[oi + 2] = oa[oi + 2].wrapping_add(4);
-                    } else {
-                        overflowed = true;
-                    }
-                } else if flg == 1 {
-                    if q + 8 <= xlen {
-                        oa[oi + q..oi + q + 4].copy_from_slice(&self.preferred);
-                        oa[oi + q + 4..oi + q + 8].copy_from_slice(&ms.to_be_bytes());
-                        oa[oi + 2] = oa[oi + 2].wrapping_add(8);
-                    } else {
-                        overflowed = true;
-                    }
-                } else if flg == 3 && q + 8 <= xlen {
-                    let a = [oa[oi + q], oa[oi + q + 1], oa[oi + q + 2], oa[oi + q + 3]];
-                    if self.addrs.contains(&a) {
-                        oa[oi + q + 4..oi + q + 8].copy_from_slice(&ms.to_be_bytes());
-                        oa[oi + 2] = oa[oi + 2].wrapping_add(8);
-                    }
+                return Err(oi + 3);
+            }
+            if overflowed {
+                if oflw < 15 {
+                    oa[oi + 3] = ((oflw + 1) << 4) | flg;
                 } else {
                     return Err(oi + 3);
                 }
-                if overflowed {
-                    if oflw < 15 {
-                        oa[oi + 3] = ((oflw + 1) << 4) | flg;
-                    } else {
-                        return Err(oi + 3);
-                    }
-                }
             }
-            oi += xlen;
         }
-        if changed {
-            let h = hlen.min(oa.len());
-            oa[10] = 0;
-            oa[11] = 0;
-            let c = checksum(&oa[..h]);
-            oa[10..12].copy_from_slice(&c.to_be_bytes());
-        }
-        Ok(())
+        oi += xlen;
     }
+    if changed {
+        let h = hlen.min(oa.len());
+        oa[10] = 0;
+        oa[11] = 0;
+        let c = checksum(&oa[..h]);
+        oa[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+    Ok(())
 }
 
 impl Element for IPGWOptions {

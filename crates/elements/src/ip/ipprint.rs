@@ -188,6 +188,7 @@ impl IpView<'_> {
 impl IPPrint {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("IPPrint")
+        .printing()
         .ports("1/1")
         .processing("a/a")
         .keywords(&[

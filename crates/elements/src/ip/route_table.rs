@@ -4,9 +4,6 @@
 //! `StaticIPLookup`), the route handlers (`table`, `lookup`, `add`, `set`,
 //! `remove`, `ctrl`, `flush`) and the push loop.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use pronto_packet::table::HugeTable;
 use pronto_packet::{Batch, BATCH_MAX};
 
@@ -225,27 +222,10 @@ pub trait RouteTable {
 /// key.
 const CHILD: u32 = 1 << 31;
 
-#[derive(Default, Clone, Copy)]
-struct U32Hasher(u64);
-
-impl Hasher for U32Hasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        // Masked prefixes have many low zero bits: mix the high product
-        // bits down so that every bit of the hash depends on the address.
-        let h = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = h ^ (h >> 29) ^ (h << 32);
-    }
-}
-
-type PrefixMap = HashMap<u32, u32, BuildHasherDefault<U32Hasher>>;
+/// Routes of one prefix length by masked address. Routes come from the
+/// configuration and from handler writes (a tenant's control plane):
+/// hashed with a per-table secret key all the same (`pronto_hash`).
+type PrefixMap = pronto_hash::KeyedMap<u32, u32>;
 
 enum Loc {
     Root(usize),
@@ -286,7 +266,7 @@ impl LpmTrie {
             routes: Vec::new(),
             free_keys: Vec::new(),
             hops: vec![(0, NO_PORT)],
-            by_prefix: (0..33).map(|_| PrefixMap::default()).collect(),
+            by_prefix: (0..33).map(|_| pronto_hash::map()).collect(),
         }
     }
 
@@ -553,7 +533,7 @@ pub struct Dir248 {
     /// (gw, port) by next-hop index; index 0 is "no route".
     vports: Vec<(u32, u32)>,
     vport_refs: Vec<u32>,
-    vport_index: HashMap<(u32, u32), u16, BuildHasherDefault<U32Hasher>>,
+    vport_index: pronto_hash::KeyedMap<(u32, u32), u16>,
     free_vports: Vec<u16>,
     /// Routes by key - 1.
     routes: Vec<Option<IpRoute>>,
@@ -599,13 +579,13 @@ impl Dir248 {
             nblocks: 0,
             vports: vec![(0, NO_PORT)],
             vport_refs: vec![0],
-            vport_index: HashMap::default(),
+            vport_index: pronto_hash::map(),
             free_vports: Vec::new(),
             routes: Vec::new(),
             ages: Vec::new(),
             next_age: 1,
             free_keys: Vec::new(),
-            by_prefix: (0..33).map(|_| PrefixMap::default()).collect(),
+            by_prefix: (0..33).map(|_| pronto_hash::map()).collect(),
         }
     }
 
@@ -914,6 +894,111 @@ impl RouteTable for LinearTable {
     }
 }
 
+/// A list of routes kept sorted so that every route comes before each
+/// route that contains it (`SortedIPLookup`): the first matching route is
+/// the most specific. After each change the list is re-sorted as Click
+/// does: routes no other route depends on, in list order, each followed
+/// (breadth first) by the routes it alone was holding back.
+#[derive(Default)]
+pub struct SortedTable {
+    routes: Vec<IpRoute>,
+}
+
+/// True when `outer`'s prefix contains `inner`'s.
+fn route_contains(outer: &IpRoute, inner: &IpRoute) -> bool {
+    inner.mask & outer.mask == outer.mask && inner.addr & outer.mask == outer.addr
+}
+
+impl SortedTable {
+    fn sort(&mut self) {
+        let t = &self.routes;
+        let n = t.len();
+        // dep[j]: how many other routes j contains (they must come first).
+        let mut dep: Vec<i64> = (0..n)
+            .map(|j| {
+                (0..n)
+                    .filter(|&i| i != j && route_contains(&t[j], &t[i]))
+                    .count() as i64
+            })
+            .collect();
+        let mut order = Vec::with_capacity(n);
+        let (mut first, mut q) = (0, 0);
+        while order.len() < n {
+            while first < n && dep[first] != 0 {
+                first += 1;
+            }
+            if first == n {
+                break;
+            }
+            order.push(first);
+            while q < order.len() {
+                let which = order[q];
+                dep[which] = -1;
+                for i in 0..n {
+                    if dep[i] > 0 && route_contains(&t[i], &t[which]) {
+                        dep[i] -= 1;
+                        if dep[i] == 0 {
+                            order.push(i);
+                        }
+                    }
+                }
+                q += 1;
+            }
+        }
+        self.routes = order.iter().map(|&i| t[i]).collect();
+    }
+}
+
+impl RouteTable for SortedTable {
+    fn add_route(&mut self, r: IpRoute, set: bool) -> Result<Option<IpRoute>, RouteError> {
+        let old = match self
+            .routes
+            .iter_mut()
+            .find(|e| e.addr == r.addr && e.mask == r.mask)
+        {
+            Some(e) if !set => return Err(RouteError::Exists(*e)),
+            Some(e) => Some(std::mem::replace(e, r)),
+            None => {
+                self.routes.push(r);
+                None
+            }
+        };
+        self.sort();
+        Ok(old)
+    }
+
+    fn remove_route(&mut self, r: &IpRoute) -> Result<IpRoute, RouteError> {
+        let i = self
+            .routes
+            .iter()
+            .position(|e| r.matches(e))
+            .ok_or(RouteError::NotFound)?;
+        let old = self.routes.remove(i);
+        self.sort();
+        Ok(old)
+    }
+
+    fn lookup(&self, a: u32) -> Option<(u32, u32)> {
+        self.routes
+            .iter()
+            .find(|r| r.contains(a))
+            .map(|r| (r.gw, r.port as u32))
+    }
+
+    fn dump(&self) -> String {
+        let mut s = String::new();
+        for r in &self.routes {
+            s.push_str(&r.unparse(true));
+            s.push('\n');
+        }
+        s
+    }
+
+    fn flush(&mut self) {
+        self.routes.clear();
+    }
+}
+
 // ---------------------------------------------------------------------
 // The element side.
 
@@ -924,6 +1009,7 @@ pub struct RouteCore<T: RouteTable> {
     noutputs: usize,
     label: &'static str,
     complaints: u32,
+    no_route_text: Option<fn(u32) -> String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1023,6 +1109,7 @@ impl<T: RouteTable> RouteCore<T> {
             noutputs: ctx.noutputs,
             label,
             complaints: 0,
+            no_route_text: None,
         };
         // One argument per route; split directly (tables may hold hundreds
         // of thousands of routes). `ROUTES FILE` arguments name files of
@@ -1061,6 +1148,11 @@ impl<T: RouteTable> RouteCore<T> {
         Ok(core)
     }
 
+    /// Replaces the text after `LABEL: ` in "no route" messages.
+    pub fn set_no_route_text(&mut self, f: fn(u32) -> String) {
+        self.no_route_text = Some(f);
+    }
+
     /// Adds one configured route (the first of two for one prefix stays).
     fn add_configured(&mut self, text: &str, eexist: &mut u32) -> Result<(), String> {
         let r = parse_route(text, false).ok_or_else(|| format!("should be {ROUTE_SYNTAX}"))?;
@@ -1089,6 +1181,7 @@ impl<T: RouteTable> RouteCore<T> {
         self.table.lookup_many(&addrs[..n], &mut hops[..n]);
         let complaints = &mut self.complaints;
         let label = self.label;
+        let text = self.no_route_text;
         let mut i = 0;
         push_each(batch, out, |p, _| {
             let a = addrs[i];
@@ -1104,7 +1197,10 @@ impl<T: RouteTable> RouteCore<T> {
                 None => {
                     if !label.is_empty() && *complaints < 5 {
                         *complaints += 1;
-                        eprintln!("{label}: no route for {}", ip_str(a));
+                        match text {
+                            Some(f) => eprintln!("{label}: {}", f(a)),
+                            None => eprintln!("{label}: no route for {}", ip_str(a)),
+                        }
                     }
                     None
                 }

@@ -4,14 +4,15 @@ use pronto_packet::Batch;
 
 use super::shared::{unparse_real2, RateEwma};
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
-    FIELD_OTHER,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerCall, HandlerError, HandlerInfo, Out,
+    Spec, FIELD_OTHER,
 };
 
 /// A `COUNT_CALL`/`BYTE_COUNT_CALL` trigger.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Trigger {
     at: u64,
+    call: Option<HandlerCall>,
     fired: bool,
 }
 
@@ -25,25 +26,30 @@ pub struct Counter {
     byte_count_call: Option<Trigger>,
 }
 
-/// Parses `N HANDLER [VALUE]`; pronto can call only the global `stop`
-/// handler from an element.
+/// Parses `N HANDLER [VALUE]` (the handler is optional in the
+/// `count_call` write handler).
 fn parse_call(what: &str, text: &str, need_handler: bool) -> Result<Option<Trigger>, String> {
-    let words = pronto_lang::args::split_words(text);
-    let Some(n) = words.first() else {
+    let text = text.trim();
+    if text.is_empty() {
         return Ok(None);
-    };
-    let at = pronto_lang::args::parse_u64(n).map_err(|_| format!("{what} type mismatch"))?;
-    match words.get(1).map(String::as_str) {
-        None if !need_handler => {}
-        Some("stop") => {}
-        None => return Err(format!("{what}: missing handler")),
-        Some(h) => {
-            return Err(format!(
-                "{what}: cannot call handler `{h}` (only `stop` is supported)"
-            ))
-        }
     }
-    Ok(Some(Trigger { at, fired: false }))
+    let (n, rest) = text
+        .split_once(|c: char| c.is_ascii_whitespace())
+        .unwrap_or((text, ""));
+    let at = pronto_lang::args::parse_u64(n).map_err(|_| format!("{what} type mismatch"))?;
+    let call = if rest.trim().is_empty() {
+        if need_handler {
+            return Err(format!("{what}: missing handler"));
+        }
+        None
+    } else {
+        Some(HandlerCall::parse(rest).map_err(|e| format!("{what}: {e}"))?)
+    };
+    Ok(Some(Trigger {
+        at,
+        call,
+        fired: false,
+    }))
 }
 
 impl Counter {
@@ -60,8 +66,9 @@ impl Counter {
              packet count, byte count and their recent rates.\n\n\
              Ports: 1 input, 1 output (agnostic).\n\
              Keywords:\n  \
-             COUNT_CALL       `N stop`: stop the driver when the packet count reaches N\n  \
-             BYTE_COUNT_CALL  `N stop`: stop the driver when the byte count reaches N\n\
+             COUNT_CALL       `N HANDLER [VALUE]`: when the packet count reaches N, write\n                  \
+             VALUE to HANDLER (`ELEMENT.HANDLER`, or a global one such as `stop`)\n  \
+             BYTE_COUNT_CALL  `N HANDLER [VALUE]`: the same when the byte count reaches N\n\
              Handlers:\n  \
              count (read)        packets passed since the last reset\n  \
              byte_count (read)   bytes passed since the last reset\n  \
@@ -114,13 +121,17 @@ impl Counter {
         if let Some(t) = &mut self.count_call {
             if !t.fired && old_count < t.at && self.count >= t.at {
                 t.fired = true;
-                out.stop();
+                if let Some(c) = &t.call {
+                    out.call(c);
+                }
             }
         }
         if let Some(t) = &mut self.byte_count_call {
             if !t.fired && self.byte_count >= t.at {
                 t.fired = true;
-                out.stop();
+                if let Some(c) = &t.call {
+                    out.call(c);
+                }
             }
         }
     }
@@ -316,13 +327,44 @@ mod tests {
         let r = t::configure(
             Counter::SPEC.keywords,
             Counter::configure,
-            "BYTE_COUNT_CALL 5 foo.bar",
+            "BYTE_COUNT_CALL 5",
             1,
             1,
+        );
+        assert_eq!(t::config_err(r), "BYTE_COUNT_CALL: missing handler");
+    }
+
+    #[test]
+    fn count_call_writes_a_handler() {
+        let pool = Pool::new(64).expect("pool");
+        let mut c = counter("COUNT_CALL 2 s.switch 1");
+        let mut ctrl = Control::default();
+        t::push_at(
+            c.as_mut(),
+            &pool,
+            0,
+            vec![t::pkt(&pool, &[1])],
+            1,
+            0,
+            &mut ctrl,
+        );
+        assert!(ctrl.calls.is_empty());
+        t::push_at(
+            c.as_mut(),
+            &pool,
+            0,
+            vec![t::pkt(&pool, &[1]), t::pkt(&pool, &[1])],
+            1,
+            0,
+            &mut ctrl,
         );
         assert_eq!(
-            t::config_err(r),
-            "BYTE_COUNT_CALL: cannot call handler `foo.bar` (only `stop` is supported)"
+            ctrl.calls,
+            vec![HandlerCall {
+                handler: "s.switch".into(),
+                value: "1".into()
+            }]
         );
+        assert_eq!(ctrl.stop_requests, 0);
     }
 }

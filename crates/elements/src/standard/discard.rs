@@ -3,7 +3,7 @@
 use pronto_packet::Batch;
 
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Listen, Out, Spec,
     TaskStatus,
 };
 
@@ -28,7 +28,8 @@ impl Discard {
              Discard pulls packets as fast as it can (a task).\n\n\
              Ports: 1 input (agnostic), no outputs.\n\
              Keywords:\n  ACTIVE  boolean; if false, do not pull (default true)\n  \
-             BURST   packets to pull per task run (default 32)\n\
+             BURST   packets to pull per task run (default 1, as Click; 0 means as many\n          \
+             as a batch holds)\n\
              Handlers:\n  count (read)   packets discarded\n  reset_counts (write)  zero the count\n  \
              active (read/write)",
         );
@@ -37,7 +38,12 @@ impl Discard {
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
         let mut a = ctx.args();
         let active = a.read_or("ACTIVE", true)?;
-        let burst = a.read_or("BURST", 32usize)?;
+        // Click's default: one packet per task run (0: as many as a batch
+        // holds).
+        let burst = match a.read_or("BURST", 1usize)? {
+            0 => pronto_packet::BATCH_MAX,
+            b => b,
+        };
         a.finish()?;
         Ok(Box::new(Discard {
             count: 0,
@@ -56,6 +62,10 @@ impl Element for Discard {
 
     fn has_task(&self) -> bool {
         self.pull
+    }
+
+    fn listens(&self) -> Option<Listen> {
+        self.pull.then_some(Listen::UpstreamEmpty(0))
     }
 
     fn task_pull(&mut self, _now: i64) -> Option<(usize, usize)> {

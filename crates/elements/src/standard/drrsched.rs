@@ -21,6 +21,7 @@ pub struct DRRSched {
 impl DRRSched {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("DRRSched")
+        .flags("S0")
         .ports("-/1")
         .processing("l/l")
         .keywords(&["QUANTUM"])

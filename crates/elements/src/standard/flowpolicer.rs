@@ -42,6 +42,9 @@ pub struct FlowPolicer {
     timeout_ns: i64,
     table: Vec<Entry>,
     nbuckets: usize,
+    /// Keyed by a per-table secret: a sender cannot pick flows that share
+    /// a victim's bucket and evict it.
+    hasher: pronto_hash::KeyedHasher,
     count: u64,
     conform: u64,
     exceed: u64,
@@ -114,6 +117,7 @@ impl FlowPolicer {
             timeout_ns: (timeout.0 * 1e9).clamp(0.0, i64::MAX as f64) as i64,
             table: vec![Entry::default(); nbuckets * WAYS],
             nbuckets,
+            hasher: pronto_hash::KeyedHasher::new(),
             count: 0,
             conform: 0,
             exceed: 0,
@@ -167,7 +171,7 @@ impl FlowPolicer {
     /// The flow's entry: found, or a free, expired or least recently seen
     /// slot in its bucket (marked unused so the caller starts it afresh).
     fn entry(&mut self, key: &[u8; 13], now: i64) -> &mut Entry {
-        let b = (hash(key) as usize % self.nbuckets) * WAYS;
+        let b = (hash(&self.hasher, key) as usize % self.nbuckets) * WAYS;
         let timeout = self.timeout_ns;
         let ways = &mut self.table[b..b + WAYS];
         if let Some(i) = ways.iter().position(|e| e.used && e.key == *key) {
@@ -219,17 +223,13 @@ fn parse_rate(s: &str) -> Result<(u64, bool), ConfigError> {
     Ok((v.round() as u64, is_bw))
 }
 
-/// A multiply-rotate mix of the key's two overlapping 64-bit words (fast
-/// and stable; the table is bounded, so a crafted collision only costs the
-/// colliding flows their own slots).
-fn hash(key: &[u8; 13]) -> u64 {
+/// The keyed hash of the key's two overlapping 64-bit words.
+fn hash(h: &pronto_hash::KeyedHasher, key: &[u8; 13]) -> u64 {
     let mut a = [0u8; 8];
     let mut b = [0u8; 8];
     a.copy_from_slice(&key[..8]);
     b.copy_from_slice(&key[5..]);
-    let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
-    let h = (a ^ b.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    h ^ (h >> 32)
+    h.hash((u64::from_le_bytes(a), u64::from_le_bytes(b)))
 }
 
 /// The flow key and IP length of an IPv4 packet (network header from the

@@ -10,6 +10,8 @@ pub struct Idle;
 impl Idle {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("Idle")
+        .flow("x/y")
+        .flags("S0")
         .ports("-/-")
         .processing("a/a")
         .profile(ActionProfile::NONE.dropping())

@@ -4,8 +4,8 @@ use pronto_packet::{Batch, BATCH_MAX};
 
 use super::shared::{handler_value, template, DataArg, DEFAULT_DATA};
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
-    TaskStatus,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerCall, HandlerError, HandlerInfo, Listen,
+    NotifierKind, NotifierRole, Out, Spec, TaskStatus,
 };
 
 /// Makes copies of one packet, a batch per task run (push) or on demand
@@ -17,16 +17,21 @@ pub struct InfiniteSource {
     limit: i64,
     burst: i32,
     active: bool,
-    stop: bool,
+    /// `STOP true` (a call to `stop`) or `END_CALL`.
+    end_call: Option<HandlerCall>,
     stopped: bool,
     timestamp: bool,
     count: u64,
     push: bool,
+    /// Pull mode: Click's empty notifier (active until a pull finds the
+    /// source inactive or at its limit; a handler write wakes it).
+    pull_active: bool,
 }
 
 impl InfiniteSource {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("InfiniteSource")
+        .flags("S1")
         .ports("0/1")
         .processing("a/a")
         .keywords(&[
@@ -55,7 +60,7 @@ impl InfiniteSource {
              LENGTH     packet length (DATA repeated or cut); default DATA's length\n  \
              DATASIZE   older name for LENGTH\n  \
              STOP       boolean; stop the driver once LIMIT packets are sent\n  \
-             END_CALL   `stop` (the only handler pronto can call): same as STOP true\n  \
+             END_CALL   `HANDLER [VALUE]`: write handler called once LIMIT packets are sent\n  \
              TIMESTAMP  boolean; set the timestamp annotation (default true)\n\
              Handlers:\n  \
              count (read), reset (write), data, length, limit, burst, active (read/write)",
@@ -84,13 +89,16 @@ impl InfiniteSource {
         if stop && end_call.is_some() {
             return Err(ConfigError::new("END_CALL and STOP are mutually exclusive"));
         }
-        if let Some(h) = &end_call {
-            if h.trim() != "stop" {
-                return Err(ConfigError::new(format!(
-                    "END_CALL: cannot call handler `{h}` (only `stop` is supported)"
-                )));
-            }
-        }
+        let end_call = match end_call {
+            Some(h) => Some(
+                HandlerCall::parse(&h).map_err(|e| ConfigError::new(format!("END_CALL: {e}")))?,
+            ),
+            None if stop => Some(HandlerCall {
+                handler: "stop".into(),
+                value: String::new(),
+            }),
+            None => None,
+        };
         let mut s = InfiniteSource {
             data,
             length,
@@ -98,11 +106,12 @@ impl InfiniteSource {
             limit,
             burst,
             active,
-            stop: stop || end_call.is_some(),
+            end_call,
             stopped: false,
             timestamp,
             count: 0,
             push: ctx.output_push.first().copied().unwrap_or(true),
+            pull_active: true,
         };
         s.setup();
         Ok(Box::new(s))
@@ -157,22 +166,28 @@ impl Element for InfiniteSource {
         !self.push
     }
 
+    fn listens(&self) -> Option<Listen> {
+        self.push.then_some(Listen::DownstreamFull(0))
+    }
+
     fn run_task(&mut self, batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
         if !self.active {
-            return TaskStatus::Idle;
+            // Not rescheduled until a handler write (`active`) says so.
+            return TaskStatus::Done;
         }
         // BURST packets per run, as Click: with queues downstream the
         // interleaving of tasks (and so queue lengths) depends on it.
         let n = self.allowed(batch.room().min(BATCH_MAX).min(self.burst as usize));
         if n == 0 {
-            if self.limit_reached() && self.stop {
-                if !self.stopped {
+            if self.limit_reached() {
+                if let Some(c) = self.end_call.as_ref().filter(|_| !self.stopped) {
                     self.stopped = true;
-                    out.stop();
+                    out.call(c);
                 }
-                return TaskStatus::Done;
             }
-            return TaskStatus::Idle;
+            // Click's source is not rescheduled; a handler write (active,
+            // reset, limit) schedules it again.
+            return TaskStatus::Done;
         }
         let made = self.make(batch, n, out);
         out.pass(0);
@@ -183,15 +198,31 @@ impl Element for InfiniteSource {
         }
     }
 
+    fn notifier(&self, kind: NotifierKind, port: usize) -> NotifierRole {
+        if !self.push && kind == NotifierKind::Empty && port == 0 {
+            NotifierRole::Signal
+        } else {
+            NotifierRole::None
+        }
+    }
+
+    fn signal(&self, _kind: NotifierKind, _port: usize, _up: &dyn Fn(usize) -> bool) -> bool {
+        self.pull_active
+    }
+
     fn pull(&mut self, _port: usize, batch: &mut Batch, max: usize, out: &mut Out<'_>) {
         if !self.active {
+            self.pull_active = false;
             return;
         }
         let n = self.allowed(max.min(batch.room()));
         if n == 0 {
-            if self.limit_reached() && self.stop && !self.stopped {
-                self.stopped = true;
-                out.stop();
+            self.pull_active = false;
+            if self.limit_reached() {
+                if let Some(c) = self.end_call.as_ref().filter(|_| !self.stopped) {
+                    self.stopped = true;
+                    out.call(c);
+                }
             }
             return;
         }
@@ -250,6 +281,9 @@ impl Element for InfiniteSource {
             "active" => self.active = handler_value(value, "active parameter must be boolean")?,
             _ => return Err(HandlerError::NoSuchHandler(name.into())),
         }
+        if self.active && !self.limit_reached() {
+            self.pull_active = true;
+        }
         Ok(())
     }
 }
@@ -305,6 +339,24 @@ mod tests {
     }
 
     #[test]
+    fn end_call_writes_a_handler_once() {
+        let pool = Pool::new(64).expect("pool");
+        let mut s = src("LIMIT 1, END_CALL s0.run a b");
+        let mut ctrl = Control::default();
+        t::run_task(s.as_mut(), &pool, vec![], 1, 0, &mut ctrl);
+        assert!(ctrl.calls.is_empty());
+        t::run_task(s.as_mut(), &pool, vec![], 1, 0, &mut ctrl);
+        t::run_task(s.as_mut(), &pool, vec![], 1, 0, &mut ctrl);
+        assert_eq!(
+            ctrl.calls,
+            vec![HandlerCall {
+                handler: "s0.run".into(),
+                value: "a b".into()
+            }]
+        );
+    }
+
+    #[test]
     fn limit_without_stop_idles_until_reset() {
         let pool = Pool::new(64).expect("pool");
         let mut s = src("LIMIT 2, BURST 8, LENGTH 5, DATA ab");
@@ -312,7 +364,7 @@ mod tests {
         let (_, out) = t::run_task(s.as_mut(), &pool, vec![], 1, 0, &mut ctrl);
         assert_eq!(t::bytes(&out[0]), vec![b"ababa".to_vec(); 2]);
         let (st, _) = t::run_task(s.as_mut(), &pool, vec![], 1, 0, &mut ctrl);
-        assert_eq!(st, TaskStatus::Idle);
+        assert_eq!(st, TaskStatus::Done);
         s.write_handler("reset", "").expect("reset");
         let (_, out) = t::run_task(s.as_mut(), &pool, vec![], 1, 0, &mut ctrl);
         assert_eq!(out[0].len(), 2);
@@ -325,7 +377,7 @@ mod tests {
         let mut s = src("ACTIVE false, BURST 8");
         let mut ctrl = Control::default();
         let (st, _) = t::run_task(s.as_mut(), &pool, vec![], 1, 0, &mut ctrl);
-        assert_eq!(st, TaskStatus::Idle);
+        assert_eq!(st, TaskStatus::Done);
         s.write_handler("active", "true").expect("active");
         let (_, out) = t::run_task(s.as_mut(), &pool, vec![], 1, 0, &mut ctrl);
         assert_eq!(out[0].len(), 4);
@@ -349,6 +401,14 @@ mod tests {
         assert_eq!(t::bytes(&got), vec![b"x".to_vec(); 3]);
         let (got, _) = t::pull(s.as_mut(), &pool, 0, 3, 1, 0);
         assert_eq!(got.len(), 2);
+        // Exhausted: its empty notifier sleeps until a write wakes it.
+        assert_eq!(s.notifier(NotifierKind::Empty, 0), NotifierRole::Signal);
+        assert!(s.signal(NotifierKind::Empty, 0, &|_| true));
+        let (got, _) = t::pull(s.as_mut(), &pool, 0, 3, 1, 0);
+        assert!(got.is_empty());
+        assert!(!s.signal(NotifierKind::Empty, 0, &|_| true));
+        s.write_handler("reset", "").expect("reset");
+        assert!(s.signal(NotifierKind::Empty, 0, &|_| true));
     }
 
     #[test]
@@ -369,6 +429,17 @@ mod tests {
             1,
         );
         assert_eq!(t::config_err(r), "END_CALL and STOP are mutually exclusive");
+        let r = t::configure(
+            InfiniteSource::SPEC.keywords,
+            InfiniteSource::configure,
+            "END_CALL x.",
+            0,
+            1,
+        );
+        assert_eq!(
+            t::config_err(r),
+            "END_CALL: expected `ELEMENT.HANDLER`, found `x.`"
+        );
         let r = t::configure(
             InfiniteSource::SPEC.keywords,
             InfiniteSource::configure,

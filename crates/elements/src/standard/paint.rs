@@ -111,7 +111,7 @@ mod tests {
         let r = t::configure(Paint::SPEC.keywords, Paint::configure, "300", 1, 1);
         assert_eq!(
             t::config_err(r),
-            "COLOR: integer out of range for u8, found `300`"
+            "COLOR: integer out of range (0 to 255), found `300`"
         );
         let r = t::configure(Paint::SPEC.keywords, Paint::configure, "1, FOO", 1, 1);
         assert_eq!(t::config_err(r), "ANNO: expected annotation, found `FOO`");

@@ -32,6 +32,7 @@ pub struct Print {
 impl Print {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("Print")
+        .printing()
         .ports("1/1")
         .processing("a/a")
         .keywords(&[

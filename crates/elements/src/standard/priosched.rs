@@ -14,6 +14,7 @@ pub struct PrioSched {
 impl PrioSched {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("PrioSched")
+        .flags("S0")
         .ports("-/1")
         .processing("l/l")
         .profile(ActionProfile::NONE)
@@ -37,7 +38,13 @@ impl PrioSched {
 
 impl PullOne for PrioSched {
     fn pull_one(&mut self, _port: usize, _now: i64, inputs: &mut dyn PullInputs) -> Option<Packet> {
-        (0..self.ninputs).find_map(|i| inputs.pull_input(i))
+        (0..self.ninputs).find_map(|i| {
+            if inputs.input_active(i) {
+                inputs.pull_input(i)
+            } else {
+                None
+            }
+        })
     }
 }
 

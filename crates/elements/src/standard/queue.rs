@@ -1,10 +1,11 @@
-//! `Queue`: a FIFO packet queue; in pronto it behaves exactly as
-//! `SimpleQueue` (Click's Queue differs only in notification).
+//! `Queue`: a FIFO packet queue with empty and full notifiers (Click's
+//! `FullNoteQueue`, under the name configurations use).
 
-use super::simplequeue::SimpleQueue;
+use super::simplequeue::{Notes, Policy, SimpleQueue, Sleep};
 use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Spec};
 
-/// Click's `Queue`: a `SimpleQueue` under another name.
+/// Click's `Queue`: a `SimpleQueue` that also offers empty and full
+/// notifiers.
 pub struct Queue;
 
 impl Queue {
@@ -19,12 +20,14 @@ impl Queue {
              Stores incoming packets in a first-in-first-out queue and hands them\n\
              out when pulled. Drops incoming packets if the queue already holds\n\
              CAPACITY packets (default 1000); dropped packets are emitted on\n\
-             output 1 if it exists. Behaves exactly as SimpleQueue in pronto.\n\n\
+             output 1 if it exists. Offers an empty notifier (a puller behind an\n\
+             empty queue sleeps until a packet arrives) and a full notifier (a\n\
+             source in front of a full queue sleeps until there is room).\n\n\
              Ports: 1 push input; output 0 pull, output 1 (optional) push.\n\
              Handlers:\n  \
              length (read)            packets in the queue\n  \
              highwater_length (read)  most packets ever in the queue at once\n  \
-             capacity (read/write)    the capacity\n  \
+             capacity (read/write)    the capacity; a smaller one frees the newest packets\n  \
              drops (read)             packets dropped so far\n  \
              reset_counts (write)     zero drops and highwater_length\n  \
              reset (write)            drop every queued packet",
@@ -32,7 +35,13 @@ impl Queue {
 
     /// Configures a `Queue`.
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
-        Ok(Box::new(SimpleQueue::build(ctx, "Queue")?))
+        Ok(Box::new(SimpleQueue::build_with(
+            ctx,
+            "Queue",
+            Notes::EmptyFull,
+            Policy::TailDrop,
+            Sleep::Sleepy,
+        )?))
     }
 }
 

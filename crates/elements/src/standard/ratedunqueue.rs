@@ -5,8 +5,8 @@ use pronto_packet::{Batch, BATCH_MAX, MAX_PACKET};
 use super::shared::handler_value;
 use super::tokenbucket::{burst_tokens, unparse_bandwidth, ClickTokenBucket};
 use crate::{
-    ActionProfile, Bandwidth, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Seconds, Spec, TaskStatus,
+    ActionProfile, Bandwidth, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Listen,
+    Out, Seconds, Spec, TaskStatus,
 };
 
 /// Tokens (bytes) a bandwidth bucket must hold before a packet may go
@@ -173,6 +173,10 @@ impl Element for RatedUnqueue {
         true
     }
 
+    fn listens(&self) -> Option<Listen> {
+        Some(Listen::UpstreamEmpty(0))
+    }
+
     fn task_pull(&mut self, now: i64) -> Option<(usize, usize)> {
         self.runs += 1;
         self.wake = None;
@@ -199,10 +203,12 @@ impl Element for RatedUnqueue {
             return TaskStatus::SleepUntil(t);
         }
         if batch.is_empty() {
-            if self.active {
-                self.failed_pulls += 1;
-                self.empty_runs += 1;
+            if !self.active {
+                // Rescheduled by a write to `active`.
+                return TaskStatus::Done;
             }
+            self.failed_pulls += 1;
+            self.empty_runs += 1;
             return TaskStatus::Idle;
         }
         for p in batch.iter() {

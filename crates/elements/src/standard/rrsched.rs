@@ -15,6 +15,7 @@ pub struct RoundRobinSched {
 impl RoundRobinSched {
     /// Click's description of the class.
     pub const SPEC: Spec = Spec::new("RoundRobinSched")
+        .flags("S0")
         .ports("-/1")
         .processing("l/l")
         .profile(ActionProfile::NONE)
@@ -42,7 +43,11 @@ impl PullOne for RoundRobinSched {
         let n = self.ninputs;
         let mut i = self.next;
         for _ in 0..n {
-            let p = inputs.pull_input(i);
+            let p = if inputs.input_active(i) {
+                inputs.pull_input(i)
+            } else {
+                None
+            };
             i += 1;
             if i >= n {
                 i = 0;

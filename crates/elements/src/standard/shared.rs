@@ -23,7 +23,13 @@ impl FromArg for Anno1 {
             "FIX_IP_SRC" => pronto_packet::FIX_IP_SRC_ANNO_OFFSET,
             _ => match pronto_lang::args::parse_i64(name) {
                 Ok(v) if v >= 0 && (v as usize) < pronto_packet::ANNO_SIZE => v as usize,
-                _ => return Err("expected annotation".into()),
+                // A name from an AnnotationInfo.
+                _ => {
+                    match pronto_lang::names::value(pronto_lang::names::NameKind::Annotation, &t) {
+                        Some(v) => (v & 0xffff) as usize,
+                        None => return Err("expected annotation".into()),
+                    }
+                }
             },
         };
         Ok(Anno1(off))

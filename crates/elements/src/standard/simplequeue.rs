@@ -5,10 +5,56 @@ use std::collections::VecDeque;
 use pronto_packet::{Batch, Packet};
 
 use super::shared::handler_value;
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec};
+use crate::{
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, NotifierKind,
+    NotifierRole, Out, Spec,
+};
+
+/// Which of Click's notifiers a queue offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notes {
+    /// None (`SimpleQueue`).
+    None,
+    /// An empty notifier on its output (`NotifierQueue`, `MixedQueue`,
+    /// `FrontDropQueue`).
+    Empty,
+    /// Empty and full notifiers (`Queue`, `FullNoteQueue`,
+    /// `ThreadSafeQueue`, `QuickNoteQueue`).
+    EmptyFull,
+}
+
+/// What a queue does with a packet that arrives when it is full, and where
+/// arrivals go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Arrivals join the tail; a full queue drops the arrival.
+    TailDrop,
+    /// Arrivals join the tail; a full queue drops its oldest packet
+    /// (`FrontDropQueue`).
+    FrontDrop,
+    /// Input 0 joins the tail and a full queue drops the arrival; input 1
+    /// joins the head and a full queue drops its newest packet
+    /// (`MixedQueue`).
+    Mixed,
+}
+
+/// How a queue's empty notifier goes to sleep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sleep {
+    /// After ten pulls in a row found it empty (Click's
+    /// `SLEEPINESS_TRIGGER`): a puller spins a little before sleeping.
+    Sleepy,
+    /// As soon as a pull leaves it empty (`QuickNoteQueue`).
+    Quick,
+}
+
+/// Pulls that find a queue empty before its empty notifier sleeps, less
+/// one (Click's `SLEEPINESS_TRIGGER`).
+const SLEEPINESS_TRIGGER: u32 = 9;
 
 /// Stores pushed packets until pulled; drops arrivals when full (tail
-/// drop), sending them out output 1 if it exists.
+/// drop), sending them out output 1 if it exists. The storage of every
+/// queue class (see [`Notes`], [`Policy`], [`Sleep`]).
 pub struct SimpleQueue {
     name: String,
     q: VecDeque<Packet>,
@@ -17,6 +63,14 @@ pub struct SimpleQueue {
     highwater: usize,
     /// Length and capacity, shared with RED.
     len: std::sync::Arc<crate::aqm::red::StorageLength>,
+    notes: Notes,
+    policy: Policy,
+    sleep: Sleep,
+    /// The empty notifier: packets may be available.
+    empty_active: bool,
+    /// The full notifier: room is available.
+    full_active: bool,
+    sleepiness: u32,
 }
 
 /// Most packets preallocated for at configure time; a bigger queue grows
@@ -37,9 +91,20 @@ impl SimpleQueue {
         Ok(Box::new(Self::build(ctx, "SimpleQueue")?))
     }
 
-    /// Builds the queue (shared with `Queue`, which passes its own class
-    /// name for messages).
+    /// Builds a queue without notifiers (`SimpleQueue`; `class` is the
+    /// class name for messages).
     pub fn build(ctx: &ConfigCtx<'_>, class: &str) -> Result<SimpleQueue, ConfigError> {
+        Self::build_with(ctx, class, Notes::None, Policy::TailDrop, Sleep::Sleepy)
+    }
+
+    /// Builds a queue of any class.
+    pub fn build_with(
+        ctx: &ConfigCtx<'_>,
+        class: &str,
+        notes: Notes,
+        policy: Policy,
+        sleep: Sleep,
+    ) -> Result<SimpleQueue, ConfigError> {
         let mut a = ctx.args();
         let capacity: u32 = a.read_p("CAPACITY")?.unwrap_or(1000);
         a.finish()?;
@@ -51,7 +116,42 @@ impl SimpleQueue {
             drops: 0,
             highwater: 0,
             len: std::sync::Arc::new(crate::aqm::red::StorageLength::new(0, capacity)),
+            notes,
+            policy,
+            sleep,
+            // Click's signals start active; the empty one sleeps once
+            // pulls find the queue empty.
+            empty_active: true,
+            full_active: true,
+            sleepiness: 0,
         })
+    }
+
+    fn overflow(&mut self) {
+        if self.drops == 0 && self.capacity > 0 {
+            eprintln!("{}: overflow", self.name);
+        }
+        self.drops += 1;
+    }
+
+    /// After packets arrived: highwater mark and notifiers.
+    fn arrived(&mut self) {
+        let n = self.q.len();
+        if n > self.highwater {
+            self.highwater = n;
+        }
+        if n > 0 {
+            self.empty_active = true;
+        }
+        if n >= self.capacity {
+            self.full_active = false;
+        }
+        self.store_len();
+    }
+
+    fn store_len(&self) {
+        self.len
+            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -59,12 +159,13 @@ impl SimpleQueue {
 pub const QUEUE_DOC: &str = "SimpleQueue([CAPACITY])\n\n\
      Stores incoming packets in a first-in-first-out queue. Drops incoming\n\
      packets if the queue already holds CAPACITY packets (default 1000);\n\
-     dropped packets are emitted on output 1 if it exists.\n\n\
+     dropped packets are emitted on output 1 if it exists. Offers no\n\
+     notifiers: a puller behind it never sleeps (see NotifierQueue, Queue).\n\n\
      Ports: 1 push input; output 0 pull, output 1 (optional) push.\n\
      Handlers:\n  \
      length (read)            packets in the queue\n  \
      highwater_length (read)  most packets ever in the queue at once\n  \
-     capacity (read/write)    the capacity\n  \
+     capacity (read/write)    the capacity; a smaller one frees the newest packets\n  \
      drops (read)             packets dropped so far\n  \
      reset_counts (write)     zero drops and highwater_length\n  \
      reset (write)            drop every queued packet";
@@ -87,10 +188,8 @@ impl Element for SimpleQueue {
             }
         }
         old.q.clear();
-        old.len.store(0, std::sync::atomic::Ordering::Relaxed);
-        self.len
-            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
-        self.highwater = self.highwater.max(self.q.len());
+        old.store_len();
+        self.arrived();
         let moved = self.q.len();
         Some(if moved == total {
             format!("{moved} packets")
@@ -103,27 +202,53 @@ impl Element for SimpleQueue {
         Some(self.len.clone())
     }
 
-    fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let room = self.capacity.saturating_sub(self.q.len());
-        let n = batch.len();
-        if n <= room {
-            self.q.extend(batch.drain());
-        } else {
-            let mut it = batch.drain();
-            self.q.extend(it.by_ref().take(room));
-            if self.drops == 0 && self.capacity > 0 {
-                eprintln!("{}: overflow", self.name);
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        match (self.policy, port) {
+            (Policy::TailDrop, _) | (Policy::Mixed, 0) => {
+                let room = self.capacity.saturating_sub(self.q.len());
+                if batch.len() <= room {
+                    self.q.extend(batch.drain());
+                } else {
+                    let mut it = batch.drain();
+                    self.q.extend(it.by_ref().take(room));
+                    for p in it {
+                        self.overflow();
+                        out.emit(1, p);
+                    }
+                }
             }
-            for p in it {
-                self.drops += 1;
-                out.emit(1, p);
+            (Policy::FrontDrop, _) => {
+                for p in batch.drain() {
+                    if self.q.len() >= self.capacity {
+                        self.overflow();
+                        if let Some(old) = self.q.pop_front() {
+                            out.emit(1, old);
+                        }
+                    }
+                    if self.capacity > 0 {
+                        self.q.push_back(p);
+                    } else {
+                        out.emit(1, p);
+                    }
+                }
+            }
+            (Policy::Mixed, _) => {
+                for p in batch.drain() {
+                    if self.q.len() >= self.capacity {
+                        self.overflow();
+                        if let Some(old) = self.q.pop_back() {
+                            out.emit(1, old);
+                        }
+                    }
+                    if self.capacity > 0 {
+                        self.q.push_front(p);
+                    } else {
+                        out.emit(1, p);
+                    }
+                }
             }
         }
-        if self.q.len() > self.highwater {
-            self.highwater = self.q.len();
-        }
-        self.len
-            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
+        self.arrived();
     }
 
     fn is_pull_source(&self) -> bool {
@@ -131,12 +256,47 @@ impl Element for SimpleQueue {
     }
 
     fn pull(&mut self, _port: usize, batch: &mut Batch, max: usize, _out: &mut Out<'_>) {
-        let n = max.min(batch.room()).min(self.q.len());
+        let want = max.min(batch.room());
+        let n = want.min(self.q.len());
         for p in self.q.drain(..n) {
             let _ = batch.push(p);
         }
-        self.len
-            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
+        if n > 0 {
+            self.sleepiness = 0;
+            if self.q.len() < self.capacity {
+                self.full_active = true;
+            }
+        }
+        if self.q.is_empty() {
+            match self.sleep {
+                Sleep::Quick => self.empty_active = false,
+                // Only a pull that found nothing counts.
+                Sleep::Sleepy if n < want => {
+                    if self.sleepiness >= SLEEPINESS_TRIGGER {
+                        self.empty_active = false;
+                    } else {
+                        self.sleepiness += 1;
+                    }
+                }
+                Sleep::Sleepy => {}
+            }
+        }
+        self.store_len();
+    }
+
+    fn notifier(&self, kind: NotifierKind, port: usize) -> NotifierRole {
+        match (self.notes, kind, port) {
+            (Notes::Empty | Notes::EmptyFull, NotifierKind::Empty, 0) => NotifierRole::Signal,
+            (Notes::EmptyFull, NotifierKind::Full, _) => NotifierRole::Signal,
+            _ => NotifierRole::None,
+        }
+    }
+
+    fn signal(&self, kind: NotifierKind, _port: usize, _up: &dyn Fn(usize) -> bool) -> bool {
+        match kind {
+            NotifierKind::Empty => self.empty_active,
+            NotifierKind::Full => self.full_active,
+        }
     }
 
     fn held(&self) -> usize {
@@ -151,7 +311,7 @@ impl Element for SimpleQueue {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("length"),
             HandlerInfo::read("highwater_length"),
-            HandlerInfo::rw("capacity"),
+            HandlerInfo::reconf("capacity", "0 CAPACITY"),
             HandlerInfo::read("drops"),
             HandlerInfo::write("reset_counts"),
             HandlerInfo::write("reset"),
@@ -177,17 +337,23 @@ impl Element for SimpleQueue {
                 self.len
                     .capacity
                     .store(self.capacity, std::sync::atomic::Ordering::Relaxed);
+                // Click keeps the oldest packets that fit.
                 self.q.truncate(self.capacity);
+                if self.q.len() < self.capacity {
+                    self.full_active = true;
+                }
             }
             "reset_counts" => {
                 self.drops = 0;
                 self.highwater = self.q.len();
             }
-            "reset" => self.q.clear(),
+            "reset" => {
+                self.q.clear();
+                self.full_active = true;
+            }
             _ => return Err(HandlerError::NoSuchHandler(name.into())),
         }
-        self.len
-            .store(self.q.len(), std::sync::atomic::Ordering::Relaxed);
+        self.store_len();
         Ok(())
     }
 }
@@ -267,7 +433,7 @@ mod tests {
         );
         assert_eq!(
             t::config_err(r),
-            "CAPACITY: integer out of range for u32, found `-1`"
+            "CAPACITY: integer out of range (0 to 4294967295), found `-1`"
         );
     }
 }

@@ -70,7 +70,7 @@ mod tests {
         let r = t::configure(Strip::SPEC.keywords, Strip::configure, "-1", 1, 1);
         assert_eq!(
             t::config_err(r),
-            "LENGTH: integer out of range for u32, found `-1`"
+            "LENGTH: integer out of range (0 to 4294967295), found `-1`"
         );
     }
 }

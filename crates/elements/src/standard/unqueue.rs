@@ -4,7 +4,7 @@ use pronto_packet::{Batch, BATCH_MAX};
 
 use super::shared::handler_value;
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Listen, Out, Spec,
     TaskStatus,
 };
 
@@ -67,8 +67,18 @@ impl Element for Unqueue {
         (n > 0).then_some((0, n))
     }
 
+    fn listens(&self) -> Option<Listen> {
+        Some(Listen::UpstreamEmpty(0))
+    }
+
     fn run_task(&mut self, batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
         if batch.is_empty() {
+            let limited = self.limit >= 0 && self.count >= self.limit as u64;
+            if !self.active || limited {
+                // Click's Unqueue is not rescheduled; a handler write
+                // (`active`, `limit`, `reset`) schedules it again.
+                return TaskStatus::Done;
+            }
             return TaskStatus::Idle;
         }
         self.count += batch.len() as u64;

@@ -1,32 +1,17 @@
 //! Preallocated state tables shared by the stateful elements: an
-//! open-addressing index with a multiplicative hash (no SipHash, no
-//! allocation after construction), a slab of entry slots, and a hashed
-//! timer wheel that refreshing an entry never touches.
+//! open-addressing index hashed with a per-table secret key (keys are
+//! flows a packet's sender chooses; no allocation after construction), a
+//! slab of entry slots, and a hashed timer wheel that refreshing an entry
+//! never touches.
+
+use pronto_hash::KeyedHasher;
 
 /// A key of an [`IndexTable`].
-pub trait Key: Copy + Eq + Default {
-    /// A well-mixed 64-bit hash.
-    fn hash64(&self) -> u64;
-}
+pub trait Key: Copy + Eq + Default + std::hash::Hash {}
 
-const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+impl Key for u64 {}
 
-impl Key for u64 {
-    #[inline]
-    fn hash64(&self) -> u64 {
-        let k = *self ^ (*self >> 29);
-        k.wrapping_mul(MIX) ^ (k.wrapping_mul(MIX) >> 32)
-    }
-}
-
-impl Key for u128 {
-    #[inline]
-    fn hash64(&self) -> u64 {
-        let lo = *self as u64;
-        let hi = (*self >> 64) as u64;
-        (lo ^ hi.wrapping_mul(0xC2B2_AE3D_27D4_EB4F).rotate_left(31)).hash64()
-    }
-}
+impl Key for u128 {}
 
 const EMPTY: u32 = u32::MAX;
 
@@ -53,6 +38,9 @@ pub struct SlotTable<S: TableSlot> {
     mask: usize,
     len: usize,
     max: usize,
+    /// The table's keyed hash (see `pronto_hash`): without the key no one
+    /// can pick keys that share a probe run.
+    hasher: KeyedHasher,
 }
 
 impl<S: TableSlot> SlotTable<S> {
@@ -64,6 +52,7 @@ impl<S: TableSlot> SlotTable<S> {
             mask: n - 1,
             len: 0,
             max: capacity.max(1),
+            hasher: KeyedHasher::new(),
         }
     }
 
@@ -79,7 +68,7 @@ impl<S: TableSlot> SlotTable<S> {
 
     #[inline]
     fn home(&self, k: &S::Key) -> usize {
-        (k.hash64() as usize) & self.mask
+        (self.hasher.hash(*k) as usize) & self.mask
     }
 
     /// Loads the first slot `k` probes and returns its key, so that a pass
@@ -569,6 +558,24 @@ mod tests {
             assert_eq!(t.get(k * 7919), want, "key {k}");
         }
         assert_eq!(t.remove(5), None);
+    }
+
+    #[test]
+    fn collisions_found_against_one_table_do_not_carry_over() {
+        // An attacker who could compute one table's placement (as anyone
+        // could with a fixed hash) finds 64 keys sharing a home slot...
+        let a: IndexTable<u64> = IndexTable::new(1 << 12);
+        let target = a.0.home(&0);
+        let crafted: Vec<u64> = (0u64..)
+            .filter(|k| a.0.home(k) == target)
+            .take(64)
+            .collect();
+        // ...which another table, as in another process, spreads out.
+        let b: IndexTable<u64> = IndexTable::new(1 << 12);
+        let mut homes: Vec<usize> = crafted.iter().map(|k| b.0.home(k)).collect();
+        homes.sort_unstable();
+        homes.dedup();
+        assert!(homes.len() > 48, "{} distinct homes of 64", homes.len());
     }
 
     #[test]

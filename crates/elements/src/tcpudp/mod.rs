@@ -4,6 +4,9 @@
 pub mod checkicmpheader;
 pub mod checktcpheader;
 pub mod checkudpheader;
+pub mod dynudpipencap;
+pub mod fasttcpflows;
+pub mod fastudpflows;
 pub mod ftpportmapper;
 pub mod ipaddrpairrewriter;
 pub mod ipaddrrewriter;
@@ -17,9 +20,52 @@ pub mod rwtable;
 pub mod settcpchecksum;
 pub mod setudpchecksum;
 pub mod sourceiphashmapper;
+pub mod tcpfragmenter;
+pub mod tcpipsend;
 pub mod tcprewriter;
 pub mod udpipencap;
 pub mod udprewriter;
+
+/// A port argument: a number or a service name (`www`, `dns`).
+pub(crate) fn parse_port(name: &str, s: &str) -> Result<u16, crate::ConfigError> {
+    let t = pronto_lang::args::unquote(s);
+    match pronto_lang::args::parse_i64(&t) {
+        Ok(v) if (0..=65535).contains(&v) => Ok(v as u16),
+        Ok(_) => Err(crate::ConfigError::new(format!(
+            "{name}: expected port number, found `{s}`"
+        ))),
+        Err(_) => pronto_classify::names::port_by_name(&t).ok_or_else(|| {
+            crate::ConfigError::new(format!("{name}: expected port number, found `{s}`"))
+        }),
+    }
+}
+
+/// Writes a 20-byte IPv4 header (no options) with its checksum.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_ipv4(
+    d: &mut [u8],
+    len: usize,
+    id: u16,
+    frag: u16,
+    ttl: u8,
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+) {
+    use pronto_packet::wire::{checksum, set_be16};
+    d[0] = 0x45;
+    d[1] = 0;
+    set_be16(d, 2, len as u16);
+    set_be16(d, 4, id);
+    set_be16(d, 6, frag);
+    d[8] = ttl;
+    d[9] = proto;
+    set_be16(d, 10, 0);
+    d[12..16].copy_from_slice(&src);
+    d[16..20].copy_from_slice(&dst);
+    let c = checksum(&d[..20]);
+    set_be16(d, 10, c);
+}
 
 #[cfg(test)]
 pub(crate) mod testutil {

@@ -9,8 +9,7 @@
 //! flows are handled without allocation; new flows go into a slab and a
 //! pre-reserved hash table.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pronto_packet::wire::{addr4, be16, set_be16};
@@ -94,8 +93,10 @@ pub(crate) fn ip_str(a: u32) -> String {
     format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
 }
 
-/// Hashes flow identifiers: a multiply-rotate mix finished by a 64-bit
-/// avalanche, cheap and well spread for addresses and ports.
+/// Hashes flow identifiers with a fixed function: a multiply-rotate mix
+/// finished by a 64-bit avalanche. Used where every process must agree
+/// (`MaglevIPMapper`'s choice of backend), never for a table's buckets:
+/// mapping tables hash with a keyed hasher ([`FlowMap`]).
 #[derive(Clone, Copy, Default)]
 pub struct FlowHasher(u64);
 
@@ -125,20 +126,10 @@ impl Hasher for FlowHasher {
     }
 }
 
-/// Builds [`FlowHasher`]s.
-#[derive(Clone, Copy, Default)]
-pub struct FlowHashBuilder;
-
-impl BuildHasher for FlowHashBuilder {
-    type Hasher = FlowHasher;
-    #[inline]
-    fn build_hasher(&self) -> FlowHasher {
-        FlowHasher(0)
-    }
-}
-
-/// A mapping table: flow identifier to `flow index << 1 | direction`.
-pub(crate) type FlowMap = HashMap<FlowId, u32, FlowHashBuilder>;
+/// A mapping table: flow identifier to `flow index << 1 | direction`,
+/// hashed with a per-table secret key (flow identifiers are chosen by the
+/// packets' senders; see `pronto_hash`).
+pub(crate) type FlowMap = pronto_hash::KeyedMap<FlowId, u32>;
 
 /// Click's incremental checksum step (RFC 1624): `csum` after a 16-bit
 /// word changes from `old` to `new`.
@@ -1476,7 +1467,7 @@ pub struct Core {
     /// Input specifications, one per input.
     pub inputs: Inputs,
     /// Sequence-number delta transitions of flows that have them.
-    seq: HashMap<u32, Vec<SeqDelta>, FlowHashBuilder>,
+    seq: pronto_hash::KeyedMap<u32, Vec<SeqDelta>>,
     flows: Vec<Flow>,
     free: Vec<u32>,
     maps: [FlowMap; 2],
@@ -1622,15 +1613,12 @@ impl Core {
         Ok(Core {
             flavor,
             inputs,
-            seq: HashMap::with_hasher(FlowHashBuilder),
+            seq: pronto_hash::map(),
             flows: Vec::with_capacity(reserve),
             free: Vec::with_capacity(reserve),
             maps: [
-                FlowMap::with_capacity_and_hasher(2 * reserve, FlowHashBuilder),
-                FlowMap::with_capacity_and_hasher(
-                    if flavor == Flavor::Ip { 2 * reserve } else { 0 },
-                    FlowHashBuilder,
-                ),
+                pronto_hash::map_with_capacity(2 * reserve),
+                pronto_hash::map_with_capacity(if flavor == Flavor::Ip { 2 * reserve } else { 0 }),
             ],
             live: 0,
             capacity,
@@ -2584,9 +2572,24 @@ mod tests {
     }
 
     #[test]
+    fn mapping_tables_hash_the_same_flow_differently() {
+        use std::hash::BuildHasher;
+        // With a fixed hash, flows that collide in one table collide in
+        // every table of every process; keyed tables disagree.
+        let (a, b): (FlowMap, FlowMap) = (pronto_hash::map(), pronto_hash::map());
+        let f = FlowId {
+            saddr: 0xc0a80001,
+            daddr: 0x08080808,
+            sport: 5000,
+            dport: 53,
+        };
+        assert_ne!(a.hasher().hash_one(f), b.hasher().hash_one(f));
+    }
+
+    #[test]
     fn sequential_allocation_skips_used_ports() {
         let mut p = Pattern::parse(&["10.0.0.1", "1024-1026#", "-", "-"]).expect("ok");
-        let mut map = FlowMap::with_hasher(FlowHashBuilder);
+        let mut map: FlowMap = pronto_hash::map();
         let mut rng = 1;
         let f = FlowId {
             saddr: 0xc0a80001,

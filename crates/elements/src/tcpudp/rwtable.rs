@@ -17,8 +17,8 @@ use pronto_packet::wire::{addr4, be16, set_be16, IP_PROTO_ICMP, IP_PROTO_TCP, IP
 use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::rwcore::{
-    ip_str, lock, parse_anno, rewriter_spec, secs, update_in_cksum, Core, FlowHashBuilder, FlowId,
-    FlowMap, Inputs, MappingTable, HZ,
+    ip_str, lock, parse_anno, rewriter_spec, secs, update_in_cksum, Core, FlowId, FlowMap, Inputs,
+    MappingTable, HZ,
 };
 use crate::{
     push_each, Args, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Shared,
@@ -181,7 +181,7 @@ impl Table {
             inputs,
             flows: Vec::with_capacity(reserve),
             free: Vec::with_capacity(reserve),
-            map: FlowMap::with_capacity_and_hasher(2 * reserve, FlowHashBuilder),
+            map: pronto_hash::map_with_capacity(2 * reserve),
             buckets: vec![Vec::new(); 1],
             nentries: 0,
             live: 0,

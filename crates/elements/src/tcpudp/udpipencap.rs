@@ -25,7 +25,11 @@ fn parse_port(name: &str, s: &str) -> Result<u16, String> {
     let t = pronto_lang::args::unquote(s);
     match pronto_lang::args::parse_i64(&t) {
         Ok(v) if (0..=65535).contains(&v) => Ok(v as u16),
-        _ => Err(format!("{name}: expected port number, found `{s}`")),
+        // A name: PortInfo's, then the well-known services.
+        _ => pronto_lang::names::value(pronto_lang::names::NameKind::UdpPort, &t)
+            .map(|v| v as u16)
+            .or_else(|| pronto_classify::names::port_by_name(&t))
+            .ok_or_else(|| format!("{name}: expected port number, found `{s}`")),
     }
 }
 

@@ -130,6 +130,9 @@ impl FromDevice {
             timestamp,
             fanout,
         };
+        if crate::world::check_only() {
+            return Ok(crate::world::stand_in([crate::world::interface(&ifname)]));
+        }
         let dev = RxBackend::open(&ifname, || {
             RxDevice::open(&ifname, &cfg).map_err(|e| e.to_string())
         })
@@ -241,8 +244,8 @@ mod tests {
         assert_eq!(err("lo, SNAPLEN 10"), "SNAPLEN out of range");
         assert_eq!(err("lo, BURST 0"), "BURST out of range");
         assert_eq!(
-            err("lo, METHOD PCAP"),
-            "bad METHOD `PCAP`: expected RING, SOCKET or XDP"
+            err("lo, METHOD NETMAP"),
+            "bad METHOD `NETMAP`: expected RING, SOCKET or XDP (or Click's LINUX, PCAP or DEFAULT)"
         );
         assert_eq!(err("lo, TIMEOUT 0"), "TIMEOUT out of range");
         assert_eq!(

@@ -293,7 +293,7 @@ pub(crate) mod tests {
             Ok(e) => Some((e, name)),
             Err(e) if e.message.contains("/dev/net/tun") || e.message.contains("TUNSETIFF") => {
                 eprintln!(
-                    "skipping: FromHost needs root and /dev/net/tun ({})",
+                    "SKIPPED: FromHost needs root and /dev/net/tun ({})",
                     e.message
                 );
                 None

@@ -15,8 +15,21 @@ pub mod tohost;
 fn method(m: Option<String>) -> Result<pronto_netdev::Method, crate::ConfigError> {
     match m {
         None => Ok(pronto_netdev::Method::Ring),
+        // Click's methods: LINUX (a packet socket) and PCAP (libpcap, over
+        // the same packet socket) take frames the way RING does; DEFAULT is
+        // Click's choice, and pronto's is RING.
+        Some(s)
+            if matches!(
+                s.to_ascii_uppercase().as_str(),
+                "LINUX" | "PCAP" | "DEFAULT"
+            ) =>
+        {
+            Ok(pronto_netdev::Method::Ring)
+        }
         Some(s) => pronto_netdev::Method::parse(&s).ok_or_else(|| {
-            crate::util::cfg_err(format!("bad METHOD `{s}`: expected RING, SOCKET or XDP"))
+            crate::util::cfg_err(format!(
+                "bad METHOD `{s}`: expected RING, SOCKET or XDP (or Click's LINUX, PCAP or DEFAULT)"
+            ))
         }),
     }
 }

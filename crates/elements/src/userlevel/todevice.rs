@@ -71,6 +71,9 @@ impl ToDevice {
             return Err(cfg_err("BURST out of range"));
         }
         let method = super::method(method)?;
+        if crate::world::check_only() {
+            return Ok(crate::world::stand_in([crate::world::interface(&ifname)]));
+        }
         let dev = TxBackend::open(&ifname, || {
             TxDevice::open(&ifname, method).map_err(|e| e.to_string())
         })
@@ -213,7 +216,7 @@ mod tests {
         assert_eq!(err("lo, BURST 0"), "BURST out of range");
         assert_eq!(
             err("lo, METHOD NETMAP"),
-            "bad METHOD `NETMAP`: expected RING, SOCKET or XDP"
+            "bad METHOD `NETMAP`: expected RING, SOCKET or XDP (or Click's LINUX, PCAP or DEFAULT)"
         );
         assert_eq!(err("a/b"), "a/b: bad interface name");
     }

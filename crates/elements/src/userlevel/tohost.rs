@@ -238,7 +238,7 @@ mod tests {
             assert_eq!(th.read_handler("count").expect("count"), "1");
             assert_eq!(th.read_handler("drops").expect("drops"), "2");
         } else {
-            eprintln!("skipping the refused-frame check: `ip link set down` failed");
+            eprintln!("SKIPPED the refused-frame check: `ip link set down` failed");
         }
         // The device lives while either element holds it.
         drop(fh);

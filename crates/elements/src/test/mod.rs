@@ -1,0 +1,3 @@
+//! Click's `test` elements that ordinary configurations (and Click's own
+//! tests) use.
+pub mod randomseed;
