@@ -379,33 +379,50 @@ impl Ledger {
     }
 }
 
+/// One element's `accounting` handler, its ports summed.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Acc {
+    inp: u64,
+    made: u64,
+    freed: u64,
+    held: u64,
+    /// Net packets put into (positive) or taken from (negative) a store
+    /// shared with other elements of the same router; the line appears
+    /// only when it is not zero.
+    lent: i64,
+    refused: u64,
+}
+
 /// Parses an `accounting` handler's text.
-fn parse_accounting(text: &str) -> Result<(u64, u64, u64, u64, u64, u64), String> {
+fn parse_accounting(text: &str) -> Result<Acc, String> {
     let mut v = BTreeMap::new();
     for line in text.lines() {
         let mut w = line.split_whitespace();
         let Some(k) = w.next() else { continue };
-        let mut sum = 0u64;
+        let mut sum = 0i64;
         for n in w {
             sum += n
-                .parse::<u64>()
+                .parse::<i64>()
                 .map_err(|_| format!("accounting: `{line}` is not `name numbers`"))?;
         }
         v.insert(k.to_string(), sum);
     }
     let g = |k: &str| {
-        v.get(k)
+        let n = v
+            .get(k)
             .copied()
-            .ok_or_else(|| format!("accounting has no `{k}` line: {text:?}"))
+            .ok_or_else(|| format!("accounting has no `{k}` line: {text:?}"))?;
+        u64::try_from(n).map_err(|_| format!("accounting: `{k}` is negative: {text:?}"))
     };
-    Ok((
-        g("in")?,
-        g("out")?,
-        g("made")?,
-        g("freed")?,
-        g("held")?,
-        g("alloc_refused")?,
-    ))
+    g("out")?;
+    Ok(Acc {
+        inp: g("in")?,
+        made: g("made")?,
+        freed: g("freed")?,
+        held: g("held")?,
+        lent: v.get("lent").copied().unwrap_or(0),
+        refused: g("alloc_refused")?,
+    })
 }
 
 fn xorshift(s: &mut u64) -> u64 {
@@ -547,15 +564,25 @@ impl Campaign {
     fn read_instance(&self, tenant: &str, name: &str) -> Result<Reading, String> {
         let list = self.d.read(tenant, name, "list")?;
         let mut r = Reading::default();
+        // What elements parked in a store they share (an ARPTable), net:
+        // held by the instance, though by no element.
+        let mut lent = 0i64;
         for el in list
             .lines()
             .skip(1)
             .map(str::trim)
             .filter(|l| !l.is_empty())
         {
-            let (inp, _out, made, freed, held, refused) =
-                parse_accounting(&self.d.read(tenant, name, &format!("{el}.accounting"))?)?;
+            let Acc {
+                inp,
+                made,
+                freed,
+                held,
+                lent: l,
+                refused,
+            } = parse_accounting(&self.d.read(tenant, name, &format!("{el}.accounting"))?)?;
             r.held += held;
+            lent += l;
             r.refused += refused;
             let num = |h: &str| -> Result<u64, String> {
                 let v = self.d.read(tenant, name, &format!("{el}.{h}"))?;
@@ -583,6 +610,7 @@ impl Campaign {
                 _ => r.dropped += freed,
             }
         }
+        r.held += u64::try_from(lent).unwrap_or(0);
         Ok(r)
     }
 
@@ -1597,10 +1625,28 @@ mod tests {
     #[test]
     fn accounting_text_is_parsed_with_ports_summed() {
         let t = "in 3 4\nout 7\nmade 0\nfreed 1\nheld 2\nalloc_refused 5\n";
-        assert_eq!(parse_accounting(t), Ok((7, 7, 0, 1, 2, 5)));
+        let a = |inp, made, freed, held, lent, refused| Acc {
+            inp,
+            made,
+            freed,
+            held,
+            lent,
+            refused,
+        };
+        assert_eq!(parse_accounting(t), Ok(a(7, 0, 1, 2, 0, 5)));
         assert_eq!(
             parse_accounting("in \nout \nmade 9\nfreed 0\nheld 0\nalloc_refused 0\n"),
-            Ok((0, 0, 9, 0, 0, 0))
+            Ok(a(0, 9, 0, 0, 0, 0))
+        );
+        // The `lent` line (only when not zero) may be negative.
+        assert_eq!(
+            parse_accounting(
+                "in 0 1\nout 5 0\nmade 0\nfreed 1\nheld 0\nlent -5\nalloc_refused 0\n"
+            ),
+            Ok(a(1, 0, 1, 0, -5, 0))
+        );
+        assert!(
+            parse_accounting("in 1\nout 1\nmade 0\nfreed -1\nheld 0\nalloc_refused 0\n").is_err()
         );
         assert!(parse_accounting("in 1\nout x\n").is_err());
         assert!(parse_accounting("in 1\n").is_err());
