@@ -1046,6 +1046,9 @@ impl Campaign {
         );
         let t0 = Instant::now();
         while dr == 0 && t0.elapsed() < Duration::from_secs(10) {
+            // A port whose done ring is full is not read, its head
+            // included: the last garbage handed back must be taken first.
+            peer.free_slots();
             ring_all();
             dr = by_reason(&self.ports()?, "bad_ring") - ring0;
             std::thread::sleep(Duration::from_millis(20));
