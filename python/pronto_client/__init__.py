@@ -206,6 +206,9 @@ class Port:
     tx_packets: int
     tx_bytes: int
     drops: int
+    #: ``drops`` by why: ``bad_desc``, ``bad_ring``, ``bad_fill``,
+    #: ``no_route``, ``no_buffer``, ``ring_full``.
+    drops_by_reason: Dict[str, int] = field(default_factory=dict)
 
 
 def default_socket() -> str:

@@ -77,7 +77,11 @@ class ClientTest(unittest.TestCase):
             wait_until("the new one counts", lambda: int(c.read("py-fw", "d.count")) > 0)
             st = c.stats("py-fw")
             self.assertIn("d", [e["name"] for e in st["elements"]])
-            self.assertIn("py", "".join(p.name for p in c.ports()))
+            ports = c.ports()
+            self.assertIn("py", "".join(p.name for p in ports))
+            for p in ports:
+                self.assertEqual(p.drops, sum(p.drops_by_reason.values()))
+                self.assertIn("no_route", p.drops_by_reason)
         finally:
             c.remove("py-fw")
         with self.assertRaises(NotFound):

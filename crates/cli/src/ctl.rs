@@ -316,17 +316,26 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 println!("{v:#}");
             } else {
                 println!(
-                    "{:>5}  {:<32} {:>12} {:>12} {:>10}",
+                    "{:>5}  {:<32} {:>12} {:>12} {:>10}  WHY",
                     "PORT", "NAME", "RX PKTS", "TX PKTS", "DROPS"
                 );
                 for p in v.as_array().into_iter().flatten() {
+                    // The reasons that counted anything, `reason=N` each.
+                    let why: Vec<String> = p["drops_by_reason"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(_, n)| n.as_u64().is_some_and(|n| n > 0))
+                        .map(|(k, n)| format!("{k}={n}"))
+                        .collect();
                     println!(
-                        "{:>5}  {:<32} {:>12} {:>12} {:>10}",
+                        "{:>5}  {:<32} {:>12} {:>12} {:>10}  {}",
                         p["port"],
                         s(&p["name"]),
                         p["rx_packets"],
                         p["tx_packets"],
-                        p["drops"]
+                        p["drops"],
+                        why.join(" ")
                     );
                 }
             }

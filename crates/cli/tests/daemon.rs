@@ -328,3 +328,123 @@ fn instances_run_on_the_cpus_given() {
     assert!(cpus.iter().all(|c| c == "0"), "{cpus:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The `count` of `tenant`'s instance `name`'s element `c`, through the API.
+fn api_count(sock: &Path, tenant: &str, name: &str) -> Option<u64> {
+    use common::api::{self, To};
+    let r = api::call(
+        &To::Unix(sock),
+        "GET",
+        &format!("/v1/instances/{name}/handlers/c.count?tenant={tenant}"),
+        b"",
+    );
+    (r.status == 200).then(|| r.text().trim().parse().ok())?
+}
+
+/// The switch ports the API lists, by name.
+fn api_ports(sock: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    use common::api::{self, To};
+    let r = api::call(&To::Unix(sock), "GET", "/v1/switch/ports", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|p| (p["name"].as_str().expect("name").to_string(), p.clone()))
+        .collect()
+}
+
+#[test]
+fn a_restarting_instance_keeps_its_port_and_frames_for_it_are_not_flooded_to_other_tenants() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED a_restarting_instance_keeps_its_port_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-noflood");
+    let _d = start(&dir);
+    let sock = dir.join("sock");
+    let post = |path: &str, body: serde_json::Value| {
+        let r = api::call(&To::Unix(&sock), "POST", path, body.to_string().as_bytes());
+        assert_eq!(r.status, 201, "{path}: {}", r.text());
+    };
+    post("/v1/tenants", serde_json::json!({"name": "ta"}));
+    post("/v1/tenants", serde_json::json!({"name": "tb"}));
+    let counting = "FromDevice(eth0) -> c :: Counter -> Discard;";
+    // Another tenant's bystander counts whatever reaches it.
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "by", "tenant": "tb", "config": counting,
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0b:01"}]}),
+    );
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "target", "tenant": "ta", "config": counting,
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0a:01"}]}),
+    );
+    // A sender of tenant ta: 2,000 frames a second for `target`.
+    let mut f = [0u8; 60];
+    f[..6].copy_from_slice(&[2, 0, 0, 0, 0x0a, 1]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0x0a, 2]);
+    f[12..14].copy_from_slice(&[0x88, 0xb5]);
+    let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "sender", "tenant": "ta",
+            "config": format!("RatedSource(DATA \\<{hex}>, RATE 2000) -> ToDevice(eth0);"),
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0a:02"}]}),
+    );
+    wait_until("target receives", || {
+        api_count(&sock, "ta", "target").is_some_and(|n| n > 0)
+    });
+    let port = api_ports(&sock)["ta/target/eth0"]["port"].clone();
+    let show = |name: &str, tenant: &str| {
+        api::call(
+            &To::Unix(&sock),
+            "GET",
+            &format!("/v1/instances/{name}?tenant={tenant}"),
+            b"",
+        )
+        .json()
+    };
+    // Killed twice: it is away for a back-off of 0.1 s, then of 0.2 s,
+    // while the sender goes on.
+    for _ in 0..2 {
+        let pid = show("target", "ta")["pid"].as_u64().expect("pid");
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+            rustix::process::Signal::KILL,
+        )
+        .expect("kill");
+        wait_until("target runs again", || {
+            let v = show("target", "ta");
+            v["state"] == "running" && v["pid"].as_u64().is_some_and(|p| p != pid)
+        });
+    }
+    wait_until("target receives again", || {
+        api_count(&sock, "ta", "target").is_some_and(|n| n > 0)
+    });
+    // Nothing meant for `target` reached the other tenant: the frames sent
+    // while it was away were dropped at the sender's port, and counted.
+    assert_eq!(api_count(&sock, "tb", "by"), Some(0));
+    let ports = api_ports(&sock);
+    let sent = &ports["ta/sender/eth0"];
+    let no_route = sent["drops_by_reason"]["no_route"]
+        .as_u64()
+        .expect("no_route");
+    assert!(no_route > 0, "{sent}");
+    assert_eq!(sent["drops"].as_u64(), Some(no_route), "{sent}");
+    // It kept its port number.
+    assert_eq!(ports["ta/target/eth0"]["port"], port);
+    assert_eq!(show("target", "ta")["interfaces"][0]["port"], port);
+    // Deleted, it gives its port back.
+    let r = api::call(
+        &To::Unix(&sock),
+        "DELETE",
+        "/v1/instances/target?tenant=ta",
+        b"",
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert!(!api_ports(&sock).contains_key("ta/target/eth0"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -377,7 +377,8 @@ enum Cmd {
         PortShm,
         mpsc::SyncSender<Result<Arc<PortStats>, SwitchError>>,
     ),
-    Detach(u16, mpsc::SyncSender<bool>),
+    /// Detach a port; `true`: keep the MAC entries that point at it.
+    Detach(u16, bool, mpsc::SyncSender<bool>),
     Stop,
 }
 
@@ -522,6 +523,24 @@ impl Switch {
     /// Detaches port `id` (its MAC entries go too); false if this engine
     /// does not serve it.
     pub fn detach(&mut self, id: u16) -> bool {
+        self.detach_keeping(id, false)
+    }
+
+    /// Detaches port `id` but keeps the MAC entries that point at it:
+    /// until it is attached again (or [`Switch::forget`] removes them),
+    /// frames for those addresses are dropped and counted (`no_route`, at
+    /// the port they came from) instead of flooded to every other port.
+    /// False if this engine does not serve it.
+    pub fn suspend(&mut self, id: u16) -> bool {
+        self.detach_keeping(id, true)
+    }
+
+    /// Removes every MAC entry that points at port `id`.
+    pub fn forget(&mut self, id: u16) {
+        write(&self.fabric).table.remove_port(id);
+    }
+
+    fn detach_keeping(&mut self, id: u16, keep_entries: bool) -> bool {
         let di = match self.index[id as usize] {
             0 => return false,
             n => (n - 1) as usize,
@@ -530,7 +549,9 @@ impl Switch {
             let mut f = write(&self.fabric);
             f.tx[id as usize] = None;
             f.attached.retain(|&p| p != id);
-            f.table.remove_port(id);
+            if !keep_entries {
+                f.table.remove_port(id);
+            }
         }
         let last = self.ports.len() - 1;
         let port = self.ports.swap_remove(di);
@@ -812,8 +833,8 @@ impl Switch {
                 Cmd::Attach(id, shm, reply) => {
                     let _ = reply.send(self.attach(id, shm));
                 }
-                Cmd::Detach(id, reply) => {
-                    let _ = reply.send(self.detach(id));
+                Cmd::Detach(id, keep, reply) => {
+                    let _ = reply.send(self.detach_keeping(id, keep));
                 }
                 Cmd::Stop => self.stop = true,
             }
@@ -996,12 +1017,30 @@ impl SwitchHandle {
         Ok(t)
     }
 
-    /// Detaches port `id` while the switch runs.
+    /// Detaches port `id` while the switch runs (its MAC entries go too).
     pub fn detach(&self, id: u16) -> Result<(), SwitchError> {
+        self.detach_keeping(id, false)
+    }
+
+    /// Detaches port `id` while the switch runs, keeping the MAC entries
+    /// that point at it (see [`Switch::suspend`]): for a port whose
+    /// process restarts, so that frames for it are dropped and counted
+    /// meanwhile rather than flooded to every other port.
+    pub fn suspend(&self, id: u16) -> Result<(), SwitchError> {
+        self.detach_keeping(id, true)
+    }
+
+    /// Removes every MAC entry that points at port `id` (after
+    /// [`SwitchHandle::suspend`], when the port is not coming back).
+    pub fn forget(&self, id: u16) {
+        write(&self.fabric).table.remove_port(id);
+    }
+
+    fn detach_keeping(&self, id: u16, keep: bool) -> Result<(), SwitchError> {
         let mut p = self.placement();
         let t = *p.owner.get(&id).ok_or(SwitchError::NoPort(id))?;
         let (tx, rx) = mpsc::sync_channel(1);
-        self.send(t, Cmd::Detach(id, tx))?;
+        self.send(t, Cmd::Detach(id, keep, tx))?;
         if !rx.recv().map_err(|_| SwitchError::Stopped)? {
             return Err(SwitchError::NoPort(id));
         }
@@ -1114,6 +1153,48 @@ mod tests {
         pa.send(&[&f]);
         sw.poll_once();
         assert_eq!(sw.counters(1).expect("a").rx_packets, 2);
+    }
+
+    #[test]
+    fn a_suspended_port_keeps_its_addresses_and_frames_for_it_are_counted_not_flooded() {
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let g = Geometry::new(256, 128).expect("g");
+        let (a, b, c) = (
+            PortShm::create("a", g).expect("a"),
+            PortShm::create("b", g).expect("b"),
+            PortShm::create("c", g).expect("c"),
+        );
+        sw.attach(1, a.clone()).expect("attach");
+        sw.attach(2, b.clone()).expect("attach");
+        sw.attach(3, c.clone()).expect("attach");
+        let mut pa = Peer::new(a, 64).expect("peer a");
+        let mut pb = Peer::new(b.clone(), 64).expect("peer b");
+        let mut pc = Peer::new(c, 64).expect("peer c");
+        let (ma, mb) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        sw.add_static(mb, 2);
+        // b restarts: while it is away, a's frames for it are dropped at
+        // a's port (no route), and c, a bystander, sees none of them.
+        assert!(sw.suspend(2));
+        assert!(!sw.suspend(2));
+        let f = frame(mb, ma, 7, 100);
+        assert_eq!(pa.send(&[&f, &f, &f]), 3);
+        assert_eq!(sw.poll_once(), 3);
+        let ca = sw.counters(1).expect("a");
+        assert_eq!((ca.rx_packets, ca.drop_no_route), (3, 3));
+        assert_eq!(pc.recv(|_| {}), 0, "nothing flooded to a bystander");
+        // Back under the same number, its address still routes to it.
+        sw.attach(2, b).expect("attach again");
+        pa.send(&[&f]);
+        sw.poll_once();
+        assert_eq!(pb.recv(|_| {}), 1);
+        assert_eq!(pc.recv(|_| {}), 0);
+        // Detached and forgotten: the address is unknown again (flooded).
+        assert!(sw.suspend(2));
+        sw.forget(2);
+        pa.send(&[&f]);
+        sw.poll_once();
+        assert_eq!(pc.recv(|_| {}), 1);
+        assert_eq!(sw.counters(1).expect("a").drop_no_route, 3);
     }
 
     #[test]

@@ -453,6 +453,7 @@ fn hostile_peer_is_counted_and_neighbours_are_unaffected() {
         .store_u32(rx_ring + 64, tail.wrapping_add(g.ring + 5));
     h.to_switch.ring().expect("ring");
     wait_until("bad ring position counted", || {
+        ph.free_slots();
         sw.counters(3).expect("h").drop_bad_ring > 0
     });
     h.region.store_u32(rx_ring + 64, tail.wrapping_sub(1));
@@ -500,6 +501,43 @@ fn hostile_fill_slots_are_refused() {
         let c = sw.counters(2).expect("h");
         c.drop_bad_fill == 2 && c.drop_no_buffer == 1
     });
+}
+
+#[test]
+fn a_port_whose_done_ring_is_full_is_read_again_once_its_peer_frees() {
+    // A peer that never takes its descriptors back from the done ring
+    // stops being read: its ring positions, bad ones included, are looked
+    // at (and counted) only after it frees (what the chaos campaign's
+    // hostile port must do before it waits for its bad head to count).
+    let sw = SwitchHandle::spawn(Config::default()).expect("switch");
+    let h = port("h");
+    sw.attach(1, h.clone()).expect("h");
+    let g = h.geometry;
+    let mut ph = Peer::new(h.clone(), 0).expect("hostile");
+    let garbage = vec![Desc::new(g.slots, RX_OFFSET, 60); g.ring as usize];
+    assert_eq!(ph.send_raw(&garbage), g.ring as usize);
+    h.to_switch.ring().expect("ring");
+    wait_until("the garbage counted", || {
+        sw.counters(1).expect("h").drop_bad_desc == u64::from(g.ring)
+    });
+    // The done ring now holds all of it: a bad head is not read.
+    let rx_ring = g.ring_offset(pronto_switch::layout::RingId::Rx);
+    let tail = h.region.load_u32(rx_ring + 128).expect("tail");
+    assert_eq!(tail, g.ring);
+    h.region
+        .store_u32(rx_ring + 64, tail.wrapping_add(g.ring + 5));
+    for _ in 0..20 {
+        h.to_switch.ring().expect("ring");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(sw.counters(1).expect("h").drop_bad_ring, 0);
+    // Freed, it is read and the bad head counted.
+    ph.free_slots();
+    wait_until("the bad head counted", || {
+        h.to_switch.ring().expect("ring");
+        sw.counters(1).expect("h").drop_bad_ring > 0
+    });
+    assert_eq!(sw.counters(1).expect("h").drop_bad_desc, u64::from(g.ring));
 }
 
 #[test]

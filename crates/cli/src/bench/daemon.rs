@@ -117,7 +117,7 @@ fn mac(i: u32) -> [u8; 6] {
     [2, 1, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]
 }
 
-fn mac_str(m: &[u8; 6]) -> String {
+pub(super) fn mac_str(m: &[u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()

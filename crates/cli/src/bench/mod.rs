@@ -2,10 +2,13 @@
 //! subcommand measures pronto and its baseline in the same sitting, writes
 //! a CSV and, when Python's matplotlib is installed, a PNG plot next to it.
 
+mod chaos;
 mod daemon;
 mod gen;
 mod netns;
 mod nfp;
+mod prontod;
+mod soak;
 mod switch;
 mod tcp;
 mod veth;
@@ -41,6 +44,18 @@ Subcommands:
              firewall also spends WorkPackage(W) per packet (default 0; --rising:
              6000); NF instances run on the CPUs in turn (--no-pin: anywhere);
              --slots/--ring set the switch ports' geometry (default 256/128)
+  chaos      fault injection against a daemon of its own (killed with kill -9):
+             sandboxes and the daemon killed, garbage in a port's rings, a pool
+             exhausted, good and bad reconfigurations, while three tenants'
+             traffic runs; checks the stored state, recovery, neighbours' rate
+             and that every packet is delivered or counted (--duration S, 30;
+             --rate PPS per tenant, 500; --window-ms, 1000; --seed N; --strict:
+             a neighbour under 90% of its rate fails the run)
+  soak       --instances N (100) with traffic and churn (--churn OPS/s, 1) for
+             --duration S (3600): daemon memory, descriptors, store, cgroups,
+             namespaces and processes sampled every --sample S (10); fails on
+             growth past --rss-bound-mb (16), --fd-bound (16),
+             --store-bound-mb (4) or anything left behind
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)
@@ -75,6 +90,8 @@ pub fn main(args: &[String]) -> ExitCode {
         "switch" | "ports" | "cores" => switch::main(sub, rest),
         "boot" | "handlers" | "chain" | "consolidate" => daemon::main(sub, rest),
         "nfp" => nfp::main(rest),
+        "chaos" => chaos::main(rest),
+        "soak" => soak::main(rest),
         "gen" => gen::main(rest),
         "sink" => gen::sink(rest),
         "veth" => veth::main(rest),

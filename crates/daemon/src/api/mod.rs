@@ -709,6 +709,11 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
                 "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
                 "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
                 "drops": c.drops(),
+                "drops_by_reason": {
+                    "bad_desc": c.drop_bad_desc, "bad_ring": c.drop_bad_ring,
+                    "bad_fill": c.drop_bad_fill, "no_route": c.drop_no_route,
+                    "no_buffer": c.drop_no_buffer, "ring_full": c.drop_ring_full,
+                },
             })
         })
         .collect();

@@ -97,6 +97,10 @@ pub(crate) struct Instance {
     live: Mutex<Option<Arc<Mutex<Sandbox>>>>,
     /// The configuration's `ControlSocket`s, opened by the daemon.
     pub(crate) control: Mutex<Vec<Control>>,
+    /// Its interfaces' switch port numbers, held for as long as the
+    /// instance exists (across restarts), with their addresses routed to
+    /// them even while no process is attached.
+    pub(crate) ports: Mutex<Vec<(String, u16)>>,
 }
 
 impl Instance {
@@ -112,6 +116,7 @@ impl Instance {
             tx,
             live: Mutex::new(None),
             control: Mutex::new(Vec::new()),
+            ports: Mutex::new(Vec::new()),
         });
         (inst, rx)
     }
@@ -189,11 +194,21 @@ impl Manager {
         if m.opts.warm > 0 {
             warm::Warm::start(&m)?;
         }
+        // Every restored instance's addresses route to its ports before
+        // any of them starts: frames one sends to another not yet started
+        // are dropped and counted, not flooded to every tenant's ports.
+        let mut restored = Vec::new();
         for spec in specs {
+            let (inst, rx) = Instance::new(spec.clone());
+            for i in &spec.interfaces {
+                m.hold_port(&spec, &inst, i)
+                    .map_err(|e| format!("restoring {}: {e}", spec.key()))?;
+            }
+            restored.push((spec.key(), inst, rx));
+        }
+        for (key, inst, rx) in restored {
             // Restored instances start in the background; a failure shows
             // in their status. Quotas are not checked again.
-            let key = spec.key();
-            let (inst, rx) = Instance::new(spec);
             lock(&m.instances).insert(key.clone(), inst.clone());
             if let Err(e) = m.supervise(inst, rx, None) {
                 lock(&m.instances).remove(&key);
@@ -784,6 +799,54 @@ impl Manager {
         let _ = self.switch.detach(id);
         lock(&self.ports).give_back(id);
     }
+
+    /// The port number `inst` holds for interface `iface` (a new one the
+    /// first time), with the interface's MAC and the static entries set
+    /// through the API for its port name routed to it, whether or not a
+    /// process is attached.
+    pub(crate) fn hold_port(
+        &self,
+        spec: &InstanceSpec,
+        inst: &Instance,
+        iface: &crate::store::IfaceSpec,
+    ) -> Result<u16, Failure> {
+        let mut held = lock(&inst.ports);
+        if let Some((_, id)) = held.iter().find(|(n, _)| *n == iface.name) {
+            return Ok(*id);
+        }
+        let pname = format!("{}/{}/{}", spec.tenant, spec.name, iface.name);
+        let id = self.alloc_port(pname.clone())?;
+        held.push((iface.name.clone(), id));
+        if let Some(m) = iface
+            .mac
+            .as_deref()
+            .and_then(pronto_switch::control::parse_mac)
+        {
+            let _ = self.switch.add_static(m, id);
+        }
+        for (mac, _) in self
+            .store
+            .macs()
+            .unwrap_or_default()
+            .iter()
+            .filter(|(_, n)| *n == pname)
+        {
+            if let Some(m) = pronto_switch::control::parse_mac(mac) {
+                let _ = self.switch.add_static(m, id);
+            }
+        }
+        Ok(id)
+    }
+
+    /// Gives back the port numbers `inst` held, and forgets the addresses
+    /// routed to them (the instance is gone).
+    pub(crate) fn forget_ports(&self, inst: &Instance) {
+        for (_, id) in lock(&inst.ports).drain(..) {
+            let _ = self.switch.detach(id);
+            self.switch.forget(id);
+            lock(&self.ports).give_back(id);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -845,6 +908,63 @@ mod tests {
         assert_eq!(m.quota("acme").control_connections, 3);
         assert_eq!(m.connections("acme").limit(), 3);
         assert_eq!(m.connections("other").limit(), 16);
+        m.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_restored_instance_that_cannot_start_has_its_address_routed_not_flooded() {
+        let dir =
+            std::env::temp_dir().join(format!("pronto-manager-restore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let store = Store::open(&dir.join("state.redb")).expect("store");
+        // An instance in the store whose sandbox never starts (the
+        // program does not exist): it restarts, with back-off, forever.
+        store
+            .put_instance(&InstanceSpec {
+                name: "down".into(),
+                tenant: "acme".into(),
+                config: "FromDevice(eth0) -> Discard;".into(),
+                memory: None,
+                cpu: None,
+                pids: None,
+                cpus: None,
+                interfaces: vec![crate::store::IfaceSpec {
+                    name: "eth0".into(),
+                    mac: Some("02:00:00:00:00:0d".into()),
+                }],
+                created_unix_ms: 0,
+            })
+            .expect("stored");
+        let m = Manager::start(options(&dir), store).expect("manager");
+        let (pa, sa) = m.attach_port("ops/peer").expect("peer");
+        let (_, sb) = m.attach_port("ops/bystander").expect("bystander");
+        let mut peer = pronto_switch::Peer::new(sa, 32).expect("peer");
+        let mut by = pronto_switch::Peer::new(sb, 32).expect("bystander");
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 0x0d]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x0e]);
+        for _ in 0..10 {
+            assert_eq!(peer.send(&[&f]), 1);
+        }
+        let t0 = std::time::Instant::now();
+        while m.switch().counters(pa).map_or(0, |c| c.rx_packets) < 10 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the switch took nothing"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Dropped at the sender's port, counted; none reached the
+        // bystander.
+        let c = m.switch().counters(pa).expect("counters");
+        assert_eq!((c.drop_no_route, c.drops()), (10, 10));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(by.recv(|_| {}), 0);
+        // Its port is listed (it keeps the number while it exists).
+        assert!(m.ports(None).iter().any(|(_, n, _)| n == "acme/down/eth0"));
+        assert!(m.list(None).iter().any(|i| i.name == "down"));
         m.shutdown();
         let _ = std::fs::remove_dir_all(&dir);
     }

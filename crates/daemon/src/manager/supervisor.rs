@@ -90,6 +90,20 @@ pub(crate) fn supervise(
     me: Weak<Manager>,
     inst: Arc<Instance>,
     rx: mpsc::Receiver<Req>,
+    first: Option<mpsc::SyncSender<Result<(), Failure>>>,
+) {
+    run_instance(&me, &inst, &rx, first);
+    // The instance is gone (or was never created): its port numbers and
+    // addresses go back.
+    if let Some(m) = me.upgrade() {
+        m.forget_ports(&inst);
+    }
+}
+
+fn run_instance(
+    me: &Weak<Manager>,
+    inst: &Arc<Instance>,
+    rx: &mpsc::Receiver<Req>,
     mut first: Option<mpsc::SyncSender<Result<(), Failure>>>,
 ) {
     let mut backoff = Backoff::new();
@@ -99,14 +113,14 @@ pub(crate) fn supervise(
         generation += 1;
         lock(&inst.status).state = Some(State::Starting);
         let spec = lock(&inst.spec).clone();
-        let started = m.start_sandbox(&spec, &inst, generation, first.is_some());
+        let started = m.start_sandbox(&spec, inst, generation, first.is_some());
         drop(m);
         let end = match started {
             Ok(mut run) => {
                 if let Some(f) = first.take() {
                     let _ = f.send(Ok(()));
                 }
-                let end = serve(&inst, &rx, &mut run, generation);
+                let end = serve(inst, rx, &mut run, generation);
                 *lock(&inst.live) = None;
                 backoff.ran(run.since.elapsed());
                 if let Some(m) = me.upgrade() {
@@ -118,7 +132,7 @@ pub(crate) fn supervise(
                 if let Some(f) = first.take() {
                     let _ = f.send(Err(e));
                     // Not created: the caller removes it.
-                    wait_for_stop(&rx);
+                    wait_for_stop(rx);
                     return;
                 }
                 let mut st = lock(&inst.status);
@@ -130,7 +144,7 @@ pub(crate) fn supervise(
                         // point restarting until it is replaced.
                         st.state = Some(State::Failed);
                         drop(st);
-                        match wait_failed(&rx, &inst) {
+                        match wait_failed(rx, inst) {
                             Some(reply) => End::Stop(reply),
                             None => continue,
                         }
@@ -427,8 +441,9 @@ impl Manager {
         let mut names = Vec::new();
         for i in &spec.interfaces {
             let pname = format!("{}/{}/{}", spec.tenant, spec.name, i.name);
-            let id = self.alloc_port(pname.clone())?;
-            run.ports.push(id);
+            // The number (and its addresses) the instance keeps across
+            // restarts.
+            let id = self.hold_port(spec, inst, i)?;
             let shm = PortShm::create(&pname, g)
                 .map_err(|e| e.to_string())
                 .and_then(|shm| {
@@ -438,21 +453,7 @@ impl Manager {
                     Ok(shm)
                 })
                 .map_err(|e| Failure::Internal(format!("port {pname}: {e}")))?;
-            if let Some(m) = i.mac.as_deref().and_then(pronto_switch::control::parse_mac) {
-                let _ = self.switch.add_static(m, id);
-            }
-            // Static entries set through the API follow the port's name.
-            for (mac, _) in self
-                .store
-                .macs()
-                .unwrap_or_default()
-                .iter()
-                .filter(|(_, n)| *n == pname)
-            {
-                if let Some(m) = pronto_switch::control::parse_mac(mac) {
-                    let _ = self.switch.add_static(m, id);
-                }
-            }
+            run.ports.push(id);
             give_port(&mut lock(&run.sb), &i.name, g, &shm)
                 .map_err(|e| Failure::Internal(format!("handing port {pname} over: {e}")))?;
             names.push((i.name.clone(), id));
@@ -482,7 +483,10 @@ impl Manager {
     }
 
     /// Ends what is left of a run: the sandbox (killed if still running,
-    /// reaped, its cgroup removed, now), its watch, its ports.
+    /// reaped, its cgroup removed, now), its watch, its ports (detached;
+    /// their numbers and addresses stay the instance's until it is gone,
+    /// so that frames for it are counted as dropped while it restarts,
+    /// not flooded to every other port).
     pub(crate) fn release(&self, run: &mut Running) {
         lock(&run.sb).end();
         if run.watch != 0 {
@@ -490,7 +494,7 @@ impl Manager {
             run.watch = 0;
         }
         for id in run.ports.drain(..) {
-            self.free_port(id);
+            let _ = self.switch.suspend(id);
         }
     }
 
