@@ -409,7 +409,7 @@ fn check_touches_nothing_and_says_what_run_will_need() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.starts_with("<expr>:1: unknown element class 'PollDevice'\n"),
+        err.starts_with("config:1: unknown element class 'PollDevice'\n"),
         "{err}"
     );
     assert!(
