@@ -52,15 +52,15 @@ impl ClickRandom {
 }
 
 thread_local! {
-    static GLOBAL: RefCell<ClickRandom> = RefCell::new(ClickRandom::new(clock_seed()));
+    /// Starts from a fixed seed, so that a configuration's random choices
+    /// (a NAT's ports, a sampler's picks) are the same run after run and
+    /// thread by thread, as they were before the generator was Click's;
+    /// `RandomSeed` sets another.
+    static GLOBAL: RefCell<ClickRandom> = RefCell::new(ClickRandom::new(DEFAULT_SEED));
 }
 
-fn clock_seed() -> u32 {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    (d.as_secs() as u32) ^ d.subsec_nanos() ^ std::process::id()
-}
+/// The seed every thread's generator starts from.
+const DEFAULT_SEED: u32 = 1;
 
 /// The next number from this thread's generator (Click's `click_random`).
 pub fn click_random() -> u32 {
