@@ -60,7 +60,7 @@ thread_local! {
 }
 
 /// The seed every thread's generator starts from.
-const DEFAULT_SEED: u32 = 1;
+pub const DEFAULT_SEED: u32 = 1;
 
 /// The next number from this thread's generator (Click's `click_random`).
 pub fn click_random() -> u32 {

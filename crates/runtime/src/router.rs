@@ -426,6 +426,9 @@ impl Router {
         if !errors.is_empty() {
             return Err(pronto_lang::limit_errors(errors));
         }
+        // Each router's random choices start from the same seed (a
+        // `RandomSeed` element, configured below, sets another).
+        pronto_elements::random::click_srandom(pronto_elements::random::DEFAULT_SEED);
         // Configure in Click's phase order (information elements such as
         // AddressInfo, IPRewriterPatterns and mappers first), so that an
         // element naming another finds it configured.
