@@ -17,6 +17,10 @@ pub(crate) const NO_HEADER: u16 = u16::MAX;
 pub const ANNO_SIZE: usize = 48;
 /// Offset of the destination IP annotation (4 bytes) in the annotation area.
 pub const DST_IP_ANNO_OFFSET: usize = 0;
+/// Offset of the destination IPv6 annotation (16 bytes; as in Click it
+/// shares its first bytes with the IPv4 one and overlaps the aggregate
+/// annotation).
+pub const DST_IP6_ANNO_OFFSET: usize = 0;
 /// Offset of the paint annotation (1 byte).
 pub const PAINT_ANNO_OFFSET: usize = 16;
 /// Offset of the ICMP parameter-problem pointer annotation (1 byte).
@@ -483,6 +487,21 @@ impl Packet {
     #[inline]
     pub fn set_dst_ip_anno(&mut self, ip: [u8; 4]) {
         self.hdr_mut().anno.bytes[DST_IP_ANNO_OFFSET..DST_IP_ANNO_OFFSET + 4].copy_from_slice(&ip);
+    }
+
+    /// The destination IPv6 annotation.
+    #[inline]
+    pub fn dst_ip6_anno(&self) -> [u8; 16] {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&self.hdr().anno.bytes[DST_IP6_ANNO_OFFSET..DST_IP6_ANNO_OFFSET + 16]);
+        a
+    }
+
+    /// Sets the destination IPv6 annotation.
+    #[inline]
+    pub fn set_dst_ip6_anno(&mut self, ip: [u8; 16]) {
+        self.hdr_mut().anno.bytes[DST_IP6_ANNO_OFFSET..DST_IP6_ANNO_OFFSET + 16]
+            .copy_from_slice(&ip);
     }
 
     /// The paint annotation.

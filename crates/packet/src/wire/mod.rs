@@ -1,7 +1,49 @@
-//! Wire-format helpers shared by elements: Internet checksums and the
-//! offsets of the IPv4, TCP, UDP and ICMP fields pronto touches.
+//! Wire formats: Internet checksums, the offsets of the IPv4, TCP, UDP and
+//! ICMP fields pronto touches, and checked zero-copy header views
+//! (`ipv6`: the IPv6 header, its extension-header chain, ICMPv6 and
+//! Neighbor Discovery).
 //!
-//! These are byte-slice helpers on the hot path; callers check lengths first.
+//! The byte-slice helpers here are on the hot path; callers check lengths
+//! first. A view's `new_checked` checks once; its accessors then cannot
+//! fail.
+
+pub mod ipv6;
+
+/// Why a view or a walk refused a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireError {
+    /// The buffer ends before a header does.
+    Truncated,
+    /// The version field is not the one the view is for.
+    BadVersion,
+    /// A length field disagrees with the buffer or with itself.
+    BadLength,
+    /// An extension-header chain longer than the walk allows.
+    TooManyHeaders,
+    /// A field has a value the format forbids.
+    Malformed,
+}
+
+impl WireError {
+    /// A short name, as counters and handlers show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireError::Truncated => "truncated",
+            WireError::BadVersion => "bad-version",
+            WireError::BadLength => "bad-length",
+            WireError::TooManyHeaders => "too-many-headers",
+            WireError::Malformed => "malformed",
+        }
+    }
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::error::Error for WireError {}
 
 /// Ethernet header length.
 pub const ETHER_LEN: usize = 14;
