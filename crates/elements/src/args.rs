@@ -95,6 +95,37 @@ impl FromArg for IpPrefix {
     }
 }
 
+/// An IPv6 address argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Ip6(pub [u8; 16]);
+
+impl FromArg for Ip6 {
+    fn from_arg(s: &str) -> Result<Self, String> {
+        la::parse_ip6(&la::unquote(s)).map(Ip6)
+    }
+}
+
+impl std::fmt::Display for Ip6 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&la::format_ip6(&self.0))
+    }
+}
+
+/// An IPv6 prefix argument (`addr/len`, `addr/mask`, or an address: /128).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Ip6Prefix {
+    /// The address (not masked).
+    pub addr: [u8; 16],
+    /// The mask.
+    pub mask: [u8; 16],
+}
+
+impl FromArg for Ip6Prefix {
+    fn from_arg(s: &str) -> Result<Self, String> {
+        la::parse_ip6_prefix(&la::unquote(s)).map(|(addr, mask)| Ip6Prefix { addr, mask })
+    }
+}
+
 /// An Ethernet address argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct EtherAddr(pub [u8; 6]);
@@ -293,6 +324,24 @@ mod tests {
         assert_eq!(a.read::<bool>("STOP").expect("ok"), Some(true));
         assert_eq!(a.read_mp::<String>("PROTO").expect("ok"), "TCP");
         assert_eq!(a.read_mp::<Ip4>("ADDR").expect("ok"), Ip4([1, 2, 3, 4]));
+        a.finish().expect("all used");
+    }
+
+    #[test]
+    fn ipv6_addresses_and_prefixes() {
+        let mut a = Args::new(
+            "2001:db8::1, ::ffff:10.0.0.1/96, fe80::/ffff:ffff::, ::1/129",
+            &[],
+        );
+        let x = a.read_mp::<Ip6>("ADDR").expect("address");
+        assert_eq!(x.to_string(), "2001:db8::1");
+        let p = a.read_mp::<Ip6Prefix>("P").expect("prefix");
+        assert_eq!(&p.addr[10..], &[0xff, 0xff, 10, 0, 0, 1]);
+        assert_eq!(la::mask6_len(&p.mask), Some(96));
+        let p = a.read_mp::<Ip6Prefix>("P").expect("mask form");
+        assert_eq!(la::mask6_len(&p.mask), Some(32));
+        let e = a.read_mp::<Ip6Prefix>("P").expect_err("too long");
+        assert_eq!(e.message, "P: expected IPv6 prefix, found `::1/129`");
         a.finish().expect("all used");
     }
 

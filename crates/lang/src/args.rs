@@ -487,6 +487,69 @@ pub fn parse_ip_prefix(s: &str) -> Result<([u8; 4], [u8; 4]), String> {
     }
 }
 
+/// Parses an IPv6 address in any of RFC 4291's text forms (`2001:db8::1`,
+/// `::ffff:1.2.3.4`, the full eight groups).
+pub fn parse_ip6(s: &str) -> Result<[u8; 16], String> {
+    s.trim()
+        .parse::<std::net::Ipv6Addr>()
+        .map(|a| a.octets())
+        .map_err(|_| "expected IPv6 address".to_string())
+}
+
+/// Returns the IPv6 netmask with the top `len` bits set.
+pub fn prefix_mask6(len: u32) -> [u8; 16] {
+    let m: u128 = if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - len.min(128))
+    };
+    m.to_be_bytes()
+}
+
+/// Returns the prefix length of a contiguous IPv6 netmask, or `None` if
+/// the mask is not contiguous.
+pub fn mask6_len(mask: &[u8; 16]) -> Option<u32> {
+    let m = u128::from_be_bytes(*mask);
+    let len = m.leading_ones();
+    (prefix_mask6(len) == *mask).then_some(len)
+}
+
+/// Parses an IPv6 prefix: `addr/len` (0 to 128), `addr/mask` (the mask as
+/// an IPv6 address), or a bare address (a /128). Returns the address as
+/// written (not masked) and the mask.
+pub fn parse_ip6_prefix(s: &str) -> Result<([u8; 16], [u8; 16]), String> {
+    const EXPECTED: &str = "expected IPv6 prefix";
+    let s = s.trim();
+    match s.split_once('/') {
+        None => parse_ip6(s)
+            .map(|a| (a, [0xff; 16]))
+            .map_err(|_| EXPECTED.to_string()),
+        Some((addr, m)) => {
+            let addr = parse_ip6(addr).map_err(|_| EXPECTED.to_string())?;
+            let mask = if m.contains(':') {
+                parse_ip6(m).map_err(|_| EXPECTED.to_string())?
+            } else {
+                if m.is_empty() || m.len() > 3 || !m.bytes().all(|c| c.is_ascii_digit()) {
+                    return Err(EXPECTED.into());
+                }
+                let len: u32 = m.parse().map_err(|_| EXPECTED.to_string())?;
+                if len > 128 {
+                    return Err(EXPECTED.into());
+                }
+                prefix_mask6(len)
+            };
+            Ok((addr, mask))
+        }
+    }
+}
+
+/// Formats an IPv6 address as Click prints it (RFC 5952: lower case, the
+/// longest run of zero groups as `::`; an IPv4-mapped or -compatible
+/// address with its last 32 bits dotted).
+pub fn format_ip6(a: &[u8; 16]) -> String {
+    std::net::Ipv6Addr::from(*a).to_string()
+}
+
 /// Parses an Ethernet address: `00:11:22:33:44:55`, `00-11-22-33-44-55`
 /// (one or two hex digits per byte) or `0011.2233.4455`.
 pub fn parse_ether(s: &str) -> Result<[u8; 6], String> {
