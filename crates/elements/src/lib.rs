@@ -23,6 +23,7 @@ pub mod ethernet;
 pub mod icmp;
 pub mod ids;
 pub mod ip;
+pub mod ip6;
 pub mod nfp;
 pub mod simple;
 pub mod standard;
