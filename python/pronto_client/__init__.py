@@ -388,6 +388,16 @@ class Client:
         """Switch ports (a tenant's own) and their counters."""
         return [Port(**p) for p in self._json("GET", "/v1/switch/ports")]
 
+    def switch_threads(self) -> List[Dict[str, Any]]:
+        """The switch's switching threads (admin): ports, alive, restarts,
+        rounds."""
+        return self._json("GET", "/v1/switch/threads")
+
+    def restart_switch_thread(self, thread: int) -> Dict[str, Any]:
+        """Stops switching thread ``thread`` and starts a new one on its
+        ports (admin)."""
+        return self._json("POST", "/v1/switch/threads/%d/restart" % thread)
+
     def macs(self) -> List[Dict[str, Any]]:
         """Static MAC entries (admin)."""
         return self._json("GET", "/v1/switch/macs")

@@ -24,6 +24,9 @@ Usage:
   pronto write NAME ELEMENT.HANDLER [VALUE]   call a write handler
   pronto stats [NAME]                         daemon totals, or an instance's element counters
   pronto ports                                switch ports and their counters
+  pronto ports threads                        the switching threads (admin): ports, restarts
+  pronto ports restart-thread N               stop switching thread N and start a new one on
+                                              its ports (admin; rings, MACs, counters kept)
   pronto tenant create NAME | ls | rm NAME    tenants (admin); create prints the tenant's token
   pronto tenant quota NAME [--instances N] [--memory SIZE] [--cpu N] [--pids N]
                 [--interfaces N] [--control-ports FIRST-LAST] [--control-connections N]
@@ -310,6 +313,55 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 print_element_stats(&v);
             }
         }
+        "ports" if pos.first().map(String::as_str) == Some("threads") => {
+            let v = c.json("GET", "/v1/switch/threads", None)?;
+            if c.json {
+                println!("{v:#}");
+            } else {
+                println!(
+                    "{:>6}  {:>5}  {:<5}  {:>8}  {:>14}",
+                    "THREAD", "PORTS", "ALIVE", "RESTARTS", "ROUNDS"
+                );
+                for t in v.as_array().into_iter().flatten() {
+                    println!(
+                        "{:>6}  {:>5}  {:<5}  {:>8}  {:>14}",
+                        s(&t["thread"]),
+                        s(&t["ports"]),
+                        if t["alive"] == json!(true) {
+                            "yes"
+                        } else {
+                            "no"
+                        },
+                        s(&t["restarts"]),
+                        s(&t["rounds"])
+                    );
+                }
+            }
+        }
+        "ports" if pos.first().map(String::as_str) == Some("restart-thread") => {
+            need(2, "restart-thread N")?;
+            let v = c.json(
+                "POST",
+                &format!("/v1/switch/threads/{}/restart", pos[1]),
+                None,
+            )?;
+            if c.json {
+                println!("{v:#}");
+            } else {
+                println!(
+                    "switching thread {} restarted ({} port(s) taken over; it was {})",
+                    v["thread"],
+                    v["ports"],
+                    s(&v["was"])
+                );
+            }
+        }
+        "ports" if !pos.is_empty() => {
+            return Err(format!(
+                "ports: unknown subcommand `{}` (expected `threads` or `restart-thread N`)",
+                pos[0]
+            ))
+        }
         "ports" => {
             let v = c.json("GET", "/v1/switch/ports", None)?;
             if c.json {
@@ -330,11 +382,11 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                         .collect();
                     println!(
                         "{:>5}  {:<32} {:>12} {:>12} {:>10}  {}",
-                        p["port"],
+                        s(&p["port"]),
                         s(&p["name"]),
-                        p["rx_packets"],
-                        p["tx_packets"],
-                        p["drops"],
+                        s(&p["rx_packets"]),
+                        s(&p["tx_packets"]),
+                        s(&p["drops"]),
                         why.join(" ")
                     );
                 }

@@ -77,6 +77,7 @@ fn the_chaos_campaign_injects_every_fault_and_every_packet_is_accounted_for() {
         "pool-exhaust",
         "reconfig",
         "kill-daemon",
+        "switch-restart",
     ] {
         assert!(
             rows.iter().any(|r| r["kind"] == kind),
@@ -111,6 +112,17 @@ fn the_chaos_campaign_injects_every_fault_and_every_packet_is_accounted_for() {
         .find(|r| r["kind"] == "pool-exhaust")
         .expect("row");
     assert!(pool["notes"].contains("full"), "{pool:?}");
+    // The switch's threads came back on their own ports with nothing lost
+    // (every tenant's books exact: checked above as `neighbour_residual`).
+    let sw = rows
+        .iter()
+        .find(|r| r["kind"] == "switch-restart")
+        .expect("row");
+    assert!(
+        sw["notes"].contains("1 switching thread(s) restarted"),
+        "{sw:?}"
+    );
+    assert_eq!(sw["victim_residual"], "0", "{sw:?}");
     // Each tenant's books: something flowed and nothing strayed.
     let books = csv(&out.join("chaos_ledger.csv"));
     assert_eq!(books.len(), 3);

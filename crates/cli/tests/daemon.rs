@@ -456,3 +456,83 @@ fn a_restarting_instance_keeps_its_port_and_frames_for_it_are_not_flooded_to_oth
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_switchs_thread_restarts_under_traffic_and_keeps_its_ports() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED the_switchs_thread_restarts_under_traffic_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-swthread");
+    let _d = start(&dir);
+    let sock = dir.join("sock");
+    let post = |path: &str, body: serde_json::Value| {
+        let r = api::call(&To::Unix(&sock), "POST", path, body.to_string().as_bytes());
+        assert_eq!(r.status, 201, "{path}: {}", r.text());
+    };
+    post("/v1/tenants", serde_json::json!({"name": "ta"}));
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "target", "tenant": "ta",
+            "config": "FromDevice(eth0) -> c :: Counter -> Discard;",
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0c:01"}]}),
+    );
+    let mut f = [0u8; 60];
+    f[..6].copy_from_slice(&[2, 0, 0, 0, 0x0c, 1]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0x0c, 2]);
+    f[12..14].copy_from_slice(&[0x88, 0xb5]);
+    let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "sender", "tenant": "ta",
+            "config": format!("RatedSource(DATA \\<{hex}>, RATE 2000) -> ToDevice(eth0);"),
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0c:02"}]}),
+    );
+    wait_until("target receives", || {
+        api_count(&sock, "ta", "target").is_some_and(|n| n > 0)
+    });
+    let before = api_ports(&sock)["ta/target/eth0"]["tx_packets"]
+        .as_u64()
+        .expect("tx");
+    let out = ok(&dir, &["ports", "restart-thread", "0"]);
+    assert_eq!(
+        out,
+        "switching thread 0 restarted (2 port(s) taken over; it was running)\n"
+    );
+    // The new thread goes on where the old one was: frames still arrive,
+    // and the port's counters went on from where they were.
+    let n0 = api_count(&sock, "ta", "target").expect("count");
+    wait_until("target receives after the restart", || {
+        api_count(&sock, "ta", "target").is_some_and(|n| n > n0 + 100)
+    });
+    let p = &api_ports(&sock)["ta/target/eth0"];
+    assert!(p["tx_packets"].as_u64().expect("tx") > before + 100, "{p}");
+    assert_eq!(p["drops"], 0, "{p}");
+    let v = json(&dir, &["ports", "threads"]);
+    assert_eq!(v[0]["restarts"], 1, "{v}");
+    assert_eq!(v[0]["alive"], true, "{v}");
+    assert_eq!(v[0]["ports"], 2, "{v}");
+    let out = ok(&dir, &["ports", "threads"]);
+    assert!(
+        out.starts_with(
+            "THREAD  PORTS  ALIVE  RESTARTS          ROUNDS\n     0      2  yes           1  "
+        ),
+        "{out}"
+    );
+    let (good, _, err) = cli(&dir, &["ports", "restart-thread", "3"]);
+    assert!(!good);
+    assert!(
+        err.contains("no switching thread `3` (threads are 0 to 0)"),
+        "{err}"
+    );
+    let (good, _, err) = cli(&dir, &["ports", "shuffle"]);
+    assert!(!good);
+    assert!(
+        err.contains(
+            "ports: unknown subcommand `shuffle` (expected `threads` or `restart-thread N`)"
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

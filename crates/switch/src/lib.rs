@@ -45,7 +45,9 @@ pub mod table;
 
 pub use layout::{Geometry, PortError, PortShm};
 pub use peer::Peer;
-pub use switch::{Config, PortCounters, PortStats, Switch, SwitchError, SwitchHandle};
+pub use switch::{
+    Config, PortCounters, PortStats, Revived, Switch, SwitchError, SwitchHandle, ThreadInfo,
+};
 
 /// Pins the calling thread to CPU `cpu` (benchmarks; `pronto switch
 /// --cpu`): a switching thread that migrates between cores loses its

@@ -206,6 +206,20 @@ impl PortStats {
         ]);
     }
 
+    /// The receive side's counters as last published: where a new
+    /// switching thread that adopts the port goes on counting from.
+    fn rx_counters(&self) -> PortCounters {
+        let l = |i: usize| self.v[i].load(Ordering::Relaxed);
+        PortCounters {
+            rx_packets: l(0),
+            rx_bytes: l(1),
+            drop_bad_desc: l(4),
+            drop_bad_ring: l(5),
+            drop_no_route: l(7),
+            ..PortCounters::default()
+        }
+    }
+
     /// A snapshot.
     pub fn get(&self) -> PortCounters {
         let l = |i: usize| self.v[i].load(Ordering::Relaxed);
@@ -379,7 +393,18 @@ enum Cmd {
     ),
     /// Detach a port; `true`: keep the MAC entries that point at it.
     Detach(u16, bool, mpsc::SyncSender<bool>),
+    /// Serve the receive side of a port whose transmit side is already in
+    /// the fabric (a restarted thread taking over its ports).
+    Adopt(
+        u16,
+        PortShm,
+        Arc<PortStats>,
+        mpsc::SyncSender<Result<(), SwitchError>>,
+    ),
     Stop,
+    /// Panic the thread (the tests' stand-in for a bug).
+    #[cfg(test)]
+    Crash,
 }
 
 /// Loop counters shared with the handle.
@@ -471,17 +496,7 @@ impl Switch {
         let ring = |id: RingId| g.ring_offset(id);
         let e = crate::layout::PortError::from;
         let stats = Arc::new(PortStats::default());
-        let rx = RxSide {
-            id,
-            geometry: g,
-            rx: Consumer::attach_at(r.clone(), ring(RingId::Rx), g.ring).map_err(e)?,
-            done: Producer::attach_at(r.clone(), ring(RingId::Done), g.ring).map_err(e)?,
-            shm: shm.clone(),
-            idle: 0,
-            parked: false,
-            c: PortCounters::default(),
-            stats: stats.clone(),
-        };
+        let rx = Self::rx_side(id, &shm, stats.clone())?;
         let tx = TxSide {
             geometry: g,
             fill: Consumer::attach_at(r.clone(), ring(RingId::Fill), g.ring).map_err(e)?,
@@ -509,6 +524,52 @@ impl Switch {
             f.tx[id as usize] = Some(Arc::new(Mutex::new(tx)));
             f.attached.push(id);
         }
+        self.serve(rx);
+        Ok(stats)
+    }
+
+    /// A port's receive side, counting on from what `stats` holds.
+    fn rx_side(id: u16, shm: &PortShm, stats: Arc<PortStats>) -> Result<RxSide, SwitchError> {
+        let g = shm.geometry;
+        let r = &shm.region;
+        let ring = |id: RingId| g.ring_offset(id);
+        let e = crate::layout::PortError::from;
+        Ok(RxSide {
+            id,
+            geometry: g,
+            rx: Consumer::attach_at(r.clone(), ring(RingId::Rx), g.ring).map_err(e)?,
+            done: Producer::attach_at(r.clone(), ring(RingId::Done), g.ring).map_err(e)?,
+            shm: shm.clone(),
+            idle: 0,
+            parked: false,
+            c: stats.rx_counters(),
+            stats,
+        })
+    }
+
+    /// Takes over the receive side of port `id`, whose transmit side is in
+    /// the fabric already: what a restarted switching thread does for the
+    /// ports its predecessor served. The rings' positions are in the
+    /// shared region, so frames waiting in the port's rx ring are read
+    /// where the old thread left them, and the counters go on from `stats`.
+    fn adopt(&mut self, id: u16, shm: PortShm, stats: Arc<PortStats>) -> Result<(), SwitchError> {
+        if self.index[id as usize] != 0 || read(&self.fabric).tx[id as usize].is_none() {
+            return Err(SwitchError::NoPort(id));
+        }
+        let rx = Self::rx_side(id, &shm, stats)?;
+        epoll::add(
+            &self.epoll,
+            &*rx.shm.to_switch,
+            epoll::EventData::new_u64(id as u64),
+            epoll::EventFlags::IN,
+        )?;
+        self.serve(rx);
+        Ok(())
+    }
+
+    /// Adds `rx` to the ports this engine polls (hot to begin with).
+    fn serve(&mut self, rx: RxSide) {
+        let id = rx.id;
         self.ports.push(rx);
         let di = self.ports.len() - 1;
         self.index[id as usize] = di as u32 + 1;
@@ -517,7 +578,6 @@ impl Switch {
         // the hot list.
         self.hot
             .reserve(self.ports.len().saturating_sub(self.hot.len()));
-        Ok(stats)
     }
 
     /// Detaches port `id` (its MAC entries go too); false if this engine
@@ -836,7 +896,12 @@ impl Switch {
                 Cmd::Detach(id, keep, reply) => {
                     let _ = reply.send(self.detach_keeping(id, keep));
                 }
+                Cmd::Adopt(id, shm, stats, reply) => {
+                    let _ = reply.send(self.adopt(id, shm, stats));
+                }
                 Cmd::Stop => self.stop = true,
+                #[cfg(test)]
+                Cmd::Crash => panic!("injected"),
             }
         }
         self.control = Some((rx, bell));
@@ -901,6 +966,7 @@ struct Worker {
     bell: Arc<Doorbell>,
     loop_stats: Arc<LoopStats>,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    restarts: u64,
 }
 
 /// Where each port lives and what it counted.
@@ -912,12 +978,43 @@ struct Placement {
     load: Vec<usize>,
     /// Counters of every port attached so far (kept after a detach).
     stats: std::collections::HashMap<u16, Arc<PortStats>>,
+    /// The shared memory of every attached port, for a restarted thread
+    /// to take its ports over.
+    shms: std::collections::HashMap<u16, PortShm>,
+}
+
+/// A switching thread, as [`SwitchHandle::threads_info`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// The thread's number.
+    pub thread: usize,
+    /// Ports it serves.
+    pub ports: usize,
+    /// False if it ended (a panic or an error) and was not restarted yet.
+    pub alive: bool,
+    /// Times it was restarted.
+    pub restarts: u64,
+    /// Rounds of its loop.
+    pub rounds: u64,
+}
+
+/// Why a switching thread ended, for [`SwitchHandle::revive`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revived {
+    /// The thread's number.
+    pub thread: usize,
+    /// How it had ended: "panicked: ...", "failed: ...", or "stopped".
+    pub reason: String,
+    /// Ports the new thread took over.
+    pub ports: usize,
 }
 
 /// A switch running on its own threads, driven through control channels.
 pub struct SwitchHandle {
     fabric: SharedFabric,
-    workers: Vec<Worker>,
+    cfg: Config,
+    start: Instant,
+    workers: Mutex<Vec<Worker>>,
     placement: Mutex<Placement>,
 }
 
@@ -932,60 +1029,144 @@ impl SwitchHandle {
         }
         let fabric = Arc::new(RwLock::new(Fabric::new(&cfg)));
         let start = Instant::now();
-        let mut handle = SwitchHandle {
+        let handle = SwitchHandle {
             fabric: fabric.clone(),
-            workers: Vec::new(),
+            cfg,
+            start,
+            workers: Mutex::new(Vec::new()),
             placement: Mutex::new(Placement {
                 load: vec![0; cfg.threads],
                 ..Placement::default()
             }),
         };
         for t in 0..cfg.threads {
-            let mut sw = Switch::engine(cfg, fabric.clone(), t == 0, start)?;
-            let bell = Arc::new(Doorbell::new()?);
-            epoll::add(
-                &sw.epoll,
-                &*bell,
-                epoll::EventData::new_u64(CONTROL_KEY),
-                epoll::EventFlags::IN,
-            )?;
-            let (tx, rx) = mpsc::channel();
-            sw.control = Some((rx, bell.clone()));
-            let loop_stats = sw.loop_stats.clone();
-            let cpu = cfg.cpu.map(|c| c + t);
-            let (pinned_tx, pinned) = mpsc::sync_channel(1);
-            let thread = std::thread::Builder::new()
-                .name(format!("pronto-switch-{t}"))
-                .spawn(move || {
-                    if let Some(c) = cpu {
-                        if let Err(e) = crate::pin_current_thread(c) {
-                            let _ = pinned_tx.send(Err(e));
-                            return Ok(());
-                        }
-                    }
-                    let _ = pinned_tx.send(Ok(()));
-                    sw.run()
-                })?;
             // Started threads are stopped by the handle's drop if a later
             // one fails to start.
-            handle.workers.push(Worker {
-                tx,
-                bell,
-                loop_stats,
-                thread: Some(thread),
-            });
-            if let Ok(Err(e)) = pinned.recv() {
-                return Err(SwitchError::Config(format!(
-                    "cannot pin switching thread {t} to CPU {}: {e}",
-                    cpu.unwrap_or_default()
-                )));
-            }
+            let w = handle.start_worker(t)?;
+            handle.workers().push(w);
         }
         Ok(handle)
     }
 
+    /// Starts switching thread `t` with no ports.
+    fn start_worker(&self, t: usize) -> Result<Worker, SwitchError> {
+        let cfg = self.cfg;
+        let mut sw = Switch::engine(cfg, self.fabric.clone(), t == 0, self.start)?;
+        let bell = Arc::new(Doorbell::new()?);
+        epoll::add(
+            &sw.epoll,
+            &*bell,
+            epoll::EventData::new_u64(CONTROL_KEY),
+            epoll::EventFlags::IN,
+        )?;
+        let (tx, rx) = mpsc::channel();
+        sw.control = Some((rx, bell.clone()));
+        let loop_stats = sw.loop_stats.clone();
+        let cpu = cfg.cpu.map(|c| c + t);
+        let (pinned_tx, pinned) = mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name(format!("pronto-switch-{t}"))
+            .spawn(move || {
+                if let Some(c) = cpu {
+                    if let Err(e) = crate::pin_current_thread(c) {
+                        let _ = pinned_tx.send(Err(e));
+                        return Ok(());
+                    }
+                }
+                let _ = pinned_tx.send(Ok(()));
+                sw.run()
+            })?;
+        let mut w = Worker {
+            tx,
+            bell,
+            loop_stats,
+            thread: Some(thread),
+            restarts: 0,
+        };
+        if let Ok(Err(e)) = pinned.recv() {
+            let _ = stop_worker(&mut w);
+            return Err(SwitchError::Config(format!(
+                "cannot pin switching thread {t} to CPU {}: {e}",
+                cpu.unwrap_or_default()
+            )));
+        }
+        Ok(w)
+    }
+
+    fn workers(&self) -> MutexGuard<'_, Vec<Worker>> {
+        self.workers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stops switching thread `t` (if it still runs) and starts a new one
+    /// that takes over its ports: their rings, MAC entries and counters
+    /// stay as they were, frames waiting in their rings are switched by
+    /// the new thread. Attaching and detaching wait meanwhile. Returns how
+    /// the old thread had ended (see [`Revived`]).
+    pub fn restart_thread(&self, t: usize) -> Result<Revived, SwitchError> {
+        let p = self.placement();
+        let mut workers = self.workers();
+        if t >= workers.len() {
+            return Err(SwitchError::Config(format!(
+                "switching thread {t} does not exist (0 to {})",
+                workers.len() - 1
+            )));
+        }
+        let reason = stop_worker(&mut workers[t]);
+        let restarts = workers[t].restarts + 1;
+        let mut w = self.start_worker(t)?;
+        w.restarts = restarts;
+        workers[t] = w;
+        drop(workers);
+        let mut ports = 0;
+        for (&id, _) in p.owner.iter().filter(|(_, &o)| o == t) {
+            let (Some(shm), Some(stats)) = (p.shms.get(&id), p.stats.get(&id)) else {
+                continue;
+            };
+            let (tx, rx) = mpsc::sync_channel(1);
+            self.send(t, Cmd::Adopt(id, shm.clone(), stats.clone(), tx))?;
+            rx.recv().map_err(|_| SwitchError::Stopped)??;
+            ports += 1;
+        }
+        Ok(Revived {
+            thread: t,
+            reason,
+            ports,
+        })
+    }
+
+    /// Restarts every switching thread that has ended (a panic, or an
+    /// error from the kernel), each taking over its ports; for the
+    /// daemon's watchdog. Returns what was restarted and why.
+    pub fn revive(&self) -> Vec<Result<Revived, SwitchError>> {
+        let dead: Vec<usize> = self
+            .workers()
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.thread.as_ref().is_some_and(|h| h.is_finished()))
+            .map(|(t, _)| t)
+            .collect();
+        dead.into_iter().map(|t| self.restart_thread(t)).collect()
+    }
+
+    /// Each switching thread: ports, whether it runs, restarts, rounds.
+    pub fn threads_info(&self) -> Vec<ThreadInfo> {
+        let p = self.placement();
+        self.workers()
+            .iter()
+            .enumerate()
+            .map(|(t, w)| ThreadInfo {
+                thread: t,
+                ports: p.load.get(t).copied().unwrap_or(0),
+                alive: w.thread.as_ref().is_some_and(|h| !h.is_finished()),
+                restarts: w.restarts,
+                rounds: w.loop_stats.rounds.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+
     fn send(&self, t: usize, cmd: Cmd) -> Result<(), SwitchError> {
-        let w = &self.workers[t];
+        let workers = self.workers();
+        let w = &workers[t];
         w.tx.send(cmd).map_err(|_| SwitchError::Stopped)?;
         w.bell.ring()?;
         Ok(())
@@ -997,7 +1178,7 @@ impl SwitchHandle {
 
     /// Switching threads.
     pub fn threads(&self) -> usize {
-        self.workers.len()
+        self.workers().len()
     }
 
     /// Attaches `shm` as port `id` while the switch runs, on the thread
@@ -1009,11 +1190,13 @@ impl SwitchHandle {
         }
         let t = (0..p.load.len()).min_by_key(|&t| p.load[t]).unwrap_or(0);
         let (tx, rx) = mpsc::sync_channel(1);
+        let shm_copy = shm.clone();
         self.send(t, Cmd::Attach(id, shm, tx))?;
         let stats = rx.recv().map_err(|_| SwitchError::Stopped)??;
         p.owner.insert(id, t);
         p.load[t] += 1;
         p.stats.insert(id, stats);
+        p.shms.insert(id, shm_copy);
         Ok(t)
     }
 
@@ -1045,6 +1228,7 @@ impl SwitchHandle {
             return Err(SwitchError::NoPort(id));
         }
         p.owner.remove(&id);
+        p.shms.remove(&id);
         p.load[t] -= 1;
         Ok(())
     }
@@ -1067,13 +1251,13 @@ impl SwitchHandle {
     /// Rounds the loops have run, over every thread.
     pub fn rounds(&self) -> u64 {
         let r = |w: &Worker| w.loop_stats.rounds.load(Ordering::Relaxed);
-        self.workers.iter().map(r).sum()
+        self.workers().iter().map(r).sum()
     }
 
     /// Times the loops blocked on the doorbells, over every thread.
     pub fn sleeps(&self) -> u64 {
         let s = |w: &Worker| w.loop_stats.sleeps.load(Ordering::Relaxed);
-        self.workers.iter().map(s).sum()
+        self.workers().iter().map(s).sum()
     }
 
     /// Stops the switching threads and waits for them.
@@ -1083,11 +1267,12 @@ impl SwitchHandle {
 
     fn shutdown(&mut self) -> Result<(), SwitchError> {
         let mut result = Ok(());
-        for t in 0..self.workers.len() {
-            let Some(thread) = self.workers[t].thread.take() else {
+        for w in self.workers().iter_mut() {
+            let Some(thread) = w.thread.take() else {
                 continue;
             };
-            let _ = self.send(t, Cmd::Stop);
+            let _ = w.tx.send(Cmd::Stop);
+            let _ = w.bell.ring();
             let r = match thread.join() {
                 Ok(r) => r.map_err(SwitchError::from),
                 Err(_) => Err(SwitchError::Stopped),
@@ -1097,6 +1282,29 @@ impl SwitchHandle {
             }
         }
         result
+    }
+}
+
+/// Stops a switching thread and waits for it; says how it ended.
+fn stop_worker(w: &mut Worker) -> String {
+    let Some(thread) = w.thread.take() else {
+        return "stopped".into();
+    };
+    let was_running = !thread.is_finished();
+    let _ = w.tx.send(Cmd::Stop);
+    let _ = w.bell.ring();
+    match thread.join() {
+        Ok(Ok(())) if was_running => "running".into(),
+        Ok(Ok(())) => "stopped".into(),
+        Ok(Err(e)) => format!("failed: {e}"),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".into());
+            format!("panicked: {what}")
+        }
     }
 }
 
@@ -1116,6 +1324,81 @@ mod tests {
         f[..6].copy_from_slice(&dst);
         f[6..12].copy_from_slice(&src);
         f
+    }
+
+    #[test]
+    fn a_switching_thread_that_panicked_is_revived_with_its_ports() {
+        let sw = SwitchHandle::spawn(Config {
+            threads: 2,
+            ..Config::default()
+        })
+        .expect("switch");
+        let g = Geometry::new(256, 128).expect("g");
+        let a = PortShm::create("a", g).expect("a");
+        let b = PortShm::create("b", g).expect("b");
+        assert_eq!(sw.attach(1, a.clone()).expect("attach"), 0);
+        assert_eq!(sw.attach(2, b.clone()).expect("attach"), 1);
+        let (ma, mb) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        sw.add_static(mb, 2).expect("static");
+        let mut pa = Peer::new(a, 64).expect("peer a");
+        let mut pb = Peer::new(b, 64).expect("peer b");
+        let f = frame(mb, ma, 7, 100);
+        let deliver = |pa: &mut Peer, pb: &mut Peer, n: usize| {
+            for _ in 0..n {
+                assert_eq!(pa.send(&[&f]), 1);
+            }
+            let mut got = 0;
+            let t0 = std::time::Instant::now();
+            while got < n && t0.elapsed() < Duration::from_secs(10) {
+                got += pb.recv(|x| assert_eq!(x, &f[..]));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            got
+        };
+        assert_eq!(deliver(&mut pa, &mut pb, 3), 3);
+        assert!(sw.revive().is_empty(), "nothing to revive");
+        sw.send(0, Cmd::Crash).expect("crash");
+        let t0 = std::time::Instant::now();
+        while sw.threads_info()[0].alive {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "thread 0 still runs"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Frames sent while thread 0 is dead wait in a's ring.
+        for _ in 0..2 {
+            assert_eq!(pa.send(&[&f]), 1);
+        }
+        let r: Vec<Revived> = sw
+            .revive()
+            .into_iter()
+            .map(|r| r.expect("revived"))
+            .collect();
+        assert_eq!(
+            r,
+            vec![Revived {
+                thread: 0,
+                reason: "panicked: injected".into(),
+                ports: 1
+            }]
+        );
+        let mut got = 0;
+        let t0 = std::time::Instant::now();
+        while got < 2 && t0.elapsed() < Duration::from_secs(10) {
+            got += pb.recv(|x| assert_eq!(x, &f[..]));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(got, 2, "the frames that waited were switched");
+        assert_eq!(deliver(&mut pa, &mut pb, 4), 4);
+        let c = sw.counters(1).expect("a");
+        assert_eq!((c.rx_packets, c.drops()), (9, 0));
+        let info = sw.threads_info();
+        assert_eq!(
+            (info[0].alive, info[0].restarts, info[0].ports),
+            (true, 1, 1)
+        );
+        assert_eq!((info[1].alive, info[1].restarts), (true, 0));
     }
 
     #[test]

@@ -580,3 +580,63 @@ fn idle_switch_sleeps_and_wakes_on_a_doorbell() {
     pa.send(&[&buf[..len]]);
     assert_eq!(t.join().expect("receiver"), 1);
 }
+
+#[test]
+fn restarted_switching_threads_take_over_their_ports_under_traffic() {
+    // Both threads are restarted again and again while two peers exchange
+    // frames through them: every frame arrives, byte for byte, and the
+    // ports' counters go on across the restarts.
+    let sw = Arc::new(
+        SwitchHandle::spawn(Config {
+            learning: false,
+            threads: 2,
+            ..Config::default()
+        })
+        .expect("switch"),
+    );
+    let (a, b) = (port("ra"), port("rb"));
+    assert_eq!(sw.attach(1, a.clone()).expect("attach a"), 0);
+    assert_eq!(sw.attach(2, b.clone()).expect("attach b"), 1);
+    sw.add_static(mac(1), 1).expect("static");
+    sw.add_static(mac(2), 2).expect("static");
+    let (ca, cb) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    const N: u32 = 20_000;
+    let pa = Peer::new(a, 128).expect("peer a");
+    let pb = Peer::new(b, 128).expect("peer b");
+    let (x, y) = (ca.clone(), cb.clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let ta = std::thread::spawn(move || exchange(pa, mac(1), mac(2), N, x, y));
+    let tb = std::thread::spawn(move || exchange(pb, mac(2), mac(1), N, cb, ca));
+    let (sw2, done2) = (sw.clone(), done.clone());
+    let restarter = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !done2.load(Ordering::Acquire) {
+            let r = sw2.restart_thread((n % 2) as usize).expect("restart");
+            assert_eq!((r.thread, r.ports), ((n % 2) as usize, 1));
+            assert_eq!(r.reason, "running");
+            n += 1;
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        n
+    });
+    let pa = ta.join().expect("peer a");
+    let pb = tb.join().expect("peer b");
+    done.store(true, Ordering::Release);
+    let restarts = restarter.join().expect("restarter");
+    assert!(
+        restarts >= 2,
+        "only {restarts} restarts during the exchange"
+    );
+    for (id, p) in [(1, &pa), (2, &pb)] {
+        let c = sw.counters(id).expect("counters");
+        assert_eq!((c.rx_packets, c.tx_packets), (N as u64, N as u64), "{c:?}");
+        assert_eq!(c.drops(), 0, "{c:?}");
+        assert_eq!(p.counters().received, N as u64);
+    }
+    let info = sw.threads_info();
+    assert_eq!(info.len(), 2);
+    assert_eq!(info.iter().map(|t| t.restarts).sum::<u64>(), restarts);
+    assert!(info.iter().all(|t| t.alive && t.ports == 1), "{info:?}");
+    let e = sw.restart_thread(2).expect_err("no thread 2");
+    assert_eq!(e.to_string(), "switching thread 2 does not exist (0 to 1)");
+}

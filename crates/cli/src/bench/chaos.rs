@@ -20,7 +20,10 @@
 //! - `reconfig`: good and bad configurations in a row on the victim's
 //!   middlebox;
 //! - `kill-daemon`: `kill -9` of the daemon (with a reconfiguration in
-//!   flight), then a new daemon on the same state directory.
+//!   flight), then a new daemon on the same state directory;
+//! - `switch-restart`: every switching thread of the daemon's switch
+//!   stopped and started again under traffic (the new thread takes over
+//!   the old one's ports where it left them: nothing may be lost).
 //!
 //! After each fault: the desired state is what was acknowledged
 //! (instances and configurations); the victim forwards again (time to
@@ -70,15 +73,17 @@ enum Kind {
     PoolExhaust,
     Reconfig,
     KillDaemon,
+    SwitchRestart,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 6] = [
         Kind::KillInstance,
         Kind::HostileRing,
         Kind::PoolExhaust,
         Kind::Reconfig,
         Kind::KillDaemon,
+        Kind::SwitchRestart,
     ];
 
     fn name(self) -> &'static str {
@@ -88,6 +93,7 @@ impl Kind {
             Kind::PoolExhaust => "pool-exhaust",
             Kind::Reconfig => "reconfig",
             Kind::KillDaemon => "kill-daemon",
+            Kind::SwitchRestart => "switch-restart",
         }
     }
 }
@@ -902,11 +908,15 @@ impl Campaign {
             Kind::PoolExhaust => self.pool_exhaust(victim, rec)?,
             Kind::Reconfig => self.reconfig(victim, rec)?,
             Kind::KillDaemon => self.kill_daemon(victim, rec)?,
+            Kind::SwitchRestart => self.switch_restart(victim, rec)?,
         };
         // Neighbours: their rate while the fault was on against before.
         if let Some(during) = during {
             let mut low: Option<f64> = None;
-            for t in (0..TENANTS.len()).filter(|&t| t != victim || kind == Kind::HostileRing) {
+            // A fault aimed at nobody's instances has every tenant as a
+            // neighbour.
+            let everyone = matches!(kind, Kind::HostileRing | Kind::SwitchRestart);
+            for t in (0..TENANTS.len()).filter(|&t| t != victim || everyone) {
                 match (before[t], during[t]) {
                     (Some(b), Some(d)) if b > 0.0 => {
                         let s = d / b;
@@ -940,7 +950,10 @@ impl Campaign {
         rec.bound = self.bound(gap);
         for t in 0..TENANTS.len() {
             let d = q1[t].residual() - q0[t].residual();
-            let aimed = (t == victim && kind != Kind::HostileRing) || kind == Kind::KillDaemon;
+            // A switching thread's restart loses nothing: every tenant's
+            // books must stay as they were, as a bystander's do.
+            let aimed = (t == victim && !matches!(kind, Kind::HostileRing | Kind::SwitchRestart))
+                || kind == Kind::KillDaemon;
             if aimed {
                 if d.abs() >= rec.victim_residual.abs() {
                     rec.victim_residual = d;
@@ -997,6 +1010,52 @@ impl Campaign {
         rec.recover_ms = took.as_secs_f64() * 1e3;
         Ok(Effect {
             gap,
+            during: Some(during),
+        })
+    }
+
+    /// Every switching thread restarted through the API, under traffic.
+    fn switch_restart(&mut self, victim: usize, rec: &mut Record) -> Result<Effect, String> {
+        let threads = match self.d.call("GET", "/v1/switch/threads", None)? {
+            Value::Array(v) => v.len(),
+            other => return Err(format!("GET /v1/switch/threads: not a list: {other}")),
+        };
+        rec.target = format!("switch ({threads} thread(s))");
+        let c0 = self.sink_counts();
+        let at = Instant::now();
+        let mut took = Vec::new();
+        for t in 0..threads {
+            let r0 = Instant::now();
+            let r = self
+                .d
+                .call("POST", &format!("/v1/switch/threads/{t}/restart"), None)?;
+            took.push(r0.elapsed());
+            if r["was"] != json!("running") {
+                rec.failures.push(format!(
+                    "switching thread {t} was {} before its restart, not running",
+                    r["was"]
+                ));
+            }
+        }
+        let recovered = self.wait_forwarding(victim, at)?;
+        let during = self.rates_since(&c0, self.o.window);
+        let restarted = self.d.call("GET", "/v1/switch/threads", None)?;
+        for t in restarted.as_array().into_iter().flatten() {
+            if t["alive"] != json!(true) {
+                rec.failures.push(format!(
+                    "switching thread {} is not running after its restart",
+                    t["thread"]
+                ));
+            }
+        }
+        rec.notes.push(format!(
+            "{threads} switching thread(s) restarted, the longest in {:.1} ms",
+            took.iter().max().copied().unwrap_or_default().as_secs_f64() * 1e3
+        ));
+        rec.recovered = true;
+        rec.recover_ms = recovered.as_secs_f64() * 1e3;
+        Ok(Effect {
+            gap: Duration::ZERO,
             during: Some(during),
         })
     }

@@ -720,6 +720,46 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
     Ok(Json(v).into_response())
 }
 
+async fn switch_threads(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let v: Vec<Value> =
+        a.s.manager
+            .switch_threads()
+            .into_iter()
+            .map(|t| {
+                json!({
+                    "thread": t.thread, "ports": t.ports, "alive": t.alive,
+                    "restarts": t.restarts, "rounds": t.rounds,
+                })
+            })
+            .collect();
+    Ok(Json(v).into_response())
+}
+
+async fn switch_thread_restart(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(thread): Path<String>,
+) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let n = a.s.manager.switch_threads().len();
+    let t = match thread.parse::<usize>() {
+        Ok(t) if t < n => t,
+        _ => {
+            return Err(status(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no switching thread `{thread}` (threads are 0 to {})",
+                    n - 1
+                ),
+            ))
+        }
+    };
+    let m = a.s.manager.clone();
+    let r = blocking(move || m.restart_switch_thread(t).map_err(internal)).await?;
+    Ok(Json(json!({"thread": r.thread, "ports": r.ports, "was": r.reason})).into_response())
+}
+
 async fn macs_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     a.admin(&h)?;
     let m = &a.s.manager;
@@ -840,6 +880,11 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
         .route("/v1/instances/{name}/stats", get(instances_stats))
         .route("/v1/stats", get(stats))
         .route("/v1/switch/ports", get(switch_ports))
+        .route("/v1/switch/threads", get(switch_threads))
+        .route(
+            "/v1/switch/threads/{thread}/restart",
+            axum::routing::post(switch_thread_restart),
+        )
         .route("/v1/switch/macs", get(macs_list))
         .route("/v1/switch/macs/{mac}", put(macs_put).delete(macs_delete))
         .route("/metrics", get(metrics))

@@ -48,6 +48,8 @@ pub use view::{Crash, ElementStats, IfaceView, InstanceView, State};
 /// Supervisor threads' stacks: they only shuttle requests.
 const SUPERVISOR_STACK: usize = 256 << 10;
 /// How long a sandbox may take to answer one request.
+/// How often the switch's watchdog looks for switching threads that ended.
+const SWITCH_WATCH_INTERVAL: Duration = Duration::from_millis(250);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tasks of an instance that names no limit.
 pub const DEFAULT_PIDS: u64 = 8;
@@ -194,6 +196,7 @@ impl Manager {
         if m.opts.warm > 0 {
             warm::Warm::start(&m)?;
         }
+        Manager::watch_switch(&m)?;
         // Every restored instance's addresses route to its ports before
         // any of them starts: frames one sends to another not yet started
         // are dropped and counted, not flooded to every tenant's ports.
@@ -690,6 +693,45 @@ impl Manager {
             u.interfaces += s.interfaces.len() as u32;
         }
         u
+    }
+
+    /// Starts the switch's watchdog: a thread that, every
+    /// `SWITCH_WATCH_INTERVAL`, restarts any switching thread that ended (a
+    /// panic or an error from the kernel) with the ports it served, and
+    /// says so on standard error. It ends with the manager.
+    fn watch_switch(m: &Arc<Manager>) -> Result<(), String> {
+        let me = Arc::downgrade(m);
+        std::thread::Builder::new()
+            .name("prontod-switch-watch".into())
+            .stack_size(SUPERVISOR_STACK)
+            .spawn(move || loop {
+                std::thread::sleep(SWITCH_WATCH_INTERVAL);
+                let Some(m) = me.upgrade() else { return };
+                for r in m.switch.revive() {
+                    match r {
+                        Ok(r) => eprintln!(
+                            "prontod: switching thread {} had ended ({}); restarted with its {} port(s)",
+                            r.thread, r.reason, r.ports
+                        ),
+                        Err(e) => eprintln!("prontod: restarting a switching thread: {e}"),
+                    }
+                }
+            })
+            .map_err(|e| format!("starting the switch's watchdog: {e}"))?;
+        Ok(())
+    }
+
+    /// The switching threads: ports, alive, restarts, rounds.
+    pub fn switch_threads(&self) -> Vec<pronto_switch::ThreadInfo> {
+        self.switch.threads_info()
+    }
+
+    /// Restarts switching thread `t` (stopping it first if it runs); the
+    /// new thread takes over its ports, their rings, MAC entries and
+    /// counters. For an operator whose thread is stuck, and for the fault
+    /// campaign.
+    pub fn restart_switch_thread(&self, t: usize) -> Result<pronto_switch::Revived, String> {
+        self.switch.restart_thread(t).map_err(|e| e.to_string())
     }
 
     /// Switch ports: (number, name, counters), of `tenant`'s instances
