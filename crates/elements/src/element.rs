@@ -553,6 +553,9 @@ pub struct Spill {
     /// Boxed so that taking one moves a pointer, not 2 KiB.
     #[allow(clippy::vec_box)]
     spare: Vec<Box<Batch>>,
+    /// [`Out::emit_now`] was used: the batches go on in emission order
+    /// across ports, not port by port.
+    ordered: bool,
 }
 
 impl Spill {
@@ -561,7 +564,14 @@ impl Spill {
         Spill {
             full: Vec::new(),
             spare: Vec::new(),
+            ordered: false,
         }
+    }
+
+    /// True when the batches must go on in emission order across ports
+    /// (see [`Out::emit_now`]); reading it clears it.
+    pub fn take_ordered(&mut self) -> bool {
+        std::mem::take(&mut self.ordered)
     }
 
     /// True when no batch overflowed.
@@ -684,6 +694,40 @@ impl<'a> Out<'a> {
                 self.overflow(port, p);
             }
         }
+    }
+
+    /// Sends one packet to output `port` ahead of everything the element
+    /// emits after it in this call, on any port (Click's element pushing
+    /// it downstream at once, as ARPQuerier does its poll before the
+    /// packet that caused it). What was emitted before keeps its place.
+    #[cold]
+    pub fn emit_now(&mut self, port: usize, p: Packet) {
+        if port >= self.bufs.len() {
+            return;
+        }
+        for k in 0..self.bufs.len() {
+            if !self.bufs[k].is_empty() {
+                self.move_to_spill(k);
+            }
+        }
+        // Every buffer is empty now: this cannot fail.
+        let _ = self.bufs[port].push(p);
+        self.move_to_spill(port);
+        match &mut self.spill {
+            SpillArea::Borrowed(s) => s.ordered = true,
+            SpillArea::Owned(s) => s.ordered = true,
+        }
+    }
+
+    /// Moves output `port`'s buffer, whole, to the spill area.
+    fn move_to_spill(&mut self, port: usize) {
+        let spill = match &mut self.spill {
+            SpillArea::Borrowed(s) => &mut **s,
+            SpillArea::Owned(s) => s,
+        };
+        let mut full = spill.spare.pop().unwrap_or_else(|| Box::new(Batch::new()));
+        std::mem::swap(&mut *full, &mut self.bufs[port]);
+        spill.full.push((port, full));
     }
 
     #[cold]
@@ -1176,4 +1220,38 @@ pub fn push_each(
     let pool = out.pool;
     let kept = batch.route(|p| f(p, pool), |port, p| out.emit(port, p));
     out.pass(kept.unwrap_or(0));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pronto_packet::Pool;
+
+    fn one(pool: &Pool, b: u8) -> Packet {
+        let mut p = pool.alloc().expect("pool has room");
+        p.put_uninit(1)[0] = b;
+        p
+    }
+
+    #[test]
+    fn emit_now_keeps_emission_order_across_ports() {
+        let pool = Pool::new(8).expect("pool");
+        let mut bufs = [Batch::new(), Batch::new()];
+        let mut spill = Spill::new();
+        let mut ctrl = Control::default();
+        let mut out = Out::with_spill(&mut bufs, &mut spill, &pool, 0, &mut ctrl);
+        out.emit(0, one(&pool, 1));
+        out.emit_now(1, one(&pool, 2));
+        out.emit(0, one(&pool, 3));
+        assert!(spill.take_ordered());
+        assert!(!spill.take_ordered());
+        let list = spill.take();
+        let got: Vec<(usize, Vec<u8>)> = list
+            .iter()
+            .map(|(port, b)| (*port, b.iter().map(|p| p.data()[0]).collect()))
+            .collect();
+        assert_eq!(got, [(0, vec![1]), (1, vec![2])]);
+        assert_eq!(bufs[0].iter().map(|p| p.data()[0]).collect::<Vec<_>>(), [3]);
+        assert!(bufs[1].is_empty());
+    }
 }

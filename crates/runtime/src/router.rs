@@ -843,6 +843,24 @@ impl Router {
     #[inline(never)]
     fn forward_spilled(&mut self, node: usize, pass: usize, batch: &mut Batch, ob: &mut OutBufs) {
         let mut list = ob.spill.take();
+        if ob.spill.take_ordered() {
+            // Emission order: the passed batch (what the element let
+            // through untouched came first), the spilled batches as they
+            // were emitted, then what is left in the buffers.
+            if pass < ob.bufs.len() {
+                self.send(node, pass, batch);
+            }
+            for (q, b) in list.iter_mut() {
+                self.send(node, *q, b);
+            }
+            for p in 0..ob.bufs.len() {
+                if !ob.bufs[p].is_empty() {
+                    self.send(node, p, &mut ob.bufs[p]);
+                }
+            }
+            ob.spill.recycle(list);
+            return;
+        }
         for p in 0..ob.bufs.len() {
             if p == pass {
                 self.send(node, p, batch);

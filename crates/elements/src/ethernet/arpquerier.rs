@@ -185,7 +185,8 @@ impl ArpQuerier {
         q.set_network_header(14, 28);
         self.queries += 1;
         let port = out.noutputs().saturating_sub(1);
-        out.emit(port, q);
+        // Downstream at once, before the packet that caused it.
+        out.emit_now(port, q);
     }
 
     /// Sends an IP packet (with room for, or, for `response`, already

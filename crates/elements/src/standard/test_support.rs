@@ -90,12 +90,19 @@ pub fn push_at(
         batch.push(p).expect("batch has room");
     }
     let mut bufs: Vec<Batch> = (0..nout).map(|_| Batch::new()).collect();
-    let passed = {
+    let (passed, spilled) = {
         let mut out = Out::new(&mut bufs, pool, now, ctrl);
         e.push(port, &mut batch, &mut out);
-        out.passed()
+        (out.passed(), out.spilled())
     };
-    collect(&mut bufs, &mut batch, passed)
+    let mut outs = collect(&mut bufs, &mut batch, passed);
+    // Spilled batches come before what stayed in each port's buffer.
+    for (k, mut b) in spilled.into_iter().rev() {
+        let mut v: Vec<Packet> = b.drain().collect();
+        v.append(&mut outs[k]);
+        outs[k] = v;
+    }
+    outs
 }
 
 /// Pushes `pkts` into input 0 at time 0.
