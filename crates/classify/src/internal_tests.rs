@@ -85,9 +85,9 @@ fn filter_rules(args: &[&str]) -> Vec<(Expr, Option<usize>)> {
     args.iter()
         .map(|a| {
             let w = ipparse::separate_text(a);
-            ipparse::parse_filter_arg(&w).expect("parse")
+            ipparse::parse_filter_arg(&w, false).expect("parse")
         })
-        .map(|(s, e)| (e, s))
+        .map(|(s, e, _)| (e, s))
         .collect()
 }
 
@@ -151,7 +151,7 @@ fn packet() -> impl Strategy<Value = (Vec<u8>, usize)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
     fn firewall_dd_matches_interpreter((data, nh) in packet()) {
@@ -611,4 +611,111 @@ fn index_exactness() {
     assert_eq!(exact("allow tcp opt syn"), (1, false));
     assert_eq!(exact("allow ip ttl > 3 and tcp"), (1, false));
     assert_eq!(exact("allow false"), (0, true));
+}
+
+/// The rules of `args` parsed as a dual-stack program.
+fn dual_rules(args: &[&str]) -> Vec<(Expr, Option<usize>)> {
+    args.iter()
+        .map(|a| {
+            let w = ipparse::separate_text(a);
+            ipparse::parse_filter_arg(&w, true).expect("parse")
+        })
+        .map(|(s, e, _)| (e, s))
+        .collect()
+}
+
+const DUAL: &[&str] = &[
+    "deny src net 2001:db8:bad::/48",
+    "0 ip6 and tcp dst port 22 and src net 2001:db8::/32",
+    "1 icmp6 type echo-request or icmp6 type neighbor-solicit",
+    "2 udp dst port 53",
+    "3 ip6 hlim 1 or ip6 frag",
+    "4 tcp opt syn and not tcp opt ack",
+    "5 ip6 nxt 0 and tcp",
+    "6 dst host 2001:db8::1 or dst host 10.0.0.1",
+    "7 ip6 flow 0x12345",
+    "8 not transp[2:2] >= 1024",
+];
+
+/// IPv6 packets with random extension-header chains (hop-by-hop,
+/// destination options, routing, fragment: some malformed or too long),
+/// upper layers, addresses and truncation; some IPv4 ones.
+fn dual_packet() -> impl Strategy<Value = (Vec<u8>, usize)> {
+    (
+        prop::collection::vec(any::<u8>(), 0..200),
+        prop::collection::vec(prop::sample::select(vec![0u8, 60, 43, 44, 99]), 0..20),
+        prop::sample::select(vec![6u8, 17, 58, 59, 50]),
+        prop::sample::select(vec![0u16, 22, 53, 80, 1024, 0xffff]),
+        any::<u8>(),
+        0usize..200,
+        any::<bool>(),
+    )
+        .prop_map(|(mut v, chain, upper, port, hlim, cut, v4)| {
+            v.resize(40, 0);
+            if v4 {
+                v[0] = 0x45;
+                v[9] = upper;
+                v[12..16].copy_from_slice(&[10, 0, 0, 1]);
+                v.resize(60, 0);
+                v[22..24].copy_from_slice(&port.to_be_bytes());
+            } else {
+                v[0] = 0x60 | (v[0] & 0x0f);
+                v[7] = hlim;
+                v[8..12].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+                let mut nh_at = 6;
+                for &h in &chain {
+                    v[nh_at] = if h == 99 { 0 } else { h };
+                    nh_at = v.len();
+                    let frag_off = (port & 0x1ff8).to_be_bytes();
+                    let mut ext = vec![0u8, 0, frag_off[0], frag_off[1], 0, 0, 0, 1];
+                    if h == 99 {
+                        ext[1] = 200; // runs past the packet
+                    }
+                    v.extend_from_slice(&ext);
+                }
+                v[nh_at] = upper;
+                let mut l4 = vec![0u8; 20];
+                l4[0] = 128 + (port as u8 & 7);
+                l4[2..4].copy_from_slice(&port.to_be_bytes());
+                l4[13] = port as u8;
+                v.extend_from_slice(&l4);
+            }
+            v.truncate(cut.max(1));
+            (v, 0)
+        })
+}
+
+fn dual_interp(rules: &[(Expr, Option<usize>)], data: &[u8], nh: usize) -> Option<usize> {
+    let mut layout = [0u8; ipparse::V6_LAYOUT_LEN];
+    let sp = crate::dual_spaces(data, nh, &mut layout);
+    interp(rules, &sp)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn dual_stack_dd_matches_interpreter((data, nh) in dual_packet()) {
+        let rules = dual_rules(DUAL);
+        let p = Program::ip_filter(DUAL).expect("compiles");
+        prop_assert_eq!(p.classify(&data, nh), dual_interp(&rules, &data, nh));
+        let mut out = [Some(usize::MAX); 3];
+        prop_assert_eq!(p.classify_batch(&[(&data[..], nh); 3], &mut out), 3);
+        prop_assert!(out.iter().all(|&o| o == p.classify(&data, nh)));
+    }
+
+    #[test]
+    fn a_dual_stack_program_classifies_ipv4_as_the_ipv4_program_does((data, nh) in packet()) {
+        prop_assume!(data.get(nh).is_some_and(|b| b >> 4 == 4));
+        let mut dual: Vec<&str> = vec!["deny src host 2001:db8::dead"];
+        dual.extend_from_slice(FIREWALL);
+        let v4 = Program::ip_filter(FIREWALL).expect("v4");
+        let both = Program::ip_filter(&dual).expect("dual");
+        prop_assert_eq!(v4.classify(&data, nh), both.classify(&data, nh));
+        let mut dual: Vec<&str> = vec!["deny src host 2001:db8::dead"];
+        dual.extend_from_slice(EXTRA);
+        let v4 = Program::ip_filter(EXTRA).expect("v4");
+        let both = Program::ip_filter(&dual).expect("dual");
+        prop_assert_eq!(v4.classify(&data, nh), both.classify(&data, nh));
+    }
 }

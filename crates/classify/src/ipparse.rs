@@ -8,7 +8,9 @@
 //! juxtaposed tests are joined with `and`.
 
 use crate::expr::{Expr, Space};
-use crate::names::{self, PROTO_DCCP, PROTO_ICMP, PROTO_TCP, PROTO_TCP_OR_UDP, PROTO_UDP};
+use crate::names::{
+    self, PROTO_DCCP, PROTO_ICMP, PROTO_ICMP6, PROTO_TCP, PROTO_TCP_OR_UDP, PROTO_UDP,
+};
 
 // Data / primitive types.
 const TYPE_NONE: i32 = 0;
@@ -25,6 +27,15 @@ const TYPE_NET: i32 = 30;
 const TYPE_IPUNFRAG: i32 = 31;
 const TYPE_IPECT: i32 = 32;
 const TYPE_IPCE: i32 = 33;
+// IPv6 header fields, before `check` turns them into fields of the IPv6
+// layout the classifier sees (see `V6_META`).
+const TYPE6_HLIM: i32 = 40;
+const TYPE6_FLOW: i32 = 41;
+const TYPE6_NXT: i32 = 42;
+const TYPE6_PLEN: i32 = 43;
+const TYPE6_TCLASS: i32 = 44;
+/// Bare `ip6`: the packet is IPv6.
+const TYPE_IP6: i32 = 45;
 
 // Header fields: bit 30 set; bits 29-21 protocol; 20-5 bit offset; 4-0 bit
 // length minus one.
@@ -47,6 +58,28 @@ const FIELD_DSCP: i32 = field(0, 8, 6);
 const FIELD_TTL: i32 = field(0, 64, 8);
 const FIELD_TCP_WIN: i32 = field(PROTO_TCP, 112, 16);
 const FIELD_ICMP_TYPE: i32 = field(PROTO_ICMP, 0, 8);
+const FIELD_ICMP6_TYPE: i32 = field(PROTO_ICMP6, 0, 8);
+// The IPv6 layout's fields: the fixed header (the next-header byte holds
+// the upper-layer protocol found after the extension headers), then the
+// meta bytes at `V6_META`: the first next-header value as sent, and flags.
+const FIELD6_TCLASS: i32 = field(0, 4, 8);
+const FIELD6_DSCP: i32 = field(0, 4, 6);
+const FIELD6_FLOW: i32 = field(0, 12, 20);
+const FIELD6_PLEN: i32 = field(0, 32, 16);
+const FIELD6_HLIM: i32 = field(0, 56, 8);
+const FIELD6_NXT: i32 = field(0, 8 * V6_META as i32, 8);
+
+/// Offset of the meta bytes in the IPv6 layout a dual-stack program reads
+/// (after the 40-byte fixed header): the first next-header value as sent,
+/// then flags ([`V6_FLAG_FRAG`], [`V6_FLAG_BAD_CHAIN`]).
+pub(crate) const V6_META: usize = 40;
+/// Length of the IPv6 layout.
+pub(crate) const V6_LAYOUT_LEN: usize = 44;
+/// Flag: the packet is a fragment (offset not zero or more fragments).
+pub(crate) const V6_FLAG_FRAG: u8 = 1;
+/// Flag: the extension-header chain is malformed or longer than the walk
+/// follows; the upper layer is unknown (protocol 255, no transport bytes).
+pub(crate) const V6_FLAG_BAD_CHAIN: u8 = 2;
 
 const UNKNOWN: i32 = -1000;
 
@@ -70,7 +103,7 @@ const MAX_DEPTH: usize = 200;
 fn type_word(w: &str) -> Option<i32> {
     Some(match w {
         "ce" => TYPE_IPCE,
-        "dest" | "dst" | "ether" | "ip" | "not" | "src" => TYPE_SYNTAX,
+        "dest" | "dst" | "ether" | "ip" | "ip6" | "not" | "src" => TYPE_SYNTAX,
         "dscp" => FIELD_DSCP,
         "ect" => TYPE_IPECT,
         "frag" => TYPE_IPFRAG,
@@ -88,6 +121,11 @@ fn type_word(w: &str) -> Option<i32> {
         "unfrag" => TYPE_IPUNFRAG,
         "vers" => FIELD_VERSION,
         "win" => FIELD_TCP_WIN,
+        "hlim" => TYPE6_HLIM,
+        "flow" => TYPE6_FLOW,
+        "nxt" => TYPE6_NXT,
+        "plen" => TYPE6_PLEN,
+        "tclass" => TYPE6_TCLASS,
         _ => return None,
     })
 }
@@ -122,6 +160,12 @@ fn unparse_type(srcdst: i32, ty: i32) -> String {
         FIELD_TTL => "ip ttl".into(),
         FIELD_TCP_WIN => "tcp win".into(),
         FIELD_ICMP_TYPE => "icmp type".into(),
+        FIELD_ICMP6_TYPE => "icmp6 type".into(),
+        TYPE6_HLIM => "ip6 hlim".into(),
+        TYPE6_FLOW => "ip6 flow".into(),
+        TYPE6_NXT => "ip6 nxt".into(),
+        TYPE6_PLEN => "ip6 plen".into(),
+        TYPE6_TCLASS => "ip6 tclass".into(),
         t if t & TYPE_FIELD != 0 => {
             let p = (t & FIELD_PROTO_MASK) >> FIELD_PROTO_SHIFT;
             if p != 0 {
@@ -156,6 +200,11 @@ fn lookup(word: &str, ty: i32, proto: i32) -> Result<Lookup, String> {
             } else {
                 Lookup::Type(t)
             });
+        }
+    }
+    if proto == PROTO_ICMP6 && (ty == 0 || ty == FIELD_ICMP6_TYPE) {
+        if let Some(v) = names::icmp6_type(word) {
+            return Ok(Lookup::Value(FIELD_ICMP6_TYPE, v));
         }
     }
     let got = [
@@ -462,6 +511,11 @@ struct Prim {
     mask: u32,
     /// Upper bound of a `port A-B` range (pronto extension).
     range_hi: Option<u32>,
+    /// The address family the primitive is about: 4, 6, or 0 for both
+    /// (protocols, ports and transport fields).
+    fam: u8,
+    /// An IPv6 address and mask (`host`, `net`).
+    addr6: Option<([u8; 16], [u8; 16])>,
 }
 
 impl Default for Prim {
@@ -476,6 +530,8 @@ impl Default for Prim {
             u: 0,
             mask: 0,
             range_hi: None,
+            fam: 0,
+            addr6: None,
         }
     }
 }
@@ -597,11 +653,16 @@ impl Prim {
                             return Err("specify header field or `port`".into());
                         }
                         self.data = prev.ty;
+                        if self.fam == 0 {
+                            self.fam = prev.fam;
+                        }
                         continue;
                     }
                     TYPE_NONE => {
                         if self.transp != UNKNOWN {
                             self.ty = TYPE_PROTO;
+                        } else if header == b'6' {
+                            self.ty = TYPE_IP6;
                         } else {
                             return Err("partial directive".into());
                         }
@@ -621,6 +682,7 @@ impl Prim {
             }
         }
 
+        let explicit = header;
         let header = if header == 0 && self.data == TYPE_ETHER {
             b'e'
         } else if header == 0 {
@@ -637,8 +699,14 @@ impl Prim {
             return Err(self.type_error("value ranges are only supported for `port`"));
         }
         let (mask_dt, mask_u) = mask.unwrap_or((0, 0));
+        self.check_family(explicit)?;
 
         match self.ty {
+            TYPE_IP6 => {
+                if self.data != TYPE_NONE || mask_dt != 0 {
+                    return Err("`ip6`: value not supported".into());
+                }
+            }
             TYPE_HOST | TYPE_NET => {
                 if self.data != self.ty {
                     return Err(self.type_error("address missing"));
@@ -650,6 +718,9 @@ impl Prim {
                     self.mask = u32::MAX;
                 }
                 self.ty = TYPE_HOST;
+                if mask_dt != 0 && self.addr6.is_some() {
+                    return Err(self.type_error("bad mask (write an IPv6 prefix: ADDR/LEN)"));
+                }
                 if mask_dt != 0 && mask_dt != TYPE_INT && mask_dt != TYPE_HOST {
                     return Err(self.type_error("bad mask"));
                 } else if mask_dt != 0 {
@@ -746,7 +817,11 @@ impl Prim {
                     return Err(self.type_error("bad mask"));
                 }
                 self.set_mask(3, mask_u)?;
-                self.ty = FIELD_TOS;
+                self.ty = if self.fam == 6 {
+                    FIELD6_TCLASS
+                } else {
+                    FIELD_TOS
+                };
             }
             TYPE_IPCE => {
                 if self.data != TYPE_NONE || mask_dt != 0 {
@@ -754,7 +829,11 @@ impl Prim {
                 }
                 self.mask = 3;
                 self.u = 3;
-                self.ty = FIELD_TOS;
+                self.ty = if self.fam == 6 {
+                    FIELD6_TCLASS
+                } else {
+                    FIELD_TOS
+                };
             }
             TYPE_IPFRAG | TYPE_IPUNFRAG => {
                 if self.data != TYPE_NONE || mask_dt != 0 {
@@ -791,6 +870,96 @@ impl Prim {
             // `src`/`dst` on other types is ignored (a warning in the
             // reference implementation).
             let _ = old_srcdst;
+        }
+        Ok(())
+    }
+
+    /// Settles which address family the primitive is about (`fam`), turns
+    /// IPv6 field words into fields of the IPv6 layout, and refuses
+    /// mixtures (`ip hlim`, `ip6 ttl`, `ip6 host 10.0.0.1`). `explicit` is
+    /// the `ip`/`ip6` qualifier given, or 0.
+    fn check_family(&mut self, explicit: u8) -> Result<(), String> {
+        let v6_word = matches!(self.ty, TYPE6_HLIM..=TYPE6_TCLASS);
+        if v6_word {
+            if explicit == b'i' {
+                return Err(format!(
+                    "`ip {}`: an IPv6 field; write `{}`",
+                    &unparse_type(0, self.ty)[4..],
+                    unparse_type(0, self.ty)
+                ));
+            }
+            self.ty = match self.ty {
+                TYPE6_HLIM => FIELD6_HLIM,
+                TYPE6_FLOW => FIELD6_FLOW,
+                TYPE6_NXT => FIELD6_NXT,
+                TYPE6_PLEN => FIELD6_PLEN,
+                _ => FIELD6_TCLASS,
+            };
+            if self.data == TYPE_NONE {
+                return Err(format!("`{}`: value missing", v6_field_name(self.ty)));
+            }
+            self.fam = 6;
+            return Ok(());
+        }
+        let is_host = matches!(self.ty, TYPE_HOST | TYPE_NET);
+        let ip_field = self.ty & TYPE_FIELD != 0 && self.ty & FIELD_PROTO_MASK == 0;
+        match explicit {
+            b'6' => {
+                if is_host && self.addr6.is_none() {
+                    return Err(format!(
+                        "`ip6 {}`: an IPv4 address; write `ip {}` or an IPv6 address",
+                        if self.ty == TYPE_HOST { "host" } else { "net" },
+                        if self.ty == TYPE_HOST { "host" } else { "net" },
+                    ));
+                }
+                if ip_field && self.fam != 6 {
+                    self.ty = match self.ty {
+                        FIELD_VERSION => FIELD_VERSION,
+                        FIELD_DSCP => FIELD6_DSCP,
+                        t if matches!(
+                            t,
+                            FIELD_IPLEN | FIELD_ID | FIELD_HL | FIELD_TOS | FIELD_TTL
+                        ) =>
+                        {
+                            return Err(format!(
+                                "`ip6 {}`: not an IPv6 header field (IPv6 has hlim, flow, nxt, plen, tclass, dscp)",
+                                &unparse_type(0, t)[3..]
+                            ));
+                        }
+                        // `ip6[POS:LEN]`: the IPv6 layout.
+                        t => t,
+                    };
+                }
+                self.fam = 6;
+            }
+            b'i' => {
+                if self.addr6.is_some() {
+                    return Err(format!(
+                        "`ip {}`: an IPv6 address; write `ip6 {}`",
+                        if self.ty == TYPE_HOST { "host" } else { "net" },
+                        if self.ty == TYPE_HOST { "host" } else { "net" },
+                    ));
+                }
+                if self.fam != 6 {
+                    self.fam = 4;
+                }
+            }
+            _ => {
+                if self.fam == 6 || self.addr6.is_some() {
+                    self.fam = 6;
+                } else if is_host
+                    || (ip_field && self.ty != FIELD_VERSION)
+                    || matches!(
+                        self.ty,
+                        TYPE_IPFRAG | TYPE_IPUNFRAG | TYPE_IPECT | TYPE_IPCE
+                    )
+                    || self.ty == FIELD_ICMP_TYPE
+                {
+                    self.fam = 4;
+                } else if self.transp == PROTO_ICMP6 || self.ty == FIELD_ICMP6_TYPE {
+                    self.fam = 6;
+                }
+            }
         }
         Ok(())
     }
@@ -850,27 +1019,86 @@ impl Prim {
         }
     }
 
-    fn compile(&self) -> Expr {
+    /// The primitive as tests. `dual`: the program is dual-stack (some
+    /// rule of the element is about IPv6): IPv4 primitives then also test
+    /// the version, IPv6 ones always do, and primitives about both
+    /// families (protocols, ports, transport fields) match either.
+    fn compile(&self, dual: bool) -> Expr {
+        let v4 = || Expr::test(Space::Primary, 0, 0xF000_0000, 0x4000_0000, false);
+        let v6 = || Expr::test(Space::Primary, 0, 0xF000_0000, 0x6000_0000, false);
+        match (self.fam, dual) {
+            (6, _) => Expr::and(vec![v6(), self.compile_family(true)]),
+            (_, false) => self.compile_family(false),
+            (4, true) => Expr::and(vec![v4(), self.compile_family(false)]),
+            _ => Expr::or(vec![
+                Expr::and(vec![v4(), self.compile_family(false)]),
+                Expr::and(vec![v6(), self.compile_family(true)]),
+            ]),
+        }
+    }
+
+    /// The primitive's tests for IPv4 packets, or for the IPv6 layout.
+    fn compile_family(&self, six: bool) -> Expr {
         let mut parts = Vec::new();
         if self.transp != UNKNOWN {
-            parts.push(proto_expr(self.transp));
+            parts.push(if six {
+                proto6_expr(self.transp)
+            } else {
+                proto_expr(self.transp)
+            });
         }
-        if self.ty == TYPE_PORT
-            || self.ty == TYPE_TCPOPT
-            || (self.ty & TYPE_FIELD != 0 && self.ty & FIELD_PROTO_MASK != 0)
+        if !six
+            && (self.ty == TYPE_PORT
+                || self.ty == TYPE_TCPOPT
+                || (self.ty & TYPE_FIELD != 0 && self.ty & FIELD_PROTO_MASK != 0))
         {
-            // Only first fragments carry transport headers.
+            // Only first fragments carry transport headers. (An IPv6
+            // packet's transport bytes are empty unless the walk found its
+            // upper-layer header.)
             parts.push(Expr::test(Space::Primary, 4, 0x1FFF, 0, false));
         }
         match self.ty {
+            TYPE_IP6 => {}
+            TYPE_HOST if six => {
+                let (a, m) = self.addr6.unwrap_or(([0; 16], [0; 16]));
+                let addr = |base: u32| {
+                    let words = (0..4u32).map(|i| {
+                        let k = i as usize * 4;
+                        let w =
+                            |b: &[u8; 16]| u32::from_be_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
+                        Expr::test(Space::Primary, base + 4 * i, w(&m), w(&a), false)
+                    });
+                    Expr::and(words.collect())
+                };
+                parts.push(self.srcdst_combine(|| addr(8), || addr(24)));
+            }
             TYPE_HOST => parts.push(self.srcdst_combine(
                 || self.comparison(Space::Primary, 12, 0, false),
                 || self.comparison(Space::Primary, 16, 0, false),
             )),
+            TYPE_PROTO if six => {
+                if self.transp < 256 {
+                    parts.push(self.comparison(Space::Primary, 4, 8, true));
+                }
+            }
             TYPE_PROTO => {
                 if self.transp < 256 {
                     parts.push(self.comparison(Space::Primary, 8, 16, true));
                 }
+            }
+            TYPE_IPFRAG if six => {
+                let e = Expr::test(
+                    Space::Primary,
+                    V6_META as u32,
+                    (V6_FLAG_FRAG as u32) << 16,
+                    0,
+                    false,
+                );
+                parts.push(if self.op_negated {
+                    e
+                } else {
+                    Expr::not_flip_short(e)
+                });
             }
             TYPE_IPFRAG => {
                 let e = Expr::test(Space::Primary, 4, 0x3FFF, 0, false);
@@ -907,6 +1135,39 @@ impl Prim {
     }
 }
 
+/// The name of an IPv6 layout field, for messages.
+fn v6_field_name(t: i32) -> &'static str {
+    match t {
+        FIELD6_HLIM => "ip6 hlim",
+        FIELD6_FLOW => "ip6 flow",
+        FIELD6_NXT => "ip6 nxt",
+        FIELD6_PLEN => "ip6 plen",
+        FIELD6_DSCP => "ip6 dscp",
+        _ => "ip6 tclass",
+    }
+}
+
+/// The upper-layer protocol test in the IPv6 layout (its next-header
+/// byte holds the protocol after the extension headers).
+fn proto6_expr(p: i32) -> Expr {
+    let t = |v: i32| {
+        Expr::test(
+            Space::Primary,
+            4,
+            0x0000_FF00,
+            (v as u32 & 0xFF) << 8,
+            false,
+        )
+    };
+    if p == PROTO_TCP_OR_UDP {
+        Expr::or(vec![t(PROTO_TCP), t(PROTO_UDP)])
+    } else if p >= 256 {
+        Expr::Const(true)
+    } else {
+        t(p)
+    }
+}
+
 fn proto_expr(p: i32) -> Expr {
     let t = |v: i32| {
         Expr::test(
@@ -931,16 +1192,22 @@ pub(crate) struct Parser<'a> {
     words: &'a [String],
     prev: Prim,
     depth: usize,
+    /// Compile for a dual-stack program (see `Prim::compile`).
+    dual: bool,
+    /// Some primitive was about IPv6.
+    saw_v6: bool,
 }
 
 type PResult<T> = Result<T, String>;
 
 impl<'a> Parser<'a> {
-    pub fn new(words: &'a [String]) -> Self {
+    pub fn new(words: &'a [String], dual: bool) -> Self {
         Parser {
             words,
             prev: Prim::default(),
             depth: 0,
+            dual,
+            saw_v6: false,
         }
     }
 
@@ -1075,7 +1342,10 @@ impl<'a> Parser<'a> {
         while pos < n {
             let wd = self.words[pos].as_str();
             match lookup(wd, 0, UNKNOWN) {
-                Ok(Lookup::Type(t)) => {
+                Ok(Lookup::Type(mut t)) => {
+                    if t == FIELD_ICMP_TYPE && prim.transp == PROTO_ICMP6 {
+                        t = FIELD_ICMP6_TYPE;
+                    }
                     prim.set_type(t)?;
                     if t & TYPE_FIELD != 0 && t & FIELD_PROTO_MASK != 0 {
                         prim.set_transp((t & FIELD_PROTO_MASK) >> FIELD_PROTO_SHIFT)?;
@@ -1102,11 +1372,11 @@ impl<'a> Parser<'a> {
                         }
                     } else if wd == "dst" || wd == "dest" {
                         prim.set_srcdst(SD_DST)?;
-                    } else if wd == "ip" || wd == "ether" {
+                    } else if wd == "ip" || wd == "ether" || wd == "ip6" {
                         if header != 0 {
                             break;
                         }
-                        header = wd.as_bytes()[0];
+                        header = if wd == "ip6" { b'6' } else { wd.as_bytes()[0] };
                     } else if wd == "not" || wd == "!" {
                         negated = !negated;
                     } else {
@@ -1209,12 +1479,26 @@ impl<'a> Parser<'a> {
                         prim.data = TYPE_NET;
                         prim.u = a;
                         prim.mask = m;
+                    } else if let Some((a, m)) = wd
+                        .contains(':')
+                        .then(|| pronto_lang::args::parse_ip6_prefix(wd).ok())
+                        .flatten()
+                    {
+                        prim.data = if wd.contains('/') {
+                            TYPE_NET
+                        } else {
+                            TYPE_HOST
+                        };
+                        prim.addr6 = Some((a, m));
+                        prim.fam = 6;
                     } else if let Some((lo, hi)) = parse_range(wd) {
                         prim.data = TYPE_INT;
                         prim.u = lo;
                         prim.range_hi = Some(hi);
                     } else if is_ether_addr(wd) {
                         prim.data = TYPE_ETHER;
+                    } else if wd.contains(':') && wd.bytes().any(|c| c.is_ascii_hexdigit()) {
+                        return Err(format!("`{wd}`: not an IPv6 address or prefix"));
                     } else {
                         if prim.op != Op::Eq || prim.op_negated {
                             return Err(format!("dangling operator near `{wd}`"));
@@ -1235,7 +1519,8 @@ impl<'a> Parser<'a> {
 
         let prev = std::mem::take(&mut self.prev);
         prim.check(&prev, header, mask)?;
-        let mut e = prim.compile();
+        self.saw_v6 |= prim.fam == 6;
+        let mut e = prim.compile(self.dual);
         if negated {
             e = Expr::not(e);
         }
@@ -1313,7 +1598,13 @@ fn parse_range(w: &str) -> Option<(u32, u32)> {
 /// Parse one IPFilter-style argument (`ACTION EXPR`). Returns the output
 /// slot (None = drop) and the expression. Errors exclude the `pattern N:`
 /// prefix.
-pub(crate) fn parse_filter_arg(words: &[String]) -> PResult<(Option<usize>, Expr)> {
+/// `dual`: compile for a dual-stack program. The third value says whether
+/// the argument had an IPv6 primitive (then the whole element is compiled
+/// again as dual-stack).
+pub(crate) fn parse_filter_arg(
+    words: &[String],
+    dual: bool,
+) -> PResult<(Option<usize>, Expr, bool)> {
     let Some(slotwd) = words.first() else {
         return Err("empty pattern".into());
     };
@@ -1326,19 +1617,21 @@ pub(crate) fn parse_filter_arg(words: &[String]) -> PResult<(Option<usize>, Expr
             None => return Err(format!("unknown slot ID `{w}`")),
         },
     };
+    let mut saw_v6 = false;
     let expr = if words.len() == 1
         || (words.len() == 2 && matches!(words[1].as_str(), "-" | "any" | "all"))
     {
         Expr::Const(true)
     } else {
-        let mut p = Parser::new(words);
+        let mut p = Parser::new(words, dual);
         let (pos, e) = p.parse_expr(1)?;
         if pos < words.len() {
             return Err(format!("garbage after expression at `{}`", words[pos]));
         }
+        saw_v6 = p.saw_v6;
         e
     };
-    Ok((slot, expr))
+    Ok((slot, expr, saw_v6))
 }
 
 /// Parse a bare expression as output 0 (unit-test helper).
@@ -1346,7 +1639,7 @@ pub(crate) fn parse_filter_arg(words: &[String]) -> PResult<(Option<usize>, Expr
 pub(crate) fn debug_parse(s: &str) -> PResult<Expr> {
     let mut w = vec!["0".to_string()];
     w.extend(separate_text(s));
-    parse_filter_arg(&w).map(|(_, e)| e)
+    parse_filter_arg(&w, false).map(|(_, e, _)| e)
 }
 
 #[cfg(test)]

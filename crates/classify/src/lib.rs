@@ -55,6 +55,37 @@
 //! (`src port 80 or 81`, `tcp dst port www or https`). A whole pattern of
 //! `-`, `any` or `all` matches everything.
 //!
+//! # IPv6: dual-stack rule lists
+//!
+//! pronto extends the language to IPv6 (Click's never learned it):
+//! `ip6` (the packet is IPv6, and a qualifier as `ip` is), IPv6 addresses
+//! and prefixes after `host`/`net` (`src net 2001:db8::/32`, `dst host
+//! fe80::1`, `net ADDR/MASK` with an IPv6 mask), `ip6 hlim`, `ip6 flow`,
+//! `ip6 plen`, `ip6 nxt` (the first next-header value as sent), `ip6
+//! tclass`, `ip6 dscp`, `ip6 frag`/`ip6 unfrag`, `ip6[POS:LEN]` (in the
+//! fixed header), `icmp6` and `icmp6 type TYPE` (`echo-request`,
+//! `neighbor-solicit`, ... or a number), `icmp6[POS:LEN]`.
+//!
+//! A rule list with any IPv6 primitive is *dual-stack*: every rule is then
+//! about the family it names: IPv4 primitives (an IPv4 address, `ip ttl`,
+//! `icmp type`, `ip frag`, anything qualified `ip`) match IPv4 packets
+//! only, IPv6 primitives IPv6 packets only, and primitives that name no
+//! family (`tcp`, `udp`, `port`, `tcp opt`, `tcp win`, `transp[...]`)
+//! either. One list serves both families: `allow tcp dst port 22 and (src
+//! net 10.0.0.0/8 or src net 2001:db8::/32)`. In an IPv6 packet, the
+//! protocol (`tcp`, `udp`, `icmp6`, `ip6 proto`) is the upper layer found
+//! after the extension headers (hop-by-hop, routing, fragment, destination
+//! options, authentication, mobility, HIP, shim6), walked up to
+//! `MAX_EXT_HEADERS` (16) of them; ports and other transport fields are
+//! read from the upper-layer header. A later fragment has no transport
+//! header (port rules do not match it, as for IPv4). A chain that is
+//! longer, that runs past the packet, or with a hop-by-hop header not
+//! first, has no known protocol (it matches no protocol or port rule:
+//! `deny all` at the end drops it). A list without IPv6 primitives is
+//! compiled exactly as Click does (no version test: IPv4 packets only).
+//! Dual-stack lists use the decision program, not the rule-set index, and
+//! classify one packet at a time.
+//!
 //! `IPFilter` arguments are `ACTION EXPR` with ACTION `allow` (output 0),
 //! `deny`/`drop` (drop) or an output number. An ACTION alone matches all.
 //!
@@ -96,11 +127,17 @@ pub struct Program {
     root: u32,
     noutputs: usize,
     ip: bool,
+    /// Dual-stack: some rule is about IPv6. IPv6 packets are then read
+    /// through the IPv6 layout (see [`Program::classify`]).
+    dual: bool,
     /// Batch form, when the program fits its limits.
     plan: Option<batch::Plan>,
     /// Rule-set index, used instead of the nodes for long IP rule lists.
     index: Option<Box<index::Index>>,
 }
+
+/// Parsed rules: each expression and its output (`None`: drop).
+type Rules = Vec<(Expr, Option<usize>)>;
 
 /// How an IP rule list is compiled (see [`Program::ip_filter_with`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -169,7 +206,7 @@ impl Program {
     /// [`ip_classifier`](Self::ip_classifier) with a choice of engine (the
     /// results are the same; only speed and memory differ).
     pub fn ip_classifier_with(args: &[&str], engine: Engine) -> Result<Program, CompileError> {
-        let mut rules = Vec::with_capacity(args.len());
+        let mut all = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             let text = ipparse::unquote(a);
             if text.trim().is_empty() {
@@ -177,12 +214,11 @@ impl Program {
             }
             let mut words = vec![i.to_string()];
             words.extend(ipparse::separate_text(&text));
-            let (_, e) = ipparse::parse_filter_arg(&words)
-                .map_err(|m| CompileError::new("IPClassifier", i, m))?;
-            rules.push((e, Some(i)));
+            all.push(words);
         }
+        let (rules, dual) = Self::parse_ip_rules("IPClassifier", &all)?;
         Self::check_outputs("IPClassifier", args.len())?;
-        Ok(Self::build_ip(&rules, args.len(), engine))
+        Ok(Self::build_ip(&rules, args.len(), engine, dual))
     }
 
     /// Click `IPFilter`: each argument is `ACTION EXPR` where ACTION is
@@ -195,12 +231,14 @@ impl Program {
     /// [`ip_filter`](Self::ip_filter) with a choice of engine (the results
     /// are the same; only speed and memory differ).
     pub fn ip_filter_with(args: &[&str], engine: Engine) -> Result<Program, CompileError> {
+        let all: Vec<Vec<String>> = args
+            .iter()
+            .map(|a| ipparse::separate_text(&ipparse::unquote(a)))
+            .collect();
+        let (parsed, dual) = Self::parse_ip_rules("IPFilter", &all)?;
         let mut rules = Vec::with_capacity(args.len());
         let mut noutputs = 1;
-        for (i, a) in args.iter().enumerate() {
-            let words = ipparse::separate_text(&ipparse::unquote(a));
-            let (slot, e) = ipparse::parse_filter_arg(&words)
-                .map_err(|m| CompileError::new("IPFilter", i, m))?;
+        for (i, (e, slot)) in parsed.into_iter().enumerate() {
             if let Some(s) = slot {
                 if s > MAX_OUTPUT {
                     return Err(CompileError::new(
@@ -213,7 +251,29 @@ impl Program {
             }
             rules.push((e, slot));
         }
-        Ok(Self::build_ip(&rules, noutputs, engine))
+        Ok(Self::build_ip(&rules, noutputs, engine, dual))
+    }
+
+    /// Parses IP rules (`ACTION EXPR` words each); if any is about IPv6,
+    /// parses them all again as a dual-stack program. Returns the rules and
+    /// whether the program is dual-stack.
+    fn parse_ip_rules(element: &str, all: &[Vec<String>]) -> Result<(Rules, bool), CompileError> {
+        let parse = |dual: bool| -> Result<(Rules, bool), CompileError> {
+            let mut rules = Vec::with_capacity(all.len());
+            let mut saw_v6 = false;
+            for (i, words) in all.iter().enumerate() {
+                let (slot, e, six) = ipparse::parse_filter_arg(words, dual)
+                    .map_err(|m| CompileError::new(element, i, m))?;
+                saw_v6 |= six;
+                rules.push((e, slot));
+            }
+            Ok((rules, saw_v6))
+        };
+        let (rules, saw_v6) = parse(false)?;
+        if !saw_v6 {
+            return Ok((rules, false));
+        }
+        Ok((parse(true)?.0, true))
     }
 
     fn check_outputs(element: &str, n: usize) -> Result<(), CompileError> {
@@ -227,12 +287,20 @@ impl Program {
         Ok(())
     }
 
-    fn build_ip(rules: &[(Expr, Option<usize>)], noutputs: usize, engine: Engine) -> Program {
-        let indexed = match engine {
-            Engine::Auto => rules.len() >= INDEX_MIN_RULES,
-            Engine::Decision => false,
-            Engine::Index => true,
-        };
+    fn build_ip(
+        rules: &[(Expr, Option<usize>)],
+        noutputs: usize,
+        engine: Engine,
+        dual: bool,
+    ) -> Program {
+        // The rule-set index reads IPv4 header fields at IPv4 offsets:
+        // dual-stack programs use the decision program.
+        let indexed = !dual
+            && match engine {
+                Engine::Auto => rules.len() >= INDEX_MIN_RULES,
+                Engine::Decision => false,
+                Engine::Index => true,
+            };
         if indexed {
             if let Some(ix) = index::Index::new(rules) {
                 return Program {
@@ -241,12 +309,15 @@ impl Program {
                     root: DROP,
                     noutputs,
                     ip: true,
+                    dual: false,
                     plan: None,
                     index: Some(Box::new(ix)),
                 };
             }
         }
-        Self::build(rules, noutputs, true)
+        let mut p = Self::build(rules, noutputs, true);
+        p.dual = dual;
+        p
     }
 
     fn build(rules: &[(Expr, Option<usize>)], noutputs: usize, ip: bool) -> Program {
@@ -265,6 +336,7 @@ impl Program {
             root: c.root,
             noutputs,
             ip,
+            dual: false,
             plan,
             index: None,
         }
@@ -331,11 +403,17 @@ impl Program {
         if self.root & TERM != 0 {
             return decode(self.root);
         }
+        if self.dual {
+            let mut layout = [0u8; ipparse::V6_LAYOUT_LEN];
+            let [primary, transport] = dual_spaces(data, nh, &mut layout);
+            return self.walk(primary, transport);
+        }
         let [primary, transport] = self.spaces(data, nh);
         self.walk(primary, transport)
     }
 
-    /// The (primary, transport) byte spaces of a packet.
+    /// The (primary, transport) byte spaces of a packet (not for
+    /// dual-stack programs: see `dual_spaces`).
     #[inline]
     fn spaces<'a>(&self, data: &'a [u8], nh: usize) -> [&'a [u8]; 2] {
         if self.ip {
@@ -370,13 +448,16 @@ impl Program {
         I: IntoIterator<Item = (&'a [u8], usize)>,
     {
         let mut it = pkts.into_iter();
-        let Some(plan) = &self.plan else {
-            let mut k = 0;
-            for (o, (data, nh)) in out.iter_mut().zip(&mut it) {
-                *o = self.classify(data, nh);
-                k += 1;
+        let plan = match &self.plan {
+            Some(plan) if !self.dual => plan,
+            _ => {
+                let mut k = 0;
+                for (o, (data, nh)) in out.iter_mut().zip(&mut it) {
+                    *o = self.classify(data, nh);
+                    k += 1;
+                }
+                return k;
             }
-            return k;
         };
         let mut words = [[0u32; batch::MAX_SLOTS]; batch::LANES];
         let mut total = 0;
@@ -418,6 +499,54 @@ impl Program {
             transport,
         ))
     }
+}
+
+/// The (primary, transport) byte spaces of a packet for a dual-stack
+/// program. An IPv4 packet (or anything not IPv6) is read as
+/// `Program::spaces` reads it. An IPv6 packet is read through its IPv6
+/// layout, built in `layout`: its fixed header with the next-header byte
+/// replaced by the upper-layer protocol found after the extension headers
+/// (a bounded walk, `MAX_EXT_HEADERS`), then the first next-header value as
+/// sent and the flags; its transport bytes start at the upper-layer header,
+/// and are empty for a later fragment or a chain the walk could not follow
+/// (whose protocol reads as 255, `V6_FLAG_BAD_CHAIN` set).
+#[inline]
+fn dual_spaces<'a>(
+    data: &'a [u8],
+    nh: usize,
+    layout: &'a mut [u8; ipparse::V6_LAYOUT_LEN],
+) -> [&'a [u8]; 2] {
+    use pronto_packet::wire::ipv6;
+    let net = data.get(nh..).unwrap_or(&[]);
+    match net.first() {
+        Some(&b) if b >> 4 == 6 => {}
+        Some(&b) => {
+            let tr = net.get(usize::from(b & 0x0F) * 4..).unwrap_or(&[]);
+            return [net, tr];
+        }
+        None => return [net, &[]],
+    }
+    let fixed = net.len().min(ipv6::IP6_HEADER_LEN);
+    layout[..fixed].copy_from_slice(&net[..fixed]);
+    if fixed < ipv6::IP6_HEADER_LEN {
+        return [&layout[..fixed], &[]];
+    }
+    layout[ipparse::V6_META] = net[6];
+    let (proto, flags, tr): (u8, u8, &[u8]) = match ipv6::walk(net, ipv6::MAX_EXT_HEADERS) {
+        Ok(w) => {
+            let frag = w.fragment.is_some_and(|f| f.offset != 0 || f.more);
+            let tr = if w.has_upper_header() {
+                net.get(w.offset..).unwrap_or(&[])
+            } else {
+                &[]
+            };
+            (w.protocol, if frag { ipparse::V6_FLAG_FRAG } else { 0 }, tr)
+        }
+        Err(_) => (255, ipparse::V6_FLAG_BAD_CHAIN, &[]),
+    };
+    layout[6] = proto;
+    layout[ipparse::V6_META + 1] = flags;
+    [&layout[..], tr]
 }
 
 /// Walks the node program from `root` (not terminal) over the given

@@ -34,6 +34,29 @@ const IP_PROTO_NAMES: &[(&str, u8)] = &[
     ("udp", 17),
 ];
 
+/// The ICMPv6 protocol number.
+pub(crate) const PROTO_ICMP6: i32 = 58;
+
+/// Protocol names the expression language adds for IPv6 (not IPv4
+/// protocol names Click's other elements know).
+const IP6_PROTO_NAMES: &[(&str, u32)] = &[("icmp6", PROTO_ICMP6 as u32)];
+
+/// ICMPv6 type names (RFC 4443, RFC 4861), as the expression language
+/// accepts them after `icmp6 type`.
+const ICMP6_TYPE_NAMES: &[(&str, u32)] = &[
+    ("echo-reply", 129),
+    ("echo-request", 128),
+    ("neighbor-advert", 136),
+    ("neighbor-solicit", 135),
+    ("packet-too-big", 2),
+    ("parameter-problem", 4),
+    ("redirect", 137),
+    ("router-advert", 134),
+    ("router-solicit", 133),
+    ("time-exceeded", 3),
+    ("unreachable", 1),
+];
+
 /// Pseudo protocol names of the expression language.
 const PSEUDO_PROTOS: &[(&str, u32)] = &[
     ("payload", PROTO_PAYLOAD as u32),
@@ -193,7 +216,12 @@ pub fn port_by_name(name: &str) -> Option<u16> {
 }
 
 pub(crate) fn ip_proto(word: &str) -> Option<u32> {
-    find(PSEUDO_PROTOS, word).or_else(|| ip_proto_by_name(word).map(u32::from))
+    find(PSEUDO_PROTOS, word)
+        .or_else(|| ip_proto_by_name(word).map(u32::from))
+        .or_else(|| find(IP6_PROTO_NAMES, word))
+}
+pub(crate) fn icmp6_type(word: &str) -> Option<u32> {
+    find(ICMP6_TYPE_NAMES, word)
 }
 pub(crate) fn tcp_port(word: &str) -> Option<u32> {
     find(PORTS, word)
@@ -218,6 +246,7 @@ pub(crate) fn unparse_proto(p: i32) -> String {
         4 => "ipip".into(),
         6 => "tcp".into(),
         17 => "udp".into(),
+        58 => "icmp6".into(),
         PROTO_TCP_OR_UDP => "tcpudp".into(),
         PROTO_TRANSP => "transp".into(),
         PROTO_PAYLOAD => "payload".into(),

@@ -50,6 +50,12 @@ impl IPClassifier {
              MarkIPHeader); without one the IP header is taken to start the packet.\n\
              Examples: `tcp dst port www`, `src net 10.0.0.0/8 and udp`, `icmp type echo`,\n\
              `ip proto 47`, `tcp opt syn and not tcp opt ack`, `ip frag`.\n\n\
+             IPv6 (a pronto extension): `ip6`, IPv6 addresses and prefixes, `ip6 hlim`,\n\
+             `ip6 flow`, `ip6 plen`, `ip6 nxt`, `ip6 tclass`, `ip6 dscp`, `ip6 frag`,\n\
+             `icmp6 type TYPE`. A list with any IPv6 pattern is dual-stack: patterns\n\
+             naming a family match that family, `tcp`/`udp`/`port` ones match both, and\n\
+             an IPv6 packet's protocol and ports are found after its extension headers\n\
+             (at most 16; a longer or malformed chain matches no protocol pattern).\n\n\
              Ports: 1 push input; one push output per pattern.\n\
              Handlers:\n  patternN (read/write)  the Nth pattern; writing recompiles",
         );

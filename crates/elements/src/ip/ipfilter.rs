@@ -30,6 +30,12 @@ impl IPFilter {
              alone, or with `-`, `any` or `all`, matches every packet. Packets matching\n\
              no rule are dropped. The IP header is found by the IP header annotation\n\
              (offset 0 when unset).\n\n\
+             IPv6 (a pronto extension): `ip6`, IPv6 addresses and prefixes, `ip6 hlim`,\n\
+             `ip6 flow`, `ip6 plen`, `ip6 nxt`, `ip6 tclass`, `ip6 dscp`, `ip6 frag`,\n\
+             `icmp6 type TYPE`. A list with any IPv6 rule is dual-stack: rules naming a\n\
+             family match that family, `tcp`/`udp`/`port` rules match both, and an IPv6\n\
+             packet's protocol and ports are found after its extension headers (at most\n\
+             16; a longer or malformed chain matches no protocol rule).\n\n\
              Ports: 1 push input; any number of push outputs.",
         );
 
