@@ -9,11 +9,14 @@ Usage (from the repository root, after `cargo build --release`):
     python3 bench/run.py --runs 3 a_inf_discard c_firewall
     python3 bench/run.py --baseline /path/to/click   # adds a column for it
 
-Data (about 460 MB of pcaps) is generated once into bench-work/ by
-gen_bench.py and route_confs.py; nothing generated is committed. Each
-configuration prints `PACKETS SECONDS` through its DriverManager; the figure
-is PACKETS / SECONDS. The configurations in bench/conf/ are the shared
-benchmark's files, unchanged.
+Data (about 460 MB of pcaps, and 600 MB for IPv6) is generated once into
+bench-work/ by gen_bench.py, gen_bench6.py and route_confs.py; nothing
+generated is committed. Each configuration prints `PACKETS SECONDS` through
+its DriverManager; the figure is PACKETS / SECONDS. The configurations in
+bench/conf/ are the shared benchmark's files, unchanged, and pronto's IPv6
+twins of some (`*_ip6`, `e_route_LookupIP6Route`: the same traffic with
+IPv6 headers); `--ip6` runs each twin right after its IPv4 original and
+adds their cost-per-packet ratio.
 """
 import argparse, csv, os, shutil, statistics, subprocess, sys, time
 
@@ -23,6 +26,10 @@ ORDER = ["a_inf_discard", "b_inf_null10", "b_inf_counter10", "c0_dump_discard",
          "c1_dump_checkip", "c_firewall", "d_nat", "e0_route_dump_checkip",
          "e_route_RadixIPLookup", "e_route_DirectIPLookup", "f_classifier_inf",
          "f_classifier_pcap", "f_tee_inf"]
+# IPv6 twin -> its IPv4 original (same flows, ports and rules).
+TWINS = {"c1_dump_checkip_ip6": "c1_dump_checkip", "c_firewall_ip6": "c_firewall",
+         "e0_route_dump_checkip_ip6": "e0_route_dump_checkip",
+         "e_route_LookupIP6Route": "e_route_RadixIPLookup"}
 # Figures from shared/bench/README.md (Mpps, median of 5, same machine class).
 REFERENCE = {
     "a_inf_discard": (26.9, 24.2), "b_inf_null10": (11.4, 25.3),
@@ -35,12 +42,16 @@ REFERENCE = {
 }
 
 
-def prepare(work, packets):
+def prepare(work, packets, ip6):
     os.makedirs(work, exist_ok=True)
     shutil.copytree(os.path.join(HERE, "conf"), os.path.join(work, "conf"), dirs_exist_ok=True)
     if not os.path.exists(os.path.join(work, "route.pcap")):
         print("generating traces in", work, "(1-2 minutes)", file=sys.stderr)
         subprocess.run([sys.executable, os.path.join(HERE, "gen_bench.py"), str(packets)],
+                       cwd=work, check=True)
+    if ip6 and not os.path.exists(os.path.join(work, "route6.pcap")):
+        print("generating IPv6 traces in", work, "(2-3 minutes)", file=sys.stderr)
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_bench6.py"), str(packets)],
                        cwd=work, check=True)
     subprocess.run([sys.executable, os.path.join(HERE, "route_confs.py")], cwd=work, check=True)
 
@@ -68,10 +79,17 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "bench-work"))
     ap.add_argument("--packets", type=int, default=3_000_000)
     ap.add_argument("--csv", help="also write the results as CSV here")
+    ap.add_argument("--ip6", action="store_true",
+                    help="run each configuration's IPv6 twin after it and print the cost ratio")
     a = ap.parse_args()
-    prepare(a.work, a.packets)
+    configs = list(a.configs)
+    if a.ip6:
+        for twin, orig in TWINS.items():
+            if orig in configs and twin not in configs:
+                configs.insert(configs.index(orig) + 1, twin)
+    prepare(a.work, a.packets, a.ip6 or any(c in TWINS for c in configs))
     rows = []
-    for conf in a.configs:
+    for conf in configs:
         p, pw, b, bw = [], [], [], []
         for _ in range(a.runs):
             # Interleave the two binaries so that machine noise hits both.
@@ -106,6 +124,14 @@ def main():
             line += f" {fmt(bm)} | {ratio(pm, bm)} | {fmt(pwm)} s / {fmt(bwm)} s |"
         line += f" {fmt(fast)} | {ratio(pm, fast)} |"
         print(line)
+    measured = {r[0]: r[1] for r in rows}
+    twins = [(t, o) for t, o in TWINS.items() if t in measured and o in measured]
+    if twins:
+        print()
+        print("| IPv6 twin | IPv4 original | cost per packet, IPv6 / IPv4 |")
+        print("|---|---|---|")
+        for t, o in twins:
+            print(f"| {t} | {o} | {measured[o] / measured[t]:.2f}× |")
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
