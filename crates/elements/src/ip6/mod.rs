@@ -5,8 +5,11 @@
 pub mod checkip6header;
 pub mod decip6hlim;
 pub mod getip6address;
+pub mod icmp6error;
 pub mod ip6encap;
+pub mod ip6fragmenter;
 pub mod ip6mirror;
+pub mod ip6print;
 pub mod markip6header;
 pub mod setip6address;
 pub mod setip6dscp;
