@@ -96,7 +96,8 @@ impl IP6Fragmenter {
              (the original next header, the offset in 8-byte units, the M flag on all\n\
              but the last, an identification that starts at 1 and counts up per\n\
              fragmented packet) and the next piece of the rest: as many multiples of 8\n\
-             bytes as fit in MTU, the remainder in the last. Payload lengths are set;\n\
+             bytes as fit in MTU, and in the last fragment whatever is left once it\n\
+             fits. Payload lengths are set;\n\
              Ethernet padding beyond the payload length is left out. The first fragment\n\
              is the packet itself (bytes before the network header kept); the others are\n\
              new packets that start at the IPv6 header and carry the packet's\n\
@@ -149,14 +150,18 @@ impl IP6Fragmenter {
             return self.refuse(p, out);
         };
         let mtu = self.mtu as usize;
-        let chunk = mtu.saturating_sub(s.unfrag + FRAG_HEADER_LEN) & !7;
+        // Room for data in one fragment; all but the last carry a multiple
+        // of 8 bytes, the last whatever is left once that fits.
+        let room = mtu.saturating_sub(s.unfrag + FRAG_HEADER_LEN);
+        let chunk = room & !7;
         if chunk == 0 || total <= mtu {
             return self.refuse(p, out);
         }
         let ident = self.ident;
         self.ident = self.ident.wrapping_add(1);
         let flen = total - s.unfrag;
-        let first = chunk.min(flen);
+        let piece = |left: usize| if left <= room { left } else { chunk };
+        let first = piece(flen);
         let nhl = p.network_header_len().unwrap_or(IP6_HEADER_LEN);
         let mac = p.mac_header_offset();
         // Make room for the Fragment header: everything up to the end of
@@ -191,7 +196,7 @@ impl IP6Fragmenter {
         let unfrag = &src.data()[nh..head];
         let mut off = first;
         while off < flen {
-            let n = chunk.min(flen - off);
+            let n = piece(flen - off);
             let last = off + n == flen;
             let Some(mut q) = out.pool.alloc() else {
                 break;
@@ -326,6 +331,16 @@ mod tests {
         // The next packet gets the next identification.
         let outs = push(e.as_mut(), &pool, vec![marked(&pool, &d, 0)], 2);
         assert_eq!(&outs[0][0].data()[44..48], &2u32.to_be_bytes());
+        // The last fragment need not be a multiple of 8: with MTU 103, 55
+        // bytes fit, so 100 bytes go as 48 and 52.
+        let mut e = configure(&["MTU"], IP6Fragmenter::configure, "103", 1, 2).expect("ok");
+        let d = ip6_packet("2001:db8::1", "2001:db8::2", 17, &data[..100]);
+        let outs = push(e.as_mut(), &pool, vec![marked(&pool, &d, 0)], 2);
+        let want = vec![
+            frag(hdr, 6, 17, 0, true, 1, &data[..48]),
+            frag(hdr, 6, 17, 48, false, 1, &data[48..100]),
+        ];
+        assert_eq!(bytes(&outs[0]), want);
     }
 
     #[test]
