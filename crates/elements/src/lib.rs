@@ -34,6 +34,7 @@ pub mod threads;
 pub mod userlevel;
 
 pub use args::{
-    Args, Bandwidth, ConfigError, EtherAddr, FromArg, Ip4, IpPrefix, Raw, Seconds, TimestampArg,
+    Args, Bandwidth, ConfigError, EtherAddr, FromArg, Ip4, Ip6, Ip6Prefix, IpPrefix, Raw, Seconds,
+    TimestampArg,
 };
 pub use element::*;

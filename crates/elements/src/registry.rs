@@ -179,6 +179,18 @@ classes!(
     crate::ip::ripsend::RIPSend,
     crate::ip::setrandipaddress::SetRandIPAddress,
     crate::ip::truncateippayload::TruncateIPPayload,
+    // ip6/
+    crate::ip6::checkip6header::CheckIP6Header,
+    crate::ip6::decip6hlim::DecIP6HLIM,
+    crate::ip6::getip6address::GetIP6Address,
+    crate::ip6::icmp6error::ICMP6Error,
+    crate::ip6::ip6encap::IP6Encap,
+    crate::ip6::ip6fragmenter::IP6Fragmenter,
+    crate::ip6::ip6mirror::IP6Mirror,
+    crate::ip6::ip6print::IP6Print,
+    crate::ip6::markip6header::MarkIP6Header,
+    crate::ip6::setip6address::SetIP6Address,
+    crate::ip6::setip6dscp::SetIP6DSCP,
     // end ip
     // tcpudp/
     crate::tcpudp::checkicmpheader::CheckICMPHeader,

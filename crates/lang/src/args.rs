@@ -547,7 +547,55 @@ pub fn parse_ip6_prefix(s: &str) -> Result<([u8; 16], [u8; 16]), String> {
 /// longest run of zero groups as `::`; an IPv4-mapped or -compatible
 /// address with its last 32 bits dotted).
 pub fn format_ip6(a: &[u8; 16]) -> String {
-    std::net::Ipv6Addr::from(*a).to_string()
+    let mut s = String::with_capacity(40);
+    write_ip6(&mut s, a);
+    s
+}
+
+/// Appends an IPv6 address to `out` as [`format_ip6`] writes it, without
+/// allocating (for per-packet printers).
+pub fn write_ip6(out: &mut String, a: &[u8; 16]) {
+    use std::fmt::Write as _;
+    let w = |i: usize| u16::from_be_bytes([a[2 * i], a[2 * i + 1]]);
+    if a[..8] == [0; 8] {
+        if a[8..] == [0; 8] {
+            out.push_str("::");
+            return;
+        }
+        let head = match (w(4), w(5)) {
+            (0, 0) => Some("::"),
+            (0, 0xffff) => Some("::ffff:"),
+            _ => None,
+        };
+        if let Some(head) = head {
+            let _ = write!(out, "{head}{}.{}.{}.{}", a[12], a[13], a[14], a[15]);
+            return;
+        }
+    }
+    // The longest run of two or more zero groups (the first of equal
+    // runs) becomes `::`.
+    let (mut zp, mut zl, mut run_start) = (0, 0, 0);
+    for i in 0..8 {
+        if w(i) != 0 {
+            run_start = i + 1;
+        } else if i + 1 - run_start > zl {
+            zp = run_start;
+            zl = i + 1 - run_start;
+        }
+    }
+    let mut i = 0;
+    while i < 8 {
+        if i == zp && zl > 1 {
+            i += zl;
+            out.push_str(if i == 8 { "::" } else { ":" });
+            continue;
+        }
+        if i > 0 {
+            out.push(':');
+        }
+        let _ = write!(out, "{:x}", w(i));
+        i += 1;
+    }
 }
 
 /// Parses an Ethernet address: `00:11:22:33:44:55`, `00-11-22-33-44-55`
@@ -743,6 +791,22 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn ip6_text_is_clicks() {
+        let f = |t: &str| super::format_ip6(&super::parse_ip6(t).expect("parses"));
+        assert_eq!(f("::"), "::");
+        assert_eq!(f("::1"), "::0.0.0.1");
+        assert_eq!(f("::1.2.3.4"), "::1.2.3.4");
+        assert_eq!(f("::ffff:10.0.0.1"), "::ffff:10.0.0.1");
+        assert_eq!(f("2001:db8:0:0:1:0:0:1"), "2001:db8::1:0:0:1");
+        assert_eq!(f("2001:DB8:0:1:0:0:0:0"), "2001:db8:0:1::");
+        assert_eq!(f("0:0:0:1::"), "0:0:0:1::");
+        assert_eq!(f("1:0:0:2:0:0:3:4"), "1::2:0:0:3:4");
+        assert_eq!(f("2001:db8:1:2:3:4:0:6"), "2001:db8:1:2:3:4:0:6");
+        assert_eq!(f("fe80::1:0:0:0:1"), "fe80:0:0:1::1");
+        assert_eq!(f("ff02::1:ff00:1"), "ff02::1:ff00:1");
+    }
 
     #[test]
     fn backslash_follows_click() {

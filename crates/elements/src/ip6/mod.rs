@@ -2,3 +2,14 @@
 //! header checks and marking, addresses and annotations, hop limit,
 //! encapsulation, fragmentation, ICMPv6 errors, route lookup, IPv4/IPv6
 //! translation and SRv6. Packets are read through `pronto_packet::wire::ipv6`.
+pub mod checkip6header;
+pub mod decip6hlim;
+pub mod getip6address;
+pub mod icmp6error;
+pub mod ip6encap;
+pub mod ip6fragmenter;
+pub mod ip6mirror;
+pub mod ip6print;
+pub mod markip6header;
+pub mod setip6address;
+pub mod setip6dscp;
