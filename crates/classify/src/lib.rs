@@ -83,8 +83,8 @@
 //! first, has no known protocol (it matches no protocol or port rule:
 //! `deny all` at the end drops it). A list without IPv6 primitives is
 //! compiled exactly as Click does (no version test: IPv4 packets only).
-//! Dual-stack lists use the decision program, not the rule-set index, and
-//! classify one packet at a time.
+//! Dual-stack lists use the decision program (and its batch form), not the
+//! rule-set index.
 //!
 //! `IPFilter` arguments are `ACTION EXPR` with ACTION `allow` (output 0),
 //! `deny`/`drop` (drop) or an output number. An ACTION alone matches all.
@@ -448,25 +448,57 @@ impl Program {
         I: IntoIterator<Item = (&'a [u8], usize)>,
     {
         let mut it = pkts.into_iter();
-        let plan = match &self.plan {
-            Some(plan) if !self.dual => plan,
-            _ => {
-                let mut k = 0;
-                for (o, (data, nh)) in out.iter_mut().zip(&mut it) {
-                    *o = self.classify(data, nh);
-                    k += 1;
-                }
-                return k;
+        let Some(plan) = &self.plan else {
+            let mut k = 0;
+            for (o, (data, nh)) in out.iter_mut().zip(&mut it) {
+                *o = self.classify(data, nh);
+                k += 1;
             }
+            return k;
         };
+        if self.dual {
+            // A dual-stack program reads IPv6 packets through their
+            // layouts, one per lane.
+            let mut layouts = [[0u8; ipparse::V6_LAYOUT_LEN]; batch::LANES];
+            self.classify_lanes::<_, true>(plan, &mut it, out, &mut layouts)
+        } else {
+            self.classify_lanes::<_, false>(plan, &mut it, out, &mut [])
+        }
+    }
+
+    /// The batch walk: `LANES` packets at a time. `DUAL`: the spaces come
+    /// from `dual_spaces`, built in `layouts` (one per lane).
+    #[inline(always)]
+    fn classify_lanes<'a, I, const DUAL: bool>(
+        &self,
+        plan: &batch::Plan,
+        it: &mut I,
+        out: &mut [Option<usize>],
+        layouts: &mut [[u8; ipparse::V6_LAYOUT_LEN]],
+    ) -> usize
+    where
+        I: Iterator<Item = (&'a [u8], usize)>,
+    {
         let mut words = [[0u32; batch::MAX_SLOTS]; batch::LANES];
         let mut total = 0;
         for chunk in out.chunks_mut(batch::LANES) {
             let mut sp: [[&[u8]; 2]; batch::LANES] = [[&[], &[]]; batch::LANES];
             let mut n = 0;
-            for (s, (data, nh)) in sp.iter_mut().zip(&mut it).take(chunk.len()) {
-                *s = self.spaces(data, nh);
-                n += 1;
+            if DUAL {
+                for ((s, layout), (data, nh)) in sp
+                    .iter_mut()
+                    .zip(layouts.iter_mut())
+                    .zip(&mut *it)
+                    .take(chunk.len())
+                {
+                    *s = dual_spaces(data, nh, layout);
+                    n += 1;
+                }
+            } else {
+                for (s, (data, nh)) in sp.iter_mut().zip(&mut *it).take(chunk.len()) {
+                    *s = self.spaces(data, nh);
+                    n += 1;
+                }
             }
             if n == 0 {
                 break;
