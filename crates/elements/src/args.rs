@@ -255,6 +255,18 @@ impl Args {
         }
     }
 
+    /// Every occurrence of keyword `kw`, in order (Click's `read_all`).
+    pub fn read_all<T: FromArg>(&mut self, kw: &str) -> Result<Vec<T>, ConfigError> {
+        let mut out = Vec::new();
+        for it in &mut self.items {
+            if !it.used && it.keyword.as_deref() == Some(kw) {
+                it.used = true;
+                out.push(Self::parse(kw, &it.value)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// An optional keyword argument with a default.
     pub fn read_or<T: FromArg>(&mut self, kw: &str, default: T) -> Result<T, ConfigError> {
         Ok(self.read(kw)?.unwrap_or(default))

@@ -184,6 +184,7 @@ classes!(
     crate::ip6::decip6hlim::DecIP6HLIM,
     crate::ip6::getip6address::GetIP6Address,
     crate::ip6::icmp6error::ICMP6Error,
+    crate::ip6::ip6drop::IP6Drop,
     crate::ip6::ip6encap::IP6Encap,
     crate::ip6::ip6fragmenter::IP6Fragmenter,
     crate::ip6::ip6mirror::IP6Mirror,

@@ -489,7 +489,15 @@ pub fn parse_ip_prefix(s: &str) -> Result<([u8; 4], [u8; 4]), String> {
 
 /// Parses an IPv6 address in any of RFC 4291's text forms (`2001:db8::1`,
 /// `::ffff:1.2.3.4`, the full eight groups).
+///
+/// A word that is not an address may be a name an `AddressInfo` defined
+/// (`NAME`, `NAME:ip6`; see [`crate::names`]).
 pub fn parse_ip6(s: &str) -> Result<[u8; 16], String> {
+    parse_ip6_literal(s).or_else(|e| crate::names::ip6(s).ok_or(e))
+}
+
+/// Parses an IPv6 address, without consulting address names.
+pub fn parse_ip6_literal(s: &str) -> Result<[u8; 16], String> {
     s.trim()
         .parse::<std::net::Ipv6Addr>()
         .map(|a| a.octets())
@@ -516,14 +524,16 @@ pub fn mask6_len(mask: &[u8; 16]) -> Option<u32> {
 
 /// Parses an IPv6 prefix: `addr/len` (0 to 128), `addr/mask` (the mask as
 /// an IPv6 address), or a bare address (a /128). Returns the address as
-/// written (not masked) and the mask.
+/// written (not masked) and the mask. Names an `AddressInfo` defined work
+/// as in Click: `NAME` (its address as a /128, else its prefix),
+/// `NAME:ip6`, `NAME:ip6net`, `NAME/LEN`.
 pub fn parse_ip6_prefix(s: &str) -> Result<([u8; 16], [u8; 16]), String> {
     const EXPECTED: &str = "expected IPv6 prefix";
     let s = s.trim();
     match s.split_once('/') {
-        None => parse_ip6(s)
+        None => parse_ip6_literal(s)
             .map(|a| (a, [0xff; 16]))
-            .map_err(|_| EXPECTED.to_string()),
+            .or_else(|_| crate::names::prefix6(s).ok_or_else(|| EXPECTED.to_string())),
         Some((addr, m)) => {
             let addr = parse_ip6(addr).map_err(|_| EXPECTED.to_string())?;
             let mask = if m.contains(':') {

@@ -13,7 +13,9 @@
 //!
 //! Suffixes make the kind explicit, as in Click: `NAME:ip`, `NAME:ipnet`,
 //! `NAME:eth`, `NAME:bcast` (all host bits of the prefix set) and `NAME:gw`
-//! (the prefix's network address with its lowest bit set).
+//! (the prefix's network address with its lowest bit set); for IPv6,
+//! `NAME:ip6` and `NAME:ip6net` ([`crate::args::parse_ip6`] and
+//! [`crate::args::parse_ip6_prefix`] fall back to [`ip6`] and [`prefix6`]).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -27,6 +29,10 @@ pub struct AddressName {
     pub ip: Option<[u8; 4]>,
     /// IPv4 prefix, as (address, mask).
     pub prefix: Option<([u8; 4], [u8; 4])>,
+    /// IPv6 address.
+    pub ip6: Option<[u8; 16]>,
+    /// IPv6 prefix, as (address, mask).
+    pub prefix6: Option<([u8; 16], [u8; 16])>,
 }
 
 /// The other kinds of names Click's `NameInfo` keeps.
@@ -228,6 +234,32 @@ pub fn prefix(s: &str) -> Option<([u8; 4], [u8; 4])> {
     }
 }
 
+/// `NAME` or `NAME:ip6` as an IPv6 address.
+pub fn ip6(s: &str) -> Option<[u8; 16]> {
+    let (name, suffix) = split_suffix(s.trim());
+    let d = lookup(name)?;
+    match suffix {
+        "" | "ip6" => d.ip6,
+        _ => None,
+    }
+}
+
+/// `NAME` (its IPv6 address as a /128 if it has one, else its IPv6
+/// prefix), `NAME:ip6` (the address as a /128) or `NAME:ip6net` (the
+/// prefix) as an IPv6 prefix, as Click's prefix arguments that accept bare
+/// addresses resolve them. The prefix form `NAME/LEN` resolves through
+/// [`ip6`] in [`crate::args::parse_ip6_prefix`].
+pub fn prefix6(s: &str) -> Option<([u8; 16], [u8; 16])> {
+    let (name, suffix) = split_suffix(s.trim());
+    let d = lookup(name)?;
+    match suffix {
+        "" => d.ip6.map(|a| (a, [0xff; 16])).or(d.prefix6),
+        "ip6" => d.ip6.map(|a| (a, [0xff; 16])),
+        "ip6net" => d.prefix6,
+        _ => None,
+    }
+}
+
 /// `NAME` or `NAME:eth` as an Ethernet address.
 pub fn ether(s: &str) -> Option<[u8; 6]> {
     let (name, suffix) = split_suffix(s.trim());
@@ -252,6 +284,7 @@ mod tests {
                 ip: Some([10, 0, 0, 1]),
                 prefix: Some(([10, 0, 0, 1], [255, 255, 255, 0])),
                 ether: Some([0, 0x50, 0xba, 0x85, 0x84, 0xa9]),
+                ..AddressName::default()
             },
         );
         define(
@@ -287,6 +320,45 @@ mod tests {
             crate::args::parse_ip4("mazu"),
             Err("expected IP address".to_string())
         );
+    }
+
+    #[test]
+    fn ip6_names_and_suffixes() {
+        clear();
+        let a = crate::args::parse_ip6("2001:db8::1").expect("address");
+        let net = crate::args::prefix_mask6(64);
+        define(
+            "ai",
+            "n",
+            AddressName {
+                ip6: Some(a),
+                prefix6: Some((a, net)),
+                ..AddressName::default()
+            },
+        );
+        define(
+            "ai",
+            "lan",
+            AddressName {
+                prefix6: Some((a, net)),
+                ..AddressName::default()
+            },
+        );
+        set_current("x");
+        assert_eq!(crate::args::parse_ip6("n"), Ok(a));
+        assert_eq!(crate::args::parse_ip6("n:ip6"), Ok(a));
+        assert_eq!(crate::args::parse_ip6("n:ip6net").ok(), None);
+        assert_eq!(crate::args::parse_ip6("lan").ok(), None);
+        assert_eq!(crate::args::parse_ip6_prefix("n"), Ok((a, [0xff; 16])));
+        assert_eq!(crate::args::parse_ip6_prefix("n:ip6net"), Ok((a, net)));
+        assert_eq!(crate::args::parse_ip6_prefix("lan"), Ok((a, net)));
+        assert_eq!(
+            crate::args::parse_ip6_prefix("n/48"),
+            Ok((a, crate::args::prefix_mask6(48)))
+        );
+        assert_eq!(ip("n"), None, "no IPv4 address");
+        clear();
+        assert!(crate::args::parse_ip6("n").is_err());
     }
 
     #[test]

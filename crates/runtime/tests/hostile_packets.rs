@@ -352,6 +352,7 @@ const ROWS: &[Row] = &[
     r("DecIP6HLIM", "in -> Strip(14) -> MarkIP6Header -> DecIP6HLIM -> Discard;"),
     r("GetIP6Address", "in -> GetIP6Address(24) -> IP6Encap(41, ::1, DST_ANNO) -> Discard;"),
     r("GetIP6Address", "in -> GetIP6Address(1900) -> Discard;"),
+    r("IP6Drop", "in -> IP6Drop(P 0.3, R 0.4, H 0.5, K 0.9, SEED 7) -> IP6Drop(UNIFORM true) -> IP6Drop(DETERMINISTIC true, UDROPRATE 0.5) -> Discard;"),
     r("IP6Encap", "in -> IP6Encap(ipip, 2001:db8::1, 2001:db8::2, HLIM 1, CLASS 255) -> CheckIP6Header -> DecIP6HLIM -> Discard;"),
     r("ICMP6Error", "in -> ICMP6Error(2001:db8::ff, 3, 0) -> CheckIP6Header -> Discard;"),
     r("ICMP6Error", "in -> Strip(14) -> MarkIP6Header -> ICMP6Error(2001:db8::ff, 137, 0) -> Discard;"),

@@ -213,6 +213,27 @@ fn address_info_names_resolve_in_their_compound() {
 }
 
 #[test]
+fn address_info_ipv6_names() {
+    // `n` names an IPv6 address and its /64; the IPv6 elements read it.
+    let mut r = build(
+        "AddressInfo(n 2001:db8::1/64, far 2001:db8:9::9);
+         InfiniteSource(LIMIT 2, STOP true) -> e :: IP6Encap(59, n, far)
+           -> chk :: CheckIP6Header(\"n:ip6 ::2\") -> Discard;
+         chk[1] -> bad :: Counter -> Discard;",
+    )
+    .unwrap_or_else(|(sm, e)| panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>()));
+    r.run().expect("run");
+    assert_eq!(r.read_handler("bad.count", "").expect("count"), "2");
+    assert_eq!(r.read_handler("e.src", "").expect("src"), "2001:db8::1");
+    assert_eq!(r.read_handler("e.dst", "").expect("dst"), "2001:db8:9::9");
+    let e = errors(
+        "AddressInfo(lan 2001:db8::/64);
+         InfiniteSource -> IP6Encap(59, lan, ::2) -> Discard;",
+    );
+    assert_eq!(e.len(), 1, "a prefix is not an address: {e:?}");
+}
+
+#[test]
 fn address_info_name_gives_arp_responder_both_addresses() {
     let mut r = build(
         "AddressInfo(mauer 10.0.0.1 00-50-BA-85-84-A9);

@@ -1,7 +1,7 @@
 //! `AddressInfo`: names for Ethernet and IP addresses.
 
 use crate::ip::route_table::parse_prefix;
-use crate::{ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Spec};
+use crate::{ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Ip6, Spec};
 
 /// What one name stands for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -15,6 +15,11 @@ pub struct AddressDef {
     pub ip: Option<[u8; 4]>,
     /// Its IPv4 prefix (`ADDR/LEN` or `ADDR/MASK`), as (address, mask).
     pub prefix: Option<([u8; 4], [u8; 4])>,
+    /// Its IPv6 address (a bare address, or the address part of
+    /// `ADDR/LEN` when host bits are set).
+    pub ip6: Option<[u8; 16]>,
+    /// Its IPv6 prefix, as (address, mask).
+    pub prefix6: Option<([u8; 16], [u8; 16])>,
 }
 
 /// Defines address names for the configuration; has no ports.
@@ -34,9 +39,13 @@ impl AddressInfo {
              Gives names to addresses. Each argument is a name followed by one or more\n\
              addresses: an Ethernet address (00:01:02:03:04:05), an IPv4 address\n\
              (18.26.4.9) or an IPv4 prefix (18.26.4.9/24, which defines both the prefix\n\
-             and, since host bits are set, the address). Later single-kind addresses\n\
-             replace earlier ones of the same kind. IPv6 addresses are accepted but not\n\
-             recorded.\n\n\
+             and, since host bits are set, the address), an IPv6 address (2001:db8::1) or\n\
+             an IPv6 prefix (2001:db8::1/64, likewise also the address). Later\n\
+             single-kind addresses replace earlier ones of the same kind. Elements\n\
+             configured later in the same compound (or below it) accept the name\n\
+             wherever they read such an address: NAME, or with a suffix naming the\n\
+             kind, NAME:eth, NAME:ip, NAME:ipnet, NAME:bcast, NAME:gw, NAME:ip6,\n\
+             NAME:ip6net; an IPv6 prefix argument also takes NAME/LEN.\n\n\
              Ports: none.\n\
              Handlers:\n  table (read)  NAME<TAB>ADDRESS lines",
         );
@@ -55,6 +64,8 @@ impl AddressInfo {
                     ether: d.ether,
                     ip: d.ip,
                     prefix: d.prefix,
+                    ip6: d.ip6,
+                    prefix6: d.prefix6,
                 },
             );
         }
@@ -93,14 +104,22 @@ impl AddressInfo {
                         }
                     }
                 }
-                let kinds = ether.is_some() as u8 + ip.is_some() as u8 + prefix.is_some() as u8;
-                if kinds == 0 {
-                    if w.contains(':')
-                        && w.bytes()
-                            .all(|c| c.is_ascii_hexdigit() || b":./".contains(&c))
-                    {
-                        continue; // IPv6: accepted, not recorded
+                let mut ip6 = pronto_lang::args::parse_ip6_literal(w).ok();
+                let mut prefix6 = None;
+                if ip6.is_none() && w.contains('/') {
+                    if let Ok((a, m)) = pronto_lang::args::parse_ip6_prefix(w) {
+                        prefix6 = Some((a, m));
+                        if (0..16).any(|i| a[i] & !m[i] != 0) {
+                            ip6 = Some(a);
+                        }
                     }
+                }
+                let kinds = ether.is_some() as u8
+                    + ip.is_some() as u8
+                    + prefix.is_some() as u8
+                    + ip6.is_some() as u8
+                    + prefix6.is_some() as u8;
+                if kinds == 0 {
                     return Err(ConfigError::new(format!(
                         "'{w}' is not a recognizable address"
                     )));
@@ -114,6 +133,12 @@ impl AddressInfo {
                 }
                 if prefix.is_some() && (one || d.prefix.is_none()) {
                     d.prefix = prefix;
+                }
+                if ip6.is_some() && (one || d.ip6.is_none()) {
+                    d.ip6 = ip6;
+                }
+                if prefix6.is_some() && (one || d.prefix6.is_none()) {
+                    d.prefix6 = prefix6;
                 }
             }
             match defs.iter_mut().find(|x| x.name == d.name) {
@@ -165,6 +190,16 @@ impl Element for AddressInfo {
                     d.name, a[0], a[1], a[2], a[3], ms
                 ));
             }
+            if let Some(a) = d.ip6 {
+                s.push_str(&format!("{}\t{}\n", d.name, Ip6(a)));
+            }
+            if let Some((a, m)) = d.prefix6 {
+                let ms = match pronto_lang::args::mask6_len(&m) {
+                    Some(l) => l.to_string(),
+                    None => Ip6(m).to_string(),
+                };
+                s.push_str(&format!("{}\t{}/{}\n", d.name, Ip6(a), ms));
+            }
         }
         Ok(s)
     }
@@ -186,6 +221,31 @@ mod tests {
         assert_eq!(d[0].ether, Some([0, 0x0a, 0x95, 0x9d, 0x68, 0x16]));
         assert_eq!(d[1].ip, Some([18, 26, 4, 1]));
         assert_eq!(d[2].ip, None);
+        let d = AddressInfo::parse_definitions(
+            "n 2001:db8::1/64, net 2001:db8::/48, h fe80::1 00:01:02:03:04:05, m ::1/ffff::",
+        )
+        .expect("IPv6");
+        let a = |s: &str| pronto_lang::args::parse_ip6(s).expect("address");
+        assert_eq!(d[0].ip6, Some(a("2001:db8::1")));
+        assert_eq!(
+            d[0].prefix6,
+            Some((a("2001:db8::1"), pronto_lang::args::prefix_mask6(64)))
+        );
+        assert_eq!(d[0].ip, None);
+        assert_eq!(d[1].ip6, None);
+        assert_eq!(
+            d[1].prefix6,
+            Some((a("2001:db8::"), pronto_lang::args::prefix_mask6(48)))
+        );
+        assert_eq!(d[2].ip6, Some(a("fe80::1")));
+        assert_eq!(d[2].ether, Some([0, 1, 2, 3, 4, 5]));
+        assert_eq!(d[2].prefix6, None);
+        let e = AddressInfo { defs: d };
+        assert_eq!(
+            e.read_handler("table").expect("table"),
+            "n\t2001:db8::1\nn\t2001:db8::1/64\nnet\t2001:db8::/48\n\
+             h\t00-01-02-03-04-05\nh\tfe80::1\nm\t::0.0.0.1\nm\t::0.0.0.1/16\n"
+        );
         assert_eq!(
             AddressInfo::parse_definitions("x 1.2.3")
                 .expect_err("bad")

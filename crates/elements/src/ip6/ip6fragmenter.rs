@@ -410,4 +410,125 @@ mod tests {
         assert_eq!(outs[0].len(), 4);
         assert_eq!(read(e.as_ref(), "drops"), "1");
     }
+
+    mod reassembly {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// An IPv6 packet with the extension headers `ext` (kind, length
+        /// in 8-byte units less one) before `payload` bytes of UDP data.
+        fn build(ext: &[(u8, u8)], payload: usize) -> Vec<u8> {
+            let mut body = Vec::new();
+            for (i, &(_, units)) in ext.iter().enumerate() {
+                let next = ext.get(i + 1).map_or(17, |e| e.0);
+                let len = (units as usize + 1) * 8;
+                let mut h = vec![(i as u8).wrapping_mul(31); len];
+                h[0] = next;
+                h[1] = units;
+                body.extend_from_slice(&h);
+            }
+            body.extend((0..payload).map(|i| (i * 7) as u8));
+            let first = ext.first().map_or(17, |e| e.0);
+            ip6_packet("2001:db8::1", "2001:db8::2", first, &body)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+
+            /// Fragments fit the MTU, repeat the unfragmentable part, and
+            /// their data, in offset order, is the original rest.
+            #[test]
+            fn fragments_reassemble(
+                ext in proptest::collection::vec(
+                    (prop_oneof![Just(0u8), Just(60u8), Just(43u8)], 0u8..4), 0..4),
+                payload in 0usize..1400,
+                mtu in 48u32..1500,
+            ) {
+                // Hop-by-Hop only first.
+                let ext: Vec<(u8, u8)> = ext
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(k, u))| if k == 0 && i > 0 { (60, u) } else { (k, u) })
+                    .collect();
+                let d = build(&ext, payload);
+                let pool = Pool::new(512).expect("pool");
+                let config = mtu.to_string();
+                let mut e = configure(&["MTU"], IP6Fragmenter::configure, &config, 1, 2)
+                    .expect("configures");
+                let outs = push(e.as_mut(), &pool, vec![marked(&pool, &d, 0)], 2);
+                if d.len() <= mtu as usize {
+                    prop_assert_eq!(bytes(&outs[0]), vec![d]);
+                    return Ok(());
+                }
+                // The unfragmentable part, from the list: up to the last
+                // Hop-by-Hop or Routing header.
+                let (mut unfrag, mut nh_pos, mut off) = (40, 6, 40);
+                for &(k, u) in &ext {
+                    let len = (u as usize + 1) * 8;
+                    if k != 60 {
+                        unfrag = off + len;
+                        nh_pos = off;
+                    }
+                    off += len;
+                }
+                let s = Split { unfrag, nh_pos, next: d[nh_pos] };
+                if outs[1].len() == 1 {
+                    prop_assert!(outs[0].is_empty());
+                    prop_assert!(s.unfrag + 16 > mtu as usize);
+                    return Ok(());
+                }
+                let mut data = Vec::new();
+                let n = outs[0].len();
+                prop_assert!(n >= 2);
+                for (i, f) in outs[0].iter().enumerate() {
+                    let f = f.data();
+                    prop_assert!(f.len() <= mtu as usize);
+                    prop_assert_eq!(u16::from_be_bytes([f[4], f[5]]) as usize, f.len() - 40);
+                    let mut head = d[..s.unfrag].to_vec();
+                    head[s.nh_pos] = 44;
+                    prop_assert_eq!(&f[6..s.unfrag], &head[6..]);
+                    let fh = &f[s.unfrag..s.unfrag + 8];
+                    prop_assert_eq!(fh[0], s.next);
+                    let fo = u16::from_be_bytes([fh[2], fh[3]]);
+                    prop_assert_eq!((fo & 0xfff8) as usize, data.len());
+                    prop_assert_eq!(fo & 1 == 1, i + 1 < n);
+                    prop_assert_eq!(&fh[4..8], &1u32.to_be_bytes());
+                    let chunk = &f[s.unfrag + 8..];
+                    if i + 1 < n {
+                        prop_assert_eq!(chunk.len() % 8, 0);
+                    }
+                    data.extend_from_slice(chunk);
+                }
+                prop_assert_eq!(&data[..], &d[s.unfrag..]);
+                prop_assert_eq!(read(e.as_ref(), "fragments"), n.to_string());
+            }
+
+            /// Arbitrary bytes never panic any IPv6 element.
+            #[test]
+            fn arbitrary_bytes(
+                mut d in proptest::collection::vec(any::<u8>(), 0..300),
+                mtu in 0u32..400,
+                six in any::<bool>(),
+            ) {
+                if six && !d.is_empty() {
+                    d[0] = 0x60 | (d[0] & 15);
+                }
+                let pool = Pool::new(512).expect("pool");
+                let mut f = configure(&["MTU"], IP6Fragmenter::configure, &mtu.to_string(), 1, 2)
+                    .expect("configures");
+                let _ = push(f.as_mut(), &pool, vec![marked(&pool, &d, 0)], 2);
+                let kw = crate::ip6::icmp6error::ICMP6Error::SPEC.keywords;
+                let mut e = configure(kw, crate::ip6::icmp6error::ICMP6Error::configure,
+                    "2001:db8::ff, 137, 0", 1, 1).expect("configures");
+                let outs = push(e.as_mut(), &pool, vec![marked(&pool, &d, 0)], 1);
+                for q in &outs[0] {
+                    prop_assert!(q.len() <= 1280);
+                }
+                let kw = crate::ip6::checkip6header::CheckIP6Header::SPEC.keywords;
+                let mut c = configure(kw, crate::ip6::checkip6header::CheckIP6Header::configure,
+                    "PROCESS_EH true", 1, 2).expect("configures");
+                let _ = push(c.as_mut(), &pool, vec![pkt(&pool, &d)], 2);
+            }
+        }
+    }
 }

@@ -6,6 +6,7 @@ pub mod checkip6header;
 pub mod decip6hlim;
 pub mod getip6address;
 pub mod icmp6error;
+pub mod ip6drop;
 pub mod ip6encap;
 pub mod ip6fragmenter;
 pub mod ip6mirror;
