@@ -97,7 +97,6 @@ impl FromArg for IpPrefix {
 
 /// An IPv6 address argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[allow(dead_code)] // until the IPv6 elements read it
 pub struct Ip6(pub [u8; 16]);
 
 impl FromArg for Ip6 {

@@ -180,6 +180,11 @@ classes!(
     crate::ip::setrandipaddress::SetRandIPAddress,
     crate::ip::truncateippayload::TruncateIPPayload,
     // end ip
+    // ip6/ route lookup and ethernet/ neighbor discovery
+    crate::ip6::lookupip6route::LookupIP6Route,
+    crate::ethernet::ip6ndadvertiser::IP6NDAdvertiser,
+    crate::ethernet::ip6ndsolicitor::IP6NDSolicitor,
+    // end ip6 route lookup and neighbor discovery
     // tcpudp/
     crate::tcpudp::checkicmpheader::CheckICMPHeader,
     crate::tcpudp::checktcpheader::CheckTCPHeader,

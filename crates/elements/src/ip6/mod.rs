@@ -2,4 +2,5 @@
 //! header checks and marking, addresses and annotations, hop limit,
 //! encapsulation, fragmentation, ICMPv6 errors, route lookup, IPv4/IPv6
 //! translation and SRv6. Packets are read through `pronto_packet::wire::ipv6`.
+pub mod lookupip6route;
 pub mod route6_table;
