@@ -193,6 +193,11 @@ classes!(
     crate::ip6::setip6address::SetIP6Address,
     crate::ip6::setip6dscp::SetIP6DSCP,
     // end ip
+    // ip6/ route lookup and ethernet/ neighbor discovery
+    crate::ip6::lookupip6route::LookupIP6Route,
+    crate::ethernet::ip6ndadvertiser::IP6NDAdvertiser,
+    crate::ethernet::ip6ndsolicitor::IP6NDSolicitor,
+    // end ip6 route lookup and neighbor discovery
     // tcpudp/
     crate::tcpudp::checkicmpheader::CheckICMPHeader,
     crate::tcpudp::checktcpheader::CheckTCPHeader,

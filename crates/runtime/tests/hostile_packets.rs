@@ -563,6 +563,17 @@ const ROWS: &[Row] = &[
         "StatefulFirewall",
         three!("x :: StatefulFirewall(CAPACITY 64); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
+    // ip6/ route lookup and ethernet/ neighbor discovery
+    r(
+        "LookupIP6Route",
+        three!("in -> x :: LookupIP6Route(::/0 0, 2001:db8::/32 fe80::1 1, ::ffff:0:0/96 2, a00::/8 fe80::2 1, 2001:db8::1 2);"),
+    ),
+    r(
+        "IP6NDSolicitor",
+        two!("x :: IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01, CAPACITY 8); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r("IP6NDAdvertiser", "in -> IP6NDAdvertiser(::/0 02:00:00:00:00:01, 2001:db8::1 02:00:00:00:00:02) -> Discard;"),
+    // end ip6 route lookup and neighbor discovery
 ];
 
 // ---------------------------------------------------------------------------
