@@ -97,7 +97,6 @@ impl FromArg for IpPrefix {
 
 /// An IPv6 address argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[allow(dead_code)] // until the IPv6 elements read it
 pub struct Ip6(pub [u8; 16]);
 
 impl FromArg for Ip6 {
@@ -114,7 +113,6 @@ impl std::fmt::Display for Ip6 {
 
 /// An IPv6 prefix argument (`addr/len`, `addr/mask`, or an address: /128).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[allow(dead_code)] // until the IPv6 elements read it
 pub struct Ip6Prefix {
     /// The address (not masked).
     pub addr: [u8; 16],
