@@ -280,6 +280,7 @@ classes!(
     crate::userlevel::tohost::ToHost,
     // end userlevel
     // ip6/: translation and segment routing
+    crate::ip6::addresstranslator::AddressTranslator,
     crate::ip6::ip6srdecap::IP6SRDecap,
     crate::ip6::ip6srencap::IP6SREncap,
     crate::ip6::ip6srprocess::IP6SRProcess,

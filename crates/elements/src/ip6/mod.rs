@@ -3,6 +3,7 @@
 //! encapsulation, fragmentation, ICMPv6 errors, route lookup, IPv4/IPv6
 //! translation and SRv6. Packets are read through `pronto_packet::wire::ipv6`.
 
+pub mod addresstranslator;
 pub mod ip6srdecap;
 pub mod ip6srencap;
 pub mod ip6srprocess;
