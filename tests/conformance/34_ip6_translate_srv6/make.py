@@ -218,8 +218,9 @@ def sr_inputs():
 def main():
     frames = [eth4(p) for p in v4_inputs()] + [eth6(p) for p in v6_inputs()] + [eth6(p) for p in sr_inputs()]
     pkts = write_input(os.path.join(HERE, "input.pcap"), frames)
-    outs = {k: [] for k in ("46", "46p", "hencap", "64", "insert", "end", "decap")}
-    drops = {k: 0 for k in ("pt46", "pt46p", "h", "pt64", "e", "p", "d")}
+    outs = {k: [] for k in ("46", "46p", "hencap", "64", "insert", "end", "decap", "at")}
+    drops = {k: 0 for k in ("pt46", "pt46p", "h", "pt64", "e", "p", "d", "at", "fail")}
+    flows = {}
     n4 = len(v4_inputs())
     n6 = len(v6_inputs())
     mapped = M
@@ -281,9 +282,29 @@ def main():
             put16(nb, 4, be16(b, 4) + 56)
             nb[24:40] = ipaddress.IPv6Address(SEG_B).packed
             emit("insert", nb, 0x86DD)
+            q6 = IPv6(ipb)
+            if q6.nh not in (6, 17, 58):
+                drops["at"] += 1
+                continue
+            ports = (q6.payload.sport, q6.payload.dport) if q6.nh != 58 else (0, 0)
+            key = (q6.src, ports[0], q6.dst, ports[1])
+            if key not in flows:
+                if 5000 + len(flows) > 5004:
+                    drops["at"] += 1
+                    drops["fail"] += 1
+                    continue
+                flows[key] = 5000 + len(flows)
+            q6.src = M("10.0.0.9")
+            if q6.nh == 58:
+                del q6.payload.cksum
+            else:
+                q6.payload.sport = flows[key]
+                del q6.payload.chksum
+            emit("at", raw(IPv6(raw(q6))), 0x86DD)
     for k, v in outs.items():
         write_todump(os.path.join(HERE, "expected_%s.pcap" % k), v)
-    write_text(os.path.join(HERE, "expected.txt"), [drops[k] for k in ("pt46", "pt46p", "h", "pt64", "e", "p", "d")])
+    counts = [drops[k] for k in ("pt46", "pt46p", "h", "pt64", "e", "p", "d", "at", "fail")]
+    write_text(os.path.join(HERE, "expected.txt"), counts + [len(flows)])
 
 
 if __name__ == "__main__":
