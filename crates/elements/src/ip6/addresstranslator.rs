@@ -102,7 +102,8 @@ impl AddressTranslator {
              dropped. ICMPv6 packets map with ports 0.\n\n\
              TCP and UDP checksums are adjusted for the changed address and port (a UDP\n\
              checksum of 0 stays 0); the ICMPv6 checksum is computed afresh. Other\n\
-             protocols, and packets too short for their headers, are dropped.\n\n\
+             protocols, and packets too short for their headers or their payload length,\n\
+             are dropped.\n\n\
              Differences from Click: Click recomputes TCP/UDP checksums (a corrupt one\n\
              becomes valid), recomputes the ICMPv6 checksum only for types 1 to 4, 128\n\
              and 129, reads uninitialized ports for ICMPv6 and for inward packets of a\n\
@@ -351,7 +352,10 @@ impl AddressTranslator {
         if d.len() < IP6_HEADER_LEN || d[0] >> 4 != 6 {
             return None;
         }
-        let end = (IP6_HEADER_LEN + be16(d, 4) as usize).min(d.len());
+        let end = IP6_HEADER_LEN + be16(d, 4) as usize;
+        if end > d.len() {
+            return None;
+        }
         let proto = d[6];
         let (port_off, csum_off) = match proto {
             next_header::TCP => (Some(()), 16),
@@ -567,7 +571,9 @@ mod tests {
         gre[6] = 47;
         assert!(go(e.as_mut(), &pool, 0, &gre).is_none());
         assert!(go(e.as_mut(), &pool, 0, &gre[..30]).is_none());
-        assert_eq!(read(e.as_ref(), "drops"), "3");
+        let good = pkt6(17, "fec0::1", 1, "::1", 2);
+        assert!(go(e.as_mut(), &pool, 0, &good[..good.len() - 1]).is_none());
+        assert_eq!(read(e.as_ref(), "drops"), "4");
     }
 
     #[test]
