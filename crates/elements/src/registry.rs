@@ -297,6 +297,14 @@ classes!(
     crate::userlevel::todevice::ToDevice,
     crate::userlevel::tohost::ToHost,
     // end userlevel
+    // ip6/: translation and segment routing
+    crate::ip6::addresstranslator::AddressTranslator,
+    crate::ip6::ip6srdecap::IP6SRDecap,
+    crate::ip6::ip6srencap::IP6SREncap,
+    crate::ip6::ip6srprocess::IP6SRProcess,
+    crate::ip6::protocoltranslator46::ProtocolTranslator46,
+    crate::ip6::protocoltranslator64::ProtocolTranslator64,
+    // end ip6 translation and segment routing
 );
 
 /// Click's other names for classes (`EXPORT_ELEMENT(Class Class-Alias)`):

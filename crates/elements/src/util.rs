@@ -236,6 +236,35 @@ impl ConfText {
     }
 }
 
+/// Replaces the bytes of `p` with `data` (growing into the tailroom, or
+/// the headroom when the tailroom is short); false if the slot cannot hold
+/// `data`, leaving `p` as it was.
+pub fn replace_data(p: &mut pronto_packet::Packet, data: &[u8]) -> bool {
+    let len = p.len();
+    if data.len() <= len {
+        p.take(len - data.len());
+    } else if data.len() - len <= p.tailroom() {
+        p.put_uninit(data.len() - len);
+    } else if p.push(data.len() - len).is_none() {
+        return false;
+    }
+    p.data_mut().copy_from_slice(data);
+    true
+}
+
+/// Parses an RFC 6052 prefix argument (`PREFIX`): 32, 40, 48, 56, 64 or
+/// 96 bits.
+pub fn prefix6052(
+    v: Option<crate::args::Ip6Prefix>,
+) -> Result<pronto_packet::wire::xlat::Prefix6052, ConfigError> {
+    use pronto_packet::wire::xlat::Prefix6052;
+    let Some(p) = v else {
+        return Ok(Prefix6052::IPV4_MAPPED);
+    };
+    let len = pronto_lang::args::mask6_len(&p.mask).unwrap_or(0);
+    Prefix6052::new(p.addr, len as u8).map_err(|e| cfg_err(format!("PREFIX: {e}, found /{len}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::ConfText;

@@ -316,6 +316,30 @@ const ROWS: &[Row] = &[
     src("Message", "Message(hello); Idle -> Discard;"),
     src("PortInfo", "PortInfo(web 80/tcp); Idle -> Discard;"),
     src("ScheduleInfo", "ScheduleInfo(s 2); s :: InfiniteSource(LIMIT 5, STOP true) -> Discard;"),
+    // ip6/: translation and segment routing (IPv6 made from the hostile IPv4 by ProtocolTranslator46)
+    r("ProtocolTranslator46", "in -> ProtocolTranslator46 -> ProtocolTranslator64 -> Discard;"),
+    r("ProtocolTranslator46", "in -> ProtocolTranslator46(PREFIX 2001:db8:100::/40) -> Discard;"),
+    r("ProtocolTranslator64", "in -> ProtocolTranslator64 -> Discard;"),
+    r("ProtocolTranslator64", "in -> ProtocolTranslator46(PREFIX 64:ff9b::/96) -> ProtocolTranslator64(PREFIX 64:ff9b::/96) -> ProtocolTranslator46 -> Discard;"),
+    r(
+        "AddressTranslator",
+        two!("x :: AddressTranslator(0, true, true, false, ::ffff:10.0.0.9 5000 5003); in -> ProtocolTranslator46 -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "AddressTranslator",
+        two!("x :: AddressTranslator(1, true, ::ffff:10.0.0.1 22 ::ffff:1.1.1.1 2222, true, false, true, ::ffff:1.0.0.1); in -> ProtocolTranslator46 -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "AddressTranslator",
+        two!("x :: AddressTranslator(0, true, false, false, ::ffff:1.0.0.1, ::ffff:1.0.0.2); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r("IP6SREncap", "in -> IP6SREncap(2001:db8::1, 2001:db8::2) -> Discard;"),
+    r("IP6SREncap", "in -> ProtocolTranslator46 -> IP6SREncap(2001:db8::1, ENCAP_DST false) -> IP6SREncap(::1, SRC ::2) -> Discard;"),
+    r("IP6SRProcess", two!("in -> ProtocolTranslator46 -> IP6SREncap(2001:db8::1, 2001:db8::2) -> x :: IP6SRProcess;")),
+    r("IP6SRProcess", "in -> IP6SRProcess(2001:db8::1) -> Discard;"),
+    r("IP6SRDecap", "in -> ProtocolTranslator46 -> IP6SREncap(2001:db8::1, 2001:db8::2) -> IP6SRProcess -> IP6SRDecap -> ProtocolTranslator64 -> Discard;"),
+    r("IP6SRDecap", "in -> IP6SREncap(::1, SRC ::2) -> IP6SRDecap(FORCE_DECAP true) -> Discard;"),
+    r("IP6SRDecap", "in -> IP6SRDecap -> Discard;"),
     // ip/
     r("CheckIPHeader", two!("in -> x :: CheckIPHeader(VERBOSE true, DETAILS true);")),
     r("CheckIPHeader", two!("in -> x :: CheckIPHeader(14, INTERFACES 10.0.0.1/24, BADSRC 1.2.3.4);")),

@@ -1,13 +1,16 @@
 //! Wire formats: Internet checksums, the offsets of the IPv4, TCP, UDP and
 //! ICMP fields pronto touches, and checked zero-copy header views
 //! (`ipv6`: the IPv6 header, its extension-header chain, ICMPv6 and
-//! Neighbor Discovery).
+//! Neighbor Discovery; `srv6`: the Segment Routing Header; `xlat`: IPv4/IPv6 translation and RFC 6052
+//! addresses).
 //!
 //! The byte-slice helpers here are on the hot path; callers check lengths
 //! first. A view's `new_checked` checks once; its accessors then cannot
 //! fail.
 
 pub mod ipv6;
+pub mod srv6;
+pub mod xlat;
 
 /// Why a view or a walk refused a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
