@@ -1,0 +1,270 @@
+//! examples/dual-stack-router.click between two namespaces, with real
+//! clients over IPv4 and IPv6: `ping`, `ping -6`, `iperf3 -6` and `curl`
+//! to an IPv6 web server get through, the hosts' Neighbor Discovery and ARP
+//! are answered by pronto, and a hop limit of 1 comes back as an ICMPv6
+//! time-exceeded from the router.
+//!
+//! ```text
+//! client ns                    middle ns (pronto run)                server ns
+//! c ── veth ── a   examples/dual-stack-router.click A=a B=b   b ── veth ── s
+//! 10.201.1.1/24                                                10.201.2.1/24
+//! 2001:db8:1::1/64     router: .254 and ::fe on each side     2001:db8:2::1/64
+//! ```
+//!
+//! Needs root (network namespaces), `ip`, `ping`, `iperf3`, `curl` and
+//! `python3`; without them the test says so loudly and passes. CI runs it
+//! as root with the tools installed.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::netns::{missing_prerequisite, must, sh};
+
+struct Routed {
+    ns: [String; 3],
+    children: Vec<Child>,
+}
+
+impl Routed {
+    fn exec(&self, which: usize, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns[which]]).args(args);
+        c
+    }
+
+    fn spawn(&mut self, which: usize, args: &[&str]) {
+        let child = self
+            .exec(which, args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        self.children.push(child);
+    }
+
+    fn output(&self, which: usize, args: &[&str]) -> (bool, String) {
+        let o = self
+            .exec(which, args)
+            .output()
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        (
+            o.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    }
+
+    /// Runs `args` in the client until it succeeds or `secs` pass.
+    fn until(&self, secs: u64, args: &[&str]) -> (bool, String) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let (ok, out) = self.output(0, args);
+            if ok || Instant::now() > deadline {
+                return (ok, out);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Routed {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for n in &self.ns {
+            let _ = sh(&["ip", "netns", "del", n]);
+        }
+    }
+}
+
+/// The MAC address of `dev` in namespace `ns`.
+fn mac_of(ns: &str, dev: &str) -> String {
+    let o = sh(&["ip", "-n", ns, "-o", "link", "show", dev]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.split_whitespace()
+        .skip_while(|w| *w != "link/ether")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no MAC for {dev}: {text}"))
+        .to_string()
+}
+
+#[test]
+fn real_clients_cross_the_dual_stack_router_over_ipv4_and_ipv6() {
+    if let Some(why) = missing_prerequisite("6", &["ping", "iperf3", "curl", "python3"]) {
+        eprintln!("SKIPPED dual-stack router test: {why}. CI runs it as root.");
+        return;
+    }
+    let pid = std::process::id();
+    let mut t = Routed {
+        ns: [
+            format!("pronto{pid}6c"),
+            format!("pronto{pid}6m"),
+            format!("pronto{pid}6s"),
+        ],
+        children: Vec::new(),
+    };
+    for n in &t.ns {
+        must(&["ip", "netns", "add", n]);
+    }
+    let (c, m, s) = (t.ns[0].clone(), t.ns[1].clone(), t.ns[2].clone());
+    let (a, b) = (format!("pa{pid}6"), format!("pb{pid}6"));
+    for (here, there, far) in [(&a, "c", &c), (&b, "s", &s)] {
+        must(&[
+            "ip", "-n", &m, "link", "add", here, "type", "veth", "peer", "name", there, "netns",
+            far,
+        ]);
+        // The middle's kernel stays out of the way: no IPv6 of its own
+        // (no link-local address, no solicitations), no IPv4 address.
+        must(&[
+            "ip",
+            "netns",
+            "exec",
+            &m,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{here}.disable_ipv6=1"),
+        ]);
+        must(&["ip", "-n", &m, "link", "set", here, "up"]);
+        must(&["ip", "-n", far, "link", "set", there, "up"]);
+        must(&["ip", "-n", far, "link", "set", "lo", "up"]);
+    }
+    for (ns, dev, v4, v6, gw4, gw6) in [
+        (
+            &c,
+            "c",
+            "10.201.1.1/24",
+            "2001:db8:1::1/64",
+            "10.201.1.254",
+            "2001:db8:1::fe",
+        ),
+        (
+            &s,
+            "s",
+            "10.201.2.1/24",
+            "2001:db8:2::1/64",
+            "10.201.2.254",
+            "2001:db8:2::fe",
+        ),
+    ] {
+        must(&["ip", "-n", ns, "addr", "add", v4, "dev", dev]);
+        must(&["ip", "-n", ns, "-6", "addr", "add", v6, "dev", dev, "nodad"]);
+        must(&["ip", "-n", ns, "route", "add", "default", "via", gw4]);
+        must(&["ip", "-n", ns, "-6", "route", "add", "default", "via", gw6]);
+    }
+    let (amac, bmac) = (mac_of(&m, &a), mac_of(&m, &b));
+    let config = format!(
+        "{}/../../examples/dual-stack-router.click",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let log_path = std::env::temp_dir().join(format!("pronto-dual-stack-{pid}.log"));
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let router = t
+        .exec(
+            1,
+            &[
+                env!("CARGO_BIN_EXE_pronto"),
+                "run",
+                &config,
+                &format!("A={a}"),
+                &format!("B={b}"),
+                &format!("AMAC={amac}"),
+                &format!("BMAC={bmac}"),
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("pronto runs");
+    t.children.push(router);
+    let pronto_said = || {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        format!("pronto's standard error:\n{text}")
+    };
+
+    // IPv4 and IPv6 pings: ARP and Neighbor Discovery answered by pronto.
+    let (ok, out) = t.until(20, &["ping", "-c", "1", "-W", "1", "10.201.2.1"]);
+    assert!(
+        ok,
+        "ping over IPv4 never got through: {out}\n{}",
+        pronto_said()
+    );
+    let (ok, out) = t.until(20, &["ping", "-6", "-c", "1", "-W", "1", "2001:db8:2::1"]);
+    assert!(
+        ok,
+        "ping over IPv6 never got through: {out}\n{}",
+        pronto_said()
+    );
+    let (ok, out) = t.output(0, &["ping", "-6", "-c", "3", "-i", "0.2", "2001:db8:2::1"]);
+    assert!(
+        ok && out.contains("3 packets transmitted, 3 received"),
+        "{out}"
+    );
+    // The client learned the router's MAC through pronto's advertisement.
+    let (_, neigh) = t.output(0, &["ip", "-6", "neigh", "show", "2001:db8:1::fe"]);
+    assert!(neigh.contains(&amac), "{neigh}");
+
+    // A hop limit of 1 expires at the router: an ICMPv6 time exceeded
+    // from its address on the client's side.
+    let (_, out) = t.output(
+        0,
+        &[
+            "ping",
+            "-6",
+            "-c",
+            "1",
+            "-W",
+            "2",
+            "-t",
+            "1",
+            "2001:db8:2::1",
+        ],
+    );
+    assert!(
+        out.contains("From 2001:db8:1::fe") && out.contains("Time exceeded"),
+        "{out}"
+    );
+
+    // TCP over IPv6: iperf3 for two seconds, and a web page with curl.
+    t.spawn(2, &["iperf3", "-s", "-1", "-B", "2001:db8:2::1"]);
+    t.spawn(
+        2,
+        &[
+            "python3",
+            "-m",
+            "http.server",
+            "8080",
+            "--bind",
+            "2001:db8:2::1",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let (ok, out) = t.until(
+        10,
+        &["iperf3", "-6", "-c", "2001:db8:2::1", "-t", "2", "-J"],
+    );
+    assert!(ok, "iperf3 -6 failed: {out}");
+    assert!(out.contains("\"sum_received\""), "{out}");
+    let (ok, out) = t.until(
+        10,
+        &[
+            "curl",
+            "-sS",
+            "-g",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "http://[2001:db8:2::1]:8080/",
+        ],
+    );
+    assert!(ok && out.trim() == "200", "curl over IPv6: {out}");
+    drop(t);
+    let _ = std::fs::remove_file(&log_path);
+}
