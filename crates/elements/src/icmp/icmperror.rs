@@ -378,9 +378,9 @@ impl Element for ICMPError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pronto_packet::wire::checksum;
     use crate::standard::test_support::{bytes, config_err, configure, pkt, push_at, read};
     use crate::Control;
+    use pronto_packet::wire::checksum;
     use pronto_packet::FIX_IP_SRC_ANNO_OFFSET;
 
     /// A UDP packet 10.0.0.2:1000 -> 10.0.0.9:53 with 4 data bytes.
