@@ -72,11 +72,7 @@ impl DecIPTTL {
             self.drops += 1;
             return self.out1.then_some(1);
         }
-        ip.set_ttl(ttl - 1);
-        // The TTL is the high byte of its word, so the word fell by 0x0100:
-        // new sum = ~(~old + 0xFEFF) (RFC 1624).
-        let sum = (!ip.checksum() as u32 & 0xffff) + 0xfeff;
-        ip.set_checksum(!((sum + (sum >> 16)) as u16));
+        ip.decrement_ttl();
         Some(0)
     }
 }

@@ -365,6 +365,18 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         self.set_checksum(c);
     }
 
+    /// Decrements the TTL (the caller has checked it is above zero) and
+    /// updates the header checksum: the TTL is the high byte of its word,
+    /// so the word falls by 0x0100 and the new sum is ~(~old + 0xfeff)
+    /// (RFC 1624), one carry fold.
+    #[inline]
+    pub fn decrement_ttl(&mut self) {
+        let ttl = self.ttl();
+        self.set_ttl(ttl.wrapping_sub(1));
+        let sum = (!self.checksum() as u32) + 0xfeff;
+        self.set_checksum(!((sum + (sum >> 16)) as u16));
+    }
+
     /// The header, options included, writable.
     #[inline]
     pub fn header_mut(&mut self) -> &mut [u8] {
@@ -533,6 +545,23 @@ mod tests {
         h.fill_checksum();
         assert_eq!(h.checksum(), inc);
         assert_eq!(&p[12..20], &[10, 0, 0, 1, 10, 0, 0, 2]);
+    }
+
+    #[test]
+    fn decrement_ttl_agrees_with_the_general_update_for_every_sum() {
+        for c in 0..=0xffffu16 {
+            let mut a = packet();
+            a[10..12].copy_from_slice(&c.to_be_bytes());
+            let mut b = a.clone();
+            Ipv4Packet::new_unchecked(&mut a[..]).decrement_ttl();
+            Ipv4Packet::new_unchecked(&mut b[..]).rewrite_ttl(63);
+            assert_eq!(a, b, "checksum {c:#06x}");
+        }
+        let mut p = packet();
+        let mut h = Ipv4Packet::new_checked(&mut p[..]).expect("accepted");
+        h.decrement_ttl();
+        assert_eq!(h.ttl(), 63);
+        assert!(h.checksum_ok());
     }
 
     #[test]
