@@ -1,5 +1,8 @@
 //! `ARPResponder`: answers ARP queries for configured addresses.
 
+use pronto_packet::wire::arp::{op, ArpPacket, ARP_LEN, HTYPE_ETHERNET};
+use pronto_packet::wire::ethernet::EthernetFrame;
+use pronto_packet::wire::{ETHERTYPE_ARP, ETHERTYPE_IP, ETHER_LEN};
 use pronto_packet::{Batch, Packet, VLAN_TCI_ANNO_OFFSET};
 
 use crate::ip::route_table::parse_prefix;
@@ -175,30 +178,36 @@ impl ArpResponder {
     /// The reply to `p`, if it is a request we can answer.
     fn respond(&self, p: &Packet, out: &mut Out<'_>) -> Option<Packet> {
         let d = p.data();
-        if d.len() < 42
-            || d[12..14] != [0x08, 0x06]
-            || d[14..16] != [0x00, 0x01]
-            || d[16..18] != [0x08, 0x00]
-            || d[20..22] != [0x00, 0x01]
+        if d.len() < ETHER_LEN + ARP_LEN {
+            return None;
+        }
+        let eth = EthernetFrame::new_unchecked(d);
+        let req = ArpPacket::new_unchecked(&d[ETHER_LEN..]);
+        if eth.ethertype() != ETHERTYPE_ARP
+            || req.hardware_type() != HTYPE_ETHERNET
+            || req.protocol_type() != ETHERTYPE_IP
+            || req.operation() != op::REQUEST
         {
             return None;
         }
-        let mut tpa = [0u8; 4];
-        tpa.copy_from_slice(&d[38..42]);
+        let tpa = req.target_ip();
         let ena = self.lookup(tpa)?;
         let mut q = out.pool.alloc()?;
-        let r = q.put_uninit(42);
-        if r.len() < 42 {
+        let r = q.put_uninit(ETHER_LEN + ARP_LEN);
+        if r.len() < ETHER_LEN + ARP_LEN {
             return None;
         }
-        r[0..6].copy_from_slice(&d[22..28]); // to the sender's hardware address
-        r[6..12].copy_from_slice(&ena);
-        r[12..14].copy_from_slice(&[0x08, 0x06]);
-        r[14..22].copy_from_slice(&[0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x02]); // Ethernet, IP, reply
-        r[22..28].copy_from_slice(&ena); // sha
-        r[28..32].copy_from_slice(&tpa); // spa
-        r[32..38].copy_from_slice(&d[22..28]); // tha
-        r[38..42].copy_from_slice(&d[28..32]); // tpa
+        let mut e = EthernetFrame::new_unchecked(&mut r[..]);
+        e.set_dst_addr(req.sender_hw_addr());
+        e.set_src_addr(ena);
+        e.set_ethertype(ETHERTYPE_ARP);
+        let mut a = ArpPacket::new_unchecked(&mut r[ETHER_LEN..]);
+        a.set_ethernet_ipv4();
+        a.set_operation(op::REPLY);
+        a.set_sender_hw_addr(ena);
+        a.set_sender_ip(tpa);
+        a.set_target_hw_addr(req.sender_hw_addr());
+        a.set_target_ip(req.sender_ip());
         let o = VLAN_TCI_ANNO_OFFSET;
         let tci = [p.anno_bytes()[o], p.anno_bytes()[o + 1]];
         q.anno_bytes_mut()[o..o + 2].copy_from_slice(&tci);

@@ -3,7 +3,9 @@
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
-use pronto_packet::wire::checksum;
+use pronto_packet::wire::icmp::{icmp_type, IcmpPacket};
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::IP_PROTO_ICMP;
 use pronto_packet::{Batch, Packet, PacketType, Pool, MAX_PACKET};
 
 use crate::args::{FromArg, Raw};
@@ -13,9 +15,7 @@ use crate::{
 };
 
 const ICMP_UNREACH: u8 = 3;
-const ICMP_SOURCEQUENCH: u8 = 4;
 const ICMP_REDIRECT: u8 = 5;
-const ICMP_TIMXCEED: u8 = 11;
 const ICMP_PARAMPROB: u8 = 12;
 const UNREACH_NEEDFRAG: u8 = 4;
 const PARAMPROB_ERRATPTR: u8 = 0;
@@ -26,10 +26,7 @@ const IPOPT_SSRR: u8 = 137;
 
 /// True for the ICMP types that report errors.
 pub fn is_error_type(t: u8) -> bool {
-    matches!(
-        t,
-        ICMP_UNREACH | ICMP_SOURCEQUENCH | ICMP_REDIRECT | ICMP_TIMXCEED | ICMP_PARAMPROB
-    )
+    icmp_type::is_error(t)
 }
 
 /// The IP identification counter shared by every `ICMPError` of a
@@ -194,8 +191,11 @@ impl ICMPError {
         if ip.len() < 20 {
             return None;
         }
-        let hlen = ((ip[0] & 0x0f) as usize) << 2;
-        if ip[9] == 1 {
+        // The 20 fixed bytes are there (the IHL is not checked: Click
+        // reads what it says).
+        let v = Ipv4Packet::new_unchecked(ip);
+        let hlen = v.header_len();
+        if v.protocol() == IP_PROTO_ICMP {
             let th = match p.transport_header_offset() {
                 Some(t) => usize::try_from(t).ok()?,
                 None => nh + hlen,
@@ -204,8 +204,7 @@ impl ICMPError {
                 return None;
             }
         }
-        let src = [ip[12], ip[13], ip[14], ip[15]];
-        let dst = [ip[16], ip[17], ip[18], ip[19]];
+        let (src, dst) = (v.src_addr(), v.dst_addr());
         if !self.unicast(dst) {
             return None;
         }
@@ -216,7 +215,7 @@ impl ICMPError {
         if !self.valid_source(src) {
             return None;
         }
-        if ip[6] & 0x1f != 0 || ip[7] != 0 {
+        if v.is_later_fragment() {
             return None;
         }
         let paramprob = self.icmp_type == ICMP_PARAMPROB && self.code == PARAMPROB_ERRATPTR;
@@ -266,31 +265,33 @@ impl ICMPError {
         }
         let id = self.ids.0.fetch_add(1, Ordering::Relaxed);
         let d = q.data_mut();
-        d[0] = 0x40 | (qhl >> 2) as u8;
-        d[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        d[4..6].copy_from_slice(&id.to_be_bytes());
-        d[8] = 200;
-        d[9] = 1;
-        d[12..16].copy_from_slice(&self.src);
-        d[16..20].copy_from_slice(&src);
-        d[20..qhl].copy_from_slice(&opt[..olen_total]);
-        let icmp = &mut d[qhl..];
-        icmp[0] = self.icmp_type;
-        icmp[1] = self.code;
+        let mut h = Ipv4Packet::new_unchecked(&mut d[..]);
+        h.set_version_and_header_len(qhl);
+        h.set_total_len(total as u16);
+        h.set_ident(id);
+        h.set_ttl(200);
+        h.set_protocol(IP_PROTO_ICMP);
+        h.set_src_addr(self.src);
+        h.set_dst_addr(src);
+        h.options_mut().copy_from_slice(&opt[..olen_total]);
+        // The 4 bytes after the checksum: a parameter problem's pointer,
+        // a redirect's gateway, a "fragmentation needed"'s next-hop MTU.
+        let mut rest = 0u32;
         if paramprob {
-            icmp[4] = pointer;
+            rest = (pointer as u32) << 24;
         }
         if self.icmp_type == ICMP_REDIRECT {
-            icmp[4..8].copy_from_slice(&p.dst_ip_anno());
+            rest = u32::from_be_bytes(p.dst_ip_anno());
         }
         if self.icmp_type == ICMP_UNREACH && self.code == UNREACH_NEEDFRAG {
-            icmp[6..8].copy_from_slice(&(self.pmtu as u16).to_be_bytes());
+            rest = self.pmtu as u16 as u32;
         }
-        icmp[8..8 + xlen].copy_from_slice(&ip[..xlen]);
-        let c = checksum(&icmp[..8 + xlen]);
-        icmp[2..4].copy_from_slice(&c.to_be_bytes());
-        let c = checksum(&d[..qhl]);
-        d[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut icmp = IcmpPacket::new_unchecked(&mut d[qhl..]);
+        icmp.set_type_code(self.icmp_type, self.code);
+        icmp.set_rest(rest);
+        icmp.data_mut().copy_from_slice(&ip[..xlen]);
+        icmp.fill_checksum();
+        Ipv4Packet::new_unchecked(&mut d[..]).fill_checksum();
         q.set_network_header(0, qhl);
         q.set_dst_ip_anno(src);
         if self.use_fix_anno {
@@ -379,6 +380,7 @@ mod tests {
     use super::*;
     use crate::standard::test_support::{bytes, config_err, configure, pkt, push_at, read};
     use crate::Control;
+    use pronto_packet::wire::checksum;
     use pronto_packet::FIX_IP_SRC_ANNO_OFFSET;
 
     /// A UDP packet 10.0.0.2:1000 -> 10.0.0.9:53 with 4 data bytes.

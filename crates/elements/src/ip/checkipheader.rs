@@ -1,6 +1,7 @@
 //! `CheckIPHeader`: checks IP headers (lengths, version, checksum, source
 //! address), marks the IP header and trims link-level padding.
 
+use pronto_packet::wire::ipv4::{Ipv4Packet, IPV4_MIN_HEADER_LEN};
 use pronto_packet::wire::ipv4_header_checksum_ok;
 use pronto_packet::{Batch, Packet};
 
@@ -143,19 +144,22 @@ impl IpChecker {
             return self.drop(TINY);
         };
         let plen = d.len() - off;
-        if h[0] >> 4 != 4 {
+        // The 20 fixed bytes are there; the view's accessors read them
+        // without further checks, in Click's order of complaints.
+        let ip = Ipv4Packet::new_unchecked(h);
+        if ip.version() != 4 {
             return self.drop(BAD_VERSION);
         }
-        let hlen = ((h[0] & 15) as usize) << 2;
-        if hlen < 20 {
+        let hlen = ip.header_len();
+        if hlen < IPV4_MIN_HEADER_LEN {
             return self.drop(BAD_HLEN);
         }
-        let len = u16::from_be_bytes([h[2], h[3]]) as usize;
+        let len = ip.total_len() as usize;
         if len > plen || len < hlen {
             return self.drop(BAD_IP_LEN);
         }
         if self.checksum {
-            let ok = if hlen == 20 {
+            let ok = if hlen == IPV4_MIN_HEADER_LEN {
                 ipv4_header_checksum_ok(h)
             } else {
                 ipv4_header_checksum_ok(&d[off..off + hlen])
@@ -164,8 +168,7 @@ impl IpChecker {
                 return self.drop(BAD_CHECKSUM);
             }
         }
-        let src = [h[12], h[13], h[14], h[15]];
-        let dst = [h[16], h[17], h[18], h[19]];
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
         if !self.bad_src.is_empty() && self.bad_src.contains(&src) && !self.good_dst.contains(&dst)
         {
             return self.drop(BAD_SADDR);

@@ -1,7 +1,7 @@
 //! `DecIPTTL`: decrements the IP time-to-live; expired packets leave on
 //! output 1.
 
-use pronto_packet::wire::be16;
+use pronto_packet::wire::ipv4::Ipv4Packet;
 use pronto_packet::{Batch, Packet};
 
 use crate::{
@@ -63,20 +63,16 @@ impl DecIPTTL {
             Some(o) if o >= 0 && o as usize + 20 <= p.len() => o as usize,
             _ => return None,
         };
-        let d = p.data_mut();
-        if !self.multicast && d[nh + 16] & 0xf0 == 0xe0 {
+        let mut ip = Ipv4Packet::new_unchecked(&mut p.data_mut()[nh..]);
+        if !self.multicast && ip.dst_addr()[0] & 0xf0 == 0xe0 {
             return Some(0);
         }
-        if d[nh + 8] <= 1 {
+        let ttl = ip.ttl();
+        if ttl <= 1 {
             self.drops += 1;
             return self.out1.then_some(1);
         }
-        d[nh + 8] -= 1;
-        // The TTL is the high byte of its word, so the word fell by 0x0100:
-        // new sum = ~(~old + 0xFEFF) (RFC 1624).
-        let sum = (!be16(d, nh + 10) as u32 & 0xffff) + 0xfeff;
-        let new = !((sum + (sum >> 16)) as u16);
-        d[nh + 10..nh + 12].copy_from_slice(&new.to_be_bytes());
+        ip.decrement_ttl();
         Some(0)
     }
 }

@@ -1,6 +1,7 @@
 //! `FixIPSrc`: sets the IP source address of packets that ask for it.
 
 use pronto_packet::wire::checksum;
+use pronto_packet::wire::ipv4::Ipv4Packet;
 use pronto_packet::{Batch, Packet, FIX_IP_SRC_ANNO_OFFSET};
 
 use crate::{
@@ -50,11 +51,13 @@ impl FixIPSrc {
             return;
         }
         let hlen = (((ip[0] & 0x0f) as usize) << 2).min(ip.len());
-        ip[12..16].copy_from_slice(&self.addr);
-        ip[10] = 0;
-        ip[11] = 0;
-        let c = checksum(&ip[..hlen]);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        // The header length is not checked here (Click sums what is
+        // there): the view is over the header as far as it goes.
+        let mut h = Ipv4Packet::new_unchecked(&mut ip[..hlen.max(20)]);
+        h.set_src_addr(self.addr);
+        h.set_checksum(0);
+        let c = checksum(&h.as_bytes()[..hlen]);
+        h.set_checksum(c);
         p.anno_bytes_mut()[FIX_IP_SRC_ANNO_OFFSET] = 0;
     }
 }

@@ -1,6 +1,8 @@
 //! `ICMPPingResponder`: turns ICMP echo requests into echo replies.
 
-use pronto_packet::wire::{be16, update_checksum16};
+use pronto_packet::wire::icmp::{icmp_type, IcmpPacket};
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::{update_checksum16, IP_PROTO_ICMP};
 use pronto_packet::{Batch, Packet};
 
 use crate::{
@@ -58,34 +60,36 @@ fn respond(p: &mut Packet, now: i64) -> bool {
     }
     let (nh, th) = (nh as usize, th as usize);
     let d = p.data_mut();
-    if d[nh + 9] != 1 || d[th] != 8 {
+    if Ipv4Packet::new_unchecked(&d[nh..]).protocol() != IP_PROTO_ICMP
+        || IcmpPacket::new_unchecked(&d[th..]).msg_type() != icmp_type::ECHO_REQUEST
+    {
         return false;
     }
+    let mut ip = Ipv4Packet::new_unchecked(&mut d[nh..]);
     // Swap the addresses (the header sum is unchanged).
-    for i in 0..4 {
-        d.swap(nh + 12 + i, nh + 16 + i);
-    }
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    ip.set_src_addr(dst);
+    ip.set_dst_addr(src);
     // Clear the fragment field.
-    let mut sum = update_checksum16(be16(d, nh + 10), be16(d, nh + 6), 0);
-    d[nh + 6] = 0;
-    d[nh + 7] = 0;
+    let mut sum = update_checksum16(ip.checksum(), ip.frag_field(), 0);
+    ip.set_frag_field(0);
     // TTL 255 (the word it shares with the protocol).
-    let old = be16(d, nh + 8);
-    d[nh + 8] = 255;
-    sum = update_checksum16(sum, old, be16(d, nh + 8));
-    d[nh + 10..nh + 12].copy_from_slice(&sum.to_be_bytes());
+    let proto = ip.protocol() as u16;
+    sum = update_checksum16(sum, ((ip.ttl() as u16) << 8) | proto, 0xff00 | proto);
+    ip.set_ttl(255);
+    ip.set_checksum(sum);
+    let dst = ip.dst_addr();
     // Echo reply, code 0.
-    let old = be16(d, th);
-    d[th] = 0;
-    d[th + 1] = 0;
-    let c = update_checksum16(be16(d, th + 2), old, 0);
-    d[th + 2..th + 4].copy_from_slice(&c.to_be_bytes());
+    let mut icmp = IcmpPacket::new_unchecked(&mut d[th..]);
+    let old = ((icmp.msg_type() as u16) << 8) | icmp.code() as u16;
+    icmp.set_type_code(icmp_type::ECHO_REPLY, 0);
+    let c = update_checksum16(icmp.checksum(), old, 0);
+    icmp.set_checksum(c);
     // All-zero ICMP data sums to 0xFFFF, which the incremental update
     // writes as 0x0000 (checked with the new checksum field in place).
     if c == 0 && d[th..].iter().all(|&b| b == 0) {
-        d[th + 2..th + 4].copy_from_slice(&[0xff, 0xff]);
+        IcmpPacket::new_unchecked(&mut d[th..]).set_checksum(0xffff);
     }
-    let dst = [d[nh + 16], d[nh + 17], d[nh + 18], d[nh + 19]];
     p.set_dst_ip_anno(dst);
     p.set_timestamp_ns(now);
     p.set_paint_anno(0);

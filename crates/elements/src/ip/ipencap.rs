@@ -1,6 +1,7 @@
 //! `IPEncap`: prepends a fixed IP header.
 
-use pronto_packet::wire::{checksum, update_checksum16};
+use pronto_packet::wire::ipv4::{frag, Ipv4Packet, IPV4_MIN_HEADER_LEN};
+use pronto_packet::wire::update_checksum16;
 use pronto_packet::{Batch, Packet};
 
 use crate::{
@@ -112,17 +113,17 @@ impl IPEncap {
             tos_b |= 3;
         }
         let mut iph = [0u8; 20];
-        iph[0] = 0x45;
-        iph[1] = tos_b;
+        let mut h = Ipv4Packet::new_unchecked(&mut iph[..]);
+        h.set_version_and_header_len(IPV4_MIN_HEADER_LEN);
+        h.set_tos(tos_b);
         if df {
-            iph[6] = 0x40;
+            h.set_frag_field(frag::DF);
         }
-        iph[8] = ttl;
-        iph[9] = proto as u8;
-        iph[12..16].copy_from_slice(&src.0);
-        iph[16..20].copy_from_slice(&dst);
-        let c = checksum(&iph);
-        iph[10..12].copy_from_slice(&c.to_be_bytes());
+        h.set_ttl(ttl);
+        h.set_protocol(proto as u8);
+        h.set_src_addr(src.0);
+        h.set_dst_addr(dst);
+        h.fill_checksum();
         Ok(Box::new(IPEncap {
             iph,
             use_dst_anno,
@@ -137,18 +138,19 @@ impl IPEncap {
         let id = self.id;
         let h = p.push(20)?;
         h.copy_from_slice(&self.iph);
-        let mut sum = u16::from_be_bytes([h[10], h[11]]);
+        let mut h = Ipv4Packet::new_unchecked(h);
+        let mut sum = h.checksum();
         if self.use_dst_anno {
-            h[16..20].copy_from_slice(&anno);
+            h.set_dst_addr(anno);
             sum = update_checksum16(sum, 0, u16::from_be_bytes([anno[0], anno[1]]));
             sum = update_checksum16(sum, 0, u16::from_be_bytes([anno[2], anno[3]]));
         }
-        h[2..4].copy_from_slice(&len.to_be_bytes());
-        h[4..6].copy_from_slice(&id.to_be_bytes());
+        h.set_total_len(len);
+        h.set_ident(id);
         sum = update_checksum16(sum, 0, len);
         sum = update_checksum16(sum, 0, id);
-        h[10..12].copy_from_slice(&sum.to_be_bytes());
-        let dst = [h[16], h[17], h[18], h[19]];
+        h.set_checksum(sum);
+        let dst = h.dst_addr();
         self.id = id.wrapping_add(1);
         if !self.use_dst_anno {
             p.set_dst_ip_anno(dst);
@@ -203,10 +205,7 @@ impl Element for IPEncap {
             _ => return Err(HandlerError::NoSuchHandler(name.into())),
         };
         self.iph[off..off + 4].copy_from_slice(&v);
-        self.iph[10] = 0;
-        self.iph[11] = 0;
-        let c = checksum(&self.iph);
-        self.iph[10..12].copy_from_slice(&c.to_be_bytes());
+        Ipv4Packet::new_unchecked(&mut self.iph[..]).fill_checksum();
         Ok(())
     }
 }
@@ -215,6 +214,7 @@ impl Element for IPEncap {
 mod tests {
     use super::*;
     use crate::standard::test_support::{config_err, configure, pkt, push, read};
+    use pronto_packet::wire::checksum;
     use pronto_packet::Pool;
 
     const KW: &[&str] = IPEncap::SPEC.keywords;

@@ -1,5 +1,9 @@
 //! `IPMirror`: swaps the source and destination of IP packets.
 
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::tcp::TcpPacket;
+use pronto_packet::wire::udp::UdpPacket;
+use pronto_packet::wire::{IP_PROTO_TCP, IP_PROTO_UDP};
 use pronto_packet::{Batch, Packet};
 
 use crate::{
@@ -65,21 +69,29 @@ impl IPMirror {
         if nh + 20 > len {
             return;
         }
-        let mut src = [0u8; 4];
-        src.copy_from_slice(&d[nh + 12..nh + 16]);
-        d.copy_within(nh + 16..nh + 20, nh + 12);
-        d[nh + 16..nh + 20].copy_from_slice(&src);
-        let proto = d[nh + 9];
-        let first = d[nh + 6] & 0x1f == 0 && d[nh + 7] == 0;
-        if (proto == 6 || proto == 17) && first && th >= 0 && len as isize >= th + 8 {
+        let mut ip = Ipv4Packet::new_unchecked(&mut d[nh..]);
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        ip.set_src_addr(dst);
+        ip.set_dst_addr(src);
+        let proto = ip.protocol();
+        let first = !ip.is_later_fragment();
+        if (proto == IP_PROTO_TCP || proto == IP_PROTO_UDP)
+            && first
+            && th >= 0
+            && len as isize >= th + 8
+        {
             let th = th as usize;
-            for i in 0..2 {
-                d.swap(th + i, th + 2 + i);
-            }
-            if proto == 6 && th + 12 <= len {
-                for i in 0..4 {
-                    d.swap(th + 4 + i, th + 8 + i);
-                }
+            // TCP and UDP ports sit at the same offsets.
+            let mut u = UdpPacket::new_unchecked(&mut d[th..]);
+            let (sp, dp) = (u.src_port(), u.dst_port());
+            u.set_src_port(dp);
+            u.set_dst_port(sp);
+            if proto == IP_PROTO_TCP && th + 12 <= len {
+                // Sequence and acknowledgement numbers (bytes 4..12 only).
+                let mut t = TcpPacket::new_unchecked(&mut d[th..]);
+                let (seq, ack) = (t.seq(), t.ack());
+                t.set_seq(ack);
+                t.set_ack(seq);
             }
         }
         if self.dst_anno {

@@ -2,7 +2,8 @@
 //! (DropBroadcasts, PaintTee, IPGWOptions, FixIPSrc, DecIPTTL, a length
 //! check).
 
-use pronto_packet::wire::{be16, checksum};
+use pronto_packet::wire::checksum;
+use pronto_packet::wire::ipv4::Ipv4Packet;
 use pronto_packet::{
     Batch, Packet, PacketType, FIX_IP_SRC_ANNO_OFFSET, ICMP_PARAMPROB_ANNO_OFFSET,
 };
@@ -88,22 +89,20 @@ impl IPOutputCombo {
             let hl = ((p.data()[nh] & 0xf) as usize * 4)
                 .min(p.len() - nh)
                 .max(20);
-            let d = p.data_mut();
-            d[nh + 12..nh + 16].copy_from_slice(&self.my_ip);
-            d[nh + 10] = 0;
-            d[nh + 11] = 0;
-            let c = checksum(&d[nh..nh + hl]);
-            d[nh + 10..nh + 12].copy_from_slice(&c.to_be_bytes());
+            // The header length is clamped as Click does, not checked: the
+            // view is over the 20 bytes or more being summed.
+            let mut ip = Ipv4Packet::new_unchecked(&mut p.data_mut()[nh..nh + hl]);
+            ip.set_src_addr(self.my_ip);
+            ip.set_checksum(0);
+            let c = checksum(ip.as_bytes());
+            ip.set_checksum(c);
         }
-        let d = p.data_mut();
-        if d[nh + 8] <= 1 {
+        let mut ip = Ipv4Packet::new_unchecked(&mut p.data_mut()[nh..]);
+        if ip.ttl() <= 1 {
             out.emit(3, p);
             return;
         }
-        d[nh + 8] -= 1;
-        let sum = (!be16(d, nh + 10) as u32 & 0xffff) + 0xfeff;
-        let new = !((sum + (sum >> 16)) as u16);
-        d[nh + 10..nh + 12].copy_from_slice(&new.to_be_bytes());
+        ip.decrement_ttl();
         if p.len() > self.mtu {
             out.emit(4, p);
         } else {

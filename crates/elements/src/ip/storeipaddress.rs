@@ -1,7 +1,10 @@
 //! `StoreIPAddress`: writes an IP address (the destination annotation or
 //! a fixed one) into the packet.
 
-use pronto_packet::wire::{be16, fold, update_checksum16};
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::tcp::TcpPacket;
+use pronto_packet::wire::udp::UdpPacket;
+use pronto_packet::wire::{be16, fold, update_checksum16, IP_PROTO_TCP, IP_PROTO_UDP};
 use pronto_packet::{Batch, Packet};
 
 use crate::{
@@ -115,18 +118,21 @@ fn store_in_header(p: &mut Packet, target: Target, ipa: [u8; 4]) -> bool {
     let old = fold(be16(d, at) as u64 + be16(d, at + 2) as u64);
     d[at..at + 4].copy_from_slice(&ipa);
     let new = fold(be16(d, at) as u64 + be16(d, at + 2) as u64);
-    let s = update_checksum16(be16(d, nh + 10), old, new);
-    d[nh + 10..nh + 12].copy_from_slice(&s.to_be_bytes());
-    let proto = d[nh + 9];
-    let first_frag = be16(d, nh + 6) & 0x1fff == 0;
+    let mut ip = Ipv4Packet::new_unchecked(&mut d[nh..]);
+    ip.set_checksum(update_checksum16(ip.checksum(), old, new));
+    let proto = ip.protocol();
+    let first_frag = !ip.is_later_fragment();
     let tlen = len.saturating_sub(th);
     if first_frag && th >= nh {
-        if proto == 6 && tlen >= 20 {
-            let s = update_checksum16(be16(d, th + 16), old, new);
-            d[th + 16..th + 18].copy_from_slice(&s.to_be_bytes());
-        } else if proto == 17 && tlen >= 8 && be16(d, th + 6) != 0 {
-            let s = update_checksum16(be16(d, th + 6), old, new);
-            d[th + 6..th + 8].copy_from_slice(&s.to_be_bytes());
+        if proto == IP_PROTO_TCP && tlen >= 20 {
+            let mut t = TcpPacket::new_unchecked(&mut d[th..]);
+            t.set_checksum(update_checksum16(t.checksum(), old, new));
+        } else if proto == IP_PROTO_UDP && tlen >= 8 {
+            let mut u = UdpPacket::new_unchecked(&mut d[th..]);
+            let c = u.checksum();
+            if c != 0 {
+                u.set_checksum(update_checksum16(c, old, new));
+            }
         }
     }
     true

@@ -4,6 +4,11 @@
 use std::collections::VecDeque;
 use std::io::Write as _;
 
+use pronto_packet::wire::flow::{Flow, Fragment};
+use pronto_packet::wire::icmp::{icmp_type, IcmpPacket, ICMP_HEADER_LEN};
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::tcp::TcpPacket;
+use pronto_packet::wire::udp::UdpPacket;
 use pronto_packet::wire::{be16, set_be16};
 use pronto_packet::{Batch, Packet};
 
@@ -205,79 +210,75 @@ fn parse(p: &Packet) -> Result<Parsed, Reason> {
         Some(o) if o >= 0 => o as usize,
         _ => return Err(Reason::Malformed),
     };
-    let d = p.data();
-    if d.len() < nh + 20 {
-        return Err(Reason::Malformed);
-    }
-    let iph = &d[nh..];
-    let hl = ((iph[0] & 15) as usize) * 4;
-    if iph[0] >> 4 != 4 || hl < 20 || iph.len() < hl {
-        return Err(Reason::Malformed);
-    }
-    if be16(iph, 6) & 0x3fff != 0 {
+    let iph = p.data().get(nh..).ok_or(Reason::Malformed)?;
+    let ip = Ipv4Packet::new_checked(iph).map_err(|_| Reason::Malformed)?;
+    if ip.is_fragment() {
         // Fragments carry no (or only part of the) transport header.
         return Err(Reason::Unsupported);
     }
-    let proto = iph[9];
-    let l4 = &iph[hl..];
-    let need = match proto {
-        TCP => 20,
-        UDP | ICMP => 8,
-        _ => return Err(Reason::Unsupported),
-    };
-    if l4.len() < need {
-        return Err(Reason::Malformed);
+    let proto = ip.protocol();
+    if !matches!(proto, TCP | UDP | ICMP) {
+        return Err(Reason::Unsupported);
     }
-    let src = u32::from_be_bytes([iph[12], iph[13], iph[14], iph[15]]);
-    let dst = u32::from_be_bytes([iph[16], iph[17], iph[18], iph[19]]);
-    let (sport, dport, flags) = match proto {
-        ICMP => (be16(l4, 4), be16(l4, 4), l4[0]),
-        TCP => (be16(l4, 0), be16(l4, 2), l4[13]),
-        _ => (be16(l4, 0), be16(l4, 2), 0),
-    };
+    let f = Flow::from_ipv4(&ip).map_err(|_| Reason::Malformed)?;
+    let t = &f.tuple;
     Ok(Parsed {
-        hl,
+        hl: f.l4_offset,
         proto,
-        src,
-        dst,
-        sport,
-        dport,
-        flags,
+        src: t.src_v4(),
+        dst: t.dst_v4(),
+        sport: t.sport,
+        dport: t.dport,
+        flags: if proto == ICMP {
+            f.icmp_type
+        } else {
+            f.tcp_flags
+        },
     })
 }
 
 /// Rewrites the source (`src`) or destination address and port (ICMP:
 /// identifier) of the IP packet `d`, fixing the checksums incrementally.
 fn rewrite(d: &mut [u8], hl: usize, proto: u8, src: bool, addr: u32, port: u16) {
-    let aoff = if src { 12 } else { 16 };
-    let old = u32::from_be_bytes([d[aoff], d[aoff + 1], d[aoff + 2], d[aoff + 3]]);
-    d[aoff..aoff + 4].copy_from_slice(&addr.to_be_bytes());
-    let s = csum32(be16(d, 10), old, addr);
-    set_be16(d, 10, s);
+    let mut ip = Ipv4Packet::new_unchecked(&mut d[..]);
+    let new = addr.to_be_bytes();
+    let old = if src {
+        ip.rewrite_src_addr(new)
+    } else {
+        ip.rewrite_dst_addr(new)
+    };
+    let old = u32::from_be_bytes(old);
     let l4 = &mut d[hl..];
     match proto {
         TCP => {
-            let poff = if src { 0 } else { 2 };
-            let oldp = be16(l4, poff);
-            set_be16(l4, poff, port);
-            let s = csum16(csum32(be16(l4, 16), old, addr), oldp, port);
-            set_be16(l4, 16, s);
+            let mut t = TcpPacket::new_unchecked(l4);
+            let oldp = if src { t.src_port() } else { t.dst_port() };
+            if src {
+                t.set_src_port(port);
+            } else {
+                t.set_dst_port(port);
+            }
+            t.set_checksum(csum16(csum32(t.checksum(), old, addr), oldp, port));
         }
         UDP => {
-            let poff = if src { 0 } else { 2 };
-            let oldp = be16(l4, poff);
-            set_be16(l4, poff, port);
-            let c = be16(l4, 6);
+            let mut u = UdpPacket::new_unchecked(l4);
+            let oldp = if src { u.src_port() } else { u.dst_port() };
+            if src {
+                u.set_src_port(port);
+            } else {
+                u.set_dst_port(port);
+            }
+            let c = u.checksum();
             if c != 0 {
                 let s = csum16(csum32(c, old, addr), oldp, port);
-                set_be16(l4, 6, if s == 0 { 0xffff } else { s });
+                u.set_checksum(if s == 0 { 0xffff } else { s });
             }
         }
         _ => {
-            let oldp = be16(l4, 4);
-            set_be16(l4, 4, port);
-            let s = csum16(be16(l4, 2), oldp, port);
-            set_be16(l4, 2, s);
+            let mut i = IcmpPacket::new_unchecked(l4);
+            let oldp = i.echo_ident();
+            i.set_echo_ident(port);
+            i.set_checksum(csum16(i.checksum(), oldp, port));
         }
     }
 }
@@ -308,48 +309,44 @@ struct Quote {
 /// Finds the quoted IP header and the first 8 bytes of its transport
 /// header (TCP, UDP, ICMP echo) in the ICMP error `d` (ICMP at `hl`).
 fn parse_quote(d: &[u8], hl: usize) -> Result<Quote, Reason> {
-    let end = (be16(d, 2) as usize).min(d.len());
-    let ip = hl + 8;
+    let end = (Ipv4Packet::new_unchecked(d).total_len() as usize).min(d.len());
+    let ip = hl + ICMP_HEADER_LEN;
     if end < ip + 20 {
         return Err(Reason::Malformed);
     }
-    let q = &d[ip..end];
-    let ihl = ((q[0] & 15) as usize) * 4;
-    if q[0] >> 4 != 4 || ihl < 20 || q.len() < ihl + 8 {
-        return Err(Reason::Malformed);
-    }
-    if be16(q, 6) & 0x1fff != 0 {
+    let f = Flow::parse_ipv4_quote(&d[ip..end]).map_err(|_| Reason::Malformed)?;
+    if f.fragment == Fragment::Later {
         // A later fragment quotes no ports.
         return Err(Reason::Unsupported);
     }
-    let proto = q[9];
-    let l4 = &q[ihl..];
-    let (sport, dport) = match proto {
-        TCP | UDP => (be16(l4, 0), be16(l4, 2)),
-        ICMP if l4[0] == 0 || l4[0] == 8 => (be16(l4, 4), be16(l4, 4)),
+    let t = &f.tuple;
+    match t.proto {
+        TCP | UDP => {}
+        ICMP if icmp_type::is_echo(f.icmp_type) => {}
         _ => return Err(Reason::Unsupported),
-    };
+    }
     Ok(Quote {
         icmp: hl,
         ip,
         end,
-        ihl,
-        proto,
-        src: u32::from_be_bytes([q[12], q[13], q[14], q[15]]),
-        dst: u32::from_be_bytes([q[16], q[17], q[18], q[19]]),
-        sport,
-        dport,
+        ihl: f.l4_offset,
+        proto: t.proto,
+        src: t.src_v4(),
+        dst: t.dst_v4(),
+        sport: t.sport,
+        dport: t.dport,
     })
 }
 
 /// Rewrites the source (`src`) or destination address of the IP header
 /// at the start of `d`, fixing its checksum incrementally.
 fn rewrite_addr(d: &mut [u8], src: bool, addr: u32) {
-    let o = if src { 12 } else { 16 };
-    let old = u32::from_be_bytes([d[o], d[o + 1], d[o + 2], d[o + 3]]);
-    d[o..o + 4].copy_from_slice(&addr.to_be_bytes());
-    let s = csum32(be16(d, 10), old, addr);
-    set_be16(d, 10, s);
+    let mut ip = Ipv4Packet::new_unchecked(d);
+    if src {
+        ip.rewrite_src_addr(addr.to_be_bytes());
+    } else {
+        ip.rewrite_dst_addr(addr.to_be_bytes());
+    }
 }
 
 /// Rewrites the source (`src`) or destination address and port of the

@@ -2,6 +2,9 @@
 //! only traffic of connections opened from the trusted side comes in.
 
 use pronto_packet::wire::be16;
+use pronto_packet::wire::flow::Flow;
+use pronto_packet::wire::icmp::ICMP_HEADER_LEN;
+use pronto_packet::wire::ipv4::Ipv4Packet;
 use pronto_packet::{Batch, Packet};
 
 use super::table::{ip, Slab, SlotTable, TableSlot, TimerWheel};
@@ -207,52 +210,26 @@ fn addr(b: &[u8], off: usize) -> u32 {
 
 fn parse(p: &Packet) -> Result<Parsed, Reason> {
     let iph = p.network_data().ok_or(Reason::Malformed)?;
-    if iph.len() < 20 {
-        return Err(Reason::Malformed);
-    }
-    let hl = ((iph[0] & 15) as usize) * 4;
-    if iph[0] >> 4 != 4 || hl < 20 || iph.len() < hl {
-        return Err(Reason::Malformed);
-    }
-    if be16(iph, 6) & 0x1fff != 0 {
+    let ip = Ipv4Packet::new_checked(iph).map_err(|_| Reason::Malformed)?;
+    if ip.is_fragment() {
         return Err(Reason::Fragment);
     }
-    let proto = iph[9];
-    let (src, dst) = (addr(iph, 12), addr(iph, 16));
-    let l4 = &iph[hl..];
+    let f = Flow::from_ipv4(&ip).map_err(|_| Reason::Malformed)?;
+    let t = &f.tuple;
     let mut h = Parsed {
-        proto,
-        src,
-        dst,
-        sport: 0,
-        dport: 0,
-        flags: 0,
+        proto: t.proto,
+        src: t.src_v4(),
+        dst: t.dst_v4(),
+        sport: t.sport,
+        dport: t.dport,
+        flags: f.tcp_flags,
         related: None,
     };
-    match proto {
-        TCP => {
-            if l4.len() < 20 {
-                return Err(Reason::Malformed);
-            }
-            (h.sport, h.dport, h.flags) = (be16(l4, 0), be16(l4, 2), l4[13]);
+    if t.proto == ICMP {
+        h.flags = f.icmp_type;
+        if matches!(f.icmp_type, 3 | 4 | 5 | 11 | 12) {
+            h.related = quoted_key(&iph[f.l4_offset + ICMP_HEADER_LEN..], h.dst);
         }
-        UDP => {
-            if l4.len() < 8 {
-                return Err(Reason::Malformed);
-            }
-            (h.sport, h.dport) = (be16(l4, 0), be16(l4, 2));
-        }
-        ICMP => {
-            if l4.len() < 8 {
-                return Err(Reason::Malformed);
-            }
-            h.flags = l4[0];
-            h.sport = be16(l4, 4);
-            if matches!(l4[0], 3 | 4 | 5 | 11 | 12) {
-                h.related = quoted_key(&l4[8..], dst);
-            }
-        }
-        _ => {}
     }
     Ok(h)
 }
@@ -260,23 +237,16 @@ fn parse(p: &Packet) -> Result<Parsed, Reason> {
 /// The connection key of the packet quoted in an ICMP error sent to
 /// `to`: the quoted packet went from `to` (trusted side) outwards.
 fn quoted_key(q: &[u8], to: u32) -> Option<u128> {
-    if q.len() < 20 || q[0] >> 4 != 4 {
-        return None;
-    }
-    let hl = ((q[0] & 15) as usize) * 4;
-    if hl < 20 || q.len() < hl + 8 {
-        return None;
-    }
-    let (s, d, proto) = (addr(q, 12), addr(q, 16), q[9]);
+    let f = Flow::parse_ipv4_quote(q).ok()?;
+    let t = &f.tuple;
+    let (s, d) = (t.src_v4(), t.dst_v4());
     if s != to {
         return None;
     }
-    let l4 = &q[hl..];
-    Some(match proto {
-        TCP | UDP => conn_key(proto, s, be16(l4, 0), d, be16(l4, 2)),
-        ICMP if l4[0] == 8 => conn_key(ICMP, s, be16(l4, 4), d, 0),
+    Some(match t.proto {
+        ICMP if f.icmp_type == 8 => conn_key(ICMP, s, t.sport, d, 0),
         ICMP => return None,
-        _ => conn_key(proto, s, 0, d, 0),
+        _ => conn_key(t.proto, s, t.sport, d, t.dport),
     })
 }
 
@@ -387,8 +357,9 @@ impl StatefulFirewall {
              Input 0 receives packets from the trusted side. They may open connections\n\
              (put an IPFilter in front of input 0 for the policy): a TCP SYN opens a TCP\n\
              connection, any UDP packet a UDP pseudo-connection, an ICMP echo request\n\
-             an ICMP one (keyed by identifier), any other IP protocol a pseudo-\n\
-             connection between the two addresses. Other ICMP messages from the\n\
+             an ICMP one (keyed by identifier), SCTP, DCCP and UDP-Lite a pseudo-\n\
+             connection keyed by ports, any other IP protocol a pseudo-connection\n\
+             between the two addresses. Other ICMP messages from the\n\
              trusted side pass untracked. Input 1 receives packets from the untrusted\n\
              side: only packets of tracked connections pass (TCP segments in state,\n\
              UDP replies, echo replies, and ICMP errors quoting a packet of a tracked\n\
@@ -402,8 +373,9 @@ impl StatefulFirewall {
              trusted side) are dropped as invalid. Sequence numbers are not checked.\n\
              Non-SYN TCP segments of unknown connections (a bare ACK, a RST, a FIN)\n\
              are dropped as no_connection on either input; new connections from the\n\
-             untrusted side (SYN, UDP, echo request) as unsolicited. Non-first\n\
-             fragments are dropped (reassemble first).\n\n\
+             untrusted side (SYN, UDP, echo request) as unsolicited. Fragments, the\n\
+             first (which alone would open state for a datagram whose rest is\n\
+             dropped) and later ones, are dropped (reassemble first).\n\n\
              Each state has a timeout (keywords below); the connection expires when no\n\
              packet refreshed it in that time. Expiry runs from a timer wheel of\n\
              100 ms units that refreshing packets never touch (no table scan); expired\n\
@@ -947,6 +919,60 @@ mod tests {
         assert_eq!(read(e, "fragment_drops"), "1");
         assert_eq!(read(e, "drops"), "11");
         assert_eq!(read(e, "nconnections"), "0");
+    }
+
+    #[test]
+    fn every_fragment_is_dropped_and_counted() {
+        // A first fragment (MF, offset 0) carries the UDP header but would
+        // open state for a datagram whose later fragments are dropped: it
+        // is dropped as a fragment too, before any state is made, and the
+        // same whatever its transport header holds (a tiny first fragment).
+        let pool = Pool::new(64).expect("pool");
+        let mut e = fw("");
+        let e = e.as_mut();
+        let mut first = udp(IN, 1, OUT, 2);
+        first[6] = 0x20;
+        assert_eq!(send(e, &pool, 0, &first, T0), 2);
+        let mut tiny = tcp(IN, 1, OUT, 2, TH_SYN);
+        tiny[6] = 0x20;
+        tiny.truncate(28);
+        assert_eq!(send(e, &pool, 0, &tiny, T0), 2);
+        let mut last = udp(IN, 1, OUT, 2);
+        last[7] = 1; // offset 8, MF clear
+        assert_eq!(send(e, &pool, 0, &last, T0), 2);
+        assert_eq!(read(e, "fragment_drops"), "3");
+        assert_eq!(read(e, "malformed_drops"), "0");
+        assert_eq!(read(e, "nconnections"), "0");
+        // DF alone is not a fragment.
+        let mut df = udp(IN, 1, OUT, 2);
+        df[6] = 0x40;
+        assert_eq!(send(e, &pool, 0, &df, T0), 0);
+    }
+
+    #[test]
+    fn sctp_is_keyed_by_ports() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = fw("");
+        let e = e.as_mut();
+        // SCTP common header: ports 2905 -> 2906, verification tag, checksum.
+        let sctp = |src: &str, sp: u16, dst: &str, dp: u16| {
+            let mut p = udp(src, sp, dst, dp);
+            p[9] = 132;
+            p.extend_from_slice(&[0, 0, 0, 0]);
+            p
+        };
+        assert_eq!(send(e, &pool, 0, &sctp(IN, 2905, OUT, 2906), T0), 0);
+        assert_eq!(send(e, &pool, 0, &sctp(IN, 2907, OUT, 2906), T0), 0);
+        assert_eq!(read(e, "nconnections"), "2");
+        assert_eq!(send(e, &pool, 1, &sctp(OUT, 2906, IN, 2905), T0), 1);
+        assert_eq!(send(e, &pool, 1, &sctp(OUT, 2906, IN, 2909), T0), 2);
+        assert_eq!(read(e, "unsolicited_drops"), "1");
+        assert!(read(e, "table")
+            .contains("proto132 10.0.0.5:2905 93.184.216.34:2906 OTHER expires=+600.000"));
+        // An SCTP header cut short of its 12 bytes is malformed.
+        let short = sctp(IN, 1, OUT, 2);
+        assert_eq!(send(e, &pool, 0, &short[..31], T0), 2);
+        assert_eq!(read(e, "malformed_drops"), "1");
     }
 
     #[test]

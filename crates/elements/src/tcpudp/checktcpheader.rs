@@ -1,6 +1,8 @@
 //! `CheckTCPHeader`: checks the TCP header length and checksum.
 
-use pronto_packet::wire::{be16, IP_PROTO_TCP};
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::tcp::TcpPacket;
+use pronto_packet::wire::IP_PROTO_TCP;
 use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::l4sum::l4_checksum;
@@ -62,24 +64,32 @@ impl CheckTCPHeader {
         };
         let nh = nh as usize;
         let data = p.data();
-        if data.len() < nh + 20 || data[nh + 9] != IP_PROTO_TCP {
+        if data.len() < nh + 20 {
             return Err(0);
         }
-        let ip = &data[nh..];
-        let hl = (ip[0] & 15) as usize * 4;
+        let ipv = Ipv4Packet::new_unchecked(&data[nh..]);
+        if ipv.protocol() != IP_PROTO_TCP {
+            return Err(0);
+        }
+        let ip = ipv.as_bytes();
+        let hl = ipv.header_len();
         let th = match p.transport_header_offset() {
             Some(t) if t >= 0 => t as usize,
             _ => nh + hl,
         };
         // An IP length under the header length, or a header under 20
         // bytes, is a bad length (no arithmetic on it may wrap).
-        let Some(len) = (be16(ip, 2) as usize).checked_sub(hl).filter(|_| hl >= 20) else {
+        let Some(len) = (ipv.total_len() as usize)
+            .checked_sub(hl)
+            .filter(|_| hl >= 20)
+        else {
             return Err(1);
         };
         if th + 13 > data.len() {
             return Err(1);
         }
-        let tcph_len = (data[th + 12] >> 4) as usize * 4;
+        // The data offset is byte 12: the header length reads no further.
+        let tcph_len = TcpPacket::new_unchecked(&data[th..]).header_len();
         if tcph_len < 20
             || len < tcph_len
             || data.len() < len + hl + nh

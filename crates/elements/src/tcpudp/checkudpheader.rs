@@ -1,6 +1,8 @@
 //! `CheckUDPHeader`: checks the UDP length and checksum.
 
-use pronto_packet::wire::{be16, IP_PROTO_UDP};
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::udp::UdpPacket;
+use pronto_packet::wire::IP_PROTO_UDP;
 use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::l4sum::l4_checksum;
@@ -60,11 +62,15 @@ impl CheckUDPHeader {
         };
         let nh = nh as usize;
         let data = p.data();
-        if data.len() < nh + 20 || data[nh + 9] != IP_PROTO_UDP {
+        if data.len() < nh + 20 {
             return Err(0);
         }
-        let ip = &data[nh..];
-        let hl = (ip[0] & 15) as usize * 4;
+        let ipv = Ipv4Packet::new_unchecked(&data[nh..]);
+        if ipv.protocol() != IP_PROTO_UDP {
+            return Err(0);
+        }
+        let ip = ipv.as_bytes();
+        let hl = ipv.header_len();
         let th = match p.transport_header_offset() {
             Some(t) if t >= 0 => t as usize,
             _ => nh + hl,
@@ -72,11 +78,12 @@ impl CheckUDPHeader {
         if hl < 20 || th + 8 > data.len() || ip.len() < hl {
             return Err(1);
         }
-        let len = be16(data, th + 4) as usize;
+        let udp = UdpPacket::new_unchecked(&data[th..]);
+        let len = udp.len() as usize;
         if len < 8 || data.len() < len + hl + nh || th + len > data.len() {
             return Err(1);
         }
-        if be16(data, th + 6) != 0 && l4_checksum(&ip[..hl], &data[th..th + len]) != 0 {
+        if udp.checksum() != 0 && l4_checksum(&ip[..hl], &data[th..th + len]) != 0 {
             return Err(2);
         }
         Ok(())

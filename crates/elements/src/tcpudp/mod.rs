@@ -52,19 +52,18 @@ pub(crate) fn write_ipv4(
     src: [u8; 4],
     dst: [u8; 4],
 ) {
-    use pronto_packet::wire::{checksum, set_be16};
-    d[0] = 0x45;
-    d[1] = 0;
-    set_be16(d, 2, len as u16);
-    set_be16(d, 4, id);
-    set_be16(d, 6, frag);
-    d[8] = ttl;
-    d[9] = proto;
-    set_be16(d, 10, 0);
-    d[12..16].copy_from_slice(&src);
-    d[16..20].copy_from_slice(&dst);
-    let c = checksum(&d[..20]);
-    set_be16(d, 10, c);
+    use pronto_packet::wire::ipv4::{Ipv4Packet, IPV4_MIN_HEADER_LEN};
+    let mut ip = Ipv4Packet::new_unchecked(&mut d[..IPV4_MIN_HEADER_LEN]);
+    ip.set_version_and_header_len(IPV4_MIN_HEADER_LEN);
+    ip.set_tos(0);
+    ip.set_total_len(len as u16);
+    ip.set_ident(id);
+    ip.set_frag_field(frag);
+    ip.set_ttl(ttl);
+    ip.set_protocol(proto);
+    ip.set_src_addr(src);
+    ip.set_dst_addr(dst);
+    ip.fill_checksum();
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `SetTCPChecksum`: computes TCP checksums.
 
-use pronto_packet::wire::{be16, set_be16};
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::tcp::TcpPacket;
 use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::l4sum::l4_checksum;
@@ -61,24 +62,27 @@ impl SetTCPChecksum {
         if data.len() < nh + 20 || th > data.len() {
             return None;
         }
-        let hl = (data[nh] & 15) as usize * 4;
-        let plen = (be16(data, nh + 2) as usize).checked_sub(hl)?;
+        let ip = Ipv4Packet::new_unchecked(&data[nh..]);
+        let hl = ip.header_len();
+        let plen = (ip.total_len() as usize).checked_sub(hl)?;
+        let is_frag = ip.is_fragment();
         if hl < 20 || plen < 20 || plen > data.len() - th || nh + hl > th {
             return None;
         }
+        let (head, tail) = data.split_at_mut(th);
+        // plen >= 20 bytes of the segment are there.
+        let mut tcp = TcpPacket::new_unchecked(&mut tail[..plen]);
         if self.fixoff {
-            let off = (data[th + 12] >> 4) as usize * 4;
-            let is_frag = be16(data, nh + 6) & 0x3fff != 0;
+            let off = tcp.header_len();
             if off < 20 {
-                data[th + 12] = (data[th + 12] & 0x0f) | (5 << 4);
+                tcp.set_header_len(20);
             } else if off > plen && !is_frag {
-                data[th + 12] = (data[th + 12] & 0x0f) | (((plen >> 2) as u8) << 4);
+                tcp.set_header_len(plen);
             }
         }
-        set_be16(data, th + 16, 0);
-        let (head, tail) = data.split_at_mut(th);
+        tcp.set_checksum(0);
         let c = l4_checksum(&head[nh..nh + hl], &tail[..plen]);
-        set_be16(tail, 16, c);
+        TcpPacket::new_unchecked(tail).set_checksum(c);
         Some(0)
     }
 }

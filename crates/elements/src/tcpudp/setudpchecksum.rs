@@ -1,6 +1,7 @@
 //! `SetUDPChecksum`: computes UDP checksums.
 
-use pronto_packet::wire::{be16, set_be16};
+use pronto_packet::wire::ipv4::Ipv4Packet;
+use pronto_packet::wire::udp::UdpPacket;
 use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::l4sum::l4_checksum;
@@ -60,18 +61,19 @@ impl SetUDPChecksum {
         if data.len() < nh + 20 || th + 8 > data.len() {
             return false;
         }
-        let hl = (data[nh] & 15) as usize * 4;
-        if hl < 20 || be16(data, nh + 6) & 0x3fff != 0 || nh + hl > th {
+        let ip = Ipv4Packet::new_unchecked(&data[nh..]);
+        let hl = ip.header_len();
+        if hl < 20 || ip.is_fragment() || nh + hl > th {
             return false;
         }
-        let len = be16(data, th + 4) as usize;
-        if data.len() - th < len {
-            return false;
-        }
-        set_be16(data, th + 6, 0);
         let (head, tail) = data.split_at_mut(th);
+        let len = UdpPacket::new_unchecked(&*tail).len() as usize;
+        if tail.len() < len {
+            return false;
+        }
+        UdpPacket::new_unchecked(&mut *tail).set_checksum(0);
         let c = l4_checksum(&head[nh..nh + hl], &tail[..len]);
-        set_be16(tail, 6, c);
+        UdpPacket::new_unchecked(tail).set_checksum(c);
         true
     }
 

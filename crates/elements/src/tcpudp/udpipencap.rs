@@ -1,6 +1,8 @@
 //! `UDPIPEncap`: wraps packets in fixed UDP/IP headers.
 
-use pronto_packet::wire::{checksum, set_be16};
+use pronto_packet::wire::ipv4::{Ipv4Packet, IPV4_MIN_HEADER_LEN};
+use pronto_packet::wire::udp::UdpPacket;
+use pronto_packet::wire::IP_PROTO_UDP;
 use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::l4sum::l4_checksum;
@@ -104,26 +106,26 @@ impl UDPIPEncap {
         let id = self.id;
         self.id = self.id.wrapping_add(1);
         let d = p.data_mut();
-        d[0] = 0x45; // version 4, header length 20
-        d[1] = 0; // TOS
-        set_be16(d, 2, len as u16);
-        set_be16(d, 4, id);
-        set_be16(d, 6, 0); // no fragment flags
-        d[8] = 250; // TTL
-        d[9] = pronto_packet::wire::IP_PROTO_UDP;
-        set_be16(d, 10, 0);
-        d[12..16].copy_from_slice(&self.saddr);
-        d[16..20].copy_from_slice(&dst);
-        let c = checksum(&d[..20]);
-        set_be16(d, 10, c);
-        set_be16(d, 20, self.sport);
-        set_be16(d, 22, self.dport);
-        set_be16(d, 24, (len - 20) as u16);
-        set_be16(d, 26, 0);
+        let mut ip = Ipv4Packet::new_unchecked(&mut d[..IPV4_MIN_HEADER_LEN]);
+        ip.set_version_and_header_len(IPV4_MIN_HEADER_LEN);
+        ip.set_tos(0);
+        ip.set_total_len(len as u16);
+        ip.set_ident(id);
+        ip.set_frag_field(0); // no fragment flags
+        ip.set_ttl(250);
+        ip.set_protocol(IP_PROTO_UDP);
+        ip.set_src_addr(self.saddr);
+        ip.set_dst_addr(dst);
+        ip.fill_checksum();
+        let (ip, udp) = d.split_at_mut(IPV4_MIN_HEADER_LEN);
+        let mut u = UdpPacket::new_unchecked(&mut *udp);
+        u.set_src_port(self.sport);
+        u.set_dst_port(self.dport);
+        u.set_len((len - IPV4_MIN_HEADER_LEN) as u16);
+        u.set_checksum(0);
         if self.cksum {
-            let (ip, udp) = d.split_at_mut(20);
             let c = l4_checksum(ip, udp);
-            set_be16(udp, 6, c);
+            UdpPacket::new_unchecked(udp).set_checksum(c);
         }
         p.set_network_header(0, 20);
         Some(0)
@@ -174,6 +176,7 @@ impl Element for UDPIPEncap {
 mod tests {
     use super::*;
     use crate::tcpudp::testutil::{config_error, configure, packet, run_packets};
+    use pronto_packet::wire::checksum;
     use pronto_packet::Pool;
 
     #[test]

@@ -1,15 +1,27 @@
-//! Wire formats: Internet checksums, the offsets of the IPv4, TCP, UDP and
-//! ICMP fields pronto touches, and checked zero-copy header views
-//! (`ipv6`: the IPv6 header, its extension-header chain, ICMPv6 and
-//! Neighbor Discovery; `srv6`: the Segment Routing Header; `xlat`: IPv4/IPv6 translation and RFC 6052
-//! addresses).
+//! Wire formats: Internet checksums and checked zero-copy header views,
+//! one module per protocol: `ethernet` (Ethernet II, VLAN tags), `arp`,
+//! `ipv4`, `ipv6` (with its extension-header chain, ICMPv6 and Neighbor
+//! Discovery), `tcp`, `udp`, `icmp`, `srv6` (the Segment Routing Header),
+//! `xlat` (IPv4/IPv6 translation and RFC 6052 addresses), and `flow`, the
+//! one five-tuple parser every flow table reads packets through.
 //!
-//! The byte-slice helpers here are on the hot path; callers check lengths
-//! first. A view's `new_checked` checks once; its accessors then cannot
-//! fail.
+//! Views follow smoltcp's wire module: a view wraps a byte slice (`T:
+//! AsRef<[u8]>`, writable with `AsMut<[u8]>`); `new_checked` checks once
+//! that the fixed fields are inside it, and the accessors then read at
+//! fixed offsets and cannot fail. pronto's elements read and write packet
+//! headers through these views rather than at raw offsets. The byte-slice
+//! helpers here (`be16`, `addr4`, the checksums) are on the hot path;
+//! callers check lengths first.
 
+pub mod arp;
+pub mod ethernet;
+pub mod flow;
+pub mod icmp;
+pub mod ipv4;
 pub mod ipv6;
 pub mod srv6;
+pub mod tcp;
+pub mod udp;
 pub mod xlat;
 
 /// Why a view or a walk refused a packet.
