@@ -3,11 +3,11 @@
 // ICMPv6 errors, multicast destinations, unspecified or multicast sources),
 // SetIP6DSCP, IP6Fragmenter at 1280 and 200 (packets it cannot fragment to
 // ICMP6Error packet too big), IP6Mirror, GetIP6Address, IP6Encap(DST_ANNO),
-// MarkIP6Header + SetIP6Address + IP6Encap.
+// MarkIP6Header + SetIP6Address + IP6Encap, IP6Drop.
 src :: FromDump(input.pcap, STOP true);
 c :: Classifier(12/86dd, -);
 chk :: CheckIP6Header(2001:db8::bad);
-t :: Tee(4);
+t :: Tee(5);
 src -> c;
 c[1] -> Discard;
 c[0] -> Strip(14) -> chk -> IP6Print(in) -> t;
@@ -33,6 +33,10 @@ small[1] -> ptb :: ICMP6Error(2001:db8::ff, 2, 0, PMTU 200) -> SetTimestamp(1600
 t[3] -> MarkIP6Header -> SetIP6Address(2001:db8:eeee::1) -> IP6Encap(41, 2001:db8:ffff::2, DST_ANNO)
      -> EtherEncap(0x86dd, 02:00:00:00:00:0a, 02:00:00:00:00:0b) -> ToDump(output_encap.pcap);
 
+// FastClick's IP6Drop, deterministic: packets 1 to 4 of every 100 dropped.
+t[4] -> drop :: IP6Drop(DETERMINISTIC true, UDROPRATE 0.04)
+     -> EtherEncap(0x86dd, 02:00:00:00:00:0a, 02:00:00:00:00:0b) -> ToDump(output_drop.pcap);
+
 DriverManager(wait, print chk.drops, print chk.count, print dec.drops, print te.drops,
               print frag.fragments, print frag.drops, print small.fragments, print small.drops,
-              print ptb.drops);
+              print ptb.drops, print drop.drops, print drop.count);

@@ -213,8 +213,8 @@ def ether_out(p):
 def main():
     pkts = write_input(os.path.join(HERE, "input.pcap"), frames())
     bad_src = {a6("2001:db8::bad"), b"\xff" * 16}
-    outs = {k: [] for k in ("bad", "forward", "hlim", "tunnel", "frag200", "toobig", "encap")}
-    drops = count = dec_drops = 0
+    outs = {k: [] for k in ("bad", "forward", "hlim", "tunnel", "frag200", "toobig", "encap", "drop")}
+    drops = count = dec_drops = lost = 0
     frag, small = Fragmenter(1280), Fragmenter(200)
     te, ptb = Icmp6Error(3, 0), Icmp6Error(2, 0, 200)
     for p in pkts:
@@ -258,11 +258,17 @@ def main():
         q = p.copy()
         encap(q, "2001:db8:ffff::2", a6("2001:db8:eeee::1"))
         outs["encap"].append(ether_out(q))
+        # t[4]: IP6Drop(DETERMINISTIC true, UDROPRATE 0.04): the n-th packet
+        # (from 1) goes when n mod 100 < 4.
+        if count % 100 >= 4:
+            outs["drop"].append(ether_out(p.copy()))
+        else:
+            lost += 1
     for k, v in outs.items():
         write_todump(os.path.join(HERE, "expected_%s.pcap" % k), v)
     write_text(os.path.join(HERE, "expected.txt"),
                [drops, count, dec_drops, te.drops, frag.fragments, frag.drops,
-                small.fragments, small.drops, ptb.drops])
+                small.fragments, small.drops, ptb.drops, lost, count])
 
 
 main()

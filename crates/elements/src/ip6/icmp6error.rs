@@ -53,8 +53,8 @@ impl ICMP6Error {
              packet, from its IPv6 header on, as fits in 1280 bytes (IPv6's minimum\n\
              MTU). TYPE is an error type (1 destination unreachable, 2 packet too big,\n\
              3 time exceeded, 4 parameter problem) or 137 (redirect). Packet Too Big\n\
-             carries PMTU; Parameter Problem code 0 carries the parameter-problem\n\
-             annotation as its pointer; a Redirect carries the destination IPv6\n\
+             carries PMTU; Parameter Problem carries the parameter-problem annotation\n\
+             as its pointer (RFC 4443 3.4, every code); a Redirect carries the destination IPv6\n\
              annotation as its target, the packet's destination, and the packet in a\n\
              Redirected Header option (RFC 4861). The checksum is computed. The\n\
              message gets the network header annotation, the destination IPv6\n\
@@ -163,7 +163,7 @@ impl ICMP6Error {
         let mut body = ICMP6_HEADER_LEN;
         match self.icmp_type {
             icmp6_type::PACKET_TOO_BIG => msg[4..8].copy_from_slice(&self.pmtu.to_be_bytes()),
-            icmp6_type::PARAMETER_PROBLEM if self.code == 0 => {
+            icmp6_type::PARAMETER_PROBLEM => {
                 let ptr = p.anno_bytes()[ICMP_PARAMPROB_ANNO_OFFSET] as u32;
                 msg[4..8].copy_from_slice(&ptr.to_be_bytes());
             }
@@ -334,8 +334,12 @@ mod tests {
         assert_eq!(drops, "1");
         let (got, _) = run(&format!("{ME}, 4, 2"), vec![multi.clone()], |p| {
             p.annotations_mut().packet_type = PacketType::Broadcast;
+            p.anno_bytes_mut()[ICMP_PARAMPROB_ANNO_OFFSET] = 40;
         });
-        assert_eq!(got, vec![expected("2001:db8::1", 4, 2, [0; 4], &multi)]);
+        assert_eq!(
+            got,
+            vec![expected("2001:db8::1", 4, 2, [0, 0, 0, 40], &multi)]
+        );
         // No marked header.
         let pool = Pool::new(8).expect("pool");
         let mut e = configure(KW, ICMP6Error::configure, &format!("{ME}, 3, 0"), 1, 1).expect("ok");
