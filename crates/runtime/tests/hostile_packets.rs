@@ -10,9 +10,13 @@
 //! length, truncation at every length up to 80 bytes); ICMP errors quoting
 //! truncated or corrupted headers of real flows; fragment series with
 //! overlapping, huge and odd offsets; ARP with bad hardware/protocol lengths;
-//! 802.1Q tags; FTP PORT commands with garbage numbers; and valid packets of
-//! a few flows and their replies, so that stateful elements reach their
-//! reply paths.
+//! 802.1Q tags; FTP PORT commands with garbage numbers; IPv6 packets with
+//! extension-header chains of every length (hop-by-hop not first,
+//! destination options, type 0 and segment routing headers with bad
+//! segment counts, fragments of extension headers, authentication headers),
+//! jumbograms, Neighbor Discovery with bad options, and truncation at every
+//! length; and valid packets of a few flows and their replies, so that
+//! stateful elements reach their reply paths.
 //!
 //! Each class has one or more rows in [`ROWS`]: a small Click graph around
 //! the element, reading packets from the element `in`. Every row runs under
@@ -20,8 +24,10 @@
 //! stripped to the IP header and marked with `MarkIPHeader` (which checks
 //! nothing, so header lengths are hostile too) with the destination address
 //! annotation set; frames that passed `CheckIPHeader(CHECKSUM false)` (valid
-//! IP headers, hostile transport headers); and Ethernet frames with the IP
-//! header marked 14 bytes in. Sources (`FromDump`, `FromIPSummaryDump`,
+//! IP headers, hostile transport headers); Ethernet frames with the IP
+//! header marked 14 bytes in; and frames that passed `CheckIP6Header` with
+//! the IPv6 destination annotation set (valid fixed IPv6 headers, hostile
+//! extension headers and upper layers). Sources (`FromDump`, `FromIPSummaryDump`,
 //! `InfiniteSource`, ...) get rows of their own: `FromDump` reads corrupted
 //! pcap files, `FromIPSummaryDump` a dump full of garbage lines.
 //!
@@ -88,6 +94,10 @@ const FEEDS: &[(&str, &str)] = &[
     (
         "ether-marked",
         "hsrc :: FromDump($TRACE, STOP true) -> MarkIPHeader(14) -> GetIPAddress(30) -> in :: Null;",
+    ),
+    (
+        "checked-ip6",
+        "hsrc :: FromDump($TRACE, STOP true) -> Strip(14) -> chk :: CheckIP6Header -> GetIP6Address(24) -> in :: Null; chk[1] -> Discard;",
     ),
 ];
 
@@ -360,6 +370,7 @@ const ROWS: &[Row] = &[
     r("IPEncap", "in -> IPEncap(4, 1.0.0.1, 2.0.0.2) -> CheckIPHeader -> Discard;"),
     r("IPEncap", "in -> IPEncap(gre, 1.0.0.1, DST_ANNO, DF true, ECT true) -> Discard;"),
     r("IPFilter", two!("in -> x :: IPFilter(allow tcp dst port 80, 1 udp, deny icmp type echo, allow ip frag, 1 all);")),
+    r("IPFilter", two!("in -> x :: IPFilter(deny src net 2001:db8:bad::/48, allow tcp dst port 22 and (src net 10.0.0.0/8 or src net 2001:db8::/32), 1 icmp6 type neighbor-solicit or ip6 frag, 1 ip6 hlim < 2 and udp src port 53, allow ip6 nxt 0 and not transp[0:2] > 1024, deny all);")),
     r("IPFragmenter", two!("in -> x :: IPFragmenter(576);")),
     r("IPFragmenter", "in -> x :: IPFragmenter(68, HONOR_DF false) -> CheckIPHeader -> IPReassembler -> Discard;"),
     r("IPGWOptions", two!("in -> x :: IPGWOptions(10.0.0.1, 10.0.0.2 192.168.1.1);")),
@@ -1068,12 +1079,176 @@ fn hostile_frames(n: usize) -> Vec<Vec<u8>> {
                 ether(&mut f, 0x0800, &mut rng);
                 f.extend_from_slice(&ip);
             }
+            10..=13 => ipv6(&mut rng, &mut f),
+            14 => {
+                // Truncations of an IPv6 packet with extension headers,
+                // at a random step through its first 120 bytes.
+                let mut whole = Vec::new();
+                ipv6(&mut rng, &mut whole);
+                let mut cut = rng.below(8);
+                while cut < whole.len().min(121) {
+                    frames.push(whole[..cut].to_vec());
+                    cut += 1 + rng.below(8);
+                }
+                continue;
+            }
             _ => flow_packet(&mut rng, &mut f),
         }
         frames.push(f);
     }
     frames.truncate(n);
     frames
+}
+
+/// IPv6 addresses the hostile IPv6 packets use: documentation ones, a
+/// link-local, multicast (all-nodes, solicited-node), loopback,
+/// unspecified, IPv4-mapped.
+const ADDRS6: &[[u8; 16]] = &[
+    [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+    [
+        0x20, 0x01, 0x0d, 0xb8, 0x0b, 0xad, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9,
+    ],
+    [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5],
+    [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 2],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    [0; 16],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1],
+    [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8],
+];
+
+/// One hostile IPv6 packet in an Ethernet frame: a fixed header with a
+/// random (sometimes wrong) payload length and hop limit, a chain of 0 to
+/// 24 extension headers (hop-by-hop anywhere, destination options, routing
+/// type 0 or 4 with random segment counts, fragment headers with random
+/// offsets, authentication headers, a jumbo payload option), then TCP, UDP,
+/// ICMPv6 (echo, errors, Neighbor Discovery with random options) or
+/// nothing; sometimes cut short.
+fn ipv6(rng: &mut Rng, f: &mut Vec<u8>) {
+    ether(f, 0x86dd, rng);
+    let src = ADDRS6[rng.below(ADDRS6.len())];
+    let dst = ADDRS6[rng.below(ADDRS6.len())];
+    let mut body = Vec::new();
+    let nexts = [0u8, 60, 43, 44, 51, 135, 50, 59];
+    let chain = if rng.chance(50) {
+        rng.below(4)
+    } else {
+        rng.below(25)
+    };
+    let mut kinds = Vec::new();
+    for _ in 0..chain {
+        kinds.push(nexts[rng.below(nexts.len())]);
+    }
+    if rng.chance(15) {
+        // A clean chain of destination options around the walk's limit.
+        kinds = vec![60; 14 + rng.below(11)];
+    }
+    let upper = [6u8, 17, 58, 58, 58, 59, 41, 4][rng.below(8)];
+    let jumbo = rng.chance(15);
+    if jumbo {
+        kinds.insert(0, 0);
+    }
+    for (i, &k) in kinds.iter().enumerate() {
+        let next = kinds.get(i + 1).copied().unwrap_or(upper);
+        match k {
+            44 => {
+                let off = (rng.below(8192) as u16) << 3 | u16::from(rng.chance(50));
+                let off = if rng.chance(50) { off & 1 } else { off };
+                body.extend_from_slice(&[next, 0]);
+                body.extend_from_slice(&off.to_be_bytes());
+                body.extend_from_slice(&(rng.next() as u32).to_be_bytes());
+            }
+            51 => {
+                let len = rng.below(4);
+                body.extend_from_slice(&[next, len as u8 + 1, 0, 0]);
+                body.extend(std::iter::repeat_n(0u8, 4 + len * 4));
+            }
+            43 => {
+                let segs = rng.below(4);
+                let typ = if rng.chance(50) { 0 } else { 4 };
+                let left = rng.below(segs + 2) as u8;
+                let hlen = if rng.chance(80) {
+                    segs * 2
+                } else {
+                    rng.below(8)
+                };
+                body.extend_from_slice(&[next, hlen as u8, typ, left, segs as u8, 0, 0, 0]);
+                for _ in 0..hlen {
+                    let mut w = [0u8; 8];
+                    rng.fill(&mut w);
+                    body.extend_from_slice(&w);
+                }
+            }
+            _ if jumbo && i == 0 => {
+                // Hop-by-hop with a jumbo payload option (type 0xc2).
+                body.extend_from_slice(&[next, 0, 0xc2, 4]);
+                body.extend_from_slice(&(rng.next() as u32 | 65536).to_be_bytes());
+            }
+            _ => {
+                let len = if kinds.len() > 8 || rng.chance(90) {
+                    rng.below(3)
+                } else {
+                    rng.below(256)
+                };
+                body.extend_from_slice(&[next, len as u8, 1, 4, 0, 0, 0, 0]);
+                for _ in 0..len.min(3) {
+                    body.extend_from_slice(&[1, 6, 0, 0, 0, 0, 0, 0]);
+                }
+            }
+        }
+    }
+    match upper {
+        6 | 17 => {
+            let mut l4 = vec![0u8; if upper == 6 { 20 } else { 8 }];
+            rng.fill(&mut l4);
+            if upper == 6 {
+                l4[12] = if rng.chance(70) { 0x50 } else { rng.byte() & 0xf0 };
+            }
+            body.extend_from_slice(&l4);
+        }
+        58 => {
+            let t = [128u8, 129, 135, 136, 133, 134, 137, 1, 2, 3, 4][rng.below(11)];
+            body.extend_from_slice(&[t, rng.byte() & 1, 0, 0, 0, 0, 0, 0]);
+            if matches!(t, 135..=137) {
+                body.extend_from_slice(&ADDRS6[rng.below(ADDRS6.len())]);
+                for _ in 0..rng.below(4) {
+                    let len = if rng.chance(80) { 1 } else { rng.below(4) };
+                    body.extend_from_slice(&[1 + rng.below(5) as u8, len as u8]);
+                    body.extend(std::iter::repeat_n(0x11u8, (len * 8).saturating_sub(2)));
+                }
+            } else if t < 128 {
+                // An error quoting an IPv6 header.
+                body.extend_from_slice(&[0x60, 0, 0, 0, 0, 8, 17, 64]);
+                body.extend_from_slice(&dst);
+                body.extend_from_slice(&src);
+                body.extend_from_slice(&[0, 53, 0x30, 0x39, 0, 8, 0, 0]);
+            }
+        }
+        _ => {}
+    }
+    let mut payload = vec![0u8; rng.below(40)];
+    rng.fill(&mut payload);
+    body.extend_from_slice(&payload);
+    let plen = if jumbo {
+        0
+    } else if rng.chance(85) {
+        body.len() as u16
+    } else {
+        rng.next() as u16
+    };
+    let vtf = (6u32 << 28) | (rng.next() as u32 & 0x0fff_ffff);
+    f.extend_from_slice(&vtf.to_be_bytes());
+    f.extend_from_slice(&plen.to_be_bytes());
+    f.push(kinds.first().copied().unwrap_or(upper));
+    f.push([0u8, 1, 2, 64, 255][rng.below(5)]);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&body);
+    if rng.chance(10) {
+        let n = 14 + rng.below(f.len() - 13);
+        f.truncate(n);
+    }
 }
 
 /// A pcap file (microseconds, Ethernet) of `frames`.
@@ -1478,5 +1653,40 @@ fn every_class_survives_hostile_packets() {
         failures.len(),
         classes.len(),
         failures.join("")
+    );
+}
+
+#[test]
+fn the_hostile_trace_holds_ipv6_of_every_kind() {
+    let frames = hostile_frames(PACKETS);
+    let v6: Vec<&Vec<u8>> = frames
+        .iter()
+        .filter(|f| f.len() >= 14 && f[12..14] == [0x86, 0xdd])
+        .collect();
+    assert!(v6.len() > PACKETS / 10, "{} IPv6 frames", v6.len());
+    // Long chains (over the 16 a walk follows), jumbograms (payload
+    // length 0 with a hop-by-hop header), and fragments.
+    let long = v6
+        .iter()
+        .filter(|f| {
+            f.len() >= 54
+                && pronto_packet::wire::ipv6::walk(&f[14..], 16)
+                    == Err(pronto_packet::wire::WireError::TooManyHeaders)
+        })
+        .count();
+    let jumbo = v6
+        .iter()
+        .filter(|f| f.len() >= 54 && f[18..20] == [0, 0] && f[20] == 0)
+        .count();
+    let frag = v6
+        .iter()
+        .filter(|f| {
+            f.len() >= 54
+                && pronto_packet::wire::ipv6::walk(&f[14..], 32).is_ok_and(|w| w.fragment.is_some())
+        })
+        .count();
+    assert!(
+        long > 10 && jumbo > 5 && frag > 50,
+        "long {long}, jumbo {jumbo}, fragments {frag}"
     );
 }
