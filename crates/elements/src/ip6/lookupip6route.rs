@@ -89,8 +89,8 @@ impl LookupIP6Route {
              route for the same prefix replaces an earlier one.\n\n\
              The table is a Poptrie: an 18-bit direct level, then nodes of 6 bits\n\
              compressed with bitmaps; a lookup under a /48 reads five small nodes,\n\
-             and the 200,000-prefix table of bench/route6_table.py takes about\n\
-             19 MB. Adding or removing a prefix longer than /18 rebuilds one\n\
+             and the 200,000-prefix table of bench/route6_table.py takes 12.5 MB.\n\
+             Adding or removing a prefix longer than /18 rebuilds one\n\
              subtree (fast); a shorter prefix rebuilds every subtree under it.\n\n\
              Keyword ROUTES FILE (pronto extension): also reads routes from FILE, one\n\
              per line in the same syntax (`#' starts a comment); errors name\n\

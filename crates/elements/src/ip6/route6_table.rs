@@ -8,18 +8,27 @@
 //!   (1 MiB). An entry is either a leaf (the value of the longest prefix of
 //!   at most 18 bits covering it, flag [`LEAF`]) or the index of the root
 //!   node of a subtree.
-//! - **Nodes of stride 6**, each 24 bytes: a 64-bit `vector` (bit *i*:
+//! - **Nodes of stride 6**, each 32 bytes: a 64-bit `vector` (bit *i*:
 //!   slot *i* has a child node), a 64-bit `leafvec` (bit *i*: slot *i* is a
 //!   leaf whose value differs from the previous leaf slot's) and two base
 //!   indexes. A node's children are contiguous, as are its distinct leaves,
 //!   so a slot's child or leaf is found by counting the set bits below it
 //!   (`popcount`): no pointer per slot, and runs of equal leaves (what leaf
 //!   pushing makes) take one entry. Values are pushed to the leaves when
-//!   the trie is built, so a lookup stops at the first leaf.
+//!   the trie is built, so a lookup stops at the first leaf. A node with at
+//!   most three distinct leaves (most nodes at the bottom: a /48 inside its
+//!   /32 is three runs) keeps them in its last 12 bytes, so the lookup that
+//!   ends there reads nothing more; 32-byte nodes never straddle two cache
+//!   lines.
 //! - A /48 is reached in 5 node reads below the direct level, a /32 in 3,
 //!   a /64 in 8; /128 host routes go down 19 levels, only on their own
 //!   path. Lookups of a batch walk the levels in lock step
-//!   ([`Lpm6::lookup_many`]), so the cache misses of a batch overlap.
+//!   ([`Lpm6::lookup_many`]), every read of a level issued before any is
+//!   used, so the cache misses of a batch overlap. The arrays are on
+//!   transparent huge pages (random reads over megabytes would otherwise
+//!   miss the TLB too). Each subtree is laid out breadth first above /30
+//!   (the upper levels, read by most lookups, packed together) and depth
+//!   first below (the chain of nodes above a lone /48 in adjacent lines).
 //!
 //! Why not the others: a 16-8-8... multibit trie with uncompressed 256-slot
 //! nodes needs a node per level for every /48 below its /32 (about 1 KiB
@@ -32,11 +41,12 @@
 //! few small reads and its nodes compact.
 //!
 //! **Memory** for the 200,000-prefix table of `bench/route6_table.py`
-//! (see [`Lpm6::lookup_bytes`] and the `route6_lookup` bench): the direct
-//! array (1 MiB) plus about 560,000 nodes (13 MiB) and 1.1 million leaves
-//! (4.4 MiB), about 19 MiB searched by lookups; the control state (the
-//! prefix map, the per-slot arrays: 6.3 MiB plus about 64 bytes per prefix)
-//! is read only by updates.
+//! (printed by the `route_lookup` bench; [`Lpm6::lookup_bytes`],
+//! [`Lpm6::shape`]): the direct array (1 MiB), 373,305 nodes (11.4 MiB)
+//! and 25,496 out-of-node leaves (0.1 MiB): 12.5 MiB searched by lookups,
+//! about 65 bytes per prefix. The control state, read only by updates: the
+//! per-slot arrays (2.3 MiB) and the prefix map (a B-tree, roughly 50 bytes
+//! per prefix, 10 MiB).
 //!
 //! **Updates** rebuild the subtree of each direct slot the prefix touches:
 //! one slot for prefixes longer than /18 (milliseconds at most), 2^(18-len)
@@ -60,27 +70,40 @@ pub const LEAF: u32 = 1 << 31;
 /// The largest value the table stores.
 pub const MAX_VALUE: u32 = LEAF - 1;
 
-/// One trie node (24 bytes).
+/// One trie node (32 bytes: two to a cache line, none straddling two).
 #[derive(Clone, Copy, Debug, Default)]
 struct Node {
     /// Bit i: slot i has a child node.
     vector: u64,
     /// Bit i: slot i is a leaf starting a run of equal leaf values.
     leafvec: u64,
-    /// Index in `leaves` of the node's first distinct leaf.
-    base0: u32,
-    /// Index in `nodes` of the node's first child.
+    /// Index in `nodes` of the node's first child, with [`INLINE`] when
+    /// the node's leaves are stored in the node.
     base1: u32,
+    /// Index in `leaves` of the node's first distinct leaf, or (inline)
+    /// the first leaf.
+    base0: u32,
+    /// Inline: the second and third leaves.
+    extra: u64,
 }
 
+/// Flag in `Node::base1`: the node's (at most three) distinct leaves are in
+/// the node itself, so the lookup that ends there reads nothing more. Most
+/// nodes at the bottom of the trie (a /48 or /32 inside its covering
+/// prefix: three runs) are such nodes.
+const INLINE: u32 = 1 << 31;
+/// Most leaves a node holds inline.
+const MAX_INLINE: usize = 3;
+
 impl Node {
-    /// The node as three 64-bit words (its form in the node array).
+    /// The node as four 64-bit words (its form in the node array).
     #[inline]
-    fn words(&self) -> [u64; 3] {
+    fn words(&self) -> [u64; NODE_WORDS] {
         [
             self.vector,
             self.leafvec,
-            u64::from(self.base0) | u64::from(self.base1) << 32,
+            u64::from(self.base1) | u64::from(self.base0) << 32,
+            self.extra,
         ]
     }
 
@@ -89,8 +112,25 @@ impl Node {
         Node {
             vector: w[0],
             leafvec: w[1],
-            base0: w[2] as u32,
-            base1: (w[2] >> 32) as u32,
+            base1: w[2] as u32,
+            base0: (w[2] >> 32) as u32,
+            extra: w[3],
+        }
+    }
+
+    /// The first child's index.
+    #[inline]
+    fn children(&self) -> u32 {
+        self.base1 & !INLINE
+    }
+
+    /// Leaf `r` (0-based among the node's distinct leaves) when inline.
+    #[inline]
+    fn inline_leaf(&self, r: u32) -> u32 {
+        match r {
+            0 => self.base0,
+            1 => self.extra as u32,
+            _ => (self.extra >> 32) as u32,
         }
     }
 }
@@ -126,12 +166,6 @@ impl<T: TableItem> HugeVec<T> {
         self.t = t;
     }
 
-    fn push(&mut self, v: T) {
-        self.reserve(1);
-        self.t[self.len] = v;
-        self.len += 1;
-    }
-
     fn extend_from_slice(&mut self, v: &[T]) {
         self.reserve(v.len());
         self.t[self.len..self.len + v.len()].copy_from_slice(v);
@@ -163,8 +197,11 @@ impl<T: TableItem> std::ops::DerefMut for HugeVec<T> {
     }
 }
 
+/// Subtrees are laid out breadth first above this bit, depth first below.
+const DEPTH_FIRST: u32 = 30;
+
 /// Words per node in the node array.
-const NODE_WORDS: usize = 3;
+const NODE_WORDS: usize = 4;
 
 /// Where a direct slot's subtree lies in the node and leaf arrays.
 #[derive(Clone, Copy, Debug)]
@@ -431,7 +468,25 @@ impl Lpm6 {
         let node = self.node_count() as u32;
         let leaf = self.leaves.len() as u32;
         self.nodes.resize(self.nodes.len() + NODE_WORDS, 0);
-        self.build_node(node as usize, &under, DIRECT_BITS, default);
+        // The upper levels breadth first: each is contiguous, so their few
+        // nodes, read by most lookups, share cache lines with each other
+        // rather than with deep nodes. From bit DEPTH_FIRST down, depth
+        // first: a node's child block follows it, so the chain of nodes
+        // above a lone long prefix lies in one or two cache lines.
+        let mut queue = std::collections::VecDeque::new();
+        queue.push_back((node as usize, under, DIRECT_BITS, default));
+        while let Some(task) = queue.pop_front() {
+            if task.2 < DEPTH_FIRST {
+                let (at, under, off, default) = task;
+                queue.extend(self.build_node(at, &under, off, default));
+                continue;
+            }
+            let mut stack = vec![task];
+            while let Some((at, under, off, default)) = stack.pop() {
+                let kids = self.build_node(at, &under, off, default);
+                stack.extend(kids.into_iter().rev());
+            }
+        }
         self.spans.insert(
             s as u32,
             Span {
@@ -446,8 +501,15 @@ impl Lpm6 {
 
     /// Fills node `at`, whose slots cover bits `off..off + 6`, from the
     /// prefixes under it (all longer than `off`, in address order), with
-    /// `default` where none applies; appends its leaves and children.
-    fn build_node(&mut self, at: usize, under: &[Prefix], off: u32, default: u32) {
+    /// `default` where none applies; appends its leaves and room for its
+    /// children, and returns what each child is to be built from.
+    fn build_node(
+        &mut self,
+        at: usize,
+        under: &[Prefix],
+        off: u32,
+        default: u32,
+    ) -> Vec<(usize, Vec<Prefix>, u32, u32)> {
         let mut vals = [default; 64];
         let mut here: Vec<&Prefix> = under
             .iter()
@@ -479,41 +541,56 @@ impl Lpm6 {
         for &(slot, _, _) in &groups {
             vector |= 1 << slot;
         }
-        let base0 = self.leaves.len() as u32;
         let mut leafvec = 0u64;
-        let mut last = None;
+        let mut runs = [0u32; 64];
+        let mut nruns = 0;
         for (slot, &v) in vals.iter().enumerate() {
             if vector >> slot & 1 != 0 {
                 continue;
             }
-            if last != Some(v) {
+            if nruns == 0 || runs[nruns - 1] != v {
                 leafvec |= 1 << slot;
-                self.leaves.push(v);
-                last = Some(v);
+                runs[nruns] = v;
+                nruns += 1;
             }
         }
         let base1 = self.node_count() as u32;
-        self.nodes
-            .resize(self.nodes.len() + groups.len() * NODE_WORDS, 0);
-        self.set_node(
-            at,
+        let node = if nruns <= MAX_INLINE {
             Node {
                 vector,
                 leafvec,
-                base0,
+                base1: base1 | INLINE,
+                base0: runs[0],
+                extra: u64::from(runs[1]) | u64::from(runs[2]) << 32,
+            }
+        } else {
+            let base0 = self.leaves.len() as u32;
+            self.leaves.extend_from_slice(&runs[..nruns]);
+            Node {
+                vector,
+                leafvec,
                 base1,
-            },
-        );
-        for (k, &(slot, start, end)) in groups.iter().enumerate() {
-            // Only prefixes longer than `off + 6` are in the group, and
-            // each lies inside the slot: the child's invariant holds.
-            let sub: Vec<Prefix> = under[start..end]
-                .iter()
-                .filter(|p| u32::from(p.1) > off + STRIDE)
-                .copied()
-                .collect();
-            self.build_node(base1 as usize + k, &sub, off + STRIDE, vals[slot as usize]);
-        }
+                base0,
+                extra: 0,
+            }
+        };
+        self.nodes
+            .resize(self.nodes.len() + groups.len() * NODE_WORDS, 0);
+        self.set_node(at, node);
+        groups
+            .iter()
+            .enumerate()
+            .map(|(k, &(slot, start, end))| {
+                // Only prefixes longer than `off + 6` are in the group, and
+                // each lies inside the slot: the child's invariant holds.
+                let sub: Vec<Prefix> = under[start..end]
+                    .iter()
+                    .filter(|p| u32::from(p.1) > off + STRIDE)
+                    .copied()
+                    .collect();
+                (base1 as usize + k, sub, off + STRIDE, vals[slot as usize])
+            })
+            .collect()
     }
 
     /// Compacts the node and leaf arrays when most of them is dead.
@@ -539,10 +616,15 @@ impl Lpm6 {
                 [span.node as usize * NODE_WORDS..(span.node + span.nodes) as usize * NODE_WORDS];
             for w in words.chunks(NODE_WORDS) {
                 let n = Node::from_words(w);
+                let inline = n.base1 & INLINE;
                 nodes.extend_from_slice(
                     &Node {
-                        base0: (i64::from(n.base0) + dl) as u32,
-                        base1: (i64::from(n.base1) + dn) as u32,
+                        base0: if inline != 0 {
+                            n.base0
+                        } else {
+                            (i64::from(n.base0) + dl) as u32
+                        },
+                        base1: (i64::from(n.children()) + dn) as u32 | inline,
                         ..n
                     }
                     .words(),
@@ -574,11 +656,15 @@ impl Lpm6 {
             let n = self.node(idx);
             let v = chunk(a, off);
             if n.vector >> v & 1 != 0 {
-                idx = n.base1 as usize + (n.vector & upto(v)).count_ones() as usize - 1;
+                idx = n.children() as usize + (n.vector & upto(v)).count_ones() as usize - 1;
                 off += STRIDE;
             } else {
-                return self.leaves
-                    [n.base0 as usize + (n.leafvec & upto(v)).count_ones() as usize - 1];
+                let r = (n.leafvec & upto(v)).count_ones() - 1;
+                return if n.base1 & INLINE != 0 {
+                    n.inline_leaf(r)
+                } else {
+                    self.leaves[(n.base0 + r) as usize]
+                };
             }
         }
     }
@@ -628,13 +714,18 @@ impl Lpm6 {
                 let node = buf[k];
                 let v = chunk(addrs[i], off);
                 if node.vector >> v & 1 != 0 {
-                    idx[i] = node.base1 + (node.vector & upto(v)).count_ones() - 1;
+                    idx[i] = node.children() + (node.vector & upto(v)).count_ones() - 1;
                     pending[keep] = i as u16;
                     keep += 1;
                 } else {
-                    leaf[i] = node.base0 + (node.leafvec & upto(v)).count_ones() - 1;
-                    at_leaf[nl] = i as u16;
-                    nl += 1;
+                    let r = (node.leafvec & upto(v)).count_ones() - 1;
+                    if node.base1 & INLINE != 0 {
+                        out[i] = node.inline_leaf(r);
+                    } else {
+                        leaf[i] = node.base0 + r;
+                        at_leaf[nl] = i as u16;
+                        nl += 1;
+                    }
                 }
             }
             np = keep;
