@@ -1148,33 +1148,26 @@ fn v6_field_name(t: i32) -> &'static str {
 }
 
 /// The upper-layer protocol test in the IPv6 layout (its next-header
-/// byte holds the protocol after the extension headers).
+/// byte, bits 8-15 of the word at 4, holds the protocol after the
+/// extension headers).
 fn proto6_expr(p: i32) -> Expr {
-    let t = |v: i32| {
-        Expr::test(
-            Space::Primary,
-            4,
-            0x0000_FF00,
-            (v as u32 & 0xFF) << 8,
-            false,
-        )
-    };
-    if p == PROTO_TCP_OR_UDP {
-        Expr::or(vec![t(PROTO_TCP), t(PROTO_UDP)])
-    } else if p >= 256 {
-        Expr::Const(true)
-    } else {
-        t(p)
-    }
+    proto_test(p, 4, 8)
 }
 
+/// The IPv4 protocol test (bits 16-23 of the word at 8).
 fn proto_expr(p: i32) -> Expr {
+    proto_test(p, 8, 16)
+}
+
+/// A protocol test on the byte at bit `shift` of the word at `off`:
+/// `tcpudp` is either, pseudo-protocols (`transp`, `payload`) any.
+fn proto_test(p: i32, off: u32, shift: u32) -> Expr {
     let t = |v: i32| {
         Expr::test(
             Space::Primary,
-            8,
-            0x00FF_0000,
-            (v as u32 & 0xFF) << 16,
+            off,
+            0xFF << shift,
+            (v as u32 & 0xFF) << shift,
             false,
         )
     };

@@ -354,6 +354,24 @@ fn api_ports(sock: &Path) -> std::collections::BTreeMap<String, serde_json::Valu
         .collect()
 }
 
+/// A POST through the API that must create (201).
+fn post_created(sock: &Path, path: &str, body: serde_json::Value) {
+    use common::api::{self, To};
+    let r = api::call(&To::Unix(sock), "POST", path, body.to_string().as_bytes());
+    assert_eq!(r.status, 201, "{path}: {}", r.text());
+}
+
+/// A sender's configuration: 2,000 60-byte frames a second from `src` to
+/// `dst` (EtherType 0x88b5) out of `eth0`.
+fn sender_config(dst: [u8; 6], src: [u8; 6]) -> String {
+    let mut f = [0u8; 60];
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&src);
+    f[12..14].copy_from_slice(&[0x88, 0xb5]);
+    let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
+    format!("RatedSource(DATA \\<{hex}>, RATE 2000) -> ToDevice(eth0);")
+}
+
 #[test]
 fn a_restarting_instance_keeps_its_port_and_frames_for_it_are_not_flooded_to_other_tenants() {
     use common::api::{self, To};
@@ -364,10 +382,7 @@ fn a_restarting_instance_keeps_its_port_and_frames_for_it_are_not_flooded_to_oth
     let dir = common::scratch("daemon-noflood");
     let _d = start(&dir);
     let sock = dir.join("sock");
-    let post = |path: &str, body: serde_json::Value| {
-        let r = api::call(&To::Unix(&sock), "POST", path, body.to_string().as_bytes());
-        assert_eq!(r.status, 201, "{path}: {}", r.text());
-    };
+    let post = |path: &str, body: serde_json::Value| post_created(&sock, path, body);
     post("/v1/tenants", serde_json::json!({"name": "ta"}));
     post("/v1/tenants", serde_json::json!({"name": "tb"}));
     let counting = "FromDevice(eth0) -> c :: Counter -> Discard;";
@@ -383,15 +398,10 @@ fn a_restarting_instance_keeps_its_port_and_frames_for_it_are_not_flooded_to_oth
             "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0a:01"}]}),
     );
     // A sender of tenant ta: 2,000 frames a second for `target`.
-    let mut f = [0u8; 60];
-    f[..6].copy_from_slice(&[2, 0, 0, 0, 0x0a, 1]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0x0a, 2]);
-    f[12..14].copy_from_slice(&[0x88, 0xb5]);
-    let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
     post(
         "/v1/instances",
         serde_json::json!({"name": "sender", "tenant": "ta",
-            "config": format!("RatedSource(DATA \\<{hex}>, RATE 2000) -> ToDevice(eth0);"),
+            "config": sender_config([2, 0, 0, 0, 0x0a, 1], [2, 0, 0, 0, 0x0a, 2]),
             "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0a:02"}]}),
     );
     wait_until("target receives", || {
@@ -459,7 +469,6 @@ fn a_restarting_instance_keeps_its_port_and_frames_for_it_are_not_flooded_to_oth
 
 #[test]
 fn the_switchs_thread_restarts_under_traffic_and_keeps_its_ports() {
-    use common::api::{self, To};
     if !is_root() {
         eprintln!("SKIPPED the_switchs_thread_restarts_under_traffic_...: sandboxes need root");
         return;
@@ -467,10 +476,7 @@ fn the_switchs_thread_restarts_under_traffic_and_keeps_its_ports() {
     let dir = common::scratch("daemon-swthread");
     let _d = start(&dir);
     let sock = dir.join("sock");
-    let post = |path: &str, body: serde_json::Value| {
-        let r = api::call(&To::Unix(&sock), "POST", path, body.to_string().as_bytes());
-        assert_eq!(r.status, 201, "{path}: {}", r.text());
-    };
+    let post = |path: &str, body: serde_json::Value| post_created(&sock, path, body);
     post("/v1/tenants", serde_json::json!({"name": "ta"}));
     post(
         "/v1/instances",
@@ -478,15 +484,10 @@ fn the_switchs_thread_restarts_under_traffic_and_keeps_its_ports() {
             "config": "FromDevice(eth0) -> c :: Counter -> Discard;",
             "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0c:01"}]}),
     );
-    let mut f = [0u8; 60];
-    f[..6].copy_from_slice(&[2, 0, 0, 0, 0x0c, 1]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0x0c, 2]);
-    f[12..14].copy_from_slice(&[0x88, 0xb5]);
-    let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
     post(
         "/v1/instances",
         serde_json::json!({"name": "sender", "tenant": "ta",
-            "config": format!("RatedSource(DATA \\<{hex}>, RATE 2000) -> ToDevice(eth0);"),
+            "config": sender_config([2, 0, 0, 0, 0x0c, 1], [2, 0, 0, 0, 0x0c, 2]),
             "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0c:02"}]}),
     );
     wait_until("target receives", || {
