@@ -17,6 +17,7 @@ const FAMILIES: &[&str] = &[
     "test",
     "nfp",
     "ip",
+    "ip6",
     "tcpudp",
     "ethernet",
     "app",
