@@ -1203,7 +1203,11 @@ fn ipv6(rng: &mut Rng, f: &mut Vec<u8>) {
             let mut l4 = vec![0u8; if upper == 6 { 20 } else { 8 }];
             rng.fill(&mut l4);
             if upper == 6 {
-                l4[12] = if rng.chance(70) { 0x50 } else { rng.byte() & 0xf0 };
+                l4[12] = if rng.chance(70) {
+                    0x50
+                } else {
+                    rng.byte() & 0xf0
+                };
             }
             body.extend_from_slice(&l4);
         }
