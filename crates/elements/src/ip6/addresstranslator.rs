@@ -99,17 +99,20 @@ impl AddressTranslator {
              packets of the allocating direction, on the mapped ones otherwise); flows\n\
              with port mapping (NSTATIC 0) are looked up by their four-tuple. A packet of\n\
              the other direction with no mapping, or for which none can be made, is\n\
-             dropped. ICMPv6 packets map with ports 0.\n\n\
+             dropped. ICMPv6 packets map with ports 0, except echo requests and replies\n\
+             under port mapping (NSTATIC 0): their identifier is mapped as the inner or\n\
+             mapped port, the remote port being 0, as RFC 6146 does.\n\n\
              TCP and UDP checksums are adjusted for the changed address and port (a UDP\n\
              checksum of 0 stays 0); the ICMPv6 checksum is computed afresh. Other\n\
              protocols, and packets too short for their headers or their payload length,\n\
              are dropped.\n\n\
              Differences from Click: Click recomputes TCP/UDP checksums (a corrupt one\n\
              becomes valid), recomputes the ICMPv6 checksum only for types 1 to 4, 128\n\
-             and 129, reads uninitialized ports for ICMPv6 and for inward packets of a\n\
-             static port mapping (pronto: port 0, and the entry's inner port), and hands\n\
-             out the same port again when the range holds one port; mappings are never\n\
-             removed in either.\n\n\
+             and 129, reads uninitialized ports for ICMPv6 (so echo does not pass its\n\
+             port mapping) and for inward packets of a static port mapping (pronto: port\n\
+             0 or the echo identifier, and the entry's inner port), and hands out the\n\
+             same port again when the range holds one port; mappings are never removed\n\
+             in either.\n\n\
              Ports: 2 inputs, 2 outputs (push).\n\
              Handlers:\n  drops (read)             packets dropped\n  \
              mapping_failures (read)  new flows for which no mapping was free\n  \
@@ -368,8 +371,17 @@ impl AddressTranslator {
         }
         let src = addr16(d, 8);
         let dst = addr16(d, 24);
+        // With port mapping, an ICMPv6 echo's identifier is its port on the
+        // inner (and mapped) side, the remote end's port 0 (RFC 6146).
+        let echo_id = self.nstatic == 0
+            && self.dynamic_ports
+            && port_off.is_none()
+            && end >= IP6_HEADER_LEN + 8
+            && matches!(d[IP6_HEADER_LEN], 128 | 129);
         let (sp, dp) = match port_off {
             Some(()) => (be16(d, 40), be16(d, 42)),
+            None if echo_id && inward => (0, be16(d, 44)),
+            None if echo_id => (be16(d, 44), 0),
             None => (0, 0),
         };
         let (mut inner, mut iport, mut mapped, mut mport);
@@ -422,6 +434,9 @@ impl AddressTranslator {
                 set_be16(d, c, v);
             }
         } else {
+            if echo_id {
+                set_be16(d, 44, new_p);
+            }
             set_be16(d, c, 0);
             let len = end - IP6_HEADER_LEN;
             let (s, t) = (addr16(d, 8), addr16(d, 24));
@@ -673,6 +688,55 @@ mod tests {
         .is_none());
         assert_eq!(read(e.as_ref(), "mappings"), "2");
         assert_eq!(read(e.as_ref(), "mapping_failures"), "1");
+    }
+
+    /// An ICMPv6 echo request (128) or reply (129) with identifier `id`
+    /// and sequence 7, checksum valid.
+    fn echo6(kind: u8, src: &str, dst: &str, id: u16) -> Vec<u8> {
+        let mut p = pkt6(58, src, 0, dst, 0);
+        p[40] = kind;
+        p[44..46].copy_from_slice(&id.to_be_bytes());
+        p[46..48].copy_from_slice(&7u16.to_be_bytes());
+        p[42..44].copy_from_slice(&[0, 0]);
+        let c = !fold(ones_sum(
+            &p[40..],
+            pseudo_header_sum(&p[8..24], &p[24..40], 58, 8),
+        ));
+        p[42..44].copy_from_slice(&c.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn dynamic_port_mapping_maps_echo_identifiers() {
+        let pool = Pool::new(16).expect("pool");
+        let mut e = configure(
+            &[],
+            AddressTranslator::configure,
+            "0, true, true, false, 64:ff9b::a00:9 6000 6010",
+            2,
+            2,
+        )
+        .expect("configures");
+        let r = "64:ff9b::102:304";
+        let m = "64:ff9b::a00:9";
+        let (o, q) = go(e.as_mut(), &pool, 0, &echo6(128, "fec0::a", r, 0x1234)).expect("out");
+        assert_eq!((o, q), (0, echo6(128, m, r, 6000)));
+        // The same identifier again keeps its mapping; another one gets the
+        // next port; the same identifier from another host too.
+        let (_, q) = go(e.as_mut(), &pool, 0, &echo6(128, "fec0::a", r, 0x1234)).expect("again");
+        assert_eq!(q, echo6(128, m, r, 6000));
+        let (_, q) = go(e.as_mut(), &pool, 0, &echo6(128, "fec0::b", r, 0x1234)).expect("b");
+        assert_eq!(q, echo6(128, m, r, 6001));
+        // Replies find their way back by the mapped identifier.
+        let (o, q) = go(e.as_mut(), &pool, 1, &echo6(129, r, m, 6001)).expect("reply b");
+        assert_eq!((o, q), (1, echo6(129, r, "fec0::b", 0x1234)));
+        let (_, q) = go(e.as_mut(), &pool, 1, &echo6(129, r, m, 6000)).expect("reply a");
+        assert_eq!(q, echo6(129, r, "fec0::a", 0x1234));
+        // An identifier nobody was given, or a reply from elsewhere: dropped.
+        assert!(go(e.as_mut(), &pool, 1, &echo6(129, r, m, 6002)).is_none());
+        assert!(go(e.as_mut(), &pool, 1, &echo6(129, "64:ff9b::1", m, 6000)).is_none());
+        assert_eq!(read(e.as_ref(), "mappings"), "2");
+        assert_eq!(read(e.as_ref(), "drops"), "2");
     }
 
     #[test]
