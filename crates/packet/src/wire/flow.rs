@@ -240,47 +240,60 @@ pub struct Flow {
     pub icmp_type: u8,
 }
 
-/// How many bytes of the transport header a flow reads, by protocol
-/// (`full`: a packet; otherwise a quote, of which RFC 792 promises 8).
+/// Fills ports, flags and type from the transport header `l4`, one match
+/// on the protocol that also checks the length it needs (`full`: a packet;
+/// otherwise a quote, of which RFC 792 promises 8 bytes, and TCP flags are
+/// not read). `Truncated` if `l4` is shorter than what the protocol's
+/// fields need (TCP 20, SCTP/DCCP 12, UDP/UDP-Lite/ICMP/ICMPv6 8).
 #[inline(always)]
-fn l4_need(proto: u8, full: bool) -> usize {
-    match proto {
-        proto::TCP if full => 20,
-        proto::SCTP | proto::DCCP if full => 12,
-        proto::TCP | proto::UDP | proto::UDPLITE | proto::SCTP | proto::DCCP => 8,
-        proto::ICMP | proto::ICMPV6 => 8,
-        _ => 0,
-    }
-}
-
-/// Fills ports, flags and type from the transport header `l4` (already
-/// long enough for `proto`).
-#[inline(always)]
-fn read_l4(f: &mut Flow, l4: &[u8], full: bool) {
+fn read_l4(f: &mut Flow, l4: &[u8], full: bool) -> Result<(), WireError> {
+    let need = |n: usize| {
+        if l4.len() < if full { n } else { 8 } {
+            Err(WireError::Truncated)
+        } else {
+            Ok(())
+        }
+    };
     match f.tuple.proto {
-        proto::TCP | proto::UDP | proto::UDPLITE | proto::SCTP | proto::DCCP => {
+        proto::TCP => {
+            need(20)?;
             f.tuple.sport = be16(l4, 0);
             f.tuple.dport = be16(l4, 2);
-            if f.tuple.proto == proto::TCP && full {
+            if full {
                 f.tcp_flags = l4[13];
             }
         }
-        proto::ICMP if f.tuple.family == Family::V4 => {
-            f.icmp_type = l4[0];
-            if icmp_type::is_echo(l4[0]) {
+        proto::UDP | proto::UDPLITE => {
+            need(8)?;
+            f.tuple.sport = be16(l4, 0);
+            f.tuple.dport = be16(l4, 2);
+        }
+        proto::ICMP | proto::ICMPV6 => {
+            need(8)?;
+            let t = l4[0];
+            let echo = if f.tuple.family == Family::V4 {
+                f.tuple.proto == proto::ICMP && icmp_type::is_echo(t)
+            } else {
+                f.tuple.proto == proto::ICMPV6
+                    && (t == icmp6_type::ECHO_REQUEST || t == icmp6_type::ECHO_REPLY)
+            };
+            let ours = (f.tuple.family == Family::V4) == (f.tuple.proto == proto::ICMP);
+            if ours {
+                f.icmp_type = t;
+            }
+            if echo {
                 let id = be16(l4, 4);
                 (f.tuple.sport, f.tuple.dport) = (id, id);
             }
         }
-        proto::ICMPV6 if f.tuple.family == Family::V6 => {
-            f.icmp_type = l4[0];
-            if l4[0] == icmp6_type::ECHO_REQUEST || l4[0] == icmp6_type::ECHO_REPLY {
-                let id = be16(l4, 4);
-                (f.tuple.sport, f.tuple.dport) = (id, id);
-            }
+        proto::SCTP | proto::DCCP => {
+            need(12)?;
+            f.tuple.sport = be16(l4, 0);
+            f.tuple.dport = be16(l4, 2);
         }
         _ => {}
     }
+    Ok(())
 }
 
 impl Flow {
@@ -337,10 +350,7 @@ impl Flow {
             }
             f.fragment = Fragment::First;
         }
-        if l4.len() < l4_need(p, full) {
-            return Err(WireError::Truncated);
-        }
-        read_l4(&mut f, l4, full);
+        read_l4(&mut f, l4, full)?;
         Ok(f)
     }
 
@@ -369,11 +379,7 @@ impl Flow {
         if matches!(w.protocol, next_header::ESP | next_header::NO_NEXT) {
             return Ok(f);
         }
-        let l4 = &l3[w.offset..];
-        if l4.len() < l4_need(w.protocol, true) {
-            return Err(WireError::Truncated);
-        }
-        read_l4(&mut f, l4, true);
+        read_l4(&mut f, &l3[w.offset..], true)?;
         Ok(f)
     }
 }
