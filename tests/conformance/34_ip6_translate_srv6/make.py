@@ -286,7 +286,16 @@ def main():
             if q6.nh not in (6, 17, 58):
                 drops["at"] += 1
                 continue
-            ports = (q6.payload.sport, q6.payload.dport) if q6.nh != 58 else (0, 0)
+            # ICMPv6 maps with ports 0, except an echo (request or reply)
+            # under port mapping: its identifier is the inner port, the
+            # remote port 0 (RFC 6146).
+            echo = q6.nh == 58 and q6.payload.type in (128, 129)
+            if q6.nh != 58:
+                ports = (q6.payload.sport, q6.payload.dport)
+            elif echo:
+                ports = (q6.payload.id, 0)
+            else:
+                ports = (0, 0)
             key = (q6.src, ports[0], q6.dst, ports[1])
             if key not in flows:
                 if 5000 + len(flows) > 5004:
@@ -296,6 +305,8 @@ def main():
                 flows[key] = 5000 + len(flows)
             q6.src = M("10.0.0.9")
             if q6.nh == 58:
+                if echo:
+                    q6.payload.id = flows[key]
                 del q6.payload.cksum
             else:
                 q6.payload.sport = flows[key]
