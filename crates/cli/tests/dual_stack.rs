@@ -17,83 +17,10 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
-use common::netns::{missing_prerequisite, must, sh};
-
-struct Routed {
-    ns: [String; 3],
-    children: Vec<Child>,
-}
-
-impl Routed {
-    fn exec(&self, which: usize, args: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns[which]]).args(args);
-        c
-    }
-
-    fn spawn(&mut self, which: usize, args: &[&str]) {
-        let child = self
-            .exec(which, args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-        self.children.push(child);
-    }
-
-    fn output(&self, which: usize, args: &[&str]) -> (bool, String) {
-        let o = self
-            .exec(which, args)
-            .output()
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-        (
-            o.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            ),
-        )
-    }
-
-    /// Runs `args` in the client until it succeeds or `secs` pass.
-    fn until(&self, secs: u64, args: &[&str]) -> (bool, String) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let (ok, out) = self.output(0, args);
-            if ok || Instant::now() > deadline {
-                return (ok, out);
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Routed {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        for n in &self.ns {
-            let _ = sh(&["ip", "netns", "del", n]);
-        }
-    }
-}
-
-/// The MAC address of `dev` in namespace `ns`.
-fn mac_of(ns: &str, dev: &str) -> String {
-    let o = sh(&["ip", "-n", ns, "-o", "link", "show", dev]);
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    text.split_whitespace()
-        .skip_while(|w| *w != "link/ether")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no MAC for {dev}: {text}"))
-        .to_string()
-}
+use common::netns::{mac_of, missing_prerequisite, must, Routed};
 
 #[test]
 fn real_clients_cross_the_dual_stack_router_over_ipv4_and_ipv6() {
@@ -232,7 +159,11 @@ fn real_clients_cross_the_dual_stack_router_over_ipv4_and_ipv6() {
     );
 
     // TCP over IPv6: iperf3 for two seconds, and a web page with curl.
-    t.spawn(2, &["iperf3", "-s", "-1", "-B", "2001:db8:2::1"]);
+    t.spawn(
+        2,
+        &["iperf3", "-s", "-1", "-B", "2001:db8:2::1"],
+        Stdio::null(),
+    );
     t.spawn(
         2,
         &[
@@ -243,6 +174,7 @@ fn real_clients_cross_the_dual_stack_router_over_ipv4_and_ipv6() {
             "--bind",
             "2001:db8:2::1",
         ],
+        Stdio::null(),
     );
     std::thread::sleep(Duration::from_millis(500));
     let (ok, out) = t.until(

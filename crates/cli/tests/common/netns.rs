@@ -10,6 +10,7 @@
 //! ```
 
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Whether `tool` is on `PATH`.
 pub fn have(tool: &str) -> bool {
@@ -180,4 +181,85 @@ impl Drop for Topology {
             let _ = sh(&["ip", "netns", "del", n]);
         }
     }
+}
+
+/// Three namespaces (client, middle, server) joined by routing through
+/// the middle: the namespaces and the processes started in them go when
+/// it is dropped.
+pub struct Routed {
+    /// Client, middle and server namespace names.
+    pub ns: [String; 3],
+    /// Processes killed before the namespaces go.
+    pub children: Vec<Child>,
+}
+
+impl Routed {
+    /// A command run inside namespace `which`.
+    pub fn exec(&self, which: usize, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns[which]]).args(args);
+        c
+    }
+
+    /// Starts `args` in namespace `which`, its standard error to `stderr`.
+    pub fn spawn(&mut self, which: usize, args: &[&str], stderr: impl Into<Stdio>) {
+        let child = self
+            .exec(which, args)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        self.children.push(child);
+    }
+
+    /// Runs `args` in namespace `which`: success, stdout and stderr.
+    pub fn output(&self, which: usize, args: &[&str]) -> (bool, String) {
+        let o = self
+            .exec(which, args)
+            .output()
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        (
+            o.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    }
+
+    /// Runs `args` in the client until it succeeds or `secs` pass.
+    pub fn until(&self, secs: u64, args: &[&str]) -> (bool, String) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let (ok, out) = self.output(0, args);
+            if ok || Instant::now() > deadline {
+                return (ok, out);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Routed {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for n in &self.ns {
+            let _ = sh(&["ip", "netns", "del", n]);
+        }
+    }
+}
+
+/// The MAC address of `dev` in namespace `ns`.
+pub fn mac_of(ns: &str, dev: &str) -> String {
+    let o = sh(&["ip", "-n", ns, "-o", "link", "show", dev]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.split_whitespace()
+        .skip_while(|w| *w != "link/ether")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no MAC for {dev}: {text}"))
+        .to_string()
 }
