@@ -427,6 +427,15 @@ fn help_and_global_options_work_where_a_user_puts_them() {
         assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
         assert!(stdout(&o).starts_with("pronto: network functions"), "{cmd}");
     }
+    // A bench experiment's --help prints the options and starts nothing
+    // (it used to run a campaign with the defaults).
+    for sub in ["chaos", "soak", "switch", "nfp"] {
+        let o = run(pronto().args(["bench", sub, "--help"]));
+        assert_eq!(o.status.code(), Some(0), "bench {sub}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.starts_with("pronto bench: experiments"), "{sub}: {out}");
+        assert!(out.contains("--strict"), "{sub}: {out}");
+    }
     // `pronto --json ls` is `pronto ls --json`: it reaches the command.
     let o = run(pronto().args(["--json", "--socket", "/nonexistent/prontod.sock", "ls"]));
     assert_eq!(o.status.code(), Some(1));
