@@ -9,8 +9,8 @@
 
 use std::ptr::NonNull;
 
-/// Element types a table can hold: plain integers, valid when all bytes
-/// are zero.
+/// Element types a table can hold: plain integers (and fixed arrays of
+/// them), valid when all bytes are zero.
 pub trait TableItem: Copy + sealed::Sealed {}
 
 mod sealed {
@@ -23,7 +23,7 @@ macro_rules! items {
         impl TableItem for $t {}
     )*};
 }
-items!(u8, u16, u32, u64);
+items!(u8, u16, u32, u64, [u64; 4]);
 
 const HUGE: usize = 2 << 20;
 

@@ -108,7 +108,7 @@ impl Node {
     }
 
     #[inline]
-    fn from_words(w: &[u64]) -> Node {
+    fn from_words(w: &[u64; NODE_WORDS]) -> Node {
         Node {
             vector: w[0],
             leafvec: w[1],
@@ -241,8 +241,8 @@ fn upto(v: u32) -> u64 {
 /// A Poptrie over 128-bit prefixes (see the module documentation).
 pub struct Lpm6 {
     direct: HugeVec<u32>,
-    /// Nodes, [`NODE_WORDS`] words each.
-    nodes: HugeVec<u64>,
+    /// Nodes, as [`NODE_WORDS`] words each.
+    nodes: HugeVec<[u64; NODE_WORDS]>,
     leaves: HugeVec<u32>,
     /// Nodes and leaves no subtree uses any more.
     dead_nodes: usize,
@@ -344,7 +344,7 @@ impl Lpm6 {
     /// Bytes a lookup may read: the direct array, the nodes and the leaves
     /// (including space left by updates and not yet compacted).
     pub fn lookup_bytes(&self) -> usize {
-        self.direct.len() * 4 + self.nodes.len() * 8 + self.leaves.len() * 4
+        self.direct.len() * 4 + self.nodes.len() * 32 + self.leaves.len() * 4
     }
 
     /// Nodes and leaves in use (for the documentation's figures).
@@ -356,16 +356,16 @@ impl Lpm6 {
     }
 
     fn node_count(&self) -> usize {
-        self.nodes.len() / NODE_WORDS
+        self.nodes.len()
     }
 
     fn set_node(&mut self, at: usize, n: Node) {
-        self.nodes[at * NODE_WORDS..(at + 1) * NODE_WORDS].copy_from_slice(&n.words());
+        self.nodes[at] = n.words();
     }
 
     #[inline]
     fn node(&self, at: usize) -> Node {
-        Node::from_words(&self.nodes[at * NODE_WORDS..(at + 1) * NODE_WORDS])
+        Node::from_words(&self.nodes[at])
     }
 
     /// Stores `value` for `a/len`; returns the value it replaces.
@@ -467,7 +467,7 @@ impl Lpm6 {
             .collect();
         let node = self.node_count() as u32;
         let leaf = self.leaves.len() as u32;
-        self.nodes.resize(self.nodes.len() + NODE_WORDS, 0);
+        self.nodes.resize(self.nodes.len() + 1, [0; NODE_WORDS]);
         // The upper levels breadth first: each is contiguous, so their few
         // nodes, read by most lookups, share cache lines with each other
         // rather than with deep nodes. From bit DEPTH_FIRST down, depth
@@ -575,7 +575,7 @@ impl Lpm6 {
             }
         };
         self.nodes
-            .resize(self.nodes.len() + groups.len() * NODE_WORDS, 0);
+            .resize(self.nodes.len() + groups.len(), [0; NODE_WORDS]);
         self.set_node(at, node);
         groups
             .iter()
@@ -603,32 +603,28 @@ impl Lpm6 {
         let live_nodes = self.node_count() - self.dead_nodes;
         let live_leaves = self.leaves.len() - self.dead_leaves;
         let mut nodes = HugeVec::new();
-        nodes.reserve(live_nodes * NODE_WORDS);
+        nodes.reserve(live_nodes);
         let mut leaves = HugeVec::new();
         leaves.reserve(live_leaves);
         for (&s, span) in self.spans.iter_mut() {
-            let (n0, l0) = ((nodes.len() / NODE_WORDS) as u32, leaves.len() as u32);
+            let (n0, l0) = (nodes.len() as u32, leaves.len() as u32);
             let (dn, dl) = (
                 i64::from(n0) - i64::from(span.node),
                 i64::from(l0) - i64::from(span.leaf),
             );
-            let words = &self.nodes
-                [span.node as usize * NODE_WORDS..(span.node + span.nodes) as usize * NODE_WORDS];
-            for w in words.chunks(NODE_WORDS) {
+            for w in &self.nodes[span.node as usize..(span.node + span.nodes) as usize] {
                 let n = Node::from_words(w);
                 let inline = n.base1 & INLINE;
-                nodes.extend_from_slice(
-                    &Node {
-                        base0: if inline != 0 {
-                            n.base0
-                        } else {
-                            (i64::from(n.base0) + dl) as u32
-                        },
-                        base1: (i64::from(n.children()) + dn) as u32 | inline,
-                        ..n
-                    }
-                    .words(),
-                );
+                nodes.extend_from_slice(&[Node {
+                    base0: if inline != 0 {
+                        n.base0
+                    } else {
+                        (i64::from(n.base0) + dl) as u32
+                    },
+                    base1: (i64::from(n.children()) + dn) as u32 | inline,
+                    ..n
+                }
+                .words()]);
             }
             leaves.extend_from_slice(
                 &self.leaves[span.leaf as usize..(span.leaf + span.leaves) as usize],
@@ -683,56 +679,72 @@ impl Lpm6 {
         // Every read of a level is issued before any of its results is
         // tested: a test on a value still in flight would stall the loop
         // (or squash the reads after a mispredicted branch), and the cache
-        // misses would queue instead of overlapping.
+        // misses would queue instead of overlapping. The walk reads the
+        // address's top 64 bits, all that lookups down to /58 need, from a
+        // `u64`.
+        // Lane numbers are masked with `LANE` where they index the lane
+        // arrays: a proof the compiler needs to drop the bounds checks.
+        const LANE: usize = BATCH_MAX - 1;
+        const _: () = assert!(BATCH_MAX <= 256 && BATCH_MAX.is_power_of_two());
         let n = addrs.len().min(out.len()).min(BATCH_MAX);
+        let (addrs, out) = (&addrs[..n], &mut out[..n]);
+        let mut hi = [0u64; BATCH_MAX];
         let mut idx = [0u32; BATCH_MAX];
-        for (e, &a) in idx[..n].iter_mut().zip(addrs) {
-            *e = self.direct[(a >> (128 - DIRECT_BITS)) as usize];
-        }
-        let mut pending = [0u16; BATCH_MAX];
+        let mut pending = [0u8; BATCH_MAX];
         let mut np = 0;
-        for i in 0..n {
-            if idx[i] & LEAF != 0 {
-                out[i] = idx[i] & !LEAF;
-            } else {
-                pending[np] = i as u16;
-                np += 1;
-            }
+        for (i, (&a, o)) in addrs.iter().zip(out.iter_mut()).enumerate() {
+            let a = (a >> 64) as u64;
+            hi[i & LANE] = a;
+            let e = self.direct[(a >> (64 - DIRECT_BITS)) as usize];
+            idx[i & LANE] = e;
+            *o = e & !LEAF;
+            pending[np & LANE] = i as u8;
+            np += usize::from(e & LEAF == 0);
         }
-        let mut leaf = [0u32; BATCH_MAX];
-        let mut at_leaf = [0u16; BATCH_MAX];
-        let mut nl = 0;
-        let mut buf = [Node::default(); BATCH_MAX];
+        // Lanes whose leaf is out of the node: (lane, leaf index).
+        let mut far = [(0u8, 0u32); BATCH_MAX];
+        let mut nf = 0;
+        let mut vec = [0u64; BATCH_MAX];
         let mut off = DIRECT_BITS;
         while np > 0 {
-            for k in 0..np {
-                buf[k] = self.node(idx[pending[k] as usize] as usize);
+            let np_ = np.min(BATCH_MAX);
+            // The first word of each node, its vector: the one read that
+            // misses the cache; the rest of the node is in the same line.
+            for (v, &i) in vec[..np_].iter_mut().zip(&pending[..np_]) {
+                *v = self.nodes[idx[usize::from(i)] as usize][0];
             }
             let mut keep = 0;
-            for k in 0..np {
-                let i = pending[k] as usize;
-                let node = buf[k];
-                let v = chunk(addrs[i], off);
-                if node.vector >> v & 1 != 0 {
-                    idx[i] = node.children() + (node.vector & upto(v)).count_ones() - 1;
-                    pending[keep] = i as u16;
+            for k in 0..np_ {
+                let i = usize::from(pending[k]);
+                let c = if off + STRIDE <= 64 {
+                    (hi[i] >> (64 - STRIDE - off)) as u32 & 63
+                } else {
+                    chunk(addrs[i], off)
+                };
+                let vector = vec[k];
+                let below = upto(c);
+                let node = &self.nodes[idx[i] as usize];
+                if vector >> c & 1 != 0 {
+                    let base1 = node[2] as u32;
+                    idx[i] = (base1 & !INLINE) + (vector & below).count_ones() - 1;
+                    pending[keep & LANE] = i as u8;
                     keep += 1;
                 } else {
-                    let r = (node.leafvec & upto(v)).count_ones() - 1;
+                    let node = Node::from_words(node);
+                    let r = (node.leafvec & below).count_ones() - 1;
                     if node.base1 & INLINE != 0 {
                         out[i] = node.inline_leaf(r);
                     } else {
-                        leaf[i] = node.base0 + r;
-                        at_leaf[nl] = i as u16;
-                        nl += 1;
+                        far[nf & LANE] = (i as u8, node.base0 + r);
+                        nf += 1;
                     }
                 }
             }
             np = keep;
             off += STRIDE;
         }
-        for &i in &at_leaf[..nl] {
-            out[i as usize] = self.leaves[leaf[i as usize] as usize];
+        for &(i, l) in &far[..nf.min(BATCH_MAX)] {
+            out[usize::from(i)] = self.leaves[l as usize];
         }
     }
 }
