@@ -445,3 +445,44 @@ fn help_and_global_options_work_where_a_user_puts_them() {
         stderr(&o)
     );
 }
+
+/// A merge that waits for a source switched on later: the sources' and the
+/// queue's notifiers keep `TimeSortedSched(STOP true)` going until every
+/// input is done, and wake its puller when the late source starts.
+#[test]
+fn time_sorted_merge_follows_its_inputs_notifiers() {
+    let dir = scratch("tss-notifiers");
+    let dump = |name: &str, rows: &[(&str, &str)]| {
+        let mut t = String::from("!data timestamp ip_src\n");
+        for (ts, a) in rows {
+            t.push_str(&format!("{ts} {a}\n"));
+        }
+        std::fs::write(dir.join(name), t).expect("write a dump");
+    };
+    dump(
+        "a",
+        &[("0.0", "1.0.0.0"), ("0.1", "1.0.0.1"), ("0.2", "1.0.0.2")],
+    );
+    dump("b", &[("0.05", "1.0.1.0"), ("0.15", "1.0.1.1")]);
+    dump(
+        "c",
+        &[("0.3", "1.0.2.0"), ("0.4", "1.0.2.1"), ("0.5", "1.0.2.2")],
+    );
+    let conf = "a :: FromIPSummaryDump(a); b :: FromIPSummaryDump(b);
+        c :: FromIPSummaryDump(c, ACTIVE false);
+        t :: TimeSortedSched(STOP true);
+        a -> [0]t; b -> [1]t; c -> Queue -> [2]t;
+        t -> ToIPSummaryDump(-, FIELDS ip_src);
+        DriverManager(wait, write c.active true, wait)";
+    let o = run(pronto().current_dir(&dir).args(["run", "-e", conf]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let got: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| !l.starts_with('!'))
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        got,
+        ["1.0.0.0", "1.0.1.0", "1.0.0.1", "1.0.1.1", "1.0.0.2", "1.0.2.0", "1.0.2.1", "1.0.2.2"]
+    );
+}

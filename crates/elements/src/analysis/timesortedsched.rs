@@ -3,8 +3,8 @@
 use pronto_packet::{Batch, Packet};
 
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, PullInputs,
-    PullOne, Spec,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, NotifierKind,
+    NotifierRole, Out, PullInputs, PullOne, Spec,
 };
 
 /// Answers each pull with the earliest-timestamped packet among those it
@@ -18,6 +18,9 @@ pub struct TimeSortedSched {
     /// Inputs with room, in Click's bookkeeping order.
     ready: Vec<usize>,
     stop: bool,
+    /// STOP: a pull found nothing and no input's notifier active; the
+    /// driver is stopped if the next pull finds the same (see `pull_one`).
+    stop_pending: bool,
     last_emission: i64,
     well_ordered: bool,
 }
@@ -36,8 +39,9 @@ impl TimeSortedSched {
              packets (default 1) from each. Its inputs should each deliver packets in\n\
              timestamp order; a larger BUFFER copes with slight disorder. With STOP\n\
              true (default false) it stops the driver when it holds nothing and no\n\
-             input gives a packet (pronto has no notifiers: an input that has nothing\n\
-             at that moment counts as exhausted).\n\n\
+             input's notifier says packets may come (a source at its end, an empty\n\
+             queue). It is itself an empty notifier: active while it holds packets\n\
+             or any input's notifier is.\n\n\
              Ports: any number of pull inputs, 1 pull output.\n\
              Handlers:\n  well_ordered (read)  false once a packet left earlier than the one\n  \
              before it",
@@ -59,6 +63,7 @@ impl TimeSortedSched {
             space: vec![buffer; n],
             ready: (0..n).collect(),
             stop,
+            stop_pending: false,
             last_emission: 0,
             well_ordered: true,
         }))
@@ -111,14 +116,20 @@ impl TimeSortedSched {
 
 impl PullOne for TimeSortedSched {
     fn pull_one(&mut self, _port: usize, _now: i64, inputs: &mut dyn PullInputs) -> Option<Packet> {
+        // As Click's: an input whose notifier is active may give packets
+        // (even if it has none at this instant); only when none is active
+        // is the merge over.
         let mut signals_on = false;
         // Fill up from the inputs with room, last first.
         let mut r = self.ready.len();
         while r > 0 {
             r -= 1;
             let i = self.ready[r];
+            if !inputs.input_active(i) {
+                continue;
+            }
+            signals_on = true;
             while let Some(p) = inputs.pull_input(i) {
-                signals_on = true;
                 self.heap.push((p, i));
                 self.push_heap();
                 self.space[i] -= 1;
@@ -141,11 +152,24 @@ impl PullOne for TimeSortedSched {
                 if self.space[i] == 1 {
                     self.ready.push(i);
                 }
+                self.stop_pending = false;
                 Some(p)
             }
             None => {
+                // Click pulls one packet per task run, so a push source
+                // feeding a queue upstream runs between two pulls; pronto's
+                // pullers take a batch per run. The stop waits for the next
+                // pull, after the other tasks had their turn, and happens
+                // only if that one finds nothing either.
                 if self.stop && !signals_on {
-                    inputs.stop_driver();
+                    if self.stop_pending {
+                        self.stop_pending = false;
+                        inputs.stop_driver();
+                    } else {
+                        self.stop_pending = true;
+                    }
+                } else {
+                    self.stop_pending = false;
                 }
                 None
             }
@@ -164,6 +188,17 @@ impl Element for TimeSortedSched {
 
     fn held(&self) -> usize {
         self.heap.len()
+    }
+
+    fn notifier(&self, kind: NotifierKind, port: usize) -> NotifierRole {
+        match (kind, port) {
+            (NotifierKind::Empty, 0) => NotifierRole::Derived,
+            _ => NotifierRole::None,
+        }
+    }
+
+    fn signal(&self, _kind: NotifierKind, _port: usize, upstream: &dyn Fn(usize) -> bool) -> bool {
+        !self.heap.is_empty() || self.stop_pending || (0..self.space.len()).any(upstream)
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -196,6 +231,10 @@ mod tests {
         fn stop_driver(&mut self) {
             self.1 += 1;
         }
+        /// An input's notifier: active while its queue holds packets.
+        fn input_active(&mut self, input: usize) -> bool {
+            self.0 .0.get(input).is_some_and(|q| !q.is_empty())
+        }
     }
 
     fn run(conf: &str, a: &[i64], b: &[i64]) -> (Vec<i64>, u32, Box<dyn Element>) {
@@ -218,6 +257,9 @@ mod tests {
             while let Some(p) = tss.pull_one(0, 0, &mut inputs) {
                 got.push(p.timestamp_ns());
             }
+            // The first empty pull only marks the stop; the next makes it.
+            assert_eq!(inputs.1, 0);
+            assert!(tss.pull_one(0, 0, &mut inputs).is_none());
         }
         (got, inputs.1, e)
     }
@@ -245,5 +287,61 @@ mod tests {
             1,
         );
         assert_eq!(config_err(r), "BUFFER must be at least 1");
+    }
+
+    #[test]
+    fn an_input_whose_notifier_is_active_keeps_the_merge_going() {
+        let pool = Pool::new(8).expect("pool");
+        let mut e = configure(
+            &["STOP", "BUFFER"],
+            TimeSortedSched::configure,
+            "STOP true",
+            2,
+            1,
+        )
+        .expect("ok");
+        // Input 1 is a queue that is empty now but whose source is still
+        // active (its notifier on): no stop, and the notifier stays on.
+        struct Live(Stopping, bool);
+        impl PullInputs for Live {
+            fn pull_input(&mut self, input: usize) -> Option<Packet> {
+                self.0.pull_input(input)
+            }
+            fn stop_driver(&mut self) {
+                self.0.stop_driver();
+            }
+            fn input_active(&mut self, input: usize) -> bool {
+                (input == 1 && self.1) || self.0.input_active(input)
+            }
+        }
+        let mut inputs = Live(
+            Stopping(Queues(vec![VecDeque::new(), VecDeque::new()]), 0),
+            true,
+        );
+        let tss = e.as_pull_one().expect("pull one");
+        for _ in 0..3 {
+            assert!(tss.pull_one(0, 0, &mut inputs).is_none());
+        }
+        assert_eq!(inputs.0 .1, 0);
+        // A packet arrives; then the source ends: two empty pulls stop.
+        let mut p = pkt(&pool, &[0]);
+        p.set_timestamp_ns(7);
+        inputs.0 .0 .0[1].push_back(p);
+        assert_eq!(
+            tss.pull_one(0, 0, &mut inputs).map(|p| p.timestamp_ns()),
+            Some(7)
+        );
+        inputs.1 = false;
+        assert!(tss.pull_one(0, 0, &mut inputs).is_none());
+        assert_eq!(inputs.0 .1, 0);
+        assert!(
+            e.signal(NotifierKind::Empty, 0, &|_| false),
+            "a pending stop keeps its puller awake for the last pull"
+        );
+        let tss = e.as_pull_one().expect("pull one");
+        assert!(tss.pull_one(0, 0, &mut inputs).is_none());
+        assert_eq!(inputs.0 .1, 1);
+        assert!(!e.signal(NotifierKind::Empty, 0, &|_| false));
+        assert!(e.signal(NotifierKind::Empty, 0, &|i| i == 1));
     }
 }

@@ -16,8 +16,8 @@ use super::ipsumdump::{
 use super::pcap::os_error_text;
 use crate::util::cfg_err;
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
-    TaskStatus,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, NotifierKind,
+    NotifierRole, Out, Spec, TaskStatus,
 };
 use pronto_classify::names::{icmp_code_by_name, icmp_type_by_name};
 
@@ -1607,6 +1607,20 @@ impl Element for FromIPSummaryDump {
 
     fn capacity(&self) -> usize {
         1
+    }
+
+    fn notifier(&self, kind: NotifierKind, port: usize) -> NotifierRole {
+        // Pulled, it says whether packets may come (Click's empty notifier):
+        // not while inactive, nor once the file is read to its end.
+        if self.pull && kind == NotifierKind::Empty && port == 0 {
+            NotifierRole::Signal
+        } else {
+            NotifierRole::None
+        }
+    }
+
+    fn signal(&self, _kind: NotifierKind, _port: usize, _up: &dyn Fn(usize) -> bool) -> bool {
+        self.active && !(self.ended && self.held.is_none())
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
