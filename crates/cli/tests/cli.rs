@@ -486,3 +486,20 @@ fn time_sorted_merge_follows_its_inputs_notifiers() {
         ["1.0.0.0", "1.0.1.0", "1.0.0.1", "1.0.1.1", "1.0.0.2", "1.0.2.0", "1.0.2.1", "1.0.2.2"]
     );
 }
+
+/// `TimeFilter(END_CALL ...)` calls a script's handler at the first packet
+/// past the end and decides that packet after the call: the script extends
+/// the interval twice, then lets the end stand.
+#[test]
+fn time_filter_end_call_is_made_before_its_packet_is_decided() {
+    let dir = scratch("timefilter-endcall");
+    std::fs::write(dir.join("f"), "!data timestamp\n0.1\n0.2\n1.0\n1.2\n5.5\n").expect("dump");
+    let conf = "FromIPSummaryDump(f, STOP true)
+            -> t :: TimeFilter(0, 1, END_CALL s.run $t) -> c :: Counter -> Discard;
+        DriverManager(pause, print c.count, print t.end, stop);
+        s :: Script(TYPE PASSIVE, init x 0, goto exit $(gt $x 1), set x $(add $x 1),
+                    print $1, write t.extend_interval 1)";
+    let o = run(pronto().current_dir(&dir).args(["run", "-e", conf]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "1.000000\n5.500000\n4\n3.000000\n");
+}

@@ -541,6 +541,10 @@ pub struct Control {
     /// packets move on: `calls` to make, or (for the runtime's own packet
     /// `Script`) the packets themselves to run through the script.
     pub pending: bool,
+    /// After the calls, push the element again with an empty batch on the
+    /// same input: it parked packets that wait for a call's effect
+    /// ([`Out::call_and_resume`]).
+    pub resume: bool,
 }
 
 /// Full output batches of one element call, kept in emission order until
@@ -783,6 +787,19 @@ impl<'a> Out<'a> {
             self.ctrl.calls.push(c.clone());
             self.ctrl.pending = true;
         }
+    }
+
+    /// Calls a write handler whose effect the element needs before it can
+    /// go on (Click's synchronous `call_write` in the middle of a batch,
+    /// as `TimeFilter`'s `END_CALL`): the element keeps the packets it has
+    /// not decided (counted by [`Element::held`]); when this call returns
+    /// the runtime makes the call, then pushes the element again, with an
+    /// empty batch on the same input, to finish them.
+    #[cold]
+    pub fn call_and_resume(&mut self, c: &HandlerCall) {
+        self.call(c);
+        self.ctrl.resume = true;
+        self.ctrl.pending = true;
     }
 }
 

@@ -805,9 +805,41 @@ impl Router {
         };
         if self.ctrl.pending {
             self.after_call(node, port, batch, &mut ob);
+            self.resume(node, port, &mut ob);
         }
         self.forward(node, pass, batch, &mut ob);
         self.outbufs[node] = Some(ob);
+    }
+
+    /// An element that asked to be pushed again once its calls were made
+    /// ([`Out::call_and_resume`]) finishes the packets it parked: what it
+    /// passes or emits goes into its output buffers, after what its first
+    /// call emitted, so that the order is the packets' order.
+    #[cold]
+    fn resume(&mut self, node: usize, port: usize, ob: &mut OutBufs) {
+        while std::mem::take(&mut self.ctrl.resume) {
+            let mut b = self.take_scratch();
+            let now = self.run_now;
+            let pass = {
+                let OutBufs { bufs, spill } = &mut *ob;
+                let mut out = Out::with_spill(bufs, spill, &self.pool, now, &mut self.ctrl);
+                self.elems[node].push(port, &mut b, &mut out);
+                out.passed()
+            };
+            if self.ctrl.pending {
+                self.after_call(node, port, &mut b, ob);
+            }
+            match pass.filter(|&p| p < ob.bufs.len()) {
+                Some(o) => {
+                    for p in b.drain() {
+                        ob.spill.emit(&mut ob.bufs, o, p);
+                    }
+                }
+                // Passed to no output: dropped, as `forward` drops it.
+                None => b.clear(),
+            }
+            self.put_scratch(b);
+        }
     }
 
     /// Sends the element's results on, in output port order (Click's Tee
@@ -954,6 +986,7 @@ impl Router {
         };
         if self.ctrl.pending {
             self.after_call(node, input, &mut got, &mut ob);
+            self.resume(node, input, &mut ob);
         }
         // The answer: what was passed or emitted to `port`, as much as the
         // puller asked for room for. What does not fit (an element that
@@ -1135,6 +1168,7 @@ impl Router {
         };
         if self.ctrl.pending {
             self.after_call(node, 0, &mut batch, &mut ob);
+            self.resume(node, 0, &mut ob);
         }
         self.forward(node, pass, &mut batch, &mut ob);
         self.acct_switch(prev);

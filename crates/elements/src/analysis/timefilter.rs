@@ -1,10 +1,11 @@
 //! `TimeFilter`: passes packets whose timestamps lie in a range.
 
-use pronto_packet::Batch;
+use pronto_packet::{Batch, Packet};
 
 use super::{parse_time, unparse_time, TimeArg};
 use crate::{
-    push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerCall, HandlerError, HandlerInfo, Out,
+    Spec,
 };
 
 /// How the range's ends are anchored.
@@ -30,6 +31,19 @@ pub struct TimeFilter {
     /// Stop the driver at the first packet past the end.
     stop: bool,
     stop_armed: bool,
+    /// `END_CALL` other than `stop`: called (with `$t` the packet's
+    /// timestamp) at a packet past the end, whose fate waits for the call.
+    end_call: Option<HandlerCall>,
+    /// The call may be made (Click's `_last_h_ready`): once, until a write
+    /// moves the end.
+    call_ready: bool,
+    /// The end when the call was made: a call that moved it may be made
+    /// again for the same packet.
+    prev_end: i64,
+    /// A call was made; the packet that made it and those after it wait in
+    /// `parked` for the runtime to push again ([`Out::call_and_resume`]).
+    waiting: bool,
+    parked: Box<Batch>,
     has_out1: bool,
     drops: u64,
 }
@@ -64,9 +78,11 @@ impl TimeFilter {
              start is START (absolute), START_AFTER (after the first packet's\n\
              timestamp) or START_DELAY (after the router starts); the end is END,\n\
              END_AFTER, END_DELAY, or INTERVAL (after the start). Give at most one of\n\
-             each. STOP true stops the driver at the first packet past the end;\n\
-             END_CALL `stop' does the same (pronto calls no other handler from\n\
-             here).\n\n\
+             each. STOP true stops the driver at the first packet past the end.\n\
+             END_CALL `HANDLER [VALUE]' is written instead, `$t' in VALUE replaced by\n\
+             that packet's timestamp; the packet is decided after the call (again while\n\
+             calls move the end past it), so a handler that extends the interval lets\n\
+             it through. The call is made once until the end is written again.\n\n\
              Ports: 1 input (agnostic); 1 or 2 outputs (agnostic, push).\n\
              Handlers:\n  start, end (read/write)  the range's ends\n  \
              interval (read/write)  END - START; a write moves the end\n  \
@@ -118,14 +134,16 @@ impl TimeFilter {
                 ))
             }
         };
-        let call_stop = match end_call.as_deref().map(str::trim) {
-            None => false,
-            Some("stop") | Some("stop true") => true,
-            Some(h) => {
-                return Err(ConfigError::new(format!(
-                    "END_CALL: cannot call handler `{h}` (only `stop` is supported)"
-                )))
-            }
+        let (call_stop, end_call) = match end_call.as_deref().map(str::trim) {
+            None => (false, None),
+            Some("stop") | Some("stop true") => (true, None),
+            Some(h) => (
+                false,
+                Some(
+                    HandlerCall::parse(h)
+                        .map_err(|e| ConfigError::new(format!("END_CALL: {e}")))?,
+                ),
+            ),
         };
         if stop && end_call.is_some() {
             return Err(ConfigError::new("END_CALL and STOP are mutually exclusive"));
@@ -138,6 +156,11 @@ impl TimeFilter {
             ready: false,
             stop: stop || call_stop,
             stop_armed: stop || call_stop,
+            call_ready: end_call.is_some(),
+            end_call,
+            prev_end: 0,
+            waiting: false,
+            parked: Box::new(Batch::new()),
             has_out1: ctx.noutputs > 1,
             drops: 0,
         }))
@@ -161,40 +184,108 @@ impl TimeFilter {
         self.ready = true;
     }
 
-    fn reject(&mut self) -> Option<usize> {
+    fn reject(&mut self, p: Packet, out: &mut Out<'_>) {
         if self.has_out1 {
-            Some(1)
+            out.emit(1, p);
         } else {
             self.drops += 1;
-            None
         }
     }
-}
 
-impl Element for TimeFilter {
-    fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+    /// Decides the packets of `batch` in order. `resumed`: the first one
+    /// made the last `END_CALL` and comes back after it.
+    fn filter(&mut self, batch: &mut Batch, mut resumed: bool, out: &mut Out<'_>) {
         let now = out.now;
-        let mut stops = 0;
-        push_each(batch, out, |p, _| {
+        for p in batch.drain() {
+            if self.waiting {
+                // Behind a call: waits with the packet that made it. At most
+                // a batch is parked (the rest of the one being decided).
+                if let Err(p) = self.parked.push(p) {
+                    self.reject(p, out);
+                }
+                continue;
+            }
             let t = p.timestamp_ns();
             if !self.ready {
                 self.first_packet(t, now);
             }
+            let again = std::mem::take(&mut resumed);
             if t < self.start {
-                return self.reject();
+                self.reject(p, out);
+                continue;
             }
             if t >= self.end {
+                // Click calls again for the same packet only while each
+                // call moves the end later.
+                let call = self.call_ready && (!again || self.end > self.prev_end);
+                if let Some(c) = self.end_call.as_ref().filter(|_| call) {
+                    let c = HandlerCall {
+                        handler: c.handler.clone(),
+                        value: with_time(&c.value, t),
+                    };
+                    self.call_ready = false;
+                    self.prev_end = self.end;
+                    self.waiting = true;
+                    out.call_and_resume(&c);
+                    if let Err(p) = self.parked.push(p) {
+                        self.reject(p, out);
+                    }
+                    continue;
+                }
                 if self.stop_armed {
                     self.stop_armed = false;
-                    stops += 1;
+                    out.stop();
                 }
-                return self.reject();
+                self.reject(p, out);
+                continue;
             }
-            Some(0)
-        });
-        for _ in 0..stops {
-            out.stop();
+            out.emit(0, p);
         }
+    }
+}
+
+/// `value` with `$t` (and `${t}`) replaced by the timestamp `t`, as Click
+/// defines `t` for an `END_CALL`.
+fn with_time(value: &str, t: i64) -> String {
+    let ts = unparse_time(t);
+    let mut s = String::with_capacity(value.len() + ts.len());
+    let mut rest = value;
+    while let Some(i) = rest.find('$') {
+        s.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(r) = after.strip_prefix("{t}") {
+            s.push_str(&ts);
+            rest = r;
+        } else if after.starts_with('t')
+            && !after[1..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        {
+            s.push_str(&ts);
+            rest = &after[1..];
+        } else {
+            s.push('$');
+            rest = after;
+        }
+    }
+    s.push_str(rest);
+    s
+}
+
+impl Element for TimeFilter {
+    fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        // Pushed again after an END_CALL: the parked packets first.
+        if std::mem::take(&mut self.waiting) {
+            let mut parked = std::mem::replace(&mut self.parked, Box::new(Batch::new()));
+            self.filter(&mut parked, true, out);
+            if self.parked.is_empty() {
+                // Keep the first box: no allocation once running.
+                self.parked = parked;
+            }
+        }
+        self.filter(batch, false, out);
+    }
+
+    fn held(&self) -> usize {
+        self.parked.len()
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -239,6 +330,9 @@ impl Element for TimeFilter {
         }
         // A moved end may be passed again.
         self.stop_armed = self.stop;
+        if name != "start" {
+            self.call_ready = self.end_call.is_some();
+        }
         Ok(())
     }
 }
@@ -306,10 +400,65 @@ mod tests {
             config_err(r),
             "START, START_AFTER, and START_DELAY are mutually exclusive"
         );
-        let r = configure(KEYWORDS, TimeFilter::configure, "END_CALL s.run", 1, 1);
+        let r = configure(KEYWORDS, TimeFilter::configure, "END_CALL .", 1, 1);
         assert_eq!(
             config_err(r),
-            "END_CALL: cannot call handler `s.run` (only `stop` is supported)"
+            "END_CALL: expected `ELEMENT.HANDLER`, found `.`"
         );
+    }
+
+    #[test]
+    fn end_call_parks_the_packet_until_the_call_is_made() {
+        let times = [S / 10, S, 6 * S / 5];
+        let (o, c, e) = run("0, 1, END_CALL s.run $t ${t}x $tt", &times, 1, 0);
+        // The first packet passed; the one at the end made the call and
+        // waits with the one after it.
+        assert_eq!(o[0], [S / 10]);
+        assert_eq!(c.calls.len(), 1);
+        assert_eq!(c.calls[0].handler, "s.run");
+        assert_eq!(c.calls[0].value, "1.000000 1.000000x $tt");
+        assert!(c.resume && c.pending);
+        assert_eq!(e.held(), 2);
+    }
+
+    #[test]
+    fn a_call_that_extends_the_interval_lets_the_packet_through() {
+        let pool = Pool::new(16).expect("pool");
+        let mut e = configure(
+            KEYWORDS,
+            TimeFilter::configure,
+            "0, 1, END_CALL s.run $t",
+            1,
+            1,
+        )
+        .expect("ok");
+        let mut ctrl = Control::default();
+        let p = |t| {
+            let mut p = pkt(&pool, &[0]);
+            p.set_timestamp_ns(t);
+            p
+        };
+        let o = push_at(e.as_mut(), &pool, 0, vec![p(S / 2), p(S)], 1, 0, &mut ctrl);
+        assert_eq!(o[0].len(), 1);
+        assert!(ctrl.resume);
+        // What the called handler does: extend by a second. Resumed, the
+        // packet at 1 s passes, and the call is ready again.
+        e.write_handler("extend_interval", "1").expect("extend");
+        let mut ctrl = Control::default();
+        let o = push_at(e.as_mut(), &pool, 0, vec![], 1, 0, &mut ctrl);
+        assert_eq!(
+            o[0].iter().map(|p| p.timestamp_ns()).collect::<Vec<_>>(),
+            [S]
+        );
+        assert!(!ctrl.resume);
+        assert_eq!(e.held(), 0);
+        // Past the new end, with no one extending: called once, then the
+        // packet is dropped (counted).
+        let o = push_at(e.as_mut(), &pool, 0, vec![p(3 * S)], 1, 0, &mut ctrl);
+        assert!(o[0].is_empty() && ctrl.resume);
+        let mut ctrl = Control::default();
+        let o = push_at(e.as_mut(), &pool, 0, vec![], 1, 0, &mut ctrl);
+        assert!(o[0].is_empty() && !ctrl.resume && ctrl.calls.is_empty());
+        assert_eq!(read(e.as_ref(), "drops"), "1");
     }
 }
