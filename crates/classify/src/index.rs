@@ -477,6 +477,11 @@ pub(crate) struct Index {
 const MATCHED: u32 = TERM;
 
 impl Index {
+    /// Number of rules indexed.
+    pub(crate) fn rules(&self) -> usize {
+        self.rules.len()
+    }
+
     /// Builds the index for a first-match rule list, or `None` when it
     /// would be too large.
     pub(crate) fn new(rules: &[(Expr, Option<usize>)]) -> Option<Index> {

@@ -719,3 +719,31 @@ proptest! {
         prop_assert_eq!(v4.classify(&data, nh), both.classify(&data, nh));
     }
 }
+
+#[test]
+fn program_text_is_clicks_form() {
+    let c = Program::classifier(&["1/01", "-"]).expect("classifier");
+    assert_eq!(
+        c.program_text(),
+        " 0   0/00010000%00ff0000  yes->[0]  no->[1]\nsafe length 2\nalignment offset 0\n"
+    );
+    let f =
+        Program::ip_filter(&["allow false", "allow false", "allow src 10.0.0.1"]).expect("filter");
+    assert_eq!(
+        f.program_text(),
+        " 0 268/0a000001%ffffffff  yes->[0]  no->[X]\nsafe length 272\nalignment offset 0\n"
+    );
+    let f = Program::ip_filter(&["allow false"]).expect("filter");
+    assert_eq!(
+        f.program_text(),
+        "all->[X]\nsafe length 0\nalignment offset 0\n"
+    );
+    // Transport offsets count from 512; each distinct test once.
+    let f = Program::ip_classifier(&["tcp dst port 80", "-"]).expect("classifier");
+    let text = f.program_text();
+    assert!(text.contains("512/00000050%0000ffff"), "{text}");
+    assert!(
+        text.ends_with("safe length 516\nalignment offset 0\n"),
+        "{text}"
+    );
+}

@@ -116,6 +116,8 @@ mod index;
 mod ipparse;
 pub mod names;
 
+use std::collections::HashMap;
+
 use dd::{Node, DROP, KIND_GT, KIND_SWITCH, MAX_OUTPUT, TERM};
 use expr::Expr;
 
@@ -522,6 +524,132 @@ impl Program {
 
     /// The scalar walk over the given spaces (root not terminal).
     #[inline]
+    /// The compiled program as text, in the form of Click's `program`
+    /// handler: one line per test (`STEP OFFSET/VALUE%MASK  yes->X
+    /// no->Y`, a target `[N]` an output, `[X]` a drop, `step N` another
+    /// test), then the safe length and the alignment offset. Offsets are
+    /// shown as Click shows them: on a 4-byte boundary, for IP programs
+    /// counted from 256 in the IP header and from 512 in the transport
+    /// header. The steps are pronto's own decision diagram (each distinct
+    /// test at most once on a path), so a list Click's optimiser reduces
+    /// differently prints other steps; a program with no test prints
+    /// `all->[N]`. A test that reads more than the window shows `>` for an
+    /// unsigned greater-than; a multi-way test is printed as one step per
+    /// case. The rule-set index has no such program: its rule count is
+    /// printed instead.
+    pub fn program_text(&self) -> String {
+        use std::fmt::Write as _;
+        let target = |t: u32| -> String {
+            if t == DROP {
+                "[X]".to_string()
+            } else {
+                format!("[{}]", t & !TERM)
+            }
+        };
+        if let Some(ix) = &self.index {
+            return format!("rule-set index over {} rules\n", ix.rules());
+        }
+        if self.root & TERM != 0 {
+            return format!(
+                "all->{}\nsafe length 0\nalignment offset 0\n",
+                target(self.root)
+            );
+        }
+        // Steps in depth-first order from the root, the match branch
+        // first; a multi-way test takes one step per case.
+        let mut order: Vec<u32> = Vec::new();
+        let mut first_step: HashMap<u32, usize> = HashMap::new();
+        let mut stack = vec![self.root];
+        let mut nsteps = 0;
+        while let Some(i) = stack.pop() {
+            if i & TERM != 0 || first_step.contains_key(&i) {
+                continue;
+            }
+            let Some(n) = self.nodes.get(i as usize) else {
+                continue;
+            };
+            first_step.insert(i, nsteps);
+            order.push(i);
+            if n.kind == KIND_SWITCH {
+                nsteps += usize::from(n.ncases).max(1);
+                let start = n.value as usize;
+                let cases = self
+                    .cases
+                    .get(start..start + usize::from(n.ncases))
+                    .unwrap_or(&[]);
+                stack.push(n.next[1]);
+                for &(_, t) in cases.iter().rev() {
+                    stack.push(t);
+                }
+            } else {
+                nsteps += 1;
+                stack.push(n.next[1]);
+                stack.push(n.next[0]);
+            }
+        }
+        let goto = |t: u32| -> String {
+            if t & TERM != 0 {
+                target(t)
+            } else {
+                first_step
+                    .get(&t)
+                    .map_or_else(|| "[X]".to_string(), |k| format!("step {k}"))
+            }
+        };
+        let base = |space: u8| -> u32 {
+            match (self.ip, space & 1) {
+                (false, _) => 0,
+                (true, 0) => 256,
+                (true, _) => 512,
+            }
+        };
+        // A window at any offset, shown on the 4-byte boundary when the
+        // bytes it tests lie in one aligned word.
+        let show = |off: u32, mask: u32, value: u32| -> (u32, u32, u32) {
+            let shift = (off & 3) * 8;
+            if shift == 0 || mask.trailing_zeros() >= shift {
+                (off & !3, mask >> shift, value >> shift)
+            } else {
+                (off, mask, value)
+            }
+        };
+        let mut text = String::new();
+        let mut safe = 0u32;
+        let mut step = 0;
+        for &i in &order {
+            let n = &self.nodes[i as usize];
+            let tests: Vec<(u32, u32)> = if n.kind == KIND_SWITCH {
+                let start = n.value as usize;
+                self.cases
+                    .get(start..start + usize::from(n.ncases))
+                    .unwrap_or(&[])
+                    .to_vec()
+            } else {
+                vec![(n.value, n.next[0])]
+            };
+            let count = tests.len();
+            for (k, (value, yes)) in tests.into_iter().enumerate() {
+                let (off, mask, value) = show(n.off, n.mask, value);
+                let off = off + base(n.space);
+                safe = safe.max(off + 4 - mask.trailing_zeros() / 8);
+                let no = if k + 1 < count {
+                    format!("step {}", step + 1)
+                } else {
+                    goto(n.next[1])
+                };
+                let rel = if n.kind == KIND_GT { ">" } else { "/" };
+                let _ = writeln!(
+                    text,
+                    "{step:2} {off:3}{rel}{value:08x}%{mask:08x}  yes->{}  no->{no}",
+                    goto(yes)
+                );
+                step += 1;
+            }
+        }
+        let _ = write!(text, "safe length {safe}\nalignment offset 0\n");
+        text
+    }
+
     fn walk(&self, primary: &[u8], transport: &[u8]) -> Option<usize> {
         decode(walk_nodes(
             &self.nodes,

@@ -29,11 +29,20 @@ macro_rules! pattern_handlers {
     ($($n:literal),*) => { &[$(HandlerInfo::rw(concat!("pattern", $n))),*] };
 }
 
-/// `pattern0` ... `pattern31`.
-pub(crate) const PATTERN_HANDLERS: &[HandlerInfo] = pattern_handlers!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31
-);
+/// `program`, then `pattern0` ... `pattern31`.
+pub(crate) const PATTERN_HANDLERS: &[HandlerInfo] = &{
+    const P: &[HandlerInfo] = pattern_handlers!(
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+        25, 26, 27, 28, 29, 30, 31
+    );
+    let mut all = [HandlerInfo::read("program"); 33];
+    let mut i = 0;
+    while i < P.len() {
+        all[i + 1] = P[i];
+        i += 1;
+    }
+    all
+};
 
 impl IPClassifier {
     /// Click's description of the class.
@@ -57,7 +66,8 @@ impl IPClassifier {
              an IPv6 packet's protocol and ports are found after its extension headers\n\
              (at most 16; a longer or malformed chain matches no protocol pattern).\n\n\
              Ports: 1 push input; one push output per pattern.\n\
-             Handlers:\n  patternN (read/write)  the Nth pattern; writing recompiles",
+             Handlers:\n  patternN (read/write)  the Nth pattern; writing recompiles\n  \
+             program (read)  the compiled decision program, in Click's form",
         );
 
     /// Configures an `IPClassifier`.
@@ -88,10 +98,13 @@ impl Element for IPClassifier {
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
-        &PATTERN_HANDLERS[..self.patterns.len().min(PATTERN_HANDLERS.len())]
+        &PATTERN_HANDLERS[..(self.patterns.len() + 1).min(PATTERN_HANDLERS.len())]
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        if name == "program" {
+            return Ok(self.prog.program_text());
+        }
         name.strip_prefix("pattern")
             .and_then(|n| n.parse::<usize>().ok())
             .and_then(|i| self.patterns.get(i))

@@ -5,8 +5,8 @@ use pronto_packet::Batch;
 
 use crate::ip::ipclassifier::nh_offset;
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELDS_5TUPLE, FIELD_OTHER,
-    FIELD_PAYLOAD,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    FIELDS_5TUPLE, FIELD_OTHER, FIELD_PAYLOAD,
 };
 
 /// Filters IP packets: the first rule whose expression matches decides
@@ -36,7 +36,8 @@ impl IPFilter {
              family match that family, `tcp`/`udp`/`port` rules match both, and an IPv6\n\
              packet's protocol and ports are found after its extension headers (at most\n\
              16; a longer or malformed chain matches no protocol rule).\n\n\
-             Ports: 1 push input; any number of push outputs.",
+             Ports: 1 push input; any number of push outputs.\n\
+             Handlers:\n  program (read)  the compiled decision program, in Click's form",
         );
 
     /// Configures an `IPFilter`.
@@ -70,6 +71,18 @@ impl Element for IPFilter {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let mut drops = 0;
         crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut drops);
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        const H: &[HandlerInfo] = &[HandlerInfo::read("program")];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        match name {
+            "program" => Ok(self.prog.program_text()),
+            _ => Err(HandlerError::NoSuchHandler(name.into())),
+        }
     }
 }
 

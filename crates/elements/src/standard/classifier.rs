@@ -4,7 +4,8 @@ use pronto_classify::Program;
 use pronto_packet::Batch;
 
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELD_OTHER, FIELD_PAYLOAD,
+    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
+    FIELD_OTHER, FIELD_PAYLOAD,
 };
 
 /// Sends each packet to the output of the first pattern it matches;
@@ -32,7 +33,8 @@ impl Classifier {
              for any nibble), each optionally preceded by `!`. The pattern `-`\n\
              matches every packet. Example:\n\n  \
              Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -)\n\n\
-             Ports: 1 push input, one push output per pattern.",
+             Ports: 1 push input, one push output per pattern.\n\
+             Handlers:\n  program (read)  the compiled decision program, in Click's form",
         );
 
     /// Configures a `Classifier`.
@@ -56,6 +58,18 @@ impl Element for Classifier {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         crate::util::classify_and_route(&self.prog, batch, out, |_| 0, &mut self.drops);
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        const H: &[HandlerInfo] = &[HandlerInfo::read("program")];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
+        match name {
+            "program" => Ok(self.prog.program_text()),
+            _ => Err(HandlerError::NoSuchHandler(name.into())),
+        }
     }
 }
 
