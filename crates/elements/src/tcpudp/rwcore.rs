@@ -2126,7 +2126,7 @@ impl Core {
 
     /// The table and flow identifier a packet is looked up with, or `None`
     /// when it gets no lookup (not TCP/UDP for this rewriter, a later
-    /// fragment, too short, no IP header).
+    /// fragment, too short, no IP header), for an IPv4 packet.
     #[inline]
     fn flow_key(&self, p: &Packet) -> Option<(usize, FlowId)> {
         let nh = usize::try_from(p.network_header_offset()?).ok()?;
@@ -2134,10 +2134,11 @@ impl Core {
         if data.len() < nh + 20 {
             return None;
         }
+        // No version test here: an IPv6 packet read as IPv4 looks up
+        // garbage, which `process_inner` ignores (it tests the version
+        // before it trusts a lookup done ahead), and IPv4 packets are
+        // spared the test.
         let ip = Ipv4Packet::new_unchecked(&data[nh..]);
-        if ip.version() != 4 {
-            return None;
-        }
         let th = match p.transport_header_offset() {
             Some(t) if t >= 0 => t as usize,
             _ => nh + ip.header_len(),
