@@ -15,8 +15,10 @@ generated is committed. Each configuration prints `PACKETS SECONDS` through
 its DriverManager; the figure is PACKETS / SECONDS. The configurations in
 bench/conf/ are the shared benchmark's files, unchanged, and pronto's IPv6
 twins of some (`*_ip6`, `e_route_LookupIP6Route`: the same traffic with
-IPv6 headers); `--ip6` runs each twin right after its IPv4 original and
-adds their cost-per-packet ratio.
+IPv6 headers), and `d_lb_maglev` (pronto's: d_nat's trace through a
+MaglevIPMapper destination NAT to four backends, not run by default);
+`--ip6` runs each twin right after its IPv4 original and adds their
+cost-per-packet ratio.
 """
 import argparse, csv, os, shutil, statistics, subprocess, sys, time
 
@@ -28,6 +30,7 @@ ORDER = ["a_inf_discard", "b_inf_null10", "b_inf_counter10", "c0_dump_discard",
          "f_classifier_pcap", "f_tee_inf"]
 # IPv6 twin -> its IPv4 original (same flows, ports and rules).
 TWINS = {"c1_dump_checkip_ip6": "c1_dump_checkip", "c_firewall_ip6": "c_firewall",
+         "d_nat_ip6": "d_nat", "d_lb_maglev_ip6": "d_lb_maglev",
          "e0_route_dump_checkip_ip6": "e0_route_dump_checkip",
          "e_route_LookupIP6Route": "e_route_RadixIPLookup"}
 # Figures from shared/bench/README.md (Mpps, median of 5, same machine class).

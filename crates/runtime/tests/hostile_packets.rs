@@ -462,6 +462,10 @@ const ROWS: &[Row] = &[
         three!("x :: IPRewriter(pass 2, drop, pattern - - 10.0.0.9 80 0 1, MAPPING_CAPACITY 16); in -> t :: Tee(3); t[0] -> [0]x; t[1] -> [1]x; t[2] -> [2]x;"),
     ),
     r(
+        "IPRewriter",
+        three!("x :: IPRewriter(pattern 2001:db8::1 1024-1030# - - 0 1, pattern - - 2001:db8::9 80 0 1, pass 2, CAPACITY 8); in -> t :: Tee(3); t[0] -> [0]x; t[1] -> [1]x; t[2] -> [2]x;"),
+    ),
+    r(
         "IPRewriterPatterns",
         two!("IPRewriterPatterns(nat 10.0.0.1 1024-1030 - -); x :: UDPRewriter(pattern nat 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
@@ -477,12 +481,24 @@ const ROWS: &[Row] = &[
         "MaglevIPMapper",
         two!("m :: MaglevIPMapper(- - 10.1.0.1 80 0 1, b2 - - 10.1.0.2 80 0 1, TABLE_SIZE 251); x :: IPRewriter(m, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
+    r(
+        "MaglevIPMapper",
+        two!("m :: MaglevIPMapper(b1 - - 10.1.0.1 80 0 1, b6 - - 2001:db8:1::1 80 0 1, b7 - - 2001:db8:1::2 8080 0 1, TABLE_SIZE 251); x :: IPRewriter(m, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "SourceIPHashMapper",
+        two!("m :: SourceIPHashMapper(5 1, - - 2001:db8::1 80 0 1 1, - - 2001:db8::2 80 0 1 2); x :: UDPRewriter(m, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
     r("SetTCPChecksum", "in -> SetTCPChecksum -> Discard;"),
     r("SetTCPChecksum", "in -> SetTCPChecksum(FIXOFF true) -> CheckTCPHeader -> Discard;"),
     r("SetUDPChecksum", two!("in -> x :: SetUDPChecksum;")),
     r(
         "TCPRewriter",
         two!("x :: TCPRewriter(pattern 10.0.0.1 1024-65535# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "TCPRewriter",
+        two!("x :: TCPRewriter(pattern 2001:db8::1 1024-65535# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
     r("DynamicUDPIPEncap", "in -> DynamicUDPIPEncap(1.0.0.1, 1234, 2.0.0.2, 5678, true, 3) -> CheckIPHeader -> CheckUDPHeader -> Discard;"),
     r("TCPFragmenter", "in -> TCPFragmenter(MTU 60) -> Discard;"),
@@ -495,6 +511,10 @@ const ROWS: &[Row] = &[
     r(
         "UDPRewriter",
         two!("x :: UDPRewriter(pattern 10.0.0.1 1024-65535# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "UDPRewriter",
+        two!("x :: UDPRewriter(pattern 2001:db8::1 1024-65535# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
     r(
         "IPAddrRewriter",

@@ -120,4 +120,41 @@ mod tests {
         e.write_handler("clear", "").expect("clear");
         assert_eq!(e.read_handler("size").expect("h"), "0");
     }
+
+    #[test]
+    fn ipv4_only_an_ipv6_packet_gets_no_mapping() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(
+            IPAddrRewriter::configure,
+            &IPAddrRewriter::SPEC,
+            "pattern 10.0.0.1-10.0.0.2# - 0 1, pass 1",
+            2,
+            2,
+        )
+        .expect("configures");
+        // IPv6 UDP 2001:db8::1 -> 2001:db8::2 (checksum not looked at).
+        let mut six = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
+        six.extend_from_slice(&[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        six.extend_from_slice(&[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        six.extend_from_slice(&[0x13, 0x88, 0x00, 0x35, 0x00, 0x08, 0x12, 0x34]);
+        let p = packet(&pool, &six, Some((0, 40)));
+        let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert!(o[0].is_empty() && o[1].is_empty());
+        let p = packet(&pool, &six, Some((0, 40)));
+        let o = run(e.as_mut(), 1, vec![p], 2, &pool, 0);
+        assert_eq!(o[1], vec![six]);
+        assert_eq!(e.read_handler("size").expect("h"), "0");
+        let err = crate::tcpudp::testutil::config_error(configure(
+            IPAddrRewriter::configure,
+            &IPAddrRewriter::SPEC,
+            "pattern 2001:db8::1 - 0 1",
+            1,
+            2,
+        ));
+        assert_eq!(
+            err.message,
+            "IPv6 pattern: this rewriter maps IPv4 only; IPv6 flows need IPRewriter, \
+             TCPRewriter or UDPRewriter"
+        );
+    }
 }

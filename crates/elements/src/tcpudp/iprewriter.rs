@@ -37,6 +37,14 @@ impl IPRewriter {
              in one table for TCP and one for UDP. Other protocols, non-first\n\
              fragments and packets with under 8 transport bytes are dropped unless\n\
              their input is 'pass'. Input packets need their IP header annotation.\n\n\
+             IPv6 (beyond Click): IPv6 packets are mapped too, in a table of their own\n\
+             (flows read past the extension headers; no header checksum; TCP and UDP\n\
+             checksums updated for the new addresses and ports, an all-zero UDP\n\
+             checksum left alone). Pattern addresses may be IPv6 (single addresses; a\n\
+             range is of ports). A pattern never translates between families: a\n\
+             packet of the family its pattern (or mapper) lacks is a mapping failure,\n\
+             counted and dropped; a pattern with no address, 'keep' and 'pass' serve\n\
+             both. Tables list IPv6 flows with RFC 5952 addresses.\n\n\
              Input specifications (one per input; used for packets with no mapping):\n  \
              drop | discard                drop the packet\n  \
              pass OUTPUT | passthrough     send it to OUTPUT unchanged, no mapping\n  \
@@ -136,6 +144,220 @@ mod tests {
     }
 
     const NAT: &str = "pattern 10.0.0.1 1024-65535# - - 0 1, drop";
+
+    /// An IPv6 address from its text.
+    fn a6(s: &str) -> [u8; 16] {
+        s.parse::<std::net::Ipv6Addr>().expect("address").octets()
+    }
+
+    /// An IPv6 packet `src` -> `dst` of protocol `proto` carrying `l4`
+    /// (a TCP or UDP header and payload), its checksum computed whole.
+    fn v6(proto: u8, src: &str, dst: &str, l4: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x60, 0, 0, 0, 0, 0, proto, 64];
+        v[4..6].copy_from_slice(&(l4.len() as u16).to_be_bytes());
+        v.extend_from_slice(&a6(src));
+        v.extend_from_slice(&a6(dst));
+        v.extend_from_slice(l4);
+        fix6(&mut v);
+        v
+    }
+
+    /// Recomputes an IPv6 packet's TCP or UDP checksum from scratch.
+    fn fix6(v: &mut [u8]) {
+        let off = if v[6] == 6 { 56 } else { 46 };
+        v[off] = 0;
+        v[off + 1] = 0;
+        let ps = pronto_packet::wire::pseudo_header_sum(&v[8..24], &v[24..40], v[6], v.len() - 40);
+        let c = !pronto_packet::wire::fold(pronto_packet::wire::ones_sum(&v[40..], ps));
+        let c = if c == 0 && v[6] == 17 { 0xffff } else { c };
+        v[off..off + 2].copy_from_slice(&c.to_be_bytes());
+    }
+
+    /// A UDP header `sport` -> `dport` with 4 payload bytes.
+    fn udp6(sport: u16, dport: u16) -> Vec<u8> {
+        let mut u = vec![0, 0, 0, 0, 0, 12, 0, 0, 0xde, 0xad, 0xbe, 0xef];
+        u[0..2].copy_from_slice(&sport.to_be_bytes());
+        u[2..4].copy_from_slice(&dport.to_be_bytes());
+        u
+    }
+
+    /// A TCP header `sport` -> `dport` with `flags` and 3 payload bytes.
+    fn tcp6(sport: u16, dport: u16, flags: u8) -> Vec<u8> {
+        let mut t = vec![0u8; 23];
+        t[0..2].copy_from_slice(&sport.to_be_bytes());
+        t[2..4].copy_from_slice(&dport.to_be_bytes());
+        t[4..8].copy_from_slice(&0x0102_0304u32.to_be_bytes());
+        t[12] = 0x50;
+        t[13] = flags;
+        t[14] = 0x20;
+        t[20..23].copy_from_slice(b"abc");
+        t
+    }
+
+    #[test]
+    fn ipv6_source_napt_both_directions_with_checksums() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = rw("pattern 2001:db8:ffff::1 1024-65535# - - 0 1, drop", 2, 2);
+        // UDP out: 2001:db8:1::2:5000 -> 2001:db8:2::53:53.
+        let out = v6(17, "2001:db8:1::2", "2001:db8:2::53", &udp6(5000, 53));
+        let p = packet(&pool, &out, Some((0, 40)));
+        let o = run_packets(e.as_mut(), 0, vec![p], 2, &pool, 0);
+        let want = v6(17, "2001:db8:ffff::1", "2001:db8:2::53", &udp6(1024, 53));
+        assert_eq!(o[0][0].data(), &want[..]);
+        assert_eq!(o[0][0].dst_ip6_anno(), a6("2001:db8:2::53"));
+        // Its reply on input 1 comes back to the client on output 1.
+        let back = v6(17, "2001:db8:2::53", "2001:db8:ffff::1", &udp6(53, 1024));
+        let p = packet(&pool, &back, Some((0, 40)));
+        let o = run_packets(e.as_mut(), 1, vec![p], 2, &pool, 0);
+        let want = v6(17, "2001:db8:2::53", "2001:db8:1::2", &udp6(53, 5000));
+        assert_eq!(o[1][0].data(), &want[..]);
+        assert_eq!(o[1][0].dst_ip6_anno(), a6("2001:db8:1::2"));
+
+        // TCP takes the next port (one sequence for both protocols).
+        let syn = v6(6, "2001:db8:1::2", "2001:db8:2::80", &tcp6(40000, 80, 0x02));
+        let p = packet(&pool, &syn, Some((0, 40)));
+        let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
+        let want = v6(
+            6,
+            "2001:db8:ffff::1",
+            "2001:db8:2::80",
+            &tcp6(1025, 80, 0x02),
+        );
+        assert_eq!(o[0], vec![want]);
+        let synack = v6(
+            6,
+            "2001:db8:2::80",
+            "2001:db8:ffff::1",
+            &tcp6(80, 1025, 0x12),
+        );
+        let p = packet(&pool, &synack, Some((0, 40)));
+        let o = run(e.as_mut(), 1, vec![p], 2, &pool, 0);
+        let want = v6(6, "2001:db8:2::80", "2001:db8:1::2", &tcp6(80, 40000, 0x12));
+        assert_eq!(o[1], vec![want]);
+
+        // Data went both ways: the TCP flow has the data timeout (24h).
+        assert_eq!(e.read_handler("nmappings").expect("h"), "2");
+        assert_eq!(
+            e.read_handler("udp_table").expect("h"),
+            "(2001:db8:1::2, 5000, 2001:db8:2::53, 53) => (2001:db8:ffff::1, 1024, 2001:db8:2::53, 53) [*0 1] i0 exp300\n\
+             (2001:db8:2::53, 53, 2001:db8:ffff::1, 1024) => (2001:db8:2::53, 53, 2001:db8:1::2, 5000) [0 *1] i0 exp300\n"
+        );
+        assert_eq!(
+            e.read_handler("tcp_table").expect("h"),
+            "(2001:db8:1::2, 40000, 2001:db8:2::80, 80) => (2001:db8:ffff::1, 1025, 2001:db8:2::80, 80) [*0 1] i0 exp86400\n\
+             (2001:db8:2::80, 80, 2001:db8:ffff::1, 1025) => (2001:db8:2::80, 80, 2001:db8:1::2, 40000) [0 *1] i0 exp86400\n"
+        );
+        assert_eq!(
+            e.read_handler("patterns").expect("h"),
+            "2001:db8:ffff::1 1024-65535 - - [2]\n<drop>\n"
+        );
+        assert_eq!(
+            e.read_handler("tcp_lookup 2001:db8:1::2 40000 2001:db8:2::80 80")
+                .expect("h"),
+            "2001:db8:ffff::1 1025 2001:db8:2::80 80"
+        );
+    }
+
+    #[test]
+    fn ipv6_extension_headers_and_zero_udp_checksum() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = rw("pattern - - 2001:db8::99 8080 0 1", 1, 2);
+        // A hop-by-hop options header (8 bytes of padding) before UDP.
+        let mut pkt = vec![0x60, 0, 0, 0, 0, 20, 0, 64];
+        pkt.extend_from_slice(&a6("2001:db8::1"));
+        pkt.extend_from_slice(&a6("2001:db8::2"));
+        pkt.extend_from_slice(&[17, 0, 1, 4, 0, 0, 0, 0]);
+        let mut u = udp6(7, 80);
+        let ps = pronto_packet::wire::pseudo_header_sum(&pkt[8..24], &pkt[24..40], 17, u.len());
+        let c = !pronto_packet::wire::fold(pronto_packet::wire::ones_sum(&u, ps));
+        u[6..8].copy_from_slice(&c.to_be_bytes());
+        pkt.extend_from_slice(&u);
+        let p = packet(&pool, &pkt, Some((0, 40)));
+        let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
+        let got = &o[0][0];
+        assert_eq!(&got[24..40], &a6("2001:db8::99"));
+        assert_eq!(&got[48..52], &[0, 7, 0x1f, 0x90]);
+        let ps = pronto_packet::wire::pseudo_header_sum(&got[8..24], &got[24..40], 17, 12);
+        assert_eq!(
+            pronto_packet::wire::fold(pronto_packet::wire::ones_sum(&got[48..], ps)),
+            0xffff
+        );
+        // A zero UDP checksum (none) stays zero.
+        let mut z = v6(17, "2001:db8::1", "2001:db8::2", &udp6(9, 80));
+        z[46..48].copy_from_slice(&[0, 0]);
+        let p = packet(&pool, &z, Some((0, 40)));
+        let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert_eq!(&o[0][0][46..48], &[0, 0]);
+        assert_eq!(&o[0][0][42..44], &8080u16.to_be_bytes());
+    }
+
+    #[test]
+    fn a_pattern_never_maps_the_other_family() {
+        let pool = Pool::new(64).expect("pool");
+        // Input 0 has an IPv4 pattern, input 1 an IPv6 one, input 2 passes,
+        // input 3 keeps (both families).
+        let mut e = rw(
+            "pattern 10.0.0.1 - - - 0 1, pattern 2001:db8::1 - - - 0 1, pass 1, keep 0 1",
+            4,
+            2,
+        );
+        let six = v6(17, "2001:db8:1::2", "2001:db8:2::53", &udp6(5000, 53));
+        let p = packet(&pool, &six, Some((0, 40)));
+        let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert!(o[0].is_empty() && o[1].is_empty());
+        let p = packet(&pool, &udp_out(true), Some((0, 20)));
+        let o = run(e.as_mut(), 1, vec![p], 2, &pool, 0);
+        assert!(o[0].is_empty() && o[1].is_empty());
+        assert_eq!(e.read_handler("mapping_failures").expect("h"), "2");
+        assert_eq!(e.read_handler("nmappings").expect("h"), "0");
+        let p = packet(&pool, &six, Some((0, 40)));
+        let o = run(e.as_mut(), 2, vec![p], 2, &pool, 0);
+        assert_eq!(o[1], vec![six.clone()]);
+        let p = packet(&pool, &six, Some((0, 40)));
+        let o = run(e.as_mut(), 3, vec![p], 2, &pool, 0);
+        assert_eq!(o[0], vec![six.clone()]);
+        assert_eq!(e.read_handler("nmappings").expect("h"), "1");
+        // A truncated IPv6 header, an ICMPv6 message and a later fragment
+        // get no mapping: passed on the pass input.
+        let icmp = v6(
+            58,
+            "2001:db8::1",
+            "2001:db8::2",
+            &[128, 0, 0, 0, 0, 1, 0, 1],
+        );
+        let mut frag = v6(44, "2001:db8::1", "2001:db8::2", &[17, 0, 0, 8, 0, 0, 0, 1]);
+        frag.extend_from_slice(&[0; 8]);
+        for b in [&six[..30], &icmp[..], &frag[..]] {
+            let p = packet(&pool, b, Some((0, 40)));
+            let o = run(e.as_mut(), 2, vec![p], 2, &pool, 0);
+            assert_eq!(o[1], vec![b.to_vec()]);
+            let p = packet(&pool, b, Some((0, 40)));
+            let o = run(e.as_mut(), 1, vec![p], 2, &pool, 0);
+            assert!(o[0].is_empty() && o[1].is_empty());
+        }
+        let err = config_error(configure(
+            IPRewriter::configure,
+            &IPRewriter::SPEC,
+            "pattern 10.0.0.1 - 2001:db8::1 - 0 0",
+            1,
+            1,
+        ));
+        assert_eq!(
+            err.message,
+            "input spec 0: IPv4 and IPv6 addresses in one pattern (patterns never translate between families)"
+        );
+        let err = config_error(configure(
+            IPRewriter::configure,
+            &IPRewriter::SPEC,
+            "pattern 2001:db8::/64 - - - 0 0",
+            1,
+            1,
+        ));
+        assert_eq!(
+            err.message,
+            "input spec 0: bad source address (an IPv6 address takes no range or prefix)"
+        );
+    }
 
     #[test]
     fn source_napt_and_reply() {

@@ -1,9 +1,17 @@
 //! `MaglevIPMapper`: pronto's Maglev consistent-hashing mapper for
-//! load balancers.
+//! load balancers, for IPv4 and IPv6.
+//!
+//! Backends may be of both families in one mapper: each family has its own
+//! lookup table, filled by the backends of that family (and by those whose
+//! pattern names no address), so that a flow is only ever sent to a
+//! backend of its own family and removing a backend of one family moves
+//! no flow of the other.
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use pronto_packet::wire::flow::{Family, FiveTuple};
 
 use crate::tcpudp::rwcore::{
     lock, named_patterns, FlowHasher, FlowId, IPMapper, MapperChoice, MapperHandle, PatternSlot,
@@ -25,10 +33,21 @@ struct Backend {
     flows: u64,
 }
 
+impl Backend {
+    /// Whether the backend serves flows of `family` (a pattern without
+    /// addresses serves both).
+    fn serves(&self, family: Family) -> bool {
+        self.pattern.family().is_none_or(|f| f == family)
+    }
+}
+
 struct Inner {
     backends: Vec<Backend>,
-    /// Lookup table: slot to backend index.
+    /// Lookup table of IPv4 flows: slot to backend index (empty when no
+    /// backend serves IPv4).
     table: Vec<u32>,
+    /// Lookup table of IPv6 flows.
+    table6: Vec<u32>,
 }
 
 /// The Maglev mapper's state, shared with the rewriters that name it and
@@ -106,15 +125,24 @@ fn is_prime(n: u64) -> bool {
 
 impl Maglev {
     fn rebuild(&self, inner: &mut Inner) {
-        let names: Vec<Option<&str>> = inner
-            .backends
-            .iter()
-            .map(|b| (!b.draining).then_some(b.name.as_str()))
-            .collect();
-        inner.table = populate(&names, self.m);
+        let table = |family| {
+            let names: Vec<Option<&str>> = inner
+                .backends
+                .iter()
+                .map(|b| (!b.draining && b.serves(family)).then_some(b.name.as_str()))
+                .collect();
+            if names.iter().all(Option::is_none) {
+                Vec::new()
+            } else {
+                populate(&names, self.m)
+            }
+        };
+        let (t4, t6) = (table(Family::V4), table(Family::V6));
+        inner.table = t4;
+        inner.table6 = t6;
     }
 
-    /// The backend a flow of `proto` hashes to (index), if any.
+    /// The slot an IPv4 flow of `proto` hashes to.
     fn slot(&self, flow: &FlowId, proto: u8) -> usize {
         let mut h = FlowHasher::default();
         h.write_u64(((flow.saddr as u64) << 32) | flow.daddr as u64);
@@ -122,17 +150,61 @@ impl Maglev {
         (h.finish() % self.m as u64) as usize
     }
 
+    /// The slot an IPv6 flow hashes to (addresses, ports and protocol).
+    fn slot6(&self, flow: &FiveTuple) -> usize {
+        let mut h = FlowHasher::default();
+        for a in [&flow.src, &flow.dst] {
+            let v = u128::from_be_bytes(*a);
+            h.write_u64((v >> 64) as u64);
+            h.write_u64(v as u64);
+        }
+        h.write_u64(((flow.sport as u64) << 16) | flow.dport as u64 | ((flow.proto as u64) << 32));
+        (h.finish() % self.m as u64) as usize
+    }
+
+    /// Picks the backend of `slot` in `table` and rewrites with it.
+    fn choose<K>(
+        &self,
+        slot: usize,
+        table: impl Fn(&Inner) -> &Vec<u32>,
+        rewrite: impl FnOnce(&mut PatternSlot) -> Option<K>,
+    ) -> Option<MapperChoice<K>> {
+        let mut g = lock(&self.inner);
+        let b = table(&g).get(slot).copied().unwrap_or(EMPTY);
+        let Some(be) = g.backends.get_mut(b as usize) else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let r = rewrite(&mut be.pattern)?;
+        be.flows += 1;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(MapperChoice {
+            flow: r,
+            foutput: be.foutput,
+            routput: be.routput,
+        })
+    }
+
+    /// The backend called `what`, or whose pattern has the address `what`
+    /// (IPv4 or IPv6).
     fn find(inner: &Inner, what: &str) -> Option<usize> {
         if let Some(i) = inner.backends.iter().position(|b| b.name == what) {
             return Some(i);
         }
-        let addr = pronto_lang::args::parse_ip4(what).ok()?;
+        let addr = parse_addr(what)?;
         inner.backends.iter().position(|b| {
             let u = b.pattern.unparse();
-            u.split_whitespace()
-                .any(|w| pronto_lang::args::parse_ip4(w).ok() == Some(addr))
+            u.split_whitespace().any(|w| parse_addr(w) == Some(addr))
         })
     }
+}
+
+/// An IPv4 or IPv6 address.
+fn parse_addr(s: &str) -> Option<std::net::IpAddr> {
+    if let Ok(a) = pronto_lang::args::parse_ip4(s) {
+        return Some(a.into());
+    }
+    pronto_lang::args::parse_ip6(s).ok().map(Into::into)
 }
 
 impl IPMapper for Maglev {
@@ -143,20 +215,16 @@ impl IPMapper for Maglev {
         taken: &dyn Fn(&FlowId) -> bool,
     ) -> Option<MapperChoice> {
         let slot = self.slot(&flow, proto);
-        let mut g = lock(&self.inner);
-        let b = g.table[slot];
-        let Some(be) = g.backends.get_mut(b as usize) else {
-            self.misses.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
-        let r = be.pattern.rewrite(flow, taken)?;
-        be.flows += 1;
-        self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(MapperChoice {
-            flow: r,
-            foutput: be.foutput,
-            routput: be.routput,
-        })
+        self.choose(slot, |g| &g.table, |p| p.rewrite(flow, taken))
+    }
+
+    fn rewrite_flowid6(
+        &self,
+        flow: FiveTuple,
+        taken: &dyn Fn(&FiveTuple) -> bool,
+    ) -> Option<MapperChoice<FiveTuple>> {
+        let slot = self.slot6(&flow);
+        self.choose(slot, |g| &g.table6, |p| p.rewrite6(flow, taken))
     }
 
     fn outputs(&self) -> Vec<(usize, usize)> {
@@ -174,6 +242,7 @@ fn parse_backend(s: &str, named: &[(String, SharedPattern)]) -> Result<Backend, 
     let words: Vec<&str> = s.split_whitespace().collect();
     let first = words.first().ok_or("empty backend")?;
     let looks_like_pattern = *first == "-"
+        || parse_addr(first).is_some()
         || first
             .trim_end_matches(['#', '?'])
             .split(['-', '/'])
@@ -222,11 +291,16 @@ impl MaglevIPMapper {
              flow's five-tuple hash picks a slot of a lookup table of M slots (a\n\
              prime, default 65537), which the backends fill along their own\n\
              permutations (offset and skip derived from their names). Existing flows\n\
-             keep their mapping: the rewriter's table holds them.\n\n\
+             keep their mapping: the rewriter's table holds them. Backends may be\n\
+             IPv4 or IPv6 ('web6 - - 2001:db8:1::1 80 0 1'), both in one mapper: each\n\
+             family has its own lookup table, filled by that family's backends (and\n\
+             by backends whose pattern names no address), so a flow only goes to a\n\
+             backend of its own family; one without any gets no mapping\n\
+             (lookup_failures). Patterns never translate between families.\n\n\
              Ports: none.\n\
              Handlers: backends (one line per backend: name, pattern, outputs, state,\n\
              new flows), table_size, lookup_hits, lookup_failures; add BACKEND (w),\n\
-             remove NAME_OR_ADDR (w), drain NAME_OR_ADDR (w: no new flows, existing\n\
+             remove NAME_OR_ADDR (w; ADDR IPv4 or IPv6), drain NAME_OR_ADDR (w: no new flows, existing\n\
              ones go on), undrain NAME_OR_ADDR (w).",
         );
 
@@ -260,6 +334,7 @@ impl MaglevIPMapper {
             inner: Mutex::new(Inner {
                 backends,
                 table: Vec::new(),
+                table6: Vec::new(),
             }),
             m: m as usize,
             hits: AtomicU64::new(0),
@@ -427,6 +502,83 @@ mod tests {
         assert!((1_500..2_500).contains(&of_removed), "{of_removed}");
         assert!(others_moved < keys as usize / 50, "{others_moved} moved");
         assert_eq!(e.read_handler("table_size").expect("h"), "65537");
+    }
+
+    fn key6(i: u32) -> FiveTuple {
+        let mut src = [0u8; 16];
+        src[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        src[8..12].copy_from_slice(&(i * 7919).to_be_bytes());
+        let dst = "2001:db8::10"
+            .parse::<std::net::Ipv6Addr>()
+            .expect("address")
+            .octets();
+        FiveTuple::v6(6, src, 1024 + (i % 50000) as u16, dst, 80)
+    }
+
+    /// The last byte of the IPv6 backend a flow goes to.
+    fn backend6_of(m: &Arc<dyn IPMapper>, f: FiveTuple) -> Option<u8> {
+        m.rewrite_flowid6(f, &|_| false).map(|c| c.flow.dst[15])
+    }
+
+    #[test]
+    fn both_families_each_to_their_own_backends() {
+        let mut cfg: Vec<String> = (1..=4)
+            .map(|i| format!("v4b{i} - - 10.1.0.{i} 80 0 1"))
+            .collect();
+        cfg.extend((1..=5).map(|i| format!("v6b{i} - - 2001:db8:1::{i} 8080 2 3")));
+        let mut e = mapper(&cfg.join(", "));
+        let m = handle(e.as_ref());
+        let keys = 10_000u32;
+        let before: Vec<u8> = (0..keys)
+            .map(|i| backend6_of(&m, key6(i)).expect("mapped"))
+            .collect();
+        let c = m.rewrite_flowid6(key6(0), &|_| false).expect("mapped");
+        assert_eq!((c.foutput, c.routput, c.flow.dport), (2, 3, 8080));
+        assert_eq!(
+            &c.flow.dst[..14],
+            &[0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
+        // Every IPv6 backend gets about a fifth; the same flow, the same
+        // backend.
+        for b in 1..=5u8 {
+            let n = before.iter().filter(|&&d| d == b).count();
+            assert!((1_500..2_500).contains(&n), "backend {b}: {n}");
+        }
+        for i in 0..100 {
+            assert_eq!(backend6_of(&m, key6(i)), Some(before[i as usize]));
+        }
+        // IPv4 flows only go to IPv4 backends.
+        for i in 0..1000 {
+            let d = backend_of(&m, key(i)).expect("mapped");
+            assert_eq!(d >> 8, 0x000a_0100, "{d:x}");
+        }
+        // Removing an IPv6 backend (by address) moves only its flows, and
+        // no IPv4 flow.
+        let v4_before: Vec<u32> = (0..1000)
+            .map(|i| backend_of(&m, key(i)).expect("m"))
+            .collect();
+        e.write_handler("remove", "2001:db8:1::3").expect("removed");
+        let mut moved_others = 0;
+        for i in 0..keys {
+            let now = backend6_of(&m, key6(i)).expect("mapped");
+            assert_ne!(now, 3);
+            if before[i as usize] != 3 && now != before[i as usize] {
+                moved_others += 1;
+            }
+        }
+        assert!(moved_others < keys as usize / 50, "{moved_others} moved");
+        for i in 0..1000 {
+            assert_eq!(backend_of(&m, key(i)), Some(v4_before[i as usize]));
+        }
+        assert!(e
+            .read_handler("backends")
+            .expect("h")
+            .contains("v6b1 - - 2001:db8:1::1 8080 2 3 active "));
+        // A mapper of IPv4 backends alone maps no IPv6 flow.
+        let e4 = mapper("web1 - - 10.1.0.1 80 0 1, TABLE_SIZE 251");
+        let m4 = handle(e4.as_ref());
+        assert_eq!(backend6_of(&m4, key6(1)), None);
+        assert_eq!(e4.read_handler("lookup_failures").expect("h"), "1");
     }
 
     #[test]

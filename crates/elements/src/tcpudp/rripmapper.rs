@@ -2,6 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use pronto_packet::wire::flow::FiveTuple;
+
 use crate::tcpudp::rwcore::{
     lock, mapper_args, mapper_spec, named_patterns, FlowId, IPMapper, MapperChoice, MapperElement,
     PatternSlot,
@@ -19,19 +21,19 @@ struct RrInner {
     last: usize,
 }
 
-impl IPMapper for RoundRobin {
-    fn rewrite_flowid(
+impl RoundRobin {
+    /// The first pattern, from the one after the last used, that `rewrite`
+    /// maps the flow with (a pattern of the other family never does).
+    fn next<K>(
         &self,
-        flow: FlowId,
-        _proto: u8,
-        taken: &dyn Fn(&FlowId) -> bool,
-    ) -> Option<MapperChoice> {
+        mut rewrite: impl FnMut(&mut PatternSlot) -> Option<K>,
+    ) -> Option<MapperChoice<K>> {
         let mut g = lock(&self.inner);
         let n = g.patterns.len();
         for _ in 0..n {
             let i = g.last;
             g.last = if i + 1 == n { 0 } else { i + 1 };
-            if let Some(r) = g.patterns[i].rewrite(flow, taken) {
+            if let Some(r) = rewrite(&mut g.patterns[i]) {
                 let (foutput, routput) = self.outputs[i];
                 return Some(MapperChoice {
                     flow: r,
@@ -41,6 +43,25 @@ impl IPMapper for RoundRobin {
             }
         }
         None
+    }
+}
+
+impl IPMapper for RoundRobin {
+    fn rewrite_flowid(
+        &self,
+        flow: FlowId,
+        _proto: u8,
+        taken: &dyn Fn(&FlowId) -> bool,
+    ) -> Option<MapperChoice> {
+        self.next(|p| p.rewrite(flow, taken))
+    }
+
+    fn rewrite_flowid6(
+        &self,
+        flow: FiveTuple,
+        taken: &dyn Fn(&FiveTuple) -> bool,
+    ) -> Option<MapperChoice<FiveTuple>> {
+        self.next(|p| p.rewrite6(flow, taken))
     }
 
     fn outputs(&self) -> Vec<(usize, usize)> {
@@ -63,7 +84,9 @@ impl RoundRobinIPMapper {
              FOUTPUT ROUTPUT' (or 'NAME FOUTPUT ROUTPUT' for a pattern of\n\
              IPRewriterPatterns); the patterns are tried in turn, starting after the\n\
              one used last, and the first that maps the flow is used. Useful for load\n\
-             balancing. Several rewriters may share one mapper.\n\n\
+             balancing. Several rewriters may share one mapper. Patterns may have IPv6\n\
+             addresses; a flow is only mapped by patterns of its own family (or\n\
+             patterns with no address), so one mapper may serve both families.\n\n\
              Ports: none.",
     );
 
@@ -141,6 +164,24 @@ mod tests {
         assert_eq!(&o[0][1][16..20], &[10, 0, 0, 1]);
         assert_eq!(rw.read_handler("nmappings").expect("h"), "3");
         assert_eq!(rw.read_handler("patterns").expect("h"), "<mapper> [3]\n");
+        // A pattern of the other family is passed over.
+        let m = configure(
+            RoundRobinIPMapper::configure,
+            &RoundRobinIPMapper::SPEC,
+            "- - 10.0.0.1 - 0 1, - - 2001:db8::1 - 1 0, - - 2001:db8::2 - 1 0",
+            0,
+            0,
+        )
+        .expect("mapper");
+        let h = m
+            .shared()
+            .and_then(|s| s.downcast::<crate::tcpudp::rwcore::MapperHandle>().ok())
+            .expect("mapper handle");
+        let f = FiveTuple::v6(6, [1; 16], 1000, [2; 16], 80);
+        let got: Vec<u8> = (0..3)
+            .map(|_| h.0.rewrite_flowid6(f, &|_| false).expect("mapped").flow.dst[15])
+            .collect();
+        assert_eq!(got, vec![1, 2, 1]);
         // Output 1 does not exist on a one-output rewriter.
         let e = config_error(configure_with(
             IPRewriter::configure,

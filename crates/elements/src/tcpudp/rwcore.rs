@@ -8,10 +8,28 @@
 //! class), so a reply arriving on any input finds its mapping. Existing
 //! flows are handled without allocation; new flows go into a slab and a
 //! pre-reserved hash table.
+//!
+//! Both address families are mapped, each in its own tables. IPv4 flows
+//! are keyed by [`FlowId`] (12 bytes: two addresses as numbers, two ports),
+//! read where Click reads them (the ports where the transport-header
+//! annotation points), in one table per protocol class, exactly as before
+//! IPv6 was added. IPv6 flows are keyed by `wire::flow::FiveTuple`, read by
+//! `Flow::parse` (extension headers walked; the protocol is part of the
+//! key), in a second table. A slot of the flow slab holds either family;
+//! an IPv6 slot's two keys live in a side array beside the slab, so that
+//! the IPv4 flow record and key stay as compact as they were (36-byte keys
+//! hashed for every IPv4 packet cost instructions; a second table costs
+//! the IPv4 path one version test). A pattern or a mapper never translates
+//! between families: a packet of the family its input's pattern lacks is a
+//! mapping failure (counted in `mapping_failures`, dropped), and the same
+//! goes for a mapper with no backend of the packet's family. IPv6 has no
+//! header checksum; TCP and UDP checksums are updated incrementally for the
+//! addresses (their pseudo-header) and ports.
 
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use pronto_packet::wire::flow::{Family, FiveTuple, Flow as WireFlow, Fragment};
 use pronto_packet::wire::ipv4::Ipv4Packet;
 use pronto_packet::wire::udp::UdpPacket;
 use pronto_packet::wire::{be16, set_be16};
@@ -113,6 +131,44 @@ pub(crate) fn ip_str(a: u32) -> String {
     format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
 }
 
+/// An IPv6 address in RFC 5952 form.
+pub(crate) fn ip6_str(a: &[u8; 16]) -> String {
+    pronto_lang::args::format_ip6(a)
+}
+
+/// An IPv6 flow as the table handlers print it, like [`FlowId`]'s
+/// `(saddr, sport, daddr, dport)`.
+pub(crate) fn tuple_str(t: &FiveTuple) -> String {
+    format!(
+        "({}, {}, {}, {})",
+        ip6_str(&t.src),
+        t.sport,
+        ip6_str(&t.dst),
+        t.dport
+    )
+}
+
+/// The 16-bit words an IPv6 flow's checksum delta runs over: the source
+/// and destination addresses (the pseudo-header's), then the ports.
+fn words6(t: &FiveTuple) -> [u16; 18] {
+    let mut w = [0u16; 18];
+    for i in 0..8 {
+        w[i] = u16::from_be_bytes([t.src[2 * i], t.src[2 * i + 1]]);
+        w[8 + i] = u16::from_be_bytes([t.dst[2 * i], t.dst[2 * i + 1]]);
+    }
+    w[16] = t.sport;
+    w[17] = t.dport;
+    w
+}
+
+/// The TCP/UDP checksum delta of rewriting IPv6 flow `from` to `to`.
+fn delta6(from: &FiveTuple, to: &FiveTuple) -> u16 {
+    let (a, b) = (words6(from), words6(to));
+    a.iter()
+        .zip(b.iter())
+        .fold(0u16, |d, (o, n)| update_in_cksum(d, *o, *n))
+}
+
 /// Hashes flow identifiers with a fixed function: a multiply-rotate mix
 /// finished by a 64-bit avalanche. Used where every process must agree
 /// (`MaglevIPMapper`'s choice of backend), never for a table's buckets:
@@ -151,6 +207,10 @@ impl Hasher for FlowHasher {
 /// packets' senders; see `pronto_hash`).
 pub(crate) type FlowMap = pronto_hash::KeyedMap<FlowId, u32>;
 
+/// The IPv6 mapping table: an IPv6 five-tuple (protocol included) to
+/// `flow index << 1 | direction`, keyed-hashed like [`FlowMap`].
+pub(crate) type FlowMap6 = pronto_hash::KeyedMap<FiveTuple, u32>;
+
 /// Click's incremental checksum step (RFC 1624): `csum` after a 16-bit
 /// word changes from `old` to `new`.
 #[inline]
@@ -174,13 +234,21 @@ fn apply_delta(csum: u16, reply: bool, delta: u16) -> u16 {
 // Patterns
 
 /// A rewrite pattern, `SADDR SPORT DADDR DPORT`, with an optional range of
-/// source addresses or ports to allocate from.
+/// source addresses or ports to allocate from. Its addresses are IPv4 or
+/// IPv6 (not both); a pattern that names no address maps both families.
+/// IPv6 addresses are single addresses (ranges and prefixes are IPv4's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pattern {
     saddr: u32,
     sport: u16,
     daddr: u32,
     dport: u16,
+    /// IPv6 source address (all zero: kept).
+    saddr6: [u8; 16],
+    /// IPv6 destination address (all zero: kept).
+    daddr6: [u8; 16],
+    /// The family of the pattern's addresses; `None` when it has none.
+    family: Option<Family>,
     variation_top: u32,
     next_variation: u32,
     is_napt: bool,
@@ -190,6 +258,14 @@ pub struct Pattern {
 
 fn parse_ip(s: &str) -> Option<u32> {
     pronto_lang::args::parse_ip4(s).ok().map(u32::from_be_bytes)
+}
+
+/// An IPv6 address, not the unspecified one (which a pattern cannot
+/// rewrite to).
+fn parse_ip6(s: &str) -> Option<[u8; 16]> {
+    pronto_lang::args::parse_ip6(s)
+        .ok()
+        .filter(|a| *a != [0; 16])
 }
 
 fn parse_int(s: &str) -> Option<i64> {
@@ -297,6 +373,9 @@ impl Pattern {
             sport: 0,
             daddr: 0,
             dport: 0,
+            saddr6: [0; 16],
+            daddr6: [0; 16],
+            family: None,
             variation_top: 0,
             next_variation: 0,
             is_napt: words.len() >= 3,
@@ -308,6 +387,12 @@ impl Pattern {
         if w != "-" {
             if let Some(a) = parse_ip(w) {
                 p.saddr = a;
+                p.family = Some(Family::V4);
+            } else if let Some(a) = parse_ip6(w) {
+                p.saddr6 = a;
+                p.family = Some(Family::V6);
+            } else if w.contains(':') {
+                return Err("bad source address (an IPv6 address takes no range or prefix)".into());
             } else if !address_variation(
                 w,
                 &mut p.saddr,
@@ -316,6 +401,8 @@ impl Pattern {
                 &mut p.same_first,
             ) {
                 return Err("bad source address".into());
+            } else {
+                p.family = Some(Family::V4);
             }
         }
         let mut i = 0;
@@ -346,7 +433,19 @@ impl Pattern {
         }
         let w = words[i];
         if w != "-" {
-            p.daddr = parse_ip(w).ok_or_else(|| "bad destination address".to_string())?;
+            let fam = if let Some(a) = parse_ip(w) {
+                p.daddr = a;
+                Family::V4
+            } else if let Some(a) = parse_ip6(w) {
+                p.daddr6 = a;
+                Family::V6
+            } else {
+                return Err("bad destination address".into());
+            };
+            if p.family.is_some_and(|f| f != fam) {
+                return Err("IPv4 and IPv6 addresses in one pattern (patterns never translate between families)".into());
+            }
+            p.family = Some(fam);
         }
         if words.len() == 4 {
             let w = words[3];
@@ -372,6 +471,8 @@ impl Pattern {
             ));
         } else if self.saddr != 0 {
             s.push_str(&ip_str(self.saddr));
+        } else if self.saddr6 != [0; 16] {
+            s.push_str(&ip6_str(&self.saddr6));
         } else {
             s.push('-');
         }
@@ -390,6 +491,8 @@ impl Pattern {
         }
         if self.daddr != 0 {
             s.push_str(&format!(" {}", ip_str(self.daddr)));
+        } else if self.daddr6 != [0; 16] {
+            s.push_str(&format!(" {}", ip6_str(&self.daddr6)));
         } else {
             s.push_str(" -");
         }
@@ -414,6 +517,9 @@ impl Pattern {
         flow: FlowId,
         taken: impl Fn(&FlowId) -> bool,
     ) -> Option<FlowId> {
+        if self.family == Some(Family::V6) {
+            return None;
+        }
         let mut r = flow;
         if self.saddr != 0 {
             r.saddr = self.saddr;
@@ -482,6 +588,81 @@ impl Pattern {
         self.next_variation = val.wrapping_add(1);
         Some(r)
     }
+
+    /// The family of the pattern's addresses (`None`: it names none, and
+    /// maps both families).
+    pub fn family(&self) -> Option<Family> {
+        self.family
+    }
+
+    /// Rewrites the IPv6 flow `flow` as [`Pattern::rewrite_with`] does an
+    /// IPv4 one (`None` for a pattern with IPv4 addresses: no translation
+    /// between families). The range, if any, is of source ports.
+    pub fn rewrite6(
+        &mut self,
+        flow: FiveTuple,
+        taken: impl Fn(&FiveTuple) -> bool,
+    ) -> Option<FiveTuple> {
+        if self.family == Some(Family::V4) {
+            return None;
+        }
+        let mut r = flow;
+        if self.saddr6 != [0; 16] {
+            r.src = self.saddr6;
+        }
+        if self.sport != 0 {
+            r.sport = self.sport;
+        }
+        if self.daddr6 != [0; 16] {
+            r.dst = self.daddr6;
+        }
+        if self.dport != 0 {
+            r.dport = self.dport;
+        }
+        if self.variation_top == 0 {
+            return Some(r);
+        }
+        // Without IPv6 address ranges, a range is of ports (`is_napt`).
+        let top = self.variation_top;
+        let base = self.sport as u32;
+        let mut lookup = r.reverse();
+        let mut val = (flow.sport as u32).wrapping_sub(base);
+        let mut found = false;
+        if self.same_first && val <= top {
+            lookup.dport = flow.sport;
+            found = !taken(&lookup);
+        }
+        if !found {
+            val = if self.sequential {
+                if self.next_variation > top {
+                    0
+                } else {
+                    self.next_variation
+                }
+            } else {
+                crate::random::click_random_range(0, top)
+            };
+            let mut count = 0u32;
+            loop {
+                lookup.dport = base.wrapping_add(val) as u16;
+                if !taken(&lookup) {
+                    found = true;
+                    break;
+                }
+                if count >= top {
+                    break;
+                }
+                count += 1;
+                val = if val == top { 0 } else { val + 1 };
+            }
+        }
+        if !found {
+            return None;
+        }
+        r.sport = lookup.dport;
+        self.next_variation = val.wrapping_add(1);
+        Some(r)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -535,6 +716,26 @@ impl PatternSlot {
         }
     }
 
+    /// Rewrites a new IPv6 flow (see [`Pattern::rewrite6`]).
+    pub fn rewrite6(
+        &mut self,
+        flow: FiveTuple,
+        taken: impl Fn(&FiveTuple) -> bool,
+    ) -> Option<FiveTuple> {
+        match self {
+            PatternSlot::Own(p) => p.rewrite6(flow, taken),
+            PatternSlot::Named(p) => lock(p).rewrite6(flow, taken),
+        }
+    }
+
+    /// The family of the pattern's addresses (see [`Pattern::family`]).
+    pub fn family(&self) -> Option<Family> {
+        match self {
+            PatternSlot::Own(p) => p.family(),
+            PatternSlot::Named(p) => lock(p).family(),
+        }
+    }
+
     /// The pattern as Click prints it.
     pub fn unparse(&self) -> String {
         match self {
@@ -574,9 +775,9 @@ impl PatternSlot {
 /// The rewrite a mapper chose for a new flow, and the outputs of its two
 /// directions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MapperChoice {
+pub struct MapperChoice<K = FlowId> {
     /// The rewritten flow identifier.
-    pub flow: FlowId,
+    pub flow: K,
     /// Output of the flow's packets.
     pub foutput: usize,
     /// Output of its replies.
@@ -598,6 +799,15 @@ pub trait IPMapper: Send + Sync {
         proto: u8,
         taken: &dyn Fn(&FlowId) -> bool,
     ) -> Option<MapperChoice>;
+
+    /// The rewrite of the new IPv6 flow `flow` (its protocol in
+    /// `flow.proto`), from the mapper's IPv6 (or family-less) patterns
+    /// only. `None` drops the packet (a mapping failure).
+    fn rewrite_flowid6(
+        &self,
+        flow: FiveTuple,
+        taken: &dyn Fn(&FiveTuple) -> bool,
+    ) -> Option<MapperChoice<FiveTuple>>;
 
     /// The (forward, reply) outputs of each of the mapper's patterns, so
     /// that a rewriter can check them against its outputs.
@@ -900,6 +1110,12 @@ impl Inputs {
         Ok(inputs)
     }
 
+    /// True if an input's pattern has IPv6 addresses (which the IPv4-only
+    /// address and ping rewriters refuse).
+    pub(crate) fn has_ipv6_pattern(&self) -> bool {
+        self.patterns.iter().any(|p| p.family() == Some(Family::V6))
+    }
+
     /// Number of inputs.
     pub fn len(&self) -> usize {
         self.specs.len()
@@ -973,6 +1189,38 @@ impl Inputs {
                     None => None,
                 }
             }
+        };
+        chosen.ok_or_else(|| {
+            self.specs[port].failures += 1;
+            None
+        })
+    }
+
+    /// As [`Inputs::choose`], for a new IPv6 flow: `keep` maps it
+    /// unchanged, a pattern or mapper of IPv4 addresses does not map it
+    /// (a mapping failure).
+    pub(crate) fn choose6(
+        &mut self,
+        port: usize,
+        flow: FiveTuple,
+        taken: impl Fn(&FiveTuple) -> bool,
+    ) -> Result<(FiveTuple, usize, usize), Option<usize>> {
+        let Some(is) = self.specs.get(port) else {
+            return Err(None);
+        };
+        let (f, r) = (is.foutput, is.routput);
+        let chosen = match is.kind {
+            RwKind::Drop => return Err(None),
+            RwKind::NoChange => return Err(Some(f)),
+            RwKind::Keep => Some((flow, f, r)),
+            RwKind::Pattern(pi) => self.patterns[pi].rewrite6(flow, taken).map(|x| (x, f, r)),
+            RwKind::Mapper(mi) => match self.mappers[mi].mapper.rewrite_flowid6(flow, &taken) {
+                Some(c) if c.foutput < self.noutputs && c.routput < self.noutputs => {
+                    Some((c.flow, c.foutput, c.routput))
+                }
+                Some(_) => return Err(None),
+                None => None,
+            },
         };
         chosen.ok_or_else(|| {
             self.specs[port].failures += 1;
@@ -1430,7 +1678,10 @@ struct Flow {
     guaranteed: bool,
     /// Rewritten TCP-style (sequence/state tracking) or UDP-style.
     tcp_style: bool,
-    /// Table index (0 or 1).
+    /// Table index (0 or 1), plus [`V6_FLOW`] for an IPv6 flow (whose keys
+    /// are in the core's `keys6`, `keys` unused): a bit here rather than a
+    /// field of its own keeps the record at 56 bytes, as it was before
+    /// IPv6.
     map: u8,
     /// The IP protocol the flow was made for (0: any), which lookups on
     /// behalf of other elements must match.
@@ -1441,6 +1692,23 @@ struct Flow {
     live: bool,
     /// Has sequence-number deltas (in the core's side table).
     has_dt: bool,
+}
+
+/// The bit of [`Flow::map`] that marks an IPv6 flow.
+const V6_FLOW: u8 = 0x80;
+
+impl Flow {
+    /// The index of the table (TCP or UDP class) the flow's entries are in.
+    #[inline(always)]
+    fn table(&self) -> usize {
+        (self.map & !V6_FLOW) as usize
+    }
+
+    /// True for an IPv6 flow.
+    #[inline(always)]
+    fn is_v6(&self) -> bool {
+        self.map & V6_FLOW != 0
+    }
 }
 
 const S_FORWARD_DONE: u8 = 1;
@@ -1483,6 +1751,11 @@ pub struct Core {
     flows: Vec<Flow>,
     free: Vec<u32>,
     maps: [FlowMap; 2],
+    /// The IPv6 flows' entries (all protocols: the key holds it).
+    map6: FlowMap6,
+    /// The keys of the IPv6 flows, by slot (forward, reply); only the
+    /// slots of IPv6 flows mean anything.
+    keys6: Vec<[FiveTuple; 2]>,
     live: usize,
     capacity: i64,
     to: Timeouts,
@@ -1631,6 +1904,8 @@ impl Core {
                 pronto_hash::map_with_capacity(2 * reserve),
                 pronto_hash::map_with_capacity(if flavor == Flavor::Ip { 2 * reserve } else { 0 }),
             ],
+            map6: pronto_hash::map(),
+            keys6: Vec::new(),
             live: 0,
             capacity,
             to,
@@ -1716,6 +1991,8 @@ impl Core {
         std::mem::swap(&mut self.flows, &mut old.flows);
         std::mem::swap(&mut self.free, &mut old.free);
         std::mem::swap(&mut self.maps, &mut old.maps);
+        std::mem::swap(&mut self.map6, &mut old.map6);
+        std::mem::swap(&mut self.keys6, &mut old.keys6);
         std::mem::swap(&mut self.live, &mut old.live);
         self.generation = self.generation.wrapping_add(1);
         old.generation = old.generation.wrapping_add(1);
@@ -1855,7 +2132,7 @@ impl Core {
 
     /// The table and flow identifier a packet is looked up with, or `None`
     /// when it gets no lookup (not TCP/UDP for this rewriter, a later
-    /// fragment, too short, no IP header).
+    /// fragment, too short, no IP header), for an IPv4 packet.
     #[inline]
     fn flow_key(&self, p: &Packet) -> Option<(usize, FlowId)> {
         let nh = usize::try_from(p.network_header_offset()?).ok()?;
@@ -1863,6 +2140,10 @@ impl Core {
         if data.len() < nh + 20 {
             return None;
         }
+        // No version test here: an IPv6 packet read as IPv4 looks up
+        // garbage, which `process_inner` ignores (it tests the version
+        // before it trusts a lookup done ahead), and IPv4 packets are
+        // spared the test.
         let ip = Ipv4Packet::new_unchecked(&data[nh..]);
         let th = match p.transport_header_offset() {
             Some(t) if t >= 0 => t as usize,
@@ -1937,6 +2218,9 @@ impl Core {
             return self.inputs.no_mapping_output(port);
         }
         let ip = Ipv4Packet::new_unchecked(&data[nh..]);
+        if ip.version() != 4 {
+            return self.process6(port, p, nh, now);
+        }
         let th = match th_set {
             Some(t) if t >= 0 => t as usize,
             _ => nh + ip.header_len(),
@@ -1978,6 +2262,13 @@ impl Core {
                 apply_seq(list, reply as usize, &mut p.data_mut()[th..]);
             }
         }
+        Some(self.touch(idx, reply, now))
+    }
+
+    /// Renews flow `idx`'s guarantee (or timeout) after a packet; returns
+    /// the output of the packet's direction.
+    #[inline(always)]
+    fn touch(&mut self, idx: usize, reply: bool, now: i64) -> usize {
         let flow = self.flows[idx];
         let g = self.guarantee(&flow);
         let (guaranteed, expiry) = if g != 0 {
@@ -1988,7 +2279,117 @@ impl Core {
         let f = &mut self.flows[idx];
         f.guaranteed = guaranteed;
         f.expiry = expiry;
-        Some(f.outputs[reply as usize] as usize)
+        f.outputs[reply as usize] as usize
+    }
+
+    /// [`Core::process`] for a packet that is not IPv4: an IPv6 packet's
+    /// flow read by `Flow::parse` and looked up in the IPv6 table; any
+    /// other version, a malformed header, a later fragment or a protocol
+    /// without mappings gets no mapping.
+    #[cold]
+    #[inline(never)]
+    fn process6(&mut self, port: usize, p: &mut Packet, nh: usize, now: i64) -> Option<usize> {
+        let l3 = &p.data()[nh..];
+        if l3[0] >> 4 != 6 {
+            return self.inputs.no_mapping_output(port);
+        }
+        let wf = match WireFlow::parse_ipv6(l3) {
+            Ok(f) if f.fragment != Fragment::Later => f,
+            _ => return self.inputs.no_mapping_output(port),
+        };
+        let key = wf.tuple;
+        let Some(mi) = self.map_index(key.proto) else {
+            return self.inputs.no_mapping_output(port);
+        };
+        let entry = match self.map6.get(&key) {
+            Some(&e) => e,
+            None => {
+                let Some(e) = self.new_flow6(port, key, mi, now) else {
+                    return self.inputs.no_mapping_output(port);
+                };
+                if let Some(off) = self.reply_anno {
+                    let v = p.anno_bytes()[off];
+                    self.flows[(e >> 1) as usize].reply_anno = v;
+                }
+                e
+            }
+        };
+        let idx = (entry >> 1) as usize;
+        let reply = entry & 1 == 1;
+        let keys = self.keys6[idx];
+        let th = nh + wf.l4_offset;
+        let (dst_anno, reply_anno) = (self.dst_anno, self.reply_anno);
+        let flow = &mut self.flows[idx];
+        let seq = apply6(flow, &keys, p, nh, th, reply, dst_anno, reply_anno);
+        if seq && flow.has_dt {
+            if let Some(list) = self.seq.get_mut(&(idx as u32)) {
+                apply_seq(list, reply as usize, &mut p.data_mut()[th..]);
+            }
+        }
+        Some(self.touch(idx, reply, now))
+    }
+
+    /// [`Core::new_flow`] for an IPv6 flow.
+    fn new_flow6(&mut self, port: usize, key: FiveTuple, mi: usize, now: i64) -> Option<u32> {
+        let map = &self.map6;
+        let (rewritten, f, r) = self
+            .inputs
+            .choose6(port, key, |k| map.contains_key(k))
+            .ok()?;
+        let proto = key.proto;
+        let tcp_style = match self.flavor {
+            Flavor::Ip => proto == pronto_packet::wire::IP_PROTO_TCP,
+            Flavor::Tcp => true,
+            Flavor::Udp => false,
+        };
+        let keys = [key, rewritten.reverse()];
+        let mut flow = Flow {
+            keys: [FlowId::default(); 2],
+            outputs: [f as u32, r as u32],
+            ip_delta: 0,
+            l4_delta: delta6(&key, &rewritten),
+            expiry: 0,
+            guaranteed: false,
+            tcp_style,
+            map: mi as u8 | V6_FLOW,
+            proto,
+            tflags: 0,
+            reply_anno: 0,
+            input: port as u32,
+            live: true,
+            has_dt: false,
+        };
+        let g = self.guarantee(&flow);
+        flow.guaranteed = g != 0;
+        flow.expiry = now + if g != 0 { g } else { self.flow_timeout(&flow) };
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.flows[i as usize] = flow;
+                i
+            }
+            None => {
+                self.flows.push(flow);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        if self.keys6.len() <= idx as usize {
+            self.keys6.resize(idx as usize + 1, keys);
+        }
+        self.keys6[idx as usize] = keys;
+        self.generation = self.generation.wrapping_add(1);
+        self.map6.insert(key, idx << 1);
+        if let Some(old) = self.map6.insert(keys[1], (idx << 1) | 1) {
+            if old >> 1 != idx {
+                self.destroy((old >> 1) as usize);
+            }
+        }
+        self.live += 1;
+        self.inputs[port].count += 1;
+        if self.live as i64 > self.capacity && self.shrink_for_new_flow(idx as usize, now) {
+            self.inputs[port].failures += 1;
+            return None;
+        }
+        Some(idx << 1)
     }
 
     /// Installs a mapping for a packet without one, as its input says.
@@ -2076,14 +2477,23 @@ impl Core {
         let mut s = String::new();
         let now = self.last_now;
         for (i, f) in self.flows.iter().enumerate() {
-            if !f.live || f.map as usize != mi {
+            if !f.live || f.table() != mi {
                 continue;
             }
             for d in 0..2usize {
-                if self.maps[mi].get(&f.keys[d]) != Some(&(((i as u32) << 1) | d as u32)) {
-                    continue;
-                }
-                let rewritten = f.keys[1 - d].reverse();
+                let h = ((i as u32) << 1) | d as u32;
+                let (key, rewritten) = if f.is_v6() {
+                    let k = &self.keys6[i];
+                    if self.map6.get(&k[d]) != Some(&h) {
+                        continue;
+                    }
+                    (tuple_str(&k[d]), tuple_str(&k[1 - d].reverse()))
+                } else {
+                    if self.maps[mi].get(&f.keys[d]) != Some(&h) {
+                        continue;
+                    }
+                    (f.keys[d].to_string(), f.keys[1 - d].reverse().to_string())
+                };
                 let expiry = if f.guaranteed {
                     self.best_effort_expiry(f)
                 } else {
@@ -2103,7 +2513,7 @@ impl Core {
                 };
                 s.push_str(&format!(
                     "{} => {}{} [{}{} {}{}] i{} exp{}\n",
-                    f.keys[d], rewritten, delta, a, f.outputs[0], b, f.outputs[1], f.input, exp
+                    key, rewritten, delta, a, f.outputs[0], b, f.outputs[1], f.input, exp
                 ));
             }
         }
@@ -2127,6 +2537,30 @@ impl Core {
             return Err(bad());
         };
         let port = |s: &str| parse_int(s).and_then(|v| u16::try_from(v).ok());
+        if let (Some(s6), Some(d6)) = (parse_ip6(sa), parse_ip6(da)) {
+            let proto = match (self.flavor, mi) {
+                (Flavor::Ip, 1) => pronto_packet::wire::IP_PROTO_UDP,
+                _ => pronto_packet::wire::IP_PROTO_TCP,
+            };
+            let t = FiveTuple::v6(
+                proto,
+                s6,
+                port(sp).ok_or_else(bad)?,
+                d6,
+                port(dp).ok_or_else(bad)?,
+            );
+            let Some(&e) = self.map6.get(&t) else {
+                return Ok(String::new());
+            };
+            let r = self.keys6[(e >> 1) as usize][(e & 1 == 0) as usize].reverse();
+            return Ok(format!(
+                "{} {} {} {}",
+                ip6_str(&r.src),
+                r.sport,
+                ip6_str(&r.dst),
+                r.dport
+            ));
+        }
         let flow = FlowId {
             saddr: parse_ip(sa).ok_or_else(bad)?,
             sport: port(sp).ok_or_else(bad)?,
@@ -2171,10 +2605,19 @@ impl MappingTable for Core {
             return;
         }
         self.generation = self.generation.wrapping_add(1);
-        let map = &mut self.maps[f.map as usize];
-        for d in 0..2u32 {
-            if map.get(&f.keys[d as usize]) == Some(&(((idx as u32) << 1) | d)) {
-                map.remove(&f.keys[d as usize]);
+        if f.is_v6() {
+            let keys = self.keys6[idx];
+            for d in 0..2u32 {
+                if self.map6.get(&keys[d as usize]) == Some(&(((idx as u32) << 1) | d)) {
+                    self.map6.remove(&keys[d as usize]);
+                }
+            }
+        } else {
+            let map = &mut self.maps[f.table()];
+            for d in 0..2u32 {
+                if map.get(&f.keys[d as usize]) == Some(&(((idx as u32) << 1) | d)) {
+                    map.remove(&f.keys[d as usize]);
+                }
             }
         }
         if f.has_dt {
@@ -2561,17 +3004,7 @@ fn apply(
         let th_off = (l4[12] >> 4) as usize;
         let flags = l4[13];
         let have_payload = (ip_hl + th_off) << 2 < ip_len;
-        let dir = reply as u8;
-        if flags & 0x04 != 0 {
-            flow.tflags |= S_BOTH_DONE;
-        } else if flags & 0x01 != 0 {
-            flow.tflags |= S_FORWARD_DONE << dir;
-        } else if flags & 0x02 != 0 || have_payload {
-            flow.tflags &= !(S_FORWARD_DONE << dir);
-        }
-        if have_payload {
-            flow.tflags |= S_FORWARD_DATA << dir;
-        }
+        track_tcp(flow, flags, have_payload, reply);
         tlen >= th_off << 2
     } else {
         set_be16(l4, 0, rev.dport);
@@ -2586,13 +3019,96 @@ fn apply(
             let s = apply_delta(be16(l4, 6), reply, flow.l4_delta);
             set_be16(l4, 6, s);
         }
-        if reply {
-            flow.tflags |= 1;
-        }
-        if flow.tflags < 6 {
-            flow.tflags += 2;
-        }
+        track_udp(flow, reply);
         false
+    }
+}
+
+/// Rewrites an IPv6 packet along `flow`, whose keys are `keys`, in the
+/// reply direction if `reply` (as [`apply`] does an IPv4 one: addresses,
+/// ports, the TCP or UDP checksum; IPv6 has no header checksum). `th` is
+/// where `Flow::parse` found the transport header, which is whole (TCP 20
+/// bytes, UDP and DCCP 8 or more). A UDP checksum of zero (none, which
+/// RFC 8200 forbids over IPv6) stays zero; an updated one that comes out
+/// zero is sent as 0xffff (RFC 768).
+#[allow(clippy::too_many_arguments)]
+fn apply6(
+    flow: &mut Flow,
+    keys: &[FiveTuple; 2],
+    p: &mut Packet,
+    nh: usize,
+    th: usize,
+    reply: bool,
+    dst_anno: bool,
+    reply_anno: Option<usize>,
+) -> bool {
+    let rev = keys[!reply as usize];
+    if dst_anno {
+        p.set_dst_ip6_anno(rev.src);
+    }
+    if reply {
+        if let Some(off) = reply_anno {
+            p.anno_bytes_mut()[off] = flow.reply_anno;
+        }
+    }
+    let data = p.data_mut();
+    let tlen = data.len() - th;
+    let ip = &mut data[nh..];
+    ip[8..24].copy_from_slice(&rev.dst);
+    ip[24..40].copy_from_slice(&rev.src);
+    let end = 40 + be16(ip, 4) as usize;
+    let proto = rev.proto;
+    let l4 = &mut data[th..];
+    set_be16(l4, 0, rev.dport);
+    set_be16(l4, 2, rev.sport);
+    if proto == pronto_packet::wire::IP_PROTO_TCP {
+        if tlen >= 18 {
+            let s = apply_delta(be16(l4, 16), reply, flow.l4_delta);
+            set_be16(l4, 16, s);
+        }
+    } else if proto == pronto_packet::wire::IP_PROTO_UDP && be16(l4, 6) != 0 {
+        let s = apply_delta(be16(l4, 6), reply, flow.l4_delta);
+        set_be16(l4, 6, if s == 0 { 0xffff } else { s });
+    }
+    if flow.tcp_style {
+        if tlen < 18 {
+            return false;
+        }
+        let th_off = (l4[12] >> 4) as usize;
+        let have_payload = (th - nh) + (th_off << 2) < end;
+        track_tcp(flow, l4[13], have_payload, reply);
+        tlen >= th_off << 2
+    } else {
+        track_udp(flow, reply);
+        false
+    }
+}
+
+/// Follows a TCP flow's state (Click's `TCPFlow` flags) after a segment
+/// with `flags` in direction `reply`.
+#[inline(always)]
+fn track_tcp(flow: &mut Flow, flags: u8, have_payload: bool, reply: bool) {
+    let dir = reply as u8;
+    if flags & 0x04 != 0 {
+        flow.tflags |= S_BOTH_DONE;
+    } else if flags & 0x01 != 0 {
+        flow.tflags |= S_FORWARD_DONE << dir;
+    } else if flags & 0x02 != 0 || have_payload {
+        flow.tflags &= !(S_FORWARD_DONE << dir);
+    }
+    if have_payload {
+        flow.tflags |= S_FORWARD_DATA << dir;
+    }
+}
+
+/// Counts a UDP-style flow's packets toward streaming (Click's `UDPFlow`).
+#[inline(always)]
+fn track_udp(flow: &mut Flow, reply: bool) {
+    if reply {
+        flow.tflags |= 1;
+    }
+    if flow.tflags < 6 {
+        flow.tflags += 2;
     }
 }
 
@@ -2631,6 +3147,70 @@ mod tests {
             Pattern::parse(&["-", "-", "-", "70000"]).expect_err("error"),
             "bad destination port"
         );
+    }
+
+    #[test]
+    fn ipv6_patterns() {
+        let p = Pattern::parse(&["2001:DB8:0:0:0:0:0:1", "1024-2047#", "-", "-"]).expect("ok");
+        assert_eq!(p.unparse(), "2001:db8::1 1024-2047 - -");
+        assert_eq!(p.family(), Some(Family::V6));
+        let p = Pattern::parse(&["-", "-", "2001:db8::a", "80"]).expect("ok");
+        assert_eq!(p.unparse(), "- - 2001:db8::a 80");
+        let p = Pattern::parse(&["-", "5000", "-", "-"]).expect("ok");
+        assert_eq!(p.family(), None);
+        assert_eq!(
+            Pattern::parse(&["::", "-", "-", "-"]).expect_err("error"),
+            "bad source address (an IPv6 address takes no range or prefix)"
+        );
+        assert_eq!(
+            Pattern::parse(&["-", "-", "2001:db8::/64", "-"]).expect_err("error"),
+            "bad destination address"
+        );
+        // A port range over IPv6: the flow's own port first, then the next
+        // free one.
+        let mut p = Pattern::parse(&["2001:db8::1", "1000-1001", "-", "-"]).expect("ok");
+        let f = FiveTuple::v6(17, [7; 16], 1000, [9; 16], 53);
+        let mut taken: Vec<FiveTuple> = Vec::new();
+        let r = p.rewrite6(f, |k| taken.contains(k)).expect("port");
+        assert_eq!((r.src[15], r.sport, r.dst, r.dport), (1, 1000, [9; 16], 53));
+        taken.push(r.reverse());
+        let r = p.rewrite6(f, |k| taken.contains(k)).expect("port");
+        assert_eq!(r.sport, 1001);
+        taken.push(r.reverse());
+        assert_eq!(p.rewrite6(f, |k| taken.contains(k)), None);
+        // An IPv4 pattern maps no IPv6 flow, and the other way round.
+        let mut p4 = Pattern::parse(&["10.0.0.1", "-", "-", "-"]).expect("ok");
+        assert_eq!(p4.rewrite6(f, |_| false), None);
+        let mut p6 = Pattern::parse(&["2001:db8::1", "-", "-", "-"]).expect("ok");
+        assert_eq!(p6.rewrite_with(FlowId::default(), |_| false), None);
+    }
+
+    #[test]
+    fn ipv6_checksum_delta_matches_a_full_computation() {
+        // UDP 2001:db8::1:1234 -> 2001:db8::2:53, rewritten to
+        // 2001:db8:ffff::7:4000 -> 2001:db8::2:53.
+        let from = FiveTuple::v6(
+            17,
+            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            1234,
+            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            53,
+        );
+        let mut to = from;
+        to.src = [0x20, 1, 0xd, 0xb8, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7];
+        to.sport = 4000;
+        let sum = |t: &FiveTuple| {
+            let mut udp = [0u8; 10];
+            udp[0..2].copy_from_slice(&t.sport.to_be_bytes());
+            udp[2..4].copy_from_slice(&t.dport.to_be_bytes());
+            udp[4..6].copy_from_slice(&10u16.to_be_bytes());
+            udp[8..10].copy_from_slice(b"hi");
+            let ps = pronto_packet::wire::pseudo_header_sum(&t.src, &t.dst, 17, 10);
+            !pronto_packet::wire::fold(pronto_packet::wire::ones_sum(&udp, ps))
+        };
+        let d = delta6(&from, &to);
+        assert_eq!(apply_delta(sum(&from), false, d), sum(&to));
+        assert_eq!(apply_delta(sum(&to), true, d), sum(&from));
     }
 
     #[test]
@@ -2682,6 +3262,11 @@ mod tests {
                 .sport,
             1024
         );
+    }
+
+    #[test]
+    fn the_flow_record_stays_56_bytes() {
+        assert_eq!(std::mem::size_of::<Flow>(), 56);
     }
 
     #[test]

@@ -10,6 +10,13 @@
 //! `table` handler lists them (chained buckets, newest entry first, one
 //! bucket growing to 3, 7, 15, ... when there are more than two entries
 //! per bucket).
+//!
+//! These rewriters are IPv4-only, as Click's are: a packet that is not IPv4
+//! gets no mapping (it leaves by its input's `pass` output, or is dropped),
+//! and a pattern with IPv6 addresses is a configuration error.
+//! The port rewriters' table (`rwcore`) maps IPv6 as well, in a second
+//! table beside the IPv4 one, so that the IPv4 key stays the compact
+//! 12-byte `FlowId` (see its module doc for the choice).
 
 use std::sync::{Arc, Mutex};
 
@@ -174,6 +181,12 @@ impl Table {
         let specs = a.rest();
         a.finish()?;
         let inputs = Inputs::configure(ctx, &specs)?;
+        if inputs.has_ipv6_pattern() {
+            return Err(ConfigError::new(
+                "IPv6 pattern: this rewriter maps IPv4 only; IPv6 flows need IPRewriter, \
+                 TCPRewriter or UDPRewriter",
+            ));
+        }
         let reserve = (capacity.max(0) as usize).min(4096);
         Ok(Table {
             kind,
@@ -406,6 +419,9 @@ impl Table {
             return self.inputs.no_mapping_output(port);
         }
         let ip = &data[nh..];
+        if ip[0] >> 4 != 4 {
+            return self.inputs.no_mapping_output(port);
+        }
         let th = match p.transport_header_offset() {
             Some(t) if t >= 0 => t as usize,
             _ => nh + ((ip[0] & 15) as usize) * 4,

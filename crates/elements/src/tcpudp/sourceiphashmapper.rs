@@ -3,6 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use pronto_packet::wire::flow::FiveTuple;
+
 use crate::tcpudp::rwcore::{
     lock, mapper_args, mapper_spec, named_patterns, FlowId, IPMapper, MapperChoice, MapperElement,
     PatternSlot,
@@ -172,9 +174,33 @@ impl IPMapper for SourceIPHash {
         })
     }
 
+    /// An IPv6 source is folded to 32 bits (the XOR of its four words)
+    /// and hashed as an IPv4 one.
+    fn rewrite_flowid6(
+        &self,
+        flow: FiveTuple,
+        taken: &dyn Fn(&FiveTuple) -> bool,
+    ) -> Option<MapperChoice<FiveTuple>> {
+        let v = self.ring.index_of(source_key(fold6(&flow.src)));
+        let (foutput, routput) = *self.outputs.get(v)?;
+        let mut pats = lock(&self.patterns);
+        let r = pats.get_mut(v)?.rewrite6(flow, taken)?;
+        Some(MapperChoice {
+            flow: r,
+            foutput,
+            routput,
+        })
+    }
+
     fn outputs(&self) -> Vec<(usize, usize)> {
         self.outputs.clone()
     }
+}
+
+/// An IPv6 address folded to the 32-bit number [`source_key`] hashes.
+fn fold6(a: &[u8; 16]) -> u32 {
+    a.chunks_exact(4)
+        .fold(0, |x, w| x ^ u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
 }
 
 /// Like `RoundRobinIPMapper`, but picks the pattern (server) by consistent
@@ -191,7 +217,11 @@ impl SourceIPHashMapper {
              to. Servers are placed on a consistent-hash ring, NNODES points per\n\
              server, from a random sequence seeded with SEED (the C library's\n\
              random(), as Click uses). Each PATTERN is 'SADDR SPORT DADDR DPORT' or\n\
-             a pattern name; ID is the server's non-negative identifier.\n\n\
+             a pattern name; ID is the server's non-negative identifier. The patterns\n\
+             may have IPv6 addresses (an IPv6 source is hashed folded to 32 bits, the\n\
+             XOR of its four words), but all of one family: the ring is one for all\n\
+             servers, so a mapper of both families would send flows to servers of the\n\
+             other; use one mapper per family.\n\n\
              Ports: none.",
     );
 
@@ -232,6 +262,15 @@ impl SourceIPHashMapper {
             patterns.push(p);
             outputs.push((f, r));
             ids.push(id);
+        }
+        let mut families = patterns.iter().filter_map(|p| p.family());
+        if let Some(first) = families.next() {
+            if families.any(|f| f != first) {
+                return Err(ConfigError::new(
+                    "patterns of both IPv4 and IPv6: one ring cannot keep each flow to servers of \
+                     its own family; use one SourceIPHashMapper per family",
+                ));
+            }
         }
         let ring = Ring::new(&ids, nnodes as usize, seed as u32);
         Ok(MapperElement::boxed(Arc::new(SourceIPHash {
@@ -310,5 +349,54 @@ mod tests {
             bad("4 1, - - 1.0.0.1 - 0 0 x"),
             "bad server ID in pattern spec"
         );
+        assert_eq!(
+            bad("4 1, - - 1.0.0.1 - 0 0 0, - - 2001:db8::1 - 0 0 1"),
+            "patterns of both IPv4 and IPv6: one ring cannot keep each flow to servers of \
+             its own family; use one SourceIPHashMapper per family"
+        );
+    }
+
+    #[test]
+    fn ipv6_servers_by_source() {
+        let e = configure(
+            SourceIPHashMapper::configure,
+            &SourceIPHashMapper::SPEC,
+            "4 12345, - - 2001:db8::1 - 0 1 0, - - 2001:db8::2 - 0 1 1, - - 2001:db8::3 - 0 1 2",
+            0,
+            0,
+        )
+        .expect("mapper");
+        let h = e
+            .shared()
+            .and_then(|s| s.downcast::<MapperHandle>().ok())
+            .expect("mapper handle");
+        let mut seen = [0usize; 3];
+        for a in 0..200u8 {
+            let mut src = [0u8; 16];
+            src[0] = 0x20;
+            src[1] = 0x01;
+            src[15] = a;
+            let f = FiveTuple::v6(
+                6,
+                src,
+                1000,
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x63],
+                80,
+            );
+            let c = h.0.rewrite_flowid6(f, &|_| false).expect("mapped");
+            let again =
+                h.0.rewrite_flowid6(FiveTuple { sport: 2000, ..f }, &|_| false);
+            assert_eq!(again.map(|c| c.flow.dst), Some(c.flow.dst));
+            seen[(c.flow.dst[15] - 1) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+        // No IPv4 flow is mapped to an IPv6 server.
+        let f = FlowId {
+            saddr: 0xc0a8_0001,
+            daddr: 0x0a00_0063,
+            sport: 1000,
+            dport: 80,
+        };
+        assert_eq!(h.0.rewrite_flowid(f, 6, &|_| false), None);
     }
 }

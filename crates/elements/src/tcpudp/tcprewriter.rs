@@ -32,7 +32,7 @@ impl TCPRewriter {
              Rewrites TCP packets' addresses and ports along a mapping table, as\n\
              IPRewriter does for TCP (see IPRewriter for the input specifications).\n\
              Non-TCP packets and non-first fragments are dropped unless their input\n\
-             is 'pass'.\n\n\
+             is 'pass'. IPv6 packets are mapped as IPRewriter maps them.\n\n\
              Ports: any number of push inputs and outputs.\n\
              Keywords: TCP_TIMEOUT/TIMEOUT (24h), TCP_DONE_TIMEOUT (4min),\n\
              TCP_NODATA_TIMEOUT (5min), TCP_GUARANTEE/GUARANTEE (5s), REAP_INTERVAL/REAP_TIME,\n\

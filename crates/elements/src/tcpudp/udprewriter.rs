@@ -32,7 +32,8 @@ impl UDPRewriter {
              IPRewriter for the input specifications). TCP and DCCP packets are\n\
              rewritten too, in the same table keyed by addresses and ports only.\n\
              Other protocols and non-first fragments are dropped unless their input\n\
-             is 'pass'. A zero UDP checksum stays zero.\n\n\
+             is 'pass'. A zero UDP checksum stays zero. IPv6 packets are mapped as\n\
+             IPRewriter maps them (in an IPv6 table whose key holds the protocol).\n\n\
              Ports: any number of push inputs and outputs.\n\
              Keywords: UDP_TIMEOUT/TIMEOUT (5min), UDP_STREAMING_TIMEOUT/\n\
              STREAMING_TIMEOUT (default UDP_TIMEOUT), UDP_GUARANTEE/GUARANTEE (5s),\n\
