@@ -8,6 +8,7 @@ use pronto_packet::wire::flow::{Flow, Fragment};
 use pronto_packet::wire::icmp::ICMP_HEADER_LEN;
 use pronto_packet::wire::ipv4::Ipv4Packet;
 use pronto_packet::wire::ipv6::ICMP6_HEADER_LEN;
+use pronto_packet::wire::WireError;
 use pronto_packet::{Batch, Packet};
 
 use super::table::{ip, Key, Slab, SlotTable, TableSlot, TimerWheel};
@@ -228,9 +229,11 @@ fn key_parts(k: u128) -> (u8, u32, u16, u32, u16) {
     )
 }
 
-/// The IPv6 connection key, fields in sort order (protocol, trusted
-/// address and port, untrusted address and port); 48 bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+/// The IPv6 connection key: protocol, trusted address and port,
+/// untrusted address and port; 48 bytes. The addresses hold the packet's
+/// bytes in native order (`u128::from_ne_bytes`: no byte swap per packet);
+/// [`Key6::sort_key`] gives the order the `table` handler lists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Key6 {
     proto: u8,
     a: u128,
@@ -249,6 +252,14 @@ impl std::hash::Hash for Key6 {
 }
 
 impl Key for Key6 {}
+
+impl Key6 {
+    /// Protocol, then trusted and untrusted address (as numbers) and port.
+    fn sort_key(&self) -> (u8, u128, u16, u128, u16) {
+        let be = |a: u128| u128::from_be_bytes(a.to_ne_bytes());
+        (self.proto, be(self.a), self.ap, be(self.b), self.bp)
+    }
+}
 
 /// What differs between the families: addresses, keys, slots and the
 /// ICMP messages the firewall reads.
@@ -542,14 +553,9 @@ impl<F: Family> Tracker<F> {
         (budget, next)
     }
 
-    /// The table's slots in key order.
-    fn sorted(&self) -> Vec<F::Slot>
-    where
-        <F::Slot as TableSlot>::Key: Ord,
-    {
-        let mut v: Vec<F::Slot> = self.table.iter().copied().collect();
-        v.sort_by_key(|c| c.key());
-        v
+    /// The table's slots, in table order.
+    fn slots(&self) -> Vec<F::Slot> {
+        self.table.iter().copied().collect()
     }
 }
 
@@ -557,12 +563,13 @@ fn addr(b: &[u8], off: usize) -> u32 {
     u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
 }
 
-fn parse(iph: &[u8]) -> Result<Parsed<V4>, Reason> {
-    let ip = Ipv4Packet::new_checked(iph).map_err(|_| Reason::Malformed)?;
+/// The parts of the checked IPv4 packet `ip` (over `iph`).
+#[inline(always)]
+fn parse(iph: &[u8], ip: &Ipv4Packet<&[u8]>) -> Result<Parsed<V4>, Reason> {
     if ip.is_fragment() {
         return Err(Reason::Fragment);
     }
-    let f = Flow::from_ipv4(&ip).map_err(|_| Reason::Malformed)?;
+    let f = Flow::from_ipv4(ip).map_err(|_| Reason::Malformed)?;
     let t = &f.tuple;
     let mut h = Parsed {
         proto: t.proto,
@@ -626,8 +633,8 @@ fn parse6(iph: &[u8]) -> Result<Parsed6, Reason> {
     let t = &f.tuple;
     let mut h = Parsed {
         proto: t.proto,
-        src: u128::from_be_bytes(t.src),
-        dst: u128::from_be_bytes(t.dst),
+        src: u128::from_ne_bytes(t.src),
+        dst: u128::from_ne_bytes(t.dst),
         sport: t.sport,
         dport: t.dport,
         flags: f.tcp_flags,
@@ -659,7 +666,7 @@ fn quoted_key6(q: &[u8], to: u128) -> Option<Key6> {
         return None;
     }
     let t = &f.tuple;
-    let (s, d) = (u128::from_be_bytes(t.src), u128::from_be_bytes(t.dst));
+    let (s, d) = (u128::from_ne_bytes(t.src), u128::from_ne_bytes(t.dst));
     if s != to {
         return None;
     }
@@ -674,8 +681,8 @@ fn quoted_key6(q: &[u8], to: u128) -> Option<Key6> {
 /// belong to, read with as few checks as possible: it only picks the
 /// table slot to warm (see [`StatefulFirewall::warm`]).
 #[inline]
-fn hint_key(port: usize, d: &[u8]) -> Option<u128> {
-    let hl = ((*d.first()? & 15) as usize) * 4;
+fn hint_key(port: usize, d: &[u8], first: u8) -> Option<u128> {
+    let hl = ((first & 15) as usize) * 4;
     let iph = d.get(..20)?;
     let l4 = d.get(hl..hl + 8)?;
     let (proto, src, dst) = (iph[9], addr(iph, 12), addr(iph, 16));
@@ -698,7 +705,7 @@ fn hint_key6(port: usize, d: &[u8]) -> Option<Key6> {
     let iph = d.get(..40)?;
     let l4 = d.get(40..48)?;
     let proto = iph[6];
-    let word = |o: usize| u128::from_be_bytes(iph[o..o + 16].try_into().unwrap_or([0; 16]));
+    let word = |o: usize| u128::from_ne_bytes(iph[o..o + 16].try_into().unwrap_or([0; 16]));
     let (src, dst) = (word(8), word(24));
     let (a, b) = if port == 0 { (src, dst) } else { (dst, src) };
     Some(match proto {
@@ -945,15 +952,19 @@ impl StatefulFirewall {
 
     #[inline]
     fn action(&mut self, port: usize, p: &Packet, now: i64) -> Option<usize> {
+        // IPv4 first: the version test IPv6 needs is on its error path.
         let r = match p.network_data() {
-            Some(d) if d.first().is_some_and(|&b| b >> 4 == 6) => self.action6(port, d, now),
-            Some(d) => parse(d).and_then(|h| {
-                if port == 0 {
-                    self.v4.trusted(&self.timeouts, &h, now)
-                } else {
-                    self.v4.untrusted(&self.timeouts, &h, now)
-                }
-            }),
+            Some(d) => match Ipv4Packet::new_checked(d) {
+                Ok(ip) => parse(d, &ip).and_then(|h| {
+                    if port == 0 {
+                        self.v4.trusted(&self.timeouts, &h, now)
+                    } else {
+                        self.v4.untrusted(&self.timeouts, &h, now)
+                    }
+                }),
+                Err(WireError::BadVersion) if d[0] >> 4 == 6 => self.action6(port, d, now),
+                Err(_) => Err(Reason::Malformed),
+            },
             None => Err(Reason::Malformed),
         };
         match r {
@@ -978,11 +989,12 @@ impl StatefulFirewall {
         let mut acc = 0u128;
         for p in batch.iter() {
             let Some(d) = p.network_data() else { continue };
-            if d.first().is_some_and(|&b| b >> 4 == 6) {
+            let Some(&first) = d.first() else { continue };
+            if first >> 4 == 6 {
                 if let Some(k) = hint_key6(port, d) {
                     acc ^= self.v6.table.touch(k).a;
                 }
-            } else if let Some(k) = hint_key(port, d) {
+            } else if let Some(k) = hint_key(port, d, first) {
                 acc ^= self.v4.table.touch(k);
             }
         }
@@ -993,7 +1005,9 @@ impl StatefulFirewall {
         use std::fmt::Write as _;
         let mut s = String::new();
         // Key order is protocol, then trusted and untrusted address and port.
-        for c in self.v4.sorted() {
+        let mut v4 = self.v4.slots();
+        v4.sort_by_key(|c| c.key);
+        for c in v4 {
             let (proto, a, ap, b, bp) = key_parts(c.key);
             let proto = match proto {
                 TCP => "tcp".to_string(),
@@ -1012,7 +1026,9 @@ impl StatefulFirewall {
                 STATE_NAMES[c.m.state as usize]
             );
         }
-        for c in self.v6.sorted() {
+        let mut v6 = self.v6.slots();
+        v6.sort_by_key(|c| c.key.sort_key());
+        for c in v6 {
             let k = c.key;
             let proto = match k.proto {
                 TCP => "tcp".to_string(),
@@ -1024,9 +1040,9 @@ impl StatefulFirewall {
             let _ = writeln!(
                 s,
                 "{proto} [{}]:{} [{}]:{} {} expires=+{left:.3}",
-                format_ip6(&k.a.to_be_bytes()),
+                format_ip6(&k.a.to_ne_bytes()),
                 k.ap,
-                format_ip6(&k.b.to_be_bytes()),
+                format_ip6(&k.b.to_ne_bytes()),
                 k.bp,
                 STATE_NAMES[c.m.state as usize]
             );
