@@ -18,7 +18,9 @@ twins of some (`*_ip6`, `e_route_LookupIP6Route`: the same traffic with
 IPv6 headers), and `d_lb_maglev` (pronto's: d_nat's trace through a
 MaglevIPMapper destination NAT to four backends, not run by default);
 `--ip6` runs each twin right after its IPv4 original and adds their
-cost-per-packet ratio.
+cost-per-packet ratio. `g_stateful_firewall` (and its twin
+`g_stateful_firewall_ip6`) runs only when named; its session traces come
+from gen_stateful.py.
 """
 import argparse, csv, os, shutil, statistics, subprocess, sys, time
 
@@ -32,7 +34,8 @@ ORDER = ["a_inf_discard", "b_inf_null10", "b_inf_counter10", "c0_dump_discard",
 TWINS = {"c1_dump_checkip_ip6": "c1_dump_checkip", "c_firewall_ip6": "c_firewall",
          "d_nat_ip6": "d_nat", "d_lb_maglev_ip6": "d_lb_maglev",
          "e0_route_dump_checkip_ip6": "e0_route_dump_checkip",
-         "e_route_LookupIP6Route": "e_route_RadixIPLookup"}
+         "e_route_LookupIP6Route": "e_route_RadixIPLookup",
+         "g_stateful_firewall_ip6": "g_stateful_firewall"}
 # Figures from shared/bench/README.md (Mpps, median of 5, same machine class).
 REFERENCE = {
     "a_inf_discard": (26.9, 24.2), "b_inf_null10": (11.4, 25.3),
@@ -45,7 +48,7 @@ REFERENCE = {
 }
 
 
-def prepare(work, packets, ip6):
+def prepare(work, packets, ip6, configs=()):
     os.makedirs(work, exist_ok=True)
     shutil.copytree(os.path.join(HERE, "conf"), os.path.join(work, "conf"), dirs_exist_ok=True)
     if not os.path.exists(os.path.join(work, "route.pcap")):
@@ -55,6 +58,10 @@ def prepare(work, packets, ip6):
     if ip6 and not os.path.exists(os.path.join(work, "route6.pcap")):
         print("generating IPv6 traces in", work, "(2-3 minutes)", file=sys.stderr)
         subprocess.run([sys.executable, os.path.join(HERE, "gen_bench6.py"), str(packets)],
+                       cwd=work, check=True)
+    if any(c.startswith("g_stateful") for c in configs) and \
+            not os.path.exists(os.path.join(work, "sessions6.pcap")):
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_stateful.py"), str(packets)],
                        cwd=work, check=True)
     subprocess.run([sys.executable, os.path.join(HERE, "route_confs.py")], cwd=work, check=True)
 
@@ -90,7 +97,7 @@ def main():
         for twin, orig in TWINS.items():
             if orig in configs and twin not in configs:
                 configs.insert(configs.index(orig) + 1, twin)
-    prepare(a.work, a.packets, a.ip6 or any(c in TWINS for c in configs))
+    prepare(a.work, a.packets, a.ip6 or any(c in TWINS for c in configs), configs)
     rows = []
     for conf in configs:
         p, pw, b, bw = [], [], [], []

@@ -2,8 +2,11 @@
 """Write examples/ids.pcap: a small, deterministic trace for
 examples/ids.click (IDSMatcher with examples/ids.rules): ordinary web, DNS,
 SSH and ping traffic mixed with web attacks, shellcode, scans and policy
-events. Prints, independently of pronto, how many packets each rule
-should match. Run from the repository root."""
+events, then an IPv6 part (after the shuffled IPv4 part, which stays as it
+was): web requests and attacks to the IPv6 web server (one through a
+Destination Options header), pings, a DNS policy event, a NOOP sled and a
+Neighbor Solicitation. Prints, independently of pronto, how many packets
+each rule should match. Run from the repository root."""
 import random, struct
 
 rng = random.Random(7)
@@ -143,6 +146,55 @@ for i in range(2):
     add(ARP + b"\0" * 18)
 
 rng.shuffle(pkts)
+
+# IPv6: hosts of HOME_NET's 2001:db8:1::/64, outside in 2001:db8:ee::/48.
+ETH6 = ETH[:12] + b"\x86\xdd"
+
+def ip6a(s):
+    import ipaddress
+    return ipaddress.IPv6Address(s).packed
+
+def ipv6(src, dst, nh, l4, ext=b"", first=None):
+    body = ext + l4
+    return ETH6 + struct.pack("!IHBB", 0x60000000, len(body), first if ext else nh, 64) + ip6a(src) + ip6a(dst) + body
+
+def l6sum(src, dst, nh, seg):
+    return csum(ip6a(src) + ip6a(dst) + struct.pack("!IxxxB", len(seg), nh) + seg)
+
+def tcp6(src, sport, dst, dport, payload=b"", flags=0x18, ext=b""):
+    seg = struct.pack("!HHIIBBHHH", sport, dport, rng.randrange(1 << 32), 1, 0x50, flags, 65535, 0, 0) + payload
+    c = l6sum(src, dst, 6, seg)
+    return ipv6(src, dst, 6, seg[:16] + struct.pack("!H", c) + seg[18:], ext, 60)
+
+def udp6(src, sport, dst, dport, payload):
+    seg = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    c = l6sum(src, dst, 17, seg) or 0xFFFF
+    return ipv6(src, dst, 17, seg[:6] + struct.pack("!H", c) + seg[8:])
+
+def icmp6(src, dst, typ, rest, data, hlim=64):
+    m = struct.pack("!BBH", typ, 0, 0) + rest + data
+    f = ipv6(src, dst, 58, m[:2] + struct.pack("!H", l6sum(src, dst, 58, m)) + m[4:])
+    return f[:21] + bytes([hlim]) + f[22:]
+
+WEB6 = "2001:db8:1::10"
+def ext6():
+    return "2001:db8:ee::%x" % rng.randrange(2, 0xfff)
+DEST_OPTS = bytes([6, 0, 1, 4, 0, 0, 0, 0])  # Destination Options, PadN, then TCP
+
+v6 = []
+for i in range(5):
+    v6.append((tcp6(ext6(), eport(), WEB6, 80, http("/v6/index.html?page=%d" % i)), ()))
+for i in range(2):
+    v6.append((tcp6(ext6(), eport(), WEB6, 80, http("/item?id=1%20UNION%20SELECT%20card%20FROM%20payments")), (1000103,)))
+v6.append((tcp6(ext6(), eport(), WEB6, 8080, http("/static/../../../etc/hosts"), ext=DEST_OPTS), (1000101,)))
+for i in range(2):
+    v6.append((icmp6(ext6(), "2001:db8:1::%x" % (0x100 + i), 128, struct.pack("!HH", 0x4242, 1), b""), (1000309,)))
+v6.append((icmp6(ext6(), "2001:db8:1::20", 128, struct.pack("!HH", 0x4243, 1), bytes(range(56))), ()))
+v6.append((icmp6(ext6(), "2001:db8:1::20", 129, struct.pack("!HH", 0x4243, 1), b""), ()))
+v6.append((udp6("2001:db8:1::20", eport(), "2001:4860:4860::8888", 53, dns_query("myhome.duckdns.org")), (1000401,)))
+v6.append((udp6(ext6(), eport(), "2001:db8:1::40", 9999, SLED + b"\xcc" * 8), (1000204,)))
+v6.append((icmp6("fe80::1", "ff02::1:ff00:10", 135, b"\0" * 4, ip6a(WEB6), hlim=255), ()))
+pkts += v6
 t0 = 1700000000
 out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
 for i, (f, _) in enumerate(pkts):
@@ -157,6 +209,7 @@ for _, sids in pkts:
         counts[s] = counts.get(s, 0) + 1
 # Alert and drop rules send the packet to the alert output; log rules do not.
 alerted = sum(1 for _, s in pkts if any(x != 1000401 for x in s))
+print("IPv6 packets", len(v6), "IPv6 alert events", sum(len(s) for _, s in v6))
 print("packets", len(pkts), "alert events", sum(counts.values()), "alerted packets", alerted)
 for s in sorted(counts):
     print(s, counts[s])

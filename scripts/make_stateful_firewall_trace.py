@@ -5,10 +5,15 @@ trusted network 10.0.0.0/24 and the Internet: a full TCP session with its
 teardown and a late out-of-state SYN, a second handshake, a port scan, stray
 ACK and RST segments, DNS with a spoofed reply, an ICMP error about a UDP
 flow, a ping and an unsolicited one, a connection the policy denies, and an
-ARP frame. Run from the repository root."""
+ARP frame; then the IPv6 part (the trusted network 2001:db8:1::/64): a TCP
+session with its teardown, DNS with a packet-too-big error about it, a
+ping and an unsolicited one, Neighbor Discovery both ways, a port scan, a
+fragment and a denied connection. The IPv6 frames come after the IPv4 ones,
+so that the IPv4 frames (and their IP identifiers) stay as they were. Run
+from the repository root."""
 import struct
 import tracelib
-from tracelib import icmp, tcp
+from tracelib import icmp, icmp6, tcp, tcp6
 
 SYN, ACK, FIN, RST, PSH = 0x02, 0x10, 0x01, 0x04, 0x08
 
@@ -59,5 +64,43 @@ add(tcp(C, 40002, S, 23, SYN))
 add(tcp("10.0.0.8", 44444, S, 443, ACK, 1, 1))
 # 10: ARP.
 frames.append(tracelib.ARP)
+
+# IPv6, from frame 28 on.
+C6, S6, R6 = "2001:db8:1::5", "2001:db8:ff::34", "2001:db8:ff::1"
+DNS6 = "2001:4860:4860::8888"
+# 11 (28-35): a TCP session and its teardown (all pass).
+add(tcp6(C6, 40010, S6, 443, SYN, 100))
+add(tcp6(S6, 443, C6, 40010, SYN | ACK, 500, 101))
+add(tcp6(C6, 40010, S6, 443, ACK, 101, 501))
+add(tcp6(C6, 40010, S6, 443, PSH | ACK, 101, 501, b"GET / HTTP/1.1\r\n\r\n"))
+add(tcp6(S6, 443, C6, 40010, PSH | ACK, 501, 119, b"HTTP/1.1 200 OK\r\n\r\n"))
+add(tcp6(C6, 40010, S6, 443, FIN | ACK, 119, 520))
+add(tcp6(S6, 443, C6, 40010, FIN | ACK, 520, 120))
+add(tcp6(C6, 40010, S6, 443, ACK, 120, 521))
+# 12 (36-38): DNS and its reply; a packet-too-big from a router on the way
+# quoting the query (related).
+q6 = tracelib.udp6(C6, 5300, DNS6, 53, b"pronto-dns6")
+add(q6)
+add(tracelib.udp6(DNS6, 53, C6, 5300, b"pronto-dns6-answer"))
+add(icmp6(R6, C6, 2, 0, struct.pack("!I", 1280), q6))
+# 13 (39-41): a ping and its reply; a ping from outside (unsolicited).
+add(icmp6(C6, S6, 128, 0, struct.pack("!HH", 0x66, 1), b"pronto-ping6"))
+add(icmp6(S6, C6, 129, 0, struct.pack("!HH", 0x66, 1), b"pronto-ping6"))
+add(icmp6("2001:db8:66::66", C6, 128, 0, struct.pack("!HH", 0x99, 1), b"pronto-ping6"))
+# 14 (42-43): Neighbor Discovery: the router solicits the host's address,
+# the host answers (both pass by the ND policy).
+mac_r, mac_c = bytes.fromhex("020000000002"), bytes.fromhex("020000000001")
+add(icmp6("fe80::1", "ff02::1:ff00:5", 135, 0, b"\0" * 4,
+          tracelib.ip6a(C6) + b"\x01\x01" + mac_r, hlim=255))
+add(icmp6(C6, "fe80::1", 136, 0, b"\x60\0\0\0",
+          tracelib.ip6a(C6) + b"\x02\x01" + mac_c, hlim=255))
+# 15 (44): a SYN from outside to ssh (unsolicited).
+add(tcp6("2001:db8:66::66", 6666, C6, 22, SYN))
+# 16 (45): the first fragment of a datagram from outside (dropped).
+frag = struct.pack("!BBHI", 17, 0, 0x0001, 0x1234)  # offset 0, M
+add(tracelib.ipv6(DNS6, C6, 17, struct.pack("!HHHH", 53, 5300, 1300, 0) + b"x" * 24,
+                  ext=frag, ext_nh=44))
+# 17 (46): telnet out over IPv6 (denied by the policy).
+add(tcp6(C6, 40011, S6, 23, SYN))
 
 tracelib.write_pcap("examples/stateful-firewall.pcap", frames)

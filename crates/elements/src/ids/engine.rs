@@ -16,23 +16,28 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use super::rules::{Action, Content, Proto, Rule, RuleSet};
+use pronto_packet::wire::flow::{Flow, Fragment};
+use pronto_packet::wire::ipv6::{self, next_header};
+use pronto_packet::wire::WireError;
+
+use super::rules::{Action, Addr, Content, Proto, Rule, RuleSet};
 
 /// The most content-placement attempts spent on one rule for one packet
 /// (bounds the backtracking of pathological rules).
 const STEP_BUDGET: u32 = 4096;
 
-/// What the engine needs to know about one IPv4 packet.
+/// What the engine needs to know about one IPv4 or IPv6 packet.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct View<'a> {
-    /// IP protocol number.
+    /// IP protocol number (IPv6: the upper layer after the extension
+    /// headers).
     pub proto: u8,
-    /// Source address, host order.
-    pub src: u32,
-    /// Destination address, host order.
-    pub dst: u32,
-    /// True when the transport header was decoded (TCP, UDP or ICMP, not a
-    /// later fragment, long enough).
+    /// Source address.
+    pub src: Addr,
+    /// Destination address.
+    pub dst: Addr,
+    /// True when the transport header was decoded (TCP, UDP, ICMP or
+    /// ICMPv6, not a later fragment, long enough).
     pub l4: bool,
     /// Source port (TCP/UDP).
     pub sport: u16,
@@ -40,20 +45,103 @@ pub struct View<'a> {
     pub dport: u16,
     /// TCP flags byte.
     pub tcp_flags: u8,
-    /// ICMP type.
+    /// ICMP or ICMPv6 type.
     pub icmp_type: u8,
-    /// ICMP code.
+    /// ICMP or ICMPv6 code.
     pub icmp_code: u8,
     /// The payload contents are matched against: the data after the TCP,
-    /// UDP or ICMP header, or after the IP header for other protocols and
-    /// later fragments.
+    /// UDP, ICMP or ICMPv6 header, or after the IP header (IPv6: after the
+    /// extension headers) for other protocols and later fragments.
     pub payload: &'a [u8],
 }
 
-/// Parses the IPv4 packet starting at `ip` (network header first).
-/// `None` if it is not a well-formed IPv4 header.
+/// Parses the IPv4 or IPv6 packet starting at `ip` (network header
+/// first). `None` if it is not a well-formed IPv4 header, or an IPv6
+/// header whose extension-header chain the bounded walk refuses.
 pub fn decode(ip: &[u8]) -> Option<View<'_>> {
-    if ip.len() < 20 || ip[0] >> 4 != 4 {
+    match ip.first()? >> 4 {
+        4 => decode4(ip),
+        6 => decode6(ip),
+        _ => None,
+    }
+}
+
+fn decode6(ip: &[u8]) -> Option<View<'_>> {
+    if ip.len() < 40 {
+        return None;
+    }
+    // The payload length bounds the packet (0: a jumbogram, or nothing
+    // to go by: the whole buffer).
+    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    let ip = if plen == 0 {
+        ip
+    } else {
+        &ip[..(40 + plen).min(ip.len())]
+    };
+    let addr = |o: usize| {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&ip[o..o + 16]);
+        Addr::V6(u128::from_be_bytes(a))
+    };
+    let (src, dst) = (addr(8), addr(24));
+    let f = match Flow::parse_ipv6(ip) {
+        Ok(f) => f,
+        // A transport header cut short: the header fields without ports,
+        // the payload from the end of the chain.
+        Err(WireError::Truncated) => {
+            let w = ipv6::walk(ip, ipv6::MAX_EXT_HEADERS).ok()?;
+            return Some(View {
+                proto: w.protocol,
+                src,
+                dst,
+                payload: &ip[w.offset..],
+                ..View::default()
+            });
+        }
+        Err(_) => return None,
+    };
+    let t = &f.tuple;
+    let rest = &ip[f.l4_offset..];
+    let mut v = View {
+        proto: t.proto,
+        src,
+        dst,
+        payload: rest,
+        ..View::default()
+    };
+    if f.fragment == Fragment::Later || matches!(t.proto, next_header::ESP | next_header::NO_NEXT) {
+        return Some(v);
+    }
+    match t.proto {
+        6 => {
+            let doff = usize::from(rest[12] >> 4) * 4;
+            if doff >= 20 && doff <= rest.len() {
+                v.l4 = true;
+                v.sport = t.sport;
+                v.dport = t.dport;
+                v.tcp_flags = f.tcp_flags;
+                v.payload = &rest[doff..];
+            }
+        }
+        17 => {
+            v.l4 = true;
+            v.sport = t.sport;
+            v.dport = t.dport;
+            v.payload = &rest[8..];
+        }
+        58 => {
+            v.l4 = true;
+            v.icmp_type = rest[0];
+            v.icmp_code = rest[1];
+            v.payload = &rest[8..];
+        }
+        _ => {}
+    }
+    Some(v)
+}
+
+fn decode4(ip: &[u8]) -> Option<View<'_>> {
+    if ip.len() < 20 {
         return None;
     }
     let ihl = usize::from(ip[0] & 15) * 4;
@@ -64,8 +152,8 @@ pub fn decode(ip: &[u8]) -> Option<View<'_>> {
     let ip = &ip[..tot];
     let mut v = View {
         proto: ip[9],
-        src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
-        dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
+        src: Addr::V4(u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]])),
+        dst: Addr::V4(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]])),
         payload: &ip[ihl..],
         ..View::default()
     };
@@ -267,6 +355,7 @@ pub fn rule_matches(r: &Rule, v: &View<'_>) -> bool {
         Proto::Tcp if v.l4 && v.proto == 6 => true,
         Proto::Udp if v.l4 && v.proto == 17 => true,
         Proto::Icmp if v.l4 && v.proto == 1 => false,
+        Proto::Icmp6 if v.l4 && v.proto == 58 => false,
         _ => return false,
     };
     let forward = r.src.matches(v.src)
@@ -448,7 +537,7 @@ mod tests {
 
     /// The sids matching `pkt`, in precedence order.
     fn sids(e: &Engine, pkt: &[u8]) -> Vec<u32> {
-        let v = decode(pkt).expect("IPv4");
+        let v = decode(pkt).expect("IP");
         let mut s = e.scratch();
         let mut out = Vec::new();
         e.scan(&v, &mut s, |i| out.push(e.rules()[i].sid));
@@ -467,7 +556,7 @@ mod tests {
             (v.proto, v.sport, v.dport, v.tcp_flags),
             (6, 40000, 80, 0x18)
         );
-        assert_eq!(v.src, 0x0a00_0001);
+        assert_eq!(v.src, Addr::V4(0x0a00_0001));
         assert_eq!(v.payload, b"hello");
         let p = ipv4(17, A, B, &udp(53, 5353, b"q"));
         assert_eq!(decode(&p).expect("ok").payload, b"q");
@@ -494,6 +583,110 @@ mod tests {
         let mut q = web(b"ab");
         q.extend_from_slice(b"PAD");
         assert_eq!(decode(&q).expect("ok").payload, b"ab");
+    }
+
+    /// An IPv6 packet 2001:db8::1 -> 2001:db8:1::5 with `ext` (extension
+    /// headers already chained, the first's type in `first`) before `l4`
+    /// of protocol `proto`.
+    fn ipv6(proto: u8, ext: &[u8], first: u8, l4: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x60, 0, 0, 0];
+        v.extend_from_slice(&((ext.len() + l4.len()) as u16).to_be_bytes());
+        v.push(if ext.is_empty() { proto } else { first });
+        v.push(64);
+        v.extend_from_slice(
+            &"2001:db8::1"
+                .parse::<std::net::Ipv6Addr>()
+                .expect("a")
+                .octets(),
+        );
+        v.extend_from_slice(
+            &"2001:db8:1::5"
+                .parse::<std::net::Ipv6Addr>()
+                .expect("a")
+                .octets(),
+        );
+        v.extend_from_slice(ext);
+        v.extend_from_slice(l4);
+        v
+    }
+
+    /// `n` Destination Options headers (8 bytes, PadN), the last pointing
+    /// at `upper`.
+    fn dest_opts(n: usize, upper: u8) -> Vec<u8> {
+        let mut e = Vec::new();
+        for i in 0..n {
+            e.extend_from_slice(&[if i + 1 == n { upper } else { 60 }, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        e
+    }
+
+    #[test]
+    fn decodes_ipv6_through_extension_headers() {
+        let p = ipv6(6, &dest_opts(2, 6), 60, &tcp(40000, 80, 0x18, b"hello"));
+        let v = decode(&p).expect("ok");
+        assert_eq!(
+            (v.proto, v.l4, v.sport, v.dport, v.tcp_flags),
+            (6, true, 40000, 80, 0x18)
+        );
+        assert_eq!(v.src, Addr::V6(0x2001_0db8 << 96 | 1));
+        assert_eq!(v.dst, Addr::V6((0x2001_0db8_0001u128 << 80) | 5));
+        assert_eq!(v.payload, b"hello");
+        // ICMPv6 echo request: type, code, then data after 8 bytes.
+        let p = ipv6(58, &[], 0, &[128, 0, 0, 0, 0, 1, 0, 1, b'x']);
+        let v = decode(&p).expect("ok");
+        assert_eq!(
+            (v.proto, v.icmp_type, v.icmp_code, v.payload),
+            (58, 128, 0, &b"x"[..])
+        );
+        // A later fragment: the data after the fragment header, no ports.
+        let frag = [17, 0, 0x00, 0x09, 0, 0, 0, 1]; // offset 8, M
+        let p = ipv6(17, &frag, 44, &udp(53, 53, b"abc"));
+        let v = decode(&p).expect("ok");
+        assert!(!v.l4);
+        assert_eq!((v.proto, v.payload.len()), (17, 11));
+        // A transport header cut short: protocol without ports.
+        let p = ipv6(6, &[], 0, &tcp(1, 2, 0x02, b"")[..10]);
+        let v = decode(&p).expect("ok");
+        assert_eq!((v.proto, v.l4, v.payload.len()), (6, false, 10));
+        // Padding after the payload length is not payload.
+        let mut p = ipv6(17, &[], 0, &udp(1, 2, b"ab"));
+        p.extend_from_slice(b"PAD");
+        assert_eq!(decode(&p).expect("ok").payload, b"ab");
+        // Chains the walk refuses, a short fixed header.
+        assert!(decode(&ipv6(17, &dest_opts(17, 17), 60, &udp(1, 2, b""))).is_none());
+        assert!(decode(&ipv6(17, &dest_opts(2, 17)[..12], 60, &[])).is_none());
+        assert!(decode(&p[..39]).is_none());
+    }
+
+    #[test]
+    fn ipv6_rules_match_ipv6_packets() {
+        let e = engine(
+            "alert tcp any any -> 2001:db8:1::/48 80 (content:\"cmd.exe\"; sid:1;)\n\
+             alert tcp any any -> 10.0.0.0/8 80 (content:\"cmd.exe\"; sid:2;)\n\
+             alert ip !2001:db8::/32 any -> any any (sid:3;)\n\
+             alert icmpv6 any any -> any any (itype:128; content:\"x\"; sid:4;)\n\
+             alert icmp any any -> any any (itype:128; sid:5;)\n\
+             alert udp [2001:db8:1::/64,10.0.0.0/8] 53 <> any any (sid:6;)\n",
+        );
+        // Ports and contents through two extension headers.
+        let p = ipv6(
+            6,
+            &dest_opts(2, 6),
+            60,
+            &tcp(40000, 80, 0x18, b"GET /cmd.exe"),
+        );
+        assert_eq!(sids(&e, &p), [1]);
+        // ICMPv6: icmpv6 rules only.
+        let p = ipv6(58, &[], 0, &[128, 0, 0, 0, 0, 1, 0, 1, b'x']);
+        assert_eq!(sids(&e, &p), [4]);
+        // `<>` reversed: the destination is in the list, its port 53.
+        let p = ipv6(17, &[], 0, &udp(9999, 53, b"query"));
+        assert_eq!(sids(&e, &p), [6]);
+        // IPv4 packets still match the IPv4 rules only.
+        assert_eq!(
+            sids(&e, &ipv4(6, B, A, &tcp(1, 80, 0x18, b"cmd.exe"))),
+            [2, 3]
+        );
     }
 
     #[test]

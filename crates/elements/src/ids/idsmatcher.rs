@@ -109,12 +109,16 @@ impl IDSMatcher {
         .doc(
             "IDSMatcher(FILE [, KEYWORDS])\n\n\
              Signature-based intrusion detection (pronto's own element). Loads a\n\
-             Snort/Suricata-style rule file and matches every IPv4 packet against it:\n\
+             Snort/Suricata-style rule file and matches every IPv4 and IPv6 packet\n\
+             against it:\n\
              all rules' contents are searched in one multi-pattern pass over the\n\
              payload, then each candidate rule's header (protocol, addresses, ports,\n\
              direction, flags, dsize, itype/icode) and content placement (offset,\n\
              depth, distance, within, nocase, negated contents) are verified.\n\
-             Needs the IP header annotation (CheckIPHeader or MarkIPHeader before it).\n\n\
+             Needs the IP header annotation (CheckIPHeader, CheckIP6Header or\n\
+             MarkIPHeader before it). In IPv6 packets the extension-header chain is\n\
+             walked (at most 16 headers) to the transport header: its ports, flags and\n\
+             ICMPv6 type and code are matched, and contents after it.\n\n\
              Rule precedence: pass rules first, then drop, alert, log, each in file\n\
              order. A matching pass rule stops matching (the packet goes to output 0).\n\
              Each matching alert/drop/log rule is counted and logged; if an alert or\n\
@@ -123,26 +127,29 @@ impl IDSMatcher {
              rules alone leave the packet on output 0. Packets matched by drop rules\n\
              are counted in `drops` (send output 1 to Discard to really drop them).\n\n\
              Supported rule syntax: actions alert log pass drop; protocols tcp udp icmp\n\
-             ip; `->` and `<>`; addresses any, a.b.c.d, a.b.c.d/len, $VAR, !X, [X,Y]\n\
-             (nested); ports any, N, lo:hi, :hi, lo:, $VAR, !X, [X,Y]; `var`, `ipvar`,\n\
+             icmpv6 (also icmp6) ip (tcp, udp and ip match both families, icmp IPv4,\n\
+             icmpv6 IPv6); `->` and `<>`; addresses any, a.b.c.d, a.b.c.d/len, IPv6\n\
+             x:y::z and x:y::/len, $VAR, !X, [X,Y] (nested, families mixed; a network\n\
+             of one family never holds an address of the other); ports any, N, lo:hi, :hi, lo:, $VAR, !X, [X,Y]; `var`, `ipvar`,\n\
              `portvar` lines; `#` comments; `\\` line continuation; options msg,\n\
              content (with |hex| bytes, `!` negation), nocase, offset, depth, distance,\n\
              within, fast_pattern, sid, rev, gid, classtype, priority, dsize, flags,\n\
              itype, icode; reference, metadata, rawbytes and target are ignored.\n\
              Syntax errors reject the file (FILE:LINE:COLUMN: message). A rule using\n\
              an unsupported option (pcre, flow, flowbits, byte_test, byte_jump,\n\
-             isdataat, http_* buffers, threshold, ...), another action or protocol, an\n\
-             IPv6 address or an undefined variable is skipped with a warning on\n\
+             isdataat, http_* buffers, threshold, ...), another action or protocol or\n\
+             an undefined variable is skipped with a warning on\n\
              standard error and counted in `skipped_rules`; the rest load.\n\n\
              Not done: no TCP stream reassembly (a signature split over two segments\n\
              is missed; matching is within one packet), no IP defragmentation (put\n\
              IPReassembler before it; later fragments only match `ip` rules against\n\
              their raw data), no flow or flowbits state, no pcre, no HTTP/protocol\n\
-             normalisation or decoding, no thresholds or event suppression, IPv4 only.\n\n\
+             normalisation or decoding, no thresholds or event suppression.\n\n\
              Alerts are logged one line each, fast.log style:\n\
              `11/22-10:00:00.123456  [**] [1:1000001:1] msg [**] [Classification: C]\n\
              [Priority: 2] {TCP} 10.0.0.1:1234 -> 10.0.0.2:80` (drop rules start with\n\
-             `[Drop] `), time from the packet's timestamp (UTC).\n\n\
+             `[Drop] `), time from the packet's timestamp (UTC); for IPv6\n\
+             `{TCP} [2001:db8::1]:1234 -> [2001:db8::2]:80`, `{IPV6-ICMP} A -> B`.\n\n\
              Ports: 1 input; output 0 clean packets, output 1 alerted packets.\n\
              Keywords:\n  \
              FILE     the rules file (also the first positional argument)\n  \
@@ -157,7 +164,8 @@ impl IDSMatcher {
              packets (read)        packets seen\n  \
              alerts (read)         alert events logged (alert, drop and log rules)\n  \
              drops (read)          packets matched by a drop rule\n  \
-             uninspected (read)    packets without a valid IPv4 header (output 0)\n  \
+             uninspected (read)    packets without a valid IPv4 or IPv6 header, or\n  \
+             \x20                   with an extension-header chain the walk refuses (output 0)\n  \
              rules (read)          rules loaded\n  \
              skipped_rules (read)  rules skipped when loading\n  \
              skipped (read)        the skipped rules' diagnostics, one a line\n  \
@@ -312,32 +320,37 @@ fn format_alert(s: &mut String, ts: i64, r: &rules::Rule, v: &super::engine::Vie
         let _ = write!(s, "[Classification: {c}] ");
     }
     let _ = write!(s, "[Priority: {}] ", r.priority);
-    let ip = |a: u32| std::net::Ipv4Addr::from(a);
-    match v.proto {
-        6 | 17 if v.l4 => {
-            let p = if v.proto == 6 { "TCP" } else { "UDP" };
-            let _ = writeln!(
-                s,
-                "{{{p}}} {}:{} -> {}:{}",
-                ip(v.src),
-                v.sport,
-                ip(v.dst),
-                v.dport
-            );
+    let v6 = matches!(v.src, rules::Addr::V6(_));
+    let _ = match v.proto {
+        6 => write!(s, "{{TCP}} "),
+        17 => write!(s, "{{UDP}} "),
+        1 if !v6 => write!(s, "{{ICMP}} "),
+        58 if v6 => write!(s, "{{IPV6-ICMP}} "),
+        n => write!(s, "{{PROTO:{n:03}}} "),
+    };
+    // IPv6 addresses in RFC 5952 form, in brackets before a port.
+    let ports = v.l4 && matches!(v.proto, 6 | 17);
+    let addr = |s: &mut String, a: rules::Addr, port: u16| match a {
+        rules::Addr::V4(a) => {
+            let _ = write!(s, "{}", std::net::Ipv4Addr::from(a));
+            if ports {
+                let _ = write!(s, ":{port}");
+            }
         }
-        6 => {
-            let _ = writeln!(s, "{{TCP}} {} -> {}", ip(v.src), ip(v.dst));
+        rules::Addr::V6(a) => {
+            if ports {
+                s.push('[');
+            }
+            pronto_lang::args::write_ip6(s, &a.to_be_bytes());
+            if ports {
+                let _ = write!(s, "]:{port}");
+            }
         }
-        17 => {
-            let _ = writeln!(s, "{{UDP}} {} -> {}", ip(v.src), ip(v.dst));
-        }
-        1 => {
-            let _ = writeln!(s, "{{ICMP}} {} -> {}", ip(v.src), ip(v.dst));
-        }
-        n => {
-            let _ = writeln!(s, "{{PROTO:{n:03}}} {} -> {}", ip(v.src), ip(v.dst));
-        }
-    }
+    };
+    addr(s, v.src, v.sport);
+    s.push_str(" -> ");
+    addr(s, v.dst, v.dport);
+    s.push('\n');
 }
 
 /// (year, month, day) of day `z` since 1970-01-01 (proleptic Gregorian).
@@ -681,20 +694,36 @@ mod tests {
         let mut e = configure(&d, "r.rules, QUIET true").expect("configures");
         let pool = Pool::new(8).expect("pool");
         let mut batch = Batch::new();
-        // No IP header annotation; then an annotation on non-IPv4 bytes.
+        // No IP header annotation; then an annotation on bytes of IP
+        // version 5; then IPv6 with 17 Destination Options headers (longer
+        // than the walk follows) before a TCP segment holding `cmd.exe`.
         batch
             .push(pool.alloc_from(b"cmd.exe").expect("slot"))
             .expect("room");
-        let mut p = pool.alloc_from(&[0x60; 40]).expect("slot");
+        let mut p = pool.alloc_from(&[0x50; 40]).expect("slot");
         p.set_network_header(0, 20);
+        batch.push(p).expect("room");
+        let mut v6 = vec![0x60, 0, 0, 0, 0, 0, 60, 64];
+        v6.extend_from_slice(&[0x20; 32]);
+        for i in 0..17 {
+            v6.extend_from_slice(&[if i == 16 { 6 } else { 60 }, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        v6.extend_from_slice(&[
+            0, 1, 0, 80, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x18, 1, 0, 0, 0, 0, 0,
+        ]);
+        v6.extend_from_slice(b"cmd.exe");
+        let plen = (v6.len() - 40) as u16;
+        v6[4..6].copy_from_slice(&plen.to_be_bytes());
+        let mut p = pool.alloc_from(&v6).expect("slot");
+        p.set_network_header(0, 40);
         batch.push(p).expect("room");
         let mut bufs = [Batch::new(), Batch::new()];
         let mut ctrl = Control::default();
         let mut out = Out::new(&mut bufs, &pool, 0, &mut ctrl);
         e.push(0, &mut batch, &mut out);
         assert_eq!(out.passed(), Some(0));
-        assert_eq!(batch.len(), 2);
-        assert_eq!(e.read_handler("uninspected").expect("h"), "2");
+        assert_eq!(batch.len(), 3);
+        assert_eq!(e.read_handler("uninspected").expect("h"), "3");
         assert_eq!(e.read_handler("alerts").expect("h"), "0");
     }
 

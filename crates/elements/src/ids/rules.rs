@@ -9,10 +9,13 @@
 //! ACTION PROTO SRC SPORT -> DST DPORT (OPTION; OPTION:VALUE; ...)
 //! ```
 //!
-//! with ACTION one of `alert log pass drop`, PROTO one of `tcp udp icmp ip`,
-//! `<>` instead of `->` for either direction, addresses as `any`, `a.b.c.d`,
-//! `a.b.c.d/len`, `$VAR`, `!X` and lists `[X,Y,...]` (nested), ports as
-//! `any`, `N`, `lo:hi`, `:hi`, `lo:`, `$VAR`, `!X` and lists.
+//! with ACTION one of `alert log pass drop`, PROTO one of `tcp udp icmp
+//! icmpv6 ip` (`icmp6` and `ipv6-icmp` name ICMPv6 too), `<>` instead of
+//! `->` for either direction, addresses as `any`, `a.b.c.d`, `a.b.c.d/len`,
+//! IPv6 `x:y::z` and `x:y::/len`, `$VAR`, `!X` and lists `[X,Y,...]`
+//! (nested, families mixed), ports as `any`, `N`, `lo:hi`, `:hi`, `lo:`,
+//! `$VAR`, `!X` and lists. An IPv4 network never contains an IPv6 address
+//! nor the other way round (so `!10.0.0.0/8` matches every IPv6 address).
 //!
 //! Problems come in two kinds:
 //! - **errors** (malformed syntax, a bad address or number, a missing or
@@ -20,8 +23,8 @@
 //!   `FILE:LINE:COLUMN: message`;
 //! - **skipped rules**: a rule that is well formed but uses something this
 //!   matcher does not implement (`pcre`, `flow`, `byte_test`, HTTP buffers,
-//!   an unknown option, another protocol or action, IPv6 addresses, an
-//!   undefined variable) is left out with a diagnostic
+//!   an unknown option, another protocol or action, an undefined
+//!   variable) is left out with a diagnostic
 //!   `FILE:LINE:COLUMN: rule skipped: unsupported option `pcre`` and
 //!   counted, so that a large operator ruleset still loads.
 
@@ -79,14 +82,16 @@ impl Action {
 /// The protocol a rule applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Proto {
-    /// Any IPv4 packet.
+    /// Any IP packet, IPv4 or IPv6.
     Ip,
     /// TCP.
     Tcp,
     /// UDP.
     Udp,
-    /// ICMP.
+    /// ICMP (IPv4).
     Icmp,
+    /// ICMPv6.
+    Icmp6,
 }
 
 /// What one element of an address or port expression stands for.
@@ -97,14 +102,40 @@ pub trait Leaf {
     fn contains(&self, v: Self::Value) -> bool;
 }
 
-/// A network: address and mask, host order, address already masked.
+/// A packet's address, by family (host order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Net(pub u32, pub u32);
+pub enum Addr {
+    /// An IPv4 address.
+    V4(u32),
+    /// An IPv6 address.
+    V6(u128),
+}
+
+impl Default for Addr {
+    fn default() -> Self {
+        Addr::V4(0)
+    }
+}
+
+/// A network: address and mask, host order, address already masked. A
+/// network of one family contains no address of the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Net {
+    /// An IPv4 network.
+    V4(u32, u32),
+    /// An IPv6 network.
+    V6(u128, u128),
+}
 
 impl Leaf for Net {
-    type Value = u32;
-    fn contains(&self, ip: u32) -> bool {
-        ip & self.1 == self.0
+    type Value = Addr;
+    #[inline]
+    fn contains(&self, ip: Addr) -> bool {
+        match (*self, ip) {
+            (Net::V4(n, m), Addr::V4(a)) => a & m == n,
+            (Net::V6(n, m), Addr::V6(a)) => a & m == n,
+            _ => false,
+        }
     }
 }
 
@@ -553,6 +584,7 @@ fn parse_rule(text: &str, lead: usize, vars: &Vars<'_>) -> Result<Rule, Problem>
         "tcp" => Proto::Tcp,
         "udp" => Proto::Udp,
         "icmp" => Proto::Icmp,
+        "icmpv6" | "icmp6" | "ipv6-icmp" => Proto::Icmp6,
         "ip" => Proto::Ip,
         p => return skip(toks[1].0, format!("unsupported protocol `{p}`")),
     };
@@ -565,7 +597,9 @@ fn parse_rule(text: &str, lead: usize, vars: &Vars<'_>) -> Result<Rule, Problem>
     };
     let dst = parse_addr(toks[5].1, toks[5].0, vars, 0)?;
     let dport = parse_port(toks[6].1, toks[6].0, vars, 0)?;
-    if matches!(proto, Proto::Ip | Proto::Icmp) && !(sport.is_any() && dport.is_any()) {
+    if matches!(proto, Proto::Ip | Proto::Icmp | Proto::Icmp6)
+        && !(sport.is_any() && dport.is_any())
+    {
         let at = if sport.is_any() { toks[6].0 } else { toks[3].0 };
         return err(at, "ports must be `any` for ip and icmp rules");
     }
@@ -702,8 +736,8 @@ fn parse_rule(text: &str, lead: usize, vars: &Vars<'_>) -> Result<Rule, Problem>
             }
             "itype" | "icode" => {
                 let (vp, v) = need(value)?;
-                if proto != Proto::Icmp {
-                    return err(pos, format!("`{name}` needs an icmp rule"));
+                if !matches!(proto, Proto::Icmp | Proto::Icmp6) {
+                    return err(pos, format!("`{name}` needs an icmp or icmpv6 rule"));
                 }
                 let range = num_range(&v, vp, name, 255)?;
                 if name == "itype" {
@@ -1018,7 +1052,23 @@ fn parse_set<L>(
 fn parse_addr(s: &str, pos: usize, vars: &Vars<'_>, depth: usize) -> Result<AddrExpr, Problem> {
     parse_set(s, pos, vars, depth, "address", &|s, pos| {
         if s.contains(':') {
-            return skip(pos, format!("IPv6 address `{s}` not supported"));
+            let (a, len) = match s.split_once('/') {
+                Some((a, l)) => match l.parse::<u32>() {
+                    Ok(n) if n <= 128 => (a, n),
+                    _ => return err(pos, format!("bad prefix length in `{s}`")),
+                },
+                None => (s, 128),
+            };
+            let ip: std::net::Ipv6Addr = match a.parse() {
+                Ok(ip) => ip,
+                Err(_) => return err(pos, format!("bad address `{s}`")),
+            };
+            let mask = if len == 0 {
+                0
+            } else {
+                u128::MAX << (128 - len)
+            };
+            return Ok(Net::V6(u128::from(ip) & mask, mask));
         }
         let (a, len) = match s.split_once('/') {
             Some((a, l)) => match l.parse::<u32>() {
@@ -1032,7 +1082,7 @@ fn parse_addr(s: &str, pos: usize, vars: &Vars<'_>, depth: usize) -> Result<Addr
             Err(_) => return err(pos, format!("bad address `{s}`")),
         };
         let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-        Ok(Net(u32::from(ip) & mask, mask))
+        Ok(Net::V4(u32::from(ip) & mask, mask))
     })
 }
 
@@ -1090,8 +1140,11 @@ mod tests {
         set.skipped.iter().map(|d| d.to_string()).collect()
     }
 
-    fn ip(s: &str) -> u32 {
-        u32::from(s.parse::<std::net::Ipv4Addr>().expect("ip"))
+    fn ip(s: &str) -> Addr {
+        match s.parse::<std::net::IpAddr>().expect("ip") {
+            std::net::IpAddr::V4(a) => Addr::V4(a.into()),
+            std::net::IpAddr::V6(a) => Addr::V6(a.into()),
+        }
     }
 
     #[test]
@@ -1103,9 +1156,9 @@ mod tests {
         );
         assert_eq!(r.action, Action::Alert);
         assert_eq!(r.proto, Proto::Tcp);
-        assert_eq!(r.src, AddrExpr::Leaf(Net(ip("10.0.0.0"), 0xff00_0000)));
+        assert_eq!(r.src, AddrExpr::Leaf(Net::V4(0x0a00_0000, 0xff00_0000)));
         assert_eq!(r.sport, PortExpr::Any);
-        assert_eq!(r.dst, AddrExpr::Leaf(Net(ip("192.168.1.5"), u32::MAX)));
+        assert_eq!(r.dst, AddrExpr::Leaf(Net::V4(0xc0a8_0105, u32::MAX)));
         assert_eq!(r.dport, PortExpr::Leaf(Range(80, 80)));
         assert!(!r.bidirectional);
         assert_eq!(r.msg, "WEB x \"q\"; y");
@@ -1139,6 +1192,8 @@ mod tests {
             ("tcp", Proto::Tcp),
             ("udp", Proto::Udp),
             ("icmp", Proto::Icmp),
+            ("ICMPv6", Proto::Icmp6),
+            ("ipv6-icmp", Proto::Icmp6),
             ("ip", Proto::Ip),
         ] {
             assert_eq!(
@@ -1173,8 +1228,44 @@ mod tests {
         assert!(!r.dst.matches(ip("3.3.4.5")));
         assert_eq!(
             one("alert ip 0.0.0.0/0 any -> any any (sid:1;)").src,
-            AddrExpr::Leaf(Net(0, 0))
+            AddrExpr::Leaf(Net::V4(0, 0))
         );
+    }
+
+    #[test]
+    fn ipv6_addresses_prefixes_and_mixed_lists() {
+        let r =
+            one("alert tcp [2001:db8::/32,!2001:db8:bad::/48,10.0.0.0/8] any -> ::1 any (sid:1;)");
+        assert!(r.src.matches(ip("2001:db8:1::5")));
+        assert!(!r.src.matches(ip("2001:db8:bad::5")));
+        assert!(r.src.matches(ip("10.9.9.9")));
+        assert!(!r.src.matches(ip("2001:db9::1")));
+        assert_eq!(r.dst, AddrExpr::Leaf(Net::V6(1, u128::MAX)));
+        // The families never meet: an IPv4 net holds no IPv6 address (the
+        // IPv4-mapped form included), a negated one matches them all.
+        let r = one("alert ip 0.0.0.0/0 any -> !10.0.0.0/8 any (sid:1;)");
+        assert!(!r.src.matches(ip("::ffff:10.0.0.1")));
+        assert!(r.dst.matches(ip("2001:db8::1")));
+        let r = one("alert ip ::/0 any -> any any (sid:1;)");
+        assert_eq!(r.src, AddrExpr::Leaf(Net::V6(0, 0)));
+        assert!(r.src.matches(ip("fe80::1")) && !r.src.matches(ip("1.2.3.4")));
+        // Host bits beyond the prefix are masked off.
+        let r = one("alert icmpv6 2001:db8::ff/120 any -> any any (sid:1;)");
+        assert_eq!(r.proto, Proto::Icmp6);
+        assert_eq!(
+            r.src,
+            AddrExpr::Leaf(Net::V6(0x2001_0db8 << 96, u128::MAX << 8))
+        );
+        assert_eq!(
+            one("alert icmp6 any any -> any any (sid:1;)").proto,
+            Proto::Icmp6
+        );
+        let text = "ipvar HOME_NET [10.0.0.0/8,2001:db8::/32]\n\
+                    alert tcp !$HOME_NET any -> $HOME_NET 22 (sid:1;)\n";
+        let set = parse(text, "t.rules", &[]).expect("parses");
+        let r = &set.rules[0];
+        assert!(r.dst.matches(ip("2001:db8::22")) && r.dst.matches(ip("10.1.1.1")));
+        assert!(r.src.matches(ip("2001:470::1")) && !r.src.matches(ip("2001:db8::9")));
     }
 
     #[test]
@@ -1330,6 +1421,10 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         let e = errors("var X [1.2.3.4,oops]\nalert tcp $X any -> any any (sid:1;)");
         assert_eq!(e, ["t.rules:2:11: in `$X`: bad address `oops`"]);
+        let e = errors("alert tcp 2001:db8::/129 any -> [::1,2001:db8:::1] any (sid:1;)");
+        assert_eq!(e, ["t.rules:1:11: bad prefix length in `2001:db8::/129`"]);
+        let e = errors("alert tcp any any -> [::1,2001:db8:::1] any (sid:1;)");
+        assert_eq!(e, ["t.rules:1:27: bad address `2001:db8:::1`"]);
     }
 
     #[test]
@@ -1340,7 +1435,7 @@ mod tests {
              alert http any any -> any any (sid:3;)\n\
              reject tcp any any -> any any (sid:4;)\n\
              alert tcp $NOPE any -> any any (sid:5;)\n\
-             alert tcp ::1 any -> any any (sid:6;)\n\
+             alert sctp ::1 any -> any any (sid:6;)\n\
              alert tcp any any -> any any (byte_test:4,>,1,0; sid:7;)\n\
              alert tcp any any -> any any (sid:8; metadata:a b; reference:cve,1;)\n",
         );
@@ -1352,7 +1447,7 @@ mod tests {
                 "t.rules:3:7: rule skipped: unsupported protocol `http`",
                 "t.rules:4:1: rule skipped: unsupported action `reject`",
                 "t.rules:5:11: rule skipped: undefined variable `$NOPE`",
-                "t.rules:6:11: rule skipped: IPv6 address `::1` not supported",
+                "t.rules:6:7: rule skipped: unsupported protocol `sctp`",
                 "t.rules:7:31: rule skipped: unsupported option `byte_test`",
             ]
         );

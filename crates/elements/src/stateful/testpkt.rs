@@ -103,6 +103,96 @@ pub fn icmp_error_with(
     p
 }
 
+/// An IPv6 address from text.
+pub fn a6(s: &str) -> [u8; 16] {
+    s.parse::<std::net::Ipv6Addr>().expect("address").octets()
+}
+
+/// An IPv6 packet `src` -> `dst` (hop limit 64) carrying `l4` of
+/// protocol `proto`, its checksum (at `csum_at`, if any) computed over the
+/// pseudo-header.
+fn ip6(proto: u8, src: &str, dst: &str, mut l4: Vec<u8>, csum_at: Option<usize>) -> Vec<u8> {
+    let (s, d) = (a6(src), a6(dst));
+    if let Some(at) = csum_at {
+        let c = !fold(ones_sum(&l4, pseudo_header_sum(&s, &d, proto, l4.len())));
+        l4[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    }
+    let mut p = vec![0x60, 0, 0, 0]; // version 6, class 0, flow label 0
+    p.extend_from_slice(&(l4.len() as u16).to_be_bytes()); // payload length
+    p.extend_from_slice(&[proto, 64]); // next header, hop limit
+    p.extend_from_slice(&s);
+    p.extend_from_slice(&d);
+    p.extend_from_slice(&l4);
+    p
+}
+
+/// An IPv6 TCP segment without payload, flags `flags`.
+pub fn tcp6(src: &str, sport: u16, dst: &str, dport: u16, flags: u8) -> Vec<u8> {
+    let mut l4 = Vec::new();
+    l4.extend_from_slice(&sport.to_be_bytes());
+    l4.extend_from_slice(&dport.to_be_bytes());
+    l4.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0]); // seq 1, ack 0
+    l4.extend_from_slice(&[0x50, flags]); // data offset 5, flags
+    l4.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]); // window, checksum, urgent
+    ip6(6, src, dst, l4, Some(16))
+}
+
+/// An IPv6 UDP datagram with a 4-byte payload.
+pub fn udp6(src: &str, sport: u16, dst: &str, dport: u16) -> Vec<u8> {
+    let mut l4 = Vec::new();
+    l4.extend_from_slice(&sport.to_be_bytes());
+    l4.extend_from_slice(&dport.to_be_bytes());
+    l4.extend_from_slice(&12u16.to_be_bytes()); // length
+    l4.extend_from_slice(&[0, 0]); // checksum (later)
+    l4.extend_from_slice(b"ping");
+    ip6(17, src, dst, l4, Some(6))
+}
+
+/// An ICMPv6 message of type `ty`, code 0, with `rest` in bytes 4-7
+/// (an echo's identifier and sequence) and then `body`.
+pub fn icmp6(src: &str, dst: &str, ty: u8, rest: [u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut l4 = vec![ty, 0, 0, 0];
+    l4.extend_from_slice(&rest);
+    l4.extend_from_slice(body);
+    ip6(58, src, dst, l4, Some(2))
+}
+
+/// An ICMPv6 echo request (`ty` 128) or reply (129) with identifier `id`.
+pub fn echo6(src: &str, dst: &str, ty: u8, id: u16) -> Vec<u8> {
+    let i = id.to_be_bytes();
+    icmp6(src, dst, ty, [i[0], i[1], 0, 7], b"ping")
+}
+
+/// `p` with `n` 8-byte Destination Options headers (PadN) inserted after
+/// its fixed header.
+pub fn with_dest_opts(p: &[u8], n: usize) -> Vec<u8> {
+    let mut q = p[..40].to_vec();
+    let upper = q[6];
+    q[6] = if n > 0 { 60 } else { upper };
+    for i in 0..n {
+        let nh = if i + 1 == n { upper } else { 60 };
+        q.extend_from_slice(&[nh, 0, 1, 4, 0, 0, 0, 0]);
+    }
+    q.extend_from_slice(&p[40..]);
+    let plen = (q.len() - 40) as u16;
+    q[4..6].copy_from_slice(&plen.to_be_bytes());
+    q
+}
+
+/// `p` carried as one fragment: a fragment header (offset `off` bytes, M
+/// flag `more`) after the fixed header.
+pub fn as_fragment6(p: &[u8], off: u16, more: bool) -> Vec<u8> {
+    let mut q = p[..40].to_vec();
+    let upper = q[6];
+    q[6] = 44;
+    let fo = ((off & 0xfff8) | more as u16).to_be_bytes();
+    q.extend_from_slice(&[upper, 0, fo[0], fo[1], 0, 0, 0, 9]);
+    q.extend_from_slice(&p[40..]);
+    let plen = (q.len() - 40) as u16;
+    q[4..6].copy_from_slice(&plen.to_be_bytes());
+    q
+}
+
 /// A packet holding `data` with its IP header annotated at the start.
 pub fn pkt(pool: &Pool, data: &[u8]) -> Packet {
     let mut p = pool.alloc_from(data).expect("pool has room");
