@@ -289,6 +289,7 @@ classes!(
     // end ids
     // stateful/
     crate::stateful::cgnat::Cgnat,
+    crate::stateful::nat64::Nat64,
     crate::stateful::statefulfirewall::StatefulFirewall,
     // end stateful
     // userlevel/

@@ -595,6 +595,14 @@ const ROWS: &[Row] = &[
         three!("x :: CGNAT(EXTERNAL 198.51.100.4/30, INTERNAL 100.64.0.0/24, PORTS 1024-1087, BLOCK_SIZE 16, BLOCKS_PER_SUBSCRIBER 2, HAIRPIN true, LOG $D/cgnat.log); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
     r(
+        "NAT64",
+        three!("x :: NAT64(POOL 198.51.100.4/30, PORTS 1024-1087, BLOCK_SIZE 16, BLOCKS_PER_SUBSCRIBER 2, FILTERING address, LOG $D/nat64.log); in -> t :: Tee(3); t[0] -> ProtocolTranslator46(PREFIX 64:ff9b::/96) -> [0]x; t[1] -> [1]x; t[2] -> [0]x;"),
+    ),
+    r(
+        "NAT64",
+        "x :: NAT64(198.51.100.1-198.51.100.2, PREFIX 2001:db8:64::/64, CAPACITY 8); in -> t :: Tee(2); t[0] -> ProtocolTranslator46(PREFIX 2001:db8:64::/64) -> [0]x; t[1] -> [1]x; x[0] -> Discard; x[1] -> Discard;",
+    ),
+    r(
         "StatefulFirewall",
         three!("x :: StatefulFirewall(CAPACITY 64); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),

@@ -1867,6 +1867,6 @@ mod tests {
             "EXTERNAL 198.51.100.0/30, INTERNAL 0.0.0.0/0, PORTS 1-64, BLOCK_SIZE 8",
             3,
         );
-        push_random_packets(e.as_mut(), &pool);
+        push_random_packets(e.as_mut(), &pool, "table");
     }
 }

@@ -160,7 +160,8 @@ struct Sub<K> {
 /// The address plan of a [`PortBlocks`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Plan {
-    /// The first pool address.
+    /// The first pool address (the pool is `ext_net` and the
+    /// `naddrs - 1` addresses after it).
     pub ext_net: u32,
     /// Pool addresses.
     pub naddrs: u32,
@@ -274,7 +275,7 @@ impl<K: Subscriber> PortBlocks<K> {
     /// Pool address `idx`.
     #[inline]
     pub fn ext_addr(&self, idx: u32) -> u32 {
-        self.plan.ext_net | idx
+        self.plan.ext_net.wrapping_add(idx)
     }
 
     fn block_ports(&self, block: u16) -> (u32, u32) {

@@ -1168,6 +1168,6 @@ mod tests {
     fn random_packets_never_panic() {
         let pool = Pool::new(64).expect("pool");
         let mut e = fw("CAPACITY 64");
-        push_random_packets(e.as_mut(), &pool);
+        push_random_packets(e.as_mut(), &pool, "table");
     }
 }

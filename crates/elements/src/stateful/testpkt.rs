@@ -139,8 +139,8 @@ pub fn tuple(p: &[u8]) -> (String, u16, String, u16) {
 /// Pushes 400 rounds of 8 random packets (half of the longer ones with
 /// IPv4/ICMP/TCP/UDP-looking headers from 100.64.x.x) into `e`'s inputs 0
 /// and 1 in turn, 0.1 s apart, running its task after each round (3
-/// outputs); then reads its `table` handler. Nothing may panic.
-pub fn push_random_packets(e: &mut dyn Element, pool: &Pool) {
+/// outputs); then reads its handler `table`. Nothing may panic.
+pub fn push_random_packets(e: &mut dyn Element, pool: &Pool, table: &str) {
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
         x ^= x << 13;
@@ -169,5 +169,98 @@ pub fn push_random_packets(e: &mut dyn Element, pool: &Pool) {
         push_at(e, pool, (round % 2) as usize, pkts, 3, now, &mut ctrl);
         run_task(e, pool, vec![], 3, now, &mut ctrl);
     }
-    let _ = e.read_handler("table").expect("table");
+    let _ = e.read_handler(table).expect("table handler");
+}
+
+/// An IPv6 address from text.
+pub fn a6(s: &str) -> [u8; 16] {
+    s.parse::<std::net::Ipv6Addr>().expect("address").octets()
+}
+
+/// An IPv6 packet (traffic class and flow label 0, hop limit 64) from
+/// `src` to `dst` carrying `l4` of protocol `nh`, whose checksum at
+/// `csum` (if any) is computed with the IPv6 pseudo-header.
+pub fn ip6(nh: u8, src: &str, dst: &str, mut l4: Vec<u8>, csum: Option<usize>) -> Vec<u8> {
+    let (s, d) = (a6(src), a6(dst));
+    if let Some(o) = csum {
+        l4[o..o + 2].copy_from_slice(&[0, 0]);
+        let c = !fold(ones_sum(&l4, pseudo_header_sum(&s, &d, nh, l4.len())));
+        l4[o..o + 2].copy_from_slice(&c.to_be_bytes());
+    }
+    let mut p = vec![0x60, 0, 0, 0]; // version 6, traffic class 0, flow label 0
+    p.extend_from_slice(&(l4.len() as u16).to_be_bytes()); // payload length
+    p.extend_from_slice(&[nh, 64]); // next header, hop limit 64
+    p.extend_from_slice(&s);
+    p.extend_from_slice(&d);
+    p.extend_from_slice(&l4);
+    p
+}
+
+/// The transport part of `udp`/`tcp`/`icmp`'s IPv4 packet, for the same
+/// segment in IPv6.
+fn l4_of(v4: &[u8]) -> Vec<u8> {
+    v4[20..].to_vec()
+}
+
+/// `udp`'s datagram over IPv6.
+pub fn udp6(src: &str, sport: u16, dst: &str, dport: u16) -> Vec<u8> {
+    ip6(
+        17,
+        src,
+        dst,
+        l4_of(&udp("0.0.0.0", sport, "0.0.0.0", dport)),
+        Some(6),
+    )
+}
+
+/// `tcp`'s segment over IPv6.
+pub fn tcp6(src: &str, sport: u16, dst: &str, dport: u16, flags: u8) -> Vec<u8> {
+    let seg = l4_of(&tcp("0.0.0.0", sport, "0.0.0.0", dport, flags));
+    ip6(6, src, dst, seg, Some(16))
+}
+
+/// An ICMPv6 echo request (`ty` 128) or reply (129), identifier `id`,
+/// sequence 7.
+pub fn icmp6(src: &str, dst: &str, ty: u8, id: u16) -> Vec<u8> {
+    let mut m = vec![ty, 0, 0, 0];
+    m.extend_from_slice(&id.to_be_bytes());
+    m.extend_from_slice(&[0, 7]);
+    ip6(58, src, dst, m, Some(2))
+}
+
+/// An ICMPv6 error of type `ty`, code `code`, `rest` in bytes 4-7,
+/// quoting `quoted`.
+pub fn icmp6_error(
+    src: &str,
+    dst: &str,
+    ty: u8,
+    code: u8,
+    rest: [u8; 4],
+    quoted: &[u8],
+) -> Vec<u8> {
+    let mut m = vec![ty, code, 0, 0];
+    m.extend_from_slice(&rest);
+    m.extend_from_slice(quoted);
+    ip6(58, src, dst, m, Some(2))
+}
+
+/// `p` (an IPv4 packet of these builders) as RFC 7915's translation from
+/// IPv6 writes its header: ID 0, Don't Fragment (checksum recomputed),
+/// and the same for a packet an ICMP error quotes.
+pub fn as_translated(p: &[u8]) -> Vec<u8> {
+    let mut p = p.to_vec();
+    let fix = |h: &mut [u8]| {
+        h[4..8].copy_from_slice(&[0, 0, 0x40, 0]);
+        h[10..12].copy_from_slice(&[0, 0]);
+        let c = checksum(&h[..20]);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+    };
+    fix(&mut p);
+    if p[9] == 1 && p.len() >= 48 && matches!(p[20], 3 | 11 | 12) {
+        fix(&mut p[28..]);
+        p[22..24].copy_from_slice(&[0, 0]);
+        let c = checksum(&p[20..]);
+        p[22..24].copy_from_slice(&c.to_be_bytes());
+    }
+    p
 }
