@@ -330,6 +330,14 @@ const ROWS: &[Row] = &[
     r("ProtocolTranslator46", "in -> ProtocolTranslator46 -> ProtocolTranslator64 -> Discard;"),
     r("ProtocolTranslator46", "in -> ProtocolTranslator46(PREFIX 2001:db8:100::/40) -> Discard;"),
     r("ProtocolTranslator64", "in -> ProtocolTranslator64 -> Discard;"),
+    r(
+        "NPTv6",
+        "x :: NPTv6(INTERNAL ::/64, EXTERNAL 2001:db8::/32); in -> ProtocolTranslator46 -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x; x[0] -> [1]x; x[1] -> Discard;",
+    ),
+    r(
+        "NPTv6",
+        "x :: NPTv6(INTERNAL ::/16, EXTERNAL 2001:db8:1:2300::/56); in -> ProtocolTranslator46 -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x; x[0] -> Discard; x[1] -> Discard; x[2] -> Discard;",
+    ),
     r("ProtocolTranslator64", "in -> ProtocolTranslator46(PREFIX 64:ff9b::/96) -> ProtocolTranslator64(PREFIX 64:ff9b::/96) -> ProtocolTranslator46 -> Discard;"),
     r(
         "AddressTranslator",

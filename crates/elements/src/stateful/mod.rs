@@ -8,4 +8,4 @@ pub mod portblocks;
 pub mod statefulfirewall;
 pub mod table;
 #[cfg(test)]
-mod testpkt;
+pub(crate) mod testpkt;

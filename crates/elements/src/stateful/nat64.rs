@@ -104,6 +104,9 @@ impl From<XlatError> for Refused {
 
 type R<T> = Result<T, Refused>;
 
+/// `xlat::v4_to_v6` or `xlat::v6_to_v4`.
+type Translate = fn(&Prefix6052, &[u8], &mut [u8]) -> Result<usize, XlatError>;
+
 /// A Binding Information Base entry: an IPv6 transport address and the
 /// IPv4 one it is mapped to.
 #[derive(Clone, Copy, Default)]
@@ -772,11 +775,7 @@ impl Nat64 {
     /// Translates `p` with `f` into the scratch buffer; the translated
     /// length.
     #[inline]
-    fn xlat_into_scratch(
-        &mut self,
-        p: &Packet,
-        f: fn(&Prefix6052, &[u8], &mut [u8]) -> Result<usize, XlatError>,
-    ) -> R<usize> {
+    fn xlat_into_scratch(&mut self, p: &Packet, f: Translate) -> R<usize> {
         Ok(f(&self.prefix, p.data(), &mut self.scratch)?)
     }
 
@@ -1003,6 +1002,9 @@ impl Nat64 {
         let d = p.data();
         let end = (40 + be16(d, 4) as usize).min(d.len());
         let icmp = f.l4_offset;
+        if end < icmp + 8 {
+            return Err(Reason::Malformed.into());
+        }
         let sum = pseudo_header_sum(&d[8..24], &d[24..40], ICMP6, end - icmp);
         if fold(ones_sum(&d[icmp..end], sum)) != 0xffff {
             return Err(XlatError::BadChecksum.into());
