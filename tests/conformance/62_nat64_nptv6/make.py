@@ -39,26 +39,23 @@ def npt_map(addr, frm, to):
     return str(ipaddress.IPv6Address(bytes(a)))
 
 
-def v4_of(p6, src, dst):
+def v4_of(p6, src, dst, sport):
     """The IPv4 packet RFC 7915 makes of IPv6 packet p6 (TOS 0, ID 0, DF,
-    TTL = hop limit), addresses src and dst, transport checksums computed
-    afresh by scapy."""
+    TTL = hop limit), addresses src and dst, source port sport (the
+    mapping's), transport checksums computed afresh by scapy."""
     l4 = p6.payload.copy()
-    if isinstance(l4, ICMPv6EchoRequest):
-        l4 = ICMP(type=8, id=l4.id, seq=l4.seq) / raw(l4.payload)
-    else:
-        del l4.chksum
+    l4.sport = sport
+    del l4.chksum
     return IP(src=src, dst=dst, tos=0, id=0, flags="DF", ttl=p6.hlim) / l4
 
 
-def v6_of(p4, src, dst):
+def v6_of(p4, src, dst, dport):
     """The IPv6 packet RFC 7915 makes of IPv4 packet p4 (traffic class and
-    flow label 0, hop limit = TTL)."""
+    flow label 0, hop limit = TTL), destination port dport (the mapping's
+    IPv6 side)."""
     l4 = p4.payload.copy()
-    if isinstance(l4, ICMP) and l4.type == 0:
-        l4 = ICMPv6EchoReply(id=l4.id, seq=l4.seq, data=raw(l4.payload))
-    else:
-        del l4.chksum
+    l4.dport = dport
+    del l4.chksum
     return IPv6(src=src, dst=dst, tc=0, fl=0, hlim=p4.ttl) / l4
 
 
@@ -70,7 +67,7 @@ def main():
     synack4 = IP(src=S4, dst=POOL, ttl=50) / TCP(sport=80, dport=1024, seq=9, ack=8, flags="SA")
     udp4 = IP(src=S4, dst=POOL, ttl=50) / UDP(sport=53, dport=1024) / b"answer"
     reply4 = IP(src=S4, dst=POOL, ttl=50) / ICMP(type=0, id=1024, seq=1) / b"ping"
-    udp_out4 = v4_of(udp6, POOL, S4)
+    udp_out4 = v4_of(udp6, POOL, S4, 1024)
     unreach4 = IP(src=R4, dst=POOL, ttl=60) / ICMP(type=3, code=3) / IPerror(raw(udp_out4))
     stray4 = IP(src=S4, dst=POOL) / UDP(sport=53, dport=1999) / b"stray"
     ack6 = IPv6(src=H6, dst=S6) / TCP(sport=40001, dport=80, flags="A")
@@ -91,10 +88,10 @@ def main():
     pkts = write_input(os.path.join(HERE, "input.pcap"), frames)
 
     expected = {
-        0: ("nat4", v4_of(syn6, POOL, S4)),
-        1: ("nat6", v6_of(synack4, S6, H6)),
+        0: ("nat4", v4_of(syn6, POOL, S4, 1024)),
+        1: ("nat6", v6_of(synack4, S6, H6, 40000)),
         2: ("nat4", udp_out4),
-        3: ("nat6", v6_of(udp4, S6, H6)),
+        3: ("nat6", v6_of(udp4, S6, H6, 5000)),
         4: ("nat4", IP(src=POOL, dst=S4, id=0, flags="DF", ttl=64) / ICMP(type=8, id=1024, seq=1) / b"ping"),
         5: ("nat6", IPv6(src=S6, dst=H6, hlim=50) / ICMPv6EchoReply(id=0x77, seq=1, data=b"ping")),
         # Port unreachable (3/3) is ICMPv6 destination unreachable code 4,
