@@ -29,7 +29,10 @@ ORDER = ["a_inf_discard", "b_inf_null10", "b_inf_counter10", "c0_dump_discard",
 # IPv6 twin -> its IPv4 original (same flows, ports and rules).
 TWINS = {"c1_dump_checkip_ip6": "c1_dump_checkip", "c_firewall_ip6": "c_firewall",
          "e0_route_dump_checkip_ip6": "e0_route_dump_checkip",
-         "e_route_LookupIP6Route": "e_route_RadixIPLookup"}
+         "e_route_LookupIP6Route": "e_route_RadixIPLookup",
+         # pronto's own NATs: NAT64 (RFC 6146) on the IPv6 image of the
+         # flows CGNAT translates.
+         "d_nat64_ip6": "d_cgnat"}
 # Figures from shared/bench/README.md (Mpps, median of 5, same machine class).
 REFERENCE = {
     "a_inf_discard": (26.9, 24.2), "b_inf_null10": (11.4, 25.3),

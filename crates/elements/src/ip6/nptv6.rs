@@ -278,9 +278,8 @@ impl Element for NPTv6 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standard::test_support::{config_err, configure, push_at, read};
-    use crate::stateful::testpkt::{a6, icmp6_error, tcp6, udp6};
-    use crate::Control;
+    use crate::standard::test_support::{config_err, configure, read};
+    use crate::stateful::testpkt::{a6, icmp6_error, sent, tcp6, udp6};
     use pronto_packet::wire::{fold, ones_sum, pseudo_header_sum};
     use pronto_packet::Pool;
 
@@ -291,14 +290,7 @@ mod tests {
     /// Pushes `data` into `port`; the output it left on and its bytes.
     fn send(e: &mut dyn Element, port: usize, data: &[u8]) -> (usize, Vec<u8>) {
         let pool = Pool::new(8).expect("pool");
-        let mut ctrl = Control::default();
-        let p = pool.alloc_from(data).expect("room");
-        let outs = push_at(e, &pool, port, vec![p], 3, 0, &mut ctrl);
-        outs.iter()
-            .enumerate()
-            .find(|(_, v)| !v.is_empty())
-            .map(|(o, v)| (o, v[0].data().to_vec()))
-            .expect("the packet left")
+        sent(e, &pool, port, data, 0)
     }
 
     /// True when the transport checksum of the IPv6 packet `p` (no

@@ -10,13 +10,12 @@ use pronto_packet::wire::{be16, set_be16};
 use pronto_packet::{Batch, Packet};
 
 use super::portblocks::{
-    parse_ports, proto_name, timeout_ns, LogSink, Plan, PortBlocks, EXPIRE_BUDGET, TCP, UDP,
-    WHEEL_BUCKETS, WHEEL_UNIT,
+    proto_name, read_timeouts, Expiring, NatArgs, PortBlocks, TCP, UDP, WHEEL_BUCKETS, WHEEL_UNIT,
 };
 use super::table::{csum16, csum32, ip, FlowSlot, FlowTable, Slab, TimerWheel};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, IpPrefix,
-    Out, Seconds, Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
+    Out, Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
 };
 
 const ICMP: u8 = 1;
@@ -420,23 +419,10 @@ impl Cgnat {
                 mask: [255, 192, 0, 0],
             },
         )?;
-        let ports: Option<String> = a.read("PORTS")?;
-        let block_size: u32 = a.read_or("BLOCK_SIZE", 512u32)?;
-        let quota: u32 = a.read_or("BLOCKS_PER_SUBSCRIBER", 4u32)?;
-        let t_est: Seconds = a.read_or("TCP_ESTABLISHED", Seconds(7440.0))?;
-        let t_trans: Seconds = a.read_or("TCP_TRANSITORY", Seconds(240.0))?;
-        let t_udp: Seconds = a.read_or("UDP", Seconds(300.0))?;
-        let t_icmp: Seconds = a.read_or("ICMP", Seconds(60.0))?;
-        let filtering: String = a.read_or("FILTERING", "endpoint".to_string())?;
-        let hairpin: bool = a.read_or("HAIRPIN", true)?;
-        let log: Option<String> = a.read("LOG")?;
-        let capacity: usize = a.read_or("CAPACITY", 65_536usize)?;
+        let timeouts = read_timeouts(&mut a, ["TCP_ESTABLISHED", "TCP_TRANSITORY", "UDP", "ICMP"])?;
+        let nat = NatArgs::read(&mut a)?;
         a.finish()?;
 
-        let (port_lo, port_hi) = match &ports {
-            Some(s) => parse_ports(s)?,
-            None => (1024, 65535),
-        };
         let ext_mask = u32::from_be_bytes(ext.mask);
         if ext_mask.leading_ones() + ext_mask.trailing_zeros() != 32 || ext_mask.leading_ones() < 16
         {
@@ -446,36 +432,10 @@ impl Cgnat {
         }
         let ext_net = u32::from_be_bytes(ext.addr) & ext_mask;
         let naddrs = (!ext_mask) + 1;
-        if capacity == 0 || capacity > 1 << 26 {
-            return Err(ConfigError::new("CAPACITY: expected 1 to 67108864"));
-        }
-        let adf = match filtering.as_str() {
-            "endpoint" | "ENDPOINT" => false,
-            "address" | "ADDRESS" => true,
-            other => {
-                return Err(ConfigError::new(format!(
-                    "FILTERING: expected `endpoint` or `address`, found `{other}`"
-                )))
-            }
-        };
-        let timeouts = [
-            timeout_ns(t_est, "TCP_ESTABLISHED")?,
-            timeout_ns(t_trans, "TCP_TRANSITORY")?,
-            timeout_ns(t_udp, "UDP")?,
-            timeout_ns(t_icmp, "ICMP")?,
-        ];
         let int_mask = u32::from_be_bytes(int.mask);
         let int_size = (!int_mask as usize).saturating_add(1);
-        let plan = Plan {
-            ext_net,
-            naddrs,
-            port_lo,
-            port_hi,
-            block_size,
-            quota,
-        };
-        let log = LogSink::open(ctx, log.as_deref())?;
-        let blocks = PortBlocks::new("cgnat", plan, capacity, int_size, log)?;
+        let blocks = nat.blocks(ctx, "cgnat", ext_net, naddrs, int_size)?;
+        let (adf, hairpin, capacity) = (nat.adf, nat.hairpin, nat.capacity);
         Ok(Box::new(Cgnat {
             int_net: u32::from_be_bytes(int.addr) & int_mask,
             int_mask,
@@ -887,26 +847,6 @@ impl Cgnat {
         std::hint::black_box(acc);
     }
 
-    /// Expires up to `budget` mappings due at `now`; true if some may be
-    /// left.
-    fn expire(&mut self, now: i64, mut budget: usize) -> bool {
-        while budget > 0 {
-            let Some(i) = self.wheel.pop_due(now) else {
-                return false;
-            };
-            budget -= 1;
-            let m = *self.maps.get(i);
-            let e = self.expiry_of(&m);
-            if e <= now {
-                self.remove_mapping(i, now);
-            } else {
-                self.maps.get_mut(i).queued = e;
-                self.wheel.insert(i, e, now);
-            }
-        }
-        true
-    }
-
     fn table_text(&self) -> String {
         use std::fmt::Write as _;
         let mut v: Vec<Mapping> = self
@@ -935,6 +875,24 @@ impl Cgnat {
             );
         }
         s
+    }
+}
+
+impl Expiring for Cgnat {
+    fn wheel(&mut self) -> &mut TimerWheel {
+        &mut self.wheel
+    }
+
+    fn expiry(&self, i: u32) -> i64 {
+        self.expiry_of(self.maps.get(i))
+    }
+
+    fn requeued(&mut self, i: u32, at: i64) {
+        self.maps.get_mut(i).queued = at;
+    }
+
+    fn remove(&mut self, i: u32, now: i64) {
+        self.remove_mapping(i, now);
     }
 }
 
@@ -987,16 +945,8 @@ impl Element for Cgnat {
     fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
         let now = out.now;
         self.last_now = now;
-        if self.expire(now, EXPIRE_BUDGET) {
-            return TaskStatus::Busy;
-        }
-        if self.wheel.is_empty() {
-            // A mapping made from now on expires no earlier than now plus
-            // the shortest timeout.
-            let t = self.timeouts.iter().copied().min().unwrap_or(WHEEL_UNIT);
-            return TaskStatus::SleepUntil(now + t.max(WHEEL_UNIT));
-        }
-        TaskStatus::SleepUntil(self.wheel.next_due(now))
+        let shortest = self.timeouts.iter().copied().min().unwrap_or(WHEEL_UNIT);
+        self.expire_task(now, shortest)
     }
 
     fn cleanup(&mut self) {
@@ -1080,22 +1030,6 @@ mod tests {
 
     fn nat(config: &str, nout: usize) -> Box<dyn Element> {
         configure(Cgnat::SPEC.keywords, Cgnat::configure, config, 2, nout).expect("configures")
-    }
-
-    /// Pushes one packet into `port` at `now`; returns (output, bytes).
-    fn send(
-        e: &mut dyn Element,
-        pool: &Pool,
-        port: usize,
-        data: &[u8],
-        now: i64,
-    ) -> Option<(usize, Vec<u8>)> {
-        let mut ctrl = Control::default();
-        let outs = push_at(e, pool, port, vec![pkt(pool, data)], 3, now, &mut ctrl);
-        outs.iter()
-            .enumerate()
-            .find(|(_, v)| !v.is_empty())
-            .map(|(o, v)| (o, v[0].data().to_vec()))
     }
 
     #[test]

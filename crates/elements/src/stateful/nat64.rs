@@ -10,14 +10,13 @@ use pronto_packet::wire::{
 use pronto_packet::{Batch, Packet, BUFFER_SIZE};
 
 use super::portblocks::{
-    parse_ports, proto_name, timeout_ns, LogSink, Plan, PortBlocks, EXPIRE_BUDGET, TCP, UDP,
-    WHEEL_BUCKETS, WHEEL_UNIT,
+    proto_name, read_timeouts, Expiring, NatArgs, PortBlocks, TCP, UDP, WHEEL_BUCKETS, WHEEL_UNIT,
 };
 use super::table::{ip, IndexTable, Key, Slab, TimerWheel};
 use crate::util::{prefix6052, replace_data};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out,
-    Seconds, Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER, FIELD_PAYLOAD,
+    Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER, FIELD_PAYLOAD,
 };
 
 const ICMP: u8 = 1;
@@ -482,17 +481,8 @@ impl Nat64 {
         let mut a = ctx.args();
         let pool: String = a.read_mp("POOL")?;
         let prefix: Option<crate::args::Ip6Prefix> = a.read("PREFIX")?;
-        let ports: Option<String> = a.read("PORTS")?;
-        let block_size: u32 = a.read_or("BLOCK_SIZE", 512u32)?;
-        let quota: u32 = a.read_or("BLOCKS_PER_SUBSCRIBER", 4u32)?;
-        let t_est: Seconds = a.read_or("TCP_EST", Seconds(7440.0))?;
-        let t_trans: Seconds = a.read_or("TCP_TRANS", Seconds(240.0))?;
-        let t_udp: Seconds = a.read_or("UDP", Seconds(300.0))?;
-        let t_icmp: Seconds = a.read_or("ICMP", Seconds(60.0))?;
-        let filtering: String = a.read_or("FILTERING", "endpoint".to_string())?;
-        let hairpin: bool = a.read_or("HAIRPIN", true)?;
-        let log: Option<String> = a.read("LOG")?;
-        let capacity: usize = a.read_or("CAPACITY", 65_536usize)?;
+        let timeouts = read_timeouts(&mut a, ["TCP_EST", "TCP_TRANS", "UDP", "ICMP"])?;
+        let nat = NatArgs::read(&mut a)?;
         a.finish()?;
 
         let (pool_lo, naddrs) = parse_pool(&pool)?;
@@ -500,43 +490,13 @@ impl Nat64 {
             Some(p) => prefix6052(Some(p))?,
             None => Prefix6052::WELL_KNOWN,
         };
-        let (port_lo, port_hi) = match &ports {
-            Some(s) => parse_ports(s)?,
-            None => (1024, 65535),
-        };
-        if capacity == 0 || capacity > 1 << 26 {
-            return Err(ConfigError::new("CAPACITY: expected 1 to 67108864"));
-        }
-        let adf = match filtering.as_str() {
-            "endpoint" | "ENDPOINT" => false,
-            "address" | "ADDRESS" => true,
-            other => {
-                return Err(ConfigError::new(format!(
-                    "FILTERING: expected `endpoint` or `address`, found `{other}`"
-                )))
-            }
-        };
-        if t_udp.0 < 120.0 {
+        if timeouts[T_UDP] < 120_000_000_000 {
             return Err(ConfigError::new(
                 "UDP: expected at least 120 seconds (RFC 6146 section 3.5.1)",
             ));
         }
-        let timeouts = [
-            timeout_ns(t_est, "TCP_EST")?,
-            timeout_ns(t_trans, "TCP_TRANS")?,
-            timeout_ns(t_udp, "UDP")?,
-            timeout_ns(t_icmp, "ICMP")?,
-        ];
-        let plan = Plan {
-            ext_net: pool_lo,
-            naddrs,
-            port_lo,
-            port_hi,
-            block_size,
-            quota,
-        };
-        let log = LogSink::open(ctx, log.as_deref())?;
-        let blocks = PortBlocks::new("nat64", plan, capacity, usize::MAX, log)?;
+        let blocks = nat.blocks(ctx, "nat64", pool_lo, naddrs, usize::MAX)?;
+        let (adf, hairpin, capacity) = (nat.adf, nat.hairpin, nat.capacity);
         Ok(Box::new(Nat64 {
             prefix,
             pool_lo,
@@ -1058,25 +1018,6 @@ impl Nat64 {
         }
     }
 
-    /// Expires up to `budget` sessions due at `now`; true if some may be
-    /// left.
-    fn expire(&mut self, now: i64, mut budget: usize) -> bool {
-        while budget > 0 {
-            let Some(s) = self.wheel.pop_due(now) else {
-                return false;
-            };
-            budget -= 1;
-            let e = self.sessions.get(s).expiry;
-            if e <= now {
-                self.remove_session(s, now);
-            } else {
-                self.sessions.get_mut(s).queued = e;
-                self.wheel.insert(s, e, now);
-            }
-        }
-        true
-    }
-
     fn bindings_text(&self) -> String {
         use std::fmt::Write as _;
         let mut v: Vec<Bib> = self.bib6.values().map(|b| *self.bib.get(b)).collect();
@@ -1155,6 +1096,24 @@ impl Nat64 {
     }
 }
 
+impl Expiring for Nat64 {
+    fn wheel(&mut self) -> &mut TimerWheel {
+        &mut self.wheel
+    }
+
+    fn expiry(&self, s: u32) -> i64 {
+        self.sessions.get(s).expiry
+    }
+
+    fn requeued(&mut self, s: u32, at: i64) {
+        self.sessions.get_mut(s).queued = at;
+    }
+
+    fn remove(&mut self, s: u32, now: i64) {
+        self.remove_session(s, now);
+    }
+}
+
 impl Element for Nat64 {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
@@ -1169,14 +1128,8 @@ impl Element for Nat64 {
     fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
         let now = out.now;
         self.last_now = now;
-        if self.expire(now, EXPIRE_BUDGET) {
-            return TaskStatus::Busy;
-        }
-        if self.wheel.is_empty() {
-            let t = self.timeouts.iter().copied().min().unwrap_or(WHEEL_UNIT);
-            return TaskStatus::SleepUntil(now + t.max(WHEEL_UNIT));
-        }
-        TaskStatus::SleepUntil(self.wheel.next_due(now))
+        let shortest = self.timeouts.iter().copied().min().unwrap_or(WHEEL_UNIT);
+        self.expire_task(now, shortest)
     }
 
     fn cleanup(&mut self) {
@@ -1278,25 +1231,6 @@ mod tests {
         configure(Nat64::SPEC.keywords, Nat64::configure, config, 2, 3).expect("configures")
     }
 
-    /// Pushes one packet (starting at its IP header) into `port` at `now`;
-    /// returns the output it left on and its bytes.
-    fn send(
-        e: &mut dyn Element,
-        pool: &Pool,
-        port: usize,
-        data: &[u8],
-        now: i64,
-    ) -> (usize, Vec<u8>) {
-        let mut ctrl = Control::default();
-        let p = pool.alloc_from(data).expect("pool has room");
-        let outs = push_at(e, pool, port, vec![p], 3, now, &mut ctrl);
-        outs.iter()
-            .enumerate()
-            .find(|(_, v)| !v.is_empty())
-            .map(|(o, v)| (o, v[0].data().to_vec()))
-            .expect("the packet left")
-    }
-
     fn tick(e: &mut dyn Element, pool: &Pool, now: i64) {
         let mut ctrl = Control::default();
         run_task(e, pool, vec![], 3, now, &mut ctrl);
@@ -1307,7 +1241,7 @@ mod tests {
         let pool = Pool::new(64).expect("pool");
         let mut e = nat("POOL 198.51.100.1/32");
         let e = e.as_mut();
-        let (o, got) = send(e, &pool, 0, &udp6(H, 5000, S6, 53), T0);
+        let (o, got) = sent(e, &pool, 0, &udp6(H, 5000, S6, 53), T0);
         assert_eq!(o, 0);
         #[rustfmt::skip]
         let want: [u8; 32] = [
@@ -1325,7 +1259,7 @@ mod tests {
         assert!(checksums_ok(&got));
         // The reply comes back to the IPv6 host, from the server's
         // IPv4-embedded address.
-        let (o, back) = send(e, &pool, 1, &udp(S4, 53, P4, 1024), T0);
+        let (o, back) = sent(e, &pool, 1, &udp(S4, 53, P4, 1024), T0);
         assert_eq!((o, back), (1, udp6(S6, 53, H, 5000)));
         assert_eq!(read(e, "outbound"), "1");
         assert_eq!(read(e, "inbound"), "1");
@@ -1350,19 +1284,19 @@ mod tests {
         let pool = Pool::new(64).expect("pool");
         let mut e = nat("POOL 198.51.100.1/32");
         let e = e.as_mut();
-        send(e, &pool, 0, &udp6(H, 5000, S6, 53), T0);
+        sent(e, &pool, 0, &udp6(H, 5000, S6, 53), T0);
         // Another destination: the same pool transport address.
-        let (_, p2) = send(e, &pool, 0, &udp6(H, 5000, "64:ff9b::808:808", 53), T0);
+        let (_, p2) = sent(e, &pool, 0, &udp6(H, 5000, "64:ff9b::808:808", 53), T0);
         assert_eq!(tuple(&p2), (P4.into(), 1024, "8.8.8.8".into(), 53));
         // A host the IPv6 host never talked to reaches the mapping.
-        let (o, back) = send(e, &pool, 1, &udp("192.0.2.5", 7777, P4, 1024), T0);
+        let (o, back) = sent(e, &pool, 1, &udp("192.0.2.5", 7777, P4, 1024), T0);
         assert_eq!((o, back), (1, udp6("64:ff9b::c000:205", 7777, H, 5000)));
         assert_eq!(
             (read(e, "nbindings"), read(e, "nsessions")),
             ("1".into(), "3".into())
         );
         // No BIB entry for another port.
-        let (o, _) = send(e, &pool, 1, &udp(S4, 53, P4, 1025), T0);
+        let (o, _) = sent(e, &pool, 1, &udp(S4, 53, P4, 1025), T0);
         assert_eq!(o, 2);
         assert_eq!(read(e, "no_mapping_drops"), "1");
     }
@@ -1372,11 +1306,11 @@ mod tests {
         let pool = Pool::new(64).expect("pool");
         let mut e = nat("POOL 198.51.100.1/32, FILTERING address");
         let e = e.as_mut();
-        send(e, &pool, 0, &udp6(H, 5000, S6, 53), T0);
+        sent(e, &pool, 0, &udp6(H, 5000, S6, 53), T0);
         // The same address from another port is let in; another address
         // is not.
-        assert_eq!(send(e, &pool, 1, &udp(S4, 54, P4, 1024), T0).0, 1);
-        assert_eq!(send(e, &pool, 1, &udp("192.0.2.5", 53, P4, 1024), T0).0, 2);
+        assert_eq!(sent(e, &pool, 1, &udp(S4, 54, P4, 1024), T0).0, 1);
+        assert_eq!(sent(e, &pool, 1, &udp("192.0.2.5", 53, P4, 1024), T0).0, 2);
         assert_eq!(read(e, "filtered_drops"), "1");
         assert_eq!(read(e, "nsessions"), "2");
     }
@@ -1392,20 +1326,20 @@ mod tests {
             format!("{} {}", w[5], w[6])
         };
         // A packet other than a SYN opens nothing.
-        assert_eq!(send(e, &pool, 0, &tcp6(H, 40000, S6, 80, 0x10), T0).0, 2);
+        assert_eq!(sent(e, &pool, 0, &tcp6(H, 40000, S6, 80, 0x10), T0).0, 2);
         assert_eq!(read(e, "not_syn_drops"), "1");
-        let (o, syn) = send(e, &pool, 0, &tcp6(H, 40000, S6, 80, 0x02), T0);
+        let (o, syn) = sent(e, &pool, 0, &tcp6(H, 40000, S6, 80, 0x02), T0);
         assert_eq!((o, syn), (0, as_translated(&tcp(P4, 1024, S4, 80, 0x02))));
         assert_eq!(state(e), "v6_init expires=+240.000");
-        let (o, synack) = send(e, &pool, 1, &tcp(S4, 80, P4, 1024, 0x12), T0 + SEC);
+        let (o, synack) = sent(e, &pool, 1, &tcp(S4, 80, P4, 1024, 0x12), T0 + SEC);
         assert_eq!((o, synack), (1, tcp6(S6, 80, H, 40000, 0x12)));
         assert_eq!(state(e), "established expires=+7440.000");
-        send(e, &pool, 0, &tcp6(H, 40000, S6, 80, 0x11), T0 + 2 * SEC);
+        sent(e, &pool, 0, &tcp6(H, 40000, S6, 80, 0x11), T0 + 2 * SEC);
         assert_eq!(state(e), "v6_fin_rcv expires=+7440.000");
-        send(e, &pool, 1, &tcp(S4, 80, P4, 1024, 0x11), T0 + 3 * SEC);
+        sent(e, &pool, 1, &tcp(S4, 80, P4, 1024, 0x11), T0 + 3 * SEC);
         assert_eq!(state(e), "v4_v6_fin_rcv expires=+240.000");
         // The last ACK does not refresh it.
-        send(e, &pool, 0, &tcp6(H, 40000, S6, 80, 0x10), T0 + 4 * SEC);
+        sent(e, &pool, 0, &tcp6(H, 40000, S6, 80, 0x10), T0 + 4 * SEC);
         assert_eq!(state(e), "v4_v6_fin_rcv expires=+239.000");
         tick(e, &pool, T0 + 242 * SEC);
         assert_eq!(read(e, "nsessions"), "1");
@@ -1418,11 +1352,11 @@ mod tests {
         assert!(read(e, "log").contains("nat64 RELEASE subscriber=2001:db8:1::7"));
 
         // A RST takes an established session to TRANS; data brings it back.
-        send(e, &pool, 0, &tcp6(H, 40001, S6, 80, 0x02), T0 + 300 * SEC);
-        send(e, &pool, 1, &tcp(S4, 80, P4, 1024, 0x12), T0 + 300 * SEC);
-        send(e, &pool, 1, &tcp(S4, 80, P4, 1024, 0x04), T0 + 300 * SEC);
+        sent(e, &pool, 0, &tcp6(H, 40001, S6, 80, 0x02), T0 + 300 * SEC);
+        sent(e, &pool, 1, &tcp(S4, 80, P4, 1024, 0x12), T0 + 300 * SEC);
+        sent(e, &pool, 1, &tcp(S4, 80, P4, 1024, 0x04), T0 + 300 * SEC);
         assert_eq!(state(e), "trans expires=+240.000");
-        send(e, &pool, 0, &tcp6(H, 40001, S6, 80, 0x10), T0 + 300 * SEC);
+        sent(e, &pool, 0, &tcp6(H, 40001, S6, 80, 0x10), T0 + 300 * SEC);
         assert_eq!(state(e), "established expires=+7440.000");
     }
 
@@ -1431,9 +1365,9 @@ mod tests {
         let pool = Pool::new(64).expect("pool");
         let mut e = nat("POOL 198.51.100.1/32, ICMP 30");
         let e = e.as_mut();
-        let (o, req) = send(e, &pool, 0, &icmp6(H, S6, 128, 0x4242), T0);
+        let (o, req) = sent(e, &pool, 0, &icmp6(H, S6, 128, 0x4242), T0);
         assert_eq!((o, req), (0, as_translated(&icmp(P4, S4, 8, 1024))));
-        let (o, rep) = send(e, &pool, 1, &icmp(S4, P4, 0, 1024), T0);
+        let (o, rep) = sent(e, &pool, 1, &icmp(S4, P4, 0, 1024), T0);
         assert_eq!((o, rep), (1, icmp6(S6, H, 129, 0x4242)));
         assert_eq!(
             read(e, "sessions"),
@@ -1441,7 +1375,7 @@ mod tests {
              203.0.113.9:1024 active expires=+30.000\n"
         );
         // An echo request from outside opens nothing.
-        assert_eq!(send(e, &pool, 1, &icmp(S4, P4, 8, 1024), T0).0, 2);
+        assert_eq!(sent(e, &pool, 1, &icmp(S4, P4, 8, 1024), T0).0, 2);
         assert_eq!(read(e, "unsupported_drops"), "1");
     }
 
@@ -1451,11 +1385,11 @@ mod tests {
         let mut e = nat("POOL 198.51.100.1/32");
         let e = e.as_mut();
         let out6 = udp6(H, 5000, S6, 53);
-        let (_, out4) = send(e, &pool, 0, &out6, T0);
+        let (_, out4) = sent(e, &pool, 0, &out6, T0);
         // A port unreachable from a router on the way, quoting the packet
         // as it left: an ICMPv6 port unreachable quoting it as it was sent.
         let err4 = icmp_error_with("192.0.2.1", P4, 3, 3, [0; 4], &out4);
-        let (o, err6) = send(e, &pool, 1, &err4, T0);
+        let (o, err6) = sent(e, &pool, 1, &err4, T0);
         assert_eq!(o, 1);
         assert_eq!(
             err6,
@@ -1464,16 +1398,16 @@ mod tests {
         // Quoting a packet of no session: dropped.
         let other = udp(P4, 1999, S4, 53);
         let bad = icmp_error_with("192.0.2.1", P4, 3, 3, [0; 4], &other);
-        assert_eq!(send(e, &pool, 1, &bad, T0).0, 2);
+        assert_eq!(sent(e, &pool, 1, &bad, T0).0, 2);
         assert_eq!(read(e, "no_mapping_drops"), "1");
 
         // The host answers an inbound datagram with a port unreachable:
         // an ICMP port unreachable from the pool address, quoting the
         // datagram as it came in.
         let in4 = udp(S4, 53, P4, 1024);
-        let (_, in6) = send(e, &pool, 1, &in4, T0);
+        let (_, in6) = sent(e, &pool, 1, &in4, T0);
         let err6 = icmp6_error(H, S6, 1, 4, [0; 4], &in6);
-        let (o, err4) = send(e, &pool, 0, &err6, T0);
+        let (o, err4) = sent(e, &pool, 0, &err6, T0);
         assert_eq!(o, 0);
         assert_eq!(
             err4,
@@ -1490,15 +1424,15 @@ mod tests {
         let mut e = nat("POOL 198.51.100.1/32");
         let e = e.as_mut();
         let g = "2001:db8:1::8";
-        send(e, &pool, 0, &udp6(g, 6000, S6, 53), T0); // g gets 198.51.100.1:1024
+        sent(e, &pool, 0, &udp6(g, 6000, S6, 53), T0); // g gets 198.51.100.1:1024
                                                        // H sends to g's pool transport address under the prefix.
-        let (o, got) = send(e, &pool, 0, &udp6(H, 5000, "64:ff9b::c633:6401", 1024), T0);
+        let (o, got) = sent(e, &pool, 0, &udp6(H, 5000, "64:ff9b::c633:6401", 1024), T0);
         assert_eq!(o, 1);
         // H's own mapping is the next block's first port (another host).
         assert_eq!(got, udp6("64:ff9b::c633:6401", 1536, g, 6000));
         assert_eq!(read(e, "hairpinned"), "1");
         // And back the other way through the sessions just made.
-        let (o, back) = send(e, &pool, 0, &udp6(g, 6000, "64:ff9b::c633:6401", 1536), T0);
+        let (o, back) = sent(e, &pool, 0, &udp6(g, 6000, "64:ff9b::c633:6401", 1536), T0);
         assert_eq!((o, back), (1, udp6("64:ff9b::c633:6401", 1024, H, 5000)));
     }
 
@@ -1508,11 +1442,11 @@ mod tests {
         let mut e = nat("POOL 198.51.100.1/32, PREFIX 2001:db8:64::/64, BLOCK_SIZE 1, BLOCKS_PER_SUBSCRIBER 1, PORTS 1024-1024");
         let e = e.as_mut();
         let s6 = "2001:db8:64:0:cb:71:900::"; // 203.0.113.9 under a /64
-        assert_eq!(send(e, &pool, 0, &udp6(H, 1, s6, 53), T0).0, 0);
+        assert_eq!(sent(e, &pool, 0, &udp6(H, 1, s6, 53), T0).0, 0);
         // Not under the prefix.
-        assert_eq!(send(e, &pool, 0, &udp6(H, 1, S6, 53), T0).0, 2);
+        assert_eq!(sent(e, &pool, 0, &udp6(H, 1, S6, 53), T0).0, 2);
         // Pool exhausted: the one port is taken.
-        assert_eq!(send(e, &pool, 0, &udp6(H, 2, s6, 53), T0).0, 2);
+        assert_eq!(sent(e, &pool, 0, &udp6(H, 2, s6, 53), T0).0, 2);
         // An IPv6 fragment (first of two) and an IPv4 one.
         let mut frag = udp6(H, 1, s6, 53);
         let body = frag.split_off(40);
@@ -1520,20 +1454,20 @@ mod tests {
         frag.extend_from_slice(&[17, 0, 0, 1, 0, 0, 0, 9]); // more fragments
         frag.extend_from_slice(&body);
         frag[4..6].copy_from_slice(&((body.len() + 8) as u16).to_be_bytes());
-        assert_eq!(send(e, &pool, 0, &frag, T0).0, 2);
+        assert_eq!(sent(e, &pool, 0, &frag, T0).0, 2);
         let mut f4 = udp(S4, 53, P4, 1024);
         f4[6] = 0x20;
         f4[10..12].copy_from_slice(&[0, 0]);
         let c = pronto_packet::wire::checksum(&f4[..20]);
         f4[10..12].copy_from_slice(&c.to_be_bytes());
-        assert_eq!(send(e, &pool, 1, &f4, T0).0, 2);
+        assert_eq!(sent(e, &pool, 1, &f4, T0).0, 2);
         // Garbage, and an IPv4 packet on the IPv6 side.
-        assert_eq!(send(e, &pool, 0, &[0x60, 1, 2], T0).0, 2);
-        assert_eq!(send(e, &pool, 0, &udp(S4, 1, P4, 2), T0).0, 2);
+        assert_eq!(sent(e, &pool, 0, &[0x60, 1, 2], T0).0, 2);
+        assert_eq!(sent(e, &pool, 0, &udp(S4, 1, P4, 2), T0).0, 2);
         // A bad ICMPv6 checksum fails the translation.
         let mut bad = icmp6(H, s6, 128, 9);
         bad[43] ^= 1;
-        assert_eq!(send(e, &pool, 0, &bad, T0).0, 2);
+        assert_eq!(sent(e, &pool, 0, &bad, T0).0, 2);
         assert_eq!(
             read(e, "drop_details"),
             "2\tmalformed\n1\tnot_prefix\n2\tfragment\n0\tunsupported\n0\tno_mapping\n\
@@ -1556,7 +1490,7 @@ mod tests {
             ("0".into(), "0".into(), "0".into())
         );
         assert_eq!(
-            send(e, &pool, 0, &udp6(H, 2, s6, 53), T0).0,
+            sent(e, &pool, 0, &udp6(H, 2, s6, 53), T0).0,
             0,
             "the port is free again"
         );
@@ -1576,7 +1510,7 @@ mod tests {
         // A range pool hands out its addresses.
         let pool = Pool::new(64).expect("pool");
         let mut e = nat("POOL 198.51.100.7-198.51.100.8");
-        let (_, p) = send(e.as_mut(), &pool, 0, &udp6("2001:db8::3", 1, S6, 53), T0);
+        let (_, p) = sent(e.as_mut(), &pool, 0, &udp6("2001:db8::3", 1, S6, 53), T0);
         assert_eq!(
             tuple(&p).0,
             "198.51.100.8",

@@ -9,8 +9,8 @@
 use std::collections::VecDeque;
 use std::io::Write as _;
 
-use super::table::{ip, iso8601, IndexTable, Key, Slab};
-use crate::{ConfigCtx, ConfigError, Seconds};
+use super::table::{ip, iso8601, IndexTable, Key, Slab, TimerWheel};
+use crate::{Args, ConfigCtx, ConfigError, Seconds, TaskStatus};
 
 const NIL: u32 = u32::MAX;
 
@@ -107,6 +107,19 @@ pub fn timeout_ns(s: Seconds, kw: &str) -> Result<i64, ConfigError> {
     }
 }
 
+/// Reads the four lifetimes (TCP established, TCP transitory, UDP, ICMP)
+/// under the keywords `kw`, defaults 7440, 240, 300 and 60 seconds (RFC
+/// 6146 and RFC 7857's recommendations); in nanoseconds.
+pub fn read_timeouts(a: &mut Args, kw: [&'static str; 4]) -> Result<[i64; 4], ConfigError> {
+    let defaults = [7440.0, 240.0, 300.0, 60.0];
+    let mut t = [0i64; 4];
+    for k in 0..4 {
+        let s: Seconds = a.read_or(kw[k], Seconds(defaults[k]))?;
+        t[k] = timeout_ns(s, kw[k])?;
+    }
+    Ok(t)
+}
+
 /// Where allocation log lines go.
 pub enum LogSink {
     /// Nowhere (the last lines are kept anyway).
@@ -131,6 +144,126 @@ impl LogSink {
                 LogSink::File(std::io::BufWriter::new(file))
             }
         })
+    }
+}
+
+/// The arguments both NATs take with the same meaning: `PORTS`,
+/// `BLOCK_SIZE`, `BLOCKS_PER_SUBSCRIBER`, `FILTERING`, `HAIRPIN`, `LOG`,
+/// `CAPACITY`.
+pub struct NatArgs {
+    /// The port range handed out.
+    pub ports: (u16, u16),
+    /// Ports per block.
+    pub block_size: u32,
+    /// Blocks per subscriber.
+    pub quota: u32,
+    /// Address-dependent filtering (else endpoint-independent).
+    pub adf: bool,
+    /// Hairpinning.
+    pub hairpin: bool,
+    /// The `LOG` argument.
+    pub log: Option<String>,
+    /// Entries at most.
+    pub capacity: usize,
+}
+
+impl NatArgs {
+    /// Reads and checks the shared arguments.
+    pub fn read(a: &mut Args) -> Result<NatArgs, ConfigError> {
+        let ports: Option<String> = a.read("PORTS")?;
+        let block_size: u32 = a.read_or("BLOCK_SIZE", 512u32)?;
+        let quota: u32 = a.read_or("BLOCKS_PER_SUBSCRIBER", 4u32)?;
+        let filtering: String = a.read_or("FILTERING", "endpoint".to_string())?;
+        let hairpin: bool = a.read_or("HAIRPIN", true)?;
+        let log: Option<String> = a.read("LOG")?;
+        let capacity: usize = a.read_or("CAPACITY", 65_536usize)?;
+        let ports = match &ports {
+            Some(s) => parse_ports(s)?,
+            None => (1024, 65535),
+        };
+        if capacity == 0 || capacity > 1 << 26 {
+            return Err(ConfigError::new("CAPACITY: expected 1 to 67108864"));
+        }
+        let adf = match filtering.as_str() {
+            "endpoint" | "ENDPOINT" => false,
+            "address" | "ADDRESS" => true,
+            other => {
+                return Err(ConfigError::new(format!(
+                    "FILTERING: expected `endpoint` or `address`, found `{other}`"
+                )))
+            }
+        };
+        Ok(NatArgs {
+            ports,
+            block_size,
+            quota,
+            adf,
+            hairpin,
+            log,
+            capacity,
+        })
+    }
+
+    /// Port blocks over the pool of `naddrs` addresses from `ext_net`,
+    /// for at most `subscribers` subscribers, logging as `tag`.
+    pub fn blocks<K: Subscriber>(
+        &self,
+        ctx: &ConfigCtx<'_>,
+        tag: &'static str,
+        ext_net: u32,
+        naddrs: u32,
+        subscribers: usize,
+    ) -> Result<PortBlocks<K>, ConfigError> {
+        let plan = Plan {
+            ext_net,
+            naddrs,
+            port_lo: self.ports.0,
+            port_hi: self.ports.1,
+            block_size: self.block_size,
+            quota: self.quota,
+        };
+        let log = LogSink::open(ctx, self.log.as_deref())?;
+        PortBlocks::new(tag, plan, self.capacity, subscribers, log)
+    }
+}
+
+/// A NAT whose entries expire by a [`TimerWheel`]: entries refreshed by
+/// packets only move their expiry later, and the wheel brings each back
+/// when its queued time comes, to be removed or queued again.
+pub trait Expiring {
+    /// The wheel.
+    fn wheel(&mut self) -> &mut TimerWheel;
+    /// When entry `i` expires now.
+    fn expiry(&self, i: u32) -> i64;
+    /// Notes that entry `i` is queued again for `at`.
+    fn requeued(&mut self, i: u32, at: i64);
+    /// Removes entry `i`.
+    fn remove(&mut self, i: u32, now: i64);
+
+    /// Expires up to [`EXPIRE_BUDGET`] entries due at `now`, then says when
+    /// to run again: at once if some may be left, else when the next
+    /// bucket is due (or, with nothing queued, after `shortest`, the
+    /// shortest lifetime an entry made from now on can have).
+    fn expire_task(&mut self, now: i64, shortest: i64) -> TaskStatus {
+        let mut budget = EXPIRE_BUDGET;
+        while budget > 0 {
+            let Some(i) = self.wheel().pop_due(now) else {
+                let w = self.wheel();
+                if w.is_empty() {
+                    return TaskStatus::SleepUntil(now + shortest.max(WHEEL_UNIT));
+                }
+                return TaskStatus::SleepUntil(w.next_due(now));
+            };
+            budget -= 1;
+            let e = self.expiry(i);
+            if e <= now {
+                self.remove(i, now);
+            } else {
+                self.requeued(i, e);
+                self.wheel().insert(i, e, now);
+            }
+        }
+        TaskStatus::Busy
     }
 }
 

@@ -93,14 +93,21 @@ pub fn icmp_error_with(
     rest: [u8; 4],
     quoted: &[u8],
 ) -> Vec<u8> {
-    let mut l4 = vec![ty, code, 0, 0];
-    l4.extend_from_slice(&rest);
-    l4.extend_from_slice(quoted);
+    let mut l4 = icmp_message(ty, code, rest, quoted);
     let c = checksum(&l4);
     l4[2..4].copy_from_slice(&c.to_be_bytes());
     let mut p = ip_header(1, a(src), a(dst), l4.len());
     p.extend_from_slice(&l4);
     p
+}
+
+/// An ICMP or ICMPv6 message, checksum 0: type, code, `rest` (bytes 4-7),
+/// then `body`.
+fn icmp_message(ty: u8, code: u8, rest: [u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut m = vec![ty, code, 0, 0];
+    m.extend_from_slice(&rest);
+    m.extend_from_slice(body);
+    m
 }
 
 /// A packet holding `data` with its IP header annotated at the start.
@@ -134,6 +141,34 @@ pub fn tuple(p: &[u8]) -> (String, u16, String, u16) {
     } else {
         (s, be(20), d, be(22))
     }
+}
+
+/// Pushes one packet holding `data` into input `port` of `e` (3 outputs)
+/// at `now`; the output it left on and its bytes, if it left.
+pub fn send(
+    e: &mut dyn Element,
+    pool: &Pool,
+    port: usize,
+    data: &[u8],
+    now: i64,
+) -> Option<(usize, Vec<u8>)> {
+    let mut ctrl = Control::default();
+    let outs = push_at(e, pool, port, vec![pkt(pool, data)], 3, now, &mut ctrl);
+    outs.iter()
+        .enumerate()
+        .find(|(_, v)| !v.is_empty())
+        .map(|(o, v)| (o, v[0].data().to_vec()))
+}
+
+/// [`send`] for a packet that must leave.
+pub fn sent(
+    e: &mut dyn Element,
+    pool: &Pool,
+    port: usize,
+    data: &[u8],
+    now: i64,
+) -> (usize, Vec<u8>) {
+    send(e, pool, port, data, now).expect("the packet left")
 }
 
 /// Pushes 400 rounds of 8 random packets (half of the longer ones with
@@ -238,10 +273,7 @@ pub fn icmp6_error(
     rest: [u8; 4],
     quoted: &[u8],
 ) -> Vec<u8> {
-    let mut m = vec![ty, code, 0, 0];
-    m.extend_from_slice(&rest);
-    m.extend_from_slice(quoted);
-    ip6(58, src, dst, m, Some(2))
+    ip6(58, src, dst, icmp_message(ty, code, rest, quoted), Some(2))
 }
 
 /// `p` (an IPv4 packet of these builders) as RFC 7915's translation from
