@@ -4,9 +4,7 @@
 use pronto_packet::wire::flow::{Family, Flow, Fragment};
 use pronto_packet::wire::ipv4::Ipv4Packet;
 use pronto_packet::wire::xlat::{self, Prefix6052, XlatError};
-use pronto_packet::wire::{
-    be16, fold, ones_sum, pseudo_header_sum, set_be16, update_checksum16, update_checksum32,
-};
+use pronto_packet::wire::{be16, fold, ones_sum, pseudo_header_sum, set_be16};
 use pronto_packet::{Batch, Packet, BUFFER_SIZE};
 
 use super::portblocks::{
@@ -210,18 +208,16 @@ fn rewrite6(
     if proto6 == UDP && c == Some(0) {
         c = None;
     }
-    for k in 0..4 {
-        let o = ao + 4 * k;
-        let old = [d[o], d[o + 1], d[o + 2], d[o + 3]];
-        let new = [a[4 * k], a[4 * k + 1], a[4 * k + 2], a[4 * k + 3]];
-        c = c.map(|c| update_checksum32(c, old, new));
-    }
+    // One update for the whole change (RFC 1624 eqn. 3): the old words'
+    // complement and the new words added to the complemented checksum.
+    let mut delta = (!fold(ones_sum(&d[ao..ao + 16], 0))) as u64 + ones_sum(a, 0);
     d[ao..ao + 16].copy_from_slice(a);
     if l4 + po + 2 <= end {
         let old = be16(d, l4 + po);
         set_be16(d, l4 + po, port);
-        c = c.map(|c| update_checksum16(c, old, port));
+        delta += (!old) as u64 + port as u64;
     }
+    let c = c.map(|c| !fold((!c) as u64 + delta));
     if let Some(c) = c {
         set_be16(d, co, if proto6 == UDP && c == 0 { 0xffff } else { c });
     }

@@ -7,9 +7,10 @@
 //! line when a block is taken or given back.
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::io::Write as _;
 
-use super::table::{ip, iso8601, IndexTable, Key, Slab, TimerWheel};
+use super::table::{ip, IndexTable, Iso8601, Key, Slab, TimerWheel};
 use crate::{Args, ConfigCtx, ConfigError, Seconds, TaskStatus};
 
 const NIL: u32 = u32::MAX;
@@ -58,8 +59,10 @@ pub fn proto_name(p: u8) -> &'static str {
 pub trait Subscriber: Key {
     /// The pool address index a new subscriber tries first.
     fn pair_start(self, naddrs: u32) -> u32;
-    /// The address as log lines and handlers print it.
-    fn show(self) -> String;
+    /// The address, as log lines and handlers print it.
+    type Shown: std::fmt::Display;
+    /// See [`Subscriber::Shown`].
+    fn show(self) -> Self::Shown;
 }
 
 /// An IPv4 subscriber (the address in the low 32 bits).
@@ -67,8 +70,9 @@ impl Subscriber for u64 {
     fn pair_start(self, naddrs: u32) -> u32 {
         (self % naddrs as u64) as u32
     }
-    fn show(self) -> String {
-        ip(self as u32).to_string()
+    type Shown = std::net::Ipv4Addr;
+    fn show(self) -> std::net::Ipv4Addr {
+        ip(self as u32)
     }
 }
 
@@ -77,8 +81,9 @@ impl Subscriber for u128 {
     fn pair_start(self, naddrs: u32) -> u32 {
         (self % naddrs as u128) as u32
     }
-    fn show(self) -> String {
-        std::net::Ipv6Addr::from(self).to_string()
+    type Shown = std::net::Ipv6Addr;
+    fn show(self) -> std::net::Ipv6Addr {
+        std::net::Ipv6Addr::from(self)
     }
 }
 
@@ -430,9 +435,12 @@ impl<K: Subscriber> PortBlocks<K> {
         let f = *self.frames.get(frame);
         let sub = self.subs.get(f.owner).addr;
         let (lo, hi) = self.block_ports(f.block);
-        let line = format!(
+        // One allocation a line: the text is written into it directly.
+        let mut line = String::with_capacity(128);
+        let _ = write!(
+            line,
             "{} {} {what} subscriber={} external={} ports={lo}-{hi}",
-            iso8601(now),
+            Iso8601(now),
             self.tag,
             sub.show(),
             ip(self.ext_addr(f.addr))
