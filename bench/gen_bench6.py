@@ -5,6 +5,10 @@ frames: the IPv4 frames' 64 bytes plus the 20 bytes IPv6's header adds).
 
 Outputs (in the current directory):
   flows6.pcap  : N packets drawn from a pool of F flows (firewall twin)
+  nat64.pcap   : flows6.pcap's packets with each destination replaced by an
+                 IPv4 address under NAT64's 64:ff9b::/96 (the stateful NAT64
+                 twin of CGNAT on flows.pcap: the same number of flows,
+                 inside sources, protocols and ports)
   route6.pcap  : N packets, each to a random address inside a random prefix of
                  routes6.txt (one in ten anywhere in 2000::/3)
   routes6.txt  : 200,000 IPv6 prefixes "addr/len port", the length
@@ -82,6 +86,59 @@ def flows_iter():
     for _ in range(N):
         yield pool[r.randrange(F)]
 write_pcap('flows6.pcap', flows_iter())
+
+# nat64.pcap: the same flows to 64:ff9b::<IPv4>, the IPv4 address taken
+# from the low 32 bits of the flow's destination (kept out of the NAT's
+# pool 198.51.100.0/24 and of 0/8, 10/8, 127/8, 224/3).
+WKP = 0x0064ff9b << 96
+def v4_dst(d):
+    a = d & 0xffffffff
+    while (a >> 24) in (0, 10, 127) or (a >> 29) == 7 or (a >> 8) == 0xc63364:
+        a = (a * 2654435761 + 1) & 0xffffffff
+    return a
+def nat64_frame(fr):
+    b = bytearray(fr)
+    old = int.from_bytes(b[38:54], 'big')
+    new = WKP | v4_dst(old)
+    b[38:54] = new.to_bytes(16, 'big')
+    # The transport checksum follows the destination (RFC 1624).
+    off = 54 + (16 if b[20] == 6 else 6)
+    c = int.from_bytes(b[off:off + 2], 'big')
+    s = (~c & 0xffff)
+    for k in range(0, 16, 2):
+        s += (~int.from_bytes(old.to_bytes(16, 'big')[k:k + 2], 'big') & 0xffff)
+        s += int.from_bytes(new.to_bytes(16, 'big')[k:k + 2], 'big')
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    b[off:off + 2] = ((~s & 0xffff) or 0xffff).to_bytes(2, 'big')
+    return bytes(b)
+def as_syn(fr):
+    """A TCP frame made a SYN (flags 0x10 -> 0x02, checksum adjusted): a
+    NAT64 opens TCP sessions on SYNs only (RFC 6146), where CGNAT maps
+    any segment."""
+    b = bytearray(fr)
+    old = int.from_bytes(b[66:68], 'big')
+    b[67] = 0x02
+    new = int.from_bytes(b[66:68], 'big')
+    s = (~int.from_bytes(b[70:72], 'big') & 0xffff) + (~old & 0xffff) + new
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    b[70:72] = (~s & 0xffff).to_bytes(2, 'big')
+    return bytes(b)
+nat64_pool = [nat64_frame(fr) for fr in pool]
+def nat64_iter():
+    # The same draws as flows6.pcap; a TCP flow's first packet is a SYN.
+    r = random.Random(777)
+    seen = set()
+    for _ in range(N):
+        k = r.randrange(F)
+        fr = nat64_pool[k]
+        if k not in seen:
+            seen.add(k)
+            if fr[20] == 6:
+                fr = as_syn(fr)
+        yield fr
+write_pcap('nat64.pcap', nat64_iter())
 
 # routes6.txt: the prefix-length distribution of the public IPv6 BGP
 # table in 2024-2025 (about 200,000 prefixes: /48 about half, /32-/44

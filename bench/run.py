@@ -35,7 +35,10 @@ TWINS = {"c1_dump_checkip_ip6": "c1_dump_checkip", "c_firewall_ip6": "c_firewall
          "d_nat_ip6": "d_nat", "d_lb_maglev_ip6": "d_lb_maglev",
          "e0_route_dump_checkip_ip6": "e0_route_dump_checkip",
          "e_route_LookupIP6Route": "e_route_RadixIPLookup",
-         "g_stateful_firewall_ip6": "g_stateful_firewall"}
+         "g_stateful_firewall_ip6": "g_stateful_firewall",
+         # pronto's own NATs: NAT64 (RFC 6146) on the IPv6 image of the
+         # flows CGNAT translates.
+         "d_nat64_ip6": "d_cgnat"}
 # Figures from shared/bench/README.md (Mpps, median of 5, same machine class).
 REFERENCE = {
     "a_inf_discard": (26.9, 24.2), "b_inf_null10": (11.4, 25.3),

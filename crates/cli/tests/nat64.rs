@@ -1,5 +1,6 @@
-//! examples/nat64.click between an IPv6-only and an IPv4-only namespace,
-//! with real clients: `ping -6` and `curl` from the IPv6-only client reach
+//! examples/nat64.click (stateless) and examples/nat64-stateful.click
+//! (NAT64, RFC 6146) between an IPv6-only and an IPv4-only namespace, with
+//! real clients: `ping -6` and `curl` from the IPv6-only client reach
 //! the IPv4-only server at its RFC 6052 address 64:ff9b::aca:201
 //! (10.202.2.1), and UDP too; the server sees them come from the router's
 //! IPv4 address (UDP from a port of the NAT's range), and the client's Neighbor Discovery and the server's ARP are answered by
@@ -7,7 +8,7 @@
 //!
 //! ```text
 //! client ns                    middle ns (pronto run)           server ns
-//! c ── veth ── a       examples/nat64.click A=a B=b       b ── veth ── s
+//! c ── veth ── a    examples/nat64[-stateful].click    b ── veth ── s
 //! 2001:db8:1::1/64     router: 2001:db8:1::fe and      10.202.2.1/24
 //! (no IPv4)                    10.202.2.254                (no IPv6)
 //! ```
@@ -18,6 +19,9 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -25,16 +29,107 @@ use common::netns::{mac_of, missing_prerequisite, must, Routed};
 
 #[test]
 fn ipv6_only_client_reaches_ipv4_only_server_through_nat64() {
-    if let Some(why) = missing_prerequisite("64", &["ping", "curl", "python3"]) {
-        eprintln!("SKIPPED NAT64 test: {why}. CI runs it as root.");
+    exercise("nat64", "64", |_, _| {});
+}
+
+/// The stateful NAT64: the same clients, then its handlers say what RFC
+/// 6146 state the run left: a BIB entry per protocol for the client, the
+/// UDP session with the port the server saw, the TCP session closed by
+/// FINs both ways, nothing refused.
+#[test]
+fn ipv6_only_client_reaches_ipv4_only_server_through_stateful_nat64() {
+    exercise("nat64-stateful", "s64", |ctl, udp_port| {
+        let bindings = read_handler(ctl, "nat.bindings");
+        for proto in ["icmp", "tcp", "udp"] {
+            assert!(
+                bindings
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{proto} [2001:db8:1::1]:"))
+                        && l.contains(" 10.202.2.254:")),
+                "no {proto} binding: {bindings}"
+            );
+        }
+        let sessions = read_handler(ctl, "nat.sessions");
+        let udp = sessions
+            .lines()
+            .find(|l| l.starts_with("udp ") && l.contains(" [64:ff9b::aca:201]:9999 "))
+            .unwrap_or_else(|| panic!("no UDP session: {sessions}"));
+        assert!(
+            udp.contains(&format!(" 10.202.2.254:{udp_port} 10.202.2.1:9999 active ")),
+            "{udp}"
+        );
+        // curl's connection (earlier tries, before ARP and ND settled,
+        // may have left SYNs without an answer in v6_init).
+        assert!(
+            sessions.lines().any(|l| l.starts_with("tcp ")
+                && l.contains(" [64:ff9b::aca:201]:8080 10.202.2.254:")
+                && l.contains(" 10.202.2.1:8080 v4_v6_fin_rcv expires=+")),
+            "no closed TCP session: {sessions}"
+        );
+        let n: usize = read_handler(ctl, "nat.nsessions").parse().expect("a count");
+        assert_eq!(n, sessions.lines().count(), "{sessions}");
+        assert!(n >= 3, "{sessions}");
+        assert_eq!(
+            read_handler(ctl, "nat.drops"),
+            "0",
+            "{}",
+            read_handler(ctl, "nat.drop_details")
+        );
+        assert!(
+            read_handler(ctl, "nat.outbound")
+                .parse::<u64>()
+                .expect("count")
+                >= 8
+        );
+    });
+}
+
+/// One handler's value through the router's ControlSocket (Click's line
+/// protocol: `READ`, a status line, `DATA n`, n bytes).
+fn read_handler(sock: &Path, name: &str) -> String {
+    let s = UnixStream::connect(sock).expect("control socket");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).expect("greeting");
+    assert!(line.starts_with("Click::ControlSocket/"), "{line}");
+    r.get_mut()
+        .write_all(format!("READ {name}\r\n").as_bytes())
+        .expect("send");
+    line.clear();
+    r.read_line(&mut line).expect("status");
+    assert!(line.starts_with("200 "), "READ {name}: {line}");
+    line.clear();
+    r.read_line(&mut line).expect("DATA line");
+    let n: usize = line
+        .trim()
+        .strip_prefix("DATA ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("READ {name}: {line}"));
+    let mut data = vec![0u8; n];
+    r.read_exact(&mut data).expect("data");
+    String::from_utf8(data)
+        .expect("text")
+        .trim_end()
+        .to_string()
+}
+
+/// Runs `examples/EXAMPLE.click` (with a ControlSocket added) between the
+/// namespaces, checks ping -6, curl and UDP through it, then calls
+/// `check` with the control socket and the UDP port the server saw,
+/// while the router still runs.
+fn exercise(example: &str, tag: &str, check: impl FnOnce(&Path, u16)) {
+    if let Some(why) = missing_prerequisite(tag, &["ping", "curl", "python3"]) {
+        eprintln!("SKIPPED NAT64 test ({example}): {why}. CI runs it as root.");
         return;
     }
     let pid = std::process::id();
     let mut t = Routed {
         ns: [
-            format!("pronto{pid}64c"),
-            format!("pronto{pid}64m"),
-            format!("pronto{pid}64s"),
+            format!("pronto{pid}{tag}c"),
+            format!("pronto{pid}{tag}m"),
+            format!("pronto{pid}{tag}s"),
         ],
         children: Vec::new(),
     };
@@ -42,7 +137,7 @@ fn ipv6_only_client_reaches_ipv4_only_server_through_nat64() {
         must(&["ip", "netns", "add", n]);
     }
     let (c, m, s) = (t.ns[0].clone(), t.ns[1].clone(), t.ns[2].clone());
-    let (a, b) = (format!("pa{pid}64"), format!("pb{pid}64"));
+    let (a, b) = (format!("pa{pid}{tag}"), format!("pb{pid}{tag}"));
     for (here, there, far) in [(&a, "c", &c), (&b, "s", &s)] {
         must(&[
             "ip", "-n", &m, "link", "add", here, "type", "veth", "peer", "name", there, "netns",
@@ -99,9 +194,22 @@ fn ipv6_only_client_reaches_ipv4_only_server_through_nat64() {
     ]);
     must(&["ip", "-n", &s, "addr", "add", "10.202.2.1/24", "dev", "s"]);
     let (amac, bmac) = (mac_of(&m, &a), mac_of(&m, &b));
-    let config = format!("{}/../../examples/nat64.click", env!("CARGO_MANIFEST_DIR"));
-    let log_path = std::env::temp_dir().join(format!("pronto-nat64-{pid}.log"));
-    let web_log_path = std::env::temp_dir().join(format!("pronto-nat64-web-{pid}.log"));
+    let text = std::fs::read_to_string(format!(
+        "{}/../../examples/{example}.click",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the example");
+    let tmp = std::env::temp_dir();
+    let ctl = tmp.join(format!("pronto-{example}-{pid}.ctl"));
+    let config = tmp.join(format!("pronto-{example}-{pid}.click"));
+    std::fs::write(
+        &config,
+        format!("{text}\nControlSocket(UNIX, {});\n", ctl.display()),
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let log_path = tmp.join(format!("pronto-{example}-{pid}.log"));
+    let web_log_path = tmp.join(format!("pronto-{example}-web-{pid}.log"));
     let log = std::fs::File::create(&log_path).expect("log file");
     let router = t
         .exec(
@@ -212,6 +320,7 @@ fn ipv6_only_client_reaches_ipv4_only_server_through_nat64() {
     assert_eq!(seen[0], "10.202.2.254", "{out}");
     let port: u16 = seen[1].parse().expect("a port");
     assert!((20000..=29999).contains(&port), "{out}");
+    check(&ctl, port);
     drop(t);
     let web = std::fs::read_to_string(&web_log_path).unwrap_or_default();
     assert!(
@@ -222,4 +331,6 @@ fn ipv6_only_client_reaches_ipv4_only_server_through_nat64() {
     let _ = std::fs::remove_file(&log_path);
     let _ = std::fs::remove_file(&web_log_path);
     let _ = std::fs::remove_file(web_log_path.with_extension("udp"));
+    let _ = std::fs::remove_file(&config);
+    let _ = std::fs::remove_file(&ctl);
 }

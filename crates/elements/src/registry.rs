@@ -289,6 +289,7 @@ classes!(
     // end ids
     // stateful/
     crate::stateful::cgnat::Cgnat,
+    crate::stateful::nat64::Nat64,
     crate::stateful::statefulfirewall::StatefulFirewall,
     // end stateful
     // userlevel/
@@ -302,6 +303,7 @@ classes!(
     crate::ip6::ip6srdecap::IP6SRDecap,
     crate::ip6::ip6srencap::IP6SREncap,
     crate::ip6::ip6srprocess::IP6SRProcess,
+    crate::ip6::nptv6::NPTv6,
     crate::ip6::protocoltranslator46::ProtocolTranslator46,
     crate::ip6::protocoltranslator64::ProtocolTranslator64,
     // end ip6 translation and segment routing

@@ -330,6 +330,14 @@ const ROWS: &[Row] = &[
     r("ProtocolTranslator46", "in -> ProtocolTranslator46 -> ProtocolTranslator64 -> Discard;"),
     r("ProtocolTranslator46", "in -> ProtocolTranslator46(PREFIX 2001:db8:100::/40) -> Discard;"),
     r("ProtocolTranslator64", "in -> ProtocolTranslator64 -> Discard;"),
+    r(
+        "NPTv6",
+        "x :: NPTv6(INTERNAL ::/64, EXTERNAL 2001:db8::/32); in -> ProtocolTranslator46 -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x; x[0] -> [1]x; x[1] -> Discard;",
+    ),
+    r(
+        "NPTv6",
+        "x :: NPTv6(INTERNAL ::/16, EXTERNAL 2001:db8:1:2300::/56); in -> ProtocolTranslator46 -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x; x[0] -> Discard; x[1] -> Discard; x[2] -> Discard;",
+    ),
     r("ProtocolTranslator64", "in -> ProtocolTranslator46(PREFIX 64:ff9b::/96) -> ProtocolTranslator64(PREFIX 64:ff9b::/96) -> ProtocolTranslator46 -> Discard;"),
     r(
         "AddressTranslator",
@@ -613,6 +621,14 @@ const ROWS: &[Row] = &[
     r(
         "CGNAT",
         three!("x :: CGNAT(EXTERNAL 198.51.100.4/30, INTERNAL 100.64.0.0/24, PORTS 1024-1087, BLOCK_SIZE 16, BLOCKS_PER_SUBSCRIBER 2, HAIRPIN true, LOG $D/cgnat.log); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "NAT64",
+        three!("x :: NAT64(POOL 198.51.100.4/30, PORTS 1024-1087, BLOCK_SIZE 16, BLOCKS_PER_SUBSCRIBER 2, FILTERING address, LOG $D/nat64.log); in -> t :: Tee(3); t[0] -> ProtocolTranslator46(PREFIX 64:ff9b::/96) -> [0]x; t[1] -> [1]x; t[2] -> [0]x;"),
+    ),
+    r(
+        "NAT64",
+        "x :: NAT64(198.51.100.1-198.51.100.2, PREFIX 2001:db8:64::/64, CAPACITY 8); in -> t :: Tee(2); t[0] -> ProtocolTranslator46(PREFIX 2001:db8:64::/64) -> [0]x; t[1] -> [1]x; x[0] -> Discard; x[1] -> Discard;",
     ),
     r(
         "StatefulFirewall",

@@ -1,9 +1,6 @@
 //! `CGNAT`: a carrier-grade NAT (RFC 6888, RFC 4787, RFC 7857) with
 //! endpoint-independent mapping, paired address pooling and port blocks.
 
-use std::collections::VecDeque;
-use std::io::Write as _;
-
 use pronto_packet::wire::flow::{Flow, Fragment};
 use pronto_packet::wire::icmp::{icmp_type, IcmpPacket, ICMP_HEADER_LEN};
 use pronto_packet::wire::ipv4::Ipv4Packet;
@@ -12,18 +9,16 @@ use pronto_packet::wire::udp::UdpPacket;
 use pronto_packet::wire::{be16, set_be16};
 use pronto_packet::{Batch, Packet};
 
-use super::table::{
-    csum16, csum32, ip, iso8601, FlowSlot, FlowTable, IndexTable, Slab, TimerWheel,
+use super::portblocks::{
+    proto_name, read_timeouts, Expiring, NatArgs, PortBlocks, TCP, UDP, WHEEL_BUCKETS, WHEEL_UNIT,
 };
+use super::table::{csum16, csum32, ip, FlowSlot, FlowTable, Slab, TimerWheel};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, IpPrefix,
-    Out, Seconds, Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
+    Out, Spec, TaskStatus, FIELDS_5TUPLE, FIELD_OTHER,
 };
 
-const TCP: u8 = 6;
-const UDP: u8 = 17;
 const ICMP: u8 = 1;
-const NIL: u32 = u32::MAX;
 
 /// Timeout classes (one expiry list each).
 const C_TCP_EST: u8 = 0;
@@ -41,19 +36,6 @@ const RST_SEEN: u8 = 16;
 /// Remote addresses remembered per mapping for address-dependent
 /// filtering.
 const NREMOTES: usize = 4;
-
-/// Timer wheel unit (100 ms) and size (about 109 minutes a turn).
-const WHEEL_UNIT: i64 = 100_000_000;
-const WHEEL_BUCKETS: usize = 65_536;
-
-/// Mappings expired per task run at most.
-const EXPIRE_BUDGET: usize = 65_536;
-
-/// Port blocks in the whole pool at most.
-const MAX_BLOCKS: usize = 1 << 24;
-
-/// Lines kept for the `log` handler.
-const RECENT_LOG: usize = 100;
 
 /// Why a packet was dropped (index into the drop counters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,45 +63,12 @@ struct Mapping {
     queued: i64,
 }
 
-/// An allocated port block.
-#[derive(Clone, Copy, Default)]
-struct Frame {
-    /// Index of the external address in the pool.
-    addr: u32,
-    /// Block number within the port range.
-    block: u16,
-    /// Subscriber slot.
-    owner: u32,
-    /// Mappings per protocol (TCP, UDP, ICMP).
-    used: [u32; 3],
-    /// Where the next port search starts, per protocol.
-    cursor: [u32; 3],
-}
-
-#[derive(Clone, Copy, Default)]
-struct Subscriber {
-    addr: u32,
-    /// Paired external address (pool index).
-    ext: u32,
-    nblocks: u32,
-}
-
-enum LogSink {
-    None,
-    Stderr,
-    File(std::io::BufWriter<std::fs::File>),
-}
-
 /// A carrier-grade NAT44 (see [`Cgnat::SPEC`]).
 pub struct Cgnat {
     int_net: u32,
     int_mask: u32,
     ext_net: u32,
     ext_mask: u32,
-    naddrs: u32,
-    port_lo: u16,
-    block_size: u32,
-    quota: u32,
     timeouts: [i64; 4],
     adf: bool,
     hairpin: bool,
@@ -135,19 +84,7 @@ pub struct Cgnat {
     wheel: TimerWheel,
     remotes: Vec<[u32; NREMOTES]>,
 
-    frames: Slab<Frame>,
-    frame_used: Vec<bool>,
-    bitmap: Vec<u64>,
-    words: usize,
-    free_blocks: Vec<Vec<u16>>,
-
-    subs: Slab<Subscriber>,
-    sub_index: IndexTable<u64>,
-    sub_blocks: Vec<u32>,
-
-    log: LogSink,
-    recent: VecDeque<String>,
-    log_lines: u64,
+    blocks: PortBlocks<u64>,
 
     drops: [u64; 7],
     outbound: u64,
@@ -158,40 +95,8 @@ pub struct Cgnat {
 }
 
 #[inline]
-fn pidx(proto: u8) -> usize {
-    match proto {
-        TCP => 0,
-        UDP => 1,
-        _ => 2,
-    }
-}
-
-#[inline]
 fn key(proto: u8, addr: u32, port: u16) -> u64 {
     ((proto as u64) << 48) | ((addr as u64) << 16) | port as u64
-}
-
-fn proto_name(p: u8) -> &'static str {
-    match p {
-        TCP => "tcp",
-        UDP => "udp",
-        _ => "icmp",
-    }
-}
-
-fn parse_ports(s: &str) -> Result<(u16, u16), ConfigError> {
-    let err = || {
-        ConfigError::new(format!(
-            "PORTS: expected `LOW-HIGH` port range, found `{s}`"
-        ))
-    };
-    let (lo, hi) = s.trim().split_once('-').ok_or_else(err)?;
-    let lo: u16 = lo.trim().parse().map_err(|_| err())?;
-    let hi: u16 = hi.trim().parse().map_err(|_| err())?;
-    if lo == 0 || lo > hi {
-        return Err(err());
-    }
-    Ok((lo, hi))
 }
 
 /// The parts of a packet the NAT looks at.
@@ -514,23 +419,10 @@ impl Cgnat {
                 mask: [255, 192, 0, 0],
             },
         )?;
-        let ports: Option<String> = a.read("PORTS")?;
-        let block_size: u32 = a.read_or("BLOCK_SIZE", 512u32)?;
-        let quota: u32 = a.read_or("BLOCKS_PER_SUBSCRIBER", 4u32)?;
-        let t_est: Seconds = a.read_or("TCP_ESTABLISHED", Seconds(7440.0))?;
-        let t_trans: Seconds = a.read_or("TCP_TRANSITORY", Seconds(240.0))?;
-        let t_udp: Seconds = a.read_or("UDP", Seconds(300.0))?;
-        let t_icmp: Seconds = a.read_or("ICMP", Seconds(60.0))?;
-        let filtering: String = a.read_or("FILTERING", "endpoint".to_string())?;
-        let hairpin: bool = a.read_or("HAIRPIN", true)?;
-        let log: Option<String> = a.read("LOG")?;
-        let capacity: usize = a.read_or("CAPACITY", 65_536usize)?;
+        let timeouts = read_timeouts(&mut a, ["TCP_ESTABLISHED", "TCP_TRANSITORY", "UDP", "ICMP"])?;
+        let nat = NatArgs::read(&mut a)?;
         a.finish()?;
 
-        let (port_lo, port_hi) = match &ports {
-            Some(s) => parse_ports(s)?,
-            None => (1024, 65535),
-        };
         let ext_mask = u32::from_be_bytes(ext.mask);
         if ext_mask.leading_ones() + ext_mask.trailing_zeros() != 32 || ext_mask.leading_ones() < 16
         {
@@ -540,82 +432,15 @@ impl Cgnat {
         }
         let ext_net = u32::from_be_bytes(ext.addr) & ext_mask;
         let naddrs = (!ext_mask) + 1;
-        let range = port_hi as u32 - port_lo as u32 + 1;
-        if block_size == 0 || block_size > range {
-            return Err(ConfigError::new(format!(
-                "BLOCK_SIZE: expected 1 to {range} (the PORTS range)"
-            )));
-        }
-        if quota == 0 {
-            return Err(ConfigError::new(
-                "BLOCKS_PER_SUBSCRIBER: expected a positive integer",
-            ));
-        }
-        if capacity == 0 || capacity > 1 << 26 {
-            return Err(ConfigError::new("CAPACITY: expected 1 to 67108864"));
-        }
-        let adf = match filtering.as_str() {
-            "endpoint" | "ENDPOINT" => false,
-            "address" | "ADDRESS" => true,
-            other => {
-                return Err(ConfigError::new(format!(
-                    "FILTERING: expected `endpoint` or `address`, found `{other}`"
-                )))
-            }
-        };
-        let secs = |s: Seconds, kw: &str| -> Result<i64, ConfigError> {
-            if s.0 > 0.0 {
-                Ok((s.0 * 1e9) as i64)
-            } else {
-                Err(ConfigError::new(format!("{kw}: expected a positive time")))
-            }
-        };
-        let timeouts = [
-            secs(t_est, "TCP_ESTABLISHED")?,
-            secs(t_trans, "TCP_TRANSITORY")?,
-            secs(t_udp, "UDP")?,
-            secs(t_icmp, "ICMP")?,
-        ];
-        let log = match log.as_deref() {
-            None | Some("") => LogSink::None,
-            Some("stderr") | Some("-") => LogSink::Stderr,
-            Some(f) => {
-                let path = ctx.path(f);
-                let file = std::fs::File::create(&path)
-                    .map_err(|e| ConfigError::new(format!("LOG: {}: {e}", path.display())))?;
-                LogSink::File(std::io::BufWriter::new(file))
-            }
-        };
         let int_mask = u32::from_be_bytes(int.mask);
-        let blocks_per_addr = range / block_size;
-        if quota > blocks_per_addr {
-            return Err(ConfigError::new(format!(
-                "BLOCKS_PER_SUBSCRIBER: expected 1 to {blocks_per_addr} (the blocks of one address)"
-            )));
-        }
-        let total_blocks = naddrs as usize * blocks_per_addr as usize;
-        if total_blocks > MAX_BLOCKS {
-            return Err(ConfigError::new(format!(
-                "BLOCK_SIZE: too small for the pool ({total_blocks} blocks, at most {MAX_BLOCKS})"
-            )));
-        }
-        // Every allocated block holds at least one mapping.
-        let nframes = total_blocks.min(capacity);
         let int_size = (!int_mask as usize).saturating_add(1);
-        let max_subs = nframes.min(int_size);
-        let words = block_size.div_ceil(64) as usize;
-        let free_blocks = (0..naddrs)
-            .map(|_| (0..blocks_per_addr as u16).rev().collect())
-            .collect();
+        let blocks = nat.blocks(ctx, "cgnat", ext_net, naddrs, int_size)?;
+        let (adf, hairpin, capacity) = (nat.adf, nat.hairpin, nat.capacity);
         Ok(Box::new(Cgnat {
             int_net: u32::from_be_bytes(int.addr) & int_mask,
             int_mask,
             ext_net,
             ext_mask,
-            naddrs,
-            port_lo,
-            block_size,
-            quota,
             timeouts,
             adf,
             hairpin,
@@ -629,17 +454,7 @@ impl Cgnat {
             } else {
                 Vec::new()
             },
-            frames: Slab::new(nframes),
-            frame_used: vec![false; nframes],
-            bitmap: vec![0; nframes * 3 * words],
-            words,
-            free_blocks,
-            subs: Slab::new(max_subs),
-            sub_index: IndexTable::new(max_subs),
-            sub_blocks: vec![NIL; max_subs * quota as usize],
-            log,
-            recent: VecDeque::with_capacity(RECENT_LOG),
-            log_lines: 0,
+            blocks,
             drops: [0; 7],
             outbound: 0,
             inbound: 0,
@@ -647,39 +462,6 @@ impl Cgnat {
             icmp_errors: 0,
             last_now: 0,
         }))
-    }
-
-    fn ext_addr(&self, idx: u32) -> u32 {
-        self.ext_net | idx
-    }
-
-    fn block_ports(&self, block: u16) -> (u32, u32) {
-        let lo = self.port_lo as u32 + block as u32 * self.block_size;
-        (lo, lo + self.block_size - 1)
-    }
-
-    fn write_log(&mut self, now: i64, what: &str, frame: u32) {
-        let f = *self.frames.get(frame);
-        let sub = self.subs.get(f.owner).addr;
-        let (lo, hi) = self.block_ports(f.block);
-        let line = format!(
-            "{} cgnat {what} subscriber={} external={} ports={lo}-{hi}",
-            iso8601(now),
-            ip(sub),
-            ip(self.ext_addr(f.addr))
-        );
-        match &mut self.log {
-            LogSink::None => {}
-            LogSink::Stderr => eprintln!("{line}"),
-            LogSink::File(w) => {
-                let _ = writeln!(w, "{line}");
-            }
-        }
-        if self.recent.len() == RECENT_LOG {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(line);
-        self.log_lines += 1;
     }
 
     fn class_of(m: &Mapping) -> u8 {
@@ -762,94 +544,14 @@ impl Cgnat {
         *s
     }
 
-    /// Removes mapping `i`, releasing its block (and subscriber) when it
-    /// was the block's last.
+    /// Removes mapping `i`, giving its port back.
     fn remove_mapping(&mut self, i: u32, now: i64) {
         let m = *self.maps.get(i);
         self.inside.remove(key(m.proto, m.int_addr, m.int_port));
         self.outside.remove(key(m.proto, m.ext_addr, m.ext_port));
         self.wheel.unlink(i);
         self.maps.free(i);
-        let fi = m.frame;
-        let pi = pidx(m.proto);
-        let f = *self.frames.get(fi);
-        let off = m.ext_port as u32 - self.block_ports(f.block).0;
-        let w = (fi as usize * 3 + pi) * self.words + off as usize / 64;
-        self.bitmap[w] &= !(1u64 << (off % 64));
-        let fm = self.frames.get_mut(fi);
-        fm.used[pi] -= 1;
-        if fm.used.iter().any(|&u| u != 0) {
-            return;
-        }
-        self.write_log(now, "RELEASE", fi);
-        let s = f.owner;
-        let base = s as usize * self.quota as usize;
-        let sub = *self.subs.get(s);
-        let n = sub.nblocks as usize;
-        if let Some(k) = self.sub_blocks[base..base + n]
-            .iter()
-            .position(|&b| b == fi)
-        {
-            self.sub_blocks[base + k] = self.sub_blocks[base + n - 1];
-            self.sub_blocks[base + n - 1] = NIL;
-        }
-        self.subs.get_mut(s).nblocks -= 1;
-        self.free_blocks[f.addr as usize].push(f.block);
-        self.frame_used[fi as usize] = false;
-        self.frames.free(fi);
-        if sub.nblocks == 1 {
-            self.sub_index.remove(sub.addr as u64);
-            self.subs.free(s);
-        }
-    }
-
-    /// Takes a free port of protocol `pi` in frame `fi`.
-    fn take_port(&mut self, fi: u32, pi: usize) -> Option<u16> {
-        let f = *self.frames.get(fi);
-        if f.used[pi] >= self.block_size {
-            return None;
-        }
-        let base = (fi as usize * 3 + pi) * self.words;
-        let mut off = f.cursor[pi];
-        for _ in 0..self.block_size {
-            let w = base + off as usize / 64;
-            let bit = 1u64 << (off % 64);
-            if self.bitmap[w] & bit == 0 {
-                self.bitmap[w] |= bit;
-                let fm = self.frames.get_mut(fi);
-                fm.used[pi] += 1;
-                fm.cursor[pi] = (off + 1) % self.block_size;
-                return Some((self.block_ports(f.block).0 + off) as u16);
-            }
-            off = (off + 1) % self.block_size;
-        }
-        None
-    }
-
-    /// Allocates a new block on the subscriber's paired address.
-    fn alloc_block(&mut self, s: u32, now: i64) -> Option<u32> {
-        let sub = *self.subs.get(s);
-        if sub.nblocks >= self.quota {
-            return None;
-        }
-        let block = self.free_blocks[sub.ext as usize].pop()?;
-        let Some(fi) = self.frames.alloc(Frame {
-            addr: sub.ext,
-            block,
-            owner: s,
-            used: [0; 3],
-            cursor: [0; 3],
-        }) else {
-            self.free_blocks[sub.ext as usize].push(block);
-            return None;
-        };
-        self.frame_used[fi as usize] = true;
-        let b = fi as usize * 3 * self.words;
-        self.bitmap[b..b + 3 * self.words].fill(0);
-        self.sub_blocks[s as usize * self.quota as usize + sub.nblocks as usize] = fi;
-        self.subs.get_mut(s).nblocks += 1;
-        self.write_log(now, "ALLOC", fi);
-        Some(fi)
+        self.blocks.release(m.frame, m.proto, m.ext_port, now);
     }
 
     /// Creates a mapping for `proto` `addr:port` of a subscriber.
@@ -857,52 +559,10 @@ impl Cgnat {
         if self.maps.len() >= self.maps.capacity() {
             return Err(Reason::TableFull);
         }
-        let s = match self.sub_index.get(addr as u64) {
-            Some(s) => s,
-            None => {
-                // Pair the subscriber with an address that has a free block,
-                // starting at its own address modulo the pool size.
-                let start = addr % self.naddrs;
-                let ext = (0..self.naddrs)
-                    .map(|k| (start + k) % self.naddrs)
-                    .find(|&e| !self.free_blocks[e as usize].is_empty())
-                    .ok_or(Reason::Exhausted)?;
-                let s = self
-                    .subs
-                    .alloc(Subscriber {
-                        addr,
-                        ext,
-                        nblocks: 0,
-                    })
-                    .ok_or(Reason::Exhausted)?;
-                self.sub_index.insert(addr as u64, s);
-                s
-            }
-        };
-        let pi = pidx(proto);
-        let base = s as usize * self.quota as usize;
-        let n = self.subs.get(s).nblocks as usize;
-        let mut got = None;
-        for k in 0..n {
-            let fi = self.sub_blocks[base + k];
-            if let Some(p) = self.take_port(fi, pi) {
-                got = Some((fi, p));
-                break;
-            }
-        }
-        if got.is_none() {
-            if let Some(fi) = self.alloc_block(s, now) {
-                got = self.take_port(fi, pi).map(|p| (fi, p));
-            }
-        }
-        let Some((fi, ext_port)) = got else {
-            if n == 0 {
-                self.sub_index.remove(addr as u64);
-                self.subs.free(s);
-            }
-            return Err(Reason::Exhausted);
-        };
-        let ext_addr = self.ext_addr(self.frames.get(fi).addr);
+        let (fi, ext_addr, ext_port) = self
+            .blocks
+            .take(addr as u64, proto, now)
+            .ok_or(Reason::Exhausted)?;
         let m = Mapping {
             int_addr: addr,
             ext_addr,
@@ -1187,49 +847,6 @@ impl Cgnat {
         std::hint::black_box(acc);
     }
 
-    /// Expires up to `budget` mappings due at `now`; true if some may be
-    /// left.
-    fn expire(&mut self, now: i64, mut budget: usize) -> bool {
-        while budget > 0 {
-            let Some(i) = self.wheel.pop_due(now) else {
-                return false;
-            };
-            budget -= 1;
-            let m = *self.maps.get(i);
-            let e = self.expiry_of(&m);
-            if e <= now {
-                self.remove_mapping(i, now);
-            } else {
-                self.maps.get_mut(i).queued = e;
-                self.wheel.insert(i, e, now);
-            }
-        }
-        true
-    }
-
-    fn blocks_text(&self) -> String {
-        use std::fmt::Write as _;
-        let mut v: Vec<Frame> = (0..self.frame_used.len())
-            .filter(|&k| self.frame_used[k])
-            .map(|k| *self.frames.get(k as u32))
-            .collect();
-        v.sort_by_key(|f| (f.addr, f.block));
-        let mut s = String::new();
-        for f in v {
-            let (lo, hi) = self.block_ports(f.block);
-            let _ = writeln!(
-                s,
-                "{} {lo}-{hi} subscriber={} tcp={} udp={} icmp={}",
-                ip(self.ext_addr(f.addr)),
-                ip(self.subs.get(f.owner).addr),
-                f.used[0],
-                f.used[1],
-                f.used[2]
-            );
-        }
-        s
-    }
-
     fn table_text(&self) -> String {
         use std::fmt::Write as _;
         let mut v: Vec<Mapping> = self
@@ -1261,6 +878,24 @@ impl Cgnat {
     }
 }
 
+impl Expiring for Cgnat {
+    fn wheel(&mut self) -> &mut TimerWheel {
+        &mut self.wheel
+    }
+
+    fn expiry(&self, i: u32) -> i64 {
+        self.expiry_of(self.maps.get(i))
+    }
+
+    fn requeued(&mut self, i: u32, at: i64) {
+        self.maps.get_mut(i).queued = at;
+    }
+
+    fn remove(&mut self, i: u32, now: i64) {
+        self.remove_mapping(i, now);
+    }
+}
+
 impl Element for Cgnat {
     /// Hot-swap: the old NAT's mappings, port blocks and subscribers, when
     /// its address plan (inside and outside prefixes, ports, block size,
@@ -1273,26 +908,14 @@ impl Element for Cgnat {
             old.int_mask,
             old.ext_net,
             old.ext_mask,
-            old.naddrs,
-            old.port_lo,
-            old.block_size,
-            old.quota,
             old.maps.capacity(),
-            old.subs.capacity(),
-            old.frames.capacity(),
         ) == (
             self.int_net,
             self.int_mask,
             self.ext_net,
             self.ext_mask,
-            self.naddrs,
-            self.port_lo,
-            self.block_size,
-            self.quota,
             self.maps.capacity(),
-            self.subs.capacity(),
-            self.frames.capacity(),
-        );
+        ) && old.blocks.same_shape(&self.blocks);
         if !same_plan || old.maps.is_empty() {
             return None;
         }
@@ -1301,14 +924,7 @@ impl Element for Cgnat {
         std::mem::swap(&mut self.outside, &mut old.outside);
         std::mem::swap(&mut self.wheel, &mut old.wheel);
         std::mem::swap(&mut self.remotes, &mut old.remotes);
-        std::mem::swap(&mut self.frames, &mut old.frames);
-        std::mem::swap(&mut self.frame_used, &mut old.frame_used);
-        std::mem::swap(&mut self.bitmap, &mut old.bitmap);
-        std::mem::swap(&mut self.words, &mut old.words);
-        std::mem::swap(&mut self.free_blocks, &mut old.free_blocks);
-        std::mem::swap(&mut self.subs, &mut old.subs);
-        std::mem::swap(&mut self.sub_index, &mut old.sub_index);
-        std::mem::swap(&mut self.sub_blocks, &mut old.sub_blocks);
+        self.blocks.take_state(&mut old.blocks);
         self.last_now = self.last_now.max(old.last_now);
         Some(format!("{} mappings", self.maps.len()))
     }
@@ -1329,22 +945,12 @@ impl Element for Cgnat {
     fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
         let now = out.now;
         self.last_now = now;
-        if self.expire(now, EXPIRE_BUDGET) {
-            return TaskStatus::Busy;
-        }
-        if self.wheel.is_empty() {
-            // A mapping made from now on expires no earlier than now plus
-            // the shortest timeout.
-            let t = self.timeouts.iter().copied().min().unwrap_or(WHEEL_UNIT);
-            return TaskStatus::SleepUntil(now + t.max(WHEEL_UNIT));
-        }
-        TaskStatus::SleepUntil(self.wheel.next_due(now))
+        let shortest = self.timeouts.iter().copied().min().unwrap_or(WHEEL_UNIT);
+        self.expire_task(now, shortest)
     }
 
     fn cleanup(&mut self) {
-        if let LogSink::File(w) = &mut self.log {
-            let _ = w.flush();
-        }
+        self.blocks.flush();
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -1377,12 +983,12 @@ impl Element for Cgnat {
         let d = |r: Reason| Ok(self.drops[r as usize].to_string());
         match name {
             "nmappings" => Ok(self.maps.len().to_string()),
-            "nsubscribers" => Ok(self.subs.len().to_string()),
-            "nblocks" => Ok(self.frames.len().to_string()),
+            "nsubscribers" => Ok(self.blocks.nsubscribers().to_string()),
+            "nblocks" => Ok(self.blocks.nblocks().to_string()),
             "capacity" => Ok(self.maps.capacity().to_string()),
-            "blocks" => Ok(self.blocks_text()),
+            "blocks" => Ok(self.blocks.blocks_text()),
             "table" => Ok(self.table_text()),
-            "log" => Ok(self.recent.iter().map(|l| format!("{l}\n")).collect()),
+            "log" => Ok(self.blocks.log_text()),
             "outbound" => Ok(self.outbound.to_string()),
             "inbound" => Ok(self.inbound.to_string()),
             "hairpinned" => Ok(self.hairpinned.to_string()),
@@ -1424,22 +1030,6 @@ mod tests {
 
     fn nat(config: &str, nout: usize) -> Box<dyn Element> {
         configure(Cgnat::SPEC.keywords, Cgnat::configure, config, 2, nout).expect("configures")
-    }
-
-    /// Pushes one packet into `port` at `now`; returns (output, bytes).
-    fn send(
-        e: &mut dyn Element,
-        pool: &Pool,
-        port: usize,
-        data: &[u8],
-        now: i64,
-    ) -> Option<(usize, Vec<u8>)> {
-        let mut ctrl = Control::default();
-        let outs = push_at(e, pool, port, vec![pkt(pool, data)], 3, now, &mut ctrl);
-        outs.iter()
-            .enumerate()
-            .find(|(_, v)| !v.is_empty())
-            .map(|(o, v)| (o, v[0].data().to_vec()))
     }
 
     #[test]
@@ -2211,6 +1801,6 @@ mod tests {
             "EXTERNAL 198.51.100.0/30, INTERNAL 0.0.0.0/0, PORTS 1-64, BLOCK_SIZE 8",
             3,
         );
-        push_random_packets(e.as_mut(), &pool);
+        push_random_packets(e.as_mut(), &pool, "table");
     }
 }

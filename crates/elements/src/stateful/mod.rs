@@ -1,8 +1,11 @@
 //! pronto's stateful middlebox elements that Click does not have: a
-//! connection-tracking firewall and a carrier-grade NAT (RFC 6888).
+//! connection-tracking firewall, a carrier-grade NAT (RFC 6888) and a
+//! stateful NAT64 (RFC 6146).
 // (one `pub mod` line per element file)
 pub mod cgnat;
+pub mod nat64;
+pub mod portblocks;
 pub mod statefulfirewall;
 pub mod table;
 #[cfg(test)]
-mod testpkt;
+pub(crate) mod testpkt;

@@ -1591,7 +1591,7 @@ mod tests {
     fn random_packets_never_panic() {
         let pool = Pool::new(64).expect("pool");
         let mut e = fw("CAPACITY 64");
-        push_random_packets(e.as_mut(), &pool);
+        push_random_packets(e.as_mut(), &pool, "table");
     }
 
     const IN6: &str = "2001:db8:1::5";
@@ -1650,24 +1650,24 @@ mod tests {
         // Packet too big (MTU 1280) and port unreachable quoting the flow,
         // from a router on the way: related.
         let router = "2001:db8:ff::1";
-        let ptb = icmp6(router, IN6, 2, [0, 0, 5, 0], &q);
+        let ptb = icmp6_msg(router, IN6, 2, [0, 0, 5, 0], &q);
         assert_eq!(send(e, &pool, 1, &ptb, T0), 1);
-        assert_eq!(send(e, &pool, 1, &icmp6(dns, IN6, 1, [0; 4], &q), T0), 1);
+        assert_eq!(send(e, &pool, 1, &icmp6_msg(dns, IN6, 1, [0; 4], &q), T0), 1);
         // Time exceeded and parameter problem quoting a flow nobody
         // opened, or quoting a packet another host sent: no connection.
         let other = udp6(IN6, 5001, dns, 53);
         assert_eq!(
-            send(e, &pool, 1, &icmp6(router, IN6, 3, [0; 4], &other), T0),
+            send(e, &pool, 1, &icmp6_msg(router, IN6, 3, [0; 4], &other), T0),
             2
         );
         let q2 = udp6("2001:db8:1::6", 5000, dns, 53);
         assert_eq!(
-            send(e, &pool, 1, &icmp6(router, IN6, 4, [0; 4], &q2), T0),
+            send(e, &pool, 1, &icmp6_msg(router, IN6, 4, [0; 4], &q2), T0),
             2
         );
         // A quote cut inside the UDP header.
         assert_eq!(
-            send(e, &pool, 1, &icmp6(router, IN6, 1, [0; 4], &q[..47]), T0),
+            send(e, &pool, 1, &icmp6_msg(router, IN6, 1, [0; 4], &q[..47]), T0),
             2
         );
         assert_eq!(read(e, "related"), "2");
@@ -1679,7 +1679,7 @@ mod tests {
         assert_eq!(send(e, &pool, 1, &echo6(OUT6, IN6, 129, 77), T0), 1);
         assert_eq!(send(e, &pool, 1, &echo6(OUT6, IN6, 129, 78), T0), 2);
         assert_eq!(
-            send(e, &pool, 1, &icmp6(router, IN6, 3, [0; 4], &req), T0),
+            send(e, &pool, 1, &icmp6_msg(router, IN6, 3, [0; 4], &req), T0),
             1
         );
         assert_eq!(read(e, "related"), "3");
@@ -1687,11 +1687,11 @@ mod tests {
         // message, are unsolicited; from inside, other ICMPv6 is untracked.
         assert_eq!(send(e, &pool, 1, &echo6(OUT6, IN6, 128, 9), T0), 2);
         assert_eq!(
-            send(e, &pool, 1, &icmp6(OUT6, IN6, 200, [0; 4], &[]), T0),
+            send(e, &pool, 1, &icmp6_msg(OUT6, IN6, 200, [0; 4], &[]), T0),
             2
         );
         assert_eq!(read(e, "unsolicited_drops"), "3");
-        let unreach = icmp6(IN6, dns, 1, [0; 4], &udp6(dns, 1, IN6, 2));
+        let unreach = icmp6_msg(IN6, dns, 1, [0; 4], &udp6(dns, 1, IN6, 2));
         assert_eq!(send(e, &pool, 0, &unreach, T0), 0);
         assert_eq!(read(e, "untracked"), "1");
         assert_eq!(
@@ -1712,7 +1712,7 @@ mod tests {
     fn neighbor_discovery_and_mld_follow_the_nd_keyword() {
         let pool = Pool::new(64).expect("pool");
         let nd = |ty: u8, hlim: u8| {
-            let mut p = icmp6("fe80::1", "ff02::1:ff00:5", ty, [0; 4], &a6(IN6));
+            let mut p = icmp6_msg("fe80::1", "ff02::1:ff00:5", ty, [0; 4], &a6(IN6));
             p[7] = hlim;
             p
         };

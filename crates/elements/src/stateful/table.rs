@@ -492,30 +492,40 @@ impl TimerWheel {
     }
 }
 
-/// Formats `ns` (nanoseconds since the epoch) as an ISO 8601 UTC time
-/// with milliseconds, e.g. `2026-11-22T10:00:00.123Z`.
+/// `ns` (nanoseconds since the epoch) as an ISO 8601 UTC time with
+/// milliseconds, e.g. `2026-11-22T10:00:00.123Z`, when displayed.
+pub struct Iso8601(pub i64);
+
+impl std::fmt::Display for Iso8601 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.0.div_euclid(1_000_000);
+        let secs = ms.div_euclid(1000);
+        let milli = ms.rem_euclid(1000);
+        let days = secs.div_euclid(86_400);
+        let sod = secs.rem_euclid(86_400);
+        // Days to civil date (proleptic Gregorian).
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + (m <= 2) as i64;
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
+            sod / 3600,
+            sod / 60 % 60,
+            sod % 60
+        )
+    }
+}
+
+/// Formats `ns` (nanoseconds since the epoch) as [`Iso8601`] does.
 pub fn iso8601(ns: i64) -> String {
-    let ms = ns.div_euclid(1_000_000);
-    let secs = ms.div_euclid(1000);
-    let milli = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Days to civil date (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
-    )
+    Iso8601(ns).to_string()
 }
 
 /// Formats a `u32` IPv4 address.
