@@ -1652,7 +1652,10 @@ mod tests {
         let router = "2001:db8:ff::1";
         let ptb = icmp6_msg(router, IN6, 2, [0, 0, 5, 0], &q);
         assert_eq!(send(e, &pool, 1, &ptb, T0), 1);
-        assert_eq!(send(e, &pool, 1, &icmp6_msg(dns, IN6, 1, [0; 4], &q), T0), 1);
+        assert_eq!(
+            send(e, &pool, 1, &icmp6_msg(dns, IN6, 1, [0; 4], &q), T0),
+            1
+        );
         // Time exceeded and parameter problem quoting a flow nobody
         // opened, or quoting a packet another host sent: no connection.
         let other = udp6(IN6, 5001, dns, 53);
@@ -1667,7 +1670,13 @@ mod tests {
         );
         // A quote cut inside the UDP header.
         assert_eq!(
-            send(e, &pool, 1, &icmp6_msg(router, IN6, 1, [0; 4], &q[..47]), T0),
+            send(
+                e,
+                &pool,
+                1,
+                &icmp6_msg(router, IN6, 1, [0; 4], &q[..47]),
+                T0
+            ),
             2
         );
         assert_eq!(read(e, "related"), "2");
