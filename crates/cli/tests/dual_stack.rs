@@ -29,39 +29,8 @@ fn real_clients_cross_the_dual_stack_router_over_ipv4_and_ipv6() {
         return;
     }
     let pid = std::process::id();
-    let mut t = Routed {
-        ns: [
-            format!("pronto{pid}6c"),
-            format!("pronto{pid}6m"),
-            format!("pronto{pid}6s"),
-        ],
-        children: Vec::new(),
-    };
-    for n in &t.ns {
-        must(&["ip", "netns", "add", n]);
-    }
+    let (mut t, a, b) = Routed::new("6");
     let (c, m, s) = (t.ns[0].clone(), t.ns[1].clone(), t.ns[2].clone());
-    let (a, b) = (format!("pa{pid}6"), format!("pb{pid}6"));
-    for (here, there, far) in [(&a, "c", &c), (&b, "s", &s)] {
-        must(&[
-            "ip", "-n", &m, "link", "add", here, "type", "veth", "peer", "name", there, "netns",
-            far,
-        ]);
-        // The middle's kernel stays out of the way: no IPv6 of its own
-        // (no link-local address, no solicitations), no IPv4 address.
-        must(&[
-            "ip",
-            "netns",
-            "exec",
-            &m,
-            "sysctl",
-            "-qw",
-            &format!("net.ipv6.conf.{here}.disable_ipv6=1"),
-        ]);
-        must(&["ip", "-n", &m, "link", "set", here, "up"]);
-        must(&["ip", "-n", far, "link", "set", there, "up"]);
-        must(&["ip", "-n", far, "link", "set", "lo", "up"]);
-    }
     for (ns, dev, v4, v6, gw4, gw6) in [
         (
             &c,

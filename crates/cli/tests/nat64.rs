@@ -125,39 +125,8 @@ fn exercise(example: &str, tag: &str, check: impl FnOnce(&Path, u16)) {
         return;
     }
     let pid = std::process::id();
-    let mut t = Routed {
-        ns: [
-            format!("pronto{pid}{tag}c"),
-            format!("pronto{pid}{tag}m"),
-            format!("pronto{pid}{tag}s"),
-        ],
-        children: Vec::new(),
-    };
-    for n in &t.ns {
-        must(&["ip", "netns", "add", n]);
-    }
+    let (mut t, a, b) = Routed::new(tag);
     let (c, m, s) = (t.ns[0].clone(), t.ns[1].clone(), t.ns[2].clone());
-    let (a, b) = (format!("pa{pid}{tag}"), format!("pb{pid}{tag}"));
-    for (here, there, far) in [(&a, "c", &c), (&b, "s", &s)] {
-        must(&[
-            "ip", "-n", &m, "link", "add", here, "type", "veth", "peer", "name", there, "netns",
-            far,
-        ]);
-        // The middle's kernel stays out of the way: no IPv6 of its own, no
-        // IPv4 address.
-        must(&[
-            "ip",
-            "netns",
-            "exec",
-            &m,
-            "sysctl",
-            "-qw",
-            &format!("net.ipv6.conf.{here}.disable_ipv6=1"),
-        ]);
-        must(&["ip", "-n", &m, "link", "set", here, "up"]);
-        must(&["ip", "-n", far, "link", "set", there, "up"]);
-        must(&["ip", "-n", far, "link", "set", "lo", "up"]);
-    }
     // The client speaks only IPv6 and routes the NAT64 prefix through the
     // router; the server speaks only IPv4 and has no route beyond its link.
     must(&[

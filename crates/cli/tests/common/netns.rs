@@ -194,6 +194,44 @@ pub struct Routed {
 }
 
 impl Routed {
+    /// Namespaces `pronto{pid}{tag}c`, `...m` and `...s`; the middle holds
+    /// veth `pa{pid}{tag}` to the client's `c` and `pb{pid}{tag}` to the
+    /// server's `s`, all up. The middle's kernel stays out of the way: no
+    /// IPv6 of its own on them (no link-local address, no solicitations)
+    /// and no IPv4 address. Returns the topology and the middle's two
+    /// interface names.
+    pub fn new(tag: &str) -> (Routed, String, String) {
+        let pid = std::process::id();
+        let t = Routed {
+            ns: ["c", "m", "s"].map(|r| format!("pronto{pid}{tag}{r}")),
+            children: Vec::new(),
+        };
+        for n in &t.ns {
+            must(&["ip", "netns", "add", n]);
+        }
+        let (c, m, s) = (&t.ns[0], &t.ns[1], &t.ns[2]);
+        let (a, b) = (format!("pa{pid}{tag}"), format!("pb{pid}{tag}"));
+        for (here, there, far) in [(&a, "c", c), (&b, "s", s)] {
+            must(&[
+                "ip", "-n", m, "link", "add", here, "type", "veth", "peer", "name", there, "netns",
+                far,
+            ]);
+            must(&[
+                "ip",
+                "netns",
+                "exec",
+                m,
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{here}.disable_ipv6=1"),
+            ]);
+            must(&["ip", "-n", m, "link", "set", here, "up"]);
+            must(&["ip", "-n", far, "link", "set", there, "up"]);
+            must(&["ip", "-n", far, "link", "set", "lo", "up"]);
+        }
+        (t, a, b)
+    }
+
     /// A command run inside namespace `which`.
     pub fn exec(&self, which: usize, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
