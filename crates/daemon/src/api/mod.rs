@@ -1054,21 +1054,32 @@ impl Daemon {
 
     /// Blocks until SIGINT or SIGTERM.
     pub fn wait_for_signal(&self) {
-        if let Some(rt) = &self.rt {
-            rt.block_on(async {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = async {
-                        match term.as_mut() {
-                            Some(t) => { t.recv().await; }
-                            None => std::future::pending::<()>().await,
-                        }
-                    } => {}
-                }
-            });
-        }
+        self.wait(self.listen());
+    }
+
+    /// Starts catching SIGINT and SIGTERM (from here on they no longer end
+    /// the process at once, they end [`Daemon::wait`]).
+    fn listen(&self) -> Option<[tokio::signal::unix::Signal; 2]> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let rt = self.rt.as_ref()?;
+        let _in_rt = rt.enter();
+        Some([
+            signal(SignalKind::interrupt()).ok()?,
+            signal(SignalKind::terminate()).ok()?,
+        ])
+    }
+
+    /// Blocks until one of the signals `listen` caught arrives.
+    fn wait(&self, signals: Option<[tokio::signal::unix::Signal; 2]>) {
+        let (Some(rt), Some([mut int, mut term])) = (&self.rt, signals) else {
+            return;
+        };
+        rt.block_on(async {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        });
     }
 
     /// Stops serving, stops every instance (they stay in the store and
@@ -1099,8 +1110,11 @@ impl Drop for Daemon {
 /// called once it serves.
 pub fn serve(opts: Options, ready: impl FnOnce(&Daemon)) -> Result<(), String> {
     let d = Daemon::start(opts)?;
+    // Caught before the daemon says it serves: a SIGTERM right after
+    // that must shut it down cleanly, not kill it with its cgroups left.
+    let signals = d.listen();
     ready(&d);
-    d.wait_for_signal();
+    d.wait(signals);
     d.shutdown();
     Ok(())
 }
