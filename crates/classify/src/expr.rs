@@ -17,6 +17,10 @@ pub(crate) enum Space {
     Primary = 0,
     /// IP programs: the transport header (network header + IHL*4).
     Transport = 1,
+    /// IP programs: the link (MAC) header, from two bytes before it (so
+    /// that the Ethernet addresses fall on 4-byte words, as in Click's
+    /// `IPFilter`: destination at 2, source at 8).
+    Link = 2,
 }
 
 /// One masked comparison.
@@ -141,6 +145,13 @@ impl Expr {
             Expr::Const(false) => b,
             c => Expr::Ternary(Box::new(c), Box::new(a), Box::new(b)),
         }
+    }
+
+    /// Whether some leaf tests the given space.
+    pub fn uses_space(&self, space: Space) -> bool {
+        let mut used = false;
+        self.for_each_test(&mut |t| used |= t.space == space);
+        used
     }
 
     /// Visit every leaf test in left-to-right order.

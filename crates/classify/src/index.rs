@@ -567,7 +567,7 @@ impl Index {
         let t = if root & TERM != 0 {
             root
         } else {
-            crate::walk_nodes(&self.nodes, &[], root, sp[0], sp[1])
+            crate::walk_nodes(&self.nodes, &[], root, [sp[0], sp[1], &[]])
         };
         t == MATCHED
     }

@@ -389,12 +389,18 @@ pub(crate) fn parse_prefix(s: &str) -> Option<(u32, u32)> {
     Some((addr, mask))
 }
 
-fn is_ether_addr(s: &str) -> bool {
-    let parts: Vec<&str> = s.split([':', '-']).collect();
-    parts.len() == 6
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.len() <= 2 && p.bytes().all(|c| c.is_ascii_hexdigit()))
+/// An Ethernet address written `0:1:2:3:4:5` or `00-01-02-03-04-05`.
+fn parse_ether_addr(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut n = 0;
+    for p in s.split([':', '-']) {
+        if n == 6 || p.is_empty() || p.len() > 2 || !p.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        out[n] = u8::from_str_radix(p, 16).ok()?;
+        n += 1;
+    }
+    (n == 6).then_some(out)
 }
 
 /// Split a pattern into words like the reference tokenizer.
@@ -516,6 +522,8 @@ struct Prim {
     fam: u8,
     /// An IPv6 address and mask (`host`, `net`).
     addr6: Option<([u8; 16], [u8; 16])>,
+    /// An Ethernet address (`ether host`).
+    ether: Option<[u8; 6]>,
 }
 
 impl Default for Prim {
@@ -532,6 +540,7 @@ impl Default for Prim {
             range_hi: None,
             fam: 0,
             addr6: None,
+            ether: None,
         }
     }
 }
@@ -691,9 +700,18 @@ impl Prim {
             header
         };
         if header == b'e' || self.ty == TYPE_ETHER || self.data == TYPE_ETHER {
-            return Err(
-                "`ether host` is not supported by pronto (no MAC header annotation)".into(),
-            );
+            // Ethernet addresses, read from the link header annotation.
+            if self.data != TYPE_ETHER || !matches!(self.ty, TYPE_ETHER | TYPE_HOST) {
+                return Err(self.type_error("Ethernet address missing"));
+            }
+            if self.op != Op::Eq || mask.is_some() {
+                return Err(self.type_error("operator or mask not supported"));
+            }
+            self.ty = TYPE_ETHER;
+            if self.srcdst == 0 {
+                self.srcdst = SD_OR;
+            }
+            return Ok(());
         }
         if self.range_hi.is_some() && self.ty != TYPE_PORT {
             return Err(self.type_error("value ranges are only supported for `port`"));
@@ -1024,6 +1042,9 @@ impl Prim {
     /// the version, IPv6 ones always do, and primitives about both
     /// families (protocols, ports, transport fields) match either.
     fn compile(&self, dual: bool) -> Expr {
+        if self.ty == TYPE_ETHER {
+            return self.compile_ether();
+        }
         let v4 = || Expr::test(Space::Primary, 0, 0xF000_0000, 0x4000_0000, false);
         let v6 = || Expr::test(Space::Primary, 0, 0xF000_0000, 0x6000_0000, false);
         match (self.fam, dual) {
@@ -1035,6 +1056,45 @@ impl Prim {
                 Expr::and(vec![v6(), self.compile_family(true)]),
             ]),
         }
+    }
+
+    /// `ether src/dst/host ADDR`: the link header's addresses, as words of
+    /// the link space (the header starts at 2 there: destination bytes
+    /// 2..8, source 8..14), whatever the network protocol.
+    fn compile_ether(&self) -> Expr {
+        let a = self.ether.unwrap_or([0; 6]);
+        let word = |b: [u8; 4]| u32::from_be_bytes(b);
+        let src = || {
+            Expr::and(vec![
+                Expr::test(
+                    Space::Link,
+                    8,
+                    u32::MAX,
+                    word([a[0], a[1], a[2], a[3]]),
+                    false,
+                ),
+                Expr::test(
+                    Space::Link,
+                    12,
+                    0xFFFF_0000,
+                    word([a[4], a[5], 0, 0]),
+                    false,
+                ),
+            ])
+        };
+        let dst = || {
+            Expr::and(vec![
+                Expr::test(Space::Link, 0, 0x0000_FFFF, word([0, 0, a[0], a[1]]), false),
+                Expr::test(
+                    Space::Link,
+                    4,
+                    u32::MAX,
+                    word([a[2], a[3], a[4], a[5]]),
+                    false,
+                ),
+            ])
+        };
+        self.srcdst_combine(src, dst)
     }
 
     /// The primitive's tests for IPv4 packets, or for the IPv6 layout.
@@ -1488,8 +1548,9 @@ impl<'a> Parser<'a> {
                         prim.data = TYPE_INT;
                         prim.u = lo;
                         prim.range_hi = Some(hi);
-                    } else if is_ether_addr(wd) {
+                    } else if let Some(e) = parse_ether_addr(wd) {
                         prim.data = TYPE_ETHER;
+                        prim.ether = Some(e);
                     } else if wd.contains(':') && wd.bytes().any(|c| c.is_ascii_hexdigit()) {
                         return Err(format!("`{wd}`: not an IPv6 address or prefix"));
                     } else {

@@ -136,6 +136,9 @@ pub struct Program {
     plan: Option<batch::Plan>,
     /// Rule-set index, used instead of the nodes for long IP rule lists.
     index: Option<Box<index::Index>>,
+    /// Some test reads the link header (`ether host`): packets are
+    /// classified with [`Program::classify_link`].
+    link: bool,
 }
 
 /// Parsed rules: each expression and its output (`None`: drop).
@@ -296,8 +299,11 @@ impl Program {
         dual: bool,
     ) -> Program {
         // The rule-set index reads IPv4 header fields at IPv4 offsets:
-        // dual-stack programs use the decision program.
+        // dual-stack programs, and programs that read the link header,
+        // use the decision program.
+        let link = rules.iter().any(|(e, _)| e.uses_space(expr::Space::Link));
         let indexed = !dual
+            && !link
             && match engine {
                 Engine::Auto => rules.len() >= INDEX_MIN_RULES,
                 Engine::Decision => false,
@@ -314,6 +320,7 @@ impl Program {
                     dual: false,
                     plan: None,
                     index: Some(Box::new(ix)),
+                    link: false,
                 };
             }
         }
@@ -327,7 +334,10 @@ impl Program {
     }
 
     fn from_compiled(c: dd::Compiled, noutputs: usize, ip: bool) -> Program {
-        let plan = if c.root & TERM == 0 && c.root == 0 {
+        let link = c.nodes.iter().any(|n| n.space == expr::Space::Link as u8);
+        // The batch walk gathers from the network and transport spaces
+        // only.
+        let plan = if c.root & TERM == 0 && c.root == 0 && !link {
             batch::Plan::new(&c.nodes, &c.cases)
         } else {
             None
@@ -341,6 +351,7 @@ impl Program {
             dual: false,
             plan,
             index: None,
+            link,
         }
     }
 
@@ -388,6 +399,35 @@ impl Program {
     #[inline]
     pub fn classify(&self, data: &[u8], nh: usize) -> Option<usize> {
         self.classify_one(data, nh)
+    }
+
+    /// Whether the program reads the link header (`ether host`,
+    /// `ether src`, `ether dst`): classify with
+    /// [`classify_link`](Self::classify_link) then (plain `classify`
+    /// treats every packet as having no link header).
+    pub fn uses_link(&self) -> bool {
+        self.link
+    }
+
+    /// Classify one packet whose link header is `mac` (its bytes from the
+    /// link header on; empty when the packet has none: link tests then
+    /// fail as on a packet too short for them).
+    pub fn classify_link(&self, data: &[u8], nh: usize, mac: &[u8]) -> Option<usize> {
+        if !self.link || self.root & TERM != 0 {
+            return self.classify_one(data, nh);
+        }
+        // Click's link space starts two bytes before the header.
+        let mut link = [0u8; 16];
+        let n = mac.len().min(14);
+        link[2..2 + n].copy_from_slice(&mac[..n]);
+        let link = &link[..2 + n];
+        if self.dual {
+            let mut layout = [0u8; ipparse::V6_LAYOUT_LEN];
+            let [primary, transport] = dual_spaces(data, nh, &mut layout);
+            return self.walk_link(primary, transport, link);
+        }
+        let [primary, transport] = self.spaces(data, nh);
+        self.walk_link(primary, transport, link)
     }
 
     /// True when [`classify_batch`](Self::classify_batch) is faster than
@@ -597,10 +637,12 @@ impl Program {
             }
         };
         let base = |space: u8| -> u32 {
-            match (self.ip, space & 1) {
+            match (self.ip, space) {
                 (false, _) => 0,
                 (true, 0) => 256,
-                (true, _) => 512,
+                (true, 1) => 512,
+                // The link space: Click's offsets from 2 before the header.
+                (true, _) => 0,
             }
         };
         // A window at any offset, shown on the 4-byte boundary when the
@@ -651,12 +693,16 @@ impl Program {
     }
 
     fn walk(&self, primary: &[u8], transport: &[u8]) -> Option<usize> {
+        self.walk_link(primary, transport, &[])
+    }
+
+    #[inline]
+    fn walk_link(&self, primary: &[u8], transport: &[u8], link: &[u8]) -> Option<usize> {
         decode(walk_nodes(
             &self.nodes,
             &self.cases,
             self.root,
-            primary,
-            transport,
+            [primary, transport, link],
         ))
     }
 }
@@ -717,16 +763,16 @@ pub(crate) fn walk_nodes(
     nodes: &[Node],
     cases: &[(u32, u32)],
     root: u32,
-    primary: &[u8],
-    transport: &[u8],
+    spaces: [&[u8]; 3],
 ) -> u32 {
     let mut i = root;
-    let spaces = [primary, transport];
+    // Four entries, so that `space & 3` indexes without a bounds check.
+    let spaces = [spaces[0], spaces[1], spaces[2], &[]];
     loop {
         let Some(n) = nodes.get(i as usize) else {
             return DROP;
         };
-        let s = spaces[usize::from(n.space & 1)];
+        let s = spaces[usize::from(n.space & 3)];
         let off = n.off as usize;
         i = match s.get(off..off.wrapping_add(4)) {
             Some(&[a, b, c, d]) => step(cases, n, u32::from_be_bytes([a, b, c, d])),

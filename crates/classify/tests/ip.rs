@@ -643,8 +643,8 @@ fn errors() {
             &["allow src host 1.2.0.0 & 255.255.0.0"],
             "partial directive",
         ),
-        (&["allow ether host 00:01:02:03:04:05"], "ether"),
-        (&["allow 00:01:02:03:04:05"], "ether"),
+        (&["allow ether host 1.2.3.4"], "Ethernet address missing"),
+        (&["allow ether src > 00:01:02:03:04:05"], "operator or mask"),
         (&["allow src dst host 1.2.3.4"], "specified twice"),
         (&["allow port port 80"], "type specified twice"),
         (&["allow tcp udp port 80"], "specified twice"),
@@ -670,4 +670,27 @@ fn errors() {
     assert!(err(&[&deep]).message.contains("nested too deeply"));
     let e = Program::ip_classifier(&["tcp", "  "]).expect_err("empty");
     assert_eq!(e.arg, 1);
+}
+
+#[test]
+fn ether_addresses_read_the_link_header() {
+    let p = Program::ip_filter(&["allow ether src 0:1:2:3:4:5", "1 dst 6:7:8:9:a:b"]).expect("ok");
+    assert!(p.uses_link());
+    let ip = [0x45u8; 20];
+    let mut mac = [0u8; 14];
+    mac[6..12].copy_from_slice(&[0, 1, 2, 3, 4, 5]);
+    assert_eq!(p.classify_link(&ip, 0, &mac), Some(0));
+    mac[6..12].copy_from_slice(&[0, 1, 2, 3, 4, 6]);
+    assert_eq!(p.classify_link(&ip, 0, &mac), None);
+    mac[..6].copy_from_slice(&[6, 7, 8, 9, 0xa, 0xb]);
+    assert_eq!(p.classify_link(&ip, 0, &mac), Some(1));
+    // No link header (or a short one): no Ethernet test matches.
+    assert_eq!(p.classify_link(&ip, 0, &[]), None);
+    assert_eq!(p.classify_link(&ip, 0, &mac[..5]), None);
+    assert_eq!(p.classify(&ip, 0), None);
+    // `not ether src` matches a packet with no link header, as any negated
+    // test of bytes that are not there.
+    let n = Program::ip_classifier(&["not ether src 0:1:2:3:4:5", "-"]).expect("ok");
+    assert_eq!(n.classify_link(&ip, 0, &[]), Some(0));
+    assert!(!Program::ip_filter(&["allow tcp"]).expect("ok").uses_link());
 }

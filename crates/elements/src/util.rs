@@ -61,7 +61,14 @@ pub fn classify_and_route(
     // The lock-step walk pays a fixed set-up per call (lane state, result
     // array); a handful of packets (one at a time where the runtime keeps
     // Click's packet order) are cheaper one by one.
-    if prog.prefers_batch() && batch.len() >= 8 {
+    if prog.uses_link() {
+        // `ether host`: each packet with its link header.
+        crate::push_each(batch, out, |p, _| {
+            let r = prog.classify_link(p.data(), nh(p), p.mac_header_data().unwrap_or(&[]));
+            *drops += r.is_none() as u64;
+            r
+        });
+    } else if prog.prefers_batch() && batch.len() >= 8 {
         let mut res = [None; pronto_packet::BATCH_MAX];
         prog.classify_iter(batch.iter().map(|p| (p.data(), nh(p))), &mut res);
         let mut res = res.iter();

@@ -399,6 +399,19 @@ impl Packet {
         self.rel(self.hdr().mac_off)
     }
 
+    /// Bytes from the link (MAC) header to the end of the data, if a link
+    /// header is marked — also when the data window begins after it (a
+    /// pulled header stays in the buffer, as Click's `mac_header()`).
+    #[inline]
+    pub fn mac_header_data(&self) -> Option<&[u8]> {
+        let m = self.hdr().mac_off;
+        let end = self.hdr().data_off as usize + self.len();
+        if m == NO_HEADER || usize::from(m) > end {
+            return None;
+        }
+        self.buffer().get(usize::from(m)..end)
+    }
+
     /// Marks the network header at `off` bytes from the data start, `len`
     /// bytes long (the transport header follows it) — Click's
     /// `set_network_header`.

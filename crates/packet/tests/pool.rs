@@ -301,3 +301,17 @@ fn allocations_and_frees_are_charged_to_the_owner_of_the_moment() {
     assert_eq!(pool.account(7), Default::default());
     assert_eq!(pool.in_use(), 0);
 }
+
+#[test]
+fn mac_header_data_survives_a_pull() {
+    let pool = Pool::new(4).expect("pool");
+    let mut p = pool.alloc().expect("slot");
+    let frame: Vec<u8> = (0u8..30).collect();
+    p.put_uninit(frame.len()).copy_from_slice(&frame);
+    assert_eq!(p.mac_header_data(), None, "no link header marked");
+    p.set_mac_header(0);
+    p.pull(14);
+    assert_eq!(p.mac_header_data(), Some(&frame[..]));
+    p.set_mac_header(4);
+    assert_eq!(p.mac_header_data(), Some(&frame[18..]));
+}

@@ -13,6 +13,8 @@ use crate::{
 pub struct IPClassifier {
     prog: Program,
     patterns: Vec<String>,
+    /// Packets matching no pattern.
+    drops: u64,
 }
 
 /// The offset of the IP header from the data start: the network-header
@@ -29,16 +31,17 @@ macro_rules! pattern_handlers {
     ($($n:literal),*) => { &[$(HandlerInfo::rw(concat!("pattern", $n))),*] };
 }
 
-/// `program`, then `pattern0` ... `pattern31`.
+/// `program`, `drops`, then `pattern0` ... `pattern31`.
 pub(crate) const PATTERN_HANDLERS: &[HandlerInfo] = &{
     const P: &[HandlerInfo] = pattern_handlers!(
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
         25, 26, 27, 28, 29, 30, 31
     );
-    let mut all = [HandlerInfo::read("program"); 33];
+    let mut all = [HandlerInfo::read("program"); 34];
+    all[1] = HandlerInfo::read("drops");
     let mut i = 0;
     while i < P.len() {
-        all[i + 1] = P[i];
+        all[i + 2] = P[i];
         i += 1;
     }
     all
@@ -67,7 +70,8 @@ impl IPClassifier {
              (at most 16; a longer or malformed chain matches no protocol pattern).\n\n\
              Ports: 1 push input; one push output per pattern.\n\
              Handlers:\n  patternN (read/write)  the Nth pattern; writing recompiles\n  \
-             program (read)  the compiled decision program, in Click's form",
+             program (read)  the compiled decision program, in Click's form\n  \
+             drops (read)  packets matching no pattern",
         );
 
     /// Configures an `IPClassifier`.
@@ -82,7 +86,11 @@ impl IPClassifier {
             )));
         }
         let prog = Self::compile(&patterns).map_err(ConfigError::new)?;
-        Ok(Box::new(IPClassifier { prog, patterns }))
+        Ok(Box::new(IPClassifier {
+            prog,
+            patterns,
+            drops: 0,
+        }))
     }
 
     fn compile(patterns: &[String]) -> Result<Program, String> {
@@ -93,17 +101,19 @@ impl IPClassifier {
 
 impl Element for IPClassifier {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let mut drops = 0;
-        crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut drops);
+        crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut self.drops);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
-        &PATTERN_HANDLERS[..(self.patterns.len() + 1).min(PATTERN_HANDLERS.len())]
+        &PATTERN_HANDLERS[..(self.patterns.len() + 2).min(PATTERN_HANDLERS.len())]
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         if name == "program" {
             return Ok(self.prog.program_text());
+        }
+        if name == "drops" {
+            return Ok(self.drops.to_string());
         }
         name.strip_prefix("pattern")
             .and_then(|n| n.parse::<usize>().ok())

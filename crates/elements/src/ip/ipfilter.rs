@@ -14,6 +14,8 @@ use crate::{
 /// matching no rule are dropped.
 pub struct IPFilter {
     prog: Program,
+    /// Packets denied or matching no rule.
+    drops: u64,
 }
 
 impl IPFilter {
@@ -36,8 +38,12 @@ impl IPFilter {
              family match that family, `tcp`/`udp`/`port` rules match both, and an IPv6\n\
              packet's protocol and ports are found after its extension headers (at most\n\
              16; a longer or malformed chain matches no protocol rule).\n\n\
+             Ethernet addresses (`ether host ADDR`, `ether src ADDR`, `ether dst ADDR`,\n\
+             or `src ADDR` with an Ethernet address) are read from the link header\n\
+             annotation; a packet without one matches none of them.\n\n\
              Ports: 1 push input; any number of push outputs.\n\
-             Handlers:\n  program (read)  the compiled decision program, in Click's form",
+             Handlers:\n  program (read)  the compiled decision program, in Click's form\n  \
+             drops (read)    packets denied or matching no rule",
         );
 
     /// Configures an `IPFilter`.
@@ -63,24 +69,24 @@ impl IPFilter {
         }
         let refs: Vec<&str> = rules.iter().map(String::as_str).collect();
         let prog = Program::ip_filter(&refs).map_err(|e| ConfigError::new(e.message))?;
-        Ok(Box::new(IPFilter { prog }))
+        Ok(Box::new(IPFilter { prog, drops: 0 }))
     }
 }
 
 impl Element for IPFilter {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let mut drops = 0;
-        crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut drops);
+        crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut self.drops);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
-        const H: &[HandlerInfo] = &[HandlerInfo::read("program")];
+        const H: &[HandlerInfo] = &[HandlerInfo::read("program"), HandlerInfo::read("drops")];
         H
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         match name {
             "program" => Ok(self.prog.program_text()),
+            "drops" => Ok(self.drops.to_string()),
             _ => Err(HandlerError::NoSuchHandler(name.into())),
         }
     }
@@ -90,7 +96,7 @@ impl Element for IPFilter {
 mod tests {
     use super::*;
     use crate::ip::checkipheader::tests::ip_packet;
-    use crate::standard::test_support::{config_err, configure, pkt, push};
+    use crate::standard::test_support::{config_err, configure, pkt, push, read};
     use pronto_packet::Pool;
 
     #[test]
@@ -116,6 +122,80 @@ mod tests {
         );
         assert_eq!((outs[0].len(), outs[1].len()), (1, 1));
         assert_eq!(outs[1][0].data()[19], 2);
+    }
+
+    #[test]
+    fn ether_addresses_come_from_the_link_header() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(
+            &[],
+            IPFilter::configure,
+            "allow src 0:1:2:3:4:5, 1 ether dst 10:20:30:40:50:60, 1 ether host 9-a-b-c-d-e, deny all",
+            1,
+            2,
+        )
+        .expect("ok");
+        let frame = |dst: [u8; 6], src: [u8; 6]| {
+            let mut f = dst.to_vec();
+            f.extend(src);
+            f.extend([0x08, 0x00]);
+            f.extend(ip_packet([10, 0, 0, 1], [2, 2, 2, 2], 8));
+            let mut p = pkt(&pool, &f);
+            p.set_mac_header(0);
+            p.pull(14);
+            p.set_network_header(0, 20);
+            p
+        };
+        let a = [0, 1, 2, 3, 4, 5];
+        let b = [0x10, 0x20, 0x30, 0x40, 0x50, 0x60];
+        let c = [9, 0xa, 0xb, 0xc, 0xd, 0xe];
+        let z = [0xee; 6];
+        // No link header marked: no Ethernet rule matches.
+        let mut bare = pkt(&pool, &ip_packet([10, 0, 0, 1], [2, 2, 2, 2], 8));
+        bare.set_network_header(0, 20);
+        let outs = push(
+            e.as_mut(),
+            &pool,
+            vec![
+                frame(z, a),                                    // src: output 0
+                frame(a, z),                                    // a as dst: no rule
+                frame(b, z),                                    // dst: output 1
+                frame(z, c),                                    // host (src): output 1
+                frame(c, z),                                    // host (dst): output 1
+                frame([0x10, 0x20, 0x30, 0x40, 0x50, 0x61], z), // last byte differs
+                bare,
+            ],
+            2,
+        );
+        assert_eq!((outs[0].len(), outs[1].len()), (1, 3));
+        assert_eq!(&outs[0][0].mac_header_data().expect("mac")[6..12], &a);
+        assert_eq!(read(e.as_ref(), "drops"), "3");
+        // The program reads Click's link space: destination at 2, source at 8.
+        let prog = read(e.as_ref(), "program");
+        assert!(prog.contains("   8/00010203%ffffffff"), "{prog}");
+        assert!(prog.contains("  12/04050000%ffff0000"), "{prog}");
+        assert!(prog.contains("   0/00001020%0000ffff"), "{prog}");
+        assert!(prog.contains("   4/30405060%ffffffff"), "{prog}");
+    }
+
+    #[test]
+    fn ether_rule_errors() {
+        let e = config_err(configure(
+            &[],
+            IPFilter::configure,
+            "allow ether host 10.0.0.1",
+            1,
+            1,
+        ));
+        assert!(e.contains("Ethernet address missing"), "{e}");
+        let e = config_err(configure(
+            &[],
+            IPFilter::configure,
+            "allow ether src > 0:1:2:3:4:5",
+            1,
+            1,
+        ));
+        assert!(e.contains("operator"), "{e}");
     }
 
     #[test]

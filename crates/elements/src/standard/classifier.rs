@@ -34,7 +34,8 @@ impl Classifier {
              matches every packet. Example:\n\n  \
              Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -)\n\n\
              Ports: 1 push input, one push output per pattern.\n\
-             Handlers:\n  program (read)  the compiled decision program, in Click's form",
+             Handlers:\n  program (read)  the compiled decision program, in Click's form\n  \
+             drops (read)    packets matching no pattern",
         );
 
     /// Configures a `Classifier`.
@@ -61,13 +62,14 @@ impl Element for Classifier {
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
-        const H: &[HandlerInfo] = &[HandlerInfo::read("program")];
+        const H: &[HandlerInfo] = &[HandlerInfo::read("program"), HandlerInfo::read("drops")];
         H
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         match name {
             "program" => Ok(self.prog.program_text()),
+            "drops" => Ok(self.drops.to_string()),
             _ => Err(HandlerError::NoSuchHandler(name.into())),
         }
     }
