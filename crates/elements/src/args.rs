@@ -14,6 +14,10 @@ use pronto_lang::args as la;
 pub struct ConfigError {
     /// What went wrong, prefixed with the argument's name when known.
     pub message: String,
+    /// The element needs another one that is declared but not configured
+    /// yet (it comes later in the configuration): configure it again once
+    /// the others are; `message` is the error if that never happens.
+    pub later: bool,
 }
 
 impl ConfigError {
@@ -21,6 +25,18 @@ impl ConfigError {
     pub fn new(message: impl Into<String>) -> Self {
         ConfigError {
             message: message.into(),
+            later: false,
+        }
+    }
+
+    /// "Configure me again after the others": the element names one that
+    /// is declared ([`crate::Peers::declared`]) but not configured yet.
+    /// `message` is the error when it still is not after every other
+    /// element is (a cycle of such names).
+    pub fn later(message: impl Into<String>) -> Self {
+        ConfigError {
+            message: message.into(),
+            later: true,
         }
     }
 }

@@ -424,6 +424,14 @@ pub trait Peers {
     /// Every configured element of class `class`, in configuration order
     /// (for configuration-wide tables such as `IPRewriterPatterns`).
     fn of_class(&self, class: &str) -> Vec<Peer>;
+
+    /// Whether the configuration declares an element called `name`
+    /// (resolved as [`Peers::lookup`] does), configured yet or not. An
+    /// element that needs one declared later answers
+    /// [`ConfigError::later`](crate::ConfigError::later).
+    fn declared(&self, _name: &str) -> bool {
+        false
+    }
 }
 
 /// No other elements (tests, stand-alone configuration).
@@ -448,6 +456,12 @@ impl<'a> ConfigCtx<'a> {
     /// The element called `name`, if it is configured already.
     pub fn peer(&self, name: &str) -> Option<Peer> {
         self.peers.lookup(name)
+    }
+
+    /// Whether the configuration declares an element called `name`, even
+    /// one not configured yet.
+    pub fn declared(&self, name: &str) -> bool {
+        self.peers.declared(name)
     }
 
     /// The object shared by the element called `name`, downcast to `T`.

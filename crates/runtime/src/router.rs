@@ -371,10 +371,11 @@ impl ConfiguredPeers<'_> {
     }
 }
 
-impl Peers for ConfiguredPeers<'_> {
-    fn lookup(&self, name: &str) -> Option<Peer> {
-        // Click resolves an element name relative to the asking element's
-        // compound, then each enclosing compound, then the top level.
+impl ConfiguredPeers<'_> {
+    /// The node `name` names, resolved Click's way: relative to the asking
+    /// element's compound, then each enclosing compound, then the top
+    /// level.
+    fn resolve(&self, name: &str) -> Option<usize> {
         let mut prefix = self.asking;
         loop {
             prefix = match prefix.rfind('/') {
@@ -387,12 +388,23 @@ impl Peers for ConfiguredPeers<'_> {
                 format!("{prefix}/{name}")
             };
             if let Some(&i) = self.by_name.get(full.as_str()) {
-                return self.peer(i);
+                return Some(i);
             }
             if prefix.is_empty() {
                 return None;
             }
         }
+    }
+}
+
+impl Peers for ConfiguredPeers<'_> {
+    fn lookup(&self, name: &str) -> Option<Peer> {
+        self.resolve(name).and_then(|i| self.peer(i))
+    }
+
+    fn declared(&self, name: &str) -> bool {
+        self.resolve(name)
+            .is_some_and(|i| self.graph.nodes[i].entry.is_some())
     }
 
     fn of_class(&self, class: &str) -> Vec<Peer> {
@@ -448,59 +460,81 @@ impl Router {
             (0..graph.nodes.len()).map(|_| None).collect();
         // AddressInfo names live for the configuration pass only.
         pronto_lang::names::clear();
-        for i in order {
-            let node = &graph.nodes[i];
-            let Some(entry) = node.entry else { continue };
-            let peers = ConfiguredPeers {
-                graph: &graph,
-                by_name: &by_name,
-                slots: &slots,
-                asking: &node.name,
-            };
-            let ctx = ConfigCtx {
-                name: &node.name,
-                config: &node.config,
-                ninputs: node.ninputs,
-                noutputs: node.noutputs,
-                base_dir: &opts.base_dir,
-                keywords: entry.spec.keywords,
-                output_push: &node.output_push,
-                input_push: &node.input_push,
-                peers: &peers,
-            };
-            pronto_lang::names::set_current(&node.name);
-            let built = match (entry.factory)(&ctx) {
-                Ok(mut e) => {
-                    for (warning, text) in e.config_messages() {
-                        let d = if warning {
-                            Diagnostic::warning(text, Some(node.config_span))
-                        } else {
-                            Diagnostic::note(text, Some(node.config_span))
-                        };
-                        let d = d.with_context(
-                            format!("While configuring '{} :: {}'", node.name, entry.spec.name),
-                            node.span,
-                        );
-                        eprintln!("{}", d.render_click(sm));
-                    }
-                    e
-                }
-                Err(e) => {
-                    errors.push(
-                        Diagnostic::error(e.message.clone(), Some(node.config_span))
-                            .with_note(format!(
-                                "while configuring `{} :: {}`",
-                                node.name, entry.spec.name
-                            ))
-                            .with_context(
+        // Elements that name one configured later (`ConfigError::later`)
+        // go again after the others, as long as each pass configures one.
+        let mut pending: Vec<usize> = order;
+        let mut before = usize::MAX;
+        loop {
+            // A pass that configured none of them was the last chance: now
+            // their errors stand.
+            let last_pass = pending.len() == before;
+            before = pending.len();
+            let mut deferred = Vec::new();
+            for i in pending.drain(..) {
+                let node = &graph.nodes[i];
+                let Some(entry) = node.entry else { continue };
+                let peers = ConfiguredPeers {
+                    graph: &graph,
+                    by_name: &by_name,
+                    slots: &slots,
+                    asking: &node.name,
+                };
+                let ctx = ConfigCtx {
+                    name: &node.name,
+                    config: &node.config,
+                    ninputs: node.ninputs,
+                    noutputs: node.noutputs,
+                    base_dir: &opts.base_dir,
+                    keywords: entry.spec.keywords,
+                    output_push: &node.output_push,
+                    input_push: &node.input_push,
+                    peers: &peers,
+                };
+                pronto_lang::names::set_current(&node.name);
+                let built = match (entry.factory)(&ctx) {
+                    Ok(mut e) => {
+                        for (warning, text) in e.config_messages() {
+                            let d = if warning {
+                                Diagnostic::warning(text, Some(node.config_span))
+                            } else {
+                                Diagnostic::note(text, Some(node.config_span))
+                            };
+                            let d = d.with_context(
                                 format!("While configuring '{} :: {}'", node.name, entry.spec.name),
                                 node.span,
-                            ),
-                    );
-                    Box::new(Placeholder)
-                }
-            };
-            slots[i] = Some(built);
+                            );
+                            eprintln!("{}", d.render_click(sm));
+                        }
+                        e
+                    }
+                    Err(e) if e.later && !last_pass => {
+                        deferred.push(i);
+                        continue;
+                    }
+                    Err(e) => {
+                        errors.push(
+                            Diagnostic::error(e.message.clone(), Some(node.config_span))
+                                .with_note(format!(
+                                    "while configuring `{} :: {}`",
+                                    node.name, entry.spec.name
+                                ))
+                                .with_context(
+                                    format!(
+                                        "While configuring '{} :: {}'",
+                                        node.name, entry.spec.name
+                                    ),
+                                    node.span,
+                                ),
+                        );
+                        Box::new(Placeholder)
+                    }
+                };
+                slots[i] = Some(built);
+            }
+            if deferred.is_empty() {
+                break;
+            }
+            pending = deferred;
         }
         pronto_lang::names::clear();
         let mut elems: Vec<Box<dyn Element>> = slots.into_iter().flatten().collect();

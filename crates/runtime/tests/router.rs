@@ -354,3 +354,62 @@ fn timewarp_handler() {
     assert!(r.write_handler("timewarp", "0").is_err());
     assert!(r.write_handler("timewarp", "2").is_ok());
 }
+
+#[test]
+fn rewriters_share_a_capacity_named_before_it_is_configured() {
+    // rw1 names rw2, declared (and so configured) after it.
+    let udp =
+        |src: &str| format!("4500002000000000401100000a0000{src}050607080400003500000000deadbeef");
+    let text = format!(
+        "rw1 :: UDPRewriter(pattern 1.0.0.2 1024-65534 - - 0 0, drop, MAPPING_CAPACITY rw2);
+         rw2 :: UDPRewriter(pattern 1.0.0.3 1024-65534 - - 0 0, drop, MAPPING_CAPACITY 2);
+         InfiniteSource(DATA \\<{}>, LIMIT 1, STOP false) -> MarkIPHeader -> [0]rw1;
+         InfiniteSource(DATA \\<{}>, LIMIT 1, STOP false) -> MarkIPHeader -> [0]rw2;
+         InfiniteSource(DATA \\<{}>, LIMIT 1, STOP true) -> MarkIPHeader -> [0]rw1;
+         rw1[0] -> c1 :: Counter -> Discard; rw2[0] -> c2 :: Counter -> Discard;
+         Idle -> [1]rw1[1] -> Discard; Idle -> [1]rw2[1] -> Discard;",
+        udp("01"),
+        udp("02"),
+        udp("03")
+    );
+    let mut r = build(&text).unwrap_or_else(|(sm, e)| {
+        panic!("{}", e.iter().map(|d| d.render(&sm)).collect::<String>())
+    });
+    r.run().expect("run");
+    let h = |r: &mut Router, n: &str| r.read_handler(n, "").expect(n);
+    // Two flows fit the shared capacity of 2; the third (rw1's second) is
+    // refused: its guarantee keeps both others (admission control).
+    assert_eq!(h(&mut r, "c1.count"), "1");
+    assert_eq!(h(&mut r, "c2.count"), "1");
+    assert_eq!(h(&mut r, "rw1.size"), "2");
+    assert_eq!(h(&mut r, "rw2.size"), "2");
+    assert_eq!(h(&mut r, "rw1.mapping_failures"), "1");
+    assert_eq!(h(&mut r, "rw1.capacity"), "2");
+    r.write_handler("rw1.capacity", "5").expect("write");
+    assert_eq!(h(&mut r, "rw2.capacity"), "5");
+}
+
+#[test]
+fn shared_capacity_errors() {
+    let e = errors(
+        "rw1 :: UDPRewriter(drop, MAPPING_CAPACITY rw2); rw2 :: UDPRewriter(drop, MAPPING_CAPACITY rw1);
+         Idle -> rw1 -> Discard; Idle -> rw2 -> Discard;",
+    );
+    assert!(
+        e.iter().any(|m| m
+            .contains("MAPPING_CAPACITY: `rw2` shares this rewriter's capacity in turn (a cycle)")),
+        "{e:?}"
+    );
+    let e = errors(
+        "rw1 :: UDPRewriter(drop, MAPPING_CAPACITY c); Idle -> rw1 -> c :: Counter -> Discard;",
+    );
+    assert!(
+        e.iter().any(|m| m.contains("MAPPING_CAPACITY: `c` is a Counter; pronto shares the capacity of an IPRewriter, TCPRewriter or UDPRewriter only")),
+        "{e:?}"
+    );
+    let e = errors("rw1 :: UDPRewriter(drop, MAPPING_CAPACITY nobody); Idle -> rw1 -> Discard;");
+    assert!(
+        e.iter().any(|m| m.contains("`nobody` is neither a number")),
+        "{e:?}"
+    );
+}

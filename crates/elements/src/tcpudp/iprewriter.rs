@@ -67,7 +67,11 @@ impl IPRewriter {
              UDP_STREAMING_TIMEOUT   flows of 3+ packets both ways (default UDP_TIMEOUT)\n  \
              UDP_GUARANTEE           (default 5s)\n  \
              REAP_INTERVAL / REAP_TIME  reap expired flows this often (default 15min)\n  \
-             MAPPING_CAPACITY / CAPACITY  most flows (integer)\n  \
+             MAPPING_CAPACITY / CAPACITY  most flows: an integer, or the name of another\n  \
+                                     IPRewriter/TCPRewriter/UDPRewriter whose capacity\n  \
+                                     this one shares (their flows count together; one\n  \
+                                     that needs room evicts the group's first\n  \
+                                     best-effort flow to expire)\n  \
              DST_ANNO                set the destination address annotation (default true)\n  \
              REPLY_ANNO              annotation byte restored on replies\n\
              Handlers: tcp_table, udp_table (tcp_mappings, udp_mappings), table_size,\n\
@@ -549,7 +553,12 @@ mod tests {
         assert_eq!(err("keep 0", 1), "input spec 0: bad forward port");
         assert_eq!(err("frob", 1), "input spec 0: unknown specification");
         assert_eq!(err("pass 3", 1), "input spec 0: output port out of range");
-        assert_eq!(err("drop, MAPPING_CAPACITY x", 1), "bad MAPPING_CAPACITY");
+        assert_eq!(
+            err("drop, MAPPING_CAPACITY x", 1),
+            "MAPPING_CAPACITY: `x` is neither a number nor the name of a rewriter \
+             (IPRewriter, TCPRewriter, UDPRewriter) whose capacity to share"
+        );
+        assert_eq!(err("drop, MAPPING_CAPACITY -1", 1), "bad MAPPING_CAPACITY");
         // Every bad specification is reported, not only the first.
         assert_eq!(
             err(

@@ -1335,6 +1335,11 @@ pub(crate) trait MappingTable {
     fn input_of(&self, i: usize) -> Option<usize>;
     /// Number of live flows.
     fn nlive(&self) -> usize;
+    /// The `size` handler: live flows, with those of the rewriters this one
+    /// shares its capacity with.
+    fn size(&self) -> usize {
+        self.nlive()
+    }
     /// Most live flows.
     fn capacity(&self) -> i64;
     /// Sets the capacity.
@@ -1409,7 +1414,7 @@ pub(crate) trait MappingTable {
     /// `mapping_failures`, `patterns`, `patternN`, `size`, `capacity`.
     fn read_common(&self, name: &str) -> Option<String> {
         match name {
-            "size" => Some(self.nlive().to_string()),
+            "size" => Some(self.size().to_string()),
             "capacity" => Some(self.capacity().to_string()),
             _ => self.inputs().read(name),
         }
@@ -1771,6 +1776,35 @@ pub struct Core {
     /// Packets dropped (no mapping and a dropping input, non-TCP/UDP,
     /// fragments, bad headers).
     pub drops: u64,
+    /// The capacity this rewriter shares with others (`MAPPING_CAPACITY
+    /// OTHER`), and its place among the group's members.
+    group: Option<(Arc<CapacityGroup>, usize)>,
+    /// While configuring: the rewriter whose capacity to share, joined
+    /// once this core is in its cell ([`CoreCell::new`]).
+    join: Option<Arc<Mutex<Core>>>,
+}
+
+/// Rewriters that share one mapping capacity, as Click's `MAPPING_CAPACITY
+/// OTHER` makes them: the flows of all members count against it, and a
+/// member that needs room evicts the group's first best-effort flow to
+/// expire, whichever member holds it (admission control when there is
+/// none).
+pub struct CapacityGroup {
+    capacity: std::sync::atomic::AtomicI64,
+    /// The members' cores; weak, so that the group keeps none alive.
+    members: Mutex<Vec<std::sync::Weak<Mutex<Core>>>>,
+}
+
+impl CapacityGroup {
+    /// The other members' cores (not member `me`), as they can be had now.
+    fn others(&self, me: usize) -> Vec<Arc<Mutex<Core>>> {
+        lock(&self.members)
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != me)
+            .filter_map(|(_, w)| w.upgrade())
+            .collect()
+    }
 }
 
 /// A lookup done ahead that found no entry (see [`Core::lookup_batch`]).
@@ -1787,6 +1821,35 @@ pub const BASE_KEYWORDS: [&str; 8] = [
     "DST_ANNO",
     "REPLY_ANNO",
 ];
+
+/// The rewriter `MAPPING_CAPACITY NAME` names, whose capacity to share:
+/// an `IPRewriter`, `TCPRewriter` or `UDPRewriter` (one declared later is
+/// waited for).
+fn capacity_peer(ctx: &ConfigCtx<'_>, name: &str) -> Result<Arc<Mutex<Core>>, ConfigError> {
+    let name = pronto_lang::args::unquote(name);
+    let Some(peer) = ctx.peer(&name) else {
+        return Err(if ctx.declared(&name) {
+            ConfigError::later(format!(
+                "MAPPING_CAPACITY: `{name}` shares this rewriter's capacity in turn (a \
+                 cycle): give one of them a number"
+            ))
+        } else {
+            ConfigError::new(format!(
+                "MAPPING_CAPACITY: `{name}` is neither a number nor the name of a rewriter \
+                 (IPRewriter, TCPRewriter, UDPRewriter) whose capacity to share"
+            ))
+        });
+    };
+    peer.shared
+        .and_then(|s| s.downcast::<Mutex<Core>>().ok())
+        .ok_or_else(|| {
+            ConfigError::new(format!(
+                "MAPPING_CAPACITY: `{}` is a {}; pronto shares the capacity of an IPRewriter, \
+                 TCPRewriter or UDPRewriter only",
+                peer.name, peer.class
+            ))
+        })
+}
 
 /// A time keyword's value in jiffies (whole seconds, rounded).
 pub(crate) fn secs(s: Option<Seconds>) -> Option<i64> {
@@ -1883,11 +1946,17 @@ impl Core {
         if let Some(v) = secs(a.read("REAP_INTERVAL")?) {
             reap = v;
         }
+        let mut join = None;
         let capacity = match cap_word {
             None => 0x7fff_ffff,
             Some(w) => match parse_int(&w) {
                 Some(v) if (0..=0x7fff_ffff).contains(&v) => v,
-                _ => return Err(ConfigError::new("bad MAPPING_CAPACITY")),
+                Some(_) => return Err(ConfigError::new("bad MAPPING_CAPACITY")),
+                // Another rewriter's name: share its capacity.
+                None => {
+                    join = Some(capacity_peer(ctx, &w)?);
+                    0x7fff_ffff
+                }
             },
         };
         let specs = a.rest();
@@ -1916,7 +1985,73 @@ impl Core {
             reply_anno,
             generation: 0,
             drops: 0,
+            group: None,
+            join,
         })
+    }
+
+    /// Flows of this rewriter and of those it shares its capacity with.
+    fn total_live(&self) -> usize {
+        match &self.group {
+            None => self.live,
+            Some((g, me)) => {
+                self.live
+                    + g.others(*me)
+                        .iter()
+                        .filter_map(|c| c.try_lock().ok().map(|c| c.live))
+                        .sum::<usize>()
+            }
+        }
+    }
+
+    /// Whether the flows (of the group) are more than the capacity.
+    #[inline]
+    fn over_capacity(&self) -> bool {
+        match &self.group {
+            None => self.live as i64 > self.capacity,
+            Some(_) => self.total_live() as i64 > self.capacity(),
+        }
+    }
+
+    /// Makes room for the new flow `idx` in a shared capacity: the
+    /// group's first best-effort flow to expire goes, or, with none, `idx`
+    /// itself (true then).
+    fn make_room_shared(&mut self, idx: usize, now: i64) -> bool {
+        let Some((g, me)) = self.group.clone() else {
+            return self.shrink_for_new_flow(idx, now);
+        };
+        self.shift_best_effort(now);
+        let others = g.others(me);
+        let mut best: Option<(i64, Option<usize>, usize)> = self
+            .first_to_expire(false)
+            .and_then(|i| self.expiry_of(i).map(|(_, e)| (e, None, i)));
+        for (k, c) in others.iter().enumerate() {
+            let Ok(mut c) = c.try_lock() else { continue };
+            c.shift_best_effort(now);
+            if let Some(i) = c.first_to_expire(false) {
+                if let Some((_, e)) = c.expiry_of(i) {
+                    if best.is_none_or(|(b, _, _)| e < b) {
+                        best = Some((e, Some(k), i));
+                    }
+                }
+            }
+        }
+        match best {
+            Some((_, None, i)) => {
+                self.destroy(i);
+                false
+            }
+            Some((_, Some(k), i)) => {
+                if let Ok(mut c) = others[k].try_lock() {
+                    c.destroy(i);
+                }
+                false
+            }
+            None => {
+                self.destroy(idx);
+                true
+            }
+        }
     }
 
     /// The table a protocol's flows live in, or `None` if the flavor does
@@ -2385,7 +2520,7 @@ impl Core {
         }
         self.live += 1;
         self.inputs[port].count += 1;
-        if self.live as i64 > self.capacity && self.shrink_for_new_flow(idx as usize, now) {
+        if self.over_capacity() && self.make_room_shared(idx as usize, now) {
             self.inputs[port].failures += 1;
             return None;
         }
@@ -2464,7 +2599,7 @@ impl Core {
         }
         self.live += 1;
         self.inputs[port].count += 1;
-        if self.live as i64 > self.capacity && self.shrink_for_new_flow(idx as usize, now) {
+        if self.over_capacity() && self.make_room_shared(idx as usize, now) {
             self.inputs[port].failures += 1;
             return None;
         }
@@ -2642,11 +2777,21 @@ impl MappingTable for Core {
     }
 
     fn capacity(&self) -> i64 {
-        self.capacity
+        match &self.group {
+            Some((g, _)) => g.capacity.load(std::sync::atomic::Ordering::Relaxed),
+            None => self.capacity,
+        }
     }
 
     fn set_capacity(&mut self, c: i64) {
-        self.capacity = c;
+        match &self.group {
+            Some((g, _)) => g.capacity.store(c, std::sync::atomic::Ordering::Relaxed),
+            None => self.capacity = c,
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.total_live()
     }
 
     fn parse_capacity(value: &str) -> Option<i64> {
@@ -2733,11 +2878,36 @@ impl std::ops::Deref for CoreRef<'_> {
 }
 
 impl CoreCell {
-    /// Wraps a freshly configured core.
-    pub fn new(core: Core) -> CoreCell {
+    /// Wraps a freshly configured core; one that shares another
+    /// rewriter's capacity joins its group now.
+    pub fn new(mut core: Core) -> CoreCell {
+        let join = core.join.take();
+        let me = Arc::new(Mutex::new(core));
+        if let Some(peer) = join {
+            let group = {
+                let mut p = lock(&peer);
+                match &p.group {
+                    Some((g, _)) => g.clone(),
+                    None => {
+                        let g = Arc::new(CapacityGroup {
+                            capacity: std::sync::atomic::AtomicI64::new(p.capacity),
+                            members: Mutex::new(vec![Arc::downgrade(&peer)]),
+                        });
+                        p.group = Some((g.clone(), 0));
+                        g
+                    }
+                }
+            };
+            let idx = {
+                let mut m = lock(&group.members);
+                m.push(Arc::downgrade(&me));
+                m.len() - 1
+            };
+            lock(&me).group = Some((group, idx));
+        }
         CoreCell {
             local: None,
-            shared: Some(Arc::new(Mutex::new(core))),
+            shared: Some(me),
         }
     }
 
@@ -2775,7 +2945,7 @@ impl CoreCell {
         if self
             .shared
             .as_ref()
-            .is_some_and(|a| Arc::strong_count(a) == 1)
+            .is_some_and(|a| Arc::strong_count(a) == 1 && Arc::weak_count(a) == 0)
         {
             if let Some(a) = self.shared.take() {
                 match Arc::try_unwrap(a) {

@@ -36,7 +36,8 @@ impl TCPRewriter {
              Ports: any number of push inputs and outputs.\n\
              Keywords: TCP_TIMEOUT/TIMEOUT (24h), TCP_DONE_TIMEOUT (4min),\n\
              TCP_NODATA_TIMEOUT (5min), TCP_GUARANTEE/GUARANTEE (5s), REAP_INTERVAL/REAP_TIME,\n\
-             MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO.\n\
+             MAPPING_CAPACITY (a number, or a rewriter\n\
+             whose capacity to share), DST_ANNO, REPLY_ANNO.\n\
              Handlers: table (mappings), table_size, nmappings, mapping_failures,\n\
              patterns, patternN (rw), size, capacity (rw), clear (w).",
         );

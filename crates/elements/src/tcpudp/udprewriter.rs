@@ -37,7 +37,8 @@ impl UDPRewriter {
              Ports: any number of push inputs and outputs.\n\
              Keywords: UDP_TIMEOUT/TIMEOUT (5min), UDP_STREAMING_TIMEOUT/\n\
              STREAMING_TIMEOUT (default UDP_TIMEOUT), UDP_GUARANTEE/GUARANTEE (5s),\n\
-             REAP_INTERVAL/REAP_TIME, MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO.\n\
+             REAP_INTERVAL/REAP_TIME, MAPPING_CAPACITY (a number, or a rewriter\n\
+             whose capacity to share), DST_ANNO, REPLY_ANNO.\n\
              Handlers: table (mappings), table_size, nmappings, mapping_failures,\n\
              patterns, patternN (rw), size, capacity (rw), clear (w).",
         );
