@@ -223,6 +223,53 @@ fn rewrite6(
     }
 }
 
+/// Length of the IPv6 header.
+const IP6_LEN: usize = 40;
+
+/// The outbound translation of a TCP or UDP packet with no extension
+/// headers, done in place from what the session says (the IPv4 source
+/// transport address `src4:sport`, the destination `dst4` its IPv6
+/// destination embeds): the same packet `rewrite6` then
+/// `xlat::v6_to_v4_in_place` make (RFC 7915: TOS 0, ID 0 and DF, TTL the
+/// hop limit, the transport checksum adjusted once for both the address
+/// families and the new port; a zero UDP checksum stays zero), without
+/// parsing the packet again. The IPv4 packet starts 20 bytes in; returns
+/// its length, or `None` (nothing changed) for a packet it does not cover.
+fn v6_to_v4_fast(d: &mut [u8], src4: u32, sport: u16, dst4: u32) -> Option<usize> {
+    let plen = usize::from(be16(d, 4));
+    let proto = d[6];
+    let co = match proto {
+        TCP if plen >= 20 => 16,
+        UDP if plen >= 8 => 6,
+        _ => return None,
+    };
+    if d.len() < IP6_LEN + plen || 20 + plen > 0xffff {
+        return None;
+    }
+    let (s4, d4) = (src4.to_be_bytes(), dst4.to_be_bytes());
+    let l4 = IP6_LEN;
+    let old = be16(d, l4 + co);
+    if !(proto == UDP && old == 0) {
+        // RFC 1624: out with both IPv6 addresses and the old port, in with
+        // both IPv4 addresses and the new port (the length and protocol
+        // words of the two pseudo-headers are equal).
+        let minus = ones_sum(&d[8..IP6_LEN], u64::from(be16(d, l4)));
+        let plus = ones_sum(&s4, ones_sum(&d4, u64::from(sport)));
+        let c = !fold(u64::from(!old) + u64::from(!fold(minus)) + plus);
+        set_be16(d, l4 + co, if proto == UDP && c == 0 { 0xffff } else { c });
+    }
+    set_be16(d, l4, sport);
+    let hlim = d[7];
+    let h = &mut d[IP6_LEN - 20..IP6_LEN];
+    h[..12].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, hlim, proto, 0, 0]);
+    set_be16(h, 2, (20 + plen) as u16);
+    h[12..16].copy_from_slice(&s4);
+    h[16..20].copy_from_slice(&d4);
+    let c = !fold(ones_sum(h, 0));
+    set_be16(h, 10, c);
+    Some(20 + plen)
+}
+
 /// Computes afresh the ICMPv6 checksum of the IPv6 packet `d` (ICMPv6
 /// message at 40, `n` bytes).
 fn icmp6_checksum(d: &mut [u8], n: usize) {
@@ -780,6 +827,16 @@ impl Nat64 {
         let rport = if proto == ICMP { 0 } else { f.tuple.dport };
         let (s, opened) = self.outbound_session(k, dst4, rport, f.tcp_flags, now)?;
         let b = *self.bib.get(self.sessions.get(s).bib);
+        if f.l4_offset == IP6_LEN && proto != ICMP {
+            if let Some(n) = v6_to_v4_fast(p.data_mut(), b.ext_addr, b.ext_port, dst4) {
+                p.pull(IP6_LEN - 20);
+                p.set_len(n);
+                p.set_dst_ip6_anno([0; 16]);
+                p.set_network_header(0, 20);
+                self.outbound += 1;
+                return Ok(0);
+            }
+        }
         let src = self.embed(b.ext_addr);
         let d = p.data_mut();
         let end = d.len();
@@ -793,12 +850,26 @@ impl Nat64 {
             &src,
             b.ext_port,
         );
-        match self.xlat_into_scratch(p, xlat::v6_to_v4) {
-            Ok(n) => self.emit(p, n, 20)?,
-            Err(e) => {
-                self.undo(opened.then_some(s), now);
-                return Err(e);
+        // TCP and UDP are translated in place (the IPv4 header written
+        // over the end of the IPv6 one); ICMP through the scratch buffer.
+        let done = if proto == ICMP {
+            self.xlat_into_scratch(p, xlat::v6_to_v4)
+                .and_then(|n| self.emit(p, n, 20))
+        } else {
+            match xlat::v6_to_v4_in_place(&self.prefix, p.data_mut()) {
+                Ok((start, len)) => {
+                    p.pull(start);
+                    p.set_len(len);
+                    p.set_dst_ip6_anno([0; 16]);
+                    p.set_network_header(0, 20);
+                    Ok(())
+                }
+                Err(e) => Err(e.into()),
             }
+        };
+        if let Err(e) = done {
+            self.undo(opened.then_some(s), now);
+            return Err(e);
         }
         self.outbound += 1;
         Ok(0)
@@ -1512,6 +1583,41 @@ mod tests {
             "198.51.100.8",
             "paired by the host's address, 3 % 2 = 1"
         );
+    }
+
+    #[test]
+    fn fast_translation_is_the_general_one() {
+        let pfx = Prefix6052::WELL_KNOWN;
+        let ext = u32::from_be_bytes([198, 51, 100, 1]);
+        let mut zero_sum = udp6(H, 5000, S6, 53);
+        zero_sum[46..48].copy_from_slice(&[0, 0]);
+        let mut padded = tcp6(H, 40000, S6, 80, 0x10);
+        padded.extend_from_slice(&[0xee; 7]);
+        for p in [
+            udp6(H, 5000, S6, 53),
+            tcp6(H, 40000, S6, 80, 0x02),
+            zero_sum,
+            padded,
+        ] {
+            let mut fast = p.clone();
+            let n = v6_to_v4_fast(&mut fast, ext, 1031, 0xcb00_7109).expect("covered");
+            let mut slow = p.clone();
+            let end = slow.len();
+            let src = pfx.embed([198, 51, 100, 1]);
+            let proto = slow[6];
+            rewrite6(&mut slow, 8, 40, end, proto, true, &src, 1031);
+            let (start, len) = xlat::v6_to_v4_in_place(&pfx, &mut slow).expect("translates");
+            assert_eq!((start, len), (20, n));
+            assert_eq!(&fast[20..20 + n], &slow[20..20 + len]);
+        }
+        // Extension headers, ICMPv6, a short payload: not covered, untouched.
+        let mut icmp = icmp6(H, S6, 128, 7);
+        let before = icmp.clone();
+        assert_eq!(v6_to_v4_fast(&mut icmp, ext, 1, 2), None);
+        assert_eq!(icmp, before);
+        let mut short = udp6(H, 5000, S6, 53);
+        short[4..6].copy_from_slice(&[0, 4]);
+        assert_eq!(v6_to_v4_fast(&mut short, ext, 1, 2), None);
     }
 
     #[test]

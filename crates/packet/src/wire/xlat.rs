@@ -602,6 +602,49 @@ pub fn v6_to_v4(pfx: &Prefix6052, inp: &[u8], out: &mut [u8]) -> R<usize> {
     Ok(20 + payload.len())
 }
 
+/// [`v6_to_v4`] in place, for a packet whose upper layer is not ICMPv6
+/// (TCP, UDP, others; an ICMPv6 packet is refused with
+/// [`XlatError::Malformed`]: translate it with `v6_to_v4`): the IPv4
+/// header is written over the end of the IPv6 headers, and the payload
+/// stays where it is. Returns where the IPv4 packet starts in `d` and its
+/// length; the same translation as `v6_to_v4`, without copying the
+/// payload.
+pub fn v6_to_v4_in_place(pfx: &Prefix6052, d: &mut [u8]) -> R<(usize, usize)> {
+    if d.len() < IP6_HEADER_LEN {
+        return Err(XlatError::Truncated);
+    }
+    let plen = be16(d, 4) as usize;
+    if plen == 0 {
+        return Err(XlatError::Malformed);
+    }
+    let d = d
+        .get_mut(..IP6_HEADER_LEN + plen)
+        .ok_or(XlatError::Truncated)?;
+    let h = V6::parse(pfx, d)?;
+    if h.proto == next_header::ICMPV6 {
+        return Err(XlatError::Malformed);
+    }
+    let (head, body) = d.split_at_mut(h.offset);
+    if h.frag.is_none_or(|f| f.offset == 0) {
+        match h.proto {
+            6 if body.len() >= 18 => {
+                let c = adjust(be16(body, 16), h.sum6, h.sum4());
+                set_be16(body, 16, c);
+            }
+            17 if body.len() >= 8 && be16(body, 6) != 0 => {
+                let c = adjust(be16(body, 6), h.sum6, h.sum4());
+                set_be16(body, 6, if c == 0 { 0xffff } else { c });
+            }
+            _ => {}
+        }
+    }
+    // The upper layer starts at 40 or later: the IPv4 header fits in the
+    // 20 bytes before it.
+    let start = h.offset - 20;
+    h.write_v4_header(body.len(), &mut head[start..]);
+    Ok((start, 20 + body.len()))
+}
+
 /// ICMPv6 message `m` to ICMPv4 in `out`; returns its length.
 fn icmp6_to_4(
     pfx: &Prefix6052,
@@ -922,6 +965,44 @@ mod tests {
             assert_eq!(&back[20..22], &[3, 4]);
             assert_eq!(&back[26..28], &((want6 - 20) as u16).to_be_bytes());
             assert_eq!(&back[30..32], &1500u16.to_be_bytes());
+        }
+    }
+
+    #[test]
+    fn in_place_gives_the_copying_translation() {
+        let pfx = Prefix6052::IPV4_MAPPED;
+        let mut tcp = vec![0u8; 24];
+        tcp[12] = 0x50;
+        tcp[13] = 0x02;
+        tcp[20..].copy_from_slice(b"data");
+        let cases = [
+            ip4(17, 0x4000, 7, &udp4(b"hello", false)[20..]),
+            ip4(6, 0x4000, 9, &tcp),
+            // A later fragment: the payload is copied as it is.
+            ip4(6, 0x2000 | 185, 0x1234, &[0xaa; 16]),
+        ];
+        for p in cases {
+            let mut o = [0u8; 256];
+            let n = v4_to_v6(&pfx, &p, &mut o).expect("translates");
+            let mut want = [0u8; 256];
+            let m = v6_to_v4(&pfx, &o[..n], &mut want).expect("copies");
+            // With trailing bytes past the payload length, as a padded frame.
+            let mut d = o[..n].to_vec();
+            d.extend_from_slice(&[0xee; 6]);
+            let (start, len) = v6_to_v4_in_place(&pfx, &mut d).expect("in place");
+            assert_eq!(&d[start..start + len], &want[..m]);
+        }
+        // ICMPv6 is left to the copying translation.
+        let echo = [8, 0, 0xf7, 0xfe, 0, 1, 0, 0];
+        let mut o = [0u8; 256];
+        let n = v4_to_v6(&pfx, &ip4(1, 0, 1, &echo), &mut o).expect("translates");
+        assert_eq!(
+            v6_to_v4_in_place(&pfx, &mut o[..n]),
+            Err(XlatError::Malformed)
+        );
+        for cut in 0..n {
+            let mut c = o;
+            let _ = v6_to_v4_in_place(&pfx, &mut c[..cut]);
         }
     }
 
