@@ -778,13 +778,21 @@ impl Router {
     /// Pushes `batch` into input `port` of `node`, and everything that
     /// comes out of it onwards. (The one function of the push recursion:
     /// `push_one`, `forward` and `send` are inlined into it, so that a
-    /// batch's way through an element costs one call.)
-    fn push(&mut self, node: usize, port: usize, batch: &mut Batch) {
-        if self.any_ordered && self.ordered[node] && batch.len() > 1 {
-            self.push_ordered(node, port, batch);
-            return;
+    /// batch's way through an element costs one call; and an element that
+    /// passes its whole batch to one output, with nothing else to send,
+    /// hands it to the next element in the same call: a chain of such
+    /// elements is a loop, not a recursion.)
+    fn push(&mut self, mut node: usize, mut port: usize, batch: &mut Batch) {
+        loop {
+            if self.any_ordered && self.ordered[node] && batch.len() > 1 {
+                self.push_ordered(node, port, batch);
+                return;
+            }
+            match self.push_one(node, port, batch) {
+                Some((t, tp)) => (node, port) = (t, tp),
+                None => return,
+            }
         }
-        self.push_one(node, port, batch);
     }
 
     /// Keeps Click's packet order across a split that merges again: one
@@ -797,7 +805,9 @@ impl Router {
         rest.append(batch);
         for p in rest.drain() {
             let _ = one.push(p);
-            self.push_one(node, port, &mut one);
+            if let Some((t, tp)) = self.push_one(node, port, &mut one) {
+                self.push(t, tp, &mut one);
+            }
         }
         self.put_scratch(rest);
         self.put_scratch(one);
@@ -819,8 +829,12 @@ impl Router {
             .unwrap_or_else(|| OutBufs::new(self.graph.nodes[node].noutputs))
     }
 
+    /// Runs `node` on `batch` and sends what it outputs on; or, when all
+    /// it did was pass the batch to one connected output, returns that
+    /// output's far end, for the caller to push the batch into (counted on
+    /// the connection already).
     #[inline(always)]
-    fn push_one(&mut self, node: usize, port: usize, batch: &mut Batch) {
+    fn push_one(&mut self, node: usize, port: usize, batch: &mut Batch) -> Option<(usize, usize)> {
         let mut ob = self.take_outbufs(node);
         // Charged to this element until the next switch. There is no
         // switch back to the caller when the push returns: after a push,
@@ -841,8 +855,18 @@ impl Router {
             self.after_call(node, port, batch, &mut ob);
             self.resume(node, port, &mut ob);
         }
+        if let Some(p) = pass {
+            if !batch.is_empty() && ob.spill.is_empty() && ob.bufs.iter().all(Batch::is_empty) {
+                if let Some(Some((t, tp))) = self.graph.out_conn[node].get(p).copied() {
+                    self.outbufs[node] = Some(ob);
+                    self.ocount[self.ooff[node] + p] += batch.len() as u64;
+                    return Some((t as usize, tp as usize));
+                }
+            }
+        }
         self.forward(node, pass, batch, &mut ob);
         self.outbufs[node] = Some(ob);
+        None
     }
 
     /// An element that asked to be pushed again once its calls were made
