@@ -295,6 +295,8 @@ classes!(
     // userlevel/
     crate::userlevel::fromdevice::FromDevice,
     crate::userlevel::fromhost::FromHost,
+    crate::userlevel::kerneltap::KernelTap,
+    crate::userlevel::kerneltun::KernelTun,
     crate::userlevel::todevice::ToDevice,
     crate::userlevel::tohost::ToHost,
     // end userlevel
@@ -338,8 +340,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("IPRateMonitor", NOT_YET),
     ("KernelFilter", "it rewrites the host's iptables rules, which a tenant's middlebox must never touch; FromDevice takes frames with AF_XDP or AF_PACKET"),
     ("KernelHandlerProxy", KERNEL),
-    ("KernelTap", "not yet implemented (FromHost/ToHost reach the host stack)"),
-    ("KernelTun", "not yet implemented (FromHost/ToHost reach the host stack)"),
     ("LinuxIPLookup", NOT_YET),
     ("McastSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("PerfCountAccum", KERNEL),

@@ -39,9 +39,12 @@
 //!
 //! Classes with no packet path are excluded (see [`EXCLUDED`]): AddressInfo
 //! (names only), and the runtime's Script and DriverManager (not in the
-//! element registry). FromDevice, ToDevice, FromHost and ToHost are
-//! excluded too: they need a real network interface (or TAP device) and the
-//! rights to open it. IPRewriterPatterns and the mappers
+//! element registry). FromDevice, ToDevice, FromHost, ToHost, KernelTun
+//! and KernelTap are excluded too: they need a real network interface (or
+//! TUN/TAP device) and the rights to open it, and the last four would hand
+//! the hostile packets to this host's own network stack (their tests, in
+//! their files and in `crates/cli/tests/host.rs`, feed them refused
+//! packets of each kind). IPRewriterPatterns and the mappers
 //! (RoundRobinIPMapper, SourceIPHashMapper, MaglevIPMapper) have no ports,
 //! but each serves a rewriter's new flows, so rows here run them behind a
 //! rewriter. A class added to the registry without a row here fails the
@@ -77,6 +80,8 @@ const EXCLUDED: &[&str] = &[
     "ToDevice",
     "FromHost",
     "ToHost",
+    "KernelTap",
+    "KernelTun",
 ];
 
 /// Feeds: the text that ends in the element `in`, which a row reads from.
