@@ -218,6 +218,8 @@ classes!(
     crate::tcpudp::dynudpipencap::DynamicUDPIPEncap,
     crate::tcpudp::fasttcpflows::FastTCPFlows,
     crate::tcpudp::fastudpflows::FastUDPFlows,
+    crate::tcpudp::fastudpsrcip6::FastUDPSourceIP6,
+    crate::tcpudp::udpip6encap::UDPIP6Encap,
     crate::tcpudp::tcpfragmenter::TCPFragmenter,
     crate::tcpudp::tcpipsend::TCPIPSend,
     // end tcpudp
@@ -293,6 +295,7 @@ classes!(
     crate::stateful::statefulfirewall::StatefulFirewall,
     // end stateful
     // userlevel/
+    crate::userlevel::fastudpsrc::FastUDPSource,
     crate::userlevel::fromdevice::FromDevice,
     crate::userlevel::fromhost::FromHost,
     crate::userlevel::kerneltap::KernelTap,
@@ -327,7 +330,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ChangeUID", "instances already run as an unprivileged user in their sandbox"),
     ("ChatterSocket", "not yet implemented (ControlSocket speaks Click's control protocol)"),
     ("CycleCountAccum", KERNEL),
-    ("FastUDPSource", "not yet implemented (FastUDPFlows, InfiniteSource and PacketGen generate UDP)"),
     ("FromCapDump", NOT_YET),
     ("FromDAGDump", NOT_YET),
     ("FromNLANRDump", NOT_YET),

@@ -4,6 +4,7 @@
 //! (`swport`), and the host's stack through a TAP device
 //! (`FromHost`/`ToHost`) or a TUN or TAP device (`KernelTun`/`KernelTap`).
 
+pub mod fastudpsrc;
 pub mod fromdevice;
 pub mod fromhost;
 pub mod kerneltap;
