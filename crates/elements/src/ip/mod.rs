@@ -23,6 +23,7 @@ pub mod ipoutputcombo;
 pub mod ipprint;
 pub mod ipreassembler;
 pub mod lineariplookup;
+pub mod linuxiplookup;
 pub mod lookupiproutemp;
 pub mod markipce;
 pub mod markipheader;
