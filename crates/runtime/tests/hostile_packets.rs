@@ -433,6 +433,8 @@ const ROWS: &[Row] = &[
     r("SetIPECN", "in -> SetIPECN(ECT(1)) -> MarkIPCE -> Discard;"),
     r("RangeIPLookup", three!("in -> x :: RangeIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),
     r("SortedIPLookup", three!("in -> x :: SortedIPLookup(10.0.0.0/8 0, 0.0.0.0/0 2, 192.168.1.0/26 10.0.0.2 1, 10.1.0.0/16 1);")),
+    r("IPRateMonitor", "in -> IPRateMonitor(PACKETS, 1, 1, 100) -> Discard;"),
+    r("IPRateMonitor", "in -> t :: Tee(2); m :: IPRateMonitor(BYTES, 0.5, 10); t[0] -> [0]m[0] -> Discard; t[1] -> [1]m[1] -> Discard;"),
     r("LinuxIPLookup", three!("in -> x :: LinuxIPLookup(lo, eth0);")),
     r("LinuxIPLookup", "in -> x :: LinuxIPLookup(lo, eth0); x[0] -> Discard; x[1] -> Discard;"),
     r("RadixIPLookup", three!("in -> x :: RadixIPLookup(10.0.0.0/8 0, 192.168.1.0/26 10.0.0.2 1, 0.0.0.0/0 2);")),

@@ -21,6 +21,7 @@ pub mod ipmirror;
 pub mod ipnameinfo;
 pub mod ipoutputcombo;
 pub mod ipprint;
+pub mod ipratemon;
 pub mod ipreassembler;
 pub mod lineariplookup;
 pub mod linuxiplookup;
