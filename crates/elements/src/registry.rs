@@ -347,7 +347,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("PerfCountAccum", KERNEL),
     ("PerfCountInfo", KERNEL),
     ("PollDevice", "a Click kernel-module element; at user level FromDevice polls (METHOD RING, SOCKET or XDP)"),
-    ("ProgressBar", NOT_YET),
     ("RFC2507Comp", NOT_YET),
     ("RFC2507Decomp", NOT_YET),
     ("RawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
