@@ -1,6 +1,7 @@
-//! `FromHost` and `ToHost` with the host's real network stack: `pronto
-//! run` creates a TAP device, answers ARP and ICMP echo for an address
-//! behind it, and the host's own `ping` gets its replies; the device
+//! `FromHost` and `ToHost`, `KernelTap` and `KernelTun` with the host's
+//! real network stack: `pronto run` creates a TAP (or TUN) device, answers
+//! ARP and ICMP echo for an address behind it, and the host's own `ping`
+//! gets its replies; the device
 //! disappears when pronto exits. A second test checks, inside a private
 //! network namespace, the device settings (Ethernet address, MTU) and the
 //! default route FromHost's GATEWAY adds.
@@ -63,50 +64,25 @@ impl Drop for Pronto {
     }
 }
 
-#[test]
-fn host_pings_an_address_answered_by_pronto_through_a_tap() {
-    if let Some(why) = missing(&["ping"]) {
-        eprintln!("SKIPPED host ping test: {why} (it needs root and /dev/net/tun)");
-        return;
-    }
-    let dev = format!("ptap{}", std::process::id() % 100_000);
-    let used = Command::new("ip")
-        .args(["-4", "-o", "addr", "show"])
-        .output()
-        .expect("ip addr");
-    if String::from_utf8_lossy(&used.stdout).contains("inet 10.213.0.") {
-        eprintln!("SKIPPED host ping test: 10.213.0.0/24 is already in use on this host");
-        return;
-    }
-    // ARP queries for 10.213.0.2 get an answer; ICMP echo requests to it
-    // are turned around; everything else (IPv6, ...) is dropped. The
-    // script stops the router once three requests were answered.
-    let config = format!(
-        "FromHost({dev}, 10.213.0.1/24)
-           -> c :: Classifier(12/0806 20/0001, 12/0800, -);
-         th :: ToHost({dev});
-         c[0] -> ARPResponder(10.213.0.2 02:00:0a:d5:00:02) -> th;
-         c[1] -> Strip(14) -> CheckIPHeader
-           -> ipc :: IPClassifier(dst host 10.213.0.2 and icmp type echo, -);
-         ipc[0] -> pings :: Counter -> ICMPPingResponder -> Unstrip(14) -> EtherMirror -> th;
-         ipc[1] -> Discard;
-         c[2] -> Discard;
-         Script(label l, wait 20ms, goto l $(lt $(pings.count) 3),
-                print $(pings.count) $(th.drops), stop);"
-    );
+/// Runs `config` (which creates device `dev` with the host address
+/// `host_cidr`, answers echo requests for `target` and prints
+/// `$(pings.count) $(<drops handler>)` after three), pings `target` three
+/// times through `dev`, and returns what pronto printed once it stopped
+/// itself; checks that the device went with pronto.
+fn ping_through(dev: &str, config: &str, host_cidr: &str, target: &str) -> String {
     let child = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .args(["run", "-e", &config])
+        .args(["run", "-e", config])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("pronto runs");
     let mut pronto = Pronto {
         child,
-        dev: dev.clone(),
+        dev: dev.to_string(),
     };
-    // FromHost brings the device up last, after its addresses are set.
+    // The device is brought up last, after its addresses are set.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !is_up(&dev) && Instant::now() < deadline {
+    while !is_up(dev) && Instant::now() < deadline {
         if let Ok(Some(st)) = pronto.child.try_wait() {
             let mut err = String::new();
             if let Some(mut e) = pronto.child.stderr.take() {
@@ -116,26 +92,15 @@ fn host_pings_an_address_answered_by_pronto_through_a_tap() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(is_up(&dev), "pronto did not create {dev} or bring it up");
+    assert!(is_up(dev), "pronto did not create {dev} or bring it up");
     let addr = Command::new("ip")
-        .args(["-4", "-o", "addr", "show", "dev", &dev])
+        .args(["-4", "-o", "addr", "show", "dev", dev])
         .output()
         .expect("ip addr");
     let addr = String::from_utf8_lossy(&addr.stdout).into_owned();
-    assert!(addr.contains("inet 10.213.0.1/24"), "{addr}");
+    assert!(addr.contains(&format!("inet {host_cidr}")), "{addr}");
     let ping = Command::new("ping")
-        .args([
-            "-n",
-            "-c",
-            "3",
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            "-I",
-            &dev,
-            "10.213.0.2",
-        ])
+        .args(["-n", "-c", "3", "-i", "0.2", "-W", "2", "-I", dev, target])
         .output()
         .expect("ping runs");
     let ping_out = String::from_utf8_lossy(&ping.stdout).into_owned();
@@ -162,15 +127,115 @@ fn host_pings_an_address_answered_by_pronto_through_a_tap() {
         let _ = std::io::Read::read_to_string(&mut e, &mut err);
     }
     assert!(status.success(), "pronto failed: {err}");
-    // Three echo requests answered, nothing refused by the device.
-    assert_eq!(out, "3 0\n", "stderr: {err}");
     // The device was not persistent: it went with the process (the
     // kernel unregisters it as the descriptor closes).
     let deadline = Instant::now() + Duration::from_secs(2);
-    while exists(&dev) && Instant::now() < deadline {
+    while exists(dev) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(!exists(&dev), "{dev} outlived pronto");
+    assert!(!exists(dev), "{dev} outlived pronto");
+    format!("{out}{err}")
+}
+
+/// Whether `net` (like "10.213.0.") is free on this host.
+fn net_free(net: &str) -> bool {
+    let used = Command::new("ip")
+        .args(["-4", "-o", "addr", "show"])
+        .output()
+        .expect("ip addr");
+    !String::from_utf8_lossy(&used.stdout).contains(&format!("inet {net}"))
+}
+
+#[test]
+fn host_pings_an_address_answered_by_pronto_through_a_tap() {
+    if let Some(why) = missing(&["ping"]) {
+        eprintln!("SKIPPED host ping test: {why} (it needs root and /dev/net/tun)");
+        return;
+    }
+    let dev = format!("ptap{}", std::process::id() % 100_000);
+    if !net_free("10.213.0.") {
+        eprintln!("SKIPPED host ping test: 10.213.0.0/24 is already in use on this host");
+        return;
+    }
+    // ARP queries for 10.213.0.2 get an answer; ICMP echo requests to it
+    // are turned around; everything else (IPv6, ...) is dropped. The
+    // script stops the router once three requests were answered.
+    let config = format!(
+        "FromHost({dev}, 10.213.0.1/24)
+           -> c :: Classifier(12/0806 20/0001, 12/0800, -);
+         th :: ToHost({dev});
+         c[0] -> ARPResponder(10.213.0.2 02:00:0a:d5:00:02) -> th;
+         c[1] -> Strip(14) -> CheckIPHeader
+           -> ipc :: IPClassifier(dst host 10.213.0.2 and icmp type echo, -);
+         ipc[0] -> pings :: Counter -> ICMPPingResponder -> Unstrip(14) -> EtherMirror -> th;
+         ipc[1] -> Discard;
+         c[2] -> Discard;
+         Script(label l, wait 20ms, goto l $(lt $(pings.count) 3),
+                print $(pings.count) $(th.drops), stop);"
+    );
+    // Three echo requests answered, nothing refused by the device.
+    assert_eq!(
+        ping_through(&dev, &config, "10.213.0.1/24", "10.213.0.2"),
+        "3 0\n"
+    );
+}
+
+/// KernelTun: the host routes 10.213.2.0/24 into the TUN device; pronto
+/// answers the pings to 10.213.2.2 with bare IP packets (no ARP, no
+/// Ethernet header), and the host's `ping` gets its replies.
+#[test]
+fn host_pings_an_address_answered_by_pronto_through_kerneltun() {
+    if let Some(why) = missing(&["ping"]) {
+        eprintln!("SKIPPED KernelTun ping test: {why} (it needs root and /dev/net/tun)");
+        return;
+    }
+    if !net_free("10.213.2.") {
+        eprintln!("SKIPPED KernelTun ping test: 10.213.2.0/24 is already in use on this host");
+        return;
+    }
+    let dev = format!("ptun{}", std::process::id() % 100_000);
+    let config = format!(
+        "tun :: KernelTun(10.213.2.1/24, DEVNAME {dev})
+           -> ipc :: IPClassifier(dst host 10.213.2.2 and icmp type echo, -);
+         ipc[0] -> pings :: Counter -> ICMPPingResponder -> tun;
+         ipc[1] -> Discard;
+         Script(label l, wait 20ms, goto l $(lt $(pings.count) 3),
+                print $(pings.count) $(tun.drops) $(tun.dev_name), stop);"
+    );
+    assert_eq!(
+        ping_through(&dev, &config, "10.213.2.1/24", "10.213.2.2"),
+        format!("3 0 {dev}\n")
+    );
+}
+
+/// KernelTap: as FromHost/ToHost, with one element for both directions.
+#[test]
+fn host_pings_an_address_answered_by_pronto_through_kerneltap() {
+    if let Some(why) = missing(&["ping"]) {
+        eprintln!("SKIPPED KernelTap ping test: {why} (it needs root and /dev/net/tun)");
+        return;
+    }
+    if !net_free("10.213.3.") {
+        eprintln!("SKIPPED KernelTap ping test: 10.213.3.0/24 is already in use on this host");
+        return;
+    }
+    let dev = format!("pktp{}", std::process::id() % 100_000);
+    let config = format!(
+        "tap :: KernelTap(10.213.3.1/24, DEVNAME {dev})
+           -> c :: Classifier(12/0806 20/0001, 12/0800, -);
+         c[0] -> ARPResponder(10.213.3.2 02:00:0a:d5:03:02) -> tap;
+         c[1] -> Strip(14) -> CheckIPHeader
+           -> ipc :: IPClassifier(dst host 10.213.3.2 and icmp type echo, -);
+         ipc[0] -> pings :: Counter -> ICMPPingResponder -> Unstrip(14) -> EtherMirror -> tap;
+         ipc[1] -> Discard;
+         c[2] -> Discard;
+         Script(label l, wait 20ms, goto l $(lt $(pings.count) 3),
+                print $(pings.count) $(tap.drops), stop);"
+    );
+    assert_eq!(
+        ping_through(&dev, &config, "10.213.3.1/24", "10.213.3.2"),
+        "3 0\n"
+    );
 }
 
 #[test]

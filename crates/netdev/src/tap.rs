@@ -1,9 +1,10 @@
-//! Linux TAP devices (`/dev/net/tun` with `IFF_TAP | IFF_NO_PI`), for
-//! the `FromHost` and `ToHost` elements: a virtual Ethernet interface
-//! whose other end is a file descriptor. Frames the host's network stack
-//! sends on the interface are read from the descriptor; frames written to
-//! the descriptor arrive at the host's stack as if received on the
-//! interface.
+//! Linux TAP and TUN devices (`/dev/net/tun` with `IFF_TAP | IFF_NO_PI`
+//! or `IFF_TUN | IFF_NO_PI`), for the `FromHost`, `ToHost`, `KernelTap`
+//! and `KernelTun` elements: a virtual interface whose other end is a file
+//! descriptor. Frames (TAP: Ethernet frames; TUN: bare IPv4 or IPv6
+//! packets) the host's network stack sends on the interface are read from
+//! the descriptor; those written to the descriptor arrive at the host's
+//! stack as if received on the interface.
 //!
 //! [`Tap::open`] creates the interface (or attaches to a persistent one
 //! of that name); [`Tap::configure`] gives it an Ethernet address, an MTU,
@@ -52,11 +53,24 @@ struct RtEntry {
     rt_irtt: libc::c_ushort,
 }
 
+/// Which kind of device [`Tap::open_kind`] creates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TapKind {
+    /// `IFF_TAP`: an Ethernet interface; the descriptor carries Ethernet
+    /// frames.
+    Tap,
+    /// `IFF_TUN`: a point-to-point IP interface; the descriptor carries
+    /// bare IPv4 and IPv6 packets (no link header, no packet-information
+    /// prefix).
+    Tun,
+}
+
 /// How to set up a TAP interface once it exists. Fields left `None` are
 /// left as the kernel made them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TapConfig {
-    /// The interface's Ethernet address.
+    /// The interface's Ethernet address (a TUN device has none: leave it
+    /// `None` there).
     pub mac: Option<[u8; 6]>,
     /// The interface's MTU (bytes of IP packet, without the Ethernet
     /// header).
@@ -95,6 +109,7 @@ impl TapRxStats {
 pub struct Tap {
     fd: OwnedFd,
     name: String,
+    kind: TapKind,
 }
 
 /// True if `name` can name an interface: 1 to 15 bytes, no `/`, blank or
@@ -172,6 +187,13 @@ impl Tap {
     /// down and without addresses; see [`Tap::configure`]. A `%d` in the
     /// name lets the kernel pick a free number ([`Tap::name`] says which).
     pub fn open(name: &str) -> Result<Tap, DevError> {
+        Tap::open_kind(name, TapKind::Tap)
+    }
+
+    /// Creates the TAP or TUN interface `name` (with `IFF_NO_PI`: what is
+    /// read and written is the frame or packet alone), or attaches to a
+    /// persistent one of that name and kind. As [`Tap::open`] otherwise.
+    pub fn open_kind(name: &str, kind: TapKind) -> Result<Tap, DevError> {
         if !valid_name(name) {
             return Err(DevError::BadName(name.to_string()));
         }
@@ -190,20 +212,35 @@ impl Tap {
             .map_err(err("open /dev/net/tun"))?;
         let fd = OwnedFd::from(file);
         let mut ifr = ifreq(name);
-        ifr.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
-        ifr_ioctl(&fd, libc::TUNSETIFF, &mut ifr).map_err(err(
-            "cannot create the TAP device (TUNSETIFF; it needs CAP_NET_ADMIN, \
-             and the name must be free or a TAP device not in use)",
-        ))?;
+        let (flags, what) = match kind {
+            TapKind::Tap => (
+                libc::IFF_TAP,
+                "cannot create the TAP device (TUNSETIFF; it needs CAP_NET_ADMIN, \
+                 and the name must be free or a TAP device not in use)",
+            ),
+            TapKind::Tun => (
+                libc::IFF_TUN,
+                "cannot create the TUN device (TUNSETIFF; it needs CAP_NET_ADMIN, \
+                 and the name must be free or a TUN device not in use)",
+            ),
+        };
+        ifr.ifr_ifru.ifru_flags = (flags | libc::IFF_NO_PI) as libc::c_short;
+        ifr_ioctl(&fd, libc::TUNSETIFF, &mut ifr).map_err(err(what))?;
         Ok(Tap {
             fd,
             name: ifreq_name(&ifr),
+            kind,
         })
     }
 
     /// The interface's name (as the kernel chose it, for a `%d` name).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether this is a TAP or a TUN device.
+    pub fn kind(&self) -> TapKind {
+        self.kind
     }
 
     /// The descriptor, to wait for frames when idle.
@@ -293,7 +330,7 @@ impl Tap {
     }
 
     /// Reads up to `max` frames into `batch` without blocking, as pool
-    /// packets stamped `now` with the link header marked at the start;
+    /// packets stamped `now`, a TAP's with the link header marked at the start;
     /// returns how many were added. Frames longer than a pool slot, or
     /// read while the pool is empty, are dropped and counted in `stats`.
     pub fn recv(
@@ -330,7 +367,9 @@ impl Tap {
                 continue;
             }
             p.take(room - n);
-            p.set_mac_header(0);
+            if self.kind == TapKind::Tap {
+                p.set_mac_header(0);
+            }
             p.set_timestamp_ns(now);
             stats.packets += 1;
             // `limit` is at most the batch's capacity: this never fails.
@@ -536,5 +575,69 @@ mod tests {
         }
         assert_eq!(stats.oversize, 1);
         assert_eq!(pool.available(), 64);
+    }
+
+    /// A TUN device carries bare IP packets: an ICMP echo request written
+    /// to it, addressed to the host's address on it, comes back as the
+    /// host's echo reply, read without any link header.
+    #[test]
+    fn tun_carries_bare_ip_packets() {
+        let name = format!("ptu{}", std::process::id() % 100_000);
+        let tun = match Tap::open_kind(&name, TapKind::Tun) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("SKIPPED: creating a TUN device needs root and /dev/net/tun ({e})");
+                return;
+            }
+        };
+        // ARPHRD_NONE: no link layer; tun_flags: IFF_TUN | IFF_NO_PI.
+        assert_eq!(sys(&name, "type"), "65534");
+        assert_eq!(sys(&name, "tun_flags"), "0x1001");
+        tun.configure(&TapConfig {
+            mtu: Some(1400),
+            addr: Some(([10, 214, 9, 1], [255, 255, 255, 0])),
+            ..Default::default()
+        })
+        .expect("configure");
+        assert_eq!(sys(&name, "mtu"), "1400");
+        // IPv4 echo request 10.214.9.2 -> 10.214.9.1, id 0x1234, seq 1.
+        let mut pkt = [0u8; 32];
+        pkt[0] = 0x45; // version 4, header 20 bytes
+        pkt[2..4].copy_from_slice(&32u16.to_be_bytes()); // total length
+        pkt[8] = 64; // TTL
+        pkt[9] = 1; // ICMP
+        pkt[12..16].copy_from_slice(&[10, 214, 9, 2]);
+        pkt[16..20].copy_from_slice(&[10, 214, 9, 1]);
+        let c = pronto_packet::wire::checksum(&pkt[..20]);
+        pkt[10..12].copy_from_slice(&c.to_be_bytes());
+        pkt[20] = 8; // echo request
+        pkt[24..26].copy_from_slice(&0x1234u16.to_be_bytes());
+        pkt[26..28].copy_from_slice(&1u16.to_be_bytes());
+        pkt[28..32].copy_from_slice(b"tun!");
+        let c = pronto_packet::wire::checksum(&pkt[20..]);
+        pkt[22..24].copy_from_slice(&c.to_be_bytes());
+        let pool = Pool::new(16).expect("pool");
+        let mut batch = Batch::new();
+        let mut stats = TapRxStats::default();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let mut reply = None;
+        tun.send(&pkt).expect("write");
+        while reply.is_none() && std::time::Instant::now() < deadline {
+            tun.recv(&pool, &mut batch, 8, 0, &mut stats);
+            reply = batch
+                .iter()
+                .find(|p| p.data().len() == 32 && p.data()[9] == 1 && p.data()[20] == 0)
+                .map(|p| p.data().to_vec());
+            batch.clear();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let reply = reply.expect("no echo reply read from the TUN");
+        assert_eq!(reply[0], 0x45);
+        assert_eq!(reply[12..16], [10, 214, 9, 1]);
+        assert_eq!(reply[16..20], [10, 214, 9, 2]);
+        assert_eq!(reply[24..32], pkt[24..32]);
+        assert_eq!(pronto_packet::wire::checksum(&reply[..20]), 0);
+        assert_eq!(pronto_packet::wire::checksum(&reply[20..]), 0);
+        assert_eq!(stats.drops(), 0);
     }
 }

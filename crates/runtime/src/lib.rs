@@ -9,6 +9,7 @@
 pub mod controlsocket;
 mod graph;
 mod notify;
+mod progressbar;
 mod quitwatcher;
 mod remote;
 mod router;

@@ -311,6 +311,7 @@ pub fn lookup_class(name: &str) -> Option<ClassEntry> {
         .or_else(|| crate::staticthreadsched::lookup(name))
         .or_else(|| crate::controlsocket::lookup(name))
         .or_else(|| crate::quitwatcher::lookup(name))
+        .or_else(|| crate::progressbar::lookup(name))
         .or_else(|| pronto_elements::registry::lookup(name))
 }
 
@@ -325,6 +326,7 @@ pub fn all_classes() -> Vec<ClassEntry> {
     v.extend(crate::staticthreadsched::lookup("StaticThreadSched"));
     v.extend(crate::controlsocket::lookup("ControlSocket"));
     v.extend(crate::quitwatcher::lookup("QuitWatcher"));
+    v.extend(crate::progressbar::lookup("ProgressBar"));
     v.sort_by_key(|e| e.spec.name);
     v
 }
@@ -1364,6 +1366,7 @@ impl Router {
                         Some(at) if at <= now => {
                             self.elems[node].run_timer(now);
                             self.check_quit_watcher(node);
+                            self.check_progress_bar(node, false);
                             busy = true;
                         }
                         Some(at) => next_wake = next_wake.min(at),
@@ -1462,6 +1465,9 @@ impl Router {
             }
         }
         for i in 0..self.elems.len() {
+            self.check_progress_bar(i, true);
+        }
+        for i in 0..self.elems.len() {
             let prev = self.acct_switch(i);
             self.elems[i].cleanup();
             self.acct_switch(prev);
@@ -1470,6 +1476,63 @@ impl Router {
         match self.script_error.take() {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+
+    /// For a `ProgressBar` whose timer fired (or, at the end, one still
+    /// drawing, which draws its last bar): reads the handlers it names and
+    /// writes what it draws on standard error.
+    fn check_progress_bar(&mut self, node: usize, at_end: bool) {
+        use crate::progressbar::{foreground, sum_values, width, ProgressBar, Status, Values};
+        let Some(pb) = self.elems[node]
+            .as_any_mut()
+            .and_then(|a| a.downcast_mut::<ProgressBar>())
+        else {
+            return;
+        };
+        if at_end {
+            if pb.status != Status::Middle {
+                return;
+            }
+            pb.status = Status::Done;
+        } else if !pb.take_due() {
+            return;
+        }
+        let size_names = if pb.needs_size() {
+            pb.size_handlers.clone()
+        } else {
+            Vec::new()
+        };
+        let pos_names = pb.pos_handlers.clone();
+        let mut read = |names: &[String]| -> Vec<Option<String>> {
+            names
+                .iter()
+                .map(|n| {
+                    let full = self.resolve_from(node, n);
+                    self.read_handler(&full, "").ok()
+                })
+                .collect()
+        };
+        let size = sum_values(&read(&size_names));
+        let pos = sum_values(&read(&pos_names));
+        let values = Values {
+            size,
+            pos,
+            foreground: foreground(),
+            width: width(),
+        };
+        let now = self.run_now;
+        let Some(pb) = self.elems[node]
+            .as_any_mut()
+            .and_then(|a| a.downcast_mut::<ProgressBar>())
+        else {
+            return;
+        };
+        if let Some(text) = pb.fire(&values, now) {
+            use std::io::Write as _;
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
         }
     }
 

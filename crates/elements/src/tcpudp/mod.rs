@@ -7,6 +7,7 @@ pub mod checkudpheader;
 pub mod dynudpipencap;
 pub mod fasttcpflows;
 pub mod fastudpflows;
+pub mod fastudpsrcip6;
 pub mod ftpportmapper;
 pub mod ipaddrpairrewriter;
 pub mod ipaddrrewriter;
@@ -23,8 +24,10 @@ pub mod sourceiphashmapper;
 pub mod tcpfragmenter;
 pub mod tcpipsend;
 pub mod tcprewriter;
+pub mod udpip6encap;
 pub mod udpipencap;
 pub mod udprewriter;
+pub mod udpsource;
 
 /// A port argument: a number or a service name (`www`, `dns`).
 pub(crate) fn parse_port(name: &str, s: &str) -> Result<u16, crate::ConfigError> {

@@ -2,10 +2,13 @@
 //! `AF_PACKET` sockets, `TPACKET` rings or `AF_XDP` sockets
 //! (`pronto-netdev`), switch ports under `pronto run --switch`
 //! (`swport`), and the host's stack through a TAP device
-//! (`FromHost`/`ToHost`).
+//! (`FromHost`/`ToHost`) or a TUN or TAP device (`KernelTun`/`KernelTap`).
 
+pub mod fastudpsrc;
 pub mod fromdevice;
 pub mod fromhost;
+pub mod kerneltap;
+pub mod kerneltun;
 pub mod swport;
 pub mod todevice;
 pub mod tohost;
