@@ -81,9 +81,65 @@ impl Subscriber for u128 {
     fn pair_start(self, naddrs: u32) -> u32 {
         (self % naddrs as u128) as u32
     }
-    type Shown = std::net::Ipv6Addr;
-    fn show(self) -> std::net::Ipv6Addr {
-        std::net::Ipv6Addr::from(self)
+    type Shown = Ip6Text;
+    fn show(self) -> Ip6Text {
+        Ip6Text(self)
+    }
+}
+
+/// An IPv6 address as `std::net::Ipv6Addr` prints it (RFC 5952: lower
+/// case, no leading zeros, the longest run of two or more zero groups as
+/// `::`, the first of equal runs; `::ffff:a.b.c.d` for an IPv4-mapped
+/// address), written in one piece: a log line per port block names one,
+/// and std's form writes each group through the integer formatter.
+#[derive(Clone, Copy, Debug)]
+pub struct Ip6Text(pub u128);
+
+impl std::fmt::Display for Ip6Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let a = self.0;
+        if a >> 32 == 0xffff {
+            return write!(f, "::ffff:{}", std::net::Ipv4Addr::from(a as u32));
+        }
+        let g: [u16; 8] = std::array::from_fn(|i| (a >> (112 - 16 * i)) as u16);
+        // The longest run of zero groups (two at least), the first of equals.
+        let (mut best, mut best_len, mut run) = (8, 1, 0);
+        for (i, &v) in g.iter().enumerate() {
+            if v == 0 {
+                run += 1;
+                if run > best_len {
+                    best_len = run;
+                    best = i + 1 - run;
+                }
+            } else {
+                run = 0;
+            }
+        }
+        let mut buf = [0u8; 41];
+        let mut n = 0;
+        let mut i = 0;
+        while i < 8 {
+            if i == best {
+                buf[n..n + 2].copy_from_slice(b"::");
+                n += 2;
+                i += best_len;
+                continue;
+            }
+            if i > 0 && i != best + best_len {
+                buf[n] = b':';
+                n += 1;
+            }
+            let v = g[i];
+            let digits = (16 - v.leading_zeros() as usize).div_ceil(4).max(1);
+            for k in (0..digits).rev() {
+                buf[n] = HEX[usize::from((v >> (4 * k)) & 0xf)];
+                n += 1;
+            }
+            i += 1;
+        }
+        // Only ASCII was written.
+        f.write_str(std::str::from_utf8(&buf[..n]).unwrap_or("?"))
     }
 }
 
@@ -656,6 +712,42 @@ impl<K: Subscriber> PortBlocks<K> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ip6_text_is_std_s_form() {
+        let mut x: u128 = 0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834;
+        let mut cases: Vec<u128> = vec![
+            0,
+            1,
+            u128::MAX,
+            0x2001_0db8_0000_0000_0000_0000_0000_0001,
+            0x2001_0db8_0000_0001_0000_0000_0000_0001,
+            0x2001_0000_0000_0001_0000_0000_0000_0000,
+            0x0000_0001_0000_0000_0000_0000_0000_0000,
+            0xffff_c000_0201,
+            0x0064_ff9b_0000_0000_0000_0000_c000_0201,
+            0xfe80_0000_0000_0000_0000_0000_0000_0000,
+            0x0001_0000_0001_0000_0001_0000_0001_0000,
+        ];
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Zero some groups to make runs.
+            let mask: u128 = (0..8)
+                .filter(|k| (x >> (120 - k * 3)) & 1 == 1)
+                .map(|k| 0xffffu128 << (16 * k))
+                .fold(0, |m, g| m | g);
+            cases.push(x & !mask);
+        }
+        for a in cases {
+            assert_eq!(
+                Ip6Text(a).to_string(),
+                std::net::Ipv6Addr::from(a).to_string(),
+                "{a:#x}"
+            );
+        }
+    }
+
     use super::*;
 
     fn blocks<K: Subscriber>() -> PortBlocks<K> {
