@@ -268,6 +268,7 @@ classes!(
     // app/
     crate::app::fromdump::FromDump,
     crate::app::fromipsummarydump::FromIPSummaryDump,
+    crate::app::fromtcpdump::FromTcpdump,
     crate::app::todump::ToDump,
     crate::app::toipsummarydump::ToIPSummaryDump,
     // end app
@@ -332,7 +333,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("FromNetFlowSummaryDump", NOT_YET),
     ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
-    ("FromTcpdump", "not yet implemented (FromDump reads the pcap itself)"),
     ("FromUserDevice", KERNEL),
     ("IPFlowRawSockets", NOT_YET),
     ("IPRateMonitor", NOT_YET),

@@ -585,6 +585,11 @@ const ROWS: &[Row] = &[
         "FromIPSummaryDump",
         "FromIPSummaryDump($D/hostile.ipsum, STOP true, CHECKSUM true, MULTIPACKET true) -> IPPrint(OUTFILE $D/fromsum.txt) -> Discard;",
     ),
+    src("FromTcpdump", "FromTcpdump($D/hostile.tcpdump, STOP true) -> CheckIPHeader -> Discard;"),
+    src(
+        "FromTcpdump",
+        "FromTcpdump($D/hostile.tcpdump, STOP true, CHECKSUM true) -> IPPrint(OUTFILE $D/fromtcpdump.txt) -> Discard;",
+    ),
     bad_file("FromDump", "FromDump($D/bad0.pcap, STOP true) -> Discard;"),
     bad_file("FromDump", "FromDump($D/bad1.pcap, STOP true) -> Discard;"),
     bad_file("FromDump", "FromDump($D/bad2.pcap, STOP true) -> Discard;"),
@@ -1440,6 +1445,82 @@ fn hostile_ipsum() -> String {
     s
 }
 
+/// tcpdump text output, well-formed lines cut up and shuffled with junk.
+fn hostile_tcpdump() -> String {
+    let mut rng = Rng(11);
+    let pieces = [
+        "1000000000.000007",
+        "99999999999999999999.5",
+        "01:46:40.000007",
+        "25:99:99.1",
+        "IP",
+        "IP (tos 0x0, ttl 64, id 11, offset 0, flags [DF], proto TCP (6), length 60)",
+        "IP (tos 0xfff, ttl 999, id 99999, offset 65535, flags [+], proto UDP (17), length 70000)",
+        "IP (proto (",
+        "IP (options (((",
+        "10.0.0.1.40000",
+        "10.0.0.2.80:",
+        "10.0.0.2:",
+        "1.2.3.4.http",
+        "300.1.1.1.5",
+        ">",
+        ":",
+        "Flags [S.],",
+        "Flags [",
+        "seq 1:19,",
+        "seq 4294967295:7,",
+        "ack 1,",
+        "win 99999999,",
+        "urg 5,",
+        "options [mss 1460,nop,wscale 7,sackOK,TS val 1000 ecr 0],",
+        "options [sack 99 {1:2}{3:4}{5:6}{7:8}{9:10},sack 1 {,TS val 1,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,eol]",
+        "options [",
+        "length 18",
+        "length 99999",
+        "UDP, length 8",
+        "ICMP echo request, id 1, seq 1, length 64",
+        "S 100:100(0)",
+        "P 1:49(48)",
+        ". ack 1",
+        "[tcp sum ok]",
+        "[bad tcp cksum 1234!]",
+        "[bad hdr length 3 - too short, < 20]",
+        "<mss 1460,sackOK,timestamp 533430 0,nop,wscale 0>",
+        "<sack sack 3 {1:2}{3:",
+        "<timestamp 5>",
+        "<",
+        "udp 20",
+        "udp 4294967295",
+        "icmp: echo request",
+        "(DF)",
+        "[tos 0xc0]",
+        "(ttl 64, id 5, len 88)",
+        "(len 10)",
+        "(len 1000)",
+        "(frag 1:2@3+)",
+        "(frag 1:",
+        "(ECT(0), CE)",
+        "(",
+        ")",
+        "]",
+        "#",
+        "    ",
+        "\t0x0000:  4500 003c",
+    ];
+    let mut s = String::new();
+    for _ in 0..600 {
+        for _ in 0..rng.below(12) {
+            s.push_str(pieces[rng.below(pieces.len())]);
+            s.push(' ');
+        }
+        if rng.below(4) == 0 {
+            s.pop();
+        }
+        s.push(if rng.below(9) == 0 { '\r' } else { '\n' });
+    }
+    s
+}
+
 // ---------------------------------------------------------------------------
 // Running.
 
@@ -1458,6 +1539,7 @@ fn write_inputs(dir: &Path) -> PathBuf {
         std::fs::write(dir.join(format!("bad{i}.pcap")), f).expect("write bad pcap");
     }
     std::fs::write(dir.join("hostile.ipsum"), hostile_ipsum()).expect("write ipsum");
+    std::fs::write(dir.join("hostile.tcpdump"), hostile_tcpdump()).expect("write tcpdump");
     let rules = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/ids.rules"

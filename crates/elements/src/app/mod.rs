@@ -2,11 +2,13 @@
 
 pub mod fromdump;
 pub mod fromipsummarydump;
+pub mod fromtcpdump;
 pub mod ipsumdump;
 pub mod md5;
 pub mod pcap;
 pub mod todump;
 pub mod toipsummarydump;
+pub mod tracetext;
 
 #[cfg(test)]
 pub(crate) mod testing;
