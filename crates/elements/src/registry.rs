@@ -270,6 +270,7 @@ classes!(
     crate::app::fromipsummarydump::FromIPSummaryDump,
     crate::app::fromtcpdump::FromTcpdump,
     crate::app::todump::ToDump,
+    crate::app::toipflowdumps::ToIPFlowDumps,
     crate::app::toipsummarydump::ToIPSummaryDump,
     // end app
     // icmp/
@@ -356,7 +357,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("Socket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ThreadMonitor", KERNEL),
     ("ToHostSniffers", "a Click kernel-module element; ToHost hands packets to the host stack"),
-    ("ToIPFlowDumps", NOT_YET),
     ("ToRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ToSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ToUserDevice", KERNEL),

@@ -585,6 +585,14 @@ const ROWS: &[Row] = &[
         "FromIPSummaryDump",
         "FromIPSummaryDump($D/hostile.ipsum, STOP true, CHECKSUM true, MULTIPACKET true) -> IPPrint(OUTFILE $D/fromsum.txt) -> Discard;",
     ),
+    r(
+        "ToIPFlowDumps",
+        "in -> AggregateIPFlows(ICMP true) -> ToIPFlowDumps($D/flows/%n-%p-%S.txt, TCP_OPT true, IP_ID true, TCP_WINDOW true) -> Discard;",
+    ),
+    r(
+        "ToIPFlowDumps",
+        "in -> AggregateIPFlows -> Paint(1) -> ToIPFlowDumps($D/flowbin/%04x.%.0s, BINARY true, ALL_TCP_OPT true, ABSOLUTE_SEQ true, MINCOUNT 2);",
+    ),
     src("FromTcpdump", "FromTcpdump($D/hostile.tcpdump, STOP true) -> CheckIPHeader -> Discard;"),
     src(
         "FromTcpdump",

@@ -7,6 +7,7 @@ pub mod ipsumdump;
 pub mod md5;
 pub mod pcap;
 pub mod todump;
+pub mod toipflowdumps;
 pub mod toipsummarydump;
 pub mod tracetext;
 
