@@ -268,6 +268,7 @@ classes!(
     // app/
     crate::app::fromdump::FromDump,
     crate::app::fromipsummarydump::FromIPSummaryDump,
+    crate::app::fromnetflowsumdump::FromNetFlowSummaryDump,
     crate::app::fromtcpdump::FromTcpdump,
     crate::app::todump::ToDump,
     crate::app::toipflowdumps::ToIPFlowDumps,
@@ -331,7 +332,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("FromCapDump", NOT_YET),
     ("FromDAGDump", NOT_YET),
     ("FromNLANRDump", NOT_YET),
-    ("FromNetFlowSummaryDump", NOT_YET),
     ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromUserDevice", KERNEL),

@@ -593,6 +593,15 @@ const ROWS: &[Row] = &[
         "ToIPFlowDumps",
         "in -> AggregateIPFlows -> Paint(1) -> ToIPFlowDumps($D/flowbin/%04x.%.0s, BINARY true, ALL_TCP_OPT true, ABSOLUTE_SEQ true, MINCOUNT 2);",
     ),
+    src("FromNetFlowSummaryDump", "FromNetFlowSummaryDump($D/hostile.netflow, STOP true) -> CheckIPHeader -> Discard;"),
+    src(
+        "FromNetFlowSummaryDump",
+        "FromNetFlowSummaryDump($D/small.netflow, STOP true, MULTIPACKET true, LINK both) -> IPPrint(OUTFILE $D/netflow.txt) -> Discard;",
+    ),
+    src(
+        "FromNetFlowSummaryDump",
+        "FromNetFlowSummaryDump($D/hostile.netflow, STOP true) -> Queue(8) -> Discard;",
+    ),
     src("FromTcpdump", "FromTcpdump($D/hostile.tcpdump, STOP true) -> CheckIPHeader -> Discard;"),
     src(
         "FromTcpdump",
@@ -1453,6 +1462,50 @@ fn hostile_ipsum() -> String {
     s
 }
 
+/// NetFlow summary lines with fields out of range, missing or junk.
+/// With `small_counts`, packet counts stay small (MULTIPACKET emits that
+/// many packets per line).
+fn hostile_netflow(small_counts: bool) -> String {
+    let mut rng = Rng(13);
+    let fields = [
+        "",
+        "0",
+        "1",
+        "5",
+        "255",
+        "256",
+        "65535",
+        "65536",
+        "4294967295",
+        "4294967296",
+        "-1",
+        "0x10",
+        "010",
+        "1.2.3.4",
+        "300.1.1.1",
+        "x",
+        "998006999",
+        "17",
+        "6",
+    ];
+    let mut s = String::from("! hostile\n");
+    for _ in 0..500 {
+        let n = 12 + rng.below(6);
+        for k in 0..n {
+            if k > 0 {
+                s.push('|');
+            }
+            if small_counts && k == 5 {
+                s.push_str(["0", "1", "3", "x", ""][rng.below(5)]);
+            } else {
+                s.push_str(fields[rng.below(fields.len())]);
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
 /// tcpdump text output, well-formed lines cut up and shuffled with junk.
 fn hostile_tcpdump() -> String {
     let mut rng = Rng(11);
@@ -1548,6 +1601,8 @@ fn write_inputs(dir: &Path) -> PathBuf {
     }
     std::fs::write(dir.join("hostile.ipsum"), hostile_ipsum()).expect("write ipsum");
     std::fs::write(dir.join("hostile.tcpdump"), hostile_tcpdump()).expect("write tcpdump");
+    std::fs::write(dir.join("hostile.netflow"), hostile_netflow(false)).expect("write netflow");
+    std::fs::write(dir.join("small.netflow"), hostile_netflow(true)).expect("write netflow");
     let rules = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/ids.rules"

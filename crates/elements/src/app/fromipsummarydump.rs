@@ -12,7 +12,7 @@ use super::ipsumdump::{
     find_field, parse_tcp_flags, parse_u8, unquote_bytes, Field as F, Lookup, FIELDS, SPECIAL,
     TEXT_ONLY,
 };
-use super::tracetext::{next_line, Sampler, TraceData};
+use super::tracetext::{next_line, Multipacket, Sampler, TraceData};
 use crate::util::cfg_err;
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, NotifierKind,
@@ -309,9 +309,7 @@ pub struct FromIPSummaryDump {
     spans: Vec<(usize, usize)>,
     /// A packet made but not yet emitted (TIMING, MULTIPACKET).
     held: Option<Packet>,
-    multi_len: u32,
-    multi_delta: i64,
-    multi_end: i64,
+    multi: Multipacket,
     ended: bool,
     pending_stop: bool,
     pull: bool,
@@ -484,9 +482,7 @@ impl FromIPSummaryDump {
             scratch: Vec::new(),
             spans: Vec::new(),
             held: None,
-            multi_len: 0,
-            multi_delta: 0,
-            multi_end: 0,
+            multi: Multipacket::default(),
             ended: false,
             pending_stop: false,
             pull: !ctx.output_push.first().copied().unwrap_or(true),
@@ -1327,73 +1323,6 @@ impl FromIPSummaryDump {
         Some(p)
     }
 
-    /// Splits a held multi-packet record: returns the next piece.
-    fn next_multipacket(&mut self, out: &Out<'_>) -> Option<Packet> {
-        let w = self.held.as_mut()?;
-        let get = |p: &Packet, o: usize| {
-            let a = p.anno_bytes();
-            u32::from_ne_bytes([a[o], a[o + 1], a[o + 2], a[o + 3]])
-        };
-        let extra_packets = get(w, EXTRA_PACKETS_ANNO_OFFSET);
-        if extra_packets == 0 {
-            return self.held.take();
-        }
-        let count = extra_packets + 1;
-        let mut q = out.pool.clone_packet(w)?;
-        let w = self.held.as_mut()?;
-        let len = w.len() as u32;
-        let set = |p: &mut Packet, o: usize, v: u32| {
-            p.anno_bytes_mut()[o..o + 4].copy_from_slice(&v.to_ne_bytes());
-        };
-        set(&mut q, EXTRA_PACKETS_ANNO_OFFSET, 0);
-        set(
-            &mut q,
-            EXTRA_LENGTH_ANNO_OFFSET,
-            self.multi_len.saturating_sub(len),
-        );
-        set_ip_len(&mut q, self.multi_len);
-        set(w, EXTRA_PACKETS_ANNO_OFFSET, count - 2);
-        let el =
-            get(w, EXTRA_LENGTH_ANNO_OFFSET).saturating_sub(self.multi_len.saturating_sub(len));
-        set(w, EXTRA_LENGTH_ANNO_OFFSET, el);
-        if count == 2 {
-            w.set_timestamp_ns(self.multi_end);
-            set_ip_len(w, len + el);
-        } else {
-            w.set_timestamp_ns(w.timestamp_ns() + self.multi_delta);
-        }
-        Some(q)
-    }
-
-    /// Sets up a freshly read multi-packet record.
-    fn start_multipacket(&mut self, p: &mut Packet) {
-        let a = p.anno_bytes();
-        let rd = |o: usize| u32::from_ne_bytes([a[o], a[o + 1], a[o + 2], a[o + 3]]);
-        let count = rd(EXTRA_PACKETS_ANNO_OFFSET) + 1;
-        let len = p.len() as u32;
-        let mut mlen = (len + rd(EXTRA_LENGTH_ANNO_OFFSET)) / count;
-        if mlen < len {
-            mlen = len;
-            let v = mlen * (count - 1);
-            p.anno_bytes_mut()[EXTRA_LENGTH_ANNO_OFFSET..EXTRA_LENGTH_ANNO_OFFSET + 4]
-                .copy_from_slice(&v.to_ne_bytes());
-        }
-        self.multi_len = mlen;
-        self.multi_end = p.timestamp_ns();
-        let mut b = [0u8; 8];
-        b.copy_from_slice(
-            &p.anno_bytes()[FIRST_TIMESTAMP_ANNO_OFFSET..FIRST_TIMESTAMP_ANNO_OFFSET + 8],
-        );
-        let first = i64::from_ne_bytes(b);
-        if first != 0 {
-            self.multi_delta = (self.multi_end - first) / (count as i64 - 1);
-            p.set_timestamp_ns(first);
-        } else {
-            self.multi_delta = 0;
-        }
-        set_ip_len(p, mlen);
-    }
-
     /// Fills `batch` with up to `max` packets.
     fn fill(&mut self, batch: &mut Batch, max: usize, out: &mut Out<'_>) -> TaskStatus {
         let max = max.min(batch.room());
@@ -1412,13 +1341,8 @@ impl FromIPSummaryDump {
                     // allocation loses it in Click.
                     break;
                 };
-                let multi = self.multipacket && {
-                    let a = p.anno_bytes();
-                    let o = EXTRA_PACKETS_ANNO_OFFSET;
-                    u32::from_ne_bytes([a[o], a[o + 1], a[o + 2], a[o + 3]]) > 0
-                };
-                if multi {
-                    self.start_multipacket(&mut p);
+                if self.multipacket && Multipacket::is_multi(&p) {
+                    self.multi.start(&mut p);
                 }
                 self.held = Some(p);
             }
@@ -1431,7 +1355,7 @@ impl FromIPSummaryDump {
                 }
             }
             let p = if self.multipacket {
-                match self.next_multipacket(out) {
+                match self.multi.next(&mut self.held, out.pool) {
                     Some(p) => p,
                     None => break,
                 }
@@ -1485,23 +1409,6 @@ impl FromIPSummaryDump {
     /// Number of lines skipped because they could not be parsed.
     pub fn bad_lines(&self) -> u64 {
         self.bad_lines
-    }
-}
-
-fn set_ip_len(p: &mut Packet, len: u32) {
-    let Some(nh) = p.network_header_offset().filter(|&o| o >= 0) else {
-        return;
-    };
-    let nh = nh as usize;
-    let d = p.data_mut();
-    if d.len() < nh + 20 {
-        return;
-    }
-    let hl = (d[nh] & 0xf) as usize * 4;
-    let ip_len = len.saturating_sub(nh as u32);
-    put16(d, nh + 2, ip_len as u16);
-    if d[nh + 9] == 17 {
-        put16(d, nh + hl + 4, ip_len.saturating_sub(hl as u32) as u16);
     }
 }
 

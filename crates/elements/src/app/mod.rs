@@ -2,6 +2,7 @@
 
 pub mod fromdump;
 pub mod fromipsummarydump;
+pub mod fromnetflowsumdump;
 pub mod fromtcpdump;
 pub mod ipsumdump;
 pub mod md5;

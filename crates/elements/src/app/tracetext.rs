@@ -3,6 +3,9 @@
 //! line by line, and `SAMPLE` (Click's fixed-point sampling probability).
 
 use pronto_packet::mmap::MappedFile;
+use pronto_packet::{
+    Packet, Pool, EXTRA_LENGTH_ANNO_OFFSET, EXTRA_PACKETS_ANNO_OFFSET, FIRST_TIMESTAMP_ANNO_OFFSET,
+};
 
 use super::pcap::os_error_text;
 use crate::util::cfg_err;
@@ -147,6 +150,112 @@ impl Sampler {
     /// The `sampling_prob` handler's text.
     pub fn unparse(&self) -> String {
         unparse_fixed(self.prob)
+    }
+}
+
+fn anno_u32(p: &Packet, o: usize) -> u32 {
+    let a = p.anno_bytes();
+    u32::from_ne_bytes([a[o], a[o + 1], a[o + 2], a[o + 3]])
+}
+
+fn set_anno_u32(p: &mut Packet, o: usize, v: u32) {
+    p.anno_bytes_mut()[o..o + 4].copy_from_slice(&v.to_ne_bytes());
+}
+
+/// Sets the IP length of the packet's marked IPv4 header to cover `len`
+/// bytes from the packet's start (and a UDP header's length with it).
+pub fn set_ip_len(p: &mut Packet, len: u32) {
+    let Some(nh) = p.network_header_offset().filter(|&o| o >= 0) else {
+        return;
+    };
+    let nh = nh as usize;
+    let d = p.data_mut();
+    if d.len() < nh + 20 {
+        return;
+    }
+    let hl = (d[nh] & 0xf) as usize * 4;
+    let ip_len = len.saturating_sub(nh as u32);
+    d[nh + 2..nh + 4].copy_from_slice(&(ip_len as u16).to_be_bytes());
+    if d[nh + 9] == 17 {
+        if let Some(u) = d.get_mut(nh + hl + 4..nh + hl + 6) {
+            u.copy_from_slice(&(ip_len.saturating_sub(hl as u32) as u16).to_be_bytes());
+        }
+    }
+}
+
+/// `MULTIPACKET`: a record that stands for several packets (its extra
+/// packets annotation) is emitted as that many packets, the length shared
+/// out and the timestamps spread evenly from the first timestamp
+/// annotation to the record's timestamp.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Multipacket {
+    len: u32,
+    delta: i64,
+    end: i64,
+}
+
+impl Multipacket {
+    /// Whether `p` stands for more than one packet.
+    pub fn is_multi(p: &Packet) -> bool {
+        anno_u32(p, EXTRA_PACKETS_ANNO_OFFSET) > 0
+    }
+
+    /// Sets up a freshly read record of several packets.
+    pub fn start(&mut self, p: &mut Packet) {
+        let count = anno_u32(p, EXTRA_PACKETS_ANNO_OFFSET).saturating_add(1);
+        let len = p.len() as u32;
+        let mut mlen = len.saturating_add(anno_u32(p, EXTRA_LENGTH_ANNO_OFFSET)) / count;
+        if mlen < len {
+            mlen = len;
+            set_anno_u32(p, EXTRA_LENGTH_ANNO_OFFSET, mlen.saturating_mul(count - 1));
+        }
+        self.len = mlen;
+        self.end = p.timestamp_ns();
+        let mut b = [0u8; 8];
+        b.copy_from_slice(
+            &p.anno_bytes()[FIRST_TIMESTAMP_ANNO_OFFSET..FIRST_TIMESTAMP_ANNO_OFFSET + 8],
+        );
+        let first = i64::from_ne_bytes(b);
+        if first != 0 && count > 1 {
+            self.delta = self.end.saturating_sub(first) / (i64::from(count) - 1);
+            p.set_timestamp_ns(first);
+        } else {
+            self.delta = 0;
+        }
+        set_ip_len(p, mlen);
+    }
+
+    /// The next packet of the record in `held` (the record itself, taken,
+    /// when it is down to one).
+    pub fn next(&self, held: &mut Option<Packet>, pool: &Pool) -> Option<Packet> {
+        let w = held.as_mut()?;
+        let extra_packets = anno_u32(w, EXTRA_PACKETS_ANNO_OFFSET);
+        if extra_packets == 0 {
+            return held.take();
+        }
+        let count = extra_packets + 1;
+        let mut q = pool.clone_packet(w)?;
+        let w = held.as_mut()?;
+        let len = w.len() as u32;
+        set_anno_u32(&mut q, EXTRA_PACKETS_ANNO_OFFSET, 0);
+        set_anno_u32(
+            &mut q,
+            EXTRA_LENGTH_ANNO_OFFSET,
+            self.len.saturating_sub(len),
+        );
+        set_ip_len(&mut q, self.len);
+        set_anno_u32(w, EXTRA_PACKETS_ANNO_OFFSET, count - 2);
+        // The record gives up a whole packet's length (Click's
+        // accounting: the lengths add up to the record's).
+        let el = anno_u32(w, EXTRA_LENGTH_ANNO_OFFSET).saturating_sub(self.len);
+        set_anno_u32(w, EXTRA_LENGTH_ANNO_OFFSET, el);
+        if count == 2 {
+            w.set_timestamp_ns(self.end);
+            set_ip_len(w, len.saturating_add(el));
+        } else {
+            w.set_timestamp_ns(w.timestamp_ns().saturating_add(self.delta));
+        }
+        Some(q)
     }
 }
 
