@@ -266,6 +266,7 @@ classes!(
     crate::analysis::timestampaccum::TimestampAccum,
     // end analysis
     // app/
+    crate::app::fromcapdump::FromCapDump,
     crate::app::fromdump::FromDump,
     crate::app::fromipsummarydump::FromIPSummaryDump,
     crate::app::fromnetflowsumdump::FromNetFlowSummaryDump,
@@ -329,7 +330,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ChatterSocket", "not yet implemented (ControlSocket speaks Click's control protocol)"),
     ("CycleCountAccum", KERNEL),
     ("FastUDPSource", "not yet implemented (FastUDPFlows, InfiniteSource and PacketGen generate UDP)"),
-    ("FromCapDump", NOT_YET),
     ("FromDAGDump", NOT_YET),
     ("FromNLANRDump", NOT_YET),
     ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),

@@ -593,6 +593,11 @@ const ROWS: &[Row] = &[
         "ToIPFlowDumps",
         "in -> AggregateIPFlows -> Paint(1) -> ToIPFlowDumps($D/flowbin/%04x.%.0s, BINARY true, ALL_TCP_OPT true, ABSOLUTE_SEQ true, MINCOUNT 2);",
     ),
+    src("FromCapDump", "FromCapDump($D/hostile.cap, STOP true) -> CheckIPHeader -> CheckTCPHeader -> Discard;"),
+    src(
+        "FromCapDump",
+        "FromCapDump($D/hostile.cap, STOP true, CHECKSUM true, SAMPLE 0.5) -> IPPrint(OUTFILE $D/cap.txt) -> Discard;",
+    ),
     src("FromNetFlowSummaryDump", "FromNetFlowSummaryDump($D/hostile.netflow, STOP true) -> CheckIPHeader -> Discard;"),
     src(
         "FromNetFlowSummaryDump",
@@ -1462,6 +1467,61 @@ fn hostile_ipsum() -> String {
     s
 }
 
+/// `cap` output lines cut up and mixed with junk.
+fn hostile_cap() -> String {
+    let mut rng = Rng(17);
+    let words = [
+        "SYN",
+        "DAT",
+        "ACK",
+        "RCV",
+        "SND",
+        "INF",
+        ">",
+        "<",
+        "?",
+        "1046102982.856142",
+        "1.",
+        ".5",
+        "0",
+        "1",
+        "2",
+        "1460",
+        "16777214",
+        "16777215",
+        "4294967295",
+        "99999999999",
+        "FIN",
+        "FR",
+        "RTO",
+        "TIM",
+        "SACK_NEW",
+        "SACK_REXMT",
+        "DSACK:",
+        "DSACK:3",
+        "DSACK:16777215",
+        "SACK:",
+        "SACK:1-2",
+        "SACK:1-2:3-4:5-6:7-8:9-10:11-12",
+        "SACK:5-",
+        "SACK:-",
+        "SACK:4294967295-1",
+    ];
+    // Well-formed lines first: options past 40 bytes, gaps, a FIN.
+    let mut s = String::from(
+        "SND 0\nSYN > 1.5 0 0 40 0\nDAT > 2.0 1 100000 1500 1460 DSACK:3 DSACK:4 DSACK:5 DSACK:6 FIN\n\
+         RCV 0\nACK < 3 2 1 40 0 SACK:1-2:3-4:5-6:7-8:9-10 DSACK:7 RTO TIM\nDAT > 4 3 1 1 99999 FR SACK:\n",
+    );
+    for _ in 0..600 {
+        for _ in 0..rng.below(12) {
+            s.push_str(words[rng.below(words.len())]);
+            s.push(if rng.below(5) == 0 { '\t' } else { ' ' });
+        }
+        s.push('\n');
+    }
+    s
+}
+
 /// NetFlow summary lines with fields out of range, missing or junk.
 /// With `small_counts`, packet counts stay small (MULTIPACKET emits that
 /// many packets per line).
@@ -1602,6 +1662,7 @@ fn write_inputs(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("hostile.ipsum"), hostile_ipsum()).expect("write ipsum");
     std::fs::write(dir.join("hostile.tcpdump"), hostile_tcpdump()).expect("write tcpdump");
     std::fs::write(dir.join("hostile.netflow"), hostile_netflow(false)).expect("write netflow");
+    std::fs::write(dir.join("hostile.cap"), hostile_cap()).expect("write cap");
     std::fs::write(dir.join("small.netflow"), hostile_netflow(true)).expect("write netflow");
     let rules = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -1,5 +1,6 @@
 //! Click's `app` elements: trace files (tcpdump and IP summary dumps).
 
+pub mod fromcapdump;
 pub mod fromdump;
 pub mod fromipsummarydump;
 pub mod fromnetflowsumdump;
