@@ -591,6 +591,10 @@ const ROWS: &[Row] = &[
     ),
     r(
         "ToIPFlowDumps",
+        "in -> agg :: AggregateIPFlows(UDP_TIMEOUT 0.001, TCP_TIMEOUT 0.002, REAP 0) -> ToIPFlowDumps($D/flownote/%n, NOTIFIER agg, MINCOUNT 2) -> Discard;",
+    ),
+    r(
+        "ToIPFlowDumps",
         "in -> AggregateIPFlows -> Paint(1) -> ToIPFlowDumps($D/flowbin/%04x.%.0s, BINARY true, ALL_TCP_OPT true, ABSOLUTE_SEQ true, MINCOUNT 2);",
     ),
     src("FromCapDump", "FromCapDump($D/hostile.cap, STOP true) -> CheckIPHeader -> CheckTCPHeader -> Discard;"),

@@ -14,6 +14,7 @@ use pronto_packet::{Batch, Packet, AGGREGATE_ANNO_OFFSET};
 
 use super::ipsumdump::{unparse_tcp_opt, TCPOPT_MSS, TCPOPT_SACK, TCPOPT_TIMESTAMP, TCPOPT_WSCALE};
 use super::pcap::{os_error_text, split_ns, unparse_timestamp};
+use crate::analysis::aggregateipflows::AggregateNotifier;
 use crate::util::cfg_err;
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
@@ -30,6 +31,9 @@ const NFLOWMAP: u32 = 1 << 10;
 const OPT_ALL_NOPAD: u32 = !1;
 const OPT_PADDING: u32 = 1;
 const OPT_UNKNOWN: u32 = 32;
+
+/// How long after its deletion a flow is finished (NOTIFIER).
+const GC_DELAY: i64 = 250_000_000;
 
 const TH_PUSH: u8 = 0x08;
 const TH_ACK: u8 = 0x10;
@@ -723,6 +727,10 @@ pub struct ToIPFlowDumps {
     has_output: bool,
     pull_task: bool,
     name: String,
+    /// NOTIFIER: its deleted aggregates, each finished 250 ms after.
+    notifier: Option<std::sync::Arc<AggregateNotifier>>,
+    gc: std::collections::VecDeque<(u32, i64)>,
+    deleted: Vec<u32>,
 }
 
 impl ToIPFlowDumps {
@@ -770,8 +778,9 @@ impl ToIPFlowDumps {
              output is pulled by a task).\n\
              Keywords:\n  \
              OUTPUT_PATTERN  same as FILEPATTERN\n  \
-             NOTIFIER        accepted for Click's configurations, which name their\n                  \
-             AggregateIPFlows; flows are written out at `clear' and at the end\n  \
+             NOTIFIER        an AggregateIPFlows: a flow it forgets is finished (its file\n                  \
+             written, its memory freed) 250 ms later; without one, flows end at\n                  \
+             `clear' and at the end\n  \
              ABSOLUTE_TIME   boolean; absolute timestamps (default false)\n  \
              ABSOLUTE_SEQ    boolean; absolute sequence numbers (default false)\n  \
              BINARY          boolean; binary records (default false)\n  \
@@ -812,16 +821,15 @@ impl ToIPFlowDumps {
                 ctx.name
             );
         }
-        if let Some(n) = notifier {
-            let peer = ctx
-                .peer(&n)
-                .ok_or_else(|| cfg_err(format!("NOTIFIER: no element named `{n}`")))?;
-            if !matches!(peer.class, "AggregateIPFlows" | "AggregateIPAddrPair") {
-                return Err(cfg_err(format!(
-                    "NOTIFIER: {n} is not an AggregateNotifier (name an AggregateIPFlows)"
-                )));
+        let notifier = match notifier {
+            Some(n) => {
+                let a = ctx
+                    .shared::<AggregateNotifier>(&n, "an AggregateNotifier (AggregateIPFlows)")
+                    .map_err(|e| cfg_err(format!("NOTIFIER: {}", e.message)))?;
+                Some(a)
             }
-        }
+            None => None,
+        };
         let pieces = parse_pattern(&pattern)?;
         if crate::world::check_only() {
             return Ok(crate::world::stand_in([None]));
@@ -854,6 +862,9 @@ impl ToIPFlowDumps {
             has_output: ctx.noutputs > 0,
             pull_task: !ctx.input_push.first().copied().unwrap_or(true) && ctx.noutputs == 0,
             name: ctx.name.to_string(),
+            gc: std::collections::VecDeque::new(),
+            deleted: Vec::new(),
+            notifier: notifier.inspect(|n| n.listen()),
         }))
     }
 
@@ -981,9 +992,34 @@ impl ToIPFlowDumps {
         }
     }
 
+    /// Notes the aggregates the NOTIFIER deleted; finishes the flows
+    /// deleted 250 ms or more before `now`.
+    fn collect_garbage(&mut self, now: i64) {
+        if let Some(n) = &self.notifier {
+            n.take(&mut self.deleted);
+        }
+        for agg in self.deleted.drain(..) {
+            if self.flows.contains_key(&agg) {
+                self.gc.push_back((agg, now.saturating_add(GC_DELAY)));
+            }
+        }
+        while let Some(&(agg, due)) = self.gc.front() {
+            if due > now {
+                break;
+            }
+            self.gc.pop_front();
+            if let Some(f) = self.flows.remove(&agg) {
+                self.end_flow(f);
+            }
+        }
+    }
+
     fn take(&mut self, batch: &mut Batch, out: &mut Out<'_>) {
         for p in batch.iter() {
             self.record(p);
+        }
+        if self.notifier.is_some() {
+            self.collect_garbage(out.now);
         }
         if self.has_output {
             out.pass(0);
@@ -994,6 +1030,18 @@ impl ToIPFlowDumps {
 }
 
 impl Element for ToIPFlowDumps {
+    fn has_timer(&self) -> bool {
+        self.notifier.is_some()
+    }
+
+    fn timer(&self) -> Option<i64> {
+        self.gc.front().map(|&(_, due)| due)
+    }
+
+    fn run_timer(&mut self, now: i64) {
+        self.collect_garbage(now);
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         self.take(batch, out);
     }
@@ -1335,6 +1383,79 @@ mod tests {
             .expect("gzip -dc");
         assert!(String::from_utf8_lossy(&out.stdout)
             .ends_with("!firsttime 1001.099999999\n0.000000001 > 40\n"));
+    }
+
+    struct OnePeer(std::sync::Arc<AggregateNotifier>);
+
+    impl crate::Peers for OnePeer {
+        fn lookup(&self, name: &str) -> Option<crate::Peer> {
+            (name == "agg").then(|| crate::Peer {
+                name: "agg".into(),
+                class: "AggregateIPFlows",
+                shared: Some(self.0.clone()),
+            })
+        }
+
+        fn of_class(&self, _class: &str) -> Vec<crate::Peer> {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn notifier_finishes_deleted_flows_after_250_ms() {
+        let dir = scratch("flowdumps");
+        let pool = Pool::new(64).expect("pool");
+        let n = std::sync::Arc::new(AggregateNotifier::default());
+        let peers = OnePeer(n.clone());
+        let ctx = ConfigCtx {
+            name: "d",
+            config: "flow%n, NOTIFIER agg",
+            ninputs: 1,
+            noutputs: 0,
+            base_dir: &dir,
+            keywords: ToIPFlowDumps::SPEC.keywords,
+            output_push: &[],
+            input_push: &[true],
+            peers: &peers,
+        };
+        let mut e = match ToIPFlowDumps::configure(&ctx) {
+            Ok(e) => e,
+            Err(e) => panic!("configure: {}", e.message),
+        };
+        assert!(e.has_timer());
+        let mut b = trace(&pool);
+        let _ = push_batch(e.as_mut(), &pool, &mut b, 0, 1_000);
+        // The UDP flow (2) is deleted, and an aggregate never seen (9).
+        n.deleted(2);
+        n.deleted(9);
+        e.run_timer(2_000);
+        assert_eq!(e.timer(), Some(2_000 + 250_000_000), "one flow to finish");
+        e.run_timer(250_001_999);
+        assert!(!dir.join("flow2").exists(), "not before 250 ms");
+        e.run_timer(250_002_000);
+        assert!(dir.join("flow2").exists(), "finished 250 ms after");
+        assert!(!dir.join("flow1").exists(), "the live flow waits");
+        assert_eq!(e.timer(), None);
+        e.cleanup();
+        assert!(dir.join("flow1").exists());
+    }
+
+    #[test]
+    fn notifier_must_be_an_aggregate_notifier() {
+        let dir = scratch("flowdumps");
+        let ctx = ConfigCtx {
+            name: "d",
+            config: "flow%n, NOTIFIER agg",
+            ninputs: 1,
+            noutputs: 0,
+            base_dir: &dir,
+            keywords: ToIPFlowDumps::SPEC.keywords,
+            output_push: &[],
+            input_push: &[true],
+            peers: &crate::NoPeers,
+        };
+        let e = config_err(ToIPFlowDumps::configure(&ctx));
+        assert!(e.contains("NOTIFIER") && e.contains("agg"), "{e}");
     }
 
     #[test]
