@@ -20,8 +20,9 @@ const TH_FIN: u8 = 0x01;
 const TH_SYN: u8 = 0x02;
 const TH_ACK: u8 = 0x10;
 const NO_SEQNO: u32 = u32::MAX;
-/// Packet numbers at or past this are refused (the table would not fit).
-const MAX_PACKNO: u32 = 1 << 24;
+/// Packet numbers at or past this are refused (the table of sequence
+/// numbers stays within 32 MiB).
+const MAX_PACKNO: u32 = 1 << 22;
 
 fn put16(b: &mut [u8], o: usize, v: u16) {
     b[o..o + 2].copy_from_slice(&v.to_be_bytes());
@@ -152,7 +153,7 @@ impl FromCapDump {
              payload, which the extra length annotation counts. Annotations:\n\
              timestamp, aggregate (AGGREGATE), paint (0 data direction, 1 the\n\
              other), packet number and sequence number (the line's two numbers). A\n\
-             line that cannot be parsed, or a packet number of 2^24 or more, is\n\
+             line that cannot be parsed, or a packet number of 2^22 or more, is\n\
              skipped and counted. FILENAME `-' reads standard input; compressed files\n\
              are not read.\n\n\
              Ports: no inputs; 1 output (agnostic: pushes from a task or answers pulls).\n\

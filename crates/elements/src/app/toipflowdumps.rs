@@ -203,7 +203,7 @@ impl Flow {
             first_ts: if o.absolute_time {
                 0
             } else {
-                p.timestamp_ns() - 1
+                p.timestamp_ns().saturating_sub(1)
             },
             have_first_seq: [o.absolute_seq; 2],
             first_seq: [0; 2],
@@ -240,7 +240,7 @@ impl Flow {
         let dir = usize::from(p.paint_anno() & 1);
         let ip_len = be16(d, nh + 2);
         let mut k = Pkt {
-            ts: p.timestamp_ns() - self.first_ts,
+            ts: p.timestamp_ns().saturating_sub(self.first_ts),
             dir: dir as u8,
             ip_id: [d[nh + 4], d[nh + 5]],
             ..Pkt::default()
