@@ -76,6 +76,13 @@ fn run_case(dir: &Path) -> Result<(), String> {
     for f in ["config.click", "input.pcap"] {
         std::fs::copy(dir.join(f), scratch.join(f)).map_err(|e| format!("{f}: {e}"))?;
     }
+    // Other inputs a case reads (a text trace): `input.*`.
+    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("input.") && name != "input.pcap" {
+            std::fs::copy(e.path(), scratch.join(&name)).map_err(|e| format!("{name}: {e}"))?;
+        }
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_pronto"))
         .args(["run", "config.click"])
         .current_dir(&scratch)

@@ -270,9 +270,13 @@ classes!(
     crate::analysis::timestampaccum::TimestampAccum,
     // end analysis
     // app/
+    crate::app::fromcapdump::FromCapDump,
     crate::app::fromdump::FromDump,
     crate::app::fromipsummarydump::FromIPSummaryDump,
+    crate::app::fromnetflowsumdump::FromNetFlowSummaryDump,
+    crate::app::fromtcpdump::FromTcpdump,
     crate::app::todump::ToDump,
+    crate::app::toipflowdumps::ToIPFlowDumps,
     crate::app::toipsummarydump::ToIPSummaryDump,
     // end app
     // icmp/
@@ -332,13 +336,10 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ChangeUID", "instances already run as an unprivileged user in their sandbox"),
     ("ChatterSocket", "not yet implemented (ControlSocket speaks Click's control protocol)"),
     ("CycleCountAccum", KERNEL),
-    ("FromCapDump", NOT_YET),
     ("FromDAGDump", NOT_YET),
     ("FromNLANRDump", NOT_YET),
-    ("FromNetFlowSummaryDump", NOT_YET),
     ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
-    ("FromTcpdump", "not yet implemented (FromDump reads the pcap itself)"),
     ("FromUserDevice", KERNEL),
     ("IPFlowRawSockets", NOT_YET),
     ("KernelFilter", "it rewrites the host's iptables rules, which a tenant's middlebox must never touch; FromDevice takes frames with AF_XDP or AF_PACKET"),
@@ -357,7 +358,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("Socket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ThreadMonitor", KERNEL),
     ("ToHostSniffers", "a Click kernel-module element; ToHost hands packets to the host stack"),
-    ("ToIPFlowDumps", NOT_YET),
     ("ToRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ToSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ToUserDevice", KERNEL),

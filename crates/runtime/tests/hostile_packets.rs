@@ -598,6 +598,37 @@ const ROWS: &[Row] = &[
         "FromIPSummaryDump",
         "FromIPSummaryDump($D/hostile.ipsum, STOP true, CHECKSUM true, MULTIPACKET true) -> IPPrint(OUTFILE $D/fromsum.txt) -> Discard;",
     ),
+    r(
+        "ToIPFlowDumps",
+        "in -> AggregateIPFlows(ICMP true) -> ToIPFlowDumps($D/flows/%n-%p-%S.txt, TCP_OPT true, IP_ID true, TCP_WINDOW true) -> Discard;",
+    ),
+    r(
+        "ToIPFlowDumps",
+        "in -> agg :: AggregateIPFlows(UDP_TIMEOUT 0.001, TCP_TIMEOUT 0.002, REAP 0) -> ToIPFlowDumps($D/flownote/%n, NOTIFIER agg, MINCOUNT 2) -> Discard;",
+    ),
+    r(
+        "ToIPFlowDumps",
+        "in -> AggregateIPFlows -> Paint(1) -> ToIPFlowDumps($D/flowbin/%04x.%.0s, BINARY true, ALL_TCP_OPT true, ABSOLUTE_SEQ true, MINCOUNT 2);",
+    ),
+    src("FromCapDump", "FromCapDump($D/hostile.cap, STOP true) -> CheckIPHeader -> CheckTCPHeader -> Discard;"),
+    src(
+        "FromCapDump",
+        "FromCapDump($D/hostile.cap, STOP true, CHECKSUM true, SAMPLE 0.5) -> IPPrint(OUTFILE $D/cap.txt) -> Discard;",
+    ),
+    src("FromNetFlowSummaryDump", "FromNetFlowSummaryDump($D/hostile.netflow, STOP true) -> CheckIPHeader -> Discard;"),
+    src(
+        "FromNetFlowSummaryDump",
+        "FromNetFlowSummaryDump($D/small.netflow, STOP true, MULTIPACKET true, LINK both) -> IPPrint(OUTFILE $D/netflow.txt) -> Discard;",
+    ),
+    src(
+        "FromNetFlowSummaryDump",
+        "FromNetFlowSummaryDump($D/hostile.netflow, STOP true) -> Queue(8) -> Discard;",
+    ),
+    src("FromTcpdump", "FromTcpdump($D/hostile.tcpdump, STOP true) -> CheckIPHeader -> Discard;"),
+    src(
+        "FromTcpdump",
+        "FromTcpdump($D/hostile.tcpdump, STOP true, CHECKSUM true) -> IPPrint(OUTFILE $D/fromtcpdump.txt) -> Discard;",
+    ),
     bad_file("FromDump", "FromDump($D/bad0.pcap, STOP true) -> Discard;"),
     bad_file("FromDump", "FromDump($D/bad1.pcap, STOP true) -> Discard;"),
     bad_file("FromDump", "FromDump($D/bad2.pcap, STOP true) -> Discard;"),
@@ -1453,6 +1484,183 @@ fn hostile_ipsum() -> String {
     s
 }
 
+/// `cap` output lines cut up and mixed with junk.
+fn hostile_cap() -> String {
+    let mut rng = Rng(17);
+    let words = [
+        "SYN",
+        "DAT",
+        "ACK",
+        "RCV",
+        "SND",
+        "INF",
+        ">",
+        "<",
+        "?",
+        "1046102982.856142",
+        "1.",
+        ".5",
+        "0",
+        "1",
+        "2",
+        "1460",
+        "4194302",
+        "4194303",
+        "16777214",
+        "16777215",
+        "4294967295",
+        "99999999999",
+        "FIN",
+        "FR",
+        "RTO",
+        "TIM",
+        "SACK_NEW",
+        "SACK_REXMT",
+        "DSACK:",
+        "DSACK:3",
+        "DSACK:16777215",
+        "SACK:",
+        "SACK:1-2",
+        "SACK:1-2:3-4:5-6:7-8:9-10:11-12",
+        "SACK:5-",
+        "SACK:-",
+        "SACK:4294967295-1",
+    ];
+    // Well-formed lines first: options past 40 bytes, gaps, a FIN.
+    let mut s = String::from(
+        "SND 0\nSYN > 1.5 0 0 40 0\nDAT > 2.0 1 100000 1500 1460 DSACK:3 DSACK:4 DSACK:5 DSACK:6 FIN\n\
+         RCV 0\nACK < 3 2 1 40 0 SACK:1-2:3-4:5-6:7-8:9-10 DSACK:7 RTO TIM\nDAT > 4 3 1 1 99999 FR SACK:\n",
+    );
+    for _ in 0..600 {
+        for _ in 0..rng.below(12) {
+            s.push_str(words[rng.below(words.len())]);
+            s.push(if rng.below(5) == 0 { '\t' } else { ' ' });
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// NetFlow summary lines with fields out of range, missing or junk.
+/// With `small_counts`, packet counts stay small (MULTIPACKET emits that
+/// many packets per line).
+fn hostile_netflow(small_counts: bool) -> String {
+    let mut rng = Rng(13);
+    let fields = [
+        "",
+        "0",
+        "1",
+        "5",
+        "255",
+        "256",
+        "65535",
+        "65536",
+        "4294967295",
+        "4294967296",
+        "-1",
+        "0x10",
+        "010",
+        "1.2.3.4",
+        "300.1.1.1",
+        "x",
+        "998006999",
+        "17",
+        "6",
+    ];
+    let mut s = String::from("! hostile\n");
+    for _ in 0..500 {
+        let n = 12 + rng.below(6);
+        for k in 0..n {
+            if k > 0 {
+                s.push('|');
+            }
+            if small_counts && k == 5 {
+                s.push_str(["0", "1", "3", "x", ""][rng.below(5)]);
+            } else {
+                s.push_str(fields[rng.below(fields.len())]);
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// tcpdump text output, well-formed lines cut up and shuffled with junk.
+fn hostile_tcpdump() -> String {
+    let mut rng = Rng(11);
+    let pieces = [
+        "1000000000.000007",
+        "99999999999999999999.5",
+        "01:46:40.000007",
+        "25:99:99.1",
+        "IP",
+        "IP (tos 0x0, ttl 64, id 11, offset 0, flags [DF], proto TCP (6), length 60)",
+        "IP (tos 0xfff, ttl 999, id 99999, offset 65535, flags [+], proto UDP (17), length 70000)",
+        "IP (proto (",
+        "IP (options (((",
+        "10.0.0.1.40000",
+        "10.0.0.2.80:",
+        "10.0.0.2:",
+        "1.2.3.4.http",
+        "300.1.1.1.5",
+        ">",
+        ":",
+        "Flags [S.],",
+        "Flags [",
+        "seq 1:19,",
+        "seq 4294967295:7,",
+        "ack 1,",
+        "win 99999999,",
+        "urg 5,",
+        "options [mss 1460,nop,wscale 7,sackOK,TS val 1000 ecr 0],",
+        "options [sack 99 {1:2}{3:4}{5:6}{7:8}{9:10},sack 1 {,TS val 1,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,nop,eol]",
+        "options [",
+        "length 18",
+        "length 99999",
+        "UDP, length 8",
+        "ICMP echo request, id 1, seq 1, length 64",
+        "S 100:100(0)",
+        "P 1:49(48)",
+        ". ack 1",
+        "[tcp sum ok]",
+        "[bad tcp cksum 1234!]",
+        "[bad hdr length 3 - too short, < 20]",
+        "<mss 1460,sackOK,timestamp 533430 0,nop,wscale 0>",
+        "<sack sack 3 {1:2}{3:",
+        "<timestamp 5>",
+        "<",
+        "udp 20",
+        "udp 4294967295",
+        "icmp: echo request",
+        "(DF)",
+        "[tos 0xc0]",
+        "(ttl 64, id 5, len 88)",
+        "(len 10)",
+        "(len 1000)",
+        "(frag 1:2@3+)",
+        "(frag 1:",
+        "(ECT(0), CE)",
+        "(",
+        ")",
+        "]",
+        "#",
+        "    ",
+        "\t0x0000:  4500 003c",
+    ];
+    let mut s = String::new();
+    for _ in 0..600 {
+        for _ in 0..rng.below(12) {
+            s.push_str(pieces[rng.below(pieces.len())]);
+            s.push(' ');
+        }
+        if rng.below(4) == 0 {
+            s.pop();
+        }
+        s.push(if rng.below(9) == 0 { '\r' } else { '\n' });
+    }
+    s
+}
+
 // ---------------------------------------------------------------------------
 // Running.
 
@@ -1471,6 +1679,10 @@ fn write_inputs(dir: &Path) -> PathBuf {
         std::fs::write(dir.join(format!("bad{i}.pcap")), f).expect("write bad pcap");
     }
     std::fs::write(dir.join("hostile.ipsum"), hostile_ipsum()).expect("write ipsum");
+    std::fs::write(dir.join("hostile.tcpdump"), hostile_tcpdump()).expect("write tcpdump");
+    std::fs::write(dir.join("hostile.netflow"), hostile_netflow(false)).expect("write netflow");
+    std::fs::write(dir.join("hostile.cap"), hostile_cap()).expect("write cap");
+    std::fs::write(dir.join("small.netflow"), hostile_netflow(true)).expect("write netflow");
     let rules = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/ids.rules"

@@ -42,6 +42,38 @@ struct HostPairInfo {
 type HostPair = (u32, u32);
 
 /// Flow numbering.
+/// Click's AggregateNotifier: the aggregates an AggregateIPFlows has
+/// forgotten, for the elements that name it as their `NOTIFIER`
+/// (ToIPFlowDumps). Nothing is kept until one of them listens.
+#[derive(Default)]
+pub struct AggregateNotifier {
+    listening: std::sync::atomic::AtomicBool,
+    deleted: std::sync::Mutex<Vec<u32>>,
+}
+
+impl AggregateNotifier {
+    /// Starts keeping deleted aggregates.
+    pub fn listen(&self) {
+        self.listening
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn deleted(&self, agg: u32) {
+        if self.listening.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Ok(mut d) = self.deleted.lock() {
+                d.push(agg);
+            }
+        }
+    }
+
+    /// Moves the aggregates deleted since the last call into `into`.
+    pub fn take(&self, into: &mut Vec<u32>) {
+        if let Ok(mut d) = self.deleted.lock() {
+            into.append(&mut d);
+        }
+    }
+}
+
 pub struct AggregateIPFlows {
     tcp: HashMap<HostPair, HostPairInfo>,
     udp: HashMap<HostPair, HostPairInfo>,
@@ -64,6 +96,7 @@ pub struct AggregateIPFlows {
     /// Packets dropped for want of output 1.
     drops: u64,
     has_out1: bool,
+    notifier: std::sync::Arc<AggregateNotifier>,
 }
 
 /// The IP header the flow is read from: the packet's own, or for ICMP
@@ -208,6 +241,7 @@ impl AggregateIPFlows {
             released: VecDeque::new(),
             drops: 0,
             has_out1: ctx.noutputs > 1,
+            notifier: std::sync::Arc::default(),
         };
         if let Some(t) = e.traceinfo.as_mut() {
             let _ = t.write_all(b"<?xml version='1.0' standalone='yes'?>\n<trace>\n");
@@ -216,6 +250,7 @@ impl AggregateIPFlows {
     }
 
     fn trace_flow(&mut self, hp: HostPair, f: &FlowInfo) {
+        self.notifier.deleted(f.aggregate);
         let Some(t) = self.traceinfo.as_mut() else {
             return;
         };
@@ -569,6 +604,10 @@ impl AggregateIPFlows {
 }
 
 impl Element for AggregateIPFlows {
+    fn shared(&self) -> Option<crate::Shared> {
+        Some(self.notifier.clone())
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         let has_out1 = self.has_out1;

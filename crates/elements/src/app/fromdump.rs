@@ -8,15 +8,12 @@ use pronto_packet::mmap::MappedFile;
 use pronto_packet::{Batch, Packet, BATCH_MAX, EXTRA_LENGTH_ANNO_OFFSET, MAX_PACKET};
 
 use super::pcap;
+use super::tracetext::{unparse_fixed, SAMPLING_ONE};
 use crate::util::cfg_err;
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Seconds, Spec,
     TaskStatus, TimestampArg,
 };
-
-/// Fixed-point fraction bits of the sampling probability.
-const SAMPLING_SHIFT: u32 = 28;
-const SAMPLING_ONE: u32 = 1 << SAMPLING_SHIFT;
 
 /// What happens at the end of the trace (or when END is reached).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,23 +152,6 @@ fn read_u16(b: &[u8], off: usize, swapped: bool) -> u16 {
 
 fn seconds_ns(s: f64) -> i64 {
     (s * 1e9).round() as i64
-}
-
-/// Formats a fixed-point probability the shortest way that reads back as
-/// the same fixed-point value.
-fn unparse_fixed(v: u32) -> String {
-    let x = v as f64 / SAMPLING_ONE as f64;
-    for digits in 0..=10usize {
-        let s = format!("{x:.digits$}");
-        let back: f64 = s.parse().unwrap_or(-1.0);
-        if (back * SAMPLING_ONE as f64).round() as i64 == v as i64 {
-            if s.contains('.') {
-                return s.trim_end_matches('0').trim_end_matches('.').to_string();
-            }
-            return s;
-        }
-    }
-    format!("{x}")
 }
 
 impl FromDump {

@@ -2,7 +2,6 @@
 //! (the text or binary format `ToIPSummaryDump` writes) and makes IPv4
 //! packets from them.
 
-use pronto_packet::mmap::MappedFile;
 use pronto_packet::wire::{checksum, fold, ones_sum, pseudo_header_sum};
 use pronto_packet::{
     Batch, Packet, AGGREGATE_ANNO_OFFSET, BATCH_MAX, EXTRA_LENGTH_ANNO_OFFSET,
@@ -13,16 +12,13 @@ use super::ipsumdump::{
     find_field, parse_tcp_flags, parse_u8, unquote_bytes, Field as F, Lookup, FIELDS, SPECIAL,
     TEXT_ONLY,
 };
-use super::pcap::os_error_text;
+use super::tracetext::{next_line, Multipacket, Sampler, TraceData};
 use crate::util::cfg_err;
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, NotifierKind,
     NotifierRole, Out, Spec, TaskStatus,
 };
 use pronto_classify::names::{icmp_code_by_name, icmp_type_by_name};
-
-const SAMPLING_SHIFT: u32 = 28;
-const SAMPLING_ONE: u32 = 1 << SAMPLING_SHIFT;
 
 /// Finds a field to read: the fields that differ only in how they are
 /// written read as the plain one.
@@ -291,7 +287,7 @@ enum LineResult {
 /// Reads IP summary dumps.
 pub struct FromIPSummaryDump {
     filename: String,
-    data: MappedOrOwned,
+    data: TraceData,
     pos: usize,
     lineno: u64,
     fields: Vec<Field>,
@@ -304,8 +300,7 @@ pub struct FromIPSummaryDump {
     multipacket: bool,
     timing: bool,
     timing_offset: Option<i64>,
-    sample: u32,
-    rng: u64,
+    sample: Sampler,
     format_complaint: bool,
     bad_lines: u64,
     aggregate: Option<u32>,
@@ -314,42 +309,11 @@ pub struct FromIPSummaryDump {
     spans: Vec<(usize, usize)>,
     /// A packet made but not yet emitted (TIMING, MULTIPACKET).
     held: Option<Packet>,
-    multi_len: u32,
-    multi_delta: i64,
-    multi_end: i64,
+    multi: Multipacket,
     ended: bool,
     pending_stop: bool,
     pull: bool,
     burst: usize,
-}
-
-enum MappedOrOwned {
-    Mapped(MappedFile),
-    Owned(Vec<u8>),
-}
-
-impl MappedOrOwned {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            MappedOrOwned::Mapped(m) => m.bytes(),
-            MappedOrOwned::Owned(v) => v,
-        }
-    }
-}
-
-fn unparse_fixed(v: u32) -> String {
-    let x = v as f64 / SAMPLING_ONE as f64;
-    for digits in 0..=10usize {
-        let s = format!("{x:.digits$}");
-        let back: f64 = s.parse().unwrap_or(-1.0);
-        if (back * SAMPLING_ONE as f64).round() as i64 == v as i64 {
-            if s.contains('.') {
-                return s.trim_end_matches('0').trim_end_matches('.').to_string();
-            }
-            return s;
-        }
-    }
-    format!("{x}")
 }
 
 fn parse_proto(s: &str) -> Option<u8> {
@@ -474,16 +438,7 @@ impl FromIPSummaryDump {
         let burst: usize = a.read_or("BURST", 1)?;
         a.finish()?;
 
-        if sample.is_nan() || sample < 0.0 {
-            return Err(cfg_err("SAMPLE: expected unsigned real number"));
-        }
-        let mut sample_fx = (sample * SAMPLING_ONE as f64).round().min(u32::MAX as f64) as u32;
-        if sample_fx > SAMPLING_ONE {
-            eprintln!("{}: SAMPLE probability reduced to 1", ctx.name);
-            sample_fx = SAMPLING_ONE;
-        } else if sample_fx == 0 {
-            eprintln!("{}: SAMPLE probability is 0; emitting no packets", ctx.name);
-        }
+        let sample = Sampler::new(ctx.name, sample, 0x2545_f491_4f6c_dd1d)?;
 
         // A pure check reads no file: the element is built over no data,
         // and `configure` stands in for it.
@@ -496,21 +451,9 @@ impl FromIPSummaryDump {
         }
         let (data, filename) = match (data, filename) {
             (Some(_), Some(_)) => return Err(cfg_err("FILENAME and DATA conflict")),
-            (Some(d), None) => (MappedOrOwned::Owned(d.into_bytes()), "<data>".to_string()),
+            (Some(d), None) => (TraceData::Owned(d.into_bytes()), "<data>".to_string()),
             (None, None) => return Err(cfg_err("FILENAME: required argument missing")),
-            (None, Some(f)) if f == "-" => {
-                let mut v = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
-                    .map_err(|e| cfg_err(format!("<stdin>: {}", os_error_text(&e))))?;
-                (MappedOrOwned::Owned(v), "<stdin>".to_string())
-            }
-            (None, Some(f)) => match MappedFile::open(&ctx.path(&f)) {
-                Ok(m) => (MappedOrOwned::Mapped(m), f),
-                Err(e) if allow_nonexistent && e.kind() == std::io::ErrorKind::NotFound => {
-                    (MappedOrOwned::Owned(Vec::new()), f)
-                }
-                Err(e) => return Err(cfg_err(format!("{f}: {}", os_error_text(&e)))),
-            },
+            (None, Some(f)) => TraceData::open(ctx, &f, allow_nonexistent)?,
         };
 
         let mut e = FromIPSummaryDump {
@@ -531,8 +474,7 @@ impl FromIPSummaryDump {
             multipacket,
             timing,
             timing_offset: None,
-            sample: sample_fx,
-            rng: 0x2545_f491_4f6c_dd1d,
+            sample,
             format_complaint: false,
             bad_lines: 0,
             aggregate: None,
@@ -540,9 +482,7 @@ impl FromIPSummaryDump {
             scratch: Vec::new(),
             spans: Vec::new(),
             held: None,
-            multi_len: 0,
-            multi_delta: 0,
-            multi_end: 0,
+            multi: Multipacket::default(),
             ended: false,
             pending_stop: false,
             pull: !ctx.output_push.first().copied().unwrap_or(true),
@@ -731,19 +671,7 @@ impl FromIPSummaryDump {
             }
             return Some((start + 4, end, !textual));
         }
-        let end = bytes[start..]
-            .iter()
-            .position(|&c| c == b'\n' || c == b'\r')
-            .map_or(bytes.len(), |k| start + k);
-        let mut next = end;
-        if next < bytes.len() {
-            next += if bytes[next] == b'\r' && bytes.get(next + 1) == Some(&b'\n') {
-                2
-            } else {
-                1
-            };
-        }
-        self.pos = next;
+        let (start, end) = next_line(bytes, &mut self.pos)?;
         self.lineno += 1;
         Some((start, end, false))
     }
@@ -753,7 +681,7 @@ impl FromIPSummaryDump {
     fn read_line(&mut self) -> Option<LineResult> {
         loop {
             let (s, e, binary) = self.next_record()?;
-            let data = std::mem::replace(&mut self.data, MappedOrOwned::Owned(Vec::new()));
+            let data = std::mem::replace(&mut self.data, TraceData::Owned(Vec::new()));
             let line = &data.bytes()[s..e];
             let r = if line.is_empty() {
                 None
@@ -1366,15 +1294,6 @@ impl FromIPSummaryDump {
         }
     }
 
-    fn random(&mut self) -> u32 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
-    }
-
     /// Makes a packet from `self.od`.
     fn make_packet(&mut self, out: &Out<'_>) -> Option<Packet> {
         let od = &self.od;
@@ -1404,73 +1323,6 @@ impl FromIPSummaryDump {
         Some(p)
     }
 
-    /// Splits a held multi-packet record: returns the next piece.
-    fn next_multipacket(&mut self, out: &Out<'_>) -> Option<Packet> {
-        let w = self.held.as_mut()?;
-        let get = |p: &Packet, o: usize| {
-            let a = p.anno_bytes();
-            u32::from_ne_bytes([a[o], a[o + 1], a[o + 2], a[o + 3]])
-        };
-        let extra_packets = get(w, EXTRA_PACKETS_ANNO_OFFSET);
-        if extra_packets == 0 {
-            return self.held.take();
-        }
-        let count = extra_packets + 1;
-        let mut q = out.pool.clone_packet(w)?;
-        let w = self.held.as_mut()?;
-        let len = w.len() as u32;
-        let set = |p: &mut Packet, o: usize, v: u32| {
-            p.anno_bytes_mut()[o..o + 4].copy_from_slice(&v.to_ne_bytes());
-        };
-        set(&mut q, EXTRA_PACKETS_ANNO_OFFSET, 0);
-        set(
-            &mut q,
-            EXTRA_LENGTH_ANNO_OFFSET,
-            self.multi_len.saturating_sub(len),
-        );
-        set_ip_len(&mut q, self.multi_len);
-        set(w, EXTRA_PACKETS_ANNO_OFFSET, count - 2);
-        let el =
-            get(w, EXTRA_LENGTH_ANNO_OFFSET).saturating_sub(self.multi_len.saturating_sub(len));
-        set(w, EXTRA_LENGTH_ANNO_OFFSET, el);
-        if count == 2 {
-            w.set_timestamp_ns(self.multi_end);
-            set_ip_len(w, len + el);
-        } else {
-            w.set_timestamp_ns(w.timestamp_ns() + self.multi_delta);
-        }
-        Some(q)
-    }
-
-    /// Sets up a freshly read multi-packet record.
-    fn start_multipacket(&mut self, p: &mut Packet) {
-        let a = p.anno_bytes();
-        let rd = |o: usize| u32::from_ne_bytes([a[o], a[o + 1], a[o + 2], a[o + 3]]);
-        let count = rd(EXTRA_PACKETS_ANNO_OFFSET) + 1;
-        let len = p.len() as u32;
-        let mut mlen = (len + rd(EXTRA_LENGTH_ANNO_OFFSET)) / count;
-        if mlen < len {
-            mlen = len;
-            let v = mlen * (count - 1);
-            p.anno_bytes_mut()[EXTRA_LENGTH_ANNO_OFFSET..EXTRA_LENGTH_ANNO_OFFSET + 4]
-                .copy_from_slice(&v.to_ne_bytes());
-        }
-        self.multi_len = mlen;
-        self.multi_end = p.timestamp_ns();
-        let mut b = [0u8; 8];
-        b.copy_from_slice(
-            &p.anno_bytes()[FIRST_TIMESTAMP_ANNO_OFFSET..FIRST_TIMESTAMP_ANNO_OFFSET + 8],
-        );
-        let first = i64::from_ne_bytes(b);
-        if first != 0 {
-            self.multi_delta = (self.multi_end - first) / (count as i64 - 1);
-            p.set_timestamp_ns(first);
-        } else {
-            self.multi_delta = 0;
-        }
-        set_ip_len(p, mlen);
-    }
-
     /// Fills `batch` with up to `max` packets.
     fn fill(&mut self, batch: &mut Batch, max: usize, out: &mut Out<'_>) -> TaskStatus {
         let max = max.min(batch.room());
@@ -1489,13 +1341,8 @@ impl FromIPSummaryDump {
                     // allocation loses it in Click.
                     break;
                 };
-                let multi = self.multipacket && {
-                    let a = p.anno_bytes();
-                    let o = EXTRA_PACKETS_ANNO_OFFSET;
-                    u32::from_ne_bytes([a[o], a[o + 1], a[o + 2], a[o + 3]]) > 0
-                };
-                if multi {
-                    self.start_multipacket(&mut p);
+                if self.multipacket && Multipacket::is_multi(&p) {
+                    self.multi.start(&mut p);
                 }
                 self.held = Some(p);
             }
@@ -1508,7 +1355,7 @@ impl FromIPSummaryDump {
                 }
             }
             let p = if self.multipacket {
-                match self.next_multipacket(out) {
+                match self.multi.next(&mut self.held, out.pool) {
                     Some(p) => p,
                     None => break,
                 }
@@ -1518,7 +1365,7 @@ impl FromIPSummaryDump {
                     None => break,
                 }
             };
-            if self.sample < SAMPLING_ONE && (self.random() & (SAMPLING_ONE - 1)) >= self.sample {
+            if !self.sample.keep() {
                 continue;
             }
             if let Err(p) = batch.push(p) {
@@ -1562,23 +1409,6 @@ impl FromIPSummaryDump {
     /// Number of lines skipped because they could not be parsed.
     pub fn bad_lines(&self) -> u64 {
         self.bad_lines
-    }
-}
-
-fn set_ip_len(p: &mut Packet, len: u32) {
-    let Some(nh) = p.network_header_offset().filter(|&o| o >= 0) else {
-        return;
-    };
-    let nh = nh as usize;
-    let d = p.data_mut();
-    if d.len() < nh + 20 {
-        return;
-    }
-    let hl = (d[nh] & 0xf) as usize * 4;
-    let ip_len = len.saturating_sub(nh as u32);
-    put16(d, nh + 2, ip_len as u16);
-    if d[nh + 9] == 17 {
-        put16(d, nh + hl + 4, ip_len.saturating_sub(hl as u32) as u16);
     }
 }
 
@@ -1637,14 +1467,10 @@ impl Element for FromIPSummaryDump {
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         match name {
-            "sampling_prob" => Ok(unparse_fixed(self.sample)),
+            "sampling_prob" => Ok(self.sample.unparse()),
             "active" => Ok(self.active.to_string()),
             "encap" => Ok("IP".into()),
-            "filesize" => Ok(match self.data {
-                MappedOrOwned::Mapped(ref m) => m.len().to_string(),
-                MappedOrOwned::Owned(ref v) if self.filename != "<stdin>" => v.len().to_string(),
-                MappedOrOwned::Owned(_) => "-".into(),
-            }),
+            "filesize" => Ok(self.data.filesize(&self.filename)),
             "filepos" => Ok(self.pos.to_string()),
             _ => Err(HandlerError::NoSuchHandler(name.into())),
         }

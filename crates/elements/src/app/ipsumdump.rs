@@ -549,7 +549,7 @@ pub fn unparse_ip_opt(s: &mut String, opt: &[u8], mask: u32) {
 /// (base 0: `0x` hexadecimal, a leading `0` octal, else decimal);
 /// returns the position after it and the value, or `i` and `None` when
 /// no digit is there. Values past `u32::MAX` saturate.
-fn cp_integer(b: &[u8], i: usize, base: u32) -> (usize, Option<u32>) {
+pub fn cp_integer(b: &[u8], i: usize, base: u32) -> (usize, Option<u32>) {
     let (mut j, radix) = match base {
         0 if b.get(i) == Some(&b'0')
             && matches!(b.get(i + 1), Some(b'x' | b'X'))

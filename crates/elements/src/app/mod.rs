@@ -1,12 +1,17 @@
 //! Click's `app` elements: trace files (tcpdump and IP summary dumps).
 
+pub mod fromcapdump;
 pub mod fromdump;
 pub mod fromipsummarydump;
+pub mod fromnetflowsumdump;
+pub mod fromtcpdump;
 pub mod ipsumdump;
 pub mod md5;
 pub mod pcap;
 pub mod todump;
+pub mod toipflowdumps;
 pub mod toipsummarydump;
+pub mod tracetext;
 
 #[cfg(test)]
 pub(crate) mod testing;
