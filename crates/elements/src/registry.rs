@@ -295,8 +295,11 @@ classes!(
     // userlevel/
     crate::userlevel::fromdevice::FromDevice,
     crate::userlevel::fromhost::FromHost,
+    crate::userlevel::fromsocket::FromSocket,
+    crate::userlevel::socket::Socket,
     crate::userlevel::todevice::ToDevice,
     crate::userlevel::tohost::ToHost,
+    crate::userlevel::tosocket::ToSocket,
     // end userlevel
     // ip6/: translation and segment routing
     crate::ip6::addresstranslator::AddressTranslator,
@@ -331,7 +334,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("FromNLANRDump", NOT_YET),
     ("FromNetFlowSummaryDump", NOT_YET),
     ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
-    ("FromSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromTcpdump", "not yet implemented (FromDump reads the pcap itself)"),
     ("FromUserDevice", KERNEL),
     ("IPFlowRawSockets", NOT_YET),
@@ -353,12 +355,10 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ScheduleLinux", KERNEL),
     ("SetCycleCount", KERNEL),
     ("SetPerfCount", KERNEL),
-    ("Socket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ThreadMonitor", KERNEL),
     ("ToHostSniffers", "a Click kernel-module element; ToHost hands packets to the host stack"),
     ("ToIPFlowDumps", NOT_YET),
     ("ToRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
-    ("ToSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ToUserDevice", KERNEL),
     ("UMLSwitch", NOT_YET),
 ];

@@ -566,6 +566,14 @@ const ROWS: &[Row] = &[
         "in -> t :: Tee(2); t[0] -> AdjustTimestamp(0.5) -> Queue(64) -> [0]x :: TimeSortedSched(BUFFER 4); t[1] -> Queue(64) -> [1]x; x -> Discard;",
     ),
     r("TimestampAccum", "in -> TimestampAccum -> Discard;"),
+    // userlevel/ sockets: loopback and scratch files only (hostile
+    // destination annotations must not reach the network)
+    r("Socket", "in -> Socket(UDP, 127.0.0.1, 9, CLIENT true);"),
+    r("Socket", "in -> Queue(64) -> Socket(UDP, 127.0.0.1, 9, BURST 8, SNDBUF 4096);"),
+    r("Socket", "in -> Socket(UNIX_DGRAM, $D/nobody.sock, CLIENT true);"),
+    r("Socket", "in -> Socket(TCP, 127.0.0.1, 0, VERBOSE true) -> Discard;"),
+    r("FromSocket", "in -> FromSocket(UDP, 127.0.0.1, 0) -> Discard;"),
+    r("ToSocket", "in -> Queue(64) -> ToSocket(UDP, 127.0.0.1, 9);"),
     // app/
     r("ToDump", "in -> ToDump($D/out.pcap);"),
     r("ToDump", "in -> t :: ToDump($D/out2.pcap, SNAPLEN 40, ENCAP IP, NANO true) -> Discard;"),

@@ -2,13 +2,17 @@
 //! `AF_PACKET` sockets, `TPACKET` rings or `AF_XDP` sockets
 //! (`pronto-netdev`), switch ports under `pronto run --switch`
 //! (`swport`), and the host's stack through a TAP device
-//! (`FromHost`/`ToHost`).
+//! (`FromHost`/`ToHost`), and TCP, UDP and Unix-domain sockets (`Socket`,
+//! `FromSocket`, `ToSocket`).
 
 pub mod fromdevice;
 pub mod fromhost;
+pub mod fromsocket;
+pub mod socket;
 pub mod swport;
 pub mod todevice;
 pub mod tohost;
+pub mod tosocket;
 
 /// Parses a `METHOD` argument (`RING`, the default, `SOCKET` or `XDP`;
 /// Click's `LINUX` means `SOCKET`).
