@@ -3,11 +3,12 @@
 //! (`pronto-netdev`), switch ports under `pronto run --switch`
 //! (`swport`), and the host's stack through a TAP device
 //! (`FromHost`/`ToHost`), and TCP, UDP and Unix-domain sockets (`Socket`,
-//! `FromSocket`, `ToSocket`).
+//! `FromSocket`, `ToSocket`) and multicast UDP (`McastSocket`).
 
 pub mod fromdevice;
 pub mod fromhost;
 pub mod fromsocket;
+pub mod mcastsocket;
 pub mod socket;
 pub mod swport;
 pub mod todevice;

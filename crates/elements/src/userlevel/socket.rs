@@ -235,7 +235,7 @@ pub struct Socket {
 }
 
 /// The C library's text for an error (Click prints `strerror`).
-fn strerror(e: Errno) -> String {
+pub(crate) fn strerror(e: Errno) -> String {
     let s = std::io::Error::from_raw_os_error(e.raw_os_error()).to_string();
     match s.rfind(" (os error ") {
         Some(i) => s[..i].to_string(),
@@ -244,7 +244,7 @@ fn strerror(e: Errno) -> String {
 }
 
 /// Reads a `TYPE`-dependent port (a number or service name).
-fn port_arg(a: &mut crate::Args, name: &str) -> Result<Option<u16>, ConfigError> {
+pub(crate) fn port_arg(a: &mut crate::Args, name: &str) -> Result<Option<u16>, ConfigError> {
     match a.read_p::<String>(name)? {
         None => Ok(None),
         Some(s) => crate::tcpudp::parse_port(name, &s).map(Some),
