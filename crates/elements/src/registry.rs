@@ -295,11 +295,14 @@ classes!(
     // userlevel/
     crate::userlevel::fromdevice::FromDevice,
     crate::userlevel::fromhost::FromHost,
+    crate::userlevel::fromrawsocket::FromRawSocket,
     crate::userlevel::fromsocket::FromSocket,
     crate::userlevel::mcastsocket::McastSocket,
+    crate::userlevel::rawsocket::RawSocket,
     crate::userlevel::socket::Socket,
     crate::userlevel::todevice::ToDevice,
     crate::userlevel::tohost::ToHost,
+    crate::userlevel::torawsocket::ToRawSocket,
     crate::userlevel::tosocket::ToSocket,
     // end userlevel
     // ip6/: translation and segment routing
@@ -334,7 +337,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("FromDAGDump", NOT_YET),
     ("FromNLANRDump", NOT_YET),
     ("FromNetFlowSummaryDump", NOT_YET),
-    ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromTcpdump", "not yet implemented (FromDump reads the pcap itself)"),
     ("FromUserDevice", KERNEL),
     ("IPFlowRawSockets", NOT_YET),
@@ -350,7 +352,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ProgressBar", NOT_YET),
     ("RFC2507Comp", NOT_YET),
     ("RFC2507Decomp", NOT_YET),
-    ("RawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("RoundTripCycleCount", KERNEL),
     ("ScheduleLinux", KERNEL),
     ("SetCycleCount", KERNEL),
@@ -358,7 +359,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ThreadMonitor", KERNEL),
     ("ToHostSniffers", "a Click kernel-module element; ToHost hands packets to the host stack"),
     ("ToIPFlowDumps", NOT_YET),
-    ("ToRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ToUserDevice", KERNEL),
     ("UMLSwitch", NOT_YET),
 ];

@@ -3,16 +3,20 @@
 //! (`pronto-netdev`), switch ports under `pronto run --switch`
 //! (`swport`), and the host's stack through a TAP device
 //! (`FromHost`/`ToHost`), and TCP, UDP and Unix-domain sockets (`Socket`,
-//! `FromSocket`, `ToSocket`) and multicast UDP (`McastSocket`).
+//! `FromSocket`, `ToSocket`), multicast UDP (`McastSocket`) and raw IP
+//! sockets (`RawSocket`, `FromRawSocket`, `ToRawSocket`).
 
 pub mod fromdevice;
 pub mod fromhost;
+pub mod fromrawsocket;
 pub mod fromsocket;
 pub mod mcastsocket;
+pub mod rawsocket;
 pub mod socket;
 pub mod swport;
 pub mod todevice;
 pub mod tohost;
+pub mod torawsocket;
 pub mod tosocket;
 
 /// Parses a `METHOD` argument (`RING`, the default, `SOCKET` or `XDP`;
