@@ -304,6 +304,7 @@ classes!(
     crate::userlevel::tohost::ToHost,
     crate::userlevel::torawsocket::ToRawSocket,
     crate::userlevel::tosocket::ToSocket,
+    crate::userlevel::umlswitch::UMLSwitch,
     // end userlevel
     // ip6/: translation and segment routing
     crate::ip6::addresstranslator::AddressTranslator,
@@ -360,7 +361,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ToHostSniffers", "a Click kernel-module element; ToHost hands packets to the host stack"),
     ("ToIPFlowDumps", NOT_YET),
     ("ToUserDevice", KERNEL),
-    ("UMLSwitch", NOT_YET),
 ];
 
 const NOT_YET: &str = "not yet implemented";

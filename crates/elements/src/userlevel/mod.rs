@@ -4,7 +4,8 @@
 //! (`swport`), and the host's stack through a TAP device
 //! (`FromHost`/`ToHost`), and TCP, UDP and Unix-domain sockets (`Socket`,
 //! `FromSocket`, `ToSocket`), multicast UDP (`McastSocket`) and raw IP
-//! sockets (`RawSocket`, `FromRawSocket`, `ToRawSocket`).
+//! sockets (`RawSocket`, `FromRawSocket`, `ToRawSocket`), and a User-Mode
+//! Linux switch's port (`UMLSwitch`).
 
 pub mod fromdevice;
 pub mod fromhost;
@@ -18,6 +19,7 @@ pub mod todevice;
 pub mod tohost;
 pub mod torawsocket;
 pub mod tosocket;
+pub mod umlswitch;
 
 /// Parses a `METHOD` argument (`RING`, the default, `SOCKET` or `XDP`;
 /// Click's `LINUX` means `SOCKET`).

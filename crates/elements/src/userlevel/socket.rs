@@ -153,6 +153,8 @@ impl Kind {
 enum Addr {
     Inet(SocketAddrV4),
     Unix(String),
+    /// A Linux abstract socket name (without its leading NUL), any bytes.
+    Abstract(Vec<u8>),
 }
 
 impl Addr {
@@ -166,6 +168,7 @@ impl Addr {
                     SocketAddrUnix::new(p.as_str()).map(Into::into)
                 }
             }
+            Addr::Abstract(name) => SocketAddrUnix::new_abstract_name(name).map(Into::into),
         }
     }
 }
@@ -175,6 +178,7 @@ impl std::fmt::Display for Addr {
         match self {
             Addr::Inet(a) => write!(f, "{}:{}", a.ip(), a.port()),
             Addr::Unix(p) => f.write_str(p),
+            Addr::Abstract(name) => write!(f, "@{}", name.escape_ascii()),
         }
     }
 }
@@ -232,6 +236,9 @@ pub struct Socket {
     truncated: u64,
     denied: u64,
     messages: Vec<(bool, String)>,
+    /// A descriptor held for the element's life (UMLSwitch's control
+    /// connection: the switch drops the port when it closes).
+    keep: Option<OwnedFd>,
 }
 
 /// The C library's text for an error (Click prints `strerror`).
@@ -313,9 +320,68 @@ impl Socket {
     /// names the element's class in messages.
     pub(crate) fn open(ctx: &ConfigCtx<'_>, class: &str) -> Result<Socket, ConfigError> {
         let conf = Socket::read_conf(ctx)?;
+        let mut s = Socket::unopened(ctx, class, conf);
+        if crate::world::check_only() {
+            return Ok(s);
+        }
+        s.start()?;
+        Ok(s)
+    }
+
+    /// A UNIX_DGRAM client between two abstract socket names (UMLSwitch's
+    /// data path), opened, holding `keep` (its control connection) open.
+    pub(crate) fn abstract_dgram(
+        ctx: &ConfigCtx<'_>,
+        class: &str,
+        remote: Vec<u8>,
+        local: Vec<u8>,
+        keep: OwnedFd,
+    ) -> Result<Socket, ConfigError> {
+        let conf = Conf {
+            kind: Kind::UnixDgram,
+            client: true,
+            remote: Addr::Abstract(remote),
+            local: Some(Addr::Abstract(local)),
+            snaplen: 2048usize.min(MAX_PACKET),
+            nodelay: false,
+            sndbuf: None,
+            rcvbuf: None,
+            timestamp: true,
+            verbose: false,
+            burst: 1,
+            allow: None,
+            deny: None,
+        };
+        let mut s = Socket::unopened(ctx, class, conf);
+        s.keep = Some(keep);
+        s.start()?;
+        Ok(s)
+    }
+
+    /// The element before its socket is opened (what `pronto check` gets).
+    pub(crate) fn unopened_for_check(ctx: &ConfigCtx<'_>, class: &str) -> Socket {
+        let conf = Conf {
+            kind: Kind::UnixDgram,
+            client: true,
+            remote: Addr::Abstract(Vec::new()),
+            local: None,
+            snaplen: 1,
+            nodelay: false,
+            sndbuf: None,
+            rcvbuf: None,
+            timestamp: true,
+            verbose: false,
+            burst: 1,
+            allow: None,
+            deny: None,
+        };
+        Socket::unopened(ctx, class, conf)
+    }
+
+    fn unopened(ctx: &ConfigCtx<'_>, class: &str, conf: Conf) -> Socket {
         let decl = format!("{} :: {class}", ctx.name);
         let pull = ctx.ninputs > 0 && !ctx.input_push.first().copied().unwrap_or(true);
-        let mut s = Socket {
+        Socket {
             decl,
             listener: None,
             active: None,
@@ -331,13 +397,9 @@ impl Socket {
             truncated: 0,
             denied: 0,
             messages: Vec::new(),
+            keep: None,
             conf,
-        };
-        if crate::world::check_only() {
-            return Ok(s);
         }
-        s.start()?;
-        Ok(s)
     }
 
     fn read_conf(ctx: &ConfigCtx<'_>) -> Result<Conf, ConfigError> {
@@ -849,6 +911,7 @@ impl Element for Socket {
         self.drops += self.pending.len() as u64;
         self.pending.clear();
         self.active = None;
+        self.keep = None;
         if let Some(l) = self.listener.take() {
             let _ = rustix::net::shutdown(&l, rustix::net::Shutdown::Both);
         }
