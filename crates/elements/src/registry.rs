@@ -293,6 +293,7 @@ classes!(
     crate::stateful::statefulfirewall::StatefulFirewall,
     // end stateful
     // userlevel/
+    crate::userlevel::chattersocket::ChatterSocket,
     crate::userlevel::fromdevice::FromDevice,
     crate::userlevel::fromhost::FromHost,
     crate::userlevel::fromrawsocket::FromRawSocket,
@@ -331,7 +332,6 @@ pub const ALIASES: &[(&str, &str)] = &[
 /// are listed with the same reasons in docs/compatibility.md.
 pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ChangeUID", "instances already run as an unprivileged user in their sandbox"),
-    ("ChatterSocket", "not yet implemented (ControlSocket speaks Click's control protocol)"),
     ("CycleCountAccum", KERNEL),
     ("FastUDPSource", "not yet implemented (FastUDPFlows, InfiniteSource and PacketGen generate UDP)"),
     ("FromCapDump", NOT_YET),

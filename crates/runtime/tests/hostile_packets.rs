@@ -587,6 +587,7 @@ const ROWS: &[Row] = &[
     r("Socket", "in -> Socket(TCP, 127.0.0.1, 0, VERBOSE true) -> Discard;"),
     r("FromSocket", "in -> FromSocket(UDP, 127.0.0.1, 0) -> Discard;"),
     r("ToSocket", "in -> Queue(64) -> ToSocket(UDP, 127.0.0.1, 9);"),
+    r("ChatterSocket", "ChatterSocket(UNIX, $D/chat.sock); in -> Print(hostile, 64) -> IPPrint(h) -> Discard;"),
     r("McastSocket", "in -> McastSocket(239.255.91.1, 9, 127.0.0.1, LOOP false) -> Discard;"),
     r("McastSocket", "in -> Queue(64) -> McastSocket(239.255.91.2, 9, 127.0.0.1, BURST 4);"),
     // app/

@@ -5,8 +5,10 @@
 //! (`FromHost`/`ToHost`), and TCP, UDP and Unix-domain sockets (`Socket`,
 //! `FromSocket`, `ToSocket`), multicast UDP (`McastSocket`) and raw IP
 //! sockets (`RawSocket`, `FromRawSocket`, `ToRawSocket`), and a User-Mode
-//! Linux switch's port (`UMLSwitch`).
+//! Linux switch's port (`UMLSwitch`); `ChatterSocket` copies printed lines
+//! to socket clients.
 
+pub mod chattersocket;
 pub mod fromdevice;
 pub mod fromhost;
 pub mod fromrawsocket;
