@@ -38,6 +38,9 @@ pub struct McastSocket {
     has_output: bool,
     pull: bool,
     pending: VecDeque<Packet>,
+    /// The packet the next read goes into, kept between task runs (Click's
+    /// `_rq`) so that an empty poll neither allocates nor frees.
+    spare: Option<Packet>,
     empty_polls: u32,
     received: u64,
     sent: u64,
@@ -159,6 +162,7 @@ impl McastSocket {
             has_output: ctx.noutputs > 0,
             pull: ctx.ninputs > 0 && !ctx.input_push.first().copied().unwrap_or(true),
             pending: VecDeque::with_capacity(burst as usize),
+            spare: None,
             empty_polls: 0,
             received: 0,
             sent: 0,
@@ -230,14 +234,22 @@ impl McastSocket {
         let mut got = false;
         for _ in 0..self.burst {
             let Some(fd) = &self.recv else { break };
-            let Some(mut p) = out.pool.alloc() else { break };
+            let Some(mut p) = self.spare.take().or_else(|| out.pool.alloc()) else {
+                break;
+            };
+            p.take(p.len());
+            p.anno_bytes_mut().fill(0);
             let buf = p.put_uninit(self.snaplen);
             let (n, from) = match rustix::net::recvfrom(fd, &mut *buf, RecvFlags::TRUNC) {
                 Ok((_, n, from)) => (n, from),
-                Err(Errno::AGAIN | Errno::INTR) => break,
+                Err(Errno::AGAIN | Errno::INTR) => {
+                    self.spare = Some(p);
+                    break;
+                }
                 Err(e) => {
                     eprintln!("{}: {}", self.decl, strerror(e));
                     self.recv = None;
+                    self.spare = Some(p);
                     break;
                 }
             };
@@ -245,6 +257,7 @@ impl McastSocket {
             let from = from.and_then(|a| SocketAddrV4::try_from(a).ok());
             if self.source.is_some() && from == self.source {
                 self.own += 1;
+                self.spare = Some(p);
                 continue;
             }
             if n > self.snaplen {
@@ -383,7 +396,7 @@ impl Element for McastSocket {
     }
 
     fn held(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + usize::from(self.spare.is_some())
     }
 
     fn pull_from(&mut self, _port: usize) -> PullFrom {
@@ -415,6 +428,7 @@ impl Element for McastSocket {
     fn cleanup(&mut self) {
         self.drops += self.pending.len() as u64;
         self.pending.clear();
+        self.spare = None;
         self.recv = None;
         self.send = None;
     }

@@ -84,6 +84,9 @@ pub struct RawSocket {
     has_output: bool,
     pull: bool,
     pending: VecDeque<Packet>,
+    /// The packet the next read goes into, kept between task runs (Click's
+    /// `_rq`) so that an empty poll neither allocates nor frees.
+    spare: Option<Packet>,
     empty_polls: u32,
     received: u64,
     sent: u64,
@@ -173,6 +176,7 @@ impl RawSocket {
             has_output: ctx.noutputs > 0,
             pull: ctx.ninputs > 0 && !ctx.input_push.first().copied().unwrap_or(true),
             pending: VecDeque::with_capacity(burst as usize),
+            spare: None,
             empty_polls: 0,
             received: 0,
             sent: 0,
@@ -222,16 +226,24 @@ impl RawSocket {
         let mut got = false;
         for _ in 0..self.burst {
             let Some(fd) = &self.fd else { break };
-            let Some(mut p) = out.pool.alloc() else { break };
+            let Some(mut p) = self.spare.take().or_else(|| out.pool.alloc()) else {
+                break;
+            };
+            p.take(p.len());
+            p.anno_bytes_mut().fill(0);
             let buf = p.put_uninit(self.snaplen);
             let n = match rustix::net::recv(fd, &mut *buf, RecvFlags::TRUNC) {
                 Ok((_, n)) => n,
-                Err(Errno::AGAIN | Errno::INTR) => break,
+                Err(Errno::AGAIN | Errno::INTR) => {
+                    self.spare = Some(p);
+                    break;
+                }
                 Err(e) => {
                     if !self.reported {
                         self.reported = true;
                         eprintln!("{}: recv: {}", self.decl, strerror(e));
                     }
+                    self.spare = Some(p);
                     break;
                 }
             };
@@ -249,6 +261,7 @@ impl RawSocket {
             let hl = d.first().map_or(0, |b| usize::from(b & 0x0f) * 4);
             if d.len() < IP_MIN || d[0] >> 4 != 4 || hl < IP_MIN || hl > d.len() {
                 self.drops += 1;
+                self.spare = Some(p);
                 continue;
             }
             let dst = [d[16], d[17], d[18], d[19]];
@@ -392,7 +405,7 @@ impl Element for RawSocket {
     }
 
     fn held(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + usize::from(self.spare.is_some())
     }
 
     fn pull_from(&mut self, _port: usize) -> PullFrom {
@@ -422,6 +435,7 @@ impl Element for RawSocket {
     fn cleanup(&mut self) {
         self.drops += self.pending.len() as u64;
         self.pending.clear();
+        self.spare = None;
         self.fd = None;
     }
 }

@@ -229,6 +229,9 @@ pub struct Socket {
     /// Pulled packets the socket had no room for yet (at most BURST; the
     /// front one may be partly written).
     pending: VecDeque<Packet>,
+    /// The packet the next read goes into, kept between task runs (Click's
+    /// `_rq`) so that an empty poll neither allocates nor frees.
+    spare: Option<Packet>,
     empty_polls: u32,
     received: u64,
     sent: u64,
@@ -390,6 +393,7 @@ impl Socket {
             has_output: ctx.noutputs > 0,
             pull,
             pending: VecDeque::with_capacity(conf.burst),
+            spare: None,
             empty_polls: 0,
             received: 0,
             sent: 0,
@@ -580,6 +584,7 @@ impl Socket {
         // (a stream must not resume mid-packet).
         self.drops += self.pending.len() as u64;
         self.pending.clear();
+        self.spare = None;
     }
 
     /// A stream server without a connection accepts one, if one waits.
@@ -627,7 +632,11 @@ impl Socket {
         let mut got = false;
         for _ in 0..self.conf.burst {
             let Some(fd) = &self.active else { break };
-            let Some(mut p) = out.pool.alloc() else { break };
+            let Some(mut p) = self.spare.take().or_else(|| out.pool.alloc()) else {
+                break;
+            };
+            p.take(p.len());
+            p.anno_bytes_mut().fill(0);
             let buf = p.put_uninit(self.conf.snaplen);
             let stream = self.conf.kind.stream();
             let r = if stream {
@@ -638,22 +647,31 @@ impl Socket {
             let (n, from) = match r {
                 Ok((0, _)) if stream => {
                     self.close_active(None);
+                    self.spare = Some(p);
                     break;
                 }
                 Ok(x) => x,
-                Err(Errno::AGAIN | Errno::INTR) => break,
+                Err(Errno::AGAIN | Errno::INTR) => {
+                    self.spare = Some(p);
+                    break;
+                }
                 Err(e) if stream => {
                     self.close_active(Some(e));
+                    self.spare = Some(p);
                     break;
                 }
                 // A datagram socket's error (an ICMP error for an earlier
                 // send, reported once): the socket goes on.
-                Err(_) => break,
+                Err(_) => {
+                    self.spare = Some(p);
+                    break;
+                }
             };
             got = true;
             if !stream {
                 if n == 0 {
                     self.drops += 1;
+                    self.spare = Some(p);
                     continue;
                 }
                 if !self.conf.client {
@@ -669,6 +687,7 @@ impl Socket {
                                 );
                             }
                             self.denied += 1;
+                            self.spare = Some(p);
                             continue;
                         }
                     }
@@ -870,7 +889,7 @@ impl Element for Socket {
     }
 
     fn held(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + usize::from(self.spare.is_some())
     }
 
     fn pull_from(&mut self, _port: usize) -> PullFrom {
