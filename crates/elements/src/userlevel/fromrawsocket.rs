@@ -21,7 +21,7 @@ impl FromRawSocket {
              RawSocket with push ports, kept for old configurations (Click's\n\
              equivalent of a RawSocket with no inputs). An input, if connected,\n\
              is push and sends as RawSocket's does.\n\n\
-             Ports: 0 or 1 push input; 0 or 1 push output.\n",
+             Ports: 0 or 1 push input; 0 or 1 push output.\n\n",
             rawsocket_doc_body!()
         ));
 

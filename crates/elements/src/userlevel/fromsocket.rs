@@ -23,7 +23,7 @@ impl FromSocket {
              pronto: configuring one warns `FromSocket is deprecated, use Socket\n\
              instead'). It is a server unless CLIENT is set; an input, if\n\
              connected, is push and writes to the socket as Socket's does.\n\n\
-             Ports: 0 or 1 push input; 0 or 1 push output.\n",
+             Ports: 0 or 1 push input; 0 or 1 push output.\n\n",
             socket_doc_body!()
         ));
 

@@ -126,7 +126,7 @@ impl RawSocket {
              the host receives are pushed out of output 0. Packets do not flow\n\
              through the element.\n\n\
              Ports: 0 or 1 pull input (a push input works too: pronto's); 0 or 1\n\
-             push output.\n",
+             push output.\n\n",
             rawsocket_doc_body!()
         ));
 

@@ -310,7 +310,7 @@ impl Socket {
              A socket transport: input packets are sent to a remote host or\n\
              process, and what it sends back is pushed out of output 0. Packets\n\
              do not flow through the element.\n\n\
-             Ports: 0 or 1 input (pull or push); 0 or 1 push output.\n",
+             Ports: 0 or 1 input (pull or push); 0 or 1 push output.\n\n",
             socket_doc_body!()
         ));
 

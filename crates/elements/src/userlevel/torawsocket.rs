@@ -21,7 +21,7 @@ impl ToRawSocket {
              with a pull input, kept for old configurations (Click's equivalent\n\
              of a RawSocket with no outputs). Its output, if any, is pull and\n\
              gives nothing: received packets are not kept.\n\n\
-             Ports: 0 or 1 pull input; 0 or 1 pull output.\n",
+             Ports: 0 or 1 pull input; 0 or 1 pull output.\n\n",
             rawsocket_doc_body!()
         ));
 

@@ -24,7 +24,7 @@ impl ToSocket {
              instead'). With no outputs it is a client unless CLIENT false is\n\
              given. Its output, if any, is pull (Click's declaration) and gives\n\
              nothing: received data is not kept.\n\n\
-             Ports: 0 or 1 pull input; 0 or 1 pull output.\n",
+             Ports: 0 or 1 pull input; 0 or 1 pull output.\n\n",
             socket_doc_body!()
         ));
 
