@@ -10,6 +10,7 @@
 //! profile) and is listed in [`registry`].
 
 mod args;
+pub mod chatter;
 mod element;
 pub mod random;
 pub mod registry;

@@ -301,13 +301,22 @@ classes!(
     crate::stateful::statefulfirewall::StatefulFirewall,
     // end stateful
     // userlevel/
+    crate::userlevel::chattersocket::ChatterSocket,
     crate::userlevel::fastudpsrc::FastUDPSource,
     crate::userlevel::fromdevice::FromDevice,
     crate::userlevel::fromhost::FromHost,
+    crate::userlevel::fromrawsocket::FromRawSocket,
+    crate::userlevel::fromsocket::FromSocket,
     crate::userlevel::kerneltap::KernelTap,
     crate::userlevel::kerneltun::KernelTun,
+    crate::userlevel::mcastsocket::McastSocket,
+    crate::userlevel::rawsocket::RawSocket,
+    crate::userlevel::socket::Socket,
     crate::userlevel::todevice::ToDevice,
     crate::userlevel::tohost::ToHost,
+    crate::userlevel::torawsocket::ToRawSocket,
+    crate::userlevel::tosocket::ToSocket,
+    crate::userlevel::umlswitch::UMLSwitch,
     // end userlevel
     // ip6/: translation and segment routing
     crate::ip6::addresstranslator::AddressTranslator,
@@ -334,34 +343,25 @@ pub const ALIASES: &[(&str, &str)] = &[
 /// are listed with the same reasons in docs/compatibility.md.
 pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ChangeUID", "instances already run as an unprivileged user in their sandbox"),
-    ("ChatterSocket", "not yet implemented (ControlSocket speaks Click's control protocol)"),
     ("CycleCountAccum", KERNEL),
     ("FromDAGDump", NOT_YET),
     ("FromNLANRDump", NOT_YET),
-    ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
-    ("FromSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromUserDevice", KERNEL),
     ("IPFlowRawSockets", NOT_YET),
     ("KernelFilter", "it rewrites the host's iptables rules, which a tenant's middlebox must never touch; FromDevice takes frames with AF_XDP or AF_PACKET"),
     ("KernelHandlerProxy", KERNEL),
-    ("McastSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("PerfCountAccum", KERNEL),
     ("PerfCountInfo", KERNEL),
     ("PollDevice", "a Click kernel-module element; at user level FromDevice polls (METHOD RING, SOCKET or XDP)"),
     ("RFC2507Comp", NOT_YET),
     ("RFC2507Decomp", NOT_YET),
-    ("RawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("RoundTripCycleCount", KERNEL),
     ("ScheduleLinux", KERNEL),
     ("SetCycleCount", KERNEL),
     ("SetPerfCount", KERNEL),
-    ("Socket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ThreadMonitor", KERNEL),
     ("ToHostSniffers", "a Click kernel-module element; ToHost hands packets to the host stack"),
-    ("ToRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
-    ("ToSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("ToUserDevice", KERNEL),
-    ("UMLSwitch", NOT_YET),
 ];
 
 const NOT_YET: &str = "not yet implemented";

@@ -48,6 +48,7 @@
 
 pub mod gso;
 pub mod offload;
+pub mod rawip;
 mod sys;
 pub mod tap;
 pub mod xdp;

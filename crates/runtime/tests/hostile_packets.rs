@@ -44,7 +44,10 @@
 //! TUN/TAP device) and the rights to open it, and the last four would hand
 //! the hostile packets to this host's own network stack (their tests, in
 //! their files and in `crates/cli/tests/host.rs`, feed them refused
-//! packets of each kind). IPRewriterPatterns and the mappers
+//! packets of each kind); so are RawSocket, FromRawSocket and ToRawSocket
+//! (raw IP sockets: CAP_NET_RAW, and hostile packets would leave for the
+//! hosts their headers name), and UMLSwitch (it needs a running
+//! uml_switch). IPRewriterPatterns and the mappers
 //! (RoundRobinIPMapper, SourceIPHashMapper, MaglevIPMapper) have no ports,
 //! but each serves a rewriter's new flows, so rows here run them behind a
 //! rewriter. A class added to the registry without a row here fails the
@@ -82,6 +85,16 @@ const EXCLUDED: &[&str] = &[
     "ToHost",
     "KernelTap",
     "KernelTun",
+    // Raw IP sockets need CAP_NET_RAW, and a hostile packet sent through
+    // one goes to whatever host its header names; their own tests send
+    // and receive on loopback (userlevel/rawsocket.rs).
+    "RawSocket",
+    "FromRawSocket",
+    "ToRawSocket",
+    // Configures only against a running uml_switch (its own test brings a
+    // stand-in); its data path is Socket's UNIX_DGRAM client, which has
+    // rows here.
+    "UMLSwitch",
 ];
 
 /// Feeds: the text that ends in the element `in`, which a row reads from.
@@ -579,6 +592,17 @@ const ROWS: &[Row] = &[
         "in -> t :: Tee(2); t[0] -> AdjustTimestamp(0.5) -> Queue(64) -> [0]x :: TimeSortedSched(BUFFER 4); t[1] -> Queue(64) -> [1]x; x -> Discard;",
     ),
     r("TimestampAccum", "in -> TimestampAccum -> Discard;"),
+    // userlevel/ sockets: loopback and scratch files only (hostile
+    // destination annotations must not reach the network)
+    r("Socket", "in -> Socket(UDP, 127.0.0.1, 9, CLIENT true);"),
+    r("Socket", "in -> Queue(64) -> Socket(UDP, 127.0.0.1, 9, BURST 8, SNDBUF 4096);"),
+    r("Socket", "in -> Socket(UNIX_DGRAM, $D/nobody.sock, CLIENT true);"),
+    r("Socket", "in -> Socket(TCP, 127.0.0.1, 0, VERBOSE true) -> Discard;"),
+    r("FromSocket", "in -> FromSocket(UDP, 127.0.0.1, 0) -> Discard;"),
+    r("ToSocket", "in -> Queue(64) -> ToSocket(UDP, 127.0.0.1, 9);"),
+    r("ChatterSocket", "ChatterSocket(UNIX, $D/chat.sock); in -> Print(hostile, 64) -> IPPrint(h) -> Discard;"),
+    r("McastSocket", "in -> McastSocket(239.255.91.1, 9, 127.0.0.1, LOOP false) -> Discard;"),
+    r("McastSocket", "in -> Queue(64) -> McastSocket(239.255.91.2, 9, 127.0.0.1, BURST 4);"),
     // app/
     r("ToDump", "in -> ToDump($D/out.pcap);"),
     r("ToDump", "in -> t :: ToDump($D/out2.pcap, SNAPLEN 40, ENCAP IP, NANO true) -> Discard;"),

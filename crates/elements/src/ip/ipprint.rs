@@ -664,7 +664,12 @@ impl Element for IPPrint {
             if self.format(p, &mut line) {
                 line.push('\n');
                 let _ = match &mut self.sink {
-                    Sink::Stderr => std::io::stderr().lock().write_all(line.as_bytes()),
+                    Sink::Stderr => {
+                        if crate::chatter::listening() {
+                            crate::chatter::copy(&line);
+                        }
+                        std::io::stderr().lock().write_all(line.as_bytes())
+                    }
                     Sink::Writer(w) => w.write_all(line.as_bytes()),
                 };
             }

@@ -62,6 +62,11 @@ impl RangeIPLookup {
 }
 
 impl Element for RangeIPLookup {
+    fn shared(&self) -> Option<crate::Shared> {
+        // Socket's ALLOW/DENY look addresses up in the table's prefixes.
+        Some(self.core.prefixes())
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         self.core.push(batch, out);
     }

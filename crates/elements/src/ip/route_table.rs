@@ -1096,7 +1096,38 @@ fn uncomment(text: &str) -> String {
 /// The usage text route commands print on a syntax error.
 const ROUTE_SYNTAX: &str = "'ADDR/MASK [GATEWAY] OUTPUT'";
 
+/// The prefixes of a route table as they stood when another element asked
+/// for them ([`RouteCore::prefixes`]): what `Socket`'s `ALLOW` and `DENY`
+/// look addresses up in (Click's `IPRouteTable::lookup_route`, which only
+/// asks whether some route covers the address).
+#[derive(Debug, Default)]
+pub struct RoutePrefixes {
+    /// `(addr, mask)`, host order, address masked.
+    pub prefixes: Vec<(u32, u32)>,
+}
+
+impl RoutePrefixes {
+    /// True if some prefix covers `a`.
+    pub fn covers(&self, a: [u8; 4]) -> bool {
+        let a = u32::from_be_bytes(a);
+        self.prefixes.iter().any(|&(addr, mask)| a & mask == addr)
+    }
+}
+
 impl<T: RouteTable> RouteCore<T> {
+    /// The table's prefixes now, for the elements that name this one
+    /// (`Socket`'s `ALLOW`/`DENY`; [`crate::Element::shared`]).
+    pub fn prefixes(&self) -> crate::Shared {
+        let prefixes = self
+            .table
+            .dump()
+            .lines()
+            .filter_map(|l| parse_prefix(l.split_whitespace().next()?, true))
+            .map(|(a, m)| (a & m, m))
+            .collect();
+        std::sync::Arc::new(RoutePrefixes { prefixes })
+    }
+
     /// Builds the table from the element's arguments, one route each.
     /// `label` prefixes "no route" messages.
     pub fn configure(

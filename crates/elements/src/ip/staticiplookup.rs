@@ -48,6 +48,11 @@ impl StaticIPLookup {
 }
 
 impl Element for StaticIPLookup {
+    fn shared(&self) -> Option<crate::Shared> {
+        // Socket's ALLOW/DENY look addresses up in the table's prefixes.
+        Some(self.core.prefixes())
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         self.core.push(batch, out);
     }

@@ -120,6 +120,9 @@ impl Element for IP6Print {
         for p in batch.iter() {
             if self.format(p, &mut line) {
                 let _ = w.write_all(line.as_bytes());
+                if crate::chatter::listening() {
+                    crate::chatter::copy(&line);
+                }
             }
         }
         self.line = line;

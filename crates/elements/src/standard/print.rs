@@ -167,6 +167,9 @@ impl Element for Print {
             self.format(p, &mut line);
             line.push('\n');
             let _ = w.write_all(line.as_bytes());
+            if crate::chatter::listening() {
+                crate::chatter::copy(&line);
+            }
         }
         self.line = line;
     }
