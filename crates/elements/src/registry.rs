@@ -179,6 +179,8 @@ classes!(
     crate::ip::ipoutputcombo::IPOutputCombo,
     crate::ip::lookupiproutemp::LookupIPRouteMP,
     crate::ip::ripsend::RIPSend,
+    crate::ip::rfc2507comp::RFC2507Comp,
+    crate::ip::rfc2507decomp::RFC2507Decomp,
     crate::ip::setrandipaddress::SetRandIPAddress,
     crate::ip::truncateippayload::TruncateIPPayload,
     // ip6/
@@ -348,8 +350,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("PerfCountAccum", KERNEL),
     ("PerfCountInfo", KERNEL),
     ("PollDevice", "a Click kernel-module element; at user level FromDevice polls (METHOD RING, SOCKET or XDP)"),
-    ("RFC2507Comp", NOT_YET),
-    ("RFC2507Decomp", NOT_YET),
     ("RawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("RoundTripCycleCount", KERNEL),
     ("ScheduleLinux", KERNEL),
