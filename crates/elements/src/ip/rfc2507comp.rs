@@ -132,6 +132,8 @@ impl RFC2507Comp {
              the urgent pointer changing; the IP ID repeated; a field decreased or grew\n\
              by 65536 or more; or the IP total length is not the packet's length.\n\
              Click also prints debugging lines for each packet; pronto does not.\n\
+             Annotations (timestamp, paint, ...) stay with the packet; Click makes a new\n\
+             packet without them.\n\
              A packet that cannot fit in its buffer with the type byte is dropped and\n\
              counted.\n\n\
              Ports: 1 input, 1 output (agnostic).\n\
@@ -206,7 +208,8 @@ impl RFC2507Comp {
         if d32(&mut f, 24)? {
             mask |= F_SEQ;
         }
-        // Like Click, the ID following 65535 is not 0 but sent as a change.
+        // As in Click, ID 0 after 65535 is not "the next ID" but a decrease
+        // (full header).
         if u32::from(be16(d, 4)) != u32::from(be16(c, 4)) + 1 && d16(&mut f, 4)? {
             mask |= F_ID;
         }
