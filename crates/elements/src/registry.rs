@@ -179,6 +179,8 @@ classes!(
     crate::ip::ipoutputcombo::IPOutputCombo,
     crate::ip::lookupiproutemp::LookupIPRouteMP,
     crate::ip::ripsend::RIPSend,
+    crate::ip::rfc2507comp::RFC2507Comp,
+    crate::ip::rfc2507decomp::RFC2507Decomp,
     crate::ip::setrandipaddress::SetRandIPAddress,
     crate::ip::truncateippayload::TruncateIPPayload,
     // ip6/
@@ -353,8 +355,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("PerfCountAccum", KERNEL),
     ("PerfCountInfo", KERNEL),
     ("PollDevice", "a Click kernel-module element; at user level FromDevice polls (METHOD RING, SOCKET or XDP)"),
-    ("RFC2507Comp", NOT_YET),
-    ("RFC2507Decomp", NOT_YET),
     ("RoundTripCycleCount", KERNEL),
     ("ScheduleLinux", KERNEL),
     ("SetCycleCount", KERNEL),

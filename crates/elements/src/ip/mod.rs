@@ -30,6 +30,8 @@ pub mod markipce;
 pub mod markipheader;
 pub mod radixiplookup;
 pub mod rangeiplookup;
+pub mod rfc2507comp;
+pub mod rfc2507decomp;
 pub mod ripsend;
 pub mod route_table;
 pub mod setipaddress;
