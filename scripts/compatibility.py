@@ -20,8 +20,6 @@ REASONS = {
     "FromDAGDump": NOT_YET + " (trace format)",
     "FromNLANRDump": NOT_YET + " (trace format)",
     "IPFlowRawSockets": NOT_YET + " (one raw socket per flow of an aggregate; `RawSocket` is there)",
-    "RFC2507Comp": NOT_YET + " (header compression)",
-    "RFC2507Decomp": NOT_YET + " (header compression)",
 }
 
 
