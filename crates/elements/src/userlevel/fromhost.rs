@@ -12,9 +12,6 @@ use crate::{
     IpPrefix, Out, Shared, Spec, TaskStatus, WaitFd, PHASE_DEFAULT,
 };
 
-/// Empty polls in a row before the task reports itself idle (and the
-/// runtime blocks on the descriptor).
-const SPIN_POLLS: u32 = 32;
 /// Ethernet header length.
 const ETHER_LEN: usize = 14;
 /// Largest MTU whose frames fit a packet with their Ethernet header.
@@ -183,12 +180,7 @@ impl Element for FromHost {
             out.pass(0);
             return TaskStatus::Busy;
         }
-        self.empty_polls = self.empty_polls.saturating_add(1);
-        if self.empty_polls < SPIN_POLLS {
-            TaskStatus::Busy
-        } else {
-            TaskStatus::Idle
-        }
+        super::poll_status(false, &mut self.empty_polls)
     }
 
     fn wait_fd(&self) -> Option<WaitFd<'_>> {
@@ -376,7 +368,7 @@ pub(crate) mod tests {
         // time after the device comes up, which restarts the count: poll
         // until SPIN_POLLS empty polls in a row report Idle.
         let mut last = TaskStatus::Busy;
-        for _ in 0..SPIN_POLLS * 20 {
+        for _ in 0..crate::userlevel::SPIN_POLLS * 20 {
             last = crate::app::testing::run_task(e.as_mut(), &pool, 1, 0).0;
             if last == TaskStatus::Idle {
                 break;

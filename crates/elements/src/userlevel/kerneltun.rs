@@ -12,9 +12,6 @@ use crate::{
     IpPrefix, Out, Spec, TaskStatus, WaitFd,
 };
 
-/// Empty polls in a row before the task reports itself idle (and the
-/// runtime blocks on the descriptor).
-const SPIN_POLLS: u32 = 32;
 /// Ethernet header length.
 const ETHER_LEN: usize = 14;
 /// Click's MTU floor: an IPv4 header.
@@ -353,12 +350,7 @@ impl Element for KernelTun {
             self.empty_polls = 0;
             return TaskStatus::Busy;
         }
-        self.empty_polls = self.empty_polls.saturating_add(1);
-        if self.empty_polls < SPIN_POLLS {
-            TaskStatus::Busy
-        } else {
-            TaskStatus::Idle
-        }
+        super::poll_status(false, &mut self.empty_polls)
     }
 
     fn wait_fd(&self) -> Option<WaitFd<'_>> {

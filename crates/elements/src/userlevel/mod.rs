@@ -26,6 +26,71 @@ pub mod torawsocket;
 pub mod tosocket;
 pub mod umlswitch;
 
+/// Empty polls in a row before a polling task reports itself idle (and the
+/// runtime blocks on its descriptor).
+pub(crate) const SPIN_POLLS: u32 = 32;
+
+/// How long a socket element's push input waits for room to send.
+pub(crate) const PUSH_WAIT_MS: i32 = 1000;
+
+/// A polling task's status after a run: busy while it did work, or has
+/// polled empty fewer than [`SPIN_POLLS`] times in a row; idle after.
+pub(crate) fn poll_status(busy: bool, empty_polls: &mut u32) -> crate::TaskStatus {
+    if busy {
+        *empty_polls = 0;
+        return crate::TaskStatus::Busy;
+    }
+    *empty_polls = empty_polls.saturating_add(1);
+    if *empty_polls < SPIN_POLLS {
+        crate::TaskStatus::Busy
+    } else {
+        crate::TaskStatus::Idle
+    }
+}
+
+/// Waits up to `ms` milliseconds for `fd` to take more; false after the
+/// wait, or with no descriptor.
+pub(crate) fn wait_writable(fd: Option<&std::os::fd::OwnedFd>, ms: i32) -> bool {
+    let Some(fd) = fd else { return false };
+    let mut pfd = [rustix::event::PollFd::new(
+        fd,
+        rustix::event::PollFlags::OUT,
+    )];
+    let ts = rustix::event::Timespec {
+        tv_sec: i64::from(ms / 1000),
+        tv_nsec: i64::from(ms % 1000) * 1_000_000,
+    };
+    matches!(rustix::event::poll(&mut pfd, Some(&ts)), Ok(n) if n > 0)
+}
+
+/// Sends a pull input's waiting packets, oldest first, with `send`
+/// (`Some(true)` sent, `Some(false)` lost, `None` no room now) until one
+/// finds no room; returns whether any went, and how many were sent and
+/// lost.
+pub(crate) fn flush_pending(
+    pending: &mut std::collections::VecDeque<pronto_packet::Packet>,
+    mut send: impl FnMut(&pronto_packet::Packet) -> Option<bool>,
+) -> (bool, u64, u64) {
+    let (mut any, mut sent, mut lost) = (false, 0, 0);
+    while let Some(p) = pending.pop_front() {
+        match send(&p) {
+            Some(ok) => {
+                if ok {
+                    sent += 1;
+                } else {
+                    lost += 1;
+                }
+                any = true;
+            }
+            None => {
+                pending.push_front(p);
+                break;
+            }
+        }
+    }
+    (any, sent, lost)
+}
+
 /// Parses a `METHOD` argument (`RING`, the default, `SOCKET` or `XDP`;
 /// Click's `LINUX` means `SOCKET`).
 fn method(m: Option<String>) -> Result<pronto_netdev::Method, crate::ConfigError> {

@@ -19,10 +19,6 @@ use crate::{
     TaskStatus, WaitFd,
 };
 
-/// Empty polls in a row before the task reports itself idle.
-const SPIN_POLLS: u32 = 32;
-/// How long a push input waits for room in the send buffer.
-const PUSH_WAIT_MS: i32 = 1000;
 /// An IPv4 header without options.
 const IP_MIN: usize = 20;
 
@@ -317,33 +313,16 @@ impl RawSocket {
     }
 
     fn flush(&mut self) -> bool {
-        let mut any = false;
-        while let Some(p) = self.pending.pop_front() {
-            match self.send_one(&p) {
-                Some(ok) => {
-                    self.count(ok);
-                    any = true;
-                }
-                None => {
-                    self.pending.push_front(p);
-                    break;
-                }
-            }
-        }
+        let mut q = std::mem::take(&mut self.pending);
+        let (any, sent, lost) = super::flush_pending(&mut q, |p| self.send_one(p));
+        self.pending = q;
+        self.sent += sent;
+        self.drops += lost;
         any
     }
 
     fn wait_writable(&self) -> bool {
-        let Some(fd) = &self.fd else { return false };
-        let mut pfd = [rustix::event::PollFd::new(
-            fd,
-            rustix::event::PollFlags::OUT,
-        )];
-        let ts = rustix::event::Timespec {
-            tv_sec: i64::from(PUSH_WAIT_MS / 1000),
-            tv_nsec: i64::from(PUSH_WAIT_MS % 1000) * 1_000_000,
-        };
-        matches!(rustix::event::poll(&mut pfd, Some(&ts)), Ok(n) if n > 0)
+        super::wait_writable(self.fd.as_ref(), super::PUSH_WAIT_MS)
     }
 }
 
@@ -382,12 +361,7 @@ impl Element for RawSocket {
             self.empty_polls = 0;
             return TaskStatus::Busy;
         }
-        self.empty_polls = self.empty_polls.saturating_add(1);
-        if self.empty_polls < SPIN_POLLS {
-            TaskStatus::Busy
-        } else {
-            TaskStatus::Idle
-        }
+        super::poll_status(false, &mut self.empty_polls)
     }
 
     fn wait_fd(&self) -> Option<WaitFd<'_>> {

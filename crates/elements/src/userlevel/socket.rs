@@ -22,12 +22,6 @@ use crate::{
     Spec, TaskStatus, WaitFd,
 };
 
-/// Empty polls in a row before the task reports itself idle (and the
-/// runtime blocks on the descriptor).
-const SPIN_POLLS: u32 = 32;
-/// How long a push input waits for a full socket to take a packet (Click
-/// blocks without limit) before the packet is dropped.
-const PUSH_WAIT_MS: i32 = 1000;
 /// Click's listen backlog.
 const BACKLOG: i32 = 2;
 /// Longest Unix socket path (`sun_path` less its terminating NUL).
@@ -760,16 +754,7 @@ impl Socket {
 
     /// Waits up to `ms` for the connection to take more.
     fn wait_writable(&self, ms: i32) -> bool {
-        let Some(fd) = &self.active else { return false };
-        let mut pfd = [rustix::event::PollFd::new(
-            fd,
-            rustix::event::PollFlags::OUT,
-        )];
-        let ts = rustix::event::Timespec {
-            tv_sec: i64::from(ms / 1000),
-            tv_nsec: i64::from(ms % 1000) * 1_000_000,
-        };
-        matches!(rustix::event::poll(&mut pfd, Some(&ts)), Ok(n) if n > 0)
+        super::wait_writable(self.active.as_ref(), ms)
     }
 
     /// Writes the pending packets, oldest first, until one blocks. True if
@@ -810,7 +795,7 @@ impl Element for Socket {
                     }
                     Wrote::Blocked if !waited => {
                         waited = true;
-                        if !self.wait_writable(PUSH_WAIT_MS) {
+                        if !self.wait_writable(super::PUSH_WAIT_MS) {
                             continue;
                         }
                         waited = false;
@@ -860,12 +845,7 @@ impl Element for Socket {
             self.empty_polls = 0;
             return TaskStatus::Busy;
         }
-        self.empty_polls = self.empty_polls.saturating_add(1);
-        if self.empty_polls < SPIN_POLLS {
-            TaskStatus::Busy
-        } else {
-            TaskStatus::Idle
-        }
+        super::poll_status(false, &mut self.empty_polls)
     }
 
     fn wait_fd(&self) -> Option<WaitFd<'_>> {
