@@ -8,6 +8,7 @@ pub mod fromtcpdump;
 pub mod ipsumdump;
 pub mod md5;
 pub mod pcap;
+pub mod recordfile;
 pub mod todump;
 pub mod toipflowdumps;
 pub mod toipsummarydump;
