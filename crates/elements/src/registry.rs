@@ -271,9 +271,11 @@ classes!(
     // end analysis
     // app/
     crate::app::fromcapdump::FromCapDump,
+    crate::app::fromdagdump::FromDAGDump,
     crate::app::fromdump::FromDump,
     crate::app::fromipsummarydump::FromIPSummaryDump,
     crate::app::fromnetflowsumdump::FromNetFlowSummaryDump,
+    crate::app::fromnlanrdump::FromNLANRDump,
     crate::app::fromtcpdump::FromTcpdump,
     crate::app::todump::ToDump,
     crate::app::toipflowdumps::ToIPFlowDumps,
@@ -336,8 +338,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ChangeUID", "instances already run as an unprivileged user in their sandbox"),
     ("ChatterSocket", "not yet implemented (ControlSocket speaks Click's control protocol)"),
     ("CycleCountAccum", KERNEL),
-    ("FromDAGDump", NOT_YET),
-    ("FromNLANRDump", NOT_YET),
     ("FromRawSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromSocket", "not yet implemented (a sandboxed instance reaches the network through its switch ports)"),
     ("FromUserDevice", KERNEL),

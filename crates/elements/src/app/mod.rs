@@ -1,9 +1,11 @@
 //! Click's `app` elements: trace files (tcpdump and IP summary dumps).
 
 pub mod fromcapdump;
+pub mod fromdagdump;
 pub mod fromdump;
 pub mod fromipsummarydump;
 pub mod fromnetflowsumdump;
+pub mod fromnlanrdump;
 pub mod fromtcpdump;
 pub mod ipsumdump;
 pub mod md5;
