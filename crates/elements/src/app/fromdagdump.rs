@@ -56,6 +56,17 @@ fn be16(h: &[u8], off: usize) -> usize {
 }
 
 impl Dag {
+    /// A reader of the file `filename` whose legacy cells have link type
+    /// `encap` (-1 for none given: ATM RFC 1483).
+    pub fn new(filename: &str, encap: i32) -> Dag {
+        Dag {
+            filename: filename.to_string(),
+            base_linktype: encap,
+            linktype: DLT_NONE,
+            warned: false,
+        }
+    }
+
     /// A legacy cell of the base link type: (packet start offset in the
     /// cell, wire length field).
     fn legacy(&mut self, h: &[u8]) -> (usize, usize) {
@@ -256,12 +267,7 @@ impl FromDAGDump {
             return Ok(recordfile::check_stand_in(ctx, &filename));
         };
         let force_ip = opts.force_ip;
-        let fmt = Dag {
-            filename: filename.clone(),
-            base_linktype,
-            linktype: DLT_NONE,
-            warned: false,
-        };
+        let fmt = Dag::new(&filename, base_linktype);
         Ok(Box::new(RecordSource::new(
             ctx, fmt, filename, map, 0, opts, force_ip,
         )))
@@ -510,5 +516,35 @@ mod tests {
             "FORCE_IP and TIMING options are incompatible; give one of them"
         );
         assert_eq!(c("nope.erf"), "nope.erf: No such file or directory");
+    }
+
+    #[test]
+    fn random_bytes_give_records_inside_the_file() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut data = vec![0u8; 4096];
+        let mut total = 0;
+        for round in 0..64 {
+            for b in data.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            // Small types and lengths now and then, so records chain.
+            for r in (0..data.len()).step_by(64) {
+                data[r + 8] %= 6;
+                data[r + 10] = 0;
+            }
+            let encap = [DLT_NONE, pcap::DLT_EN10MB, pcap::DLT_SUNATM, pcap::DLT_RAW][round % 4];
+            let mut fmt = Dag::new("r", encap);
+            let mut pos = 0;
+            while let Step::Record(r) = fmt.record(&data[..data.len() - round], pos) {
+                assert!(r.next > pos && r.next <= data.len() - round);
+                assert!(r.start >= pos && r.start + r.caplen <= r.next);
+                pos = r.next;
+                total += 1;
+            }
+        }
+        assert!(total > 64, "{total} records");
     }
 }

@@ -39,6 +39,19 @@ pub struct Nlanr {
 /// Reads IP packet headers from an NLANR trace.
 pub type FromNLANRDump = RecordSource<Nlanr>;
 
+impl Nlanr {
+    /// A reader of FORMAT `format` (`fr`, `fr+` or `tsh`, any case).
+    pub fn new(format: &str) -> Option<Nlanr> {
+        let format = match format.to_ascii_lowercase().as_str() {
+            "fr" => Format::Fr,
+            "fr+" => Format::FrPlus,
+            "tsh" => Format::Tsh,
+            _ => return None,
+        };
+        Some(Nlanr { format })
+    }
+}
+
 fn be32(h: &[u8], off: usize) -> u32 {
     u32::from_be_bytes([h[off], h[off + 1], h[off + 2], h[off + 3]])
 }
@@ -174,35 +187,28 @@ impl FromNLANRDump {
         let filepos: u64 = a.read_or("FILEPOS", 0u64)?;
         let _mmap: bool = a.read_or("MMAP", true)?;
         a.finish()?;
-        let format = match format.to_ascii_lowercase().as_str() {
-            "fr" => Format::Fr,
-            "fr+" => Format::FrPlus,
-            "tsh" => Format::Tsh,
-            "guess" => guess_format(&filename).unwrap_or_else(|| {
+        let fmt = if format.eq_ignore_ascii_case("guess") {
+            let format = guess_format(&filename).unwrap_or_else(|| {
                 eprintln!(
                     "{}: cannot guess file format from filename, assuming 'tsh'",
                     ctx.name
                 );
                 Format::Tsh
-            }),
-            _ => {
-                return Err(cfg_err(format!(
+            });
+            Nlanr { format }
+        } else {
+            Nlanr::new(&format).ok_or_else(|| {
+                cfg_err(format!(
                     "FORMAT: bad FORMAT `{format}'; expected fr, fr+, tsh or guess"
-                )))
-            }
+                ))
+            })?
         };
         let Some(map) = recordfile::open_file(ctx, &filename)? else {
             return Ok(recordfile::check_stand_in(ctx, &filename));
         };
         let pos = recordfile::start_pos(&filename, &map, filepos, 0)?;
         Ok(Box::new(RecordSource::new(
-            ctx,
-            Nlanr { format },
-            filename,
-            map,
-            pos,
-            opts,
-            false,
+            ctx, fmt, filename, map, pos, opts, false,
         )))
     }
 }
