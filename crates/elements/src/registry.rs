@@ -273,9 +273,11 @@ classes!(
     // end analysis
     // app/
     crate::app::fromcapdump::FromCapDump,
+    crate::app::fromdagdump::FromDAGDump,
     crate::app::fromdump::FromDump,
     crate::app::fromipsummarydump::FromIPSummaryDump,
     crate::app::fromnetflowsumdump::FromNetFlowSummaryDump,
+    crate::app::fromnlanrdump::FromNLANRDump,
     crate::app::fromtcpdump::FromTcpdump,
     crate::app::todump::ToDump,
     crate::app::toipflowdumps::ToIPFlowDumps,
@@ -346,8 +348,6 @@ pub const ALIASES: &[(&str, &str)] = &[
 pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ChangeUID", "instances already run as an unprivileged user in their sandbox"),
     ("CycleCountAccum", KERNEL),
-    ("FromDAGDump", NOT_YET),
-    ("FromNLANRDump", NOT_YET),
     ("FromUserDevice", KERNEL),
     ("IPFlowRawSockets", NOT_YET),
     ("KernelFilter", "it rewrites the host's iptables rules, which a tenant's middlebox must never touch; FromDevice takes frames with AF_XDP or AF_PACKET"),

@@ -664,6 +664,22 @@ const ROWS: &[Row] = &[
     bad_file("FromDump", "FromDump($D/bad5.pcap, STOP true) -> Discard;"),
     bad_file("FromDump", "FromDump($D/bad6.pcap, STOP true, MMAP false) -> Discard;"),
     bad_file("FromDump", "FromDump($D/bad7.pcap, STOP true) -> Discard;"),
+    src("FromDAGDump", "FromDAGDump($D/hostile.erf, STOP true) -> Strip(14) -> CheckIPHeader -> Discard;"),
+    src(
+        "FromDAGDump",
+        "x :: FromDAGDump($D/hostile.erf, STOP true, FORCE_IP true, SAMPLE 0.5) -> CheckIPHeader -> Discard; x[1] -> Discard;",
+    ),
+    src("FromDAGDump", "FromDAGDump($D/hostile.erf, STOP true, ENCAP ETHER) -> Queue(8) -> Discard;"),
+    src("FromDAGDump", "FromDAGDump($D/hostile.dag, STOP true, ENCAP SUNATM) -> Discard;"),
+    src(
+        "FromNLANRDump",
+        "x :: FromNLANRDump($D/hostile.tsh, STOP true) -> CheckIPHeader -> CheckTCPHeader -> Discard; x[1] -> Discard;",
+    ),
+    src(
+        "FromNLANRDump",
+        "FromNLANRDump($D/hostile.tsh, STOP true, FORMAT fr+, SAMPLE 0.5) -> IPPrint(OUTFILE $D/tsh.txt) -> Discard;",
+    ),
+    src("FromNLANRDump", "FromNLANRDump($D/hostile.tsh, STOP true, FORMAT fr) -> Discard;"),
     // icmp/
     r(
         "ICMPPingRewriter",
@@ -1688,6 +1704,57 @@ fn hostile_tcpdump() -> String {
     s
 }
 
+/// DAG (ERF) records of the hostile frames, of every type FromDAGDump
+/// reads, with random record and wire lengths now and then, an odd
+/// record type halfway (the rest reads as legacy cells), and a cut last
+/// record.
+fn hostile_erf(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut rng = Rng(0xda6);
+    let mut out = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        let ty = [2u8, 1, 3, 4][i % 4];
+        let mut body = Vec::new();
+        if ty == 2 {
+            body.extend_from_slice(&[0, 0]);
+        }
+        body.extend_from_slice(&f[..f.len().min(9000)]);
+        let mut rlen = (16 + body.len()).min(65535) as u16;
+        let mut wlen = rlen.wrapping_add(4);
+        if rng.below(20) == 0 {
+            rlen = 16 + rng.below(80) as u16;
+            wlen = rng.below(70000) as u16;
+        }
+        let stamp = ((i as u64 / 3) << 32) | rng.below(1 << 32) as u64;
+        out.extend_from_slice(&stamp.to_le_bytes());
+        out.push(if i == frames.len() / 2 { 200 } else { ty });
+        out.push(0);
+        out.extend_from_slice(&rlen.to_be_bytes());
+        out.extend_from_slice(&0u16.to_be_bytes());
+        out.extend_from_slice(&wlen.to_be_bytes());
+        out.extend_from_slice(&body[..body.len().min(rlen.saturating_sub(16) as usize)]);
+    }
+    out.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 2, 0, 1]);
+    out
+}
+
+/// NLANR TSH records holding the start of the hostile frames' network
+/// layer (IP or not, with or without options), then a cut record.
+fn hostile_tsh(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut rng = Rng(0x75);
+    let mut out = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        out.extend_from_slice(&(i as u32 / 2).to_be_bytes());
+        out.extend_from_slice(&(rng.below(1 << 32) as u32).to_be_bytes());
+        let mut cell = [0u8; 36];
+        let ip = f.get(14..).unwrap_or(&[]);
+        let n = ip.len().min(36);
+        cell[..n].copy_from_slice(&ip[..n]);
+        out.extend_from_slice(&cell);
+    }
+    out.extend_from_slice(&[0, 0, 0, 9, 0, 0]);
+    out
+}
+
 // ---------------------------------------------------------------------------
 // Running.
 
@@ -1709,6 +1776,11 @@ fn write_inputs(dir: &Path) -> PathBuf {
     std::fs::write(dir.join("hostile.tcpdump"), hostile_tcpdump()).expect("write tcpdump");
     std::fs::write(dir.join("hostile.netflow"), hostile_netflow(false)).expect("write netflow");
     std::fs::write(dir.join("hostile.cap"), hostile_cap()).expect("write cap");
+    let frames = hostile_frames(packets());
+    std::fs::write(dir.join("hostile.erf"), hostile_erf(&frames)).expect("write erf");
+    std::fs::write(dir.join("hostile.tsh"), hostile_tsh(&frames)).expect("write tsh");
+    // Legacy cells: the pcap trace cut into 64-byte pieces.
+    std::fs::write(dir.join("hostile.dag"), &trace[..trace.len() / 64 * 64]).expect("write dag");
     std::fs::write(dir.join("small.netflow"), hostile_netflow(true)).expect("write netflow");
     let rules = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -3,77 +3,30 @@
 //! The file is mapped into memory and parsed record by record; each task
 //! run fills a whole batch, copying each record's bytes into a fresh
 //! packet. Microsecond and nanosecond files in either byte order are read.
+//! The pcap record format plugs into the shared trace reader
+//! ([`super::recordfile`]).
 
-use pronto_packet::mmap::MappedFile;
-use pronto_packet::{Batch, Packet, BATCH_MAX, EXTRA_LENGTH_ANNO_OFFSET, MAX_PACKET};
+use pronto_packet::{Batch, Packet, Pool, BATCH_MAX, MAX_PACKET};
 
 use super::pcap;
-use super::tracetext::{unparse_fixed, SAMPLING_ONE};
+use super::recordfile::{self, Options, Record, RecordFormat, RecordSource, Step};
 use crate::util::cfg_err;
-use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Seconds, Spec,
-    TaskStatus, TimestampArg,
-};
+use crate::{ActionProfile, ConfigCtx, ConfigError, Element, HandlerInfo, Spec};
 
-/// What happens at the end of the trace (or when END is reached).
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum EndAction {
-    /// Nothing (no END time, no STOP, no END_CALL).
-    Nothing,
-    /// Deactivate and ask the driver to stop (`STOP true`, `END_CALL x.stop`).
-    Stop,
-    /// Deactivate (`END_CALL x.active false`, the default with END times).
-    Deactivate,
-    /// A handler call pronto's FromDump cannot make.
-    Other(String),
-}
+#[cfg(test)]
+use crate::{Out, TaskStatus};
 
-/// Why a fill stopped.
-enum Fill {
-    /// Filled as much as was asked (or the pool ran dry).
-    More,
-    /// The next packet is due at this time (TIMING).
-    Sleep(i64),
-    /// The trace is over (end of file, bad record, or END reached).
-    End,
-}
-
-/// Reads packets from a tcpdump file.
-pub struct FromDump {
-    filename: String,
-    map: MappedFile,
-    pos: usize,
-    packet_filepos: usize,
+/// The pcap record format.
+pub struct Pcap {
     swapped: bool,
     nano: bool,
     extra_hdr: usize,
     minor: u16,
     linktype: i32,
-    force_ip: bool,
-    timing: bool,
-    active: bool,
-    sample: u32,
-    rng: u64,
-    first_time: i64,
-    have_first_time: bool,
-    first_relative: bool,
-    last_time: i64,
-    have_last_time: bool,
-    last_relative: bool,
-    last_interval: bool,
-    have_any_times: bool,
-    timing_offset: i64,
-    /// File position of a record that already passed sampling and waits
-    /// for its time (TIMING).
-    held: Option<usize>,
-    end_action: EndAction,
-    ended: bool,
-    pending_stop: bool,
-    count: u64,
-    oversize: u64,
-    pull: bool,
-    burst: usize,
 }
+
+/// Reads packets from a tcpdump file.
+pub type FromDump = RecordSource<Pcap>;
 
 /// Reads plain records (caplen == len, not oversized) from `pos` into
 /// `batch`, up to `max`; returns how many, and (the position after them,
@@ -150,8 +103,103 @@ fn read_u16(b: &[u8], off: usize, swapped: bool) -> u16 {
     }
 }
 
-fn seconds_ns(s: f64) -> i64 {
-    (s * 1e9).round() as i64
+impl RecordFormat for Pcap {
+    const HANDLERS: &'static [HandlerInfo] = &[
+        HandlerInfo::read("count"),
+        HandlerInfo::write("reset_counts"),
+        HandlerInfo::rw("active"),
+        HandlerInfo::write("stop"),
+        HandlerInfo::read("encap"),
+        HandlerInfo::read("filename"),
+        HandlerInfo::read("filesize"),
+        HandlerInfo::rw("filepos"),
+        HandlerInfo::read("packet_filepos"),
+        HandlerInfo::read("sampling_prob"),
+        HandlerInfo::write("extend_interval"),
+        HandlerInfo::write("reset_timing"),
+    ];
+
+    fn record(&mut self, data: &[u8], pos: usize) -> Step {
+        let swapped = self.swapped;
+        let Some(h) = data.get(pos..pos + pcap::RECORD_HEADER_LEN) else {
+            if pos < data.len() {
+                return Step::Bad {
+                    what: "truncated packet header",
+                    to_end: true,
+                };
+            }
+            return Step::End;
+        };
+        let sec = read_u32(h, 0, swapped);
+        let sub = read_u32(h, 4, swapped);
+        let (c, l) = (
+            read_u32(h, 8, swapped) as usize,
+            read_u32(h, 12, swapped) as usize,
+        );
+        let (mut caplen, len) = if self.minor > 3 || (self.minor == 3 && c <= l) {
+            (c, l)
+        } else {
+            (l, c)
+        };
+        if caplen > 65535 {
+            return Step::Bad {
+                what: "bad packet header",
+                to_end: false,
+            };
+        }
+        let mut skip = 0;
+        if caplen > len {
+            skip = caplen - len;
+            caplen = len;
+        }
+        let start = pos + pcap::RECORD_HEADER_LEN + self.extra_hdr;
+        let next = start + caplen + skip;
+        if next > data.len() {
+            return Step::Bad {
+                what: "truncated packet",
+                to_end: true,
+            };
+        }
+        let sub_ns = if self.nano {
+            sub as i64
+        } else {
+            sub as i64 * 1000
+        };
+        Step::Record(Record {
+            ts: sec as i64 * 1_000_000_000 + sub_ns,
+            start,
+            caplen,
+            len,
+            next,
+            dlt: self.linktype,
+            paint: None,
+        })
+    }
+
+    fn linktype(&self) -> i32 {
+        self.linktype
+    }
+
+    fn plain_ok(&self) -> bool {
+        self.minor > 3
+    }
+
+    fn fill_plain(
+        &self,
+        data: &[u8],
+        pos: usize,
+        batch: &mut Batch,
+        max: usize,
+        pool: &Pool,
+    ) -> (usize, (usize, usize)) {
+        // One copy of the loop per byte order, so the order is not tested
+        // per field.
+        if self.swapped {
+            plain_records::<true>(data, pos, self.nano, self.extra_hdr, batch, max, pool)
+        } else {
+            plain_records::<false>(data, pos, self.nano, self.extra_hdr, batch, max, pool)
+        }
+    }
 }
 
 impl FromDump {
@@ -201,84 +249,16 @@ impl FromDump {
         let mut a = ctx.args();
         let filename: String = a.read_mp("FILENAME")?;
         let timing = a.read_p::<bool>("TIMING")?.unwrap_or(false);
-        let stop = a.read_or("STOP", false)?;
-        let active = a.read_or("ACTIVE", true)?;
-        let sample: f64 = a.read_or("SAMPLE", 1.0)?;
-        let force_ip = a.read_or("FORCE_IP", false)?;
-        let start: Option<TimestampArg> = a.read("START")?;
-        let start_after: Option<Seconds> = a.read("START_AFTER")?;
-        let end: Option<TimestampArg> = a.read("END")?;
-        let end_after: Option<Seconds> = a.read("END_AFTER")?;
-        let interval: Option<Seconds> = a.read("INTERVAL")?;
-        let end_call: Option<String> = a.read("END_CALL")?;
+        let mut opts = Options::read(ctx, &mut a, timing)?;
         let filepos: u64 = a.read_or("FILEPOS", 0u64)?;
         let _mmap: bool = a.read_or("MMAP", true)?;
         let burst: usize = a.read_or("BURST", BATCH_MAX)?;
         a.finish()?;
+        opts.set_burst(burst);
 
-        if sample.is_nan() || sample < 0.0 {
-            return Err(cfg_err("SAMPLE: expected unsigned real number"));
-        }
-        let mut sample_fx = (sample * SAMPLING_ONE as f64).round().min(u32::MAX as f64) as u32;
-        if sample_fx > SAMPLING_ONE {
-            eprintln!("{}: SAMPLE probability reduced to 1", ctx.name);
-            sample_fx = SAMPLING_ONE;
-        } else if sample_fx == 0 {
-            eprintln!("{}: SAMPLE probability is 0; emitting no packets", ctx.name);
-        }
-
-        let nonzero = |t: &Option<i64>| t.is_some_and(|v| v != 0);
-        let start = start.map(|t| t.0);
-        let start_after = start_after.map(|s| seconds_ns(s.0));
-        let end = end.map(|t| t.0);
-        let end_after = end_after.map(|s| seconds_ns(s.0));
-        let interval = interval.map(|s| seconds_ns(s.0));
-        let (mut first_time, mut have_first_time, mut first_relative) = (0, true, false);
-        if nonzero(&start) as u8 + nonzero(&start_after) as u8 > 1 {
-            return Err(cfg_err("START and START_AFTER are mutually exclusive"));
-        } else if let Some(t) = start.filter(|&t| t != 0) {
-            first_time = t;
-        } else if let Some(t) = start_after.filter(|&t| t != 0) {
-            first_time = t;
-            first_relative = true;
-        } else {
-            have_first_time = false;
-            first_relative = true;
-        }
-        let (mut last_time, mut have_last_time, mut last_relative, mut last_interval) =
-            (0, true, false, false);
-        if nonzero(&end) as u8 + nonzero(&end_after) as u8 + nonzero(&interval) as u8 > 1 {
-            return Err(cfg_err(
-                "END, END_AFTER, and INTERVAL are mutually exclusive",
-            ));
-        } else if let Some(t) = end.filter(|&t| t != 0) {
-            last_time = t;
-        } else if let Some(t) = end_after.filter(|&t| t != 0) {
-            last_time = t;
-            last_relative = true;
-        } else if let Some(t) = interval.filter(|&t| t != 0) {
-            last_time = t;
-            last_interval = true;
-        } else {
-            have_last_time = false;
-        }
-
-        let end_action = match (&end_call, stop) {
-            (Some(_), true) => return Err(cfg_err("END_CALL and STOP are mutually exclusive")),
-            (Some(call), false) => parse_end_call(ctx.name, call),
-            (None, true) => EndAction::Stop,
-            (None, false) if have_last_time => EndAction::Deactivate,
-            (None, false) => EndAction::Nothing,
+        let Some(map) = recordfile::open_file(ctx, &filename)? else {
+            return Ok(recordfile::check_stand_in(ctx, &filename));
         };
-
-        if crate::world::check_only() {
-            return Ok(crate::world::stand_in([crate::world::input_file(
-                ctx, &filename,
-            )]));
-        }
-        let path = ctx.path(&filename);
-        let map = MappedFile::open(&path)
-            .map_err(|e| cfg_err(format!("{filename}: {}", pcap::os_error_text(&e))))?;
         let h = map.bytes();
         if h.len() < pcap::FILE_HEADER_LEN {
             return Err(cfg_err(format!(
@@ -309,7 +289,7 @@ impl FromDump {
         }
         let minor = read_u16(h, 6, swapped);
         let linktype = pcap::canonical_dlt(read_u32(h, 20, swapped) as i32);
-        let mut force_ip = force_ip;
+        let mut force_ip = opts.force_ip;
         if force_ip {
             if !pcap::dlt_force_ipable(linktype) {
                 return Err(cfg_err(format!(
@@ -319,448 +299,17 @@ impl FromDump {
         } else if linktype == pcap::DLT_RAW {
             force_ip = true;
         }
-        let pos = if filepos != 0 {
-            usize::try_from(filepos)
-                .ok()
-                .filter(|&p| p <= map.len())
-                .ok_or_else(|| {
-                    cfg_err(format!(
-                        "{filename}: FILEPOS {filepos} is past the end of the file"
-                    ))
-                })?
-        } else {
-            pcap::FILE_HEADER_LEN
-        };
-
-        Ok(Box::new(FromDump {
-            filename,
-            map,
-            pos,
-            packet_filepos: 0,
+        let pos = recordfile::start_pos(&filename, &map, filepos, pcap::FILE_HEADER_LEN)?;
+        let fmt = Pcap {
             swapped,
             nano: magic == pcap::MAGIC_NANO,
             extra_hdr,
             minor,
             linktype,
-            force_ip,
-            timing,
-            active,
-            sample: sample_fx,
-            rng: 0x9e37_79b9_7f4a_7c15,
-            first_time,
-            have_first_time,
-            first_relative,
-            last_time,
-            have_last_time,
-            last_relative,
-            last_interval,
-            have_any_times: false,
-            timing_offset: 0,
-            held: None,
-            end_action,
-            ended: false,
-            pending_stop: false,
-            count: 0,
-            oversize: 0,
-            pull: !ctx.output_push.first().copied().unwrap_or(true),
-            burst: burst.clamp(1, BATCH_MAX),
-        }))
-    }
-
-    fn prepare_times(&mut self, ts: i64, now: i64) {
-        if self.first_relative {
-            self.first_time += ts;
-        }
-        if self.last_relative {
-            self.last_time += ts;
-        } else if self.last_interval {
-            self.last_time += self.first_time;
-        }
-        if self.timing {
-            self.timing_offset = now - ts;
-        }
-        self.have_any_times = true;
-    }
-
-    fn random(&mut self) -> u32 {
-        // xorshift64*
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
-    }
-
-    fn corrupt(&self, pos: usize, what: &str) {
-        eprintln!("{}: {what} at file offset {pos}; giving up", self.filename);
-    }
-
-    /// Runs the end action; false if it deactivated the element.
-    fn call_end(&mut self, out: &mut Out<'_>) -> bool {
-        match &self.end_action {
-            EndAction::Nothing => {}
-            EndAction::Stop => {
-                self.active = false;
-                out.stop();
-            }
-            EndAction::Deactivate => self.active = false,
-            EndAction::Other(call) => {
-                eprintln!(
-                    "{}: END_CALL `{call}' is not supported; deactivating",
-                    self.filename
-                );
-                self.active = false;
-            }
-        }
-        self.active
-    }
-
-    /// Reads records into `batch` until it holds `max` packets.
-    fn fill(&mut self, batch: &mut Batch, max: usize, out: &mut Out<'_>) -> Fill {
-        let data = std::mem::replace(&mut self.map, MappedFile::empty());
-        let r = if self.plain() {
-            self.fill_plain(data.bytes(), batch, max, out)
-        } else {
-            self.fill_from(data.bytes(), batch, max, out)
         };
-        self.map = data;
-        r
-    }
-
-    /// True when no option needs a per-record decision (no timing,
-    /// sampling, time window, FORCE_IP or held record): the common case,
-    /// read by [`FromDump::fill_plain`].
-    fn plain(&self) -> bool {
-        self.have_any_times
-            && !self.timing
-            && !self.have_first_time
-            && !self.have_last_time
-            && self.sample >= SAMPLING_ONE
-            && self.held.is_none()
-            && !self.force_ip
-            && self.minor > 3
-    }
-
-    /// The hot loop for plain traces: one bounds check per record, one
-    /// allocation from the pool, one copy. Anything unusual (a truncated
-    /// record, caplen != len, an oversized packet, the end of the file) is
-    /// left to [`FromDump::fill_from`], which handles every case.
-    fn fill_plain(
-        &mut self,
-        data: &[u8],
-        batch: &mut Batch,
-        max: usize,
-        out: &mut Out<'_>,
-    ) -> Fill {
-        // One copy of the loop per byte order, so the order is not tested
-        // per field.
-        let (n, pos) = if self.swapped {
-            plain_records::<true>(
-                data,
-                self.pos,
-                self.nano,
-                self.extra_hdr,
-                batch,
-                max,
-                out.pool,
-            )
-        } else {
-            plain_records::<false>(
-                data,
-                self.pos,
-                self.nano,
-                self.extra_hdr,
-                batch,
-                max,
-                out.pool,
-            )
-        };
-        if n > 0 {
-            self.packet_filepos = pos.1;
-        }
-        self.pos = pos.0;
-        self.count += n as u64;
-        let max = max.min(batch.room() + n);
-        if n < max && batch.room() > 0 {
-            // Something the plain loop does not handle, or the end.
-            return self.fill_from(data, batch, max - n, out);
-        }
-        Fill::More
-    }
-
-    fn fill_from(&mut self, data: &[u8], batch: &mut Batch, max: usize, out: &mut Out<'_>) -> Fill {
-        let max = max.min(batch.room());
-        let mut n = 0;
-        let swapped = self.swapped;
-        while n < max {
-            let pos = self.pos;
-            let Some(h) = data.get(pos..pos + pcap::RECORD_HEADER_LEN) else {
-                if pos < data.len() {
-                    self.corrupt(pos, "truncated packet header");
-                    self.pos = data.len();
-                }
-                return Fill::End;
-            };
-            let sec = read_u32(h, 0, swapped);
-            let sub = read_u32(h, 4, swapped);
-            let (c, l) = (
-                read_u32(h, 8, swapped) as usize,
-                read_u32(h, 12, swapped) as usize,
-            );
-            let (mut caplen, len) = if self.minor > 3 || (self.minor == 3 && c <= l) {
-                (c, l)
-            } else {
-                (l, c)
-            };
-            if caplen > 65535 {
-                self.corrupt(pos, "bad packet header");
-                return Fill::End;
-            }
-            let mut skip = 0;
-            if caplen > len {
-                skip = caplen - len;
-                caplen = len;
-            }
-            let start = pos + pcap::RECORD_HEADER_LEN + self.extra_hdr;
-            let next = start + caplen + skip;
-            if next > data.len() {
-                self.corrupt(pos, "truncated packet");
-                self.pos = data.len();
-                return Fill::End;
-            }
-            let sub_ns = if self.nano {
-                sub as i64
-            } else {
-                sub as i64 * 1000
-            };
-            let ts = sec as i64 * 1_000_000_000 + sub_ns;
-            if !self.have_any_times {
-                self.prepare_times(ts, out.now);
-            }
-            if self.have_first_time {
-                if ts < self.first_time {
-                    self.pos = next;
-                    continue;
-                }
-                self.have_first_time = false;
-            }
-            while self.have_last_time && ts >= self.last_time {
-                self.have_last_time = false;
-                if !self.call_end(out) {
-                    self.pos = next;
-                    self.ended = true;
-                    return Fill::End;
-                }
-            }
-            if self.held != Some(pos)
-                && self.sample < SAMPLING_ONE
-                && (self.random() & (SAMPLING_ONE - 1)) >= self.sample
-            {
-                self.pos = next;
-                continue;
-            }
-            if self.timing {
-                let due = ts.saturating_add(self.timing_offset);
-                if out.now < due {
-                    self.held = Some(pos);
-                    return Fill::Sleep(due);
-                }
-            }
-            self.held = None;
-            if caplen > MAX_PACKET {
-                self.oversize += 1;
-                if self.oversize == 1 {
-                    eprintln!(
-                        "{}: skipping packets longer than {MAX_PACKET} bytes (first at file offset {pos})",
-                        self.filename
-                    );
-                }
-                self.pos = next;
-                continue;
-            }
-            let Some(mut p) = out.pool.alloc_from(&data[start..start + caplen]) else {
-                // Pool exhausted: try this record again next time.
-                return Fill::More;
-            };
-            self.packet_filepos = pos;
-            self.pos = next;
-            p.set_timestamp_ns(ts);
-            p.set_mac_header(0);
-            if len > caplen {
-                let extra = (len - caplen) as u32;
-                p.anno_bytes_mut()[EXTRA_LENGTH_ANNO_OFFSET..EXTRA_LENGTH_ANNO_OFFSET + 4]
-                    .copy_from_slice(&extra.to_ne_bytes());
-            }
-            if self.force_ip && !pcap::force_ip(&mut p, self.linktype) {
-                out.emit(1, p);
-                continue;
-            }
-            if let Err(p) = batch.push(p) {
-                drop::<Packet>(p);
-                break;
-            }
-            self.count += 1;
-            n += 1;
-        }
-        Fill::More
-    }
-
-    fn set_active(&mut self, active: bool) {
-        self.active = active;
-    }
-
-    /// One round of reading, shared by the task and pulls.
-    fn produce(&mut self, batch: &mut Batch, max: usize, out: &mut Out<'_>) -> TaskStatus {
-        if self.pending_stop {
-            self.pending_stop = false;
-            out.stop();
-        }
-        if !self.active || self.ended {
-            return if self.ended {
-                TaskStatus::Done
-            } else {
-                TaskStatus::Idle
-            };
-        }
-        match self.fill(batch, max, out) {
-            Fill::More if batch.is_empty() => TaskStatus::Idle,
-            Fill::More => TaskStatus::Busy,
-            Fill::Sleep(t) => TaskStatus::SleepUntil(t),
-            Fill::End => {
-                if !self.ended {
-                    self.ended = true;
-                    self.call_end(out);
-                }
-                TaskStatus::Done
-            }
-        }
-    }
-}
-
-fn parse_end_call(name: &str, call: &str) -> EndAction {
-    let call = call.trim();
-    let (target, value) = match call.split_once(char::is_whitespace) {
-        Some((t, v)) => (t, v.trim()),
-        None => (call, ""),
-    };
-    let handler = match target.rsplit_once('.') {
-        Some((elem, h)) if elem == name => h,
-        Some(_) => return EndAction::Other(call.to_string()),
-        None => target,
-    };
-    match (handler, pronto_lang::args::parse_bool(value)) {
-        ("stop", _) => EndAction::Stop,
-        ("active", Ok(false)) => EndAction::Deactivate,
-        _ => EndAction::Other(call.to_string()),
-    }
-}
-
-impl Element for FromDump {
-    fn has_task(&self) -> bool {
-        !self.pull
-    }
-
-    fn run_task(&mut self, batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
-        let st = self.produce(batch, self.burst, out);
-        out.pass(0);
-        st
-    }
-
-    fn is_pull_source(&self) -> bool {
-        self.pull
-    }
-
-    fn pull(&mut self, _port: usize, batch: &mut Batch, max: usize, out: &mut Out<'_>) {
-        let _ = self.produce(batch, max, out);
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        const H: &[HandlerInfo] = &[
-            HandlerInfo::read("count"),
-            HandlerInfo::write("reset_counts"),
-            HandlerInfo::rw("active"),
-            HandlerInfo::write("stop"),
-            HandlerInfo::read("encap"),
-            HandlerInfo::read("filename"),
-            HandlerInfo::read("filesize"),
-            HandlerInfo::rw("filepos"),
-            HandlerInfo::read("packet_filepos"),
-            HandlerInfo::read("sampling_prob"),
-            HandlerInfo::write("extend_interval"),
-            HandlerInfo::write("reset_timing"),
-        ];
-        H
-    }
-
-    fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        match name {
-            "count" => Ok(self.count.to_string()),
-            "active" => Ok(self.active.to_string()),
-            "encap" => Ok(pcap::unparse_dlt(self.linktype)),
-            "filename" => Ok(self.filename.clone()),
-            "filesize" => Ok(self.map.len().to_string()),
-            "filepos" => Ok(self.pos.to_string()),
-            "packet_filepos" => Ok(self.packet_filepos.to_string()),
-            "sampling_prob" => Ok(unparse_fixed(self.sample)),
-            _ => Err(HandlerError::NoSuchHandler(name.into())),
-        }
-    }
-
-    fn write_handler(&mut self, name: &str, value: &str) -> Result<(), HandlerError> {
-        match name {
-            "reset_counts" => {
-                self.count = 0;
-                Ok(())
-            }
-            "active" => {
-                let v: bool = pronto_lang::args::parse_bool(value.trim())
-                    .map_err(|_| HandlerError::BadValue("type mismatch".into()))?;
-                self.set_active(v);
-                Ok(())
-            }
-            "stop" => {
-                self.set_active(false);
-                self.pending_stop = true;
-                Ok(())
-            }
-            "filepos" => {
-                let v: u64 = pronto_lang::args::parse_u64(value.trim())
-                    .map_err(|_| HandlerError::BadValue("argument must be file offset".into()))?;
-                match usize::try_from(v).ok().filter(|&p| p <= self.map.len()) {
-                    Some(p) => {
-                        self.pos = p;
-                        self.held = None;
-                        self.ended = false;
-                        Ok(())
-                    }
-                    None => Err(HandlerError::BadValue(format!(
-                        "{}: seek past end of file",
-                        self.filename
-                    ))),
-                }
-            }
-            "extend_interval" => {
-                let s = pronto_lang::args::parse_seconds(value.trim()).map_err(|_| {
-                    HandlerError::BadValue("'extend_interval' takes a time interval".into())
-                })?;
-                self.last_time += seconds_ns(s);
-                if self.end_action != EndAction::Nothing {
-                    self.have_last_time = true;
-                    self.ended = false;
-                    self.set_active(true);
-                }
-                Ok(())
-            }
-            "reset_timing" => {
-                self.first_relative = false;
-                self.last_relative = false;
-                self.last_interval = false;
-                self.have_any_times = false;
-                Ok(())
-            }
-            _ => Err(HandlerError::NoSuchHandler(name.into())),
-        }
+        Ok(Box::new(RecordSource::new(
+            ctx, fmt, filename, map, pos, opts, force_ip,
+        )))
     }
 }
 
