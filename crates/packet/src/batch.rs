@@ -113,28 +113,52 @@ impl Batch {
     pub fn clear(&mut self) {
         let n = self.len;
         self.len = 0;
-        // Slots go back in groups of up to 32 (a small array: zeroing a
-        // batch-sized one would cost more than freeing one packet).
+        // Slots go back in runs of up to 32 from one pool (a small array:
+        // zeroing a batch-sized one would cost more than freeing one
+        // packet). The inner loop tests only the pool: the run's length is
+        // bounded by the zip.
         let mut idx = [0u32; 32];
-        let mut k = 0;
-        let mut pool = std::ptr::null();
-        for s in &mut self.pkts[..n] {
+        let mut i = 0;
+        while i < n {
             // SAFETY: slots below the old len were initialized; len is 0 now
             // so none is read again; each packet is taken exactly once.
-            let (pp, i) = unsafe { s.assume_init_read() }.into_slot();
-            if (pp != pool || k == idx.len()) && k > 0 {
-                // SAFETY: the indices came from into_slot on this pool.
-                unsafe { Packet::free_slots(pool, &idx[..k]) };
-                k = 0;
+            let (pool, first) = unsafe { self.pkts[i].assume_init_read() }.into_slot();
+            i += 1;
+            idx[0] = first;
+            let mut k = 1;
+            let end = n.min(i + idx.len() - 1);
+            for (s, slot) in self.pkts[i..end].iter().zip(&mut idx[1..]) {
+                // SAFETY: as above; the packet is only looked at here.
+                let p = unsafe { s.assume_init_ref() };
+                if p.pool_ptr() != pool {
+                    break;
+                }
+                // SAFETY: as above: taken once, never read again.
+                *slot = unsafe { s.assume_init_read() }.into_slot().1;
+                k += 1;
             }
-            pool = pp;
-            idx[k] = i;
-            k += 1;
-        }
-        if k > 0 {
-            // SAFETY: as above.
+            i += k - 1;
+            // SAFETY: the indices came from into_slot on this pool.
             unsafe { Packet::free_slots(pool, &idx[..k]) };
         }
+    }
+
+    /// Room for `n` more packets written in place: the batch's free
+    /// places, to be followed by [`Batch::grow`].
+    #[inline]
+    pub(crate) fn spare(&mut self) -> &mut [MaybeUninit<Packet>] {
+        &mut self.pkts[self.len..]
+    }
+
+    /// Counts `n` more packets as held, after they were written into the
+    /// first `n` places of [`Batch::spare`].
+    ///
+    /// # Safety
+    /// Those places must hold initialized packets owned by nobody else.
+    #[inline]
+    pub(crate) unsafe fn grow(&mut self, n: usize) {
+        debug_assert!(self.len + n <= BATCH_MAX);
+        self.len += n;
     }
 
     /// Keeps the packets for which `f` returns true, in order; the others

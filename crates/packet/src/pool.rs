@@ -23,6 +23,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
 
+use crate::batch::Batch;
 use crate::packet::{Packet, SlotHeader};
 
 /// Bytes between the starts of consecutive slots.
@@ -284,6 +285,75 @@ impl Pool {
         let n = data.len().min(MAX_PACKET);
         crate::packet::copy_small(p.put_uninit(n), &data[..n]);
         Some(p)
+    }
+
+    /// Appends up to `n` fresh packets to `batch` (no more than its room),
+    /// each a copy of `data` (at most [`MAX_PACKET`] bytes) with timestamp
+    /// annotation `timestamp_ns` (0: unset); returns how many. What a
+    /// source makes, a batch at a time: the free list is checked once for
+    /// the whole run, not once per packet. Fewer than `n` only when the
+    /// pool is at its limit (each refused allocation counted, as
+    /// [`Pool::alloc`] counts it).
+    #[inline]
+    pub fn alloc_copies(
+        &self,
+        data: &[u8],
+        n: usize,
+        timestamp_ns: i64,
+        batch: &mut Batch,
+    ) -> usize {
+        let len = data.len().min(MAX_PACKET);
+        let data = &data[..len];
+        let n = n.min(batch.room());
+        // SAFETY: as in free_len; the borrow ends before anything else
+        // touches the free list.
+        let free = unsafe { &mut *self.inner.free.get() };
+        if free.len() < n {
+            return self.alloc_copies_slow(data, n, timestamp_ns, batch);
+        }
+        let start = free.len() - n;
+        // The last index first, as `alloc` pops them.
+        for (place, &idx) in batch.spare().iter_mut().zip(free[start..].iter().rev()) {
+            let slot = self.inner.slot(idx);
+            // SAFETY: as in `alloc`: the slot was on the free list (it is
+            // taken off below, before anything can pop it again), so no
+            // live Packet refers to it, and its header is initialized.
+            let mut p = unsafe {
+                let h = slot.cast::<SlotHeader>().as_ptr();
+                (*h).reset();
+                (*h).anno.timestamp_ns = timestamp_ns;
+                Packet::from_slot(slot)
+            };
+            crate::packet::copy_small(p.put_uninit(len), data);
+            place.write(p);
+        }
+        free.truncate(start);
+        // SAFETY: the first n spare places were written just above.
+        unsafe { batch.grow(n) };
+        n
+    }
+
+    /// `alloc_copies` when the free list has fewer than `n` slots: one at
+    /// a time, so that the pool grows or counts its refusal.
+    #[cold]
+    fn alloc_copies_slow(
+        &self,
+        data: &[u8],
+        n: usize,
+        timestamp_ns: i64,
+        batch: &mut Batch,
+    ) -> usize {
+        let mut made = 0;
+        while made < n {
+            let Some(mut p) = self.alloc() else { break };
+            crate::packet::copy_small(p.put_uninit(data.len()), data);
+            p.set_timestamp_ns(timestamp_ns);
+            if batch.push(p).is_err() {
+                break;
+            }
+            made += 1;
+        }
+        made
     }
 
     /// A copy of `p` (bytes, header offsets and annotations) in a new slot.

@@ -315,3 +315,73 @@ fn mac_header_data_survives_a_pull() {
     p.set_mac_header(4);
     assert_eq!(p.mac_header_data(), Some(&frame[18..]));
 }
+
+#[test]
+fn alloc_copies_fills_a_batch_as_alloc_from_would() {
+    let pool = Pool::new(8).expect("pool");
+    let mut batch = Batch::new();
+    assert_eq!(pool.alloc_copies(b"abc", 3, 77, &mut batch), 3);
+    // The same slots, in the same order, as three `alloc` calls.
+    let got: Vec<_> = batch
+        .iter()
+        .map(|p| {
+            (
+                p.slot_index(),
+                p.data().to_vec(),
+                p.timestamp_ns(),
+                p.headroom(),
+            )
+        })
+        .collect();
+    let abc = b"abc".to_vec();
+    assert_eq!(
+        got,
+        vec![
+            (0, abc.clone(), 77, DEFAULT_HEADROOM),
+            (1, abc.clone(), 77, DEFAULT_HEADROOM),
+            (2, abc, 77, DEFAULT_HEADROOM)
+        ]
+    );
+    assert!(batch.iter().all(|p| p.network_header_offset().is_none()));
+    assert_eq!(pool.available(), 5);
+    // More than the pool holds: what it has, and the refusal is counted.
+    assert_eq!(pool.alloc_copies(&[9; 100], 10, 0, &mut batch), 5);
+    assert_eq!(batch.len(), 8);
+    assert_eq!(batch.as_slice()[7].data(), &[9; 100][..]);
+    assert_eq!(batch.as_slice()[7].timestamp_ns(), 0);
+    assert_eq!(pool.refused(), 1);
+    batch.clear();
+    assert_eq!(pool.available(), 8);
+}
+
+#[test]
+fn alloc_copies_stops_at_the_batch_room_and_a_growable_pool_grows() {
+    let pool = Pool::growable(4, 1000).expect("pool");
+    let mut batch = Batch::new();
+    assert_eq!(pool.alloc_copies(&[1, 2], 300, 5, &mut batch), BATCH_MAX);
+    assert_eq!(pool.in_use(), BATCH_MAX);
+    assert_eq!(pool.alloc_copies(&[1, 2], 1, 5, &mut batch), 0);
+    assert_eq!(pool.refused(), 0);
+    batch.clear();
+    assert_eq!(pool.in_use(), 0);
+}
+
+#[test]
+fn clear_returns_runs_from_several_pools_to_each_pool() {
+    let a = Pool::new(100).expect("a");
+    let b = Pool::new(100).expect("b");
+    a.set_accounts(1);
+    b.set_accounts(1);
+    let mut batch = Batch::new();
+    // Runs longer than 32, short runs, and alternation.
+    let plan = [(0, 40), (1, 1), (0, 1), (1, 33), (0, 2), (1, 64), (0, 31)];
+    for &(which, n) in &plan {
+        let pool = if which == 0 { &a } else { &b };
+        assert_eq!(pool.alloc_copies(&[which as u8], n, 0, &mut batch), n);
+    }
+    assert_eq!((a.in_use(), b.in_use()), (74, 98));
+    batch.clear();
+    assert!(batch.is_empty());
+    assert_eq!((a.in_use(), b.in_use()), (0, 0));
+    assert_eq!((a.account(0).freed, b.account(0).freed), (74, 98));
+}

@@ -135,19 +135,8 @@ impl InfiniteSource {
 
     #[inline]
     fn make(&mut self, batch: &mut Batch, n: usize, out: &Out<'_>) -> usize {
-        let mut made = 0;
-        for _ in 0..n {
-            let Some(mut p) = out.pool.alloc_from(&self.packet) else {
-                break;
-            };
-            if self.timestamp {
-                p.set_timestamp_ns(out.now);
-            }
-            if batch.push(p).is_err() {
-                break;
-            }
-            made += 1;
-        }
+        let ts = if self.timestamp { out.now } else { 0 };
+        let made = out.pool.alloc_copies(&self.packet, n, ts, batch);
         self.count += made as u64;
         made
     }

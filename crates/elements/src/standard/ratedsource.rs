@@ -108,17 +108,7 @@ impl RatedSource {
     }
 
     fn make(&mut self, batch: &mut Batch, n: usize, out: &Out<'_>) -> usize {
-        let mut made = 0;
-        for _ in 0..n {
-            let Some(mut p) = out.pool.alloc_from(&self.packet) else {
-                break;
-            };
-            p.set_timestamp_ns(out.now);
-            if batch.push(p).is_err() {
-                break;
-            }
-            made += 1;
-        }
+        let made = out.pool.alloc_copies(&self.packet, n, out.now, batch);
         self.count += made as u64;
         self.tb.remove(made as u64);
         made
