@@ -23,7 +23,7 @@ _pronto() {
         check) COMPREPLY=($(compgen -f -- "$cur")) ;;
         elements) COMPREPLY=($(compgen -W "$(pronto elements 2>/dev/null)" -- "$cur")) ;;
         switch) COMPREPLY=($(compgen -W "ports --socket --no-learning --aging --threads --cpu --slots --ring --help" -- "$cur")) ;;
-        daemon) COMPREPLY=($(compgen -W "--socket --listen --state --switch-threads --slots --ring --memory --warm --no-cgroup --help" -- "$cur")) ;;
+        daemon) COMPREPLY=($(compgen -W "--socket --listen --state --switch-threads --slots --ring --memory --warm --no-cgroup --uplink --help" -- "$cur")) ;;
         chain)
             if [ "$COMP_CWORD" -eq 2 ]; then
                 COMPREPLY=($(compgen -W "profile plan config run apply help" -- "$cur"))

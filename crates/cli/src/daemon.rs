@@ -15,7 +15,7 @@ pronto daemon: the switch, the sandboxed middlebox instances and the REST API
 Usage:
   pronto daemon [--socket PATH] [--listen ADDR:PORT | --listen none] [--state DIR]
                 [--switch-threads N] [--slots N] [--ring N] [--memory SIZE] [--warm N]
-                [--control-ports FIRST-LAST] [--no-cgroup]
+                [--control-ports FIRST-LAST] [--no-cgroup] [--uplink IFACE]...
 
   --socket PATH        the API's unix socket (default $PRONTO_SOCKET, else
                        /run/pronto/prontod.sock as root, /tmp/prontod-UID.sock otherwise)
@@ -32,6 +32,9 @@ Usage:
                        loopback ports instances' ControlSocket(TCP, ...) may use unless a
                        tenant's quota names others (default 20000-20999; none below 1024)
   --no-cgroup          no cgroups (no memory/CPU/task limits; for hosts without them)
+  --uplink IFACE       make Linux interface IFACE a port of the switch (`uplink/IFACE`,
+                       promiscuous while the daemon runs): instances' interfaces and the
+                       hosts behind IFACE share one layer-2 segment (repeatable)
 
 Instances come back after a restart. Each tenant's instances are bounded by its quota
 (`pronto tenant quota`). Stop with Ctrl-C or SIGTERM.
@@ -72,6 +75,7 @@ pub fn default_options() -> Result<Options, String> {
             control_dir: PathBuf::new(),
             control_ports: pronto_daemon::manager::DEFAULT_CONTROL_PORTS,
         },
+        uplinks: Vec::new(),
     })
 }
 
@@ -139,6 +143,7 @@ fn run(args: &[String]) -> Result<(), String> {
                         .map_err(|e| format!("--memory: {e}"))?;
             }
             "--no-cgroup" => o.manager.use_cgroup = false,
+            "--uplink" => o.uplinks.push(value(&mut i, a)?),
             "--control-ports" => {
                 let v = value(&mut i, a)?;
                 o.manager.control_ports = v.parse().map_err(|e| format!("--control-ports: {e}"))?;

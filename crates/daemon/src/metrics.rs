@@ -137,6 +137,43 @@ pub fn render(m: &Manager) -> String {
         "Ports attached to the switch.",
     );
     let _ = writeln!(out, "pronto_switch_ports {}", ports.len());
+    let uplinks = m.uplinks();
+    if !uplinks.is_empty() {
+        head(
+            &mut out,
+            "pronto_uplink_frames_total",
+            "counter",
+            "Frames an uplink moved, by direction (to_switch: from its interface).",
+        );
+        for u in &uplinks {
+            for (dir, n) in [("to_switch", u.to_switch), ("to_iface", u.to_iface)] {
+                let _ = writeln!(
+                    out,
+                    "pronto_uplink_frames_total{{uplink=\"{}\",direction=\"{dir}\"}} {n}",
+                    esc(&u.iface)
+                );
+            }
+        }
+        head(
+            &mut out,
+            "pronto_uplink_dropped_total",
+            "counter",
+            "Frames an uplink dropped, by reason.",
+        );
+        for u in &uplinks {
+            for (why, n) in [
+                ("switch_port_full", u.to_switch_dropped),
+                ("iface_refused", u.to_iface_dropped),
+                ("receive", u.rx_dropped),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "pronto_uplink_dropped_total{{uplink=\"{}\",reason=\"{why}\"}} {n}",
+                    esc(&u.iface)
+                );
+            }
+        }
+    }
     out
 }
 

@@ -52,6 +52,9 @@ pub struct Options {
     pub state_dir: PathBuf,
     /// Instance manager settings.
     pub manager: ManagerOptions,
+    /// Linux interfaces attached to the switch as ports `uplink/IFACE`
+    /// (`--uplink`).
+    pub uplinks: Vec<String>,
 }
 
 /// An API error: status, message and the field to blame.
@@ -1011,6 +1014,12 @@ impl Daemon {
             mopts.control_dir = opts.state_dir.join("control");
         }
         let manager = Manager::start(mopts, store)?;
+        for iface in &opts.uplinks {
+            if let Err(e) = manager.add_uplink(iface) {
+                manager.shutdown();
+                return Err(format!("--uplink: {e}"));
+            }
+        }
         let shared = Arc::new(Shared {
             manager,
             admin_digest: digest(&admin),

@@ -22,6 +22,7 @@ pub mod names;
 mod ports;
 mod reaper;
 mod supervisor;
+pub mod uplink;
 pub mod view;
 mod warm;
 
@@ -152,6 +153,8 @@ pub struct Manager {
     ports: Mutex<ports::PortNumbers>,
     reaper: Arc<reaper::Reaper>,
     warm: warm::Warm,
+    /// The switch's ports on Linux interfaces (`--uplink`).
+    uplinks: Mutex<Vec<uplink::Uplink>>,
     /// This daemon's cgroup directory (`pronto/prontod-PID`).
     cgroup_parent: String,
     me: Weak<Manager>,
@@ -183,6 +186,7 @@ impl Manager {
                 pronto_switch::switch::MAX_PORTS as u32,
             )),
             reaper,
+            uplinks: Mutex::new(Vec::new()),
             warm: warm::Warm::default(),
             cgroup_parent,
             me: me.clone(),
@@ -782,6 +786,12 @@ impl Manager {
     /// warm pool, and removes the daemon's cgroup directory.
     pub fn shutdown(&self) {
         self.warm.stop();
+        let uplinks: Vec<_> = lock(&self.uplinks).drain(..).collect();
+        for u in uplinks {
+            let port = u.port;
+            drop(u);
+            self.free_port(port);
+        }
         // Every supervisor is told at once and stops its sandbox in
         // parallel (a sandbox's end includes removing its cgroups, which
         // the kernel makes slow); then all are waited for.
@@ -824,6 +834,36 @@ impl Manager {
             return Err(Failure::Internal(format!("port {name}: {e}")));
         }
         Ok((id, shm))
+    }
+
+    /// Makes Linux interface `iface` a port of the switch, named
+    /// `uplink/IFACE` (see [`uplink`]); returns its port number.
+    pub fn add_uplink(&self, iface: &str) -> Result<u16, Failure> {
+        if lock(&self.uplinks).iter().any(|u| u.iface == iface) {
+            return Err(Failure::Conflict(
+                format!("{iface} is already an uplink"),
+                None,
+            ));
+        }
+        let (id, shm) = self.attach_port(&format!("uplink/{iface}"))?;
+        match uplink::Uplink::start(iface, id, shm) {
+            Ok(u) => {
+                lock(&self.uplinks).push(u);
+                Ok(id)
+            }
+            Err(e) => {
+                self.free_port(id);
+                Err(Failure::BadRequest(e, None))
+            }
+        }
+    }
+
+    /// The uplinks and their counters.
+    pub fn uplinks(&self) -> Vec<uplink::UplinkView> {
+        lock(&self.uplinks)
+            .iter()
+            .map(uplink::Uplink::view)
+            .collect()
     }
 
     /// Detaches a port from [`Manager::attach_port`].
