@@ -692,6 +692,7 @@ impl Program {
         text
     }
 
+    #[inline]
     fn walk(&self, primary: &[u8], transport: &[u8]) -> Option<usize> {
         self.walk_link(primary, transport, &[])
     }
