@@ -17,7 +17,6 @@ REASONS = {
     "ChangeUID": "not needed: instances already run as an unprivileged user in their sandbox; `pronto run` runs as whoever starts it",
     "KernelHandlerProxy": "not implemented: it reaches the Linux kernel-module driver's handlers, and pronto has no kernel module",
     "KernelFilter": "not implemented: it rewrites the host's iptables rules, which a tenant's middlebox must never touch; pronto's `FromDevice` takes frames with AF_XDP/AF_PACKET and no kernel copy needs dropping under `--switch`",
-    "IPFlowRawSockets": NOT_YET + " (one raw socket per flow of an aggregate; `RawSocket` is there)",
 }
 
 

@@ -311,6 +311,7 @@ classes!(
     crate::userlevel::fromhost::FromHost,
     crate::userlevel::fromrawsocket::FromRawSocket,
     crate::userlevel::fromsocket::FromSocket,
+    crate::userlevel::ipflowrawsockets::IPFlowRawSockets,
     crate::userlevel::kerneltap::KernelTap,
     crate::userlevel::kerneltun::KernelTun,
     crate::userlevel::mcastsocket::McastSocket,
@@ -349,7 +350,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ChangeUID", "instances already run as an unprivileged user in their sandbox"),
     ("CycleCountAccum", KERNEL),
     ("FromUserDevice", KERNEL),
-    ("IPFlowRawSockets", NOT_YET),
     ("KernelFilter", "it rewrites the host's iptables rules, which a tenant's middlebox must never touch; FromDevice takes frames with AF_XDP or AF_PACKET"),
     ("KernelHandlerProxy", KERNEL),
     ("PerfCountAccum", KERNEL),
@@ -363,8 +363,6 @@ pub const NOT_IN_PRONTO: &[(&str, &str)] = &[
     ("ToHostSniffers", "a Click kernel-module element; ToHost hands packets to the host stack"),
     ("ToUserDevice", KERNEL),
 ];
-
-const NOT_YET: &str = "not yet implemented";
 
 const KERNEL: &str =
     "a Click kernel-module element: pronto runs at user level and has no kernel module";

@@ -42,35 +42,78 @@ struct HostPairInfo {
 type HostPair = (u32, u32);
 
 /// Flow numbering.
-/// Click's AggregateNotifier: the aggregates an AggregateIPFlows has
-/// forgotten, for the elements that name it as their `NOTIFIER`
-/// (ToIPFlowDumps). Nothing is kept until one of them listens.
+/// Click's AggregateNotifier: tells the elements that name an
+/// AggregateIPFlows as their `NOTIFIER` (ToIPFlowDumps, IPFlowRawSockets)
+/// which aggregates it has forgotten. Each of them subscribes and gets a
+/// queue of its own; nothing is kept while none subscribes.
 #[derive(Default)]
 pub struct AggregateNotifier {
+    /// Whether any subscription was ever made (checked without the lock).
     listening: std::sync::atomic::AtomicBool,
+    subscribers: std::sync::Mutex<Vec<std::sync::Weak<Subscriber>>>,
+}
+
+/// One subscriber's deleted aggregates, oldest first.
+#[derive(Default)]
+struct Subscriber {
+    pending: std::sync::atomic::AtomicBool,
     deleted: std::sync::Mutex<Vec<u32>>,
 }
 
+/// A subscription to an [`AggregateNotifier`]: the aggregates deleted
+/// since it was made, each seen once. Dropping it ends it.
+pub struct AggregateSubscription(std::sync::Arc<Subscriber>);
+
+impl AggregateSubscription {
+    /// Whether aggregates were deleted since the last [`take`](Self::take)
+    /// (one atomic load: cheap enough for a timer check).
+    pub fn pending(&self) -> bool {
+        self.0.pending.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Moves the aggregates deleted since the last call into `into`,
+    /// oldest first.
+    pub fn take(&self, into: &mut Vec<u32>) {
+        if let Ok(mut d) = self.0.deleted.lock() {
+            into.append(&mut d);
+            self.0
+                .pending
+                .store(false, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
 impl AggregateNotifier {
-    /// Starts keeping deleted aggregates.
-    pub fn listen(&self) {
+    /// Starts telling a new subscriber about every aggregate deleted from
+    /// now on.
+    pub fn subscribe(&self) -> AggregateSubscription {
+        let sub = std::sync::Arc::new(Subscriber::default());
+        if let Ok(mut s) = self.subscribers.lock() {
+            s.push(std::sync::Arc::downgrade(&sub));
+        }
         self.listening
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+            .store(true, std::sync::atomic::Ordering::Release);
+        AggregateSubscription(sub)
     }
 
     pub(crate) fn deleted(&self, agg: u32) {
-        if self.listening.load(std::sync::atomic::Ordering::Relaxed) {
-            if let Ok(mut d) = self.deleted.lock() {
-                d.push(agg);
+        if !self.listening.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let Ok(mut subs) = self.subscribers.lock() else {
+            return;
+        };
+        subs.retain(|w| match w.upgrade() {
+            Some(sub) => {
+                if let Ok(mut d) = sub.deleted.lock() {
+                    d.push(agg);
+                    sub.pending
+                        .store(true, std::sync::atomic::Ordering::Release);
+                }
+                true
             }
-        }
-    }
-
-    /// Moves the aggregates deleted since the last call into `into`.
-    pub fn take(&self, into: &mut Vec<u32>) {
-        if let Ok(mut d) = self.deleted.lock() {
-            into.append(&mut d);
-        }
+            None => false,
+        });
     }
 }
 
@@ -746,6 +789,29 @@ mod tests {
         p.set_transport_header(20);
         p.set_timestamp_ns(t);
         p
+    }
+
+    /// Each subscriber sees every deletion made after it subscribed, once;
+    /// one that is dropped stops receiving.
+    #[test]
+    fn every_subscriber_sees_every_deletion() {
+        let n = AggregateNotifier::default();
+        n.deleted(1); // nobody listens: kept nowhere
+        let a = n.subscribe();
+        n.deleted(2);
+        let b = n.subscribe();
+        assert!(a.pending() && !b.pending());
+        n.deleted(3);
+        let (mut va, mut vb) = (Vec::new(), Vec::new());
+        a.take(&mut va);
+        b.take(&mut vb);
+        assert_eq!((va.as_slice(), vb.as_slice()), (&[2, 3][..], &[3][..]));
+        assert!(!a.pending() && !b.pending());
+        drop(b);
+        n.deleted(4);
+        a.take(&mut va);
+        assert_eq!(va, [2, 3, 4]);
+        assert_eq!(n.subscribers.lock().expect("lock").len(), 1);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use pronto_packet::{Batch, Packet, AGGREGATE_ANNO_OFFSET};
 
 use super::ipsumdump::{unparse_tcp_opt, TCPOPT_MSS, TCPOPT_SACK, TCPOPT_TIMESTAMP, TCPOPT_WSCALE};
 use super::pcap::{os_error_text, split_ns, unparse_timestamp};
-use crate::analysis::aggregateipflows::AggregateNotifier;
+use crate::analysis::aggregateipflows::{AggregateNotifier, AggregateSubscription};
 use crate::util::cfg_err;
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Spec,
@@ -728,7 +728,7 @@ pub struct ToIPFlowDumps {
     pull_task: bool,
     name: String,
     /// NOTIFIER: its deleted aggregates, each finished 250 ms after.
-    notifier: Option<std::sync::Arc<AggregateNotifier>>,
+    notifier: Option<AggregateSubscription>,
     gc: std::collections::VecDeque<(u32, i64)>,
     deleted: Vec<u32>,
 }
@@ -864,7 +864,7 @@ impl ToIPFlowDumps {
             name: ctx.name.to_string(),
             gc: std::collections::VecDeque::new(),
             deleted: Vec::new(),
-            notifier: notifier.inspect(|n| n.listen()),
+            notifier: notifier.map(|n| n.subscribe()),
         }))
     }
 

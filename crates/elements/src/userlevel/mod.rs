@@ -4,9 +4,10 @@
 //! (`swport`), and the host's stack through a TAP device
 //! (`FromHost`/`ToHost`) or a TUN or TAP device (`KernelTun`/`KernelTap`),
 //! TCP, UDP and Unix-domain sockets (`Socket`, `FromSocket`, `ToSocket`),
-//! multicast UDP (`McastSocket`) and raw IP sockets (`RawSocket`,
-//! `FromRawSocket`, `ToRawSocket`), and a User-Mode Linux switch's port
-//! (`UMLSwitch`); `ChatterSocket` copies printed lines to socket clients.
+//! multicast UDP (`McastSocket`), raw IP sockets (`RawSocket`,
+//! `FromRawSocket`, `ToRawSocket`) and one raw socket per flow
+//! (`IPFlowRawSockets`), and a User-Mode Linux switch's port (`UMLSwitch`);
+//! `ChatterSocket` copies printed lines to socket clients.
 
 pub mod chattersocket;
 pub mod fastudpsrc;
@@ -14,6 +15,7 @@ pub mod fromdevice;
 pub mod fromhost;
 pub mod fromrawsocket;
 pub mod fromsocket;
+pub mod ipflowrawsockets;
 pub mod kerneltap;
 pub mod kerneltun;
 pub mod mcastsocket;
