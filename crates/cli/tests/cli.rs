@@ -503,3 +503,38 @@ fn time_filter_end_call_is_made_before_its_packet_is_decided() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "1.000000\n5.500000\n4\n3.000000\n");
 }
+
+#[test]
+fn address_arguments_may_name_a_network_interface() {
+    // As in Click at user level: `lo` is 127.0.0.1/8 with an all-zero
+    // Ethernet address on every Linux machine.
+    let conf = "InfiniteSource(DATA \\<00000000>, LIMIT 1, STOP true) \
+                -> IPEncap(17, lo, lo:bcast) -> IPPrint(x, TIMESTAMP false) \
+                -> EtherEncap(0x0800, lo, 1:2:3:4:5:6) -> Print(e, 14) -> Discard;";
+    let o = run(pronto().args(["run", "-e", conf]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "x: 127.0.0.1.0 > 127.255.255.255.0: truncated-udp\n\
+         e:   38 | 01020304 05060000 00000000 0800\n"
+    );
+    // As a prefix the name is the interface's network; a name that is no
+    // interface is refused as Click refuses it.
+    let o = run(pronto().args([
+        "check",
+        "-e",
+        "Idle -> a :: ARPQuerier(lo) -> Discard; Idle -> [1]a",
+    ]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(pronto().args([
+        "check",
+        "-e",
+        "Idle -> ICMPPingSource(nosuch0, 1.2.3.4) -> Discard",
+    ]));
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("SRC: expected IP address, found `nosuch0`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -114,6 +114,9 @@ fn pool_slots_from_args() -> Result<usize, String> {
 /// of stream. Exit status 0 on a normal end, 1 for bad arguments, 2 when
 /// descriptor 3 is not a usable socket, 3 when lock-down failed.
 pub fn main() -> ExitCode {
+    // Interfaces are the switch ports the daemon hands over, never the
+    // kernel's (and the allow-list forbids asking it).
+    pronto_elements::userlevel::swport::set_sandboxed();
     let pool_slots = match pool_slots_from_args() {
         Ok(n) => n,
         Err(e) => {

@@ -33,6 +33,10 @@ pub struct AddressName {
     pub ip6: Option<[u8; 16]>,
     /// IPv6 prefix, as (address, mask).
     pub prefix6: Option<([u8; 16], [u8; 16])>,
+    /// A network interface's addresses, not an `AddressInfo` entry: as a
+    /// prefix the bare name is the interface's network (address and
+    /// netmask), as in Click.
+    pub device: bool,
 }
 
 /// The other kinds of names Click's `NameInfo` keeps.
@@ -62,6 +66,21 @@ struct Table {
 
 thread_local! {
     static TABLE: RefCell<Table> = RefCell::new(Table::default());
+}
+
+/// How a word that no `AddressInfo` defines is tried as a network
+/// interface: Click at user level reads a device's addresses when an
+/// address argument names it (`ARPQuerier(eth0)`, `$DEV:gw`). Set by the
+/// element library, which can ask the kernel; unset, no word is a device.
+static DEVICES: std::sync::OnceLock<fn(&str) -> Option<AddressName>> = std::sync::OnceLock::new();
+
+/// Makes `f` the lookup of device names (the first call wins).
+pub fn set_device_resolver(f: fn(&str) -> Option<AddressName>) {
+    let _ = DEVICES.set(f);
+}
+
+fn device(name: &str) -> Option<AddressName> {
+    DEVICES.get().and_then(|f| f(name))
 }
 
 /// The compound prefix of a full element name (`"a/b/x"` -> `"a/b"`).
@@ -132,7 +151,7 @@ pub fn lookup(name: &str) -> Option<AddressName> {
     if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         return None;
     }
-    TABLE.with(|t| {
+    let defined = TABLE.with(|t| {
         let t = t.borrow();
         if t.names.is_empty() {
             return None;
@@ -147,7 +166,8 @@ pub fn lookup(name: &str) -> Option<AddressName> {
             }
             scope = scope_of(scope);
         }
-    })
+    });
+    defined.or_else(|| device(name))
 }
 
 /// Every name visible from the current element (a compound's names hide
@@ -227,6 +247,7 @@ pub fn prefix(s: &str) -> Option<([u8; 4], [u8; 4])> {
     let (name, suffix) = split_suffix(s.trim());
     let d = lookup(name)?;
     match suffix {
+        "" if d.device => d.prefix,
         "" => d.ip.map(|a| (a, [255; 4])).or(d.prefix),
         "ipnet" => d.prefix,
         "ip" | "bcast" | "gw" => ip(s).map(|a| (a, [255; 4])),
@@ -320,6 +341,39 @@ mod tests {
             crate::args::parse_ip4("mazu"),
             Err("expected IP address".to_string())
         );
+    }
+
+    #[test]
+    fn device_names_come_after_addressinfo_names() {
+        clear();
+        set_device_resolver(|n| {
+            (n == "tdev0").then_some(AddressName {
+                ether: Some([2, 0, 0, 0, 0, 7]),
+                ip: Some([192, 0, 2, 7]),
+                prefix: Some(([192, 0, 2, 7], [255, 255, 255, 0])),
+                device: true,
+                ..AddressName::default()
+            })
+        });
+        assert_eq!(ip("tdev0"), Some([192, 0, 2, 7]));
+        assert_eq!(ip("tdev0:gw"), Some([192, 0, 2, 1]));
+        assert_eq!(ip("tdev0:bcast"), Some([192, 0, 2, 255]));
+        assert_eq!(prefix("tdev0"), Some(([192, 0, 2, 7], [255, 255, 255, 0])));
+        assert_eq!(ether("tdev0"), Some([2, 0, 0, 0, 0, 7]));
+        assert_eq!(ip("tdev1"), None);
+        // An AddressInfo name hides the device of the same name.
+        define(
+            "ai",
+            "tdev0",
+            AddressName {
+                ip: Some([10, 0, 0, 1]),
+                ..AddressName::default()
+            },
+        );
+        set_current("x");
+        assert_eq!(ip("tdev0"), Some([10, 0, 0, 1]));
+        assert_eq!(ether("tdev0"), None);
+        clear();
     }
 
     #[test]

@@ -413,9 +413,55 @@ impl Tap {
     }
 }
 
+/// The IPv4 address and netmask of interface `name`, if it exists and has
+/// one (`SIOCGIFADDR`, `SIOCGIFNETMASK`): what Click at user level reads
+/// when an address argument names a device (`ARPQuerier(eth0)`).
+pub fn interface_ipv4(name: &str) -> Option<([u8; 4], [u8; 4])> {
+    if !valid_name(name) {
+        return None;
+    }
+    let sock = inet_socket().ok()?;
+    let read = |req: libc::Ioctl| -> Option<[u8; 4]> {
+        let mut ifr = ifreq(name);
+        ifr_ioctl(&sock, req, &mut ifr).ok()?;
+        // SAFETY: the request succeeded, so the kernel wrote an AF_INET
+        // socket address into the union's address member; any bit
+        // pattern is a valid sockaddr.
+        let sa = unsafe { ifr.ifr_ifru.ifru_addr };
+        let d = sa.sa_data;
+        Some([d[2] as u8, d[3] as u8, d[4] as u8, d[5] as u8])
+    };
+    let addr = read(libc::SIOCGIFADDR)?;
+    let mask = read(libc::SIOCGIFNETMASK).unwrap_or([255; 4]);
+    Some((addr, mask))
+}
+
+/// The Ethernet address of interface `name`, if it exists and has one.
+pub fn interface_mac(name: &str) -> Option<[u8; 6]> {
+    if !valid_name(name) {
+        return None;
+    }
+    let text = std::fs::read_to_string(format!("/sys/class/net/{name}/address")).ok()?;
+    let mut mac = [0u8; 6];
+    let mut parts = text.trim().split(':');
+    for b in &mut mac {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loopback_interfaces_addresses_are_read() {
+        assert_eq!(interface_ipv4("lo"), Some(([127, 0, 0, 1], [255, 0, 0, 0])));
+        assert_eq!(interface_mac("lo"), Some([0; 6]));
+        assert_eq!(interface_ipv4("nosuch0"), None);
+        assert_eq!(interface_mac("nosuch0"), None);
+        assert_eq!(interface_mac("../lo"), None);
+    }
 
     /// A TAP opened for a test, or `None` (with a loud message) where this
     /// process may not create one.

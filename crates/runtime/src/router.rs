@@ -492,6 +492,7 @@ impl Router {
                     input_push: &node.input_push,
                     peers: &peers,
                 };
+                pronto_lang::names::set_device_resolver(pronto_elements::userlevel::device_names);
                 pronto_lang::names::set_current(&node.name);
                 let built = match (entry.factory)(&ctx) {
                     Ok(mut e) => {

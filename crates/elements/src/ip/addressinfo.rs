@@ -66,6 +66,7 @@ impl AddressInfo {
                     prefix: d.prefix,
                     ip6: d.ip6,
                     prefix6: d.prefix6,
+                    device: false,
                 },
             );
         }

@@ -35,6 +35,35 @@ pub(crate) const SPIN_POLLS: u32 = 32;
 /// How long a socket element's push input waits for room to send.
 pub(crate) const PUSH_WAIT_MS: i32 = 1000;
 
+/// Click's device names in address arguments: a word no `AddressInfo`
+/// defines that names one of this machine's network interfaces stands for
+/// its IPv4 address (its network as a prefix, `NAME:gw`, `NAME:bcast`)
+/// and its Ethernet address, read from the kernel when the configuration
+/// is read (`ICMPPingSource(eth0, ...)`, `ARPQuerier(eth0)`). Not where
+/// interfaces are switch ports (`pronto run --switch`, a sandboxed
+/// instance): those have no kernel addresses, and an instance does not ask
+/// the kernel.
+pub fn device_names(name: &str) -> Option<pronto_lang::names::AddressName> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return None;
+    }
+    if swport::ports_in_use() || !std::path::Path::new("/sys/class/net").join(name).exists() {
+        return None;
+    }
+    let v4 = pronto_netdev::tap::interface_ipv4(name);
+    let ether = pronto_netdev::tap::interface_mac(name);
+    if v4.is_none() && ether.is_none() {
+        return None;
+    }
+    Some(pronto_lang::names::AddressName {
+        ether,
+        ip: v4.map(|(a, _)| a),
+        prefix: v4,
+        device: true,
+        ..Default::default()
+    })
+}
+
 /// A polling task's status after a run: busy while it did work, or has
 /// polled empty fewer than [`SPIN_POLLS`] times in a row; idle after.
 pub(crate) fn poll_status(busy: bool, empty_polls: &mut u32) -> crate::TaskStatus {

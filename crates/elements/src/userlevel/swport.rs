@@ -58,6 +58,25 @@ fn current() -> Option<SwitchAttach> {
     SWITCH.lock().ok().and_then(|s| s.clone())
 }
 
+static SANDBOXED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks this process as a sandboxed instance: its interfaces are only
+/// ever the ports the daemon hands over.
+pub fn set_sandboxed() {
+    SANDBOXED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether interfaces are switch ports in this process (`pronto run
+/// --switch`, or a sandboxed instance).
+pub fn ports_in_use() -> bool {
+    SANDBOXED.load(std::sync::atomic::Ordering::Relaxed)
+        || current().is_some()
+        || GIVEN
+            .lock()
+            .map(|g| g.as_ref().is_some_and(|m| !m.is_empty()))
+            .unwrap_or(true)
+}
+
 /// One attached port, shared by the elements naming its interface.
 struct Port {
     peer: Peer,
