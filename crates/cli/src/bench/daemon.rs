@@ -495,7 +495,18 @@ fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration) -> Result<f64, 
 }
 
 fn chain(c: &Common, secs: f64) -> Result<(), String> {
-    let s = start("chain", 2048)?;
+    // The instances' port geometry (`pronto daemon --slots/--ring`): the
+    // daemon's default unless given. A sandboxed middlebox under load
+    // takes up to a ring of frames per wake-up, so the ring bounds its
+    // rate on machines where it shares a core (docs/benchmarks.md).
+    let geometry = match (c.opt::<u32>("--slots")?, c.opt::<u32>("--ring")?) {
+        (None, None) => None,
+        (slots, ring) => Some((slots.unwrap_or(256), ring.unwrap_or(128))),
+    };
+    if let Some((slots, ring)) = geometry {
+        println!("instance ports: {slots} slots, rings of {ring}");
+    }
+    let s = start_with("chain", 2048, geometry)?;
     let dur = Duration::from_secs_f64(secs);
     let mut csv = Csv::new(&["size", "one_kpps"]);
     println!("switch + one sandboxed firewall, by frame size");

@@ -69,7 +69,8 @@ Options by subcommand (the defaults in brackets):
   boot                   --count N [1000], --pause-ms MS [0] between creates
   handlers               --runs N [200] round trips per size
   consolidate            --count N [10000]
-  chain                  --duration SECONDS [1] per point
+  chain                  --duration SECONDS [1] per point, --slots N [256] and
+                         --ring N [128]: the instances' switch port geometry
   nfp                    --duration, --max, --dc, --rising, --work, --no-pin,
                          --slots, --ring (above)
   gen, sink              `pronto bench gen --help`
