@@ -18,10 +18,9 @@
 
 mod common;
 
-use std::process::Stdio;
-use std::time::Duration;
-
-use common::netns::{missing_prerequisite, must, Routed};
+use common::netns::{
+    address_dual_stack_hosts, dual_stack_clients_get_through, missing_prerequisite, must, Routed,
+};
 
 const AMAC: &str = "02:00:00:00:01:fe";
 const BMAC: &str = "02:00:00:00:02:fe";
@@ -33,30 +32,8 @@ fn real_clients_cross_a_sandboxed_dual_stack_router_through_uplinks() {
         return;
     }
     let (mut t, a, b) = Routed::new("u");
-    let (c, m, s) = (t.ns[0].clone(), t.ns[1].clone(), t.ns[2].clone());
-    for (ns, dev, v4, v6, gw4, gw6) in [
-        (
-            &c,
-            "c",
-            "10.201.1.1/24",
-            "2001:db8:1::1/64",
-            "10.201.1.254",
-            "2001:db8:1::fe",
-        ),
-        (
-            &s,
-            "s",
-            "10.201.2.1/24",
-            "2001:db8:2::1/64",
-            "10.201.2.254",
-            "2001:db8:2::fe",
-        ),
-    ] {
-        must(&["ip", "-n", ns, "addr", "add", v4, "dev", dev]);
-        must(&["ip", "-n", ns, "-6", "addr", "add", v6, "dev", dev, "nodad"]);
-        must(&["ip", "-n", ns, "route", "add", "default", "via", gw4]);
-        must(&["ip", "-n", ns, "-6", "route", "add", "default", "via", gw6]);
-    }
+    let m = t.ns[1].clone();
+    address_dual_stack_hosts(&t);
     // The daemon runs where an operator's does, in the host's namespace
     // (its cgroups are mounted there; `ip netns exec` hides them), so the
     // veth ends move there; they go with the namespaces at the end.
@@ -120,87 +97,10 @@ fn real_clients_cross_a_sandboxed_dual_stack_router_through_uplinks() {
         format!("daemon's standard error:\n{log}")
     };
 
-    // IPv4 and IPv6 pings through the sandbox; the instance answers ARP
-    // and Neighbor Discovery for its addresses.
-    let (ok, out) = t.until(20, &["ping", "-c", "1", "-W", "1", "10.201.2.1"]);
-    assert!(
-        ok,
-        "ping over IPv4 never got through: {out}\n{}",
-        daemon_said()
-    );
-    let (ok, out) = t.until(20, &["ping", "-6", "-c", "1", "-W", "1", "2001:db8:2::1"]);
-    assert!(
-        ok,
-        "ping over IPv6 never got through: {out}\n{}",
-        daemon_said()
-    );
-    let (ok, out) = t.output(0, &["ping", "-6", "-c", "3", "-i", "0.2", "2001:db8:2::1"]);
-    assert!(
-        ok && out.contains("3 packets transmitted, 3 received"),
-        "{out}"
-    );
-    let (_, neigh) = t.output(0, &["ip", "-6", "neigh", "show", "2001:db8:1::fe"]);
-    assert!(neigh.contains(AMAC), "{neigh}");
-    // A hop limit of 1 expires in the instance.
-    let (_, out) = t.output(
-        0,
-        &[
-            "ping",
-            "-6",
-            "-c",
-            "1",
-            "-W",
-            "2",
-            "-t",
-            "1",
-            "2001:db8:2::1",
-        ],
-    );
-    assert!(
-        out.contains("From 2001:db8:1::fe") && out.contains("Time exceeded"),
-        "{out}"
-    );
-
-    // TCP over IPv6: iperf3 (segmentation-offload frames from the veth are
-    // cut into segments by the uplink) and a web page with curl.
-    t.spawn(
-        2,
-        &["iperf3", "-s", "-1", "-B", "2001:db8:2::1"],
-        Stdio::null(),
-    );
-    t.spawn(
-        2,
-        &[
-            "python3",
-            "-m",
-            "http.server",
-            "8080",
-            "--bind",
-            "2001:db8:2::1",
-        ],
-        Stdio::null(),
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    let (ok, out) = t.until(
-        10,
-        &["iperf3", "-6", "-c", "2001:db8:2::1", "-t", "2", "-J"],
-    );
-    assert!(ok, "iperf3 -6 failed: {out}\n{}", daemon_said());
-    assert!(out.contains("\"sum_received\""), "{out}");
-    let (ok, out) = t.until(
-        10,
-        &[
-            "curl",
-            "-sS",
-            "-g",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "http://[2001:db8:2::1]:8080/",
-        ],
-    );
-    assert!(ok && out.trim() == "200", "curl over IPv6: {out}");
+    // Through the sandbox: the instance answers ARP and Neighbor
+    // Discovery, and segmentation-offload frames from the veths are cut
+    // into segments by the uplinks.
+    dual_stack_clients_get_through(&mut t, AMAC, &daemon_said);
 
     // The uplinks are ports of the switch, and their frames are counted.
     let (listed, ports, err) = common::ctl(&dir, &["ports"]);

@@ -301,3 +301,113 @@ pub fn mac_of(ns: &str, dev: &str) -> String {
         .unwrap_or_else(|| panic!("no MAC for {dev}: {text}"))
         .to_string()
 }
+
+/// Addresses and default routes of the dual-stack router example's hosts:
+/// the client `c` in 10.201.1.0/24 and 2001:db8:1::/64, the server `s` in
+/// 10.201.2.0/24 and 2001:db8:2::/64, each routed through the router's
+/// `.254` and `::fe` on its side.
+pub fn address_dual_stack_hosts(t: &Routed) {
+    for (ns, dev, v4, v6, gw4, gw6) in [
+        (
+            &t.ns[0],
+            "c",
+            "10.201.1.1/24",
+            "2001:db8:1::1/64",
+            "10.201.1.254",
+            "2001:db8:1::fe",
+        ),
+        (
+            &t.ns[2],
+            "s",
+            "10.201.2.1/24",
+            "2001:db8:2::1/64",
+            "10.201.2.254",
+            "2001:db8:2::fe",
+        ),
+    ] {
+        must(&["ip", "-n", ns, "addr", "add", v4, "dev", dev]);
+        must(&["ip", "-n", ns, "-6", "addr", "add", v6, "dev", dev, "nodad"]);
+        must(&["ip", "-n", ns, "route", "add", "default", "via", gw4]);
+        must(&["ip", "-n", ns, "-6", "route", "add", "default", "via", gw6]);
+    }
+}
+
+/// What real clients must get through the dual-stack router example
+/// (whose client-side MAC is `amac`), wherever it runs: `ping` and
+/// `ping -6`, the router's Neighbor Discovery answer, an ICMPv6 time
+/// exceeded for a hop limit of 1, `iperf3 -6` for two seconds and a web
+/// page over IPv6 with `curl`. `said` is what the router printed, for the
+/// failure messages.
+pub fn dual_stack_clients_get_through(t: &mut Routed, amac: &str, said: &dyn Fn() -> String) {
+    let (ok, out) = t.until(20, &["ping", "-c", "1", "-W", "1", "10.201.2.1"]);
+    assert!(ok, "ping over IPv4 never got through: {out}\n{}", said());
+    let (ok, out) = t.until(20, &["ping", "-6", "-c", "1", "-W", "1", "2001:db8:2::1"]);
+    assert!(ok, "ping over IPv6 never got through: {out}\n{}", said());
+    let (ok, out) = t.output(0, &["ping", "-6", "-c", "3", "-i", "0.2", "2001:db8:2::1"]);
+    assert!(
+        ok && out.contains("3 packets transmitted, 3 received"),
+        "{out}"
+    );
+    // The client learned the router's MAC through its advertisement.
+    let (_, neigh) = t.output(0, &["ip", "-6", "neigh", "show", "2001:db8:1::fe"]);
+    assert!(neigh.contains(amac), "{neigh}");
+    // A hop limit of 1 expires at the router: an ICMPv6 time exceeded
+    // from its address on the client's side.
+    let (_, out) = t.output(
+        0,
+        &[
+            "ping",
+            "-6",
+            "-c",
+            "1",
+            "-W",
+            "2",
+            "-t",
+            "1",
+            "2001:db8:2::1",
+        ],
+    );
+    assert!(
+        out.contains("From 2001:db8:1::fe") && out.contains("Time exceeded"),
+        "{out}"
+    );
+    // TCP over IPv6: iperf3 for two seconds, and a web page with curl.
+    t.spawn(
+        2,
+        &["iperf3", "-s", "-1", "-B", "2001:db8:2::1"],
+        Stdio::null(),
+    );
+    t.spawn(
+        2,
+        &[
+            "python3",
+            "-m",
+            "http.server",
+            "8080",
+            "--bind",
+            "2001:db8:2::1",
+        ],
+        Stdio::null(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let (ok, out) = t.until(
+        10,
+        &["iperf3", "-6", "-c", "2001:db8:2::1", "-t", "2", "-J"],
+    );
+    assert!(ok, "iperf3 -6 failed: {out}\n{}", said());
+    assert!(out.contains("\"sum_received\""), "{out}");
+    let (ok, out) = t.until(
+        10,
+        &[
+            "curl",
+            "-sS",
+            "-g",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "http://[2001:db8:2::1]:8080/",
+        ],
+    );
+    assert!(ok && out.trim() == "200", "curl over IPv6: {out}");
+}
