@@ -164,3 +164,23 @@ pub fn bytes(pkts: &[Packet]) -> Vec<Vec<u8>> {
 pub fn read(e: &dyn Element, h: &str) -> String {
     e.read_handler(h).expect("handler reads")
 }
+
+/// An IPv4/UDP packet 127.0.0.1:`sport` -> 127.0.0.1:`dport` carrying
+/// `payload`, for raw sockets on loopback (IP and UDP checksums 0: the
+/// kernel fills the first, the second means none).
+pub fn loopback_udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let len = (28 + payload.len()) as u16;
+    let mut p = Vec::with_capacity(usize::from(len));
+    // Version 4, 20-byte header, TOS 0, total length; ID 0, don't
+    // fragment; TTL 64, UDP, checksum left to the kernel.
+    p.extend_from_slice(&[0x45, 0]);
+    p.extend_from_slice(&len.to_be_bytes());
+    p.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
+    p.extend_from_slice(&[127, 0, 0, 1, 127, 0, 0, 1]);
+    p.extend_from_slice(&sport.to_be_bytes());
+    p.extend_from_slice(&dport.to_be_bytes());
+    p.extend_from_slice(&(len - 20).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(payload);
+    p
+}

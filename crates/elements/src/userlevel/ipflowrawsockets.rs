@@ -756,6 +756,7 @@ mod tests {
 
     use super::*;
     use crate::app::testing::{config_err, push_batch, run_task};
+    use crate::standard::test_support::loopback_udp;
 
     const MS: i64 = 1_000_000;
 
@@ -812,40 +813,6 @@ mod tests {
 
     fn handler(e: &dyn Element, name: &str) -> String {
         e.read_handler(name).expect("handler")
-    }
-
-    /// An IPv4/UDP packet 127.0.0.1:`sport` -> 127.0.0.1:`dport` carrying
-    /// `payload` (UDP checksum 0: none; the kernel fills the IP checksum).
-    fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-        let len = 28 + payload.len();
-        let mut p = vec![
-            0x45,
-            0, // version 4, header 20 bytes; TOS
-            (len >> 8) as u8,
-            len as u8, // total length
-            0,
-            0,
-            0x40,
-            0, // ID 0, don't fragment
-            64,
-            17,
-            0,
-            0, // TTL, UDP, checksum (the kernel's)
-            127,
-            0,
-            0,
-            1, // source
-            127,
-            0,
-            0,
-            1, // destination
-        ];
-        p.extend_from_slice(&sport.to_be_bytes());
-        p.extend_from_slice(&dport.to_be_bytes());
-        p.extend_from_slice(&((len - 20) as u16).to_be_bytes());
-        p.extend_from_slice(&[0, 0]); // no checksum
-        p.extend_from_slice(payload);
-        p
     }
 
     /// Pushes `frames`, each with its aggregate annotation, at `now`.
@@ -937,9 +904,9 @@ mod tests {
         let (ra, a) = port_holder();
         let (_rb, b) = port_holder();
         let (one_a, one_b, two_a) = (
-            udp(a, pp, b"one a"),
-            udp(b, pp, b"one b"),
-            udp(a, pp, b"two a"),
+            loopback_udp(a, pp, b"one a"),
+            loopback_udp(b, pp, b"one b"),
+            loopback_udp(a, pp, b"two a"),
         );
         push(
             e.as_mut(),
@@ -1018,7 +985,7 @@ mod tests {
         let f: Vec<Vec<u8>> = ports
             .iter()
             .enumerate()
-            .map(|(i, (_, p))| udp(*p, pp, format!("flow {i}").as_bytes()))
+            .map(|(i, (_, p))| loopback_udp(*p, pp, format!("flow {i}").as_bytes()))
             .collect();
         push(
             e.as_mut(),
@@ -1051,7 +1018,7 @@ mod tests {
             return;
         };
         let pool = Pool::new(64).expect("pool");
-        let good = udp(9, 9, b"x");
+        let good = loopback_udp(9, 9, b"x");
         let mut icmp = good.clone();
         icmp[9] = 1;
         let mut later = good.clone();
@@ -1094,7 +1061,7 @@ mod tests {
         let (_peer, pp) = port_holder();
         let (_ra, a) = port_holder();
         let (_rb, b) = port_holder();
-        let (fa, fb) = (udp(a, pp, b"a"), udp(b, pp, b"b"));
+        let (fa, fb) = (loopback_udp(a, pp, b"a"), loopback_udp(b, pp, b"b"));
         push(e.as_mut(), &pool, &[(&fa, 5), (&fb, 6)], 0);
         assert_eq!(handler(e.as_ref(), "flows"), "2");
         assert!(e.has_timer());
@@ -1129,13 +1096,18 @@ mod tests {
         let (_ra, a) = port_holder();
         let (_rb, b) = port_holder();
         let s = 1000 * MS;
-        push(e.as_mut(), &pool, &[(&udp(a, pp, b"a"), 1)], 0);
-        push(e.as_mut(), &pool, &[(&udp(b, pp, b"b"), 2)], s);
+        push(e.as_mut(), &pool, &[(&loopback_udp(a, pp, b"a"), 1)], 0);
+        push(e.as_mut(), &pool, &[(&loopback_udp(b, pp, b"b"), 2)], s);
         assert_eq!(e.timer(), Some(2 * s));
         e.run_timer(2 * s);
         assert_eq!(handler(e.as_ref(), "flows"), "1");
         assert_eq!(e.timer(), Some(3 * s));
-        push(e.as_mut(), &pool, &[(&udp(b, pp, b"b"), 2)], 2 * s + 1);
+        push(
+            e.as_mut(),
+            &pool,
+            &[(&loopback_udp(b, pp, b"b"), 2)],
+            2 * s + 1,
+        );
         e.run_timer(3 * s);
         assert_eq!(handler(e.as_ref(), "flows"), "1");
         assert_eq!(e.timer(), Some(4 * s + 1));
@@ -1156,7 +1128,7 @@ mod tests {
         let (peer, pp) = port_holder();
         let (_ra, a) = port_holder();
         let (stranger, _) = port_holder();
-        push(e.as_mut(), &pool, &[(&udp(a, pp, b"hello"), 3)], 0);
+        push(e.as_mut(), &pool, &[(&loopback_udp(a, pp, b"hello"), 3)], 0);
         assert_eq!(
             received(&peer, Duration::from_millis(50)),
             vec![(b"hello".to_vec(), a)]

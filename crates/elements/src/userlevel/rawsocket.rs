@@ -430,6 +430,7 @@ mod tests {
 
     use super::*;
     use crate::app::testing::{config_err, configure};
+    use crate::standard::test_support::loopback_udp;
 
     fn raw(conf: &str, inputs: &[bool], outputs: &[bool]) -> Option<Box<dyn Element>> {
         match configure(
@@ -479,44 +480,6 @@ mod tests {
         );
     }
 
-    /// An IPv4/UDP packet from 127.0.0.1 to 127.0.0.1:`dport` carrying
-    /// `payload` (UDP checksum 0: none; the kernel fills the IP checksum).
-    fn udp_packet(dport: u16, payload: &[u8]) -> Vec<u8> {
-        let len = 28 + payload.len();
-        let mut p = vec![
-            0x45,
-            0, // version 4, header 20 bytes; TOS
-            (len >> 8) as u8,
-            len as u8, // total length
-            0,
-            0,
-            0x40,
-            0, // ID 0, don't fragment
-            64,
-            17,
-            0,
-            0, // TTL, UDP, checksum (kernel's)
-            127,
-            0,
-            0,
-            1, // source
-            127,
-            0,
-            0,
-            1, // destination
-            0x30,
-            0x39, // source port 12345
-            (dport >> 8) as u8,
-            dport as u8,
-            ((len - 20) >> 8) as u8,
-            (len - 20) as u8, // UDP length
-            0,
-            0, // no checksum
-        ];
-        p.extend_from_slice(payload);
-        p
-    }
-
     /// What the element sends reaches a UDP socket on loopback byte for
     /// byte; what a UDP socket sends comes out of the element as an IP
     /// packet, marked and annotated.
@@ -531,7 +494,7 @@ mod tests {
             .expect("timeout");
         let port = rx.local_addr().expect("addr").port();
         let tag = format!("raw {}", std::process::id());
-        let pkt = udp_packet(port, tag.as_bytes());
+        let pkt = loopback_udp(12345, port, tag.as_bytes());
         let _ = crate::app::testing::push(e.as_mut(), &pool, &[&pkt, &[0u8; 10]], 1, 0);
         let mut buf = [0u8; 128];
         let (n, from) = rx.recv_from(&mut buf).expect("datagram");
