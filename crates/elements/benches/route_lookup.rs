@@ -186,6 +186,11 @@ fn lookups6(c: &mut Criterion) {
             a | (host & !mask128(l.into()))
         })
         .collect();
+    let reads: u64 = dst.iter().map(|&a| u64::from(t.node_reads(a))).sum();
+    eprintln!(
+        "Lpm6: {:.2} node reads per lookup below the direct level",
+        reads as f64 / dst.len() as f64
+    );
     let mut g = c.benchmark_group("route_lookup");
     g.throughput(Throughput::Elements(dst.len() as u64));
     g.bench_function("LookupIP6Route_200k", |b| {

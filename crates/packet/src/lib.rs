@@ -5,10 +5,12 @@
 //! - A packet's bytes never leave its slot; a packet is one pointer.
 //! - Allocation and free are a pop and a push on the pool's free stack: no
 //!   heap allocation per packet.
-//! - `unsafe` in this crate is limited to mapping the region and viewing
-//!   slots; every block states why it is sound.
+//! - `unsafe` in this crate is limited to mapping the region, viewing
+//!   slots and enabling a CPU instruction found at run time ([`cpu`]);
+//!   every block states why it is sound.
 
 mod batch;
+pub mod cpu;
 pub mod mmap;
 mod packet;
 mod pool;
