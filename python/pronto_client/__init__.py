@@ -125,6 +125,8 @@ class Instance:
     pids: Optional[int] = None
     #: The CPUs its threads run on (None: any).
     cpus: Optional[List[int]] = None
+    #: Its share of the CPUs and of the switch under overload (100 unless set).
+    weight: int = 100
     interfaces: List[Interface] = field(default_factory=list)
     pid: Optional[int] = None
     boot_ms: Optional[float] = None
@@ -153,6 +155,7 @@ class Instance:
             cpu=v.get("cpu"),
             pids=v.get("pids"),
             cpus=v.get("cpus"),
+            weight=v.get("weight", 100),
             interfaces=[Interface(i["name"], i.get("mac"), i.get("port"))
                         for i in v.get("interfaces", [])],
             pid=v.get("pid"),
@@ -325,10 +328,13 @@ class Client:
                cpu: Optional[float] = None, pids: Optional[int] = None,
                cpus: Optional[Sequence[int]] = None,
                interfaces: Optional[Sequence[InterfaceSpec]] = None,
-               tenant: Optional[str] = None) -> Instance:
+               tenant: Optional[str] = None,
+               weight: Optional[int] = None) -> Instance:
         """Creates and starts an instance; raises BadRequest (field
         ``config``, message with line:column) if its configuration does
-        not build, and nothing is created."""
+        not build, and nothing is created. ``weight`` (1 to 10,000, 100
+        by default) is its share of the CPUs and of the switch under
+        overload."""
         body: Dict[str, Any] = {"name": name, "config": config}
         if memory is not None:
             body["memory"] = memory
@@ -338,6 +344,8 @@ class Client:
             body["pids"] = pids
         if cpus is not None:
             body["cpus"] = list(cpus)
+        if weight is not None:
+            body["weight"] = weight
         if interfaces:
             ifs = []
             for i in interfaces:

@@ -51,12 +51,17 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(e.exception.field, "cpus")
         self.assertIn("CPU 4095 is not one this daemon runs on", e.exception.message)
 
-        i = c.create("py-fw", COUNTING, memory="16M", cpus=[0],
+        with self.assertRaises(BadRequest) as e:
+            c.create("py-heavy", COUNTING, weight=20000)
+        self.assertEqual(e.exception.field, "weight")
+
+        i = c.create("py-fw", COUNTING, memory="16M", cpus=[0], weight=250,
                      interfaces=[("eth0", "02:00:00:00:0a:01")])
         try:
             self.assertEqual(i.state, "running")
             self.assertEqual(i.memory, 16 << 20)
             self.assertEqual(i.cpus, [0])
+            self.assertEqual(i.weight, 250)
             self.assertEqual(i.interfaces[0].name, "eth0")
             self.assertIsNotNone(i.interfaces[0].port)
             self.assertIn("py-fw", [x.name for x in c.list()])

@@ -329,6 +329,98 @@ fn instances_run_on_the_cpus_given() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The file `file` of the cgroup of process `pid` that holds the CPU
+/// controller (v1: `cpu.shares`, v2: `cpu.weight`).
+fn cpu_cgroup_file(pid: u64, v1_file: &str, v2_file: &str) -> String {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).expect("cgroup list");
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, ctls, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
+        if ctls.split(',').any(|c| c == "cpu") {
+            let p = format!("/sys/fs/cgroup/cpu{path}/{v1_file}");
+            return std::fs::read_to_string(&p).expect(&p).trim().to_string();
+        }
+        if ctls.is_empty() && !text.lines().any(|l| l.contains(":cpu")) {
+            let p = format!("/sys/fs/cgroup{path}/{v2_file}");
+            return std::fs::read_to_string(&p).expect(&p).trim().to_string();
+        }
+    }
+    panic!("no CPU cgroup for {pid}: {text}");
+}
+
+#[test]
+fn an_instances_weight_sets_its_share_of_the_cpus_and_of_the_switch() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED an_instances_weight_sets_its_share_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-weight");
+    let _d = start(&dir);
+    let sock = dir.join("sock");
+    let post = |path: &str, body: serde_json::Value| post_created(&sock, path, body);
+    post("/v1/tenants", serde_json::json!({"name": "tw"}));
+    let config = "FromDevice(eth0) -> c :: Counter -> Discard;";
+    let body = |name: &str, weight: serde_json::Value| {
+        serde_json::json!({"name": name, "tenant": "tw", "config": config, "weight": weight,
+            "interfaces": [{"name": "eth0"}]})
+    };
+    let r = api::call(
+        &To::Unix(&sock),
+        "POST",
+        "/v1/instances",
+        body("zero", serde_json::json!(0)).to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["field"], "weight");
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .expect("error")
+            .starts_with("weight: 0 is out of range: 1 to 10,000"),
+        "{}",
+        r.text()
+    );
+    post("/v1/instances", body("heavy", serde_json::json!(300)));
+    post("/v1/instances", body("plain", serde_json::Value::Null));
+    let show = |name: &str| {
+        api::call(
+            &To::Unix(&sock),
+            "GET",
+            &format!("/v1/instances/{name}?tenant=tw"),
+            b"",
+        )
+        .json()
+    };
+    let (heavy, plain) = (show("heavy"), show("plain"));
+    assert_eq!(
+        (&heavy["weight"], &plain["weight"]),
+        (&serde_json::json!(300), &serde_json::json!(100))
+    );
+    let ports = api_ports(&sock);
+    assert_eq!(ports["tw/heavy/eth0"]["weight"], 300);
+    assert_eq!(ports["tw/plain/eth0"]["weight"], 100);
+    let pid = |v: &serde_json::Value| v["pid"].as_u64().expect("pid");
+    assert_eq!(
+        cpu_cgroup_file(pid(&heavy), "cpu.shares", "cpu.weight").as_str(),
+        {
+            let v1 = !std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+            if v1 {
+                "3072"
+            } else {
+                "300"
+            }
+        }
+    );
+    let metrics = api::call(&To::Unix(&sock), "GET", "/metrics", b"").text();
+    assert!(
+        metrics.contains("pronto_instance_weight{tenant=\"tw\",instance=\"heavy\"} 300")
+            && metrics.contains("pronto_instance_weight{tenant=\"tw\",instance=\"plain\"} 100"),
+        "{metrics}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The `count` of `tenant`'s instance `name`'s element `c`, through the API.
 fn api_count(sock: &Path, tenant: &str, name: &str) -> Option<u64> {
     use common::api::{self, To};

@@ -90,6 +90,22 @@ pub fn render(m: &Manager) -> String {
             );
         }
     }
+    head(
+        &mut out,
+        "pronto_instance_weight",
+        "gauge",
+        "The instance's share under overload: its CPU weight and its ports' weight on the \
+         switch (100 unless set).",
+    );
+    for i in &list {
+        let _ = writeln!(
+            out,
+            "pronto_instance_weight{{tenant=\"{}\",instance=\"{}\"}} {}",
+            esc(&i.tenant),
+            esc(&i.name),
+            i.weight
+        );
+    }
     let ports = m.ports(None);
     type Get = fn(&pronto_switch::PortCounters) -> u64;
     let series: [(&str, &str, Get); 5] = [

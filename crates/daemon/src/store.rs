@@ -67,6 +67,12 @@ pub struct InstanceSpec {
     /// Its interfaces.
     #[serde(default)]
     pub interfaces: Vec<IfaceSpec>,
+    /// Its share when the machine is overloaded, 1 to 10,000 (none: 100,
+    /// every instance's default): the CPU weight of its sandbox and the
+    /// weight of its ports on the switch, both against the other
+    /// instances'.
+    #[serde(default)]
+    pub weight: Option<u32>,
     /// When it was created (Unix milliseconds).
     pub created_unix_ms: u64,
 }
@@ -257,6 +263,7 @@ mod tests {
             cpu: Some(0.5),
             pids: None,
             cpus: Some(vec![0]),
+            weight: None,
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),
                 mac: Some("02:00:00:00:00:01".into()),

@@ -24,6 +24,7 @@ fn spec(tag: &str) -> SandboxSpec {
     s.limits = Limits {
         memory_bytes: Some(64 << 20),
         cpu: Some(0.5),
+        cpu_weight: Some(300),
         pids: Some(4),
         nofile: 32,
     };
@@ -339,6 +340,7 @@ fn cgroup_limits_are_written_and_removed_on_drop() {
         );
         assert_eq!(read(dirs[1].join("cpu.cfs_quota_us")), "50000");
         assert_eq!(read(dirs[1].join("cpu.cfs_period_us")), "100000");
+        assert_eq!(read(dirs[1].join("cpu.shares")), "3072", "weight 300");
         assert_eq!(read(dirs[2].join("pids.max")), "4");
         for d in &dirs {
             assert_eq!(read(d.join("cgroup.procs")), pid);
@@ -346,6 +348,7 @@ fn cgroup_limits_are_written_and_removed_on_drop() {
     } else {
         assert_eq!(read(dirs[0].join("memory.max")), (64u64 << 20).to_string());
         assert_eq!(read(dirs[0].join("cpu.max")), "50000 100000");
+        assert_eq!(read(dirs[0].join("cpu.weight")), "300");
         assert_eq!(read(dirs[0].join("pids.max")), "4");
         assert_eq!(read(dirs[0].join("cgroup.procs")), pid);
     }
@@ -355,10 +358,17 @@ fn cgroup_limits_are_written_and_removed_on_drop() {
         cg.update(&Limits {
             memory_bytes: Some(mem),
             cpu: Some(0.25),
+            cpu_weight: Some(50),
             pids: Some(6),
             ..Limits::default()
         })
         .expect("update");
+        let w = if v1 {
+            read(dirs[1].join("cpu.shares"))
+        } else {
+            read(dirs[0].join("cpu.weight"))
+        };
+        assert_eq!(w, if v1 { "512" } else { "50" });
         let (m, c, p) = if v1 {
             (
                 read(dirs[0].join("memory.limit_in_bytes")),
@@ -415,6 +425,7 @@ fn cgroup_v2_is_used_where_cgroup_controllers_exists() {
         s.limits = Limits {
             memory_bytes: None,
             cpu: None,
+            cpu_weight: None,
             pids: None,
             nofile: 32,
         };

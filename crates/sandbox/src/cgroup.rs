@@ -169,6 +169,13 @@ impl Cgroup {
                     }
                 }
                 "cpu" => {
+                    if let Some(w) = limits.cpu_weight {
+                        write(
+                            &dir.join("cpu.shares"),
+                            &cpu_shares(w).to_string(),
+                            "setting the CPU weight",
+                        )?;
+                    }
                     if let Some(c) = limits.cpu {
                         write(
                             &dir.join("cpu.cfs_period_us"),
@@ -207,7 +214,7 @@ impl Cgroup {
         if limits.memory_bytes.is_some() {
             wanted.push("memory");
         }
-        if limits.cpu.is_some() {
+        if limits.cpu.is_some() || limits.cpu_weight.is_some() {
             wanted.push("cpu");
         }
         if limits.pids.is_some() {
@@ -273,6 +280,13 @@ impl Cgroup {
                 write(&swap, "0", "forbidding swap")?;
             }
         }
+        if let Some(w) = limits.cpu_weight {
+            write(
+                &dir.join("cpu.weight"),
+                &w.clamp(1, 10_000).to_string(),
+                "setting the CPU weight",
+            )?;
+        }
         if let Some(c) = limits.cpu {
             write(
                 &dir.join("cpu.max"),
@@ -330,6 +344,20 @@ impl Cgroup {
                     &file("memory", "memory.max"),
                     &v,
                     "setting the memory limit",
+                )?,
+            }
+        }
+        if let Some(w) = limits.cpu_weight {
+            match self.version {
+                Version::V1 => write(
+                    &file("cpu", "cpu.shares"),
+                    &cpu_shares(w).to_string(),
+                    "setting the CPU weight",
+                )?,
+                Version::V2 => write(
+                    &file("cpu", "cpu.weight"),
+                    &w.clamp(1, 10_000).to_string(),
+                    "setting the CPU weight",
                 )?,
             }
         }
@@ -503,6 +531,12 @@ pub fn remove_tree(root: &Path, parent: &str) -> Result<(), SandboxError> {
         }
     }
     first
+}
+
+/// cgroup v1 `cpu.shares` for a weight on v2's scale (1 to 10,000, 100 the
+/// default): 1,024 for 100, at least 2 (the kernel's minimum).
+pub fn cpu_shares(weight: u32) -> u64 {
+    (u64::from(weight.clamp(1, 10_000)) * 1024 / 100).max(2)
 }
 
 /// The CFS quota for `cpu` cores (fractions allowed), at least 1 ms.

@@ -71,6 +71,10 @@ pub struct Limits {
     pub memory_bytes: Option<u64>,
     /// CPU time as a fraction of one core (0.2: 20 ms every 100 ms).
     pub cpu: Option<f64>,
+    /// CPU weight when CPUs are contended, 1 to 10,000 (100: the kernel's
+    /// default share): v2 `cpu.weight`, v1 `cpu.shares` scaled (1024 for
+    /// 100).
+    pub cpu_weight: Option<u32>,
     /// Processes and threads.
     pub pids: Option<u64>,
     /// `RLIMIT_NOFILE`.
@@ -83,6 +87,7 @@ impl Default for Limits {
         Limits {
             memory_bytes: Some(32 << 20),
             cpu: None,
+            cpu_weight: None,
             pids: Some(8),
             nofile: 64,
         }

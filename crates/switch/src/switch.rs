@@ -37,7 +37,7 @@
 //! per-port output queues are fixed arrays, the hot lists and the MAC
 //! table reserve their capacity up front.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
@@ -67,6 +67,19 @@ pub const BUSY_FRAMES: u32 = 64;
 pub const SHORT_IDLE_ROUNDS: u32 = 16;
 /// Rounds between non-blocking doorbell checks while ports are hot.
 pub const EPOLL_EVERY: u64 = 32;
+/// A port's share of a switching thread, when none is set: ports are
+/// served by deficit round robin in bytes, each round adding
+/// `QUANTUM * weight / DEFAULT_WEIGHT` bytes of credit to a port.
+pub const DEFAULT_WEIGHT: u32 = 100;
+/// The largest weight a port may have.
+pub const MAX_WEIGHT: u32 = 10_000;
+/// Bytes of credit a port of the default weight gets per round: one full
+/// batch of minimum-size frames, so that with 64-byte frames every port
+/// sends one batch a round (as plain round robin would), and a port of
+/// 1,500-byte frames one batch every 23 rounds.
+pub const QUANTUM: i64 = (BATCH * 64) as i64;
+/// Most batches one port sends in a round (a port of a large weight).
+const MAX_BATCHES: usize = 16;
 /// The most ports a switch holds (port numbers are `u16`).
 pub const MAX_PORTS: usize = 1 << 16;
 /// The most switching threads.
@@ -174,9 +187,35 @@ impl PortCounters {
 #[derive(Default, Debug)]
 pub struct PortStats {
     v: [AtomicU64; 11],
+    /// The port's weight (0: [`DEFAULT_WEIGHT`]), read by the thread that
+    /// serves its receive side once a round.
+    weight: AtomicU32,
 }
 
 impl PortStats {
+    /// Sets the port's weight, 1 to [`MAX_WEIGHT`] (clamped): its share,
+    /// in bytes, of the switching thread that serves it, against the
+    /// other busy ports of that thread ([`DEFAULT_WEIGHT`] each unless
+    /// set). The thread takes it up within 64 rounds.
+    pub fn set_weight(&self, weight: u32) {
+        self.weight
+            .store(weight.clamp(1, MAX_WEIGHT), Ordering::Relaxed);
+    }
+
+    /// The port's weight.
+    pub fn weight(&self) -> u32 {
+        match self.weight.load(Ordering::Relaxed) {
+            0 => DEFAULT_WEIGHT,
+            w => w,
+        }
+    }
+
+    /// Bytes of credit the port gets per round.
+    #[inline]
+    fn quantum(&self) -> i64 {
+        QUANTUM * i64::from(self.weight()) / i64::from(DEFAULT_WEIGHT)
+    }
+
     fn store(&self, pairs: &[(usize, u64)]) {
         for &(i, x) in pairs {
             self.v[i].store(x, Ordering::Relaxed);
@@ -248,6 +287,13 @@ struct RxSide {
     done: Producer,
     idle: u32,
     parked: bool,
+    /// Deficit round robin: bytes the port may still send (negative: it
+    /// sent a batch larger than its credit and sits out rounds until its
+    /// quanta pay that back).
+    credit: i64,
+    /// Bytes of credit a round: the port's weight as last read (the
+    /// weight is read again every 64 rounds).
+    quantum: i64,
     c: PortCounters,
     stats: Arc<PortStats>,
 }
@@ -542,6 +588,8 @@ impl Switch {
             shm: shm.clone(),
             idle: 0,
             parked: false,
+            credit: 0,
+            quantum: stats.quantum(),
             c: stats.rx_counters(),
             stats,
         })
@@ -649,8 +697,9 @@ impl Switch {
     }
 
     /// Takes one batch from dense port `s` and forwards it; returns the
-    /// number of descriptors taken.
-    fn service(&mut self, s: usize) -> usize {
+    /// number of descriptors taken and the bytes charged for them (each
+    /// frame's length; a malformed descriptor costs 64).
+    fn service(&mut self, s: usize) -> (usize, i64) {
         let Switch {
             fabric,
             ports,
@@ -665,15 +714,16 @@ impl Switch {
         let src = &mut ports[s];
         let want = (src.done.room(BATCH as u32) as usize).min(BATCH);
         if want == 0 {
-            return 0;
+            return (0, 0);
         }
         let n = src.rx.pop(&mut descs[..want]);
         if n == 0 {
             if src.rx.faults().bad_position > src.c.drop_bad_ring {
                 src.publish();
             }
-            return 0;
+            return (0, 0);
         }
+        let (bytes0, bad0) = (src.c.rx_bytes, src.c.drop_bad_desc);
         let g = src.geometry;
         let src_id = src.id;
         let region = &src.shm.region;
@@ -780,22 +830,94 @@ impl Switch {
             let _ = src.shm.to_peer.ring();
         }
         src.publish();
-        n
+        // Each frame's bytes; a malformed descriptor costs a minimum frame.
+        let charge = (src.c.rx_bytes - bytes0) + 64 * (src.c.drop_bad_desc - bad0);
+        (n, charge as i64)
     }
 
     /// One round over the hot ports; returns descriptors taken.
+    ///
+    /// Ports are served by deficit round robin in bytes: each round a port
+    /// gets its quantum of credit ([`QUANTUM`] times its weight over
+    /// [`DEFAULT_WEIGHT`]) and sends batches while its credit lasts; a
+    /// batch may overdraw it (batches are not split), and a port in debt
+    /// sits out rounds until its quanta pay the debt back. A port of
+    /// large frames therefore sends as many bytes as a port of small ones,
+    /// not as many frames, and no backlog, however deep, takes more than
+    /// its share of the thread. When every port with frames is in debt,
+    /// the round is repeated with the rounds they would have sat out
+    /// credited at once, so that a lone busy port never waits for
+    /// nothing.
     pub fn poll_once(&mut self) -> usize {
         self.rounds += 1;
         if self.rounds.is_multiple_of(64) {
             self.tick();
         }
+        loop {
+            let (moved, in_debt) = self.round();
+            if moved > 0 || !in_debt {
+                self.loop_stats.rounds.store(self.rounds, Ordering::Relaxed);
+                return moved;
+            }
+            // Every port with frames is in debt: credit the rounds the
+            // first of them to get out would sit out.
+            let r = self
+                .hot
+                .iter()
+                .map(|&p| &self.ports[p as usize])
+                .filter(|port| port.credit < 0)
+                .map(|port| {
+                    let q = port.quantum.max(1);
+                    (-port.credit + q - 1) / q
+                })
+                .min()
+                .unwrap_or(0);
+            if r == 0 {
+                // A port came out at exactly zero: the next round's quantum
+                // lets it send.
+                self.loop_stats.rounds.store(self.rounds, Ordering::Relaxed);
+                return 0;
+            }
+            for &p in &self.hot {
+                let port = &mut self.ports[p as usize];
+                if port.credit < 0 {
+                    port.credit += r * port.quantum;
+                }
+            }
+        }
+    }
+
+    /// One deficit round robin pass over the hot ports: descriptors taken,
+    /// and whether a port sat the round out in debt.
+    fn round(&mut self) -> (usize, bool) {
         let mut moved = 0;
+        let mut in_debt = false;
         let mut i = 0;
         while i < self.hot.len() {
             let p = self.hot[i] as usize;
-            let k = self.service(p);
+            let port = &mut self.ports[p];
+            let quantum = port.quantum;
+            port.credit += quantum;
+            if port.credit <= 0 {
+                in_debt = true;
+                i += 1;
+                continue;
+            }
+            let mut k = 0;
+            for _ in 0..MAX_BATCHES {
+                let (n, charge) = self.service(p);
+                k += n;
+                let port = &mut self.ports[p];
+                port.credit -= charge;
+                if n < BATCH || port.credit <= 0 {
+                    break;
+                }
+            }
             moved += k;
             let port = &mut self.ports[p];
+            // Credit unspent because the port ran dry is not kept (an idle
+            // port saves nothing up), nor more than a quantum of it.
+            port.credit = if k == 0 { 0 } else { port.credit.min(quantum) };
             if k > 0 {
                 port.idle = 0;
             } else {
@@ -811,8 +933,7 @@ impl Switch {
             }
             i += 1;
         }
-        self.loop_stats.rounds.store(self.rounds, Ordering::Relaxed);
-        moved
+        (moved, in_debt)
     }
 
     /// Parks every hot port that is still empty (the whole thread has
@@ -832,6 +953,9 @@ impl Switch {
     }
 
     fn tick(&mut self) {
+        for p in &mut self.ports {
+            p.quantum = p.stats.quantum();
+        }
         self.now_ms = self.start.elapsed().as_millis() as u32;
         if self.ages && self.cfg.learning && self.now_ms.wrapping_sub(self.last_expire) >= 1000 {
             self.last_expire = self.now_ms;
@@ -1243,6 +1367,25 @@ impl SwitchHandle {
         self.placement().stats.get(&id).map(|s| s.get())
     }
 
+    /// Sets port `id`'s weight (see [`PortStats::set_weight`]); false
+    /// when there is no such port. A port attached again starts at
+    /// [`DEFAULT_WEIGHT`].
+    pub fn set_weight(&self, id: u16, weight: u32) -> bool {
+        let p = self.placement();
+        match (p.owner.get(&id), p.stats.get(&id)) {
+            (Some(_), Some(s)) => {
+                s.set_weight(weight);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Port `id`'s weight.
+    pub fn weight(&self, id: u16) -> Option<u32> {
+        self.placement().stats.get(&id).map(|s| s.weight())
+    }
+
     /// The switching thread serving port `id`.
     pub fn thread_of(&self, id: u16) -> Option<usize> {
         self.placement().owner.get(&id).copied()
@@ -1399,6 +1542,102 @@ mod tests {
             (true, 1, 1)
         );
         assert_eq!((info[1].alive, info[1].restarts), (true, 0));
+    }
+
+    /// Ports `1..=n` sending to a sink on port `n + 1`; the peers.
+    fn fan_in(sw: &mut Switch, n: u16) -> (Vec<Peer>, Peer, [u8; 6]) {
+        let g = Geometry::new(512, 256).expect("g");
+        let sink_mac = [2, 0, 0, 0, 0, 0xfe];
+        let mut senders = Vec::new();
+        for i in 1..=n {
+            let shm = PortShm::create(&format!("s{i}"), g).expect("port");
+            sw.attach(i, shm.clone()).expect("attach");
+            senders.push(Peer::new(shm, 16).expect("peer"));
+        }
+        let shm = PortShm::create("sink", g).expect("port");
+        sw.attach(n + 1, shm.clone()).expect("attach");
+        sw.add_static(sink_mac, n + 1);
+        (senders, Peer::new(shm, 256).expect("sink"), sink_mac)
+    }
+
+    /// Runs `rounds` rounds with every sender's ring kept full of its
+    /// frames; returns the bytes and frames the sink got from each sender
+    /// (by the last byte of the source MAC).
+    fn drive(
+        sw: &mut Switch,
+        senders: &mut [Peer],
+        sink: &mut Peer,
+        frames: &[Vec<u8>],
+        rounds: usize,
+    ) -> Vec<(u64, u64)> {
+        let mut got = vec![(0u64, 0u64); senders.len()];
+        for _ in 0..rounds {
+            for (p, f) in senders.iter_mut().zip(frames) {
+                while p.send_iter(std::iter::repeat_n(&f[..], 64)) > 0 {}
+            }
+            sw.poll_once();
+            while sink.recv(|f| {
+                let g = &mut got[usize::from(f[11]) - 1];
+                g.0 += f.len() as u64;
+                g.1 += 1;
+            }) > 0
+            {}
+        }
+        got
+    }
+
+    #[test]
+    fn ports_share_a_thread_in_bytes_by_deficit_round_robin() {
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let (mut senders, mut sink, to) = fan_in(&mut sw, 2);
+        let big = frame(to, [2, 0, 0, 0, 0, 1], 1, 1500);
+        let small = frame(to, [2, 0, 0, 0, 0, 2], 2, 64);
+        let got = drive(&mut sw, &mut senders, &mut sink, &[big, small], 240);
+        // Round robin by frames would give the big port 23 times the
+        // bytes; by bytes, the small port sends a batch (2,048 bytes) a
+        // round and the big one a batch (48,000) on its first round, then
+        // one whenever its quanta have paid it back (every 23.4 rounds):
+        // 11 batches in 240 rounds, the same bytes but for the first.
+        assert_eq!(got[1], (240 * 2048, 240 * 32));
+        assert_eq!(got[0], (11 * 48_000, 11 * 32));
+        let c = sw.counters(1).expect("big");
+        assert_eq!((c.rx_packets, c.drops()), (352, 0));
+    }
+
+    #[test]
+    fn a_port_of_three_times_the_weight_gets_three_times_the_bytes() {
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let (mut senders, mut sink, to) = fan_in(&mut sw, 3);
+        let stats = |id: u16| sw.ports[sw.index[id as usize] as usize - 1].stats.clone();
+        stats(1).set_weight(300);
+        assert_eq!(
+            (stats(1).weight(), stats(2).weight()),
+            (300, DEFAULT_WEIGHT)
+        );
+        stats(3).set_weight(0);
+        assert_eq!(stats(3).weight(), 1, "clamped to 1");
+        stats(3).set_weight(DEFAULT_WEIGHT);
+        // A thread reads the weights again every 64 rounds.
+        sw.tick();
+        let frames: Vec<Vec<u8>> = (1..=3)
+            .map(|i| frame(to, [2, 0, 0, 0, 0, i], i, 64))
+            .collect();
+        let got = drive(&mut sw, &mut senders, &mut sink, &frames, 100);
+        assert_eq!(got[0].1, 3 * 100 * 32);
+        assert_eq!((got[1].1, got[2].1), (100 * 32, 100 * 32));
+    }
+
+    #[test]
+    fn a_lone_port_of_large_frames_never_waits_for_nothing() {
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let (mut senders, mut sink, to) = fan_in(&mut sw, 1);
+        let big = frame(to, [2, 0, 0, 0, 0, 1], 1, 1500);
+        for _ in 0..50 {
+            while senders[0].send_iter(std::iter::repeat_n(&big[..], 64)) > 0 {}
+            assert_eq!(sw.poll_once(), BATCH, "a batch every round, debt or not");
+            sink.recv_discard();
+            while sink.recv_discard() > 0 {}
+        }
     }
 
     #[test]

@@ -441,6 +441,7 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
                     "pids",
                     "cpus",
                     "interfaces",
+                    "weight",
                 ],
             )
             .map_err(msg)?;
@@ -451,6 +452,8 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             let _: Option<f64> = f.opt("cpu").map_err(msg)?;
             let _: Option<u64> = f.opt("pids").map_err(msg)?;
             let _: Option<Vec<usize>> = f.opt("cpus").map_err(msg)?;
+            let weight: Option<u32> = f.opt("weight").map_err(msg)?;
+            check_weight(weight).map_err(msg)?;
             let interfaces: Vec<IfaceSpec> = f.opt("interfaces").map_err(msg)?.unwrap_or_default();
             crate::manager::check_name(&name).map_err(|e| e.to_string())?;
             if let Some(t) = &tenant {
@@ -469,6 +472,20 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             .and_then(|mut f| f.need::<u16>("port"))
             .map(|_| ())
             .map_err(msg),
+    }
+}
+
+/// An instance's `weight`: 1 to 10,000 when given.
+fn check_weight(w: Option<u32>) -> Result<(), ApiError> {
+    match w {
+        Some(w) if !(1..=10_000).contains(&w) => Err(bad(
+            format!(
+                "weight: {w} is out of range: 1 to 10,000 (100 is every instance's default; \
+                 200 gets twice the share of the CPUs and the switch under overload)"
+            ),
+            Some("weight"),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -511,6 +528,7 @@ async fn instances_create(
             "pids",
             "cpus",
             "interfaces",
+            "weight",
         ],
     )?;
     let name: String = f.need("name")?;
@@ -521,6 +539,8 @@ async fn instances_create(
     let pids: Option<u64> = f.opt("pids")?;
     let cpus: Option<Vec<usize>> = f.opt("cpus")?;
     let interfaces: Vec<IfaceSpec> = f.opt("interfaces")?.unwrap_or_default();
+    let weight: Option<u32> = f.opt("weight")?;
+    check_weight(weight)?;
     let tenant = match (&caller, asked) {
         (Caller::Admin, t) => t.unwrap_or_else(|| DEFAULT_TENANT.into()),
         (Caller::Tenant(own), Some(t)) if &t != own => {
@@ -552,6 +572,7 @@ async fn instances_create(
         pids,
         cpus,
         interfaces,
+        weight,
         created_unix_ms: 0,
     };
     let m = a.s.manager.clone();
@@ -708,7 +729,7 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
         .into_iter()
         .map(|(id, name, c)| {
             json!({
-                "port": id, "name": name,
+                "port": id, "name": name, "weight": a.s.manager.port_weight(id),
                 "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
                 "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
                 "drops": c.drops(),

@@ -47,6 +47,7 @@ impl Manager {
         let limits = Limits {
             memory_bytes: Some(limit),
             cpu: spec.cpu,
+            cpu_weight: spec.weight,
             pids: Some(self.pids_of(spec)),
             ..Limits::default()
         };

@@ -751,6 +751,13 @@ impl Manager {
         v
     }
 
+    /// Port `id`'s weight on the switch (its instance's `weight`).
+    pub fn port_weight(&self, id: u16) -> u32 {
+        self.switch
+            .weight(id)
+            .unwrap_or(pronto_switch::switch::DEFAULT_WEIGHT)
+    }
+
     /// Port number of a port name, while attached.
     pub fn port_named(&self, name: &str) -> Option<u16> {
         lock(&self.ports).named(name)
@@ -974,6 +981,7 @@ mod tests {
                 cpu: None,
                 pids: None,
                 cpus: None,
+                weight: None,
                 interfaces: Vec::new(),
                 created_unix_ms: 0,
             };
@@ -1012,6 +1020,7 @@ mod tests {
                 cpu: None,
                 pids: None,
                 cpus: None,
+                weight: None,
                 interfaces: vec![crate::store::IfaceSpec {
                     name: "eth0".into(),
                     mac: Some("02:00:00:00:00:0d".into()),

@@ -453,6 +453,9 @@ impl Manager {
                     Ok(shm)
                 })
                 .map_err(|e| Failure::Internal(format!("port {pname}: {e}")))?;
+            if let Some(w) = spec.weight {
+                self.switch.set_weight(id, w);
+            }
             run.ports.push(id);
             give_port(&mut lock(&run.sb), &i.name, g, &shm)
                 .map_err(|e| Failure::Internal(format!("handing port {pname} over: {e}")))?;
@@ -503,6 +506,7 @@ impl Manager {
         Limits {
             memory_bytes: Some(self.memory_of(spec)),
             cpu: spec.cpu,
+            cpu_weight: spec.weight,
             pids: Some(self.pids_of(spec)),
             ..Limits::default()
         }

@@ -74,6 +74,9 @@ pub struct InstanceView {
     /// The CPUs its threads run on (none: any).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<Vec<usize>>,
+    /// Its share under overload (CPU weight and switch ports' weight; 100
+    /// unless set).
+    pub weight: u32,
     /// Interfaces.
     pub interfaces: Vec<IfaceView>,
     /// Sandbox process id (host's view).
@@ -135,6 +138,7 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, memory: u64, pids: u64)
         cpu: spec.cpu,
         pids,
         cpus: spec.cpus,
+        weight: spec.weight.unwrap_or(pronto_switch::switch::DEFAULT_WEIGHT),
         interfaces,
         pid: st.pid,
         boot_ms: st.boot_ms,
@@ -199,6 +203,7 @@ mod tests {
             cpu: None,
             pids: None,
             cpus: None,
+            weight: None,
             interfaces: vec![crate::store::IfaceSpec {
                 name: "eth0".into(),
                 mac: None,
