@@ -22,7 +22,7 @@ import http.client
 import json
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
@@ -212,6 +212,15 @@ class Port:
     #: ``drops`` by why: ``bad_desc``, ``bad_ring``, ``bad_fill``,
     #: ``no_route``, ``no_buffer``, ``ring_full``.
     drops_by_reason: Dict[str, int] = field(default_factory=dict)
+    #: Its share of its switching thread (its instance's weight; 100 unless set).
+    weight: int = 100
+
+    @staticmethod
+    def from_json(v: Dict[str, Any]) -> "Port":
+        """Builds a Port from the API's JSON object (fields a newer daemon
+        adds are ignored)."""
+        known = {f.name for f in fields(Port)}
+        return Port(**{k: x for k, x in v.items() if k in known})
 
 
 def default_socket() -> str:
@@ -394,7 +403,7 @@ class Client:
 
     def ports(self) -> List[Port]:
         """Switch ports (a tenant's own) and their counters."""
-        return [Port(**p) for p in self._json("GET", "/v1/switch/ports")]
+        return [Port.from_json(p) for p in self._json("GET", "/v1/switch/ports")]
 
     def switch_threads(self) -> List[Dict[str, Any]]:
         """The switch's switching threads (admin): ports, alive, restarts,

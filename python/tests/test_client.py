@@ -87,6 +87,7 @@ class ClientTest(unittest.TestCase):
             for p in ports:
                 self.assertEqual(p.drops, sum(p.drops_by_reason.values()))
                 self.assertIn("no_route", p.drops_by_reason)
+            self.assertEqual([p.weight for p in ports if p.name.endswith("/py-fw/eth0")], [250])
         finally:
             c.remove("py-fw")
         with self.assertRaises(NotFound):
