@@ -723,6 +723,10 @@ const ROWS: &[Row] = &[
         two!("x :: ICMPPingRewriter(pattern 10.0.0.3 1024-65535# - - 0 1, drop); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
     r(
+        "ICMPPingRewriter",
+        two!("x :: ICMPPingRewriter(pattern 2001:db8::9 1-3# - - 0 1, pass 1, CAPACITY 4); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
         "ICMPRewriter",
         "rw :: IPRewriter(keep 0 1, keep 0 1); pr :: ICMPPingRewriter(keep 0 1); ar :: IPAddrRewriter(keep 0 1); \
          in -> t :: Tee(5); t[0] -> [0]rw; t[1] -> [1]rw; t[2] -> pr; t[3] -> ar; t[4] -> x :: ICMPRewriter(rw pr ar); \

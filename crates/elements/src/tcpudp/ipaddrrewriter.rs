@@ -154,7 +154,7 @@ mod tests {
         assert_eq!(
             err.message,
             "IPv6 pattern: this rewriter maps IPv4 only; IPv6 flows need IPRewriter, \
-             TCPRewriter or UDPRewriter"
+             TCPRewriter, UDPRewriter or ICMPPingRewriter"
         );
     }
 }

@@ -222,7 +222,7 @@ pub fn update_in_cksum(csum: u16, old: u16, new: u16) -> u16 {
 
 /// Applies a flow's checksum delta in one direction.
 #[inline]
-fn apply_delta(csum: u16, reply: bool, delta: u16) -> u16 {
+pub(crate) fn apply_delta(csum: u16, reply: bool, delta: u16) -> u16 {
     if delta == 0 {
         csum
     } else {
