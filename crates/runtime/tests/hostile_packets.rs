@@ -733,6 +733,12 @@ const ROWS: &[Row] = &[
          rw[0] -> Discard; rw[1] -> Discard; pr[0] -> Discard; pr[1] -> Discard; ar[0] -> Discard; ar[1] -> Discard; \
          x[0] -> Discard; x[1] -> Discard;",
     ),
+    r(
+        "ICMPRewriter",
+        "rw :: IPRewriter(pattern 2001:db8::9 1-4# - - 0 1, keep 0 1); pr :: ICMPPingRewriter(pattern 2001:db8::9 1-4# - - 0 1); \
+         in -> t :: Tee(4); t[0] -> [0]rw; t[1] -> [1]rw; t[2] -> pr; t[3] -> x :: ICMPRewriter(rw:0 pr, DST_ANNO true, REPLY_ANNO 3); \
+         rw[0] -> Discard; rw[1] -> Discard; pr[0] -> Discard; pr[1] -> Discard; x[0] -> Discard; x[1] -> Discard;",
+    ),
     r("ICMPIPEncap", "in -> ICMPIPEncap(1.0.0.1, 2.0.0.2, timestamp) -> CheckIPHeader -> CheckICMPHeader -> Discard;"),
     r("ICMPIPEncap", "in -> ICMPIPEncap(1.0.0.1, 2.0.0.2, unreachable, host) -> Discard;"),
     r("ICMPPingSource", "in -> x :: ICMPPingSource(1.0.0.1, 2.0.0.2, INTERVAL 0.001, LIMIT 5, VERBOSE false, MIRROR true) -> Discard;"),

@@ -2253,6 +2253,23 @@ impl Core {
             .map_or(0, |f| f.reply_anno)
     }
 
+    /// The IPv6 entry keyed `key`, a lookup only (for `ICMPRewriter`):
+    /// whether it is the flow's reply entry, the flow it rewrites to, its
+    /// output, and the flow's saved reply annotation byte.
+    pub(crate) fn entry6(&self, key: &FiveTuple) -> Option<(bool, FiveTuple, usize, u8)> {
+        let &e = self.map6.get(key)?;
+        let idx = (e >> 1) as usize;
+        let reply = e & 1 == 1;
+        let f = self.flows.get(idx)?;
+        let keys = self.keys6.get(idx)?;
+        Some((
+            reply,
+            keys[!reply as usize].reverse(),
+            f.outputs[reply as usize] as usize,
+            f.reply_anno,
+        ))
+    }
+
     /// Sets the reply annotation byte of `entry`'s flow.
     pub fn set_reply_anno_of(&mut self, entry: &Entry, v: u8) {
         if let Some(f) = self.flows.get_mut(entry.index as usize) {

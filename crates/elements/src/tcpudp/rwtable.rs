@@ -109,6 +109,19 @@ pub struct IcmpMatch {
     pub reply_anno: u8,
 }
 
+/// What a rewriter returns to `ICMPRewriter` for an embedded IPv6 flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpMatch6 {
+    /// The flow the entry rewrites to (the entry's rewritten identifier).
+    pub rewritten: FiveTuple,
+    /// True when the entry found is the flow's reply entry.
+    pub reply: bool,
+    /// The entry's output port on its rewriter.
+    pub output: usize,
+    /// The flow's saved reply annotation byte.
+    pub reply_anno: u8,
+}
+
 /// A rewriter's mapping table as `ICMPRewriter` sees it.
 pub trait IcmpLookup: Send {
     /// Finds the entry for `search`, the reverse of a flow embedded in an
@@ -116,6 +129,12 @@ pub trait IcmpLookup: Send {
     /// `get_entry(proto, flowid, get_entry_reply)`: lookup only, no new
     /// mapping).
     fn icmp_lookup(&mut self, proto: u8, search: FlowId) -> Option<IcmpMatch>;
+
+    /// As [`IcmpLookup::icmp_lookup`], for the reverse of an IPv6 flow
+    /// embedded in an ICMPv6 error (`search.proto`: its upper-layer
+    /// protocol; for an embedded echo request, `sport` is the identifier
+    /// and `dport` 0).
+    fn icmp_lookup6(&mut self, search: &FiveTuple) -> Option<IcmpMatch6>;
 }
 
 /// What a rewriter shares (its [`crate::Element::shared`] object) so that
@@ -1009,6 +1028,16 @@ impl MappingTable for Table {
 }
 
 impl IcmpLookup for Core {
+    fn icmp_lookup6(&mut self, search: &FiveTuple) -> Option<IcmpMatch6> {
+        let (reply, rewritten, output, reply_anno) = self.entry6(search)?;
+        Some(IcmpMatch6 {
+            rewritten,
+            reply,
+            output,
+            reply_anno,
+        })
+    }
+
     /// A lookup only: the entry must belong to a flow of protocol `proto`.
     fn icmp_lookup(&mut self, proto: u8, search: FlowId) -> Option<IcmpMatch> {
         let e = self.get_entry(proto, search, None, 0)?;
@@ -1022,6 +1051,37 @@ impl IcmpLookup for Core {
 }
 
 impl IcmpLookup for Table {
+    fn icmp_lookup6(&mut self, s: &FiveTuple) -> Option<IcmpMatch6> {
+        let none = FiveTuple::v6(0, [0; 16], 0, [0; 16], 0);
+        let h = match self.kind {
+            Kind::Addr => self
+                .map6
+                .get(&FiveTuple { src: s.src, ..none })
+                .or_else(|| self.map6.get(&FiveTuple { dst: s.dst, ..none })),
+            Kind::Pair => self.map6.get(&FiveTuple {
+                src: s.src,
+                dst: s.dst,
+                ..none
+            }),
+            Kind::Ping if s.proto == IP_PROTO_ICMPV6 => self.map6.get(&FiveTuple {
+                sport: plus1(s.sport),
+                dport: s.sport,
+                ..*s
+            }),
+            Kind::Ping => None,
+        }
+        .copied()?;
+        let idx = (h >> 1) as usize;
+        let d = (h & 1) as usize;
+        let f = &self.flows[idx];
+        Some(IcmpMatch6 {
+            rewritten: self.keys6[idx][1 - d].reverse(),
+            reply: d == 1,
+            output: f.outputs[d] as usize,
+            reply_anno: f.reply_anno,
+        })
+    }
+
     fn icmp_lookup(&mut self, proto: u8, s: FlowId) -> Option<IcmpMatch> {
         let h = match self.kind {
             Kind::Addr => self
