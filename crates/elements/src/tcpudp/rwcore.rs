@@ -1110,12 +1110,6 @@ impl Inputs {
         Ok(inputs)
     }
 
-    /// True if an input's pattern has IPv6 addresses (which the IPv4-only
-    /// address and ping rewriters refuse).
-    pub(crate) fn has_ipv6_pattern(&self) -> bool {
-        self.patterns.iter().any(|p| p.family() == Some(Family::V6))
-    }
-
     /// Number of inputs.
     pub fn len(&self) -> usize {
         self.specs.len()

@@ -237,12 +237,6 @@ impl Table {
         let specs = a.rest();
         a.finish()?;
         let inputs = Inputs::configure(ctx, &specs)?;
-        if kind != Kind::Ping && inputs.has_ipv6_pattern() {
-            return Err(ConfigError::new(
-                "IPv6 pattern: this rewriter maps IPv4 only; IPv6 flows need IPRewriter, \
-                 TCPRewriter, UDPRewriter or ICMPPingRewriter",
-            ));
-        }
         let reserve = (capacity.max(0) as usize).min(4096);
         Ok(Table {
             kind,
@@ -1074,8 +1068,23 @@ impl IcmpLookup for Table {
         let idx = (h >> 1) as usize;
         let d = (h & 1) as usize;
         let f = &self.flows[idx];
+        let r = self.keys6[idx][1 - d].reverse();
+        // An address rewriter's flows key only the addresses they map:
+        // the rest of the embedded flow is kept (Click's IPv4 path writes
+        // the entry's flow whole, zeros and all; the IPv4 path here does
+        // as Click does).
+        let rewritten = match (self.kind, d) {
+            (Kind::Addr, 0) => FiveTuple { src: r.src, ..*s },
+            (Kind::Addr, _) => FiveTuple { dst: r.dst, ..*s },
+            (Kind::Pair, _) => FiveTuple {
+                src: r.src,
+                dst: r.dst,
+                ..*s
+            },
+            (Kind::Ping, _) => r,
+        };
         Some(IcmpMatch6 {
-            rewritten: self.keys6[idx][1 - d].reverse(),
+            rewritten,
             reply: d == 1,
             output: f.outputs[d] as usize,
             reply_anno: f.reply_anno,
