@@ -1,20 +1,21 @@
 // IPAddrRewriter and IPAddrPairRewriter with IPv6 patterns (pronto's own:
 // Click's rewriters are IPv4-only). Basic NAT: the 2001:db8:1::/64 hosts'
-// packets of any protocol leave from 2001:db8:ffff::1, replies come back;
+// packets of any protocol leave from 2001:db8:ffff::1 or ::2 (a sequential
+// range, one address per host), replies come back;
 // the TCP, UDP and ICMPv6 checksums follow the pseudo-header (a zero UDP
 // checksum stays zero, a first fragment is updated, a later fragment only
 // has its address changed). Pair NAT: the service 2001:db8::80 is served
-// by 2001:db8:2::5, the client seen as 2001:db8:ffff::2. ICMPRewriter maps
+// by 2001:db8:2::5, the client seen as 2001:db8:ffff::20. ICMPRewriter maps
 // ICMPv6 errors about both. An IPv4 packet on the IPv6 pattern is a
 // mapping failure; strays on the reply input pass unchanged.
 src :: FromDump(input.pcap, STOP true);
 eth :: Classifier(12/86dd, 12/0800, -);
 dir :: IPClassifier(src net 2001:db8:1::/64 and dst host 2001:db8::80, src net 2001:db8:1::/64,
-                    dst host 2001:db8:ffff::2, -);
+                    dst host 2001:db8:ffff::20, -);
 err :: Classifier(6/3a 40/00%80, -);
 err2 :: Classifier(6/3a 40/00%80, -);
-ar :: IPAddrRewriter(pattern 2001:db8:ffff::1 - 0 1, pass 1);
-ap :: IPAddrPairRewriter(pattern 2001:db8:ffff::2 2001:db8:2::5 0 1, drop);
+ar :: IPAddrRewriter(pattern 2001:db8:ffff::1-2001:db8:ffff::2# - 0 1, pass 1);
+ap :: IPAddrPairRewriter(pattern 2001:db8:ffff::20 2001:db8:2::5 0 1, drop);
 ir :: ICMPRewriter(ar ap);
 out :: ToDump(output_out.pcap);
 back :: ToDump(output_back.pcap);

@@ -19,12 +19,14 @@ from scapy.all import (Ether, IP, IPv6, TCP, UDP, Raw, ICMPv6EchoRequest,  # noq
                        ICMPv6EchoReply, ICMPv6DestUnreach, ICMPv6PacketTooBig,
                        IPv6ExtHdrFragment, raw)
 
-A = "2001:db8:1::a"          # the inside host
+A = "2001:db8:1::a"          # an inside host
+B = "2001:db8:1::b"          # another one
 X = "2001:db8:3::9"          # a server outside
 Y = "2001:db8:3::7"          # another one
 R = "2001:db8:4::1"          # a router
-NAT1 = "2001:db8:ffff::1"    # IPAddrRewriter's address
-NAT2 = "2001:db8:ffff::2"    # IPAddrPairRewriter's source address
+NAT1 = "2001:db8:ffff::1"    # IPAddrRewriter's range: A gets ::1, B ::2
+NAT1B = "2001:db8:ffff::2"
+NAT2 = "2001:db8:ffff::20"   # IPAddrPairRewriter's source address
 VIP, BACK = "2001:db8::80", "2001:db8:2::5"
 E = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
 
@@ -68,6 +70,8 @@ def frames():
         E / IPv6(src=R, dst=NAT2) / ICMPv6PacketTooBig(mtu=1280) / Raw(tcp(NAT2, BACK, 50000, 80)),
         E / IP(src="192.0.2.1", dst="198.51.100.1") / UDP(sport=1, dport=2) / Raw(b"v4"),
         E / IPv6(udp_back(Y, "2001:db8:ffff::9")),
+        E / IPv6(tcp(B, X)),
+        E / IPv6(tcp(X, NAT1B, 443, 40000, "SA")),
     ]
 
 
@@ -114,14 +118,18 @@ def main():
                          / Raw(tcp(A, VIP, 50000, 80))))
     # 12 IPv4 on the IPv6 pattern: a mapping failure, dropped.
     emit("back", 13, ip(13))
+    emit("out", 14, replaced(ip(14), src=NAT1B))
+    emit("back", 15, replaced(ip(15), dst=B))
     for k, v in out.items():
         write_todump(os.path.join(HERE, "expected_%s.pcap" % k), v)
     # Tables: the forward entry, then the reply entry, printed as the
     # IPv4 ones are (an IPAddrRewriter reply entry keys the destination
     # only, so both its printed fields are the unspecified address).
     write_text(os.path.join(HERE, "expected.txt"), [
-        1, 1,
+        2, 1,
         "%s => %s [*0 1] i0 exp7200" % (A, NAT1),
+        ":: => :: [0 *1] i0 exp7200",
+        "%s => %s [*0 1] i0 exp7200" % (B, NAT1B),
         ":: => :: [0 *1] i0 exp7200",
         1,
         "(%s, %s) => (%s, %s) [*0 1] i0 exp7200" % (A, VIP, NAT2, BACK),

@@ -31,8 +31,9 @@ impl IPAddrPairRewriter {
              suffix allocates sequentially, otherwise randomly)\n  \
              pattern NAME FOUTPUT ROUTPUT  a pattern from IPRewriterPatterns\n\n\
              IPv6 (pronto's own; Click's is IPv4-only): a pattern's addresses may\n\
-             be IPv6 addresses (single addresses, one family per pattern, e.g.\n\
-             'pattern 2001:db8::1 2001:db8:2::5 0 1'); IPv6 packets are mapped the\n\
+             be IPv6 addresses (one family per pattern; SADDR may be a range or a\n\
+             /96 to /128 prefix, as in IPAddrRewriter, e.g. 'pattern\n\
+             2001:db8::1 2001:db8:2::5 0 1'); IPv6 packets are mapped the\n\
              same way, in a table of their own, after their extension headers are\n\
              walked. IPv6 has no header checksum; the TCP, UDP and ICMPv6\n\
              checksums cover the addresses (pseudo-header) and are updated\n\

@@ -34,7 +34,9 @@ impl IPAddrRewriter {
              Packets from the old address go to FOUTPUT, packets to the new one\n\
              to ROUTPUT.\n\n\
              IPv6 (pronto's own; Click's is IPv4-only): a pattern's address may be\n\
-             an IPv6 address (a single address, e.g. 'pattern 2001:db8::1 - 0 1');\n\
+             an IPv6 address, range (at most 2^32 addresses) or prefix (/96 to\n\
+             /128; all its addresses but the first, the subnet-router anycast\n\
+             address, except in a /127), e.g. 'pattern 2001:db8::/120# - 0 1';\n\
              IPv6 packets are mapped the same way, in a table of their own, after\n\
              their extension headers are walked. IPv6 has no header checksum; the\n\
              TCP, UDP and ICMPv6 checksums cover the addresses (pseudo-header) and\n\
@@ -217,6 +219,33 @@ mod tests {
             e.read_handler("table").expect("h"),
             "2001:db8:1::2 => 2001:db8:ffff::1 [*0 1] i0 exp7200\n\
              :: => :: [0 *1] i0 exp7200\n"
+        );
+    }
+
+    #[test]
+    fn ipv6_address_range_sequential() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(
+            IPAddrRewriter::configure,
+            &IPAddrRewriter::SPEC,
+            "pattern 2001:db8:ffff::1-2001:db8:ffff::2# - 0 1, drop",
+            2,
+            2,
+        )
+        .expect("configures");
+        let srv = a6(3, 9);
+        for (host, public) in [(1, Some(1)), (2, Some(2)), (3, None)] {
+            let p = packet(&pool, &udp6(a6(1, host), srv, &[], true), Some((0, 40)));
+            let o = run(e.as_mut(), 0, vec![p], 2, &pool, 0);
+            match public {
+                Some(n) => assert_eq!(o[0], vec![udp6(a6(0xffff, n), srv, &[], true)]),
+                None => assert!(o[0].is_empty() && o[1].is_empty()),
+            }
+        }
+        assert_eq!(e.read_handler("mapping_failures").expect("h"), "1");
+        assert_eq!(
+            e.read_handler("patterns").expect("h"),
+            "2001:db8:ffff::1-2001:db8:ffff::2 - [2]\n<drop>\n"
         );
     }
 }
