@@ -361,7 +361,8 @@ mod tests {
         ));
         assert_eq!(
             err.message,
-            "input spec 0: bad source address (an IPv6 address takes no range or prefix)"
+            "input spec 0: bad source address (an IPv6 range or prefix needs a pattern of \
+             addresses only, SADDR DADDR)"
         );
     }
 
