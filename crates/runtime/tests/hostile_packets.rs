@@ -593,6 +593,14 @@ const ROWS: &[Row] = &[
         three!("x :: IPAddrPairRewriter(pattern 10.0.0.1-10.0.0.2# - 0 1, pass 2, keep 0 1); in -> t :: Tee(3); t[0] -> [0]x; t[1] -> [1]x; t[2] -> [2]x;"),
     ),
     r(
+        "IPAddrRewriter",
+        two!("x :: IPAddrRewriter(pattern 2001:db8::9 - 0 1, pass 1, CAPACITY 3); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "IPAddrPairRewriter",
+        two!("x :: IPAddrPairRewriter(pattern 2001:db8::9 2001:db8::1 0 1, keep 0 1, CAPACITY 3); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
         "FTPPortMapper",
         two!("x :: TCPRewriter(pattern 10.0.0.1 9000-14000# - - 0 1, keep 0 1); in -> t :: Tee(2); t[0] -> FTPPortMapper(x, x, 0) -> [0]x; t[1] -> [1]x;"),
     ),
@@ -723,11 +731,24 @@ const ROWS: &[Row] = &[
         two!("x :: ICMPPingRewriter(pattern 10.0.0.3 1024-65535# - - 0 1, drop); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
     r(
+        "ICMPPingRewriter",
+        two!("x :: ICMPPingRewriter(pattern 2001:db8::9 1-3# - - 0 1, pass 1, CAPACITY 4); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
         "ICMPRewriter",
         "rw :: IPRewriter(keep 0 1, keep 0 1); pr :: ICMPPingRewriter(keep 0 1); ar :: IPAddrRewriter(keep 0 1); \
          in -> t :: Tee(5); t[0] -> [0]rw; t[1] -> [1]rw; t[2] -> pr; t[3] -> ar; t[4] -> x :: ICMPRewriter(rw pr ar); \
          rw[0] -> Discard; rw[1] -> Discard; pr[0] -> Discard; pr[1] -> Discard; ar[0] -> Discard; ar[1] -> Discard; \
          x[0] -> Discard; x[1] -> Discard;",
+    ),
+    r(
+        "ICMPRewriter",
+        "rw :: IPRewriter(pattern 2001:db8::9 1-4# - - 0 1, keep 0 1); pr :: ICMPPingRewriter(pattern 2001:db8::9 1-4# - - 0 1); \
+         ar :: IPAddrRewriter(keep 0 1); ap :: IPAddrPairRewriter(pattern 2001:db8::9 - 0 1); \
+         in -> t :: Tee(6); t[0] -> [0]rw; t[1] -> [1]rw; t[2] -> pr; t[4] -> ar; t[5] -> ap; \
+         t[3] -> x :: ICMPRewriter(rw:0 pr ap ar, DST_ANNO true, REPLY_ANNO 3); \
+         rw[0] -> Discard; rw[1] -> Discard; pr[0] -> Discard; pr[1] -> Discard; ar[0] -> Discard; ar[1] -> Discard; \
+         ap[0] -> Discard; ap[1] -> Discard; x[0] -> Discard; x[1] -> Discard;",
     ),
     r("ICMPIPEncap", "in -> ICMPIPEncap(1.0.0.1, 2.0.0.2, timestamp) -> CheckIPHeader -> CheckICMPHeader -> Discard;"),
     r("ICMPIPEncap", "in -> ICMPIPEncap(1.0.0.1, 2.0.0.2, unreachable, host) -> Discard;"),

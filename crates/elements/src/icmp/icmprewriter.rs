@@ -2,12 +2,13 @@
 
 use std::sync::{Arc, Mutex};
 
+use pronto_packet::wire::flow::{FiveTuple, Flow as WireFlow, Fragment};
 use pronto_packet::wire::{addr4, be16, set_be16, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP};
 use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::rwcore::lock;
 use crate::tcpudp::rwcore::{update_in_cksum, Core, FlowId};
-use crate::tcpudp::rwtable::{IcmpLookup, IcmpMapHandle};
+use crate::tcpudp::rwtable::{IcmpLookup, IcmpMapHandle, IP_PROTO_ICMPV6};
 use crate::{
     push_each, ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec, FIELD_DST_IP,
     FIELD_OTHER, FIELD_PAYLOAD,
@@ -20,15 +21,34 @@ const IP_PROTO_DCCP: u8 = 33;
 /// unreachable, source quench, redirect, time exceeded, parameter problem.
 const ERROR_TYPES: [u8; 5] = [3, 4, 5, 11, 12];
 
+/// ICMPv6 error types (RFC 4443): destination unreachable, packet too big,
+/// time exceeded, parameter problem.
+const ERROR_TYPES6: [u8; 4] = [1, 2, 3, 4];
+
+/// ICMPv6 echo request type.
+const ICMP6_ECHO: u8 = 128;
+
+/// Writes the 16-bit words of `new` from `off`; returns `csum` updated
+/// for each word changed.
+#[inline]
+fn put_words(d: &mut [u8], off: usize, new: &[u8], mut csum: u16) -> u16 {
+    for (i, w) in new.chunks_exact(2).enumerate() {
+        let n = u16::from_be_bytes([w[0], w[1]]);
+        csum = update_in_cksum(csum, be16(d, off + 2 * i), n);
+    }
+    d[off..off + new.len()].copy_from_slice(new);
+    csum
+}
+
 /// One rewriter consulted, with its optional output offset.
 struct MapEntry {
     table: Arc<Mutex<dyn IcmpLookup>>,
     port_offset: Option<usize>,
 }
 
-/// Rewrites ICMP error packets whose embedded header belongs to a flow of
-/// one of the named rewriters, so that they look like errors about the
-/// original flow.
+/// Rewrites ICMP and ICMPv6 error packets whose embedded header belongs to
+/// a flow of one of the named rewriters, so that they look like errors
+/// about the original flow.
 pub struct ICMPRewriter {
     maps: Vec<MapEntry>,
     dst_anno: bool,
@@ -82,6 +102,17 @@ impl ICMPRewriter {
              Packets without a match, ICMP packets that are not errors, and\n\
              non-ICMP packets are dropped. Input packets need their IP header\n\
              annotation.\n\n\
+             IPv6 (pronto's own; Click's is IPv4-only): ICMPv6 errors (destination\n\
+             unreachable 1, packet too big 2, time exceeded 3, parameter problem 4)\n\
+             about IPv6 flows of IPRewriter, TCPRewriter, UDPRewriter or\n\
+             ICMPPingRewriter are rewritten the same way: the outer and embedded\n\
+             extension headers are walked (bounded), the embedded addresses, TCP/UDP/\n\
+             DCCP ports or echo identifier and embedded TCP/UDP/ICMPv6 checksum\n\
+             (where the quote holds it) are mapped back, the outer destination when\n\
+             it equals the embedded source, and the ICMPv6 checksum, which covers\n\
+             the pseudo-header, is updated for every change. Fragmented errors,\n\
+             quotes cut inside their headers and errors about unknown flows are\n\
+             dropped.\n\n\
              Ports: 1 push input, 1 or more push outputs.\n\
              Keywords:\n  \
              DST_ANNO    set the destination address annotation when the outer\n              \
@@ -157,7 +188,14 @@ impl ICMPRewriter {
             _ => return None,
         };
         let len = p.len();
-        if len < nh + 20 || p.data()[nh + 9] != IP_PROTO_ICMP {
+        if len < nh + 20 {
+            return None;
+        }
+        if p.data()[nh] >> 4 == 6 {
+            let port = self.handle6(p, nh)?;
+            return (port < self.noutputs).then_some(port);
+        }
+        if p.data()[nh + 9] != IP_PROTO_ICMP {
             return None;
         }
         let th = match p.transport_header_offset() {
@@ -278,6 +316,114 @@ impl ICMPRewriter {
     }
 }
 
+impl ICMPRewriter {
+    /// Rewrites an ICMPv6 error about an IPv6 flow a rewriter mapped, as
+    /// [`ICMPRewriter::handle`] does an ICMP error (pronto's own). The
+    /// outer and embedded headers' extension headers are walked by
+    /// `wire::flow` (bounded); a fragmented error, a quote too short for
+    /// its headers and 8 bytes after them, or no match: `None`. Every
+    /// 16-bit word changed in the message (embedded addresses, ports or
+    /// identifier, the embedded checksum) and the outer destination, when
+    /// it is rewritten, update the ICMPv6 checksum, which covers the
+    /// pseudo-header; the embedded TCP/UDP/ICMPv6 checksum is updated for
+    /// the embedded addresses (its pseudo-header) and ports or identifier.
+    #[cold]
+    #[inline(never)]
+    fn handle6(&mut self, p: &mut Packet, nh: usize) -> Option<usize> {
+        let d = p.data();
+        let outer = WireFlow::parse_ipv6(&d[nh..]).ok()?;
+        if outer.tuple.proto != IP_PROTO_ICMPV6
+            || outer.fragment != Fragment::Unfragmented
+            || !ERROR_TYPES6.contains(&outer.icmp_type)
+        {
+            return None;
+        }
+        let th = nh + outer.l4_offset;
+        let enc = th + 8;
+        let inner = WireFlow::parse_ipv6_quote(d.get(enc..)?).ok()?;
+        let et = enc + inner.l4_offset;
+        let t = inner.tuple;
+        let len = d.len();
+        let later = inner.fragment == Fragment::Later;
+        let ports = !later && matches!(t.proto, IP_PROTO_TCP | IP_PROTO_UDP | IP_PROTO_DCCP);
+        let echo = !later && t.proto == IP_PROTO_ICMPV6 && d[et] == ICMP6_ECHO;
+        let search = FiveTuple::v6(
+            t.proto,
+            t.dst,
+            if ports || echo { t.dport } else { 0 },
+            t.src,
+            if ports { t.sport } else { 0 },
+        );
+        let (m, offset) = self.maps.iter().find_map(|e| {
+            lock(&e.table)
+                .icmp_lookup6(&search)
+                .map(|m| (m, e.port_offset))
+        })?;
+        let new = m.rewritten;
+        let mut outer_sum = be16(d, th + 2);
+        if d[nh + 24..nh + 40] == search.dst {
+            if self.dst_anno {
+                p.set_dst_ip6_anno(new.dst);
+            }
+            outer_sum = put_words(p.data_mut(), nh + 24, &new.dst, outer_sum);
+        }
+        if m.reply {
+            if let Some(off) = self.reply_anno {
+                p.anno_bytes_mut()[off] = m.reply_anno;
+            }
+        }
+        let d = p.data_mut();
+        // The embedded transport checksum, where the quote holds it.
+        let csum_off = if echo {
+            Some(et + 2)
+        } else if !ports {
+            None
+        } else if t.proto == IP_PROTO_TCP && et + 18 <= len {
+            Some(et + 16)
+        } else if t.proto == IP_PROTO_UDP && et + 8 <= len && be16(d, et + 6) != 0 {
+            Some(et + 6)
+        } else {
+            None
+        };
+        let old_inner = csum_off.map_or(0, |o| be16(d, o));
+        let mut inner_sum = old_inner;
+        for (off, a) in [(enc + 8, &new.dst), (enc + 24, &new.src)] {
+            for i in 0..8 {
+                let n = u16::from_be_bytes([a[2 * i], a[2 * i + 1]]);
+                let o = be16(d, off + 2 * i);
+                inner_sum = update_in_cksum(inner_sum, o, n);
+                outer_sum = update_in_cksum(outer_sum, o, n);
+            }
+            d[off..off + 16].copy_from_slice(a);
+        }
+        let mut words: [(usize, u16); 2] = [(0, 0); 2];
+        let nwords = if echo {
+            words[0] = (et + 4, new.dport);
+            1
+        } else if ports {
+            words = [(et, new.dport), (et + 2, new.sport)];
+            2
+        } else {
+            0
+        };
+        for &(off, n) in &words[..nwords] {
+            let o = be16(d, off);
+            inner_sum = update_in_cksum(inner_sum, o, n);
+            outer_sum = update_in_cksum(outer_sum, o, n);
+            set_be16(d, off, n);
+        }
+        if let Some(off) = csum_off {
+            if t.proto == IP_PROTO_UDP && inner_sum == 0 {
+                inner_sum = 0xffff;
+            }
+            outer_sum = update_in_cksum(outer_sum, old_inner, inner_sum);
+            set_be16(d, off, inner_sum);
+        }
+        set_be16(d, th + 2, outer_sum);
+        Some(offset.map_or(0, |o| o + m.output))
+    }
+}
+
 impl Element for ICMPRewriter {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| self.action(p));
@@ -289,7 +435,7 @@ mod tests {
     use super::*;
     use crate::tcpudp::iprewriter::IPRewriter;
     use crate::tcpudp::testutil::{
-        config_error, configure, configure_with, packet, run, TestPeers,
+        config_error, configure, configure_with, ip6, packet, run, run_packets, TestPeers,
     };
     use crate::tcpudp::udprewriter::UDPRewriter;
     use pronto_packet::wire::{checksum, fold, ones_sum, pseudo_header_sum};
@@ -553,5 +699,273 @@ mod tests {
             1,
         ));
         assert_eq!(e.message, "no IP rewriters supplied");
+    }
+
+    // ------------------------------------------------------------ IPv6
+
+    /// `2001:db8:<a>::<b>`.
+    fn a6(a: u16, b: u16) -> [u8; 16] {
+        let mut v = [0u8; 16];
+        v[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        v[4..6].copy_from_slice(&a.to_be_bytes());
+        v[14..].copy_from_slice(&b.to_be_bytes());
+        v
+    }
+
+    const IN6: (u16, u16) = (1, 2);
+    const NAT6: (u16, u16) = (0xffff, 1);
+    const SRV6: (u16, u16) = (3, 9);
+    const ROUTER6: (u16, u16) = (4, 1);
+
+    fn h(a: (u16, u16)) -> [u8; 16] {
+        a6(a.0, a.1)
+    }
+
+    /// A UDP datagram `sport` -> `dport` behind the extension headers
+    /// `ext` (the last naming UDP), its checksum computed from scratch.
+    fn udp6(src: [u8; 16], dst: [u8; 16], sport: u16, dport: u16, ext: &[u8]) -> Vec<u8> {
+        let mut m = ext.to_vec();
+        m.extend_from_slice(&sport.to_be_bytes());
+        m.extend_from_slice(&dport.to_be_bytes());
+        m.extend_from_slice(&13u16.to_be_bytes()); // length: 8 + "query"
+        m.extend_from_slice(&[0, 0]);
+        m.extend_from_slice(b"query");
+        let next = if ext.is_empty() { 17 } else { 60 };
+        ip6(src, dst, next, &m, (17, ext.len()), Some(6))
+    }
+
+    /// A TCP segment (20-byte header, ACK) with its checksum.
+    fn tcp6(src: [u8; 16], dst: [u8; 16], sport: u16, dport: u16) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&sport.to_be_bytes());
+        m.extend_from_slice(&dport.to_be_bytes());
+        m.extend_from_slice(&[0, 0, 0, 7, 0, 0, 0, 9, 0x50, 0x10, 0x20, 0x00, 0, 0, 0, 0]);
+        m.extend_from_slice(b"data");
+        ip6(src, dst, 6, &m, (6, 0), Some(16))
+    }
+
+    /// An ICMPv6 echo request.
+    fn echo6(src: [u8; 16], dst: [u8; 16], id: u16) -> Vec<u8> {
+        let mut m = vec![128, 0, 0, 0];
+        m.extend_from_slice(&id.to_be_bytes());
+        m.extend_from_slice(&[0, 1, b'p', b'i', b'n', b'g']);
+        ip6(src, dst, 58, &m, (58, 0), Some(2))
+    }
+
+    /// An ICMPv6 error of `ty`/`code` from `src` to `dst` quoting `quote`,
+    /// its checksum computed from scratch over the pseudo-header.
+    fn err6(ty: u8, code: u8, src: [u8; 16], dst: [u8; 16], quote: &[u8]) -> Vec<u8> {
+        let mut m = vec![ty, code, 0, 0, 0, 0, 0x05, 0x00]; // MTU/pointer/unused 1280
+        m.extend_from_slice(quote);
+        ip6(src, dst, 58, &m, (58, 0), Some(2))
+    }
+
+    /// An `ICMPRewriter(MAPS)` over rewriter `rw` of class `class`.
+    fn icmp_rw(rw: &dyn Element, class: &'static str, maps: &str, n: usize) -> Box<dyn Element> {
+        let mut peers = TestPeers::default();
+        peers.add("rw", class, rw);
+        configure_with(
+            ICMPRewriter::configure,
+            &ICMPRewriter::SPEC,
+            maps,
+            1,
+            n,
+            &peers,
+        )
+        .expect("icmp rewriter")
+    }
+
+    #[test]
+    fn icmpv6_errors_about_natted_udp_and_tcp_flows_are_translated_back() {
+        let pool = Pool::new(64).expect("pool");
+        let mut rw = configure(
+            IPRewriter::configure,
+            &IPRewriter::SPEC,
+            "pattern 2001:db8:ffff::1 1024-65535# - - 0 1, drop",
+            2,
+            2,
+        )
+        .expect("rewriter");
+        let mut ir = icmp_rw(rw.as_ref(), "IPRewriter", "rw:1", 3);
+        let (inside, nat, srv, router) = (h(IN6), h(NAT6), h(SRV6), h(ROUTER6));
+        let p = packet(&pool, &udp6(inside, srv, 5000, 53, &[]), Some((0, 40)));
+        let o = run(rw.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert_eq!(o[0], vec![udp6(nat, srv, 1024, 53, &[])]);
+        let p = packet(&pool, &tcp6(inside, srv, 40000, 443), Some((0, 40)));
+        let o = run(rw.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert_eq!(o[0], vec![tcp6(nat, srv, 1025, 443)]);
+
+        // Port unreachable from the server quoting the NATted datagram:
+        // back to the inside host, quoting what it sent; output 1 + 1.
+        let e = err6(1, 4, srv, nat, &udp6(nat, srv, 1024, 53, &[]));
+        let o = run(
+            ir.as_mut(),
+            0,
+            vec![packet(&pool, &e, Some((0, 40)))],
+            3,
+            &pool,
+            0,
+        );
+        let want = err6(1, 4, srv, inside, &udp6(inside, srv, 5000, 53, &[]));
+        assert_eq!(o[2], vec![want]);
+        // Packet too big from a router, quoting only 48 bytes of the TCP
+        // segment (its checksum is cut off): ports and addresses mapped.
+        let seg = tcp6(nat, srv, 1025, 443);
+        let e = err6(2, 0, router, nat, &seg[..48]);
+        let o = run(
+            ir.as_mut(),
+            0,
+            vec![packet(&pool, &e, Some((0, 40)))],
+            3,
+            &pool,
+            0,
+        );
+        let orig = tcp6(inside, srv, 40000, 443);
+        assert_eq!(o[2], vec![err6(2, 0, router, inside, &orig[..48])]);
+        // The whole segment quoted: its checksum is restored too.
+        let e = err6(3, 0, router, nat, &seg);
+        let o = run_packets(
+            ir.as_mut(),
+            0,
+            vec![packet(&pool, &e, Some((0, 40)))],
+            3,
+            &pool,
+            0,
+        );
+        assert_eq!(o[2][0].data(), &err6(3, 0, router, inside, &orig)[..]);
+        assert_eq!(o[2][0].dst_ip6_anno(), inside);
+        // An error sent elsewhere than the flow's address keeps its outer
+        // destination; the quote is still mapped.
+        let other = a6(0xffff, 2);
+        let e = err6(4, 0, router, other, &udp6(nat, srv, 1024, 53, &[]));
+        let o = run(
+            ir.as_mut(),
+            0,
+            vec![packet(&pool, &e, Some((0, 40)))],
+            3,
+            &pool,
+            0,
+        );
+        assert_eq!(
+            o[2],
+            vec![err6(4, 0, router, other, &udp6(inside, srv, 5000, 53, &[]))]
+        );
+    }
+
+    #[test]
+    fn an_icmpv6_error_quoting_extension_headers_and_an_echo() {
+        let pool = Pool::new(64).expect("pool");
+        let mut rw = configure(
+            IPRewriter::configure,
+            &IPRewriter::SPEC,
+            "pattern 2001:db8:ffff::1 1024-65535# - - 0 1, drop",
+            2,
+            2,
+        )
+        .expect("rewriter");
+        let mut pr = configure(
+            crate::icmp::icmppingrewriter::ICMPPingRewriter::configure,
+            &crate::icmp::icmppingrewriter::ICMPPingRewriter::SPEC,
+            "pattern 2001:db8:ffff::1 1024-65535# - - 0 1, drop",
+            2,
+            2,
+        )
+        .expect("ping rewriter");
+        let mut peers = TestPeers::default();
+        peers.add("rw", "IPRewriter", rw.as_ref());
+        peers.add("pr", "ICMPPingRewriter", pr.as_ref());
+        let mut ir = configure_with(
+            ICMPRewriter::configure,
+            &ICMPRewriter::SPEC,
+            "rw pr",
+            1,
+            1,
+            &peers,
+        )
+        .expect("icmp rewriter");
+        let (inside, nat, srv, router) = (h(IN6), h(NAT6), h(SRV6), h(ROUTER6));
+        // A destination-options header (PadN) before UDP.
+        let dopt = [17, 0, 1, 4, 0, 0, 0, 0];
+        let p = packet(&pool, &udp6(inside, srv, 5000, 53, &dopt), Some((0, 40)));
+        let o = run(rw.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert_eq!(o[0], vec![udp6(nat, srv, 1024, 53, &dopt)]);
+        let e = err6(3, 0, router, nat, &udp6(nat, srv, 1024, 53, &dopt));
+        let o = run(
+            ir.as_mut(),
+            0,
+            vec![packet(&pool, &e, Some((0, 40)))],
+            1,
+            &pool,
+            0,
+        );
+        assert_eq!(
+            o[0],
+            vec![err6(
+                3,
+                0,
+                router,
+                inside,
+                &udp6(inside, srv, 5000, 53, &dopt)
+            )]
+        );
+        // A ping: time exceeded quoting the NATted echo request.
+        let p = packet(&pool, &echo6(inside, srv, 7), Some((0, 40)));
+        let o = run(pr.as_mut(), 0, vec![p], 2, &pool, 0);
+        assert_eq!(o[0], vec![echo6(nat, srv, 1024)]);
+        let e = err6(3, 0, router, nat, &echo6(nat, srv, 1024));
+        let o = run(
+            ir.as_mut(),
+            0,
+            vec![packet(&pool, &e, Some((0, 40)))],
+            1,
+            &pool,
+            0,
+        );
+        assert_eq!(
+            o[0],
+            vec![err6(3, 0, router, inside, &echo6(inside, srv, 7))]
+        );
+    }
+
+    #[test]
+    fn icmpv6_packets_without_a_mapping_are_dropped() {
+        let pool = Pool::new(64).expect("pool");
+        let rw = configure(
+            IPRewriter::configure,
+            &IPRewriter::SPEC,
+            "pattern 2001:db8:ffff::1 1024-65535# - - 0 1, drop",
+            2,
+            2,
+        )
+        .expect("rewriter");
+        let mut ir = icmp_rw(rw.as_ref(), "IPRewriter", "rw", 1);
+        let (nat, srv, router) = (h(NAT6), h(SRV6), h(ROUTER6));
+        let quote = udp6(nat, srv, 1024, 53, &[]);
+        let mut bad = vec![
+            // No flow of that quote.
+            err6(1, 4, srv, nat, &quote),
+            // Not an error: an echo request, a neighbour solicitation.
+            echo6(router, nat, 1),
+            err6(135, 0, router, nat, &quote),
+            // A quote cut inside its fixed header (and below, one whose
+            // destination-options header runs past the quote).
+            err6(1, 4, srv, nat, &quote[..30]),
+        ];
+        let mut q = quote.clone();
+        q[6] = 60;
+        bad.push(err6(1, 4, srv, nat, &q[..44]));
+        // UDP, not ICMPv6.
+        bad.push(udp6(srv, nat, 53, 1024, &[]));
+        for b in bad {
+            let o = run(
+                ir.as_mut(),
+                0,
+                vec![packet(&pool, &b, Some((0, 40)))],
+                1,
+                &pool,
+                0,
+            );
+            assert!(o[0].is_empty(), "{b:02x?}");
+        }
     }
 }

@@ -40,8 +40,10 @@ impl IPRewriter {
              IPv6 (beyond Click): IPv6 packets are mapped too, in a table of their own\n\
              (flows read past the extension headers; no header checksum; TCP and UDP\n\
              checksums updated for the new addresses and ports, an all-zero UDP\n\
-             checksum left alone). Pattern addresses may be IPv6 (single addresses; a\n\
-             range is of ports). A pattern never translates between families: a\n\
+             checksum left alone). Pattern addresses may be IPv6 (single addresses\n\
+             with ports, a range being of ports; a pattern of addresses only,\n\
+             'SADDR DADDR', takes an IPv6 source range or /96-/128 prefix). A\n\
+             pattern never translates between families: a\n\
              packet of the family its pattern (or mapper) lacks is a mapping failure,\n\
              counted and dropped; a pattern with no address, 'keep' and 'pass' serve\n\
              both. Tables list IPv6 flows with RFC 5952 addresses.\n\n\
@@ -359,7 +361,8 @@ mod tests {
         ));
         assert_eq!(
             err.message,
-            "input spec 0: bad source address (an IPv6 address takes no range or prefix)"
+            "input spec 0: bad source address (an IPv6 range or prefix needs a pattern of \
+             addresses only, SADDR DADDR)"
         );
     }
 

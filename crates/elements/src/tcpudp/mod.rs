@@ -151,6 +151,59 @@ pub(crate) mod testutil {
         }
     }
 
+    /// The Internet checksum of `parts` laid end to end (each of even
+    /// length but the last), computed from scratch, word by word: the
+    /// tests' independent check of incremental updates.
+    pub fn inet_checksum(parts: &[&[u8]]) -> u16 {
+        let bytes: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+        let mut sum: u32 = 0;
+        for c in bytes.chunks(2) {
+            sum += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    /// An IPv6 packet from `src` to `dst` whose first next header is `next`
+    /// and whose payload is `payload` (extension headers, if any, then the
+    /// upper-layer message of protocol `upper` at `upper_off` in
+    /// `payload`). With `csum` (the checksum's offset in the upper-layer
+    /// message), that checksum is computed from scratch over the IPv6
+    /// pseudo-header (RFC 8200 8.1) and the message.
+    pub fn ip6(
+        src: [u8; 16],
+        dst: [u8; 16],
+        next: u8,
+        payload: &[u8],
+        upper: (u8, usize),
+        csum: Option<usize>,
+    ) -> Vec<u8> {
+        let mut v = vec![0x60, 0, 0, 0];
+        v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        v.extend_from_slice(&[next, 64]);
+        v.extend_from_slice(&src);
+        v.extend_from_slice(&dst);
+        v.extend_from_slice(payload);
+        if let Some(off) = csum {
+            let (proto, at) = upper;
+            let at = 40 + at;
+            let at_c = at + off;
+            v[at_c..at_c + 2].copy_from_slice(&[0, 0]);
+            let ulen = (v.len() - at) as u32;
+            let mut ph = Vec::new();
+            ph.extend_from_slice(&src);
+            ph.extend_from_slice(&dst);
+            ph.extend_from_slice(&ulen.to_be_bytes());
+            ph.extend_from_slice(&[0, 0, 0, proto]);
+            let c = inet_checksum(&[&ph, &v[at..]]);
+            let c = if c == 0 && proto == 17 { 0xffff } else { c };
+            v[at_c..at_c + 2].copy_from_slice(&c.to_be_bytes());
+        }
+        v
+    }
+
     /// A packet holding `bytes`, with its network header at `nh` (if any),
     /// `nh_len` bytes long.
     pub fn packet(pool: &Pool, bytes: &[u8], nh: Option<(isize, usize)>) -> Packet {

@@ -222,7 +222,7 @@ pub fn update_in_cksum(csum: u16, old: u16, new: u16) -> u16 {
 
 /// Applies a flow's checksum delta in one direction.
 #[inline]
-fn apply_delta(csum: u16, reply: bool, delta: u16) -> u16 {
+pub(crate) fn apply_delta(csum: u16, reply: bool, delta: u16) -> u16 {
     if delta == 0 {
         csum
     } else {
@@ -236,7 +236,9 @@ fn apply_delta(csum: u16, reply: bool, delta: u16) -> u16 {
 /// A rewrite pattern, `SADDR SPORT DADDR DPORT`, with an optional range of
 /// source addresses or ports to allocate from. Its addresses are IPv4 or
 /// IPv6 (not both); a pattern that names no address maps both families.
-/// IPv6 addresses are single addresses (ranges and prefixes are IPv4's).
+/// An IPv6 source range or prefix is taken by patterns of addresses only
+/// (`SADDR DADDR`, the address rewriters'); in a pattern with ports an
+/// IPv6 address is a single address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pattern {
     saddr: u32,
@@ -336,6 +338,66 @@ fn address_variation(
     ok
 }
 
+/// Most addresses an IPv6 range may hold (the variation is a `u32`, as
+/// IPv4's): a prefix is /96 or longer.
+const MAX_V6_RANGE: u128 = 1 << 32;
+
+/// An IPv6 source address range, `A-B` (at most 2^32 addresses) or
+/// `PREFIX/LEN` (LEN 96 to 128), with an optional `#`/`?` marker: the base
+/// address and the variation (the range's size less one). A prefix leaves
+/// out its first address (RFC 4291's subnet-router anycast address)
+/// unless it is a /127 (RFC 6164: both addresses) or /128; IPv6 has no
+/// broadcast address, so the last one is used. `Err` names what is wrong.
+fn address_variation6(
+    s: &str,
+    addr: &mut [u8; 16],
+    variation: &mut u32,
+    sequential: &mut bool,
+    same_first: &mut bool,
+) -> Result<(), &'static str> {
+    let (mut seq, mut same) = (*sequential, *same_first);
+    let body = strip_marker(s, &mut seq, &mut same);
+    let ip6 = |w: &str| {
+        pronto_lang::args::parse_ip6(w)
+            .ok()
+            .map(u128::from_be_bytes)
+    };
+    let (base, var) = if let Some((a, b)) = body.split_once('-') {
+        match (ip6(a), ip6(b)) {
+            (Some(a), Some(b)) if a != 0 && b >= a && b - a < MAX_V6_RANGE => (a, b - a),
+            (Some(a), Some(b)) if a != 0 && b >= a => {
+                return Err("bad source address (an IPv6 range holds at most 2^32 addresses)")
+            }
+            _ => return Err("bad source address (an IPv6 range is ADDR1-ADDR2, ADDR1 <= ADDR2)"),
+        }
+    } else if let Some((a, len)) = body.split_once('/') {
+        let len = parse_int(len).filter(|l| (96..=128).contains(l));
+        match (ip6(a), len) {
+            (Some(0), _) => return Err("bad source address"),
+            (Some(a), Some(len)) => {
+                let size = 1u128 << (128 - len);
+                let net = a & !(size - 1);
+                match len {
+                    128 => (a, 0),
+                    127 => (net, 1),
+                    _ => (net | 1, size - 2),
+                }
+            }
+            _ => return Err("bad source address (an IPv6 prefix is ADDR/LEN, LEN 96 to 128)"),
+        }
+    } else {
+        return Err("bad source address");
+    };
+    if base == 0 {
+        return Err("bad source address");
+    }
+    *addr = base.to_be_bytes();
+    *variation = var as u32;
+    *sequential = seq;
+    *same_first = same;
+    Ok(())
+}
+
 fn port_variation(
     s: &str,
     port: &mut u16,
@@ -392,7 +454,21 @@ impl Pattern {
                 p.saddr6 = a;
                 p.family = Some(Family::V6);
             } else if w.contains(':') {
-                return Err("bad source address (an IPv6 address takes no range or prefix)".into());
+                if words.len() >= 3 {
+                    return Err(
+                        "bad source address (an IPv6 range or prefix needs a pattern \
+                                of addresses only, SADDR DADDR)"
+                            .into(),
+                    );
+                }
+                address_variation6(
+                    w,
+                    &mut p.saddr6,
+                    &mut variation,
+                    &mut p.sequential,
+                    &mut p.same_first,
+                )?;
+                p.family = Some(Family::V6);
             } else if !address_variation(
                 w,
                 &mut p.saddr,
@@ -463,7 +539,14 @@ impl Pattern {
     /// The pattern as Click prints it in the `patterns` handler.
     pub fn unparse(&self) -> String {
         let mut s = String::new();
-        if !self.is_napt && self.variation_top != 0 {
+        if !self.is_napt && self.variation_top != 0 && self.family == Some(Family::V6) {
+            let top = u128::from_be_bytes(self.saddr6) + self.variation_top as u128;
+            s.push_str(&format!(
+                "{}-{}",
+                ip6_str(&self.saddr6),
+                ip6_str(&top.to_be_bytes())
+            ));
+        } else if !self.is_napt && self.variation_top != 0 {
             s.push_str(&format!(
                 "{}-{}",
                 ip_str(self.saddr),
@@ -589,6 +672,43 @@ impl Pattern {
         Some(r)
     }
 
+    /// [`Pattern::rewrite6`] for a pattern of addresses with an IPv6
+    /// source range: the first free address from the pattern's next one
+    /// (sequential) or a random one, as IPv4 address ranges are chosen.
+    fn vary_address6(
+        &mut self,
+        mut r: FiveTuple,
+        taken: impl Fn(&FiveTuple) -> bool,
+    ) -> Option<FiveTuple> {
+        let top = self.variation_top;
+        let base = u128::from_be_bytes(self.saddr6);
+        let mut lookup = r.reverse();
+        let mut val = if self.sequential {
+            if self.next_variation > top {
+                0
+            } else {
+                self.next_variation
+            }
+        } else {
+            crate::random::click_random_range(0, top)
+        };
+        let mut count = 0u32;
+        loop {
+            lookup.dst = (base + val as u128).to_be_bytes();
+            if !taken(&lookup) {
+                break;
+            }
+            if count >= top {
+                return None;
+            }
+            count += 1;
+            val = if val == top { 0 } else { val + 1 };
+        }
+        r.src = lookup.dst;
+        self.next_variation = val.wrapping_add(1);
+        Some(r)
+    }
+
     /// The family of the pattern's addresses (`None`: it names none, and
     /// maps both families).
     pub fn family(&self) -> Option<Family> {
@@ -622,7 +742,9 @@ impl Pattern {
         if self.variation_top == 0 {
             return Some(r);
         }
-        // Without IPv6 address ranges, a range is of ports (`is_napt`).
+        if !self.is_napt {
+            return self.vary_address6(r, taken);
+        }
         let top = self.variation_top;
         let base = self.sport as u32;
         let mut lookup = r.reverse();
@@ -1108,12 +1230,6 @@ impl Inputs {
             return Err(ConfigError::new(errors.join("\n")));
         }
         Ok(inputs)
-    }
-
-    /// True if an input's pattern has IPv6 addresses (which the IPv4-only
-    /// address and ping rewriters refuse).
-    pub(crate) fn has_ipv6_pattern(&self) -> bool {
-        self.patterns.iter().any(|p| p.family() == Some(Family::V6))
     }
 
     /// Number of inputs.
@@ -2253,6 +2369,23 @@ impl Core {
             .map_or(0, |f| f.reply_anno)
     }
 
+    /// The IPv6 entry keyed `key`, a lookup only (for `ICMPRewriter`):
+    /// whether it is the flow's reply entry, the flow it rewrites to, its
+    /// output, and the flow's saved reply annotation byte.
+    pub(crate) fn entry6(&self, key: &FiveTuple) -> Option<(bool, FiveTuple, usize, u8)> {
+        let &e = self.map6.get(key)?;
+        let idx = (e >> 1) as usize;
+        let reply = e & 1 == 1;
+        let f = self.flows.get(idx)?;
+        let keys = self.keys6.get(idx)?;
+        Some((
+            reply,
+            keys[!reply as usize].reverse(),
+            f.outputs[reply as usize] as usize,
+            f.reply_anno,
+        ))
+    }
+
     /// Sets the reply annotation byte of `entry`'s flow.
     pub fn set_reply_anno_of(&mut self, entry: &Entry, v: u8) {
         if let Some(f) = self.flows.get_mut(entry.index as usize) {
@@ -3329,8 +3462,9 @@ mod tests {
         let p = Pattern::parse(&["-", "5000", "-", "-"]).expect("ok");
         assert_eq!(p.family(), None);
         assert_eq!(
-            Pattern::parse(&["::", "-", "-", "-"]).expect_err("error"),
-            "bad source address (an IPv6 address takes no range or prefix)"
+            Pattern::parse(&["2001:db8::/120", "-", "-", "-"]).expect_err("error"),
+            "bad source address (an IPv6 range or prefix needs a pattern of addresses only, \
+             SADDR DADDR)"
         );
         assert_eq!(
             Pattern::parse(&["-", "-", "2001:db8::/64", "-"]).expect_err("error"),
@@ -3353,6 +3487,66 @@ mod tests {
         assert_eq!(p4.rewrite6(f, |_| false), None);
         let mut p6 = Pattern::parse(&["2001:db8::1", "-", "-", "-"]).expect("ok");
         assert_eq!(p6.rewrite_with(FlowId::default(), |_| false), None);
+    }
+
+    #[test]
+    fn ipv6_address_ranges_and_prefixes() {
+        let a = |last: u16| {
+            let mut v = [0u8; 16];
+            v[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+            v[14..].copy_from_slice(&last.to_be_bytes());
+            v
+        };
+        // A /120: all but the first address, the last one included.
+        let p = Pattern::parse(&["2001:db8::77/120#", "-"]).expect("ok");
+        assert_eq!(p.unparse(), "2001:db8::1-2001:db8::ff -");
+        assert_eq!((p.saddr6, p.variation_top), (a(1), 254));
+        let p = Pattern::parse(&["2001:db8::5/127", "-"]).expect("ok");
+        assert_eq!(p.unparse(), "2001:db8::4-2001:db8::5 -");
+        let p = Pattern::parse(&["2001:db8::5/128", "2001:db8::9"]).expect("ok");
+        assert_eq!(p.unparse(), "2001:db8::5 2001:db8::9");
+        let p = Pattern::parse(&["2001:db8::10-2001:db8::12#", "-"]).expect("ok");
+        assert_eq!(p.unparse(), "2001:db8::10-2001:db8::12 -");
+        let p = Pattern::parse(&["2001:db8::/96", "-"]).expect("ok");
+        assert_eq!(p.variation_top, u32::MAX - 1);
+        for (bad, why) in [
+            ("2001:db8::/64", "an IPv6 prefix is ADDR/LEN, LEN 96 to 128"),
+            (
+                "2001:db8::9-2001:db8::1",
+                "an IPv6 range is ADDR1-ADDR2, ADDR1 <= ADDR2",
+            ),
+            (
+                "2001:db8::-2001:db9::",
+                "an IPv6 range holds at most 2^32 addresses",
+            ),
+        ] {
+            assert_eq!(
+                Pattern::parse(&[bad, "-"]).expect_err("error"),
+                format!("bad source address ({why})")
+            );
+        }
+        assert_eq!(
+            Pattern::parse(&["::/120", "-"]).expect_err("error"),
+            "bad source address"
+        );
+        assert_eq!(
+            Pattern::parse(&["2001:db8::1-2001:db8::2", "10.0.0.1"]).expect_err("error"),
+            "IPv4 and IPv6 addresses in one pattern (patterns never translate between families)"
+        );
+        // Sequential: the next free address, wrapping round; none when all
+        // are taken.
+        let mut p = Pattern::parse(&["2001:db8::10-2001:db8::12#", "-"]).expect("ok");
+        let f = FiveTuple::v6(0, [7; 16], 0, [0; 16], 0);
+        let mut taken: Vec<FiveTuple> = Vec::new();
+        for want in [0x10, 0x11, 0x12] {
+            let r = p.rewrite6(f, |k| taken.contains(k)).expect("address");
+            assert_eq!(r.src, a(want));
+            taken.push(r.reverse());
+        }
+        assert_eq!(p.rewrite6(f, |k| taken.contains(k)), None);
+        taken.remove(1);
+        let r = p.rewrite6(f, |k| taken.contains(k)).expect("address");
+        assert_eq!(r.src, a(0x11));
     }
 
     #[test]

@@ -11,21 +11,27 @@
 //! bucket growing to 3, 7, 15, ... when there are more than two entries
 //! per bucket).
 //!
-//! These rewriters are IPv4-only, as Click's are: a packet that is not IPv4
-//! gets no mapping (it leaves by its input's `pass` output, or is dropped),
-//! and a pattern with IPv6 addresses is a configuration error.
-//! The port rewriters' table (`rwcore`) maps IPv6 as well, in a second
-//! table beside the IPv4 one, so that the IPv4 key stays the compact
-//! 12-byte `FlowId` (see its module doc for the choice).
+//! IPv4 flows are keyed by the compact 12-byte `FlowId`, as Click keys
+//! them. IPv6 flows (pronto's extension; Click's rewriters are IPv4-only)
+//! live in a second map keyed by `wire::flow::FiveTuple`, as in `rwcore`
+//! (see its module doc for the choice): a slot of the flow slab holds
+//! either family, an IPv6 slot's two keys live in a side array, and the
+//! IPv4 path pays one version test. IPv6 entries are not in the
+//! bucket-ordered view (Click has no order for them to reproduce); the
+//! `table` handler lists them after the IPv4 ones, in slot order. A
+//! pattern never maps a packet of the other family (a mapping failure);
+//! IPv6 has no header checksum, and the transport checksums (TCP, UDP,
+//! ICMPv6, all over a pseudo-header) are updated incrementally.
 
 use std::sync::{Arc, Mutex};
 
+use pronto_packet::wire::flow::{FiveTuple, Flow as WireFlow, Fragment};
 use pronto_packet::wire::{addr4, be16, set_be16, IP_PROTO_ICMP, IP_PROTO_TCP, IP_PROTO_UDP};
 use pronto_packet::{Batch, Packet};
 
 use crate::tcpudp::rwcore::{
-    ip_str, lock, parse_anno, rewriter_spec, secs, update_in_cksum, Core, FlowId, FlowMap, Inputs,
-    MappingTable, HZ,
+    apply_delta, ip6_str, ip_str, lock, parse_anno, rewriter_spec, secs, update_in_cksum, Core,
+    FlowId, FlowMap, FlowMap6, Inputs, MappingTable, HZ,
 };
 use crate::{
     push_each, Args, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Shared,
@@ -36,6 +42,30 @@ use crate::{
 const ICMP_ECHO: u8 = 8;
 /// ICMP echo reply type.
 const ICMP_ECHOREPLY: u8 = 0;
+/// IP protocol number of ICMPv6.
+pub(crate) const IP_PROTO_ICMPV6: u8 = 58;
+/// ICMPv6 echo request type.
+const ICMP6_ECHO: u8 = 128;
+/// ICMPv6 echo reply type.
+const ICMP6_ECHOREPLY: u8 = 129;
+
+/// The checksum delta of rewriting IPv6 addresses `from` to `to` (source
+/// and destination: the pseudo-header's), plus, for a ping flow, its
+/// identifier (`sport`).
+fn delta6(from: &FiveTuple, to: &FiveTuple, with_id: bool) -> u16 {
+    let mut d = 0u16;
+    for (a, b) in [(&from.src, &to.src), (&from.dst, &to.dst)] {
+        for i in 0..8 {
+            let o = u16::from_be_bytes([a[2 * i], a[2 * i + 1]]);
+            let n = u16::from_be_bytes([b[2 * i], b[2 * i + 1]]);
+            d = update_in_cksum(d, o, n);
+        }
+    }
+    if with_id {
+        d = update_in_cksum(d, from.sport, to.sport);
+    }
+    d
+}
 
 /// Keywords every table rewriter accepts.
 pub const TABLE_KEYWORDS: [&str; 7] = [
@@ -79,6 +109,19 @@ pub struct IcmpMatch {
     pub reply_anno: u8,
 }
 
+/// What a rewriter returns to `ICMPRewriter` for an embedded IPv6 flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpMatch6 {
+    /// The flow the entry rewrites to (the entry's rewritten identifier).
+    pub rewritten: FiveTuple,
+    /// True when the entry found is the flow's reply entry.
+    pub reply: bool,
+    /// The entry's output port on its rewriter.
+    pub output: usize,
+    /// The flow's saved reply annotation byte.
+    pub reply_anno: u8,
+}
+
 /// A rewriter's mapping table as `ICMPRewriter` sees it.
 pub trait IcmpLookup: Send {
     /// Finds the entry for `search`, the reverse of a flow embedded in an
@@ -86,6 +129,12 @@ pub trait IcmpLookup: Send {
     /// `get_entry(proto, flowid, get_entry_reply)`: lookup only, no new
     /// mapping).
     fn icmp_lookup(&mut self, proto: u8, search: FlowId) -> Option<IcmpMatch>;
+
+    /// As [`IcmpLookup::icmp_lookup`], for the reverse of an IPv6 flow
+    /// embedded in an ICMPv6 error (`search.proto`: its upper-layer
+    /// protocol; for an embedded echo request, `sport` is the identifier
+    /// and `dport` 0).
+    fn icmp_lookup6(&mut self, search: &FiveTuple) -> Option<IcmpMatch6>;
 }
 
 /// What a rewriter shares (its [`crate::Element::shared`] object) so that
@@ -111,8 +160,11 @@ pub enum Kind {
 
 #[derive(Clone, Copy, Debug)]
 struct Flow {
-    /// Entry keys: forward (original id) and reply (reverse of rewritten).
+    /// Entry keys: forward (original id) and reply (reverse of rewritten);
+    /// unused for an IPv6 flow (its keys are in `Table::keys6`).
     keys: [FlowId; 2],
+    /// An IPv6 flow.
+    v6: bool,
     outputs: [u32; 2],
     ip_delta: u16,
     l4_delta: u16,
@@ -132,6 +184,10 @@ pub struct Table {
     flows: Vec<Flow>,
     free: Vec<u32>,
     map: FlowMap,
+    /// The IPv6 entries.
+    map6: FlowMap6,
+    /// An IPv6 flow's two keys, at its slot's index.
+    keys6: Vec<[FiveTuple; 2]>,
     /// Entry handles (`flow << 1 | direction`) per bucket, oldest first.
     buckets: Vec<Vec<u32>>,
     nentries: usize,
@@ -181,12 +237,6 @@ impl Table {
         let specs = a.rest();
         a.finish()?;
         let inputs = Inputs::configure(ctx, &specs)?;
-        if inputs.has_ipv6_pattern() {
-            return Err(ConfigError::new(
-                "IPv6 pattern: this rewriter maps IPv4 only; IPv6 flows need IPRewriter, \
-                 TCPRewriter or UDPRewriter",
-            ));
-        }
         let reserve = (capacity.max(0) as usize).min(4096);
         Ok(Table {
             kind,
@@ -194,6 +244,8 @@ impl Table {
             flows: Vec::with_capacity(reserve),
             free: Vec::with_capacity(reserve),
             map: pronto_hash::map_with_capacity(2 * reserve),
+            map6: pronto_hash::map(),
+            keys6: Vec::new(),
             buckets: vec![Vec::new(); 1],
             nentries: 0,
             live: 0,
@@ -336,6 +388,7 @@ impl Table {
             reply_anno: 0,
             input: port as u32,
             live: true,
+            v6: false,
         };
         let idx = match self.free.pop() {
             Some(i) => {
@@ -420,7 +473,7 @@ impl Table {
         }
         let ip = &data[nh..];
         if ip[0] >> 4 != 4 {
-            return self.inputs.no_mapping_output(port);
+            return self.process6(port, p, nh, now);
         }
         let th = match p.transport_header_offset() {
             Some(t) if t >= 0 => t as usize,
@@ -495,6 +548,211 @@ impl Table {
         Some(flow.outputs[reply as usize] as usize)
     }
 
+    /// [`Table::process`] for a packet that is not IPv4: an IPv6 packet's
+    /// flow read by `Flow::parse_ipv6` (extension headers walked) and
+    /// looked up in the IPv6 map; any other version or a malformed header
+    /// gets no mapping, as does, for `ICMPPingRewriter`, anything but an
+    /// ICMPv6 echo request or reply that is not a later fragment.
+    #[cold]
+    #[inline(never)]
+    fn process6(&mut self, port: usize, p: &mut Packet, nh: usize, now: i64) -> Option<usize> {
+        let l3 = &p.data()[nh..];
+        if l3[0] >> 4 != 6 {
+            return self.inputs.no_mapping_output(port);
+        }
+        let Ok(wf) = WireFlow::parse_ipv6(l3) else {
+            return self.inputs.no_mapping_output(port);
+        };
+        let t = wf.tuple;
+        let none = FiveTuple::v6(0, [0; 16], 0, [0; 16], 0);
+        let (key, found, may_create) = match self.kind {
+            Kind::Addr => {
+                let f = FiveTuple { src: t.src, ..none };
+                let r = FiveTuple { dst: t.dst, ..none };
+                let found = self.map6.get(&f).or_else(|| self.map6.get(&r)).copied();
+                (f, found, true)
+            }
+            Kind::Pair => {
+                let f = FiveTuple {
+                    src: t.src,
+                    dst: t.dst,
+                    ..none
+                };
+                (f, self.map6.get(&f).copied(), true)
+            }
+            Kind::Ping => {
+                let ty = wf.icmp_type;
+                if t.proto != IP_PROTO_ICMPV6
+                    || wf.fragment == Fragment::Later
+                    || (ty != ICMP6_ECHO && ty != ICMP6_ECHOREPLY)
+                {
+                    return self.inputs.no_mapping_output(port);
+                }
+                let echo = ty == ICMP6_ECHO;
+                let id = t.sport;
+                let f = FiveTuple {
+                    sport: if echo { id } else { plus1(id) },
+                    dport: if echo { plus1(id) } else { id },
+                    ..t
+                };
+                (f, self.map6.get(&f).copied(), echo)
+            }
+        };
+        let entry = match found {
+            Some(e) => e,
+            None if !may_create => return self.inputs.no_mapping_output(port),
+            None => match self.new_flow6(port, key, now) {
+                Ok(e) => {
+                    if let Some(off) = self.reply_anno {
+                        let v = p.anno_bytes()[off];
+                        self.flows[(e >> 1) as usize].reply_anno = v;
+                    }
+                    e
+                }
+                Err(out) => return out,
+            },
+        };
+        let idx = (entry >> 1) as usize;
+        let reply = entry & 1 == 1;
+        let flow = self.flows[idx];
+        let transport = (wf.fragment != Fragment::Later).then_some(t.proto);
+        self.apply6(&flow, idx, p, nh, nh + wf.l4_offset, transport, reply);
+        let f = &mut self.flows[idx];
+        f.guaranteed = self.guarantee != 0;
+        f.expiry = now
+            + if f.guaranteed {
+                self.guarantee
+            } else {
+                self.timeout
+            };
+        Some(flow.outputs[reply as usize] as usize)
+    }
+
+    /// [`Table::new_flow`] for an IPv6 flow.
+    fn new_flow6(&mut self, port: usize, key: FiveTuple, now: i64) -> Result<u32, Option<usize>> {
+        let map = &self.map6;
+        let (mut rewritten, fo, ro) = self.inputs.choose6(port, key, |k| map.contains_key(k))?;
+        if self.kind == Kind::Ping {
+            rewritten.dport = plus1(rewritten.sport);
+        }
+        let ok = match self.kind {
+            Kind::Addr => rewritten.sport == 0 && rewritten.dport == 0 && rewritten.dst == [0; 16],
+            Kind::Pair => rewritten.sport == 0 && rewritten.dport == 0,
+            Kind::Ping => plus1(key.sport) == key.dport,
+        };
+        if !ok || fo >= self.inputs.noutputs() || ro >= self.inputs.noutputs() {
+            return Err(None);
+        }
+        let guaranteed = self.guarantee != 0;
+        let flow = Flow {
+            keys: [FlowId::default(); 2],
+            v6: true,
+            outputs: [fo as u32, ro as u32],
+            ip_delta: 0,
+            l4_delta: delta6(&key, &rewritten, self.kind == Kind::Ping),
+            expiry: now
+                + if guaranteed {
+                    self.guarantee
+                } else {
+                    self.timeout
+                },
+            guaranteed,
+            reply_anno: 0,
+            input: port as u32,
+            live: true,
+        };
+        let keys = [key, rewritten.reverse()];
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.flows[i as usize] = flow;
+                i
+            }
+            None => {
+                self.flows.push(flow);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        if self.keys6.len() <= idx as usize {
+            self.keys6.resize(idx as usize + 1, keys);
+        }
+        self.keys6[idx as usize] = keys;
+        let fwd = idx << 1;
+        self.map6.insert(key, fwd);
+        if let Some(old) = self.map6.insert(keys[1], fwd | 1) {
+            if old >> 1 != idx {
+                self.destroy((old >> 1) as usize);
+            }
+        }
+        self.live += 1;
+        self.inputs[port].count += 1;
+        if self.live as i64 > self.capacity && self.shrink_for_new_flow(idx as usize, now) {
+            self.inputs[port].failures += 1;
+            return Err(None);
+        }
+        Ok(fwd)
+    }
+
+    /// Rewrites an IPv6 packet along flow `idx` (the reply direction if
+    /// `reply`); `transport` is the upper-layer protocol whose header
+    /// starts at `th`, `None` for a later fragment (addresses only).
+    #[allow(clippy::too_many_arguments)]
+    fn apply6(
+        &self,
+        flow: &Flow,
+        idx: usize,
+        p: &mut Packet,
+        nh: usize,
+        th: usize,
+        transport: Option<u8>,
+        reply: bool,
+    ) {
+        let rev = self.keys6[idx][!reply as usize];
+        let set_dst = match self.kind {
+            Kind::Addr => reply,
+            Kind::Pair => true,
+            Kind::Ping => self.dst_anno,
+        };
+        if set_dst {
+            p.set_dst_ip6_anno(rev.src);
+        }
+        if reply {
+            if let Some(off) = self.reply_anno {
+                p.anno_bytes_mut()[off] = flow.reply_anno;
+            }
+        }
+        let data = p.data_mut();
+        let ip = &mut data[nh..];
+        if self.kind != Kind::Addr || !reply {
+            ip[8..24].copy_from_slice(&rev.dst);
+        }
+        if self.kind != Kind::Addr || reply {
+            ip[24..40].copy_from_slice(&rev.src);
+        }
+        let Some(proto) = transport else {
+            return;
+        };
+        let l4 = &mut data[th..];
+        let d = flow.l4_delta;
+        // `Flow::parse_ipv6` checked the transport header's length (TCP
+        // 20 bytes, UDP and ICMPv6 8).
+        match proto {
+            IP_PROTO_ICMPV6 => {
+                if self.kind == Kind::Ping {
+                    set_be16(l4, 4, if reply { rev.sport } else { rev.dport });
+                }
+                // An ICMPv6 message's sum includes the pseudo-header's
+                // next header (58), so it is never +0: no 0xffff case.
+                set_be16(l4, 2, apply_delta(be16(l4, 2), reply, d));
+            }
+            IP_PROTO_TCP => set_be16(l4, 16, apply_delta(be16(l4, 16), reply, d)),
+            IP_PROTO_UDP if be16(l4, 6) != 0 => {
+                let c = apply_delta(be16(l4, 6), reply, d);
+                set_be16(l4, 6, if c == 0 { 0xffff } else { c });
+            }
+            _ => {}
+        }
+    }
+
     /// Rewrites a packet along `flow` (the reply direction if `reply`).
     fn apply(&self, flow: &Flow, p: &mut Packet, nh: usize, th: usize, reply: bool) {
         let rev = flow.keys[!reply as usize];
@@ -567,14 +825,33 @@ impl Table {
 
     // ----------------------------------------------------------- handlers
 
-    /// The `table` handler: one line per entry, in table order.
+    /// The `table` handler: one line per entry, IPv4 entries in table
+    /// order, then IPv6 entries in slot order (forward entry first).
     pub fn table(&self) -> String {
         let mut s = String::new();
         let now = self.last_now;
-        for b in &self.buckets {
-            for &h in b.iter().rev() {
-                let f = &self.flows[(h >> 1) as usize];
-                let d = (h & 1) as usize;
+        let v6 = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.live && f.v6);
+        let v6 = v6.flat_map(|(i, _)| {
+            let fwd = (i as u32) << 1;
+            [fwd, fwd | 1]
+                .into_iter()
+                .filter(move |h| self.map6.get(&self.keys6[i][(h & 1) as usize]) == Some(h))
+        });
+        for h in self
+            .buckets
+            .iter()
+            .flat_map(|b| b.iter().rev().copied())
+            .chain(v6)
+        {
+            let f = &self.flows[(h >> 1) as usize];
+            let d = (h & 1) as usize;
+            if f.v6 {
+                s.push_str(&self.entry6_text(h));
+            } else {
                 let key = f.keys[d];
                 let other = f.keys[1 - d];
                 match self.kind {
@@ -601,20 +878,50 @@ impl Table {
                         ))
                     }
                 }
-                let expiry = if f.guaranteed {
-                    self.best_effort_expiry(f)
-                } else {
-                    f.expiry
-                };
-                let exp = (expiry + HZ / 2 - now).div_euclid(HZ);
-                let (a, b) = if d == 0 { ("*", "") } else { ("", "*") };
-                s.push_str(&format!(
-                    " [{}{} {}{}] i{} exp{}\n",
-                    a, f.outputs[0], b, f.outputs[1], f.input, exp
-                ));
             }
+            let expiry = if f.guaranteed {
+                self.best_effort_expiry(f)
+            } else {
+                f.expiry
+            };
+            let exp = (expiry + HZ / 2 - now).div_euclid(HZ);
+            let (a, b) = if d == 0 { ("*", "") } else { ("", "*") };
+            s.push_str(&format!(
+                " [{}{} {}{}] i{} exp{}\n",
+                a, f.outputs[0], b, f.outputs[1], f.input, exp
+            ));
         }
         s
+    }
+
+    /// An IPv6 entry (`h`: `flow << 1 | direction`) as the `table` handler
+    /// prints it, in the IPv4 entries' shape with RFC 5952 addresses.
+    fn entry6_text(&self, h: u32) -> String {
+        let keys = &self.keys6[(h >> 1) as usize];
+        let d = (h & 1) as usize;
+        let (key, other) = (keys[d], keys[1 - d]);
+        match self.kind {
+            Kind::Addr => format!("{} => {}", ip6_str(&key.src), ip6_str(&other.dst)),
+            Kind::Pair => format!(
+                "({}, {}) => ({}, {})",
+                ip6_str(&key.src),
+                ip6_str(&key.dst),
+                ip6_str(&other.dst),
+                ip6_str(&other.src)
+            ),
+            Kind::Ping => {
+                let r = other.reverse();
+                format!(
+                    "({}, {}, {}) => ({}, {}, {})",
+                    ip6_str(&key.src),
+                    ip6_str(&key.dst),
+                    key.sport,
+                    ip6_str(&r.src),
+                    ip6_str(&r.dst),
+                    r.sport
+                )
+            }
+        }
     }
 
     /// Reads a handler; `None` if there is no such handler.
@@ -654,6 +961,13 @@ impl MappingTable for Table {
         }
         for d in 0..2u32 {
             let h = ((idx as u32) << 1) | d;
+            if f.v6 {
+                let key = self.keys6[idx][d as usize];
+                if self.map6.get(&key) == Some(&h) {
+                    self.map6.remove(&key);
+                }
+                continue;
+            }
             let key = f.keys[d as usize];
             if self.map.get(&key) == Some(&h) {
                 self.bucket_remove(h);
@@ -708,6 +1022,16 @@ impl MappingTable for Table {
 }
 
 impl IcmpLookup for Core {
+    fn icmp_lookup6(&mut self, search: &FiveTuple) -> Option<IcmpMatch6> {
+        let (reply, rewritten, output, reply_anno) = self.entry6(search)?;
+        Some(IcmpMatch6 {
+            rewritten,
+            reply,
+            output,
+            reply_anno,
+        })
+    }
+
     /// A lookup only: the entry must belong to a flow of protocol `proto`.
     fn icmp_lookup(&mut self, proto: u8, search: FlowId) -> Option<IcmpMatch> {
         let e = self.get_entry(proto, search, None, 0)?;
@@ -721,6 +1045,52 @@ impl IcmpLookup for Core {
 }
 
 impl IcmpLookup for Table {
+    fn icmp_lookup6(&mut self, s: &FiveTuple) -> Option<IcmpMatch6> {
+        let none = FiveTuple::v6(0, [0; 16], 0, [0; 16], 0);
+        let h = match self.kind {
+            Kind::Addr => self
+                .map6
+                .get(&FiveTuple { src: s.src, ..none })
+                .or_else(|| self.map6.get(&FiveTuple { dst: s.dst, ..none })),
+            Kind::Pair => self.map6.get(&FiveTuple {
+                src: s.src,
+                dst: s.dst,
+                ..none
+            }),
+            Kind::Ping if s.proto == IP_PROTO_ICMPV6 => self.map6.get(&FiveTuple {
+                sport: plus1(s.sport),
+                dport: s.sport,
+                ..*s
+            }),
+            Kind::Ping => None,
+        }
+        .copied()?;
+        let idx = (h >> 1) as usize;
+        let d = (h & 1) as usize;
+        let f = &self.flows[idx];
+        let r = self.keys6[idx][1 - d].reverse();
+        // An address rewriter's flows key only the addresses they map:
+        // the rest of the embedded flow is kept (Click's IPv4 path writes
+        // the entry's flow whole, zeros and all; the IPv4 path here does
+        // as Click does).
+        let rewritten = match (self.kind, d) {
+            (Kind::Addr, 0) => FiveTuple { src: r.src, ..*s },
+            (Kind::Addr, _) => FiveTuple { dst: r.dst, ..*s },
+            (Kind::Pair, _) => FiveTuple {
+                src: r.src,
+                dst: r.dst,
+                ..*s
+            },
+            (Kind::Ping, _) => r,
+        };
+        Some(IcmpMatch6 {
+            rewritten,
+            reply: d == 1,
+            output: f.outputs[d] as usize,
+            reply_anno: f.reply_anno,
+        })
+    }
+
     fn icmp_lookup(&mut self, proto: u8, s: FlowId) -> Option<IcmpMatch> {
         let h = match self.kind {
             Kind::Addr => self
