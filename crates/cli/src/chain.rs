@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use pronto_policy::emit::{emit, ChainConfig, Io, Mode};
 use pronto_policy::{NfSource, Plan, Policy};
 
-const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 Usage:
   pronto chain profile FILE.click [--elements]
         what the configuration's NF reads and writes of a packet (from its
@@ -52,7 +52,7 @@ pub fn main(args: &[String]) -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_empty() => {
-            println!("{USAGE}");
+            crate::outln!("{USAGE}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -185,17 +185,17 @@ fn run(args: &[String]) -> Result<(), String> {
     match cmd.as_str() {
         "profile" => {
             let d = pronto_policy::click::derive_click(Path::new(file()?))?;
-            println!("{}", d.profile);
+            crate::outln!("{}", d.profile);
             if o.elements {
                 for c in &d.contributions {
-                    println!("  {} :: {}  {}", c.element, c.class, c.profile);
+                    crate::outln!("  {} :: {}  {}", c.element, c.class, c.profile);
                 }
             }
             Ok(())
         }
         "plan" => {
             let plan = compile(file()?, &o)?;
-            print!("{}", plan.render_text());
+            crate::out!("{}", plan.render_text());
             if let Some(dot) = &o.dot {
                 std::fs::write(dot, plan.render_dot())
                     .map_err(|e| format!("{}: {e}", dot.display()))?;
@@ -205,7 +205,7 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         "config" => {
             let (_, cfg) = chain_config(file()?, &o)?;
-            print!("{}", cfg.text);
+            crate::out!("{}", cfg.text);
             for n in &cfg.notes {
                 eprintln!("note: {n}");
             }
@@ -223,7 +223,7 @@ fn run(args: &[String]) -> Result<(), String> {
             router.run()?;
             if o.stats {
                 for (name, v) in counters(&mut router) {
-                    println!("{name} {v}");
+                    crate::outln!("{name} {v}");
                 }
             }
             Ok(())
@@ -510,7 +510,7 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
     )?;
     if o.dry_run {
         for i in &insts {
-            println!("# {} ({}, eth0 {})\n{}", i.name, i.role, i.mac, i.config);
+            crate::outln!("# {} ({}, eth0 {})\n{}", i.name, i.role, i.mac, i.config);
         }
         return Ok(());
     }
@@ -595,15 +595,15 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
                 _ => None,
             });
             rewired.push((i.name.clone(), old.unwrap_or_default()));
-            println!("rewired {} ({}, MAC {})", i.name, i.role, i.mac);
+            crate::outln!("rewired {} ({}, MAC {})", i.name, i.role, i.mac);
         } else {
             made.push(i.name.clone());
             let on = cpu.map(|c| format!(", CPU {c}")).unwrap_or_default();
-            println!("created {} ({}, eth0 {}{on})", i.name, i.role, i.mac);
+            crate::outln!("created {} ({}, eth0 {}{on})", i.name, i.role, i.mac);
         }
     }
     if let Some(entry) = insts.first() {
-        println!(
+        crate::outln!(
             "chain {prefix}: send frames to {} (the entry); they leave for {out_mac}",
             entry.mac
         );

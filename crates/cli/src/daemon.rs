@@ -9,7 +9,7 @@ use pronto_daemon::manager::ManagerOptions;
 use pronto_daemon::Options;
 use pronto_switch::Geometry;
 
-const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 pronto daemon: the switch, the sandboxed middlebox instances and the REST API
 
 Usage:

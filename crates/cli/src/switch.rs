@@ -9,7 +9,7 @@ use std::sync::Arc;
 use pronto_switch::control::{ServeConfig, Server};
 use pronto_switch::Geometry;
 
-const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 pronto switch: the shared-memory switch middleboxes attach their interfaces to
 
 Usage:
@@ -29,6 +29,41 @@ Usage:
 Middleboxes attach with `pronto run --switch PATH CONFIG`: their
 FromDevice(eth0)/ToDevice(eth0) become port NAME/eth0. Stop with Ctrl-C.
 ";
+
+/// The switch's `PORTS` lines (`PORT NAME MAC rx=N tx=N drops=N`) as
+/// pronto's listing table; a line in another form is kept whole, in NAME.
+fn port_table(lines: &[String]) -> String {
+    use crate::table::{Align, Table};
+    let mut t = Table::new(&[
+        ("PORT", Align::Right),
+        ("NAME", Align::Left),
+        ("MAC", Align::Left),
+        ("RX PKTS", Align::Right),
+        ("TX PKTS", Align::Right),
+        ("DROPS", Align::Right),
+    ]);
+    for l in lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let counter = |i: usize, key: &str| {
+            f.get(i)
+                .and_then(|w| w.strip_prefix(key))
+                .and_then(|w| w.strip_prefix('='))
+                .map(str::to_string)
+        };
+        match (
+            f.len(),
+            counter(3, "rx"),
+            counter(4, "tx"),
+            counter(5, "drops"),
+        ) {
+            (6, Some(rx), Some(tx), Some(drops)) => {
+                t.row([f[0].to_string(), f[1].into(), f[2].into(), rx, tx, drops])
+            }
+            _ => t.row([String::new(), l.clone()]),
+        }
+    }
+    t.render()
+}
 
 /// The control socket used when none is given.
 pub fn default_socket() -> PathBuf {
@@ -54,7 +89,7 @@ pub fn main(args: &[String]) -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_empty() => {
-            print!("{USAGE}");
+            crate::out!("{USAGE}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -121,11 +156,10 @@ fn run(args: &[String]) -> Result<(), String> {
     if list {
         let ports = pronto_switch::control::ports(&socket).map_err(|e| e.to_string())?;
         if ports.is_empty() {
-            println!("no ports attached");
+            crate::outln!("no ports attached");
+            return Ok(());
         }
-        for p in ports {
-            println!("{p}");
-        }
+        crate::out!("{}", port_table(&ports));
         return Ok(());
     }
     cfg.geometry =
@@ -147,4 +181,21 @@ fn run(args: &[String]) -> Result<(), String> {
     let r = server.serve(&stop).map_err(|e| e.to_string());
     let _ = std::fs::remove_file(&socket);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn port_lines_become_a_table() {
+        let lines = [
+            "0 fw/eth0 02:00:00:00:00:01 rx=12 tx=3 drops=0".to_string(),
+            "17 uplink/enp1s0 - rx=1234567 tx=0 drops=5".to_string(),
+        ];
+        assert_eq!(
+            super::port_table(&lines),
+            "PORT  NAME           MAC                RX PKTS  TX PKTS  DROPS\n   \
+             0  fw/eth0        02:00:00:00:00:01       12        3      0\n  \
+             17  uplink/enp1s0  -                  1234567        0      5\n"
+        );
+    }
 }

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 pronto bench: experiments (each writes OUT/NAME.csv and OUT/NAME.png)
 
 Usage:

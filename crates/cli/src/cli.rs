@@ -1,0 +1,282 @@
+//! The command line's definition: every subcommand, its help and options,
+//! and the global options of the daemon clients. The completions
+//! (`pronto completions`) and the man pages (`pronto man`) are generated
+//! from it.
+//!
+//! `pronto run` keeps Click's own spelling, which `clap` cannot express:
+//! `-h` is `--handler` (not help) and takes attached values (`-hc.count`),
+//! and `NAME=VALUE` words set the configuration's parameters. Its
+//! arguments reach `run.rs`'s parser as they were given; its help is here.
+//! The daemon, switch, chain, bench and instance commands likewise keep
+//! their parsers (their words, such as `pronto ports threads`, are
+//! positional); clap routes to them and documents them.
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+/// The options of the daemon's clients, accepted anywhere on the line.
+#[derive(Args, Debug, Default)]
+pub struct Global {
+    /// Print the daemon API's JSON instead of tables (daemon clients).
+    #[arg(long, global = true, help_heading = "Daemon client options")]
+    pub json: bool,
+    /// The daemon's (or the switch's) unix socket.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Daemon client options",
+        value_name = "PATH"
+    )]
+    pub socket: Option<String>,
+    /// The daemon's TCP address instead of its socket (default $PRONTO_URL); needs a token.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Daemon client options",
+        value_name = "HOST:PORT"
+    )]
+    pub url: Option<String>,
+    /// API token (default $PRONTO_TOKEN); tenants see only their own instances.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Daemon client options",
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+    /// (admin) Address tenant T's instances.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Daemon client options",
+        value_name = "T"
+    )]
+    pub tenant: Option<String>,
+}
+
+/// pronto: network functions as Click configurations.
+#[derive(Parser, Debug)]
+#[command(
+    name = "pronto",
+    version,
+    disable_version_flag = true,
+    arg_required_else_help = true,
+    about = "pronto: network functions as Click configurations",
+    long_about = "pronto: network functions as Click configurations.\n\n\
+        Runs Click configurations (`pronto run`, option for option Click's `click`), checks them, \
+        documents the element library, and runs tenants' middleboxes in sandboxes on a \
+        shared-memory switch behind a daemon with a REST API.",
+    after_help = "Each command has its own help: `pronto COMMAND --help` (or `pronto help COMMAND`).\n\
+        Examples:\n  pronto run -e 'InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard' -h c.count\n  \
+        pronto check router.click nat.click\n  pronto --json ls"
+)]
+pub struct Cli {
+    /// Print the version.
+    #[arg(short = 'v', short_alias = 'V', long, action = ArgAction::Version)]
+    pub version: Option<bool>,
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+/// A subcommand whose own parser reads its arguments.
+#[derive(Args, Debug)]
+pub struct Rest {
+    /// The command's arguments (see its help).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
+}
+
+/// `pronto check`'s output format.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Diagnostics as Click and rustc print them, on standard error.
+    #[default]
+    Text,
+    /// One JSON object per file on standard output: {"file", "ok", "errors": [{"line", "column", "message"}], "warnings": [...]}.
+    Json,
+}
+
+/// `pronto check`'s arguments.
+#[derive(Args, Debug)]
+#[command(
+    about = "Parse, resolve and validate configurations without running them",
+    long_about = "Parse, resolve and validate configurations without running them.\n\n\
+        Each FILE is checked as `pronto run` would set it up (classes, ports, push/pull, every \
+        element's arguments), but nothing outside is touched: no device opened, no file read or \
+        created. The exit status is 1 if any file fails.",
+    after_help = "Examples:\n  pronto check router.click\n  pronto check -e 'Idle -> Discard'\n  \
+        pronto check --format json configs/*.click"
+)]
+pub struct CheckArgs {
+    /// Configuration files (`-` or none: standard input); NAME=VALUE words set `define`d parameters.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<String>,
+    /// Check EXPR as the configuration.
+    #[arg(short = 'e', long = "expression", value_name = "EXPR")]
+    pub expr: Option<String>,
+    /// Check FILE (as a FILE argument).
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: Vec<String>,
+    /// Write the flattened configuration to FILE (one file only).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<String>,
+    /// Do not print warnings.
+    #[arg(short = 'w', long = "no-warnings")]
+    pub no_warnings: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `pronto run`'s help: Click's options, read by `run.rs`.
+pub const RUN_HELP: &str = "\
+Run a Click configuration (Click's `click` command, option for option).
+
+Options:
+  -f, --file FILE               read the configuration from FILE (or give FILE; `-`: stdin)
+  -e, --expression EXPR         use EXPR as the configuration
+  -h, --handler ELEMENT.H       print read handler ELEMENT.H after the run (repeatable)
+  -x, --exit-handler ELEMENT.H  exit status from handler ELEMENT.H
+  -o, --output FILE             write the flattened configuration to FILE
+  -q, --quit                    set the router up, do not run it
+  -t, --time                    report how long the run took
+  -w, --no-warnings             do not print warnings
+      --simtime[=SECONDS]       simulated time, starting at SECONDS (default 1000000000)
+      --threads N               run on N threads (1 to 64, default 1); see StaticThreadSched
+      --busy-poll               never sleep while idle: poll devices and ports continuously
+                                (lowest latency; one core busy all the time)
+      --pool-limit N            the most packets a router holds at once (default 1048576): its
+                                packet pool grows to it; a configuration whose queues can hold
+                                more is refused, and allocations refused at the limit are counted
+      --switch SOCKET           FromDevice/ToDevice(NAME) are this middlebox's ports on the
+                                switch listening at SOCKET (`pronto switch`), not Linux
+                                interfaces
+      --name NAME               this middlebox's name on the switch (ports NAME/IFACE;
+                                default: the configuration file's name)
+      --mac IFACE=MAC           frames for MAC go to IFACE's port (repeatable)
+      --help                    this message
+  NAME=VALUE after the file sets the configuration's `define`d parameter $NAME.
+  Short options take attached values as in Click: -hc.count, -ecfg.
+
+Examples:
+  pronto run router.click
+  pronto run -e 'InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard' -h c.count
+  pronto run --simtime examples/nat.click IN=in.pcap OUT=out.pcap";
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Run a configuration (like Click's `click`; `pronto run --help` lists Click's options).
+    #[command(
+        disable_help_flag = true,
+        override_usage = "pronto run [OPTIONS] [FILE | -] [NAME=VALUE...]",
+        long_about = RUN_HELP
+    )]
+    Run(Rest),
+    /// Parse, resolve and validate configurations without running them.
+    Check(CheckArgs),
+    /// List the element classes, or document one.
+    #[command(after_help = "Examples:\n  pronto elements\n  pronto elements Counter")]
+    Elements {
+        /// The class to document (Click's aliases name their class).
+        class: Option<String>,
+    },
+    /// Run the shared-memory switch; `pronto switch ports` lists its ports.
+    #[command(disable_help_flag = true, long_about = crate::switch::USAGE)]
+    Switch(Rest),
+    /// Run the daemon: switch, sandboxed instances, REST API.
+    #[command(disable_help_flag = true, long_about = crate::daemon::USAGE)]
+    Daemon(Rest),
+    /// Create an instance: `pronto create NAME --config FILE [--mem SIZE] ...`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Create(Rest),
+    /// List the daemon's instances.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Ls(Rest),
+    /// Show one instance: `pronto show NAME`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Show(Rest),
+    /// Destroy an instance: `pronto rm NAME`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Rm(Rest),
+    /// Replace an instance's configuration (hot): `pronto config NAME FILE`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Config(Rest),
+    /// Call an instance's read handler: `pronto read NAME ELEMENT.HANDLER`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Read(Rest),
+    /// Call an instance's write handler: `pronto write NAME ELEMENT.HANDLER [VALUE]`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Write(Rest),
+    /// Daemon totals, or an instance's element counters: `pronto stats [NAME]`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Stats(Rest),
+    /// The daemon's switch ports and counters; `ports threads`, `ports restart-thread N`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Ports(Rest),
+    /// Tenants (admin): `tenant create NAME | ls | rm NAME | quota NAME ...`.
+    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
+    Tenant(Rest),
+    /// Parallel service chains (NFP): profile, plan, config, run, apply.
+    #[command(disable_help_flag = true, long_about = crate::chain::USAGE)]
+    Chain(Rest),
+    /// Three tenants' sandboxed middleboxes on the switch, traffic through them, figures.
+    #[command(
+        disable_help_flag = true,
+        override_usage = "pronto demo [--seconds S]",
+        long_about = "Three tenants' sandboxed middleboxes on the switch, traffic through \
+            them, figures.\n\n  --seconds S   how long the traffic runs (0.5 to 600, default 4)"
+    )]
+    Demo(Rest),
+    /// Run an experiment (CSV + PNG): `pronto bench help` lists them.
+    #[command(disable_help_flag = true, long_about = crate::bench::USAGE)]
+    Bench(Rest),
+    /// Print a shell completion script.
+    #[command(after_help = "Examples:\n  eval \"$(pronto completions bash)\"\n  \
+        pronto completions fish > ~/.config/fish/completions/pronto.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page, or write one per command into DIR.
+    #[command(
+        after_help = "Examples:\n  pronto man | man -l -\n  pronto man /usr/local/share/man/man1"
+    )]
+    Man {
+        /// Where to write pronto.1 and pronto-COMMAND.1.
+        dir: Option<std::path::PathBuf>,
+    },
+    /// Print the version.
+    #[command(hide = true)]
+    Version,
+    /// Started by the daemon inside a sandbox (control socket at fd 3).
+    #[command(hide = true, disable_help_flag = true)]
+    Instance(Rest),
+}
+
+/// The long help of subcommand `sub`, as `pronto SUB --help` prints it.
+pub fn long_help(sub: &str) -> String {
+    use clap::CommandFactory as _;
+    let mut c = Cli::command();
+    c.build();
+    match c.find_subcommand_mut(sub) {
+        Some(s) => s.render_long_help().to_string(),
+        None => c.render_long_help().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}
