@@ -192,36 +192,9 @@ pub enum Cmd {
     /// Run the daemon: switch, sandboxed instances, REST API.
     #[command(disable_help_flag = true, long_about = crate::daemon::USAGE)]
     Daemon(Rest),
-    /// Create an instance: `pronto create NAME --config FILE [--mem SIZE] ...`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Create(Rest),
-    /// List the daemon's instances.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Ls(Rest),
-    /// Show one instance: `pronto show NAME`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Show(Rest),
-    /// Destroy an instance: `pronto rm NAME`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Rm(Rest),
-    /// Replace an instance's configuration (hot): `pronto config NAME FILE`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Config(Rest),
-    /// Call an instance's read handler: `pronto read NAME ELEMENT.HANDLER`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Read(Rest),
-    /// Call an instance's write handler: `pronto write NAME ELEMENT.HANDLER [VALUE]`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Write(Rest),
-    /// Daemon totals, or an instance's element counters: `pronto stats [NAME]`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Stats(Rest),
-    /// The daemon's switch ports and counters; `ports threads`, `ports restart-thread N`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Ports(Rest),
-    /// Tenants (admin): `tenant create NAME | ls | rm NAME | quota NAME ...`.
-    #[command(disable_help_flag = true, long_about = crate::ctl::USAGE)]
-    Tenant(Rest),
+    /// The daemon's clients.
+    #[command(flatten)]
+    Ctl(CtlCmd),
     /// Parallel service chains (NFP): profile, plan, config, run, apply.
     #[command(disable_help_flag = true, long_about = crate::chain::USAGE)]
     Chain(Rest),
@@ -258,6 +231,266 @@ pub enum Cmd {
     /// Started by the daemon inside a sandbox (control socket at fd 3).
     #[command(hide = true, disable_help_flag = true)]
     Instance(Rest),
+}
+
+/// The daemon's clients (`ctl.rs`): one API request each.
+#[derive(Subcommand, Debug)]
+pub enum CtlCmd {
+    /// Create an instance on the daemon.
+    Create(CreateArgs),
+    /// List the daemon's instances.
+    #[command(after_help = "Examples:\n  pronto ls\n  pronto --json ls")]
+    Ls,
+    /// Show one instance: state, boot time, memory, crashes.
+    Show(NameArg),
+    /// Destroy an instance.
+    Rm(NameArg),
+    /// Replace an instance's configuration (hot: a bad one is refused, the old one runs on).
+    #[command(after_help = "Example:\n  pronto config fw1 fw-v2.click")]
+    Config(ConfigArgs),
+    /// Call an instance's read handler.
+    #[command(after_help = "Example:\n  pronto read fw1 c.count")]
+    Read(ReadArgs),
+    /// Call an instance's write handler.
+    #[command(after_help = "Example:\n  pronto write fw1 c.reset")]
+    Write(WriteArgs),
+    /// The daemon's totals, or an instance's element counters.
+    Stats(StatsArgs),
+    /// The daemon's switch ports and their counters.
+    #[command(after_help = "Examples:\n  pronto ports\n  pronto ports threads")]
+    Ports {
+        #[command(subcommand)]
+        cmd: Option<PortsCmd>,
+    },
+    /// Tenants and their quotas (admin).
+    #[command(
+        after_help = "Examples:\n  pronto tenant create acme\n  pronto tenant quota acme --instances 20"
+    )]
+    Tenant {
+        #[command(subcommand)]
+        cmd: Option<TenantCmd>,
+    },
+}
+
+/// `pronto create`'s arguments.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  pronto create fw1 --config fw.click --mem 16M --iface eth0=02:00:00:00:00:01"
+)]
+pub struct CreateArgs {
+    /// The instance's name.
+    pub name: String,
+    /// Its Click configuration (required).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<String>,
+    /// Memory limit (16M, 1G; default: the daemon's --memory).
+    #[arg(long, visible_alias = "memory", value_name = "SIZE")]
+    pub mem: Option<String>,
+    /// CPU share (0.2: a fifth of one CPU).
+    #[arg(long, value_name = "SHARE")]
+    pub cpu: Option<String>,
+    /// The CPUs its threads run on (0-3,6).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// The most tasks it may have.
+    #[arg(long, value_name = "N")]
+    pub pids: Option<String>,
+    /// An interface, a port on the switch, with its MAC if given (repeatable).
+    #[arg(long, value_name = "IFACE[=MAC]")]
+    pub iface: Vec<String>,
+}
+
+/// An instance's name.
+#[derive(Args, Debug)]
+pub struct NameArg {
+    /// The instance.
+    pub name: String,
+}
+
+/// `pronto config`'s arguments.
+#[derive(Args, Debug)]
+pub struct ConfigArgs {
+    /// The instance.
+    pub name: String,
+    /// The new Click configuration.
+    pub file: String,
+}
+
+/// `pronto read`'s arguments.
+#[derive(Args, Debug)]
+pub struct ReadArgs {
+    /// The instance.
+    pub name: String,
+    /// The handler, ELEMENT.HANDLER (`nf/udp.count` inside a compound).
+    pub handler: String,
+}
+
+/// `pronto write`'s arguments.
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// The instance.
+    pub name: String,
+    /// The handler, ELEMENT.HANDLER.
+    pub handler: String,
+    /// The value written (words joined by spaces; none: empty).
+    #[arg(allow_negative_numbers = true)]
+    pub value: Vec<String>,
+}
+
+/// `pronto stats`'s arguments.
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// The instance (none: the daemon's totals).
+    pub name: Option<String>,
+}
+
+/// `pronto ports`'s subcommands.
+#[derive(Subcommand, Debug)]
+pub enum PortsCmd {
+    /// The switching threads (admin): ports, liveness, restarts, rounds.
+    Threads,
+    /// Stop switching thread N and start a new one on its ports (admin;
+    /// rings, MACs and counters kept).
+    RestartThread {
+        /// The thread's number (`pronto ports threads`).
+        n: String,
+    },
+}
+
+/// `pronto tenant`'s subcommands.
+#[derive(Subcommand, Debug)]
+pub enum TenantCmd {
+    /// Create a tenant; prints its API token (shown once).
+    Create {
+        /// The tenant.
+        name: String,
+    },
+    /// List the tenants and their instance counts.
+    Ls,
+    /// Remove a tenant.
+    Rm {
+        /// The tenant.
+        name: String,
+    },
+    /// Show a tenant's quota and usage; with options, the admin changes it.
+    #[command(after_help = "Example:\n  pronto tenant quota acme --instances 20 --memory 512M")]
+    Quota {
+        /// The tenant.
+        name: String,
+        /// The most instances.
+        #[arg(long, value_name = "N")]
+        instances: Option<String>,
+        /// Memory for all its instances together (512M).
+        #[arg(long, visible_alias = "mem", value_name = "SIZE")]
+        memory: Option<String>,
+        /// CPUs for all its instances together.
+        #[arg(long, value_name = "N")]
+        cpu: Option<String>,
+        /// The most tasks per instance.
+        #[arg(long, value_name = "N")]
+        pids: Option<String>,
+        /// The most interfaces.
+        #[arg(long, value_name = "N")]
+        interfaces: Option<String>,
+        /// Loopback ports its instances' ControlSockets may use.
+        #[arg(long, value_name = "FIRST-LAST")]
+        control_ports: Option<String>,
+        /// The most control connections.
+        #[arg(long, value_name = "N")]
+        control_connections: Option<String>,
+    },
+}
+
+/// A daemon client command as `ctl.rs` runs it: its words and its options
+/// (`--flag`, value) in the order given.
+pub struct CtlCall {
+    /// The command (`create`, `ls`, ...).
+    pub cmd: &'static str,
+    /// Its positional words.
+    pub pos: Vec<String>,
+    /// Its options.
+    pub flags: Vec<(String, String)>,
+}
+
+impl CtlCall {
+    fn new(cmd: &'static str, pos: Vec<String>) -> Self {
+        Self {
+            cmd,
+            pos,
+            flags: Vec::new(),
+        }
+    }
+
+    fn flag(mut self, name: &str, v: &Option<String>) -> Self {
+        if let Some(v) = v {
+            self.flags.push((name.to_string(), v.clone()));
+        }
+        self
+    }
+}
+
+impl CtlCmd {
+    /// The command's words and options, as `ctl.rs` runs them.
+    pub fn call(self) -> CtlCall {
+        use CtlCmd as Cmd;
+        match self {
+            Cmd::Create(a) => {
+                let mut c = CtlCall::new("create", vec![a.name])
+                    .flag("--config", &a.config)
+                    .flag("--mem", &a.mem)
+                    .flag("--cpu", &a.cpu)
+                    .flag("--cpus", &a.cpus)
+                    .flag("--pids", &a.pids);
+                for i in a.iface {
+                    c.flags.push(("--iface".into(), i));
+                }
+                c
+            }
+            Cmd::Ls => CtlCall::new("ls", vec![]),
+            Cmd::Show(a) => CtlCall::new("show", vec![a.name]),
+            Cmd::Rm(a) => CtlCall::new("rm", vec![a.name]),
+            Cmd::Config(a) => CtlCall::new("config", vec![a.name, a.file]),
+            Cmd::Read(a) => CtlCall::new("read", vec![a.name, a.handler]),
+            Cmd::Write(a) => {
+                let mut pos = vec![a.name, a.handler];
+                pos.extend(a.value);
+                CtlCall::new("write", pos)
+            }
+            Cmd::Stats(a) => CtlCall::new("stats", a.name.into_iter().collect()),
+            Cmd::Ports { cmd } => CtlCall::new(
+                "ports",
+                match cmd {
+                    None => vec![],
+                    Some(PortsCmd::Threads) => vec!["threads".into()],
+                    Some(PortsCmd::RestartThread { n }) => vec!["restart-thread".into(), n],
+                },
+            ),
+            Cmd::Tenant { cmd } => match cmd {
+                None | Some(TenantCmd::Ls) => CtlCall::new("tenant", vec!["ls".into()]),
+                Some(TenantCmd::Create { name }) => {
+                    CtlCall::new("tenant", vec!["create".into(), name])
+                }
+                Some(TenantCmd::Rm { name }) => CtlCall::new("tenant", vec!["rm".into(), name]),
+                Some(TenantCmd::Quota {
+                    name,
+                    instances,
+                    memory,
+                    cpu,
+                    pids,
+                    interfaces,
+                    control_ports,
+                    control_connections,
+                }) => CtlCall::new("tenant", vec!["quota".into(), name])
+                    .flag("--instances", &instances)
+                    .flag("--memory", &memory)
+                    .flag("--cpu", &cpu)
+                    .flag("--pids", &pids)
+                    .flag("--interfaces", &interfaces)
+                    .flag("--control-ports", &control_ports)
+                    .flag("--control-connections", &control_connections),
+            },
+        }
+    }
 }
 
 /// The long help of subcommand `sub`, as `pronto SUB --help` prints it.

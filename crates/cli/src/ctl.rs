@@ -6,40 +6,9 @@ use std::process::ExitCode;
 
 use serde_json::{json, Value};
 
+use crate::cli::{CtlCall, Global};
 use crate::http::{request, Endpoint, Response};
 use crate::table::{Align, Table};
-
-pub(crate) const USAGE: &str = "\
-pronto: manage middlebox instances through the daemon (`pronto daemon`)
-
-Usage:
-  pronto create NAME --config FILE [--mem SIZE] [--cpu SHARE] [--cpus LIST] [--pids N]
-                [--iface IFACE[=MAC]]... [--tenant T]
-                                              --cpus: the CPUs its threads run on (0-3,6)
-  pronto ls                                   instances
-  pronto show NAME                            one instance (state, boot time, memory, crashes)
-  pronto rm NAME                              destroy an instance
-  pronto config NAME FILE                     replace its configuration (hot; a bad one is
-                                              refused and the old one keeps running)
-  pronto read NAME ELEMENT.HANDLER            call a read handler
-  pronto write NAME ELEMENT.HANDLER [VALUE]   call a write handler
-  pronto stats [NAME]                         daemon totals, or an instance's element counters
-  pronto ports                                switch ports and their counters
-  pronto ports threads                        the switching threads (admin): ports, restarts
-  pronto ports restart-thread N               stop switching thread N and start a new one on
-                                              its ports (admin; rings, MACs, counters kept)
-  pronto tenant create NAME | ls | rm NAME    tenants (admin); create prints the tenant's token
-  pronto tenant quota NAME [--instances N] [--memory SIZE] [--cpu N] [--pids N]
-                [--interfaces N] [--control-ports FIRST-LAST] [--control-connections N]
-                                              a tenant's quota and usage; the admin changes it
-
-Options (any command):
-  --socket PATH   the daemon's unix socket (default $PRONTO_SOCKET, else the daemon's default)
-  --url HOST:PORT the daemon's TCP address instead (default $PRONTO_URL); needs a token
-  --token TOKEN   API token (default $PRONTO_TOKEN); tenants see only their own instances
-  --tenant T      (admin) address tenant T's instances
-  --json          print the API's JSON
-";
 
 struct Ctx {
     ep: Endpoint,
@@ -98,13 +67,10 @@ fn path_segment(s: &str) -> String {
     out
 }
 
-pub fn main(cmd: &str, args: &[String]) -> ExitCode {
-    match run(cmd, args) {
+pub fn main(call: CtlCall, g: &Global) -> ExitCode {
+    let cmd = call.cmd;
+    match run(call, g) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_empty() => {
-            crate::out!("{USAGE}");
-            ExitCode::SUCCESS
-        }
         Err(e) => {
             eprintln!("pronto {cmd}: {e}");
             ExitCode::from(1)
@@ -112,51 +78,16 @@ pub fn main(cmd: &str, args: &[String]) -> ExitCode {
     }
 }
 
-fn run(cmd: &str, args: &[String]) -> Result<(), String> {
-    let mut pos = Vec::new();
-    let mut flags: Vec<(String, String)> = Vec::new();
-    let mut socket = None;
-    let mut url = std::env::var("PRONTO_URL").ok();
-    let mut token = std::env::var("PRONTO_TOKEN").ok();
-    let mut tenant = None;
-    let mut json = false;
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let mut value = || -> Result<String, String> {
-            i += 1;
-            args.get(i)
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value"))
-        };
-        match a {
-            "--socket" => socket = Some(value()?),
-            "--url" => url = Some(value()?),
-            "--token" => token = Some(value()?),
-            "--tenant" => tenant = Some(value()?),
-            "--json" => json = true,
-            "--help" | "-h" => return Err(String::new()),
-            "--config"
-            | "--mem"
-            | "--memory"
-            | "--cpu"
-            | "--cpus"
-            | "--pids"
-            | "--iface"
-            | "--instances"
-            | "--interfaces"
-            | "--control-ports"
-            | "--control-connections" => {
-                let v = value()?;
-                flags.push((a.to_string(), v));
-            }
-            _ if a.starts_with("--") => {
-                return Err(format!("unknown option `{a}` (`pronto {cmd} --help`)"))
-            }
-            _ => pos.push(a.to_string()),
-        }
-        i += 1;
-    }
+fn run(call: CtlCall, g: &Global) -> Result<(), String> {
+    let CtlCall { cmd, pos, flags } = call;
+    let socket = g.socket.clone();
+    let url = g.url.clone().or_else(|| std::env::var("PRONTO_URL").ok());
+    let token = g
+        .token
+        .clone()
+        .or_else(|| std::env::var("PRONTO_TOKEN").ok());
+    let tenant = g.tenant.clone();
+    let json = g.json;
     let ep = Endpoint::choose(socket.as_deref(), url.as_deref());
     let c = Ctx {
         ep,
@@ -467,7 +398,7 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 ))
             }
         },
-        _ => return Err(String::new()),
+        other => return Err(format!("unknown command `{other}`")),
     }
     Ok(())
 }

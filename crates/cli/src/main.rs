@@ -41,6 +41,7 @@ fn main() -> ExitCode {
     };
     let g = &cli.global;
     match cli.cmd {
+        Cmd::Ctl(c) => ctl::main(c.call(), g),
         Cmd::Run(a) => run::run(&a.args),
         Cmd::Check(a) => run::check(&a),
         Cmd::Elements { class } => elements(class.as_deref()),
@@ -51,16 +52,6 @@ fn main() -> ExitCode {
         Cmd::Chain(a) => chain::main(&with_global(a.args, g)),
         Cmd::Completions { shell } => completions::main(shell),
         Cmd::Man { dir } => completions::man(dir.as_deref()),
-        Cmd::Create(a) => ctl::main("create", &with_global(a.args, g)),
-        Cmd::Ls(a) => ctl::main("ls", &with_global(a.args, g)),
-        Cmd::Show(a) => ctl::main("show", &with_global(a.args, g)),
-        Cmd::Rm(a) => ctl::main("rm", &with_global(a.args, g)),
-        Cmd::Config(a) => ctl::main("config", &with_global(a.args, g)),
-        Cmd::Read(a) => ctl::main("read", &with_global(a.args, g)),
-        Cmd::Write(a) => ctl::main("write", &with_global(a.args, g)),
-        Cmd::Stats(a) => ctl::main("stats", &with_global(a.args, g)),
-        Cmd::Ports(a) => ctl::main("ports", &with_global(a.args, g)),
-        Cmd::Tenant(a) => ctl::main("tenant", &with_global(a.args, g)),
         // Started by the daemon inside a sandbox (control socket at fd 3).
         Cmd::Instance(_) => pronto_instance::main(),
         Cmd::Version => out::print(&format!("pronto {}\n", env!("CARGO_PKG_VERSION"))),
