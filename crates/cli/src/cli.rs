@@ -7,9 +7,9 @@
 //! `-h` is `--handler` (not help) and takes attached values (`-hc.count`),
 //! and `NAME=VALUE` words set the configuration's parameters. Its
 //! arguments reach `run.rs`'s parser as they were given; its help is here.
-//! The daemon, switch, chain, bench and instance commands likewise keep
-//! their parsers (their words, such as `pronto ports threads`, are
-//! positional); clap routes to them and documents them.
+//! `pronto bench` likewise keeps its parsers: each experiment reads its
+//! own options in its module (`bench/*.rs`; `gen` and `sink` have their own
+//! help), and `bench --help` documents them all; clap routes to them.
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
@@ -17,13 +17,13 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 #[derive(Args, Debug, Default)]
 pub struct Global {
     /// Print the daemon API's JSON instead of tables (daemon clients).
-    #[arg(long, global = true, help_heading = "Daemon client options")]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
-    /// The daemon's (or the switch's) unix socket.
+    /// The daemon's unix socket (its clients and `pronto daemon`), or the switch's (`pronto switch`).
     #[arg(
         long,
         global = true,
-        help_heading = "Daemon client options",
+        help_heading = "Global options",
         value_name = "PATH"
     )]
     pub socket: Option<String>,
@@ -31,7 +31,7 @@ pub struct Global {
     #[arg(
         long,
         global = true,
-        help_heading = "Daemon client options",
+        help_heading = "Global options",
         value_name = "HOST:PORT"
     )]
     pub url: Option<String>,
@@ -39,17 +39,12 @@ pub struct Global {
     #[arg(
         long,
         global = true,
-        help_heading = "Daemon client options",
+        help_heading = "Global options",
         value_name = "TOKEN"
     )]
     pub token: Option<String>,
     /// (admin) Address tenant T's instances.
-    #[arg(
-        long,
-        global = true,
-        help_heading = "Daemon client options",
-        value_name = "T"
-    )]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "T")]
     pub tenant: Option<String>,
 }
 
@@ -187,25 +182,27 @@ pub enum Cmd {
         class: Option<String>,
     },
     /// Run the shared-memory switch; `pronto switch ports` lists its ports.
-    #[command(disable_help_flag = true, long_about = crate::switch::USAGE)]
-    Switch(Rest),
+    #[command(long_about = crate::switch::SWITCH_ABOUT)]
+    Switch(crate::switch::SwitchArgs),
     /// Run the daemon: switch, sandboxed instances, REST API.
-    #[command(disable_help_flag = true, long_about = crate::daemon::USAGE)]
-    Daemon(Rest),
+    #[command(long_about = crate::daemon::DAEMON_ABOUT)]
+    Daemon(crate::daemon::DaemonArgs),
     /// The daemon's clients.
     #[command(flatten)]
     Ctl(CtlCmd),
     /// Parallel service chains (NFP): profile, plan, config, run, apply.
-    #[command(disable_help_flag = true, long_about = crate::chain::USAGE)]
-    Chain(Rest),
+    #[command(after_long_help = crate::chain::USAGE)]
+    Chain {
+        #[command(subcommand)]
+        cmd: crate::chain::ChainCmd,
+    },
     /// Three tenants' sandboxed middleboxes on the switch, traffic through them, figures.
-    #[command(
-        disable_help_flag = true,
-        override_usage = "pronto demo [--seconds S]",
-        long_about = "Three tenants' sandboxed middleboxes on the switch, traffic through \
-            them, figures.\n\n  --seconds S   how long the traffic runs (0.5 to 600, default 4)"
-    )]
-    Demo(Rest),
+    #[command(after_help = "Example:\n  pronto demo --seconds 10")]
+    Demo {
+        /// How long the traffic runs (0.5 to 600, default 4).
+        #[arg(long, value_name = "S")]
+        seconds: Option<String>,
+    },
     /// Run an experiment (CSV + PNG): `pronto bench help` lists them.
     #[command(disable_help_flag = true, long_about = crate::bench::USAGE)]
     Bench(Rest),

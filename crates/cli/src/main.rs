@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
-use cli::{Cli, Cmd, Global};
+use cli::{Cli, Cmd};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -46,37 +46,21 @@ fn main() -> ExitCode {
         Cmd::Check(a) => run::check(&a),
         Cmd::Elements { class } => elements(class.as_deref()),
         Cmd::Bench(a) => bench::main(&a.args),
-        Cmd::Switch(a) => switch::main(&with_global(a.args, g)),
-        Cmd::Daemon(a) => daemon::main(&with_global(a.args, g)),
-        Cmd::Demo(a) => demo::main(&a.args),
-        Cmd::Chain(a) => chain::main(&with_global(a.args, g)),
+        Cmd::Switch(a) => switch::main(&a, g.socket.as_deref()),
+        Cmd::Daemon(a) => daemon::main(&a, g.socket.as_deref()),
+        // demo.rs checks the value's range.
+        Cmd::Demo { seconds } => demo::main(
+            &seconds
+                .map(|s| vec!["--seconds".to_string(), s])
+                .unwrap_or_default(),
+        ),
+        Cmd::Chain { cmd } => chain::main(cmd, g),
         Cmd::Completions { shell } => completions::main(shell),
         Cmd::Man { dir } => completions::man(dir.as_deref()),
         // Started by the daemon inside a sandbox (control socket at fd 3).
         Cmd::Instance(_) => pronto_instance::main(),
         Cmd::Version => out::print(&format!("pronto {}\n", env!("CARGO_PKG_VERSION"))),
     }
-}
-
-/// The global options given anywhere on the line, handed on to a
-/// subcommand that reads them itself (after its own arguments, so that a
-/// leading word such as `pronto switch ports` stays first).
-fn with_global(mut args: Vec<String>, g: &Global) -> Vec<String> {
-    if g.json {
-        args.push("--json".into());
-    }
-    for (flag, v) in [
-        ("--socket", &g.socket),
-        ("--url", &g.url),
-        ("--token", &g.token),
-        ("--tenant", &g.tenant),
-    ] {
-        if let Some(v) = v {
-            args.push(flag.into());
-            args.push(v.clone());
-        }
-    }
-    args
 }
 
 fn elements(class: Option<&str>) -> ExitCode {

@@ -442,7 +442,12 @@ fn help_and_global_options_work_where_a_user_puts_them() {
         assert!(out.contains("Example"), "{cmd}: {out}");
     }
     let o = run(pronto().args(["switch", "--help"]));
-    assert!(stdout(&o).starts_with("pronto switch: the shared-memory switch"));
+    assert!(
+        stdout(&o).starts_with("Run the shared-memory switch that middleboxes attach"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("--no-learning") && stdout(&o).contains("Example"));
     // A mistyped command: clap's suggestion.
     let o = run(pronto().args(["chek", "x.click"]));
     assert_eq!(o.status.code(), Some(2));
