@@ -444,19 +444,15 @@ pub fn run(args: &[String]) -> ExitCode {
 /// `pronto check`: parse, resolve and validate only, each file in turn.
 pub fn check(a: &crate::cli::CheckArgs) -> ExitCode {
     use crate::cli::Format;
-    let mut base = RunOpts {
-        rich: true,
-        no_warnings: a.no_warnings,
-        output: a.output.clone(),
-        ..RunOpts::default()
-    };
+    let mut defines = Vec::new();
     let mut files: Vec<String> = a.file.clone();
     for w in &a.files {
         match define(w) {
-            Some(d) => base.defines.push(d),
+            Some(d) => defines.push(d),
             None => files.push(w.clone()),
         }
     }
+    // (file, expression): each configuration to check.
     let mut inputs: Vec<(Option<String>, Option<String>)> = Vec::new();
     if let Some(e) = &a.expr {
         inputs.push((None, Some(e.clone())));
@@ -465,7 +461,7 @@ pub fn check(a: &crate::cli::CheckArgs) -> ExitCode {
     if inputs.is_empty() {
         inputs.push((Some("-".into()), None));
     }
-    if base.output.is_some() && inputs.len() > 1 {
+    if a.output.is_some() && inputs.len() > 1 {
         eprintln!("pronto check: --output writes one flattened configuration: give one file");
         return ExitCode::from(2);
     }
@@ -477,14 +473,12 @@ pub fn check(a: &crate::cli::CheckArgs) -> ExitCode {
         let o = RunOpts {
             file,
             expr,
+            defines: defines.clone(),
+            output: a.output.clone(),
+            no_warnings: a.no_warnings,
+            rich: true,
             collect: json.then(|| std::cell::RefCell::new(Vec::new())),
-            defines: base.defines.clone(),
-            output: base.output.clone(),
-            ..RunOpts {
-                rich: base.rich,
-                no_warnings: base.no_warnings,
-                ..RunOpts::default()
-            }
+            ..RunOpts::default()
         };
         let name = display_name(&o);
         let ok = build(&o).is_ok();
