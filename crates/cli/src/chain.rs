@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use pronto_policy::emit::{emit, ChainConfig, Io, Mode};
 use pronto_policy::{NfSource, Plan, Policy};
 
-const USAGE: &str = "\
-Usage:
+pub(crate) const USAGE: &str = "\
+The subcommands, in more words:
   pronto chain profile FILE.click [--elements]
         what the configuration's NF reads and writes of a packet (from its
         elements' declared profiles); --elements: each element's part
@@ -47,14 +47,109 @@ Usage:
 In a chain that runs, every NF is click(\"FILE\") whose file is a compound
 element body: `input -> ... -> output;` (see examples/chains/nf/).";
 
-/// Runs `pronto chain ARGS`.
-pub fn main(args: &[String]) -> ExitCode {
-    match run(args) {
+/// `pronto chain`'s subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum ChainCmd {
+    /// What a configuration's NF reads and writes of a packet.
+    #[command(
+        after_help = "Example:\n  pronto chain profile examples/chains/nf/monitor.click --elements"
+    )]
+    Profile {
+        /// The NF's Click configuration.
+        file: String,
+        /// Each element's part too.
+        #[arg(long)]
+        elements: bool,
+    },
+    /// Compile a policy: the service graph, the analysis, the tables.
+    #[command(
+        after_help = "Example:\n  pronto chain plan examples/chains/datacenter.nfp --dot plan.dot"
+    )]
+    Plan {
+        /// The policy (.nfp).
+        file: String,
+        /// Write the graph for Graphviz.
+        #[arg(long, value_name = "OUT.dot")]
+        dot: Option<PathBuf>,
+    },
+    /// The Click configuration that runs the chain in one process.
+    #[command(
+        after_help = "Example:\n  pronto chain config examples/chains/datacenter.nfp --sequential"
+    )]
+    Config {
+        /// The policy (.nfp).
+        file: String,
+        #[command(flatten)]
+        run: RunOpts,
+    },
+    /// Run the chain over a trace (simulated time).
+    #[command(
+        after_help = "Example:\n  pronto chain run examples/chains/datacenter.nfp --trace in.pcap --out out.pcap --stats"
+    )]
+    Run {
+        /// The policy (.nfp).
+        file: String,
+        #[command(flatten)]
+        run: RunOpts,
+        /// Print every counter after the run.
+        #[arg(long)]
+        stats: bool,
+    },
+    /// Deploy the compiled graph through the daemon, as instances on its switch.
+    #[command(
+        after_help = "Example:\n  pronto chain apply examples/chains/datacenter.nfp --out 02:00:00:00:00:99 --name dc --pin 0-3"
+    )]
+    Apply {
+        /// The policy (.nfp).
+        file: String,
+        /// Where packets leave the chain: a MAC address.
+        #[arg(long, value_name = "MAC")]
+        out: Option<String>,
+        /// The same as --out.
+        #[arg(long, value_name = "MAC", hide = true)]
+        out_mac: Option<String>,
+        /// The instances' name prefix.
+        #[arg(long, value_name = "PREFIX")]
+        name: Option<String>,
+        /// The chain's tag (0 to 255, default 1).
+        #[arg(long, value_name = "N")]
+        chain: Option<String>,
+        /// Merger instances per parallel group (1 to 255, default 1).
+        #[arg(long, value_name = "N")]
+        mergers: Option<String>,
+        /// Each new NF instance runs on one of these CPUs, in turn (0-3).
+        #[arg(long, value_name = "CPUS")]
+        pin: Option<String>,
+        /// How long a merger waits for a packet's last version (default 10ms).
+        #[arg(long, value_name = "T")]
+        merge_timeout: Option<String>,
+        /// Print the configurations; create nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// `pronto chain config` and `run`'s options.
+#[derive(clap::Args, Debug)]
+pub struct RunOpts {
+    /// One NF after the other instead of the compiled parallel graph.
+    #[arg(long)]
+    sequential: bool,
+    /// The input trace.
+    #[arg(long, value_name = "IN.pcap")]
+    trace: Option<PathBuf>,
+    /// The output trace.
+    #[arg(long, value_name = "OUT.pcap")]
+    out: Option<PathBuf>,
+    /// How long a merger waits for a packet's last version (default 10ms).
+    #[arg(long, value_name = "T")]
+    merge_timeout: Option<String>,
+}
+
+/// Runs `pronto chain`.
+pub fn main(c: ChainCmd, g: &crate::cli::Global) -> ExitCode {
+    match opts(c, g).and_then(|(cmd, o)| run(cmd, &o)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_empty() => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
         Err(e) => {
             eprintln!("pronto chain: {e}");
             ExitCode::from(1)
@@ -82,7 +177,7 @@ struct Opts {
     stats: bool,
 }
 
-fn parse(args: &[String]) -> Result<Opts, String> {
+fn opts(c: ChainCmd, g: &crate::cli::Global) -> Result<(&'static str, Opts), String> {
     let mut o = Opts {
         pos: Vec::new(),
         out_mac: None,
@@ -92,9 +187,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         pin: None,
         merge_timeout: "10ms".into(),
         dry_run: false,
-        socket: None,
-        url: std::env::var("PRONTO_URL").ok(),
-        token: std::env::var("PRONTO_TOKEN").ok(),
+        socket: g.socket.clone(),
+        url: g.url.clone().or_else(|| std::env::var("PRONTO_URL").ok()),
+        token: g
+            .token
+            .clone()
+            .or_else(|| std::env::var("PRONTO_TOKEN").ok()),
         dot: None,
         trace: None,
         out: None,
@@ -102,79 +200,89 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         elements: false,
         stats: false,
     };
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let mut value = || {
-            i += 1;
-            args.get(i)
-                .cloned()
-                .ok_or_else(|| format!("{a}: expected a file name"))
-        };
-        match a {
-            "--dot" => o.dot = Some(value()?.into()),
-            "--trace" => o.trace = Some(value()?.into()),
-            "--out" => {
-                // A MAC address for `apply`, a file for `run` and `config`.
-                let v = value()?;
+    let merge_timeout = |o: &mut Opts, v: Option<String>| -> Result<(), String> {
+        if let Some(v) = v {
+            pronto_lang::args::parse_seconds(&v).map_err(|e| format!("--merge-timeout: {e}"))?;
+            o.merge_timeout = v;
+        }
+        Ok(())
+    };
+    let run_opts = |o: &mut Opts, r: RunOpts| -> Result<(), String> {
+        o.sequential = r.sequential;
+        o.trace = r.trace;
+        o.out = r.out;
+        merge_timeout(o, r.merge_timeout)
+    };
+    let cmd = match c {
+        ChainCmd::Profile { file, elements } => {
+            o.pos.push(file);
+            o.elements = elements;
+            "profile"
+        }
+        ChainCmd::Plan { file, dot } => {
+            o.pos.push(file);
+            o.dot = dot;
+            "plan"
+        }
+        ChainCmd::Config { file, run } => {
+            o.pos.push(file);
+            run_opts(&mut o, run)?;
+            "config"
+        }
+        ChainCmd::Run { file, run, stats } => {
+            o.pos.push(file);
+            run_opts(&mut o, run)?;
+            o.stats = stats;
+            "run"
+        }
+        ChainCmd::Apply {
+            file,
+            out,
+            out_mac,
+            name,
+            chain,
+            mergers,
+            pin,
+            merge_timeout: t,
+            dry_run,
+        } => {
+            o.pos.push(file);
+            if let Some(v) = out {
+                // A MAC address (a file given here is refused by apply).
                 if pronto_lang::args::parse_ether(&v).is_ok() {
                     o.out_mac = Some(v);
                 } else {
                     o.out = Some(v.into());
                 }
             }
-            "--sequential" => o.sequential = true,
-            "--dry-run" => o.dry_run = true,
-            "--name" => o.name = Some(value()?),
-            "--socket" => o.socket = Some(value()?),
-            "--url" => o.url = Some(value()?),
-            "--token" => o.token = Some(value()?),
-            "--chain" => {
-                let v = value()?;
+            if out_mac.is_some() {
+                o.out_mac = out_mac;
+            }
+            o.name = name;
+            if let Some(v) = chain {
                 o.chain = v
                     .parse()
                     .map_err(|_| format!("--chain: a number from 0 to 255, found `{v}`"))?;
             }
-            "--out-mac" => o.out_mac = Some(value()?),
-            "--mergers" => {
-                let v = value()?;
+            if let Some(v) = mergers {
                 o.mergers = v
                     .parse()
                     .ok()
                     .filter(|n| (1..=255).contains(n))
                     .ok_or_else(|| format!("--mergers: a number from 1 to 255, found `{v}`"))?;
             }
-            "--merge-timeout" => {
-                let v = value()?;
-                pronto_lang::args::parse_seconds(&v)
-                    .map_err(|e| format!("--merge-timeout: {e}"))?;
-                o.merge_timeout = v;
-            }
-            "--pin" => {
-                let v = value()?;
+            if let Some(v) = pin {
                 o.pin = Some(crate::ctl::parse_cpu_list(&v).map_err(|e| format!("--pin: {e}"))?);
             }
-            "--elements" => o.elements = true,
-            "--stats" => o.stats = true,
-            "--help" | "-h" | "help" => return Err(String::new()),
-            _ if a.starts_with("--") => {
-                return Err(format!("unknown option `{a}` (`pronto chain --help`)"))
-            }
-            _ => o.pos.push(a.to_string()),
+            merge_timeout(&mut o, t)?;
+            o.dry_run = dry_run;
+            "apply"
         }
-        i += 1;
-    }
-    Ok(o)
+    };
+    Ok((cmd, o))
 }
 
-fn run(args: &[String]) -> Result<(), String> {
-    let Some((cmd, rest)) = args.split_first() else {
-        return Err(String::new());
-    };
-    if matches!(cmd.as_str(), "help" | "--help" | "-h") {
-        return Err(String::new());
-    }
-    let o = parse(rest)?;
+fn run(cmd: &str, o: &Opts) -> Result<(), String> {
     let file = || -> Result<&str, String> {
         match o.pos.as_slice() {
             [f] => Ok(f.as_str()),
@@ -182,20 +290,20 @@ fn run(args: &[String]) -> Result<(), String> {
             more => Err(format!("{cmd}: one file expected, found {}", more.len())),
         }
     };
-    match cmd.as_str() {
+    match cmd {
         "profile" => {
             let d = pronto_policy::click::derive_click(Path::new(file()?))?;
-            println!("{}", d.profile);
+            crate::outln!("{}", d.profile);
             if o.elements {
                 for c in &d.contributions {
-                    println!("  {} :: {}  {}", c.element, c.class, c.profile);
+                    crate::outln!("  {} :: {}  {}", c.element, c.class, c.profile);
                 }
             }
             Ok(())
         }
         "plan" => {
-            let plan = compile(file()?, &o)?;
-            print!("{}", plan.render_text());
+            let plan = compile(file()?, o)?;
+            crate::out!("{}", plan.render_text());
             if let Some(dot) = &o.dot {
                 std::fs::write(dot, plan.render_dot())
                     .map_err(|e| format!("{}: {e}", dot.display()))?;
@@ -204,8 +312,8 @@ fn run(args: &[String]) -> Result<(), String> {
             Ok(())
         }
         "config" => {
-            let (_, cfg) = chain_config(file()?, &o)?;
-            print!("{}", cfg.text);
+            let (_, cfg) = chain_config(file()?, o)?;
+            crate::out!("{}", cfg.text);
             for n in &cfg.notes {
                 eprintln!("note: {n}");
             }
@@ -215,7 +323,7 @@ fn run(args: &[String]) -> Result<(), String> {
             if o.trace.is_none() || o.out.is_none() {
                 return Err("run: --trace IN.pcap and --out OUT.pcap are needed".into());
             }
-            let (_, cfg) = chain_config(file()?, &o)?;
+            let (_, cfg) = chain_config(file()?, o)?;
             for n in &cfg.notes {
                 eprintln!("note: {n}");
             }
@@ -223,12 +331,12 @@ fn run(args: &[String]) -> Result<(), String> {
             router.run()?;
             if o.stats {
                 for (name, v) in counters(&mut router) {
-                    println!("{name} {v}");
+                    crate::outln!("{name} {v}");
                 }
             }
             Ok(())
         }
-        "apply" => apply(file()?, &o),
+        "apply" => apply(file()?, o),
         other => Err(format!(
             "unknown subcommand `{other}`: profile, plan, config, run or apply"
         )),
@@ -510,7 +618,7 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
     )?;
     if o.dry_run {
         for i in &insts {
-            println!("# {} ({}, eth0 {})\n{}", i.name, i.role, i.mac, i.config);
+            crate::outln!("# {} ({}, eth0 {})\n{}", i.name, i.role, i.mac, i.config);
         }
         return Ok(());
     }
@@ -595,15 +703,15 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
                 _ => None,
             });
             rewired.push((i.name.clone(), old.unwrap_or_default()));
-            println!("rewired {} ({}, MAC {})", i.name, i.role, i.mac);
+            crate::outln!("rewired {} ({}, MAC {})", i.name, i.role, i.mac);
         } else {
             made.push(i.name.clone());
             let on = cpu.map(|c| format!(", CPU {c}")).unwrap_or_default();
-            println!("created {} ({}, eth0 {}{on})", i.name, i.role, i.mac);
+            crate::outln!("created {} ({}, eth0 {}{on})", i.name, i.role, i.mac);
         }
     }
     if let Some(entry) = insts.first() {
-        println!(
+        crate::outln!(
             "chain {prefix}: send frames to {} (the entry); they leave for {out_mac}",
             entry.mac
         );

@@ -6,44 +6,9 @@ use std::process::ExitCode;
 
 use serde_json::{json, Value};
 
+use crate::cli::{CtlCall, Global};
 use crate::http::{request, Endpoint, Response};
-
-const USAGE: &str = "\
-pronto: manage middlebox instances through the daemon (`pronto daemon`)
-
-Usage:
-  pronto create NAME --config FILE [--mem SIZE] [--cpu SHARE] [--cpus LIST] [--pids N]
-                [--iface IFACE[=MAC]]... [--tenant T]
-                                              --cpus: the CPUs its threads run on (0-3,6)
-  pronto ls                                   instances
-  pronto show NAME                            one instance (state, boot time, memory, crashes)
-  pronto rm NAME                              destroy an instance
-  pronto config NAME FILE                     replace its configuration (hot; a bad one is
-                                              refused and the old one keeps running)
-  pronto read NAME ELEMENT.HANDLER            call a read handler
-  pronto write NAME ELEMENT.HANDLER [VALUE]   call a write handler
-  pronto stats [NAME]                         daemon totals, or an instance's element counters
-  pronto ports                                switch ports and their counters
-  pronto ports threads                        the switching threads (admin): ports, restarts
-  pronto ports restart-thread N               stop switching thread N and start a new one on
-                                              its ports (admin; rings, MACs, counters kept)
-  pronto tenant create NAME | ls | rm NAME    tenants (admin); create prints the tenant's token
-  pronto tenant quota NAME [--instances N] [--memory SIZE] [--cpu N] [--pids N]
-                [--interfaces N] [--control-ports FIRST-LAST] [--control-connections N]
-                                              a tenant's quota and usage; the admin changes it
-
-Options (any command):
-  --socket PATH   the daemon's unix socket (default $PRONTO_SOCKET, else the daemon's default)
-  --url HOST:PORT the daemon's TCP address instead (default $PRONTO_URL); needs a token
-  --token TOKEN   API token (default $PRONTO_TOKEN); tenants see only their own instances
-  --tenant T      (admin) address tenant T's instances
-  --json          print the API's JSON
-";
-
-/// Commands handled here.
-pub const COMMANDS: [&str; 10] = [
-    "create", "ls", "show", "rm", "config", "read", "write", "stats", "tenant", "ports",
-];
+use crate::table::{Align, Table};
 
 struct Ctx {
     ep: Endpoint,
@@ -102,13 +67,10 @@ fn path_segment(s: &str) -> String {
     out
 }
 
-pub fn main(cmd: &str, args: &[String]) -> ExitCode {
-    match run(cmd, args) {
+pub fn main(call: CtlCall, g: &Global) -> ExitCode {
+    let cmd = call.cmd;
+    match run(call, g) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_empty() => {
-            print!("{USAGE}");
-            ExitCode::SUCCESS
-        }
         Err(e) => {
             eprintln!("pronto {cmd}: {e}");
             ExitCode::from(1)
@@ -116,51 +78,16 @@ pub fn main(cmd: &str, args: &[String]) -> ExitCode {
     }
 }
 
-fn run(cmd: &str, args: &[String]) -> Result<(), String> {
-    let mut pos = Vec::new();
-    let mut flags: Vec<(String, String)> = Vec::new();
-    let mut socket = None;
-    let mut url = std::env::var("PRONTO_URL").ok();
-    let mut token = std::env::var("PRONTO_TOKEN").ok();
-    let mut tenant = None;
-    let mut json = false;
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let mut value = || -> Result<String, String> {
-            i += 1;
-            args.get(i)
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value"))
-        };
-        match a {
-            "--socket" => socket = Some(value()?),
-            "--url" => url = Some(value()?),
-            "--token" => token = Some(value()?),
-            "--tenant" => tenant = Some(value()?),
-            "--json" => json = true,
-            "--help" | "-h" => return Err(String::new()),
-            "--config"
-            | "--mem"
-            | "--memory"
-            | "--cpu"
-            | "--cpus"
-            | "--pids"
-            | "--iface"
-            | "--instances"
-            | "--interfaces"
-            | "--control-ports"
-            | "--control-connections" => {
-                let v = value()?;
-                flags.push((a.to_string(), v));
-            }
-            _ if a.starts_with("--") => {
-                return Err(format!("unknown option `{a}` (`pronto {cmd} --help`)"))
-            }
-            _ => pos.push(a.to_string()),
-        }
-        i += 1;
-    }
+fn run(call: CtlCall, g: &Global) -> Result<(), String> {
+    let CtlCall { cmd, pos, flags } = call;
+    let socket = g.socket.clone();
+    let url = g.url.clone().or_else(|| std::env::var("PRONTO_URL").ok());
+    let token = g
+        .token
+        .clone()
+        .or_else(|| std::env::var("PRONTO_TOKEN").ok());
+    let tenant = g.tenant.clone();
+    let json = g.json;
     let ep = Endpoint::choose(socket.as_deref(), url.as_deref());
     let c = Ctx {
         ep,
@@ -227,7 +154,7 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
         "ls" => {
             let v = c.json("GET", &c.q("/v1/instances"), None)?;
             if c.json {
-                println!("{v:#}");
+                crate::outln!("{v:#}");
             } else {
                 print_table(&v);
             }
@@ -241,7 +168,7 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
             need(1, "NAME")?;
             c.call("DELETE", &c.q(&format!("/v1/instances/{}", pos[0])), None)?;
             if !c.json {
-                println!("removed {}", pos[0]);
+                crate::outln!("removed {}", pos[0]);
             }
         }
         "config" => {
@@ -254,16 +181,16 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 Some(&json!({ "config": config })),
             )?;
             if c.json {
-                println!("{v:#}");
+                crate::outln!("{v:#}");
             } else {
                 let took: Vec<&str> = v["took_state"]
                     .as_array()
                     .map(|a| a.iter().filter_map(|t| t.as_str()).collect())
                     .unwrap_or_default();
                 if took.is_empty() {
-                    println!("reconfigured {}", pos[0]);
+                    crate::outln!("reconfigured {}", pos[0]);
                 } else {
-                    println!(
+                    crate::outln!(
                         "reconfigured {}; state taken over: {}",
                         pos[0],
                         took.join(", ")
@@ -283,9 +210,9 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 None,
             )?;
             let t = r.text();
-            print!("{t}");
+            crate::out!("{t}");
             if !t.ends_with('\n') {
-                println!();
+                crate::outln!();
             }
         }
         "write" => {
@@ -308,7 +235,7 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
             };
             let v = c.json("GET", &path, None)?;
             if c.json || pos.is_empty() {
-                println!("{v:#}");
+                crate::outln!("{v:#}");
             } else {
                 print_element_stats(&v);
             }
@@ -316,26 +243,30 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
         "ports" if pos.first().map(String::as_str) == Some("threads") => {
             let v = c.json("GET", "/v1/switch/threads", None)?;
             if c.json {
-                println!("{v:#}");
+                crate::outln!("{v:#}");
             } else {
-                println!(
-                    "{:>6}  {:>5}  {:<5}  {:>8}  {:>14}",
-                    "THREAD", "PORTS", "ALIVE", "RESTARTS", "ROUNDS"
-                );
-                for t in v.as_array().into_iter().flatten() {
-                    println!(
-                        "{:>6}  {:>5}  {:<5}  {:>8}  {:>14}",
-                        s(&t["thread"]),
-                        s(&t["ports"]),
-                        if t["alive"] == json!(true) {
-                            "yes"
-                        } else {
-                            "no"
-                        },
-                        s(&t["restarts"]),
-                        s(&t["rounds"])
-                    );
+                let mut t = Table::new(&[
+                    ("THREAD", Align::Right),
+                    ("PORTS", Align::Right),
+                    ("ALIVE", Align::Left),
+                    ("RESTARTS", Align::Right),
+                    ("ROUNDS", Align::Right),
+                ]);
+                for th in v.as_array().into_iter().flatten() {
+                    let alive = if th["alive"] == json!(true) {
+                        "yes"
+                    } else {
+                        "no"
+                    };
+                    t.row([
+                        s(&th["thread"]),
+                        s(&th["ports"]),
+                        alive.to_string(),
+                        s(&th["restarts"]),
+                        s(&th["rounds"]),
+                    ]);
                 }
+                crate::out!("{}", t.render());
             }
         }
         "ports" if pos.first().map(String::as_str) == Some("restart-thread") => {
@@ -346,9 +277,9 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 None,
             )?;
             if c.json {
-                println!("{v:#}");
+                crate::outln!("{v:#}");
             } else {
-                println!(
+                crate::outln!(
                     "switching thread {} restarted ({} port(s) taken over; it was {})",
                     v["thread"],
                     v["ports"],
@@ -365,12 +296,16 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
         "ports" => {
             let v = c.json("GET", "/v1/switch/ports", None)?;
             if c.json {
-                println!("{v:#}");
+                crate::outln!("{v:#}");
             } else {
-                println!(
-                    "{:>5}  {:<32} {:>12} {:>12} {:>10}  WHY",
-                    "PORT", "NAME", "RX PKTS", "TX PKTS", "DROPS"
-                );
+                let mut t = Table::new(&[
+                    ("PORT", Align::Right),
+                    ("NAME", Align::Left),
+                    ("RX PKTS", Align::Right),
+                    ("TX PKTS", Align::Right),
+                    ("DROPS", Align::Right),
+                    ("WHY", Align::Left),
+                ]);
                 for p in v.as_array().into_iter().flatten() {
                     // The reasons that counted anything, `reason=N` each.
                     let why: Vec<String> = p["drops_by_reason"]
@@ -380,16 +315,16 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                         .filter(|(_, n)| n.as_u64().is_some_and(|n| n > 0))
                         .map(|(k, n)| format!("{k}={n}"))
                         .collect();
-                    println!(
-                        "{:>5}  {:<32} {:>12} {:>12} {:>10}  {}",
+                    t.row([
                         s(&p["port"]),
                         s(&p["name"]),
                         s(&p["rx_packets"]),
                         s(&p["tx_packets"]),
                         s(&p["drops"]),
-                        why.join(" ")
-                    );
+                        why.join(" "),
+                    ]);
                 }
+                crate::out!("{}", t.render());
             }
         }
         "tenant" => match pos.first().map(String::as_str) {
@@ -397,20 +332,22 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 need(2, "create NAME")?;
                 let v = c.json("POST", "/v1/tenants", Some(&json!({"name": pos[1]})))?;
                 if c.json {
-                    println!("{v:#}");
+                    crate::outln!("{v:#}");
                 } else {
-                    println!("tenant {} created; its token (shown once):", pos[1]);
-                    println!("{}", s(&v["token"]));
+                    crate::outln!("tenant {} created; its token (shown once):", pos[1]);
+                    crate::outln!("{}", s(&v["token"]));
                 }
             }
             Some("ls") | None => {
                 let v = c.json("GET", "/v1/tenants", None)?;
                 if c.json {
-                    println!("{v:#}");
+                    crate::outln!("{v:#}");
                 } else {
-                    for t in v.as_array().into_iter().flatten() {
-                        println!("{:<32} {} instances", s(&t["name"]), t["instances"]);
+                    let mut t = Table::new(&[("TENANT", Align::Left), ("INSTANCES", Align::Right)]);
+                    for x in v.as_array().into_iter().flatten() {
+                        t.row([s(&x["name"]), s(&x["instances"])]);
                     }
+                    crate::out!("{}", t.render());
                 }
             }
             Some("rm") => {
@@ -450,7 +387,7 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                     c.json("PUT", &path, Some(&Value::Object(patch)))?
                 };
                 if c.json {
-                    println!("{v:#}");
+                    crate::outln!("{v:#}");
                 } else {
                     print_quota(&v);
                 }
@@ -461,7 +398,7 @@ fn run(cmd: &str, args: &[String]) -> Result<(), String> {
                 ))
             }
         },
-        _ => return Err(String::new()),
+        other => return Err(format!("unknown command `{other}`")),
     }
     Ok(())
 }
@@ -481,10 +418,15 @@ fn mb(v: &Value) -> String {
 }
 
 fn print_table(v: &Value) {
-    println!(
-        "{:<20} {:<12} {:<9} {:>8} {:>9} {:>8}  INTERFACES",
-        "NAME", "TENANT", "STATE", "PID", "BOOT ms", "RESTARTS"
-    );
+    let mut t = Table::new(&[
+        ("NAME", Align::Left),
+        ("TENANT", Align::Left),
+        ("STATE", Align::Left),
+        ("PID", Align::Right),
+        ("BOOT ms", Align::Right),
+        ("RESTARTS", Align::Right),
+        ("INTERFACES", Align::Left),
+    ]);
     for i in v.as_array().into_iter().flatten() {
         let ifaces: Vec<String> = i["interfaces"]
             .as_array()
@@ -495,8 +437,7 @@ fn print_table(v: &Value) {
                 None => s(&f["name"]),
             })
             .collect();
-        println!(
-            "{:<20} {:<12} {:<9} {:>8} {:>9} {:>8}  {}",
+        t.row([
             s(&i["name"]),
             s(&i["tenant"]),
             s(&i["state"]),
@@ -505,19 +446,20 @@ fn print_table(v: &Value) {
                 .as_f64()
                 .map(|b| format!("{b:.1}"))
                 .unwrap_or_else(|| "-".into()),
-            i["restarts"],
-            ifaces.join(" ")
-        );
+            s(&i["restarts"]),
+            ifaces.join(" "),
+        ]);
     }
+    crate::out!("{}", t.render());
 }
 
 fn print_instance(c: &Ctx, v: &Value, created: bool) {
     if c.json {
-        println!("{v:#}");
+        crate::outln!("{v:#}");
         return;
     }
     if created {
-        println!(
+        crate::outln!(
             "created {} (tenant {}), running in {:.1} ms",
             s(&v["name"]),
             s(&v["tenant"]),
@@ -525,36 +467,36 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
         );
         return;
     }
-    println!("name:       {}", s(&v["name"]));
-    println!("tenant:     {}", s(&v["tenant"]));
-    println!("state:      {}", s(&v["state"]));
-    println!("pid:        {}", s(&v["pid"]));
-    println!(
+    crate::outln!("name:       {}", s(&v["name"]));
+    crate::outln!("tenant:     {}", s(&v["tenant"]));
+    crate::outln!("state:      {}", s(&v["state"]));
+    crate::outln!("pid:        {}", s(&v["pid"]));
+    crate::outln!(
         "boot:       {}",
         v["boot_ms"]
             .as_f64()
             .map(|b| format!("{b:.2} ms"))
             .unwrap_or_else(|| "-".into())
     );
-    println!(
+    crate::outln!(
         "memory:     {} (limit {})",
         mb(&v["pss_bytes"]),
         mb(&v["memory"])
     );
-    println!("cpu:        {}", s(&v["cpu"]));
+    crate::outln!("cpu:        {}", s(&v["cpu"]));
     if let Some(cpus) = v["cpus"].as_array() {
         let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
-        println!("cpus:       {}", list.join(","));
+        crate::outln!("cpus:       {}", list.join(","));
     }
-    println!("restarts:   {}", v["restarts"]);
+    crate::outln!("restarts:   {}", v["restarts"]);
     if let Some(cr) = v["last_crash"].as_object() {
-        println!("last crash: {}", s(&cr["reason"]));
+        crate::outln!("last crash: {}", s(&cr["reason"]));
     }
     if !v["error"].is_null() {
-        println!("error:      {}", s(&v["error"]));
+        crate::outln!("error:      {}", s(&v["error"]));
     }
     for f in v["interfaces"].as_array().into_iter().flatten() {
-        println!(
+        crate::outln!(
             "interface:  {} mac {} port {}",
             s(&f["name"]),
             s(&f["mac"]),
@@ -574,32 +516,38 @@ fn cpus(v: &Value) -> String {
 
 fn print_quota(v: &Value) {
     let (q, u) = (&v["quota"], &v["usage"]);
-    println!("tenant {}", s(&v["tenant"]));
-    println!(
+    crate::outln!("tenant {}", s(&v["tenant"]));
+    crate::outln!(
         "{:<20} {} of {}",
-        "instances", u["instances"], q["instances"]
+        "instances",
+        u["instances"],
+        q["instances"]
     );
-    println!("{:<20} {} of {} bytes", "memory", u["memory"], q["memory"]);
-    println!(
+    crate::outln!("{:<20} {} of {} bytes", "memory", u["memory"], q["memory"]);
+    crate::outln!(
         "{:<20} {} of {} CPUs",
         "cpu",
         cpus(&u["cpu"]),
         cpus(&q["cpu"])
     );
-    println!("{:<20} {} per instance", "pids", q["pids"]);
-    println!(
+    crate::outln!("{:<20} {} per instance", "pids", q["pids"]);
+    crate::outln!(
         "{:<20} {} of {}",
-        "interfaces", u["interfaces"], q["interfaces"]
+        "interfaces",
+        u["interfaces"],
+        q["interfaces"]
     );
-    println!("{:<20} {}", "control ports", s(&q["control_ports"]));
-    println!(
+    crate::outln!("{:<20} {}", "control ports", s(&q["control_ports"]));
+    crate::outln!(
         "{:<20} {} of {}",
-        "control connections", u["control_connections"], q["control_connections"]
+        "control connections",
+        u["control_connections"],
+        q["control_connections"]
     );
 }
 
 fn print_element_stats(v: &Value) {
-    println!(
+    crate::outln!(
         "{} ({}), {}",
         s(&v["name"]),
         s(&v["state"]),
@@ -612,7 +560,7 @@ fn print_element_stats(v: &Value) {
             .flatten()
             .map(|(k, x)| format!("{k}={}", s(x)))
             .collect();
-        println!(
+        crate::outln!(
             "  {:<20} {:<16} {}",
             s(&e["name"]),
             s(&e["class"]),

@@ -9,36 +9,53 @@ use pronto_daemon::manager::ManagerOptions;
 use pronto_daemon::Options;
 use pronto_switch::Geometry;
 
-const USAGE: &str = "\
-pronto daemon: the switch, the sandboxed middlebox instances and the REST API
+/// The long help of the command.
+pub(crate) const DAEMON_ABOUT: &str =
+    "Run the daemon: the switch, the sandboxed middlebox instances and the REST API, \
+        in the foreground (stop with Ctrl-C or SIGTERM).\n\n\
+        Its API socket is --socket PATH (default $PRONTO_SOCKET, else /run/pronto/prontod.sock \
+        as root, /tmp/prontod-UID.sock otherwise). Instances come back after a restart. Each \
+        tenant's instances are bounded by its quota (`pronto tenant quota`).";
 
-Usage:
-  pronto daemon [--socket PATH] [--listen ADDR:PORT | --listen none] [--state DIR]
-                [--switch-threads N] [--slots N] [--ring N] [--memory SIZE] [--warm N]
-                [--control-ports FIRST-LAST] [--no-cgroup] [--uplink IFACE]...
-
-  --socket PATH        the API's unix socket (default $PRONTO_SOCKET, else
-                       /run/pronto/prontod.sock as root, /tmp/prontod-UID.sock otherwise)
-  --listen ADDR:PORT   the API on loopback TCP (default 127.0.0.1:7117; port 0 picks one;
-                       `none`: unix socket only)
-  --state DIR          the store (state.redb) and admin.token (default /var/lib/pronto as
-                       root, else ~/.local/state/pronto)
-  --switch-threads N   switching threads (default 1)
-  --slots N, --ring N  packet slots and ring size of each instance interface's switch port
-                       (default 256 and 128)
-  --memory SIZE        memory limit of instances that set none (default 32M)
-  --warm N             sandboxes kept started ahead of demand (default 2; 0: none)
-  --control-ports FIRST-LAST
-                       loopback ports instances' ControlSocket(TCP, ...) may use unless a
-                       tenant's quota names others (default 20000-20999; none below 1024)
-  --no-cgroup          no cgroups (no memory/CPU/task limits; for hosts without them)
-  --uplink IFACE       make Linux interface IFACE a port of the switch (`uplink/IFACE`,
-                       promiscuous while the daemon runs): instances' interfaces and the
-                       hosts behind IFACE share one layer-2 segment (repeatable)
-
-Instances come back after a restart. Each tenant's instances are bounded by its quota
-(`pronto tenant quota`). Stop with Ctrl-C or SIGTERM.
-";
+/// `pronto daemon`'s arguments (its API socket is the global --socket).
+#[derive(clap::Args, Debug)]
+#[command(
+    long_about = DAEMON_ABOUT,
+    after_help = "Examples:\n  pronto daemon\n  \
+        pronto daemon --socket /tmp/p.sock --listen none --state /tmp/pstate --uplink eth1"
+)]
+pub struct DaemonArgs {
+    /// The API on loopback TCP (default 127.0.0.1:7117; port 0 picks one; `none`: unix socket only).
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<String>,
+    /// The store (state.redb) and admin.token (default /var/lib/pronto as root, else ~/.local/state/pronto).
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+    /// Switching threads (default 1).
+    #[arg(long, value_name = "N")]
+    switch_threads: Option<String>,
+    /// Packet slots of each instance interface's switch port (default 256).
+    #[arg(long, value_name = "N")]
+    slots: Option<String>,
+    /// Ring size of each instance interface's switch port (default 128).
+    #[arg(long, value_name = "N")]
+    ring: Option<String>,
+    /// Memory limit of instances that set none (default 32M).
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
+    /// Sandboxes kept started ahead of demand (default 2; 0: none).
+    #[arg(long, value_name = "N")]
+    warm: Option<String>,
+    /// Loopback ports instances' ControlSocket(TCP, ...) may use unless a tenant's quota names others (default 20000-20999; none below 1024).
+    #[arg(long, value_name = "FIRST-LAST")]
+    control_ports: Option<String>,
+    /// No cgroups (no memory/CPU/task limits; for hosts without them).
+    #[arg(long)]
+    no_cgroup: bool,
+    /// Make Linux interface IFACE a port of the switch (`uplink/IFACE`, promiscuous while the daemon runs): instances' interfaces and the hosts behind IFACE share one layer-2 segment (repeatable).
+    #[arg(long, value_name = "IFACE")]
+    uplink: Vec<String>,
+}
 
 /// The API socket used when none is given.
 pub fn default_socket() -> PathBuf {
@@ -79,14 +96,10 @@ pub fn default_options() -> Result<Options, String> {
     })
 }
 
-/// Runs `pronto daemon ARGS`.
-pub fn main(args: &[String]) -> ExitCode {
-    match run(args) {
+/// Runs `pronto daemon`.
+pub fn main(a: &DaemonArgs, socket: Option<&str>) -> ExitCode {
+    match run(a, socket) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_empty() => {
-            print!("{USAGE}");
-            ExitCode::SUCCESS
-        }
         Err(e) => {
             eprintln!("prontod: {e}");
             ExitCode::from(1)
@@ -94,68 +107,50 @@ pub fn main(args: &[String]) -> ExitCode {
     }
 }
 
-fn run(args: &[String]) -> Result<(), String> {
+fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
     let mut o = default_options()?;
-    let mut i = 0;
-    let value = |i: &mut usize, flag: &str| -> Result<String, String> {
-        *i += 1;
-        args.get(*i)
-            .cloned()
-            .ok_or_else(|| format!("{flag} needs a value"))
-    };
     let num = |flag: &str, v: &str| -> Result<u32, String> {
         v.parse()
             .map_err(|_| format!("{flag}: expected a number, found `{v}`"))
     };
-    while i < args.len() {
-        let a = args[i].as_str();
-        match a {
-            "--socket" => o.socket = PathBuf::from(value(&mut i, a)?),
-            "--state" => o.state_dir = PathBuf::from(value(&mut i, a)?),
-            "--listen" => {
-                let v = value(&mut i, a)?;
-                o.listen = if v == "none" {
-                    None
-                } else {
-                    Some(v.parse().map_err(|_| {
-                        format!(
-                            "--listen: expected ADDR:PORT (127.0.0.1:7117) or none, found `{v}`"
-                        )
-                    })?)
-                };
-            }
-            "--switch-threads" => {
-                let v = value(&mut i, a)?;
-                o.manager.switch_threads = num(a, &v)? as usize;
-            }
-            "--slots" => {
-                let v = value(&mut i, a)?;
-                o.manager.geometry.slots = num(a, &v)?;
-            }
-            "--ring" => {
-                let v = value(&mut i, a)?;
-                o.manager.geometry.ring = num(a, &v)?;
-            }
-            "--memory" => {
-                let v = value(&mut i, a)?;
-                o.manager.default_memory =
-                    pronto_daemon::api::parse_size(&serde_json::Value::String(v))
-                        .map_err(|e| format!("--memory: {e}"))?;
-            }
-            "--no-cgroup" => o.manager.use_cgroup = false,
-            "--uplink" => o.uplinks.push(value(&mut i, a)?),
-            "--control-ports" => {
-                let v = value(&mut i, a)?;
-                o.manager.control_ports = v.parse().map_err(|e| format!("--control-ports: {e}"))?;
-            }
-            "--warm" => {
-                let v = value(&mut i, a)?;
-                o.manager.warm = num(a, &v)? as usize;
-            }
-            "--help" | "-h" | "help" => return Err(String::new()),
-            _ => return Err(format!("unknown argument `{a}` (`pronto daemon --help`)")),
-        }
-        i += 1;
+    if let Some(s) = socket {
+        o.socket = PathBuf::from(s);
+    }
+    if let Some(d) = &a.state {
+        o.state_dir = d.clone();
+    }
+    if let Some(v) = &a.listen {
+        o.listen = if v == "none" {
+            None
+        } else {
+            Some(v.parse().map_err(|_| {
+                format!("--listen: expected ADDR:PORT (127.0.0.1:7117) or none, found `{v}`")
+            })?)
+        };
+    }
+    if let Some(v) = &a.switch_threads {
+        o.manager.switch_threads = num("--switch-threads", v)? as usize;
+    }
+    if let Some(v) = &a.slots {
+        o.manager.geometry.slots = num("--slots", v)?;
+    }
+    if let Some(v) = &a.ring {
+        o.manager.geometry.ring = num("--ring", v)?;
+    }
+    if let Some(v) = &a.memory {
+        o.manager.default_memory =
+            pronto_daemon::api::parse_size(&serde_json::Value::String(v.clone()))
+                .map_err(|e| format!("--memory: {e}"))?;
+    }
+    if a.no_cgroup {
+        o.manager.use_cgroup = false;
+    }
+    o.uplinks.extend(a.uplink.iter().cloned());
+    if let Some(v) = &a.control_ports {
+        o.manager.control_ports = v.parse().map_err(|e| format!("--control-ports: {e}"))?;
+    }
+    if let Some(v) = &a.warm {
+        o.manager.warm = num("--warm", v)? as usize;
     }
     let g = o.manager.geometry;
     Geometry::new(g.slots, g.ring).map_err(|e| format!("bad port geometry: {e}"))?;

@@ -38,6 +38,9 @@ struct RunOpts {
     /// when standard error is a terminal (Click's own tests compare the
     /// one-line forms alone).
     rich: bool,
+    /// `pronto check --format json`: diagnostics are gathered here as JSON
+    /// objects (level, line, column, message) instead of printed.
+    collect: Option<std::cell::RefCell<Vec<serde_json::Value>>>,
 }
 
 /// The configured router: one, or one per thread (`--threads N`, N > 1).
@@ -202,8 +205,41 @@ fn load(o: &RunOpts) -> Result<(String, String), String> {
     }
 }
 
-fn report(sm: &SourceMap, diags: &[Diagnostic], warnings: bool, rich: bool) {
+/// Prints `diags` (Click's one-line forms, then rustc-style when `rich`),
+/// or gathers them as JSON for `pronto check --format json`.
+fn report(o: &RunOpts, sm: &SourceMap, diags: &[Diagnostic], warnings: bool) {
     use std::io::Write;
+    let rich = o.rich;
+    if let Some(c) = &o.collect {
+        for d in diags {
+            if d.level == Level::Warning && !warnings {
+                continue;
+            }
+            let (line, column) = match d.span {
+                Some(s) => {
+                    let (l, c) = sm.line_col(s);
+                    (serde_json::json!(l), serde_json::json!(c))
+                }
+                None => (serde_json::Value::Null, serde_json::Value::Null),
+            };
+            let mut message = d.message.clone();
+            if let Some((ctx, _)) = &d.context {
+                message = format!("{ctx}: {message}");
+            }
+            c.borrow_mut().push(serde_json::json!({
+                "level": match d.level {
+                    Level::Error => "error",
+                    Level::Warning => "warning",
+                    Level::Note => "note",
+                },
+                "line": line,
+                "column": column,
+                "message": message,
+                "notes": d.notes,
+            }));
+        }
+        return;
+    }
     let mut err = std::io::stderr().lock();
     for d in diags {
         if d.level == Level::Warning && !warnings {
@@ -228,7 +264,12 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
     let (name, text) = match load(o) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("pronto: {e}");
+            match &o.collect {
+                Some(c) => c.borrow_mut().push(serde_json::json!({
+                    "level": "error", "line": null, "column": null, "message": e, "notes": [],
+                })),
+                None => eprintln!("pronto: {e}"),
+            }
             return Err(ExitCode::from(1));
         }
     };
@@ -242,11 +283,11 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
         Ok(x) => x,
         Err(mut errs) => {
             pronto_runtime::explain_unknown_classes(&mut errs);
-            report(&sm, &errs, !o.no_warnings, o.rich);
+            report(o, &sm, &errs, !o.no_warnings);
             return Err(ExitCode::from(1));
         }
     };
-    report(&sm, &warnings, !o.no_warnings, o.rich);
+    report(o, &sm, &warnings, !o.no_warnings);
     if let Some(out) = &o.output {
         if let Err(e) = std::fs::write(out, flat.to_click()) {
             eprintln!("pronto: {out}: {e}");
@@ -290,12 +331,12 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
     if o.threads > 1 {
         let mut warnings = Vec::new();
         let built = Threads::build(&flat, &sm, &ropts, o.threads, &mut warnings);
-        report(&sm, &warnings, !o.no_warnings, o.rich);
+        report(o, &sm, &warnings, !o.no_warnings);
         return match built {
             Ok(t) => Ok((Routers::Many(t), sm)),
             Err(errs) => {
-                report(&sm, &errs, true, o.rich);
-                if errs.iter().any(|d| d.context.is_some()) {
+                report(o, &sm, &errs, true);
+                if o.collect.is_none() && errs.iter().any(|d| d.context.is_some()) {
                     eprintln!("Router could not be initialized!");
                 }
                 Err(ExitCode::from(1))
@@ -305,9 +346,9 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
     match Router::build(&flat, &sm, &ropts) {
         Ok(r) => Ok((Routers::One(r), sm)),
         Err(errs) => {
-            report(&sm, &errs, true, o.rich);
+            report(o, &sm, &errs, true);
             // Click's last word when an element refuses its configuration.
-            if errs.iter().any(|d| d.context.is_some()) {
+            if o.collect.is_none() && errs.iter().any(|d| d.context.is_some()) {
                 eprintln!("Router could not be initialized!");
             }
             Err(ExitCode::from(1))
@@ -324,11 +365,10 @@ pub fn run(args: &[String]) -> ExitCode {
             o
         }
         Err(e) if e.is_empty() => {
-            print!("{}", crate::USAGE);
-            return ExitCode::SUCCESS;
+            return crate::out::print(&crate::cli::long_help("run"));
         }
         Err(e) => {
-            eprintln!("pronto run: {e} (see `pronto --help`)");
+            eprintln!("pronto run: {e} (see `pronto run --help`)");
             return ExitCode::from(1);
         }
     };
@@ -348,7 +388,7 @@ pub fn run(args: &[String]) -> ExitCode {
             let usage1 = rusage();
             let wall = t0.elapsed();
             let cs = wall.as_millis() / 10;
-            println!(
+            crate::outln!(
                 "{:.3}u {:.3}s {}:{:02}.{:02}",
                 usage1.0 - usage0.0,
                 usage1.1 - usage0.1,
@@ -363,14 +403,14 @@ pub fn run(args: &[String]) -> ExitCode {
         match router.read_handler(h, "") {
             Ok(mut v) => {
                 if print_names {
-                    println!("{h}:");
+                    crate::outln!("{h}:");
                 }
                 if !v.is_empty() && !v.ends_with('\n') {
                     v.push('\n');
                 }
-                print!("{v}");
+                crate::out!("{v}");
                 if print_names {
-                    println!();
+                    crate::outln!();
                 }
             }
             Err(e) => {
@@ -401,36 +441,86 @@ pub fn run(args: &[String]) -> ExitCode {
     ExitCode::from((status & 0xff) as u8)
 }
 
-/// `pronto check`: parse, resolve and validate only.
-pub fn check(args: &[String]) -> ExitCode {
-    let o = match parse_opts(args) {
-        Ok(mut o) => {
-            o.rich = true;
-            o
+/// `pronto check`: parse, resolve and validate only, each file in turn.
+pub fn check(a: &crate::cli::CheckArgs) -> ExitCode {
+    use crate::cli::Format;
+    let mut defines = Vec::new();
+    let mut files: Vec<String> = a.file.clone();
+    for w in &a.files {
+        match define(w) {
+            Some(d) => defines.push(d),
+            None => files.push(w.clone()),
         }
-        Err(e) if e.is_empty() => {
-            print!("{}", crate::USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("pronto check: {e} (see `pronto --help`)");
-            return ExitCode::from(1);
-        }
-    };
+    }
+    // (file, expression): each configuration to check.
+    let mut inputs: Vec<(Option<String>, Option<String>)> = Vec::new();
+    if let Some(e) = &a.expr {
+        inputs.push((None, Some(e.clone())));
+    }
+    inputs.extend(files.into_iter().map(|f| (Some(f), None)));
+    if inputs.is_empty() {
+        inputs.push((Some("-".into()), None));
+    }
+    if a.output.is_some() && inputs.len() > 1 {
+        eprintln!("pronto check: --output writes one flattened configuration: give one file");
+        return ExitCode::from(2);
+    }
     // A pure check: no device opened, no file read or created.
     pronto_elements::world::set_check_only(true);
-    match build(&o) {
-        Ok(_) => {
-            let name = match (&o.expr, o.file.as_deref()) {
-                (Some(_), _) => "config",
-                (None, None | Some("-")) => "<stdin>",
-                (None, Some(f)) => f,
-            };
-            eprintln!("{name}: ok");
-            ExitCode::SUCCESS
+    let json = a.format == Format::Json;
+    let mut failed = false;
+    for (file, expr) in inputs {
+        let o = RunOpts {
+            file,
+            expr,
+            defines: defines.clone(),
+            output: a.output.clone(),
+            no_warnings: a.no_warnings,
+            rich: true,
+            collect: json.then(|| std::cell::RefCell::new(Vec::new())),
+            ..RunOpts::default()
+        };
+        let name = display_name(&o);
+        let ok = build(&o).is_ok();
+        failed |= !ok;
+        match &o.collect {
+            Some(c) => {
+                let (errors, warnings): (Vec<_>, Vec<_>) =
+                    c.take().into_iter().partition(|d| d["level"] == "error");
+                let v = serde_json::json!({
+                    "file": name,
+                    "ok": ok,
+                    "errors": errors,
+                    "warnings": warnings,
+                });
+                crate::outln!("{v}");
+            }
+            None if ok => eprintln!("{name}: ok"),
+            None => {}
         }
-        Err(code) => code,
     }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `NAME=VALUE`: a `define`d parameter's value.
+fn define(w: &str) -> Option<(String, String)> {
+    let (k, v) = w.split_once('=')?;
+    (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then(|| (k.to_string(), v.to_string()))
+}
+
+/// The name a configuration is reported under.
+fn display_name(o: &RunOpts) -> String {
+    match (&o.expr, o.file.as_deref()) {
+        (Some(_), _) => "config",
+        (None, None | Some("-")) => "<stdin>",
+        (None, Some(f)) => f,
+    }
+    .to_string()
 }
 
 /// (user, system) CPU seconds so far, from /proc/self/stat (clock ticks

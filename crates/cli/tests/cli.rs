@@ -422,10 +422,48 @@ fn check_touches_nothing_and_says_what_run_will_need() {
 
 #[test]
 fn help_and_global_options_work_where_a_user_puts_them() {
-    for cmd in ["run", "check"] {
+    // Each command's --help is its own: what it does, its options, an
+    // example; `pronto run` keeps Click's `-h` (a handler), not help.
+    for (cmd, first, option) in [
+        (
+            "run",
+            "Run a Click configuration",
+            "-h, --handler ELEMENT.H",
+        ),
+        ("check", "Parse, resolve and validate", "--format <FORMAT>"),
+        ("elements", "List the element classes", "[CLASS]"),
+        ("completions", "Print a shell completion script", "fish"),
+    ] {
         let o = run(pronto().args([cmd, "--help"]));
         assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
-        assert!(stdout(&o).starts_with("pronto: network functions"), "{cmd}");
+        let out = stdout(&o);
+        assert!(out.starts_with(first), "{cmd}: {out}");
+        assert!(out.contains(option), "{cmd}: {out}");
+        assert!(out.contains("Example"), "{cmd}: {out}");
+    }
+    let o = run(pronto().args(["switch", "--help"]));
+    assert!(
+        stdout(&o).starts_with("Run the shared-memory switch that middleboxes attach"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("--no-learning") && stdout(&o).contains("Example"));
+    // A mistyped command: clap's suggestion.
+    let o = run(pronto().args(["chek", "x.click"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("tip: a similar subcommand exists: 'check'"),
+        "{}",
+        stderr(&o)
+    );
+    // The version, in each spelling.
+    for v in ["--version", "-v", "-V", "version"] {
+        let o = run(pronto().arg(v));
+        assert_eq!(
+            stdout(&o),
+            format!("pronto {}\n", env!("CARGO_PKG_VERSION")),
+            "{v}"
+        );
     }
     // A bench experiment's --help prints the options and starts nothing
     // (it used to run a campaign with the defaults).
@@ -435,15 +473,132 @@ fn help_and_global_options_work_where_a_user_puts_them() {
         let out = stdout(&o);
         assert!(out.starts_with("pronto bench: experiments"), "{sub}: {out}");
         assert!(out.contains("--strict"), "{sub}: {out}");
+        assert!(
+            out.contains("--duration SECONDS") && out.contains("--runs N"),
+            "{sub}: {out}"
+        );
     }
-    // `pronto --json ls` is `pronto ls --json`: it reaches the command.
-    let o = run(pronto().args(["--json", "--socket", "/nonexistent/prontod.sock", "ls"]));
+    // `pronto --json ls` is `pronto ls --json`: the global options reach
+    // the command before or after it, or after its arguments.
+    for args in [
+        &["--json", "--socket", "/nonexistent/prontod.sock", "ls"][..],
+        &["ls", "--json", "--socket", "/nonexistent/prontod.sock"],
+        &[
+            "--socket",
+            "/nonexistent/prontod.sock",
+            "show",
+            "fw",
+            "--json",
+        ],
+        &[
+            "show",
+            "fw",
+            "--json",
+            "--socket",
+            "/nonexistent/prontod.sock",
+        ],
+    ] {
+        let o = run(pronto().args(args));
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let cmd = if args.contains(&"ls") { "ls" } else { "show" };
+        assert!(
+            stderr(&o).starts_with(&format!(
+                "pronto {cmd}: cannot reach the daemon at /nonexistent/prontod.sock"
+            )),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// `pronto check` with many files and `--format json`: one object per
+/// file, errors with line and column, a failing status if any fails.
+#[test]
+fn check_many_files_as_json() {
+    let dir = scratch("check-json");
+    std::fs::write(dir.join("ok.click"), "Idle -> Discard;\n").expect("write");
+    std::fs::write(dir.join("bad.click"), "Idle\n  -> Nope;\n").expect("write");
+    let o = run(pronto().current_dir(&dir).args([
+        "check",
+        "ok.click",
+        "bad.click",
+        "gone.click",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", stdout(&o));
+    assert_eq!(
+        lines[0],
+        r#"{"errors":[],"file":"ok.click","ok":true,"warnings":[]}"#
+    );
+    assert_eq!(
+        lines[1],
+        r#"{"errors":[{"column":6,"level":"error","line":2,"message":"unknown element class 'Nope'","notes":[]}],"file":"bad.click","ok":false,"warnings":[]}"#
+    );
+    assert!(lines[2].starts_with(r#"{"errors":[{"column":null,"level":"error","line":null,"message":"gone.click: No such file"#), "{}", lines[2]);
+    assert!(
+        lines[2].ends_with(r#""file":"gone.click","ok":false,"warnings":[]}"#),
+        "{}",
+        lines[2]
+    );
+    // Text: each good file says so; the status is 0 only if all pass.
+    let o = run(pronto()
+        .current_dir(&dir)
+        .args(["check", "ok.click", "ok.click"]));
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stderr(&o), "ok.click: ok\nok.click: ok\n");
+    let o = run(pronto()
+        .current_dir(&dir)
+        .args(["check", "bad.click", "ok.click"]));
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).starts_with("pronto ls: cannot reach the daemon at /nonexistent/prontod.sock"),
+        stderr(&o).starts_with("bad.click:2: unknown element class 'Nope'\n"),
         "{}",
         stderr(&o)
     );
+    assert!(stderr(&o).ends_with("ok.click: ok\n"), "{}", stderr(&o));
+}
+
+/// Output into a pipe whose reader has gone ends quietly: no panic, no
+/// message, success (as `pronto elements | head` does).
+#[test]
+fn every_listing_into_a_closed_pipe_ends_quietly() {
+    let dir = scratch("closed-pipe");
+    std::fs::write(dir.join("ok.click"), "Idle -> Discard;\n").expect("write");
+    for args in [
+        &["check", "--format", "json", "ok.click", "ok.click"][..],
+        &["man"],
+        &["completions", "fish"],
+        &["elements", "Counter"],
+        &[
+            "run",
+            "-e",
+            "InfiniteSource(LIMIT 3, STOP true) -> c :: Counter -> Discard",
+            "-h",
+            "c.count",
+        ],
+        &["chain", "help"],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let o = pronto()
+            .current_dir(&dir)
+            .args(args)
+            .stdout(writer)
+            .output()
+            .expect("run pronto");
+        assert!(
+            o.status.success(),
+            "{args:?}: {:?}: {}",
+            o.status,
+            stderr(&o)
+        );
+        assert_eq!(stderr(&o), "", "{args:?}");
+    }
 }
 
 /// A merge that waits for a source switched on later: the sources' and the

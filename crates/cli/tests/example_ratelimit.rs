@@ -13,16 +13,18 @@ fn is_voice(f: &[u8]) -> bool {
     f.len() >= 38 && f[12..14] == [8, 0] && f[23] == 17 && f[36..38] == [0x13, 0x8c]
 }
 
-fn run_example(tag: &str) -> (Run, PathBuf) {
+/// Runs the example; its output trace lives as long as the scratch
+/// directory returned with it.
+fn run_example(tag: &str) -> (Run, PathBuf, common::Scratch) {
     let dir = scratch(tag);
     let out_pcap = dir.join("uplink.pcap");
     let run = common::run_example("ratelimit", &["--simtime"], &[("OUT", &out_pcap)]);
-    (run, out_pcap)
+    (run, out_pcap, dir)
 }
 
 #[test]
 fn ratelimit_example_polices_and_prioritises_voice() {
-    let (run, out_pcap) = run_example("ratelimit");
+    let (run, out_pcap, _dir) = run_example("ratelimit");
     let report = run.stdout;
     // Trace: 100 voice frames (2 calls), 120 bulk frames; subscriber 3's
     // 200 packets/s and subscriber 1's voice+bulk peak exceed 100/s.
@@ -56,7 +58,7 @@ fn ratelimit_example_polices_and_prioritises_voice() {
 /// Click's own run of it with `--simtime`.
 #[test]
 fn ratelimit_example_full_counts() {
-    let (run, out_pcap) = run_example("ratelimit-full");
+    let (run, out_pcap, _dir) = run_example("ratelimit-full");
     let report = run.stdout;
     assert!(
         report.contains("bulk   in/out  78 46 queue drops 32\n"),

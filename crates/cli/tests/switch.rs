@@ -93,7 +93,8 @@ fn wait_ports(sock: &Path, n: usize) -> Vec<String> {
     let t0 = Instant::now();
     loop {
         let p = ports(sock);
-        if p.len() == n || (n == 0 && p == ["no ports attached"]) {
+        // A table: a header line, then a line per port.
+        if p.len() == n + 1 || (n == 0 && p == ["no ports attached"]) {
             return p;
         }
         assert!(t0.elapsed() < Duration::from_secs(10), "ports: {p:?}");
@@ -167,8 +168,10 @@ fn two_middleboxes_exchange_frames_through_the_switch() {
     let source = start_run(&sock, &["--name", "source"], &cfg);
     let list = wait_ports(&sock, 3);
     assert!(
-        list.iter()
-            .any(|l| l.contains(" mirror/eth0 02:00:00:00:00:02 ")),
+        list.iter().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1..3) == Some(&["mirror/eth0", "02:00:00:00:00:02"][..])
+        }),
         "{list:?}"
     );
 

@@ -220,7 +220,7 @@ fn thread_counts_out_of_range_are_rejected() {
         assert_eq!(
             text(&o.stderr),
             format!(
-                "pronto run: --threads: expected a number of threads from 1 to 64, found `{n}` (see `pronto --help`)\n"
+                "pronto run: --threads: expected a number of threads from 1 to 64, found `{n}` (see `pronto run --help`)\n"
             )
         );
     }

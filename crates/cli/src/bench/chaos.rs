@@ -508,7 +508,7 @@ impl Campaign {
             self.d
                 .call("POST", "/v1/tenants", Some(&json!({ "name": t })))?;
         }
-        println!(
+        crate::outln!(
             "chaos: daemon pid {}, {} tenants x (generator -> middlebox -> sink) at {} pps each, \
              and a hostile port",
             self.d.pid(),
@@ -1425,17 +1425,17 @@ impl Campaign {
     }
 
     fn run(&mut self) -> Result<(), String> {
-        println!(
+        crate::outln!(
             "| # | fault | victim | target | recovered ms | neighbours' rate kept | victim residual (bound) | neighbours' residual | state | notes |"
         );
-        println!("|---:|---|---|---|---:|---:|---:|---:|---|---|");
+        crate::outln!("|---:|---|---|---|---:|---:|---:|---:|---|---|");
         let start = Instant::now();
         let mut n = 0;
         while n < Kind::ALL.len() || start.elapsed() < self.o.duration {
             let kind = Kind::ALL[n % Kind::ALL.len()];
             let victim = n % TENANTS.len();
             let rec = self.fault(n + 1, kind, victim);
-            println!(
+            crate::outln!(
                 "| {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |",
                 rec.n,
                 rec.kind,
@@ -1541,7 +1541,7 @@ impl Campaign {
             ]);
         }
         led.write(&out.join("chaos_ledger.csv"))?;
-        println!("\nper kind: injected, recovered, time to recover p50 / max (ms)");
+        crate::outln!("\nper kind: injected, recovered, time to recover p50 / max (ms)");
         for k in Kind::ALL {
             let rs: Vec<&Record> = self.records.iter().filter(|r| r.kind == k.name()).collect();
             let mut ms: Vec<f64> = rs
@@ -1550,7 +1550,7 @@ impl Campaign {
                 .map(|r| r.recover_ms)
                 .collect();
             let max = ms.iter().copied().fold(0.0, f64::max);
-            println!(
+            crate::outln!(
                 "  {:<14} {:>3} injected, {:>3} recovered, {:>8.0} / {:>8.0}",
                 k.name(),
                 rs.len(),
@@ -1559,12 +1559,12 @@ impl Campaign {
                 max
             );
         }
-        println!(
+        crate::outln!(
             "books (injected = delivered + dropped + held + held when a process ended + residual):"
         );
         for (t, l) in self.ledgers.iter().enumerate() {
             let x = l.totals();
-            println!(
+            crate::outln!(
                 "  {}: {} = {} + {} ({} by the switch) + {} + {} + {}",
                 TENANTS[t],
                 x.r.injected,
@@ -1576,7 +1576,7 @@ impl Campaign {
                 x.residual()
             );
         }
-        println!(
+        crate::outln!(
             "wrote {} and {}",
             out.join("chaos.csv").display(),
             out.join("chaos_ledger.csv").display()
@@ -1609,7 +1609,7 @@ impl Campaign {
                 .filter(|&p| Prontod::cgroup_dir_left(p))
                 .collect();
             if left.is_empty() && dirs.is_empty() {
-                println!(
+                crate::outln!(
                     "after SIGTERM: no sandbox process and no cgroup of the {} daemons left",
                     self.d.pids.len()
                 );
@@ -1635,7 +1635,7 @@ impl Campaign {
             .collect();
         problems.extend(failed);
         let recovered = self.records.iter().filter(|r| r.recovered).count();
-        println!(
+        crate::outln!(
             "faults injected {}, recovered {}, failures {}",
             self.records.len(),
             recovered,

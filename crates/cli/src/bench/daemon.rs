@@ -167,7 +167,9 @@ fn boot(c: &Common, count: u32, pause: Duration) -> Result<(), String> {
     let config = "FromDevice(eth0) -> EtherMirror -> Queue(64) -> ToDevice(eth0);";
     let mut csv = Csv::new(&["instance", "boot_ms", "api_ms"]);
     let mut boots = Vec::new();
-    println!("creating {count} instances one after another (API request -> first frame forwarded)");
+    crate::outln!(
+        "creating {count} instances one after another (API request -> first frame forwarded)"
+    );
     for i in 1..=count {
         // Time between requests (not counted): lets the daemon's pool of
         // pre-started sandboxes refill, as between an operator's requests.
@@ -227,9 +229,9 @@ fn boot(c: &Common, count: u32, pause: Duration) -> Result<(), String> {
     let first = boots[0];
     let last = window(n - 1);
     let mut all = boots.clone();
-    println!("| instances | boot median ms | boot p99 ms | 1st ms | {n}th ms (median of 10 around) | {n}th / 1st | PSS idle MB (median) | daemon+switch CPU idle | all instances' CPU idle |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
+    crate::outln!("| instances | boot median ms | boot p99 ms | 1st ms | {n}th ms (median of 10 around) | {n}th / 1st | PSS idle MB (median) | daemon+switch CPU idle | all instances' CPU idle |");
+    crate::outln!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    crate::outln!(
         "| {n} | {:.2} | {:.2} | {first:.2} | {last:.2} | {:.2} | {:.2} | {daemon_cpu:.2}% | {inst_cpu:.2}% |",
         median(&mut all.clone()),
         pct(&mut all, 0.99),
@@ -299,9 +301,9 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
         "keepalive_read_us_p50",
         "direct_read_us_p50",
     ]);
-    println!("handler round trips through the API (unix socket), {runs} each");
-    println!("| payload | write p50 µs | read p50 µs | write p99 µs | read p99 µs | write p50, connection kept | read p50, connection kept | read without HTTP p50 |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    crate::outln!("handler round trips through the API (unix socket), {runs} each");
+    crate::outln!("| payload | write p50 µs | read p50 µs | write p99 µs | read p99 µs | write p50, connection kept | read p50, connection kept | read without HTTP p50 |");
+    crate::outln!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for size in [1usize, 16, 256, 1024, 4096, 16384, 65536] {
         let payload: String = (0..size).map(|i| (b'a' + (i % 26) as u8) as char).collect();
         let (mut w, mut r) = (Vec::new(), Vec::new());
@@ -356,7 +358,7 @@ fn handlers(c: &Common, runs: usize) -> Result<(), String> {
         let d50 = median(&mut direct);
         let (w50, r50) = (median(&mut w.clone()), median(&mut r.clone()));
         let (w99, r99) = (pct(&mut w, 0.99), pct(&mut r, 0.99));
-        println!(
+        crate::outln!(
             "| {size} | {w50:.0} | {r50:.0} | {w99:.0} | {r99:.0} | {kw50:.0} | {kr50:.0} | {d50:.0} |"
         );
         csv.row(&[
@@ -504,17 +506,17 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
         (slots, ring) => Some((slots.unwrap_or(256), ring.unwrap_or(128))),
     };
     if let Some((slots, ring)) = geometry {
-        println!("instance ports: {slots} slots, rings of {ring}");
+        crate::outln!("instance ports: {slots} slots, rings of {ring}");
     }
     let s = start_with("chain", 2048, geometry)?;
     let dur = Duration::from_secs_f64(secs);
     let mut csv = Csv::new(&["size", "one_kpps"]);
-    println!("switch + one sandboxed firewall, by frame size");
-    println!("| frame | kpps | Gb/s |");
-    println!("|---:|---:|---:|");
+    crate::outln!("switch + one sandboxed firewall, by frame size");
+    crate::outln!("| frame | kpps | Gb/s |");
+    crate::outln!("|---:|---:|---:|");
     for size in [64usize, 128, 256, 512, 1024, 1500] {
         let r = chain_rate(&s, 1, size, dur)?;
-        println!(
+        crate::outln!(
             "| {size} | {:.0} | {:.2} |",
             r / 1e3,
             r * (size as f64 + 24.0) * 8.0 / 1e9
@@ -534,16 +536,16 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
         },
     )?;
     let mut csv = Csv::new(&["chain", "kpps", "of_one"]);
-    println!("\nchains of sandboxed firewalls, 64 B");
-    println!("| middleboxes | kpps | of one |");
-    println!("|---:|---:|---:|");
+    crate::outln!("\nchains of sandboxed firewalls, 64 B");
+    crate::outln!("| middleboxes | kpps | of one |");
+    crate::outln!("|---:|---:|---:|");
     let mut one = 0.0;
     for n in 1..=5 {
         let r = chain_rate(&s, n, 64, dur)?;
         if n == 1 {
             one = r;
         }
-        println!("| {n} | {:.0} | {:.2} |", r / 1e3, r / one);
+        crate::outln!("| {n} | {:.0} | {:.2} |", r / 1e3, r / one);
         csv.row(&[
             n.to_string(),
             format!("{:.1}", r / 1e3),
@@ -656,9 +658,11 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
         "answering",
         "daemon_fds",
     ]);
-    println!("consolidation: up to {count} instances, each answering ARP and ping on the switch");
-    println!("| instances | memory used MB | MB per instance | boot ms (last) | sampled instances answering | daemon descriptors |");
-    println!("|---:|---:|---:|---:|---:|---:|");
+    crate::outln!(
+        "consolidation: up to {count} instances, each answering ARP and ping on the switch"
+    );
+    crate::outln!("| instances | memory used MB | MB per instance | boot ms (last) | sampled instances answering | daemon descriptors |");
+    crate::outln!("|---:|---:|---:|---:|---:|---:|");
     let mut reached = 0;
     let mut why = String::new();
     for i in 1..=count {
@@ -697,7 +701,7 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
             let ok = sample.iter().filter(|&&j| answers(&mut gen, j)).count();
             let used = mem_used().saturating_sub(mem0) as f64 / 1e6;
             let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
-            println!(
+            crate::outln!(
                 "| {i} | {used:.0} | {:.2} | {boot:.1} | {ok}/{} | {fds} |",
                 used / i as f64,
                 sample.len()
@@ -713,7 +717,7 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
         }
     }
     if reached < count {
-        println!("stopped at {reached} instances: {why}");
+        crate::outln!("stopped at {reached} instances: {why}");
     }
     let pids: Vec<u32> = m.list(None).iter().filter_map(|v| v.pid).collect();
     std::thread::sleep(Duration::from_secs(1));
@@ -721,7 +725,7 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs(5));
     let el = t0.elapsed().as_secs_f64();
-    println!(
+    crate::outln!(
         "idle with {reached} instances: daemon + switch {:.2}% of a core, all instances together {:.2}%",
         100.0 * (cpu_self() - self0) / el,
         100.0 * (cpu_of(&pids) - kids0) / el

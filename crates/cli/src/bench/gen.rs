@@ -71,7 +71,7 @@ impl Opts {
         while i < args.len() {
             let a = args[i].as_str();
             if a == "--help" || a == "-h" {
-                print!("{usage}");
+                crate::out!("{usage}");
                 return Err(String::new());
             }
             if valued.contains(&a) {
@@ -274,11 +274,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
     };
     let config = gen_config(&o)?;
     if o.flag("--print-config") {
-        print!("{config}");
+        crate::out!("{config}");
         return Ok(());
     }
     let mut router = build(&config)?;
-    println!(
+    crate::outln!(
         "gen: iface={} method={} length={} rate={} flows={} burst={}",
         o.iface,
         o.method()?,
@@ -291,7 +291,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     router.run()?;
     let secs = t0.elapsed().as_secs_f64();
     let sent: u64 = read(&mut router, "tx.count").parse().unwrap_or(0);
-    println!(
+    crate::outln!(
         "total: sent={sent} generated={} drops={} seconds={secs:.3} pps={:.0}",
         read(&mut router, "gen.count"),
         read(&mut router, "tx.drops"),
@@ -330,15 +330,15 @@ pub fn sink(args: &[String]) -> Result<(), String> {
     };
     let config = sink_config(&o, csv.as_deref())?;
     if o.flag("--print-config") {
-        print!("{config}");
+        crate::out!("{config}");
         return Ok(());
     }
     let mut router = build(&config)?;
-    println!("sink: iface={} method={} listening", o.iface, o.method()?);
+    crate::outln!("sink: iface={} method={} listening", o.iface, o.method()?);
     router.run()?;
     let count: u64 = read(&mut router, "sink.count").parse().unwrap_or(0);
     let unstamped: u64 = read(&mut router, "sink.unstamped").parse().unwrap_or(0);
-    println!(
+    crate::outln!(
         "total: rx={count} stamped={} unstamped={unstamped} bytes={} lost={} reordered={} \
          duplicates={} pps={} bps={} p50_us={} p99_us={} p999_us={} max_us={}",
         count - unstamped.min(count),
@@ -354,7 +354,7 @@ pub fn sink(args: &[String]) -> Result<(), String> {
         read(&mut router, "sink.latency_max"),
     );
     if let Some(p) = csv {
-        println!("wrote {}", p.display());
+        crate::outln!("wrote {}", p.display());
     }
     Ok(())
 }

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 pronto bench: experiments (each writes OUT/NAME.csv and OUT/NAME.png)
 
 Usage:
@@ -87,12 +87,12 @@ pub fn main(args: &[String]) -> ExitCode {
     // every subcommand's options are in the one usage text (gen and sink
     // have their own).
     if !matches!(sub.as_str(), "gen" | "sink") && rest.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{USAGE}");
+        crate::out!("{USAGE}");
         return ExitCode::SUCCESS;
     }
     let r = match sub.as_str() {
         "--help" | "help" => {
-            print!("{USAGE}");
+            crate::out!("{USAGE}");
             return ExitCode::SUCCESS;
         }
         "switch" | "ports" | "cores" => switch::main(sub, rest),
@@ -219,7 +219,7 @@ pub fn plot(csv: &Path, png: &Path, spec: &PlotSpec<'_>) -> Result<(), String> {
         cmd.args(spec.ys);
         match cmd.output() {
             Ok(o) if o.status.success() => {
-                println!("wrote {} and {}", csv.display(), png.display());
+                crate::outln!("wrote {} and {}", csv.display(), png.display());
                 return Ok(());
             }
             Ok(o) => {
@@ -232,7 +232,7 @@ pub fn plot(csv: &Path, png: &Path, spec: &PlotSpec<'_>) -> Result<(), String> {
             Err(e) => last = format!("{py} not runnable: {e}"),
         }
     }
-    println!("wrote {} (no plot: {last})", csv.display());
+    crate::outln!("wrote {} (no plot: {last})", csv.display());
     Ok(())
 }
 

@@ -730,7 +730,7 @@ pub fn plot_with(script: &str, csv: &Path, png: &Path, args: &[&str]) -> Result<
             .is_ok_and(|s| s.success())
     });
     let Some(python) = python else {
-        println!(
+        crate::outln!(
             "wrote {} (no plot: install python3-matplotlib for the PNG)",
             csv.display()
         );
@@ -745,7 +745,7 @@ pub fn plot_with(script: &str, csv: &Path, png: &Path, args: &[&str]) -> Result<
         .output()
         .map_err(|e| format!("cannot run {python}: {e}"))?;
     if o.status.success() {
-        println!("wrote {} and {}", csv.display(), png.display());
+        crate::outln!("wrote {} and {}", csv.display(), png.display());
         Ok(())
     } else {
         Err(format!(

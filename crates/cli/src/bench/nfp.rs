@@ -300,14 +300,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let work: u32 = c.opt("--work")?.unwrap_or(0);
     let pin = !c.rest.iter().any(|a| a == "--no-pin");
     if work > 0 {
-        println!(
+        crate::outln!(
             "each firewall also spends WorkPackage(W {work}) on every packet: {:.1} µs here",
             work_cost_us(work)?
         );
     }
-    println!("k firewalls as sandboxed instances: in sequence vs one parallel group (64 B)");
-    println!("| firewalls | graph steps (seq / par) | p50 seq | p50 par | p99 seq | p99 par | p50 reduction | kpps seq | kpps par |");
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    crate::outln!("k firewalls as sandboxed instances: in sequence vs one parallel group (64 B)");
+    crate::outln!("| firewalls | graph steps (seq / par) | p50 seq | p50 par | p99 seq | p99 par | p50 reduction | kpps seq | kpps par |");
+    crate::outln!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     let plain = |e: [u8; 6]| frame(e, 64);
     let body = fw(work);
     let files = [("fw.click", body.as_str())];
@@ -338,7 +338,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
             dur,
         )?;
         let red = 1.0 - par.p50_us / seq.p50_us;
-        println!(
+        crate::outln!(
             "| {k} | {} / {} | {:.0} µs | {:.0} µs | {:.0} µs | {:.0} µs | {:.0}% | {:.0} | {:.0} |",
             seq.hops,
             par.hops,
@@ -448,19 +448,22 @@ fn data_centre(
     };
     let a = measure(s, dir, "dc-seq", 40, &seq, dur)?;
     let b = measure(s, dir, "dc-par", 41, &par, dur)?;
-    println!("\ndata-centre chain (VPN -> monitor -> FW -> LB), 84-byte IP-in-IP frames");
-    println!("| chain | graph steps | p50 | p99 | kpps |");
-    println!("|---|---:|---:|---:|---:|");
+    crate::outln!("\ndata-centre chain (VPN -> monitor -> FW -> LB), 84-byte IP-in-IP frames");
+    crate::outln!("| chain | graph steps | p50 | p99 | kpps |");
+    crate::outln!("|---|---:|---:|---:|---:|");
     for (name, r) in [
         ("in sequence", &a),
         ("compiled (VPN, monitor | FW, LB)", &b),
     ] {
-        println!(
+        crate::outln!(
             "| {name} | {} | {:.0} µs | {:.0} µs | {:.0} |",
-            r.hops, r.p50_us, r.p99_us, r.kpps
+            r.hops,
+            r.p50_us,
+            r.p99_us,
+            r.kpps
         );
     }
-    println!("p50 reduction: {:.0}%", (1.0 - b.p50_us / a.p50_us) * 100.0);
+    crate::outln!("p50 reduction: {:.0}%", (1.0 - b.p50_us / a.p50_us) * 100.0);
     Ok(())
 }
 
@@ -511,19 +514,22 @@ fn rising(
     };
     let a = measure(s, dir, "rising-seq", 42, &seq, dur)?;
     let b = measure(s, dir, "rising-par", 43, &par, dur)?;
-    println!(
+    crate::outln!(
         "\nfirewalls of rising cost (WorkPackage W {}: {} µs here), 64 B",
         works.map(|w| w.to_string()).join(", "),
         costs.join(", ")
     );
-    println!("| chain | graph steps | p50 | p99 | kpps |");
-    println!("|---|---:|---:|---:|---:|");
+    crate::outln!("| chain | graph steps | p50 | p99 | kpps |");
+    crate::outln!("|---|---:|---:|---:|---:|");
     for (name, r) in [("in sequence", &a), ("one parallel group", &b)] {
-        println!(
+        crate::outln!(
             "| {name} | {} | {:.0} µs | {:.0} µs | {:.0} |",
-            r.hops, r.p50_us, r.p99_us, r.kpps
+            r.hops,
+            r.p50_us,
+            r.p99_us,
+            r.kpps
         );
     }
-    println!("p50 reduction: {:.0}%", (1.0 - b.p50_us / a.p50_us) * 100.0);
+    crate::outln!("p50 reduction: {:.0}%", (1.0 - b.p50_us / a.p50_us) * 100.0);
     Ok(())
 }

@@ -175,7 +175,7 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
     let quota =
         json!({"instances": p.n + 16, "memory": "64G", "cpu": 4096.0, "interfaces": 65_535});
     d.call("PUT", "/v1/tenants/default/quota", Some(&quota))?;
-    println!(
+    crate::outln!(
         "soak: daemon pid {}, {} instances, {} pps each, churn {} operations/s, {:.0} s",
         d.pid(),
         p.n,
@@ -223,14 +223,14 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
     let mut next_op = Instant::now();
     let mut next_sample = Instant::now();
     let mut errors: Vec<String> = Vec::new();
-    println!("| t s | instances | running | RSS MB (heap, ports) | fds | threads | store KB | cgroups | sandboxes | netns | operations (errors) |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    crate::outln!("| t s | instances | running | RSS MB (heap, ports) | fds | threads | store KB | cgroups | sandboxes | netns | operations (errors) |");
+    crate::outln!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     while t0.elapsed() < p.duration {
         if Instant::now() >= next_sample {
             next_sample += p.every;
             let s = sample(d, t0, ops, op_errors)?;
             note_kids(&mut seen, d.pid());
-            println!(
+            crate::outln!(
                 "| {:.0} | {} | {} | {:.1} ({:.1}, {:.1}) | {} | {} | {} | {} | {} | {} | {} ({}) |",
                 s.t,
                 s.instances,
@@ -340,7 +340,7 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
     let anon_growth = end.anon as f64 - first.anon as f64;
     let fd_growth = end.fds as i64 - first.fds as i64;
     let store_growth = end.store as f64 - first.store as f64;
-    println!(
+    crate::outln!(
         "after the warm-up ({:.0} s to {:.0} s): RSS {:+.1} MB (slope {:+.2} MB/h, bound {:.0} MB; \
          of it the heap {:+.2} MB, slope {:+.2} MB/h), descriptors {:+} (slope {:+.1}/h, bound {}), store {:+.1} KB (slope {:+.1} KB/h, bound {:.0} KB), \
          threads {} -> {}",
@@ -369,7 +369,7 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
     if store_growth > p.store_bound {
         problems.push(format!("the store grew {:.0} KB", store_growth / 1024.0));
     }
-    println!(
+    crate::outln!(
         "end: {answering} of {} instances answer a handler read with traffic counted; {} operations \
          ({} failed); sandboxes {} (instances {} + {} pre-started), cgroups {}, namespaces {}",
         p.n, ops, op_errors, last.sandboxes, last.instances, WARM, last.cgroups, last.netns
@@ -402,7 +402,7 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    println!(
+    crate::outln!(
         "after deleting every instance: sandboxes {}, cgroups {}, namespaces {}, RSS {:.1} MB, \
          descriptors {}",
         empty.sandboxes,
@@ -425,7 +425,7 @@ fn soak(d: &mut Prontod, c: &Common, p: Params) -> Result<(), String> {
         let left = prontod::still_alive(&seen);
         let cg = Prontod::cgroup_dir_left(pid);
         if left.is_empty() && !cg {
-            println!(
+            crate::outln!(
                 "after SIGTERM: none of the {} sandbox processes seen is left, no cgroup",
                 seen.len()
             );

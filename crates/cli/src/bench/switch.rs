@@ -77,15 +77,15 @@ fn sizes(c: &Common, dur: Duration, runs: usize) -> Result<(), String> {
         "fraction_of_copy_limit",
         "switch_gbps",
     ]);
-    println!(
+    crate::outln!(
         "switch port to port, one switching thread, median of {runs} runs of {:.1} s",
         dur.as_secs_f64()
     );
-    println!(
+    crate::outln!(
         "| frame | switch Mpps | switch Mpps, sender prefilled | ring limit (1 copy) Mpps | \
          index-only Mpps | switch / limit | switch Gb/s |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    crate::outln!("|---:|---:|---:|---:|---:|---:|---:|");
     for &size in &SIZES {
         let mut sw = Vec::new();
         let mut pre = Vec::new();
@@ -100,7 +100,7 @@ fn sizes(c: &Common, dur: Duration, runs: usize) -> Result<(), String> {
         let (s, cp, ix) = (median(&mut sw), median(&mut copy), median(&mut idx));
         let sp = median(&mut pre);
         let gbps = s * (size as f64 + 24.0) * 8.0 / 1e9;
-        println!(
+        crate::outln!(
             "| {size} | {:.1} | {:.1} | {:.1} | {:.0} | {:.2} | {:.1} |",
             s / 1e6,
             sp / 1e6,
@@ -139,12 +139,12 @@ fn sizes(c: &Common, dur: Duration, runs: usize) -> Result<(), String> {
 
 fn ports(c: &Common, dur: Duration, runs: usize, max: u32) -> Result<(), String> {
     let mut csv = Csv::new(&["ports", "switch_mpps", "idle_cpu_pct"]);
-    println!(
+    crate::outln!(
         "switch at 64 B with N ports attached (traffic on 2), median of {runs} runs of {:.1} s",
         dur.as_secs_f64()
     );
-    println!("| ports | Mpps | switch CPU with all ports idle |");
-    println!("|---:|---:|---:|");
+    crate::outln!("| ports | Mpps | switch CPU with all ports idle |");
+    crate::outln!("|---:|---:|---:|");
     for &n in PORTS.iter().filter(|&&n| n <= max) {
         let mut v = Vec::new();
         for _ in 0..runs {
@@ -152,7 +152,7 @@ fn ports(c: &Common, dur: Duration, runs: usize, max: u32) -> Result<(), String>
         }
         let r = median(&mut v);
         let idle = idle_cpu(n, Duration::from_secs(1))?;
-        println!("| {n} | {:.1} | {:.2}% |", r / 1e6, idle);
+        crate::outln!("| {n} | {:.1} | {:.2}% |", r / 1e6, idle);
         csv.row(&[
             n.to_string(),
             format!("{:.3}", r / 1e6),
@@ -195,13 +195,15 @@ fn cores(c: &Common, dur: Duration, runs: usize, max: usize) -> Result<(), Strin
         "local_speedup",
         "cross_speedup",
     ]);
-    println!(
+    crate::outln!(
         "switch at 64 B, N engines on N threads (each also plays its peers), median of {runs} \
          runs of {:.1} s",
         dur.as_secs_f64()
     );
-    println!("| threads | local Mpps | cross-thread Mpps | local / 1 thread | cross / 1 thread |");
-    println!("|---:|---:|---:|---:|---:|");
+    crate::outln!(
+        "| threads | local Mpps | cross-thread Mpps | local / 1 thread | cross / 1 thread |"
+    );
+    crate::outln!("|---:|---:|---:|---:|---:|");
     let (mut base_l, mut base_c) = (0.0, 0.0);
     for t in 1..=max {
         let mut l = Vec::new();
@@ -214,7 +216,7 @@ fn cores(c: &Common, dur: Duration, runs: usize, max: usize) -> Result<(), Strin
         if t == 1 {
             (base_l, base_c) = (l, x);
         }
-        println!(
+        crate::outln!(
             "| {t} | {:.1} | {:.1} | {:.2} | {:.2} |",
             l / 1e6,
             x / 1e6,

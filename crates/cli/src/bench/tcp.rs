@@ -56,7 +56,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     netns::need(&tools_for(&paths, &["ip", "ping", "sysctl", "iperf3"]))?;
     netns::catch_interrupts()?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find pronto itself: {e}"))?;
-    println!(
+    crate::outln!(
         "pronto bench tcp: iperf3 for {duration} s per path; load average before it {} on {} cores",
         netns::load_average(),
         netns::cores()
@@ -91,7 +91,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     csv.write(&csv_path)?;
     let title = format!("TCP (iperf3, {duration} s) and idle ping through a middle namespace");
     netns::plot_with(PLOT, &csv_path, &c.out.join("tcp.png"), &[&title])?;
-    println!("\n{}", table(&results, f64::from(duration)));
+    crate::outln!("\n{}", table(&results, f64::from(duration)));
     Ok(())
 }
 
@@ -138,7 +138,7 @@ fn measure_path(
         Ok(p) => p,
         Err(e) => {
             netns::interrupted()?;
-            println!("{name}: skipped: {e}");
+            crate::outln!("{name}: skipped: {e}");
             r.note = format!("skipped: {e}");
             return Ok(r);
         }
@@ -147,7 +147,7 @@ fn measure_path(
         Ok(v) => v,
         Err(e) if !middle.is_kernel() => {
             netns::interrupted()?;
-            println!("{name}: skipped: {e}");
+            crate::outln!("{name}: skipped: {e}");
             r.note = format!("skipped: {e}");
             return Ok(r);
         }
@@ -155,7 +155,7 @@ fn measure_path(
     };
     r.ping_p50 = percentile(&rtts, 50.0);
     r.ping_p99 = percentile(&rtts, 99.0);
-    println!(
+    crate::outln!(
         "{name}: ping through the idle middle: p50 {:.0} us, p99 {:.0} us ({} of {pings} replies)",
         r.ping_p50,
         r.ping_p99,
@@ -219,7 +219,7 @@ fn measure_path(
             if middle.is_kernel() {
                 return Err(format!("{name}: {e}"));
             }
-            println!("{name}: failed: {e}");
+            crate::outln!("{name}: failed: {e}");
             r.note = join_notes(&r.note, &format!("failed: {e}"));
             return Ok(r);
         }
@@ -228,7 +228,7 @@ fn measure_path(
     if !last.is_empty() {
         r.note = join_notes(&r.note, &format!("retried after: {last}"));
     }
-    println!(
+    crate::outln!(
         "{name}: {:.2} Gb/s, {} retransmits{}",
         r.gbps,
         r.retransmits.map_or("?".into(), |v| v.to_string()),

@@ -59,7 +59,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     netns::catch_interrupts()?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find pronto itself: {e}"))?;
     check_elements(&exe)?;
-    println!(
+    crate::outln!(
         "pronto bench veth: {duration} s per point (PacketGen -> forwarder -> PacketSink); \
          load average before it {} on {} cores",
         netns::load_average(),
@@ -112,7 +112,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     csv.write(&csv_path)?;
     let title = format!("64 B UDP forwarding through a middle namespace ({duration} s per point)");
     netns::plot_with(PLOT, &csv_path, &c.out.join("veth.png"), &[&title])?;
-    println!("\n{}", tables(&results));
+    crate::outln!("\n{}", tables(&results));
     Ok(())
 }
 
@@ -205,7 +205,7 @@ fn measure_path(
     };
     if let Err(e) = ready {
         netns::interrupted()?;
-        println!("{name}: skipped: {e}");
+        crate::outln!("{name}: skipped: {e}");
         return Ok(PathResult {
             name,
             ping_p50: f64::NAN,
@@ -218,7 +218,7 @@ fn measure_path(
         Ok(r) => r,
         Err(e) if !middle.is_kernel() => {
             netns::interrupted()?;
-            println!("{name}: skipped: {e}");
+            crate::outln!("{name}: skipped: {e}");
             return Ok(PathResult {
                 name,
                 ping_p50: f64::NAN,
@@ -230,7 +230,7 @@ fn measure_path(
         Err(e) => return Err(e),
     };
     let (p50, p99) = (percentile(&rtts, 50.0), percentile(&rtts, 99.0));
-    println!(
+    crate::outln!(
         "{name}: ping through the idle middle: p50 {p50:.0} us, p99 {p99:.0} us \
          ({} of {pings} replies)",
         rtts.len()
@@ -248,12 +248,12 @@ fn measure_path(
                 }
                 // A pronto method that breaks under load is a result,
                 // not a reason to lose the others.
-                println!("{name}: stopped: {e}");
+                crate::outln!("{name}: stopped: {e}");
                 note = join_notes(&note, &format!("stopped: {e}"));
                 break;
             }
         };
-        println!(
+        crate::outln!(
             "{name}: {}: offered {:.0} kpps, forwarded {:.0} kpps, loss {:.2}%",
             rate_name(target),
             p.offered / 1e3,

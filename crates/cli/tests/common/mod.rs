@@ -17,12 +17,46 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A fresh scratch directory for one test.
-pub fn scratch(tag: &str) -> PathBuf {
+/// A fresh scratch directory for one test, removed with everything in it
+/// when the test ends (also when it fails: the guard is dropped as the
+/// panic unwinds), so that runs leave nothing in the temporary directory.
+pub fn scratch(tag: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("pronto-cli-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch directory");
-    d
+    Scratch(d)
+}
+
+/// A scratch directory, removed on drop (`PRONTO_KEEP_SCRATCH=1` keeps it
+/// for a look after a failure).
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::env::var_os("PRONTO_KEEP_SCRATCH").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// What a successful `pronto run` printed.
