@@ -292,6 +292,10 @@ pub struct CreateArgs {
     /// The most tasks it may have.
     #[arg(long, value_name = "N")]
     pub pids: Option<String>,
+    /// Its share of the CPUs and of the switch under overload, 1 to 10000
+    /// (default 100; 200: twice a default instance's share).
+    #[arg(long, value_name = "N")]
+    pub weight: Option<String>,
     /// An interface, a port on the switch, with its MAC if given (repeatable).
     #[arg(long, value_name = "IFACE[=MAC]")]
     pub iface: Vec<String>,
@@ -437,7 +441,8 @@ impl CtlCmd {
                     .flag("--mem", &a.mem)
                     .flag("--cpu", &a.cpu)
                     .flag("--cpus", &a.cpus)
-                    .flag("--pids", &a.pids);
+                    .flag("--pids", &a.pids)
+                    .flag("--weight", &a.weight);
                 for i in a.iface {
                     c.flags.push(("--iface".into(), i));
                 }

@@ -135,6 +135,14 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                     .map_err(|_| format!("--pids: expected a number, found `{p}`"))?;
                 body["pids"] = json!(v);
             }
+            if let Some(w) = flag(&["--weight"]).pop() {
+                let v: u32 = w.parse().map_err(|_| {
+                    format!(
+                        "--weight: expected a number from 1 to 10000 (default 100), found `{w}`"
+                    )
+                })?;
+                body["weight"] = json!(v);
+            }
             let ifaces: Vec<Value> = flag(&["--iface"])
                 .iter()
                 .map(|f| match f.split_once('=') {
@@ -484,6 +492,7 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
         mb(&v["memory"])
     );
     crate::outln!("cpu:        {}", s(&v["cpu"]));
+    crate::outln!("weight:     {}", s(&v["weight"]));
     if let Some(cpus) = v["cpus"].as_array() {
         let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
         crate::outln!("cpus:       {}", list.join(","));

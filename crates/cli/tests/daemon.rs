@@ -418,6 +418,23 @@ fn an_instances_weight_sets_its_share_of_the_cpus_and_of_the_switch() {
             && metrics.contains("pronto_instance_weight{tenant=\"tw\",instance=\"plain\"} 100"),
         "{metrics}"
     );
+    // The same through the command line.
+    let good = write(&dir, "c.click", config);
+    let g = good.to_str().expect("path");
+    let (made, _, err) = cli(&dir, &["create", "w0", "--config", g, "--weight", "x"]);
+    assert!(!made);
+    assert_eq!(
+        err,
+        "pronto create: --weight: expected a number from 1 to 10000 (default 100), found `x`\n"
+    );
+    ok(
+        &dir,
+        &[
+            "create", "light", "--config", g, "--weight", "50", "--iface", "eth0",
+        ],
+    );
+    assert_eq!(json(&dir, &["show", "light"])["weight"], 50);
+    assert!(ok(&dir, &["show", "light"]).contains("weight:     50\n"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
