@@ -948,6 +948,72 @@ pub enum HandlerError {
     BadValue(String),
 }
 
+/// What one of an element's counters counts (see [`Element::counters`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterKind {
+    /// Packets (or bytes, records, events) the element counted as part of
+    /// its work: `Counter`'s `count`, a queue's `highwater_length`.
+    Count,
+    /// Packets the element dropped, for the reason the counter names
+    /// (`bad_checksum`, `queue_full`, `no_route`). What an operator adds up
+    /// to find where packets are lost: every packet an element drops on
+    /// purpose is in exactly one of its drop counters.
+    Drop,
+}
+
+/// The counters one element reports (see [`Element::counters`]): each a
+/// fixed name chosen by the element's class, a kind and a value. Names are
+/// `snake_case` and `'static`, so that the set of series a monitoring
+/// system sees is bounded by the configuration, never by traffic.
+#[derive(Debug, Default)]
+pub struct Counters {
+    list: Vec<(&'static str, CounterKind, u64)>,
+}
+
+impl Counters {
+    /// An empty set.
+    pub fn new() -> Counters {
+        Counters::default()
+    }
+
+    /// Reports a counter of the element's work.
+    pub fn count(&mut self, name: &'static str, value: u64) {
+        self.list.push((name, CounterKind::Count, value));
+    }
+
+    /// Reports packets dropped for `reason`.
+    pub fn drop(&mut self, reason: &'static str, value: u64) {
+        self.list.push((reason, CounterKind::Drop, value));
+    }
+
+    /// Every counter reported, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, CounterKind, u64)> + '_ {
+        self.list.iter().copied()
+    }
+
+    /// The drop counters, in order.
+    pub fn drops(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.iter()
+            .filter(|c| c.1 == CounterKind::Drop)
+            .map(|(n, _, v)| (n, v))
+    }
+
+    /// The sum of the drop counters.
+    pub fn dropped(&self) -> u64 {
+        self.drops().map(|(_, v)| v).sum()
+    }
+
+    /// Empties the set, keeping its storage.
+    pub fn clear(&mut self) {
+        self.list.clear();
+    }
+
+    /// True when nothing was reported.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
 /// A Click element.
 ///
 /// The runtime calls [`Element::push`] with batches arriving on a push
@@ -1085,6 +1151,19 @@ pub trait Element: std::any::Any {
     /// The timer is due: the element clears or re-arms it.
     fn run_timer(&mut self, now: i64) {
         let _ = now;
+    }
+
+    /// Reports the element's counters and its drops by reason, for
+    /// monitoring (`/metrics`, `pronto stats`, the `counters` handler):
+    /// what its counting handlers show, as numbers under fixed names, with
+    /// no text to parse. An element that drops packets reports each drop
+    /// reason with [`Counters::drop`]; the runtime adds, for every element,
+    /// the packets on its ports, what it holds, and the drops only it sees
+    /// (`unconnected`: sent to an output with nothing connected;
+    /// `alloc_refused`: packets the pool refused it). Called between
+    /// element calls, never on the packet path. Default: nothing.
+    fn counters(&self, c: &mut Counters) {
+        let _ = c;
     }
 
     /// The element-specific handlers.

@@ -227,6 +227,9 @@ pub struct Router {
     /// port`): Click's `ocounts` (`icounts` are summed from them).
     ocount: Vec<u64>,
     ooff: Vec<usize>,
+    /// Per element: packets it sent to an output with nothing connected
+    /// (dropped; a drop reason only the runtime sees).
+    unconnected: Vec<u64>,
     pool: Pool,
 }
 
@@ -289,6 +292,70 @@ impl std::fmt::Display for Accounting {
             writeln!(f, "lent {}", self.lent)?;
         }
         writeln!(f, "alloc_refused {}", self.refused)
+    }
+}
+
+/// One element's counters (see [`Router::counters`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElementCounters {
+    /// The element's name.
+    pub name: String,
+    /// Its class.
+    pub class: &'static str,
+    /// What went in and out (per port), was made, freed, refused, held.
+    pub accounting: Accounting,
+    /// Packets it sent to an output with nothing connected (dropped).
+    pub unconnected: u64,
+    /// What the element itself reports ([`Element::counters`]).
+    pub counters: Vec<(&'static str, pronto_elements::CounterKind, u64)>,
+}
+
+impl ElementCounters {
+    /// Its drops by reason: the element's own reasons, then the runtime's
+    /// (`unconnected`, `alloc_refused`) where not zero.
+    pub fn drops(&self) -> Vec<(&'static str, u64)> {
+        let mut v: Vec<(&'static str, u64)> = self
+            .counters
+            .iter()
+            .filter(|c| c.1 == pronto_elements::CounterKind::Drop)
+            .map(|c| (c.0, c.2))
+            .collect();
+        if self.unconnected != 0 {
+            v.push(("unconnected", self.unconnected));
+        }
+        if self.accounting.refused != 0 {
+            v.push(("alloc_refused", self.accounting.refused));
+        }
+        v
+    }
+
+    /// One line of the `counters` handler: the name, the class, then
+    /// `key=value` fields: `in` and `out` per port (comma-separated),
+    /// `made`, `freed`, `held`, each drop as `drop.REASON` and each other
+    /// counter as `count.NAME`.
+    pub fn line(&self) -> String {
+        use std::fmt::Write as _;
+        let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        let a = &self.accounting;
+        let mut s = format!(
+            "{} {} in={} out={} made={} freed={} held={}",
+            self.name,
+            self.class,
+            list(&a.inputs),
+            list(&a.outputs),
+            a.made,
+            a.freed,
+            a.held
+        );
+        for (n, v) in self.drops() {
+            let _ = write!(s, " drop.{n}={v}");
+        }
+        for c in &self.counters {
+            if c.1 == pronto_elements::CounterKind::Count {
+                let _ = write!(s, " count.{}={}", c.0, c.2);
+            }
+        }
+        s
     }
 }
 
@@ -689,6 +756,7 @@ impl Router {
             mark: pool.in_use(),
             ocount: vec![0; no],
             ooff,
+            unconnected: vec![0; nnodes],
             pool,
         })
     }
@@ -982,6 +1050,7 @@ impl Router {
             None => {
                 // Dropped by the element that sent it (an earlier send's
                 // push may have left the charge on another).
+                self.unconnected[node] += batch.len() as u64;
                 let prev = self.acct_switch(node);
                 batch.clear();
                 self.acct_switch(prev);
@@ -1148,6 +1217,27 @@ impl Router {
             held: self.elems[node].held() as u64,
             lent: self.elems[node].lent(),
         }
+    }
+
+    /// Every element's counters (see [`ElementCounters`]), in
+    /// configuration order: what the `counters` handler prints and the
+    /// daemon exports. Reads no handler and formats no text.
+    pub fn counters(&mut self) -> Vec<ElementCounters> {
+        let mut c = pronto_elements::Counters::new();
+        (0..self.graph.nodes.len())
+            .map(|node| {
+                c.clear();
+                self.elems[node].counters(&mut c);
+                let list = c.iter().collect();
+                ElementCounters {
+                    name: self.graph.nodes[node].name.clone(),
+                    class: self.graph.nodes[node].class.name,
+                    accounting: self.accounting(node),
+                    unconnected: self.unconnected[node],
+                    counters: list,
+                }
+            })
+            .collect()
     }
 
     /// Checks that every packet is accounted for: each element's counts
@@ -2279,6 +2369,7 @@ impl Router {
                 Ok(s)
             }
             "flatconfig" => Ok(self.flatconfig()),
+            "counters" => Ok(self.counters().iter().map(|c| c.line() + "\n").collect()),
             // The text as written, unless it asked for compact_config.
             "config" if self.source_text.is_empty() => Ok(self.flatconfig()),
             "config" => Ok(self.source_text.clone()),
@@ -2436,6 +2527,7 @@ const GLOBAL_HANDLERS: &[(&str, &str)] = &[
     ("handlers", "r"),
     ("list", "r"),
     ("classes", "r"),
+    ("counters", "r"),
     ("packages", "r"),
     ("now", "r"),
     ("timewarp", "rw"),

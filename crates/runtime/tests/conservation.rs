@@ -554,3 +554,51 @@ fn a_pool_at_its_limit_refuses_and_the_refusals_are_counted_where_they_happened(
     }
     r.check_conservation().expect("conserved");
 }
+
+/// Parses one line of the `counters` handler into its `key=value` fields.
+fn counter_fields(line: &str) -> std::collections::BTreeMap<String, String> {
+    line.split_whitespace()
+        .skip(2)
+        .map(|f| {
+            let (k, v) = f.split_once('=').expect("key=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn counters_name_every_drop_with_its_reason() {
+    let text = "s :: InfiniteSource(LIMIT 20, BURST 20, STOP true) -> c :: Counter \
+                -> t :: Tee(2); t[0] -> q :: Queue(5) -> Idle; t[1] -> d :: Discard;";
+    let mut r = build(text, pronto_runtime::DEFAULT_POOL_LIMIT).expect("builds");
+    r.run().expect("runs");
+    let list = r.counters();
+    let by = |n: &str| list.iter().find(|c| c.name == n).expect(n).clone();
+    assert_eq!(by("q").drops(), vec![("queue_full", 15)]);
+    assert_eq!(by("q").accounting.held, 5);
+    assert_eq!(by("d").drops(), vec![("discarded", 20)]);
+    assert_eq!(by("c").drops(), vec![]);
+    assert_eq!(
+        by("c").counters,
+        vec![
+            ("count", pronto_elements::CounterKind::Count, 20),
+            // InfiniteSource's default payload is 69 bytes long.
+            ("byte_count", pronto_elements::CounterKind::Count, 20 * 69),
+        ]
+    );
+    // The handler prints the same, one element a line.
+    let text = r.read_handler("counters", "").expect("counters handler");
+    let q = text.lines().find(|l| l.starts_with("q ")).expect("q's line");
+    assert_eq!(
+        q,
+        "q Queue in=20 out=0 made=0 freed=15 held=5 drop.queue_full=15 count.highwater_length=5"
+    );
+    let c = counter_fields(text.lines().find(|l| l.starts_with("c ")).expect("c"));
+    assert_eq!(c["in"], "20");
+    assert_eq!(c["out"], "20");
+    assert_eq!(c["count.byte_count"], "1380");
+    let t = counter_fields(text.lines().find(|l| l.starts_with("t ")).expect("t"));
+    assert_eq!(t["out"], "20,20");
+    assert_eq!(t["made"], "20");
+    r.check_conservation().expect("conserved");
+}

@@ -4,8 +4,8 @@ use pronto_packet::Batch;
 
 use super::shared::{unparse_real2, RateEwma};
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerCall, HandlerError, HandlerInfo, Out,
-    Spec, FIELD_OTHER,
+    ActionProfile, ConfigCtx, ConfigError, Counters, Element, HandlerCall, HandlerError,
+    HandlerInfo, Out, Spec, FIELD_OTHER,
 };
 
 /// A `COUNT_CALL`/`BYTE_COUNT_CALL` trigger.
@@ -151,6 +151,11 @@ impl Element for Counter {
             self.check_triggers(old, out);
         }
         out.pass(0);
+    }
+
+    fn counters(&self, c: &mut Counters) {
+        c.count("count", self.count);
+        c.count("byte_count", self.byte_count);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

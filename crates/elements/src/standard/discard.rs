@@ -3,8 +3,8 @@
 use pronto_packet::Batch;
 
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Listen, Out, Spec,
-    TaskStatus,
+    ActionProfile, ConfigCtx, ConfigError, Counters, Element, HandlerError, HandlerInfo, Listen,
+    Out, Spec, TaskStatus,
 };
 
 /// Drops packets, counting them. Pulls when its input is pull.
@@ -79,6 +79,10 @@ impl Element for Discard {
         self.count += batch.len() as u64;
         batch.clear();
         TaskStatus::Busy
+    }
+
+    fn counters(&self, c: &mut Counters) {
+        c.drop("discarded", self.count);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

@@ -6,8 +6,8 @@ use pronto_packet::{Batch, Packet};
 
 use super::shared::handler_value;
 use crate::{
-    ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, NotifierKind,
-    NotifierRole, Out, Spec,
+    ActionProfile, ConfigCtx, ConfigError, Counters, Element, HandlerError, HandlerInfo,
+    NotifierKind, NotifierRole, Out, Spec,
 };
 
 /// Which of Click's notifiers a queue offers.
@@ -305,6 +305,11 @@ impl Element for SimpleQueue {
 
     fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    fn counters(&self, c: &mut Counters) {
+        c.drop("queue_full", self.drops);
+        c.count("highwater_length", self.highwater as u64);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
