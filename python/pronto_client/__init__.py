@@ -327,6 +327,13 @@ class Client:
             return self._json("GET", "/v1/stats")
         return self._json("GET", self._path("/v1/instances/%s/stats" % quote(name)))
 
+    def counters(self, name: str) -> List[Dict[str, Any]]:
+        """Every element of a running instance with its counters: ``in``,
+        ``out``, per-port ``inputs``/``outputs``, ``held``, ``drops`` by
+        reason and the element's own ``counters`` (one round trip)."""
+        v = self._json("GET", self._path("/v1/instances/%s/counters" % quote(name)))
+        return v["elements"]
+
     def metrics(self) -> str:
         """The Prometheus exposition (admin)."""
         return self._request("GET", "/metrics")[1].decode()

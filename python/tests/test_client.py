@@ -82,6 +82,12 @@ class ClientTest(unittest.TestCase):
             wait_until("the new one counts", lambda: int(c.read("py-fw", "d.count")) > 0)
             st = c.stats("py-fw")
             self.assertIn("d", [e["name"] for e in st["elements"]])
+            els = {e["name"]: e for e in c.counters("py-fw")}
+            self.assertEqual(els["d"]["class"], "Counter")
+            self.assertEqual(els["d"]["in"], els["d"]["out"])
+            self.assertGreater(els["d"]["counters"]["count"], 0)
+            sink = [e for e in els.values() if e["class"] == "Discard"][0]
+            self.assertEqual(list(sink["drops"]), ["discarded"])
             ports = c.ports()
             self.assertIn("py", "".join(p.name for p in ports))
             for p in ports:

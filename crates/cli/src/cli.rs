@@ -343,6 +343,16 @@ pub struct WriteArgs {
 pub struct StatsArgs {
     /// The instance (none: the daemon's totals).
     pub name: Option<String>,
+    /// Refresh like `top`: every INTERVAL, each element's packet rates in
+    /// and out, drops per second by reason, packets held (Ctrl-C ends it).
+    #[arg(short, long, requires = "name")]
+    pub watch: bool,
+    /// Seconds between refreshes under --watch (default 1).
+    #[arg(long, value_name = "SECONDS", requires = "watch")]
+    pub interval: Option<String>,
+    /// Stop after this many refreshes under --watch.
+    #[arg(long, value_name = "N", requires = "watch")]
+    pub count: Option<String>,
 }
 
 /// `pronto ports`'s subcommands.
@@ -458,7 +468,15 @@ impl CtlCmd {
                 pos.extend(a.value);
                 CtlCall::new("write", pos)
             }
-            Cmd::Stats(a) => CtlCall::new("stats", a.name.into_iter().collect()),
+            Cmd::Stats(a) => {
+                let mut c = CtlCall::new("stats", a.name.into_iter().collect())
+                    .flag("--interval", &a.interval)
+                    .flag("--count", &a.count);
+                if a.watch {
+                    c.flags.push(("--watch".into(), String::new()));
+                }
+                c
+            }
             Cmd::Ports { cmd } => CtlCall::new(
                 "ports",
                 match cmd {

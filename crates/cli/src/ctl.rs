@@ -236,6 +236,28 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                 Some(("text/plain", value.as_bytes())),
             )?;
         }
+        "stats" if !flag(&["--watch"]).is_empty() => {
+            let interval = match flag(&["--interval"]).pop() {
+                None => 1.0,
+                Some(v) => match v.parse::<f64>() {
+                    Ok(x) if (0.05..=3600.0).contains(&x) => x,
+                    _ => {
+                        return Err(format!(
+                            "--interval: expected seconds between 0.05 and 3600, found `{v}`"
+                        ))
+                    }
+                },
+            };
+            let count = match flag(&["--count"]).pop() {
+                None => None,
+                Some(v) => Some(v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    format!("--count: expected a number of refreshes (1 or more), found `{v}`")
+                })?),
+            };
+            crate::stats::watch(&pos[0], interval, count, |path| {
+                c.json("GET", &c.q(path), None)
+            })?;
+        }
         "stats" => {
             let path = match pos.first() {
                 Some(n) => c.q(&format!("/v1/instances/{n}/stats")),
@@ -562,20 +584,7 @@ fn print_element_stats(v: &Value) {
         s(&v["state"]),
         mb(&v["pss_bytes"])
     );
-    for e in v["elements"].as_array().into_iter().flatten() {
-        let hs: Vec<String> = e["handlers"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, x)| format!("{k}={}", s(x)))
-            .collect();
-        crate::outln!(
-            "  {:<20} {:<16} {}",
-            s(&e["name"]),
-            s(&e["class"]),
-            hs.join(" ")
-        );
-    }
+    crate::out::print(&crate::stats::totals_table(&v["elements"]));
 }
 
 /// CPUs from a list as Linux writes it: `0-3,6`.

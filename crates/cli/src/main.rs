@@ -14,6 +14,7 @@ mod demo;
 mod http;
 mod out;
 mod run;
+mod stats;
 mod switch;
 mod table;
 

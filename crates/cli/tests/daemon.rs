@@ -63,6 +63,17 @@ fn count(dir: &Path, name: &str) -> u64 {
         .expect("a count")
 }
 
+/// GETs `path` from the daemon's unix socket with curl.
+fn api_text(dir: &Path, path: &str) -> String {
+    let o = Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(dir.join("sock"))
+        .arg(format!("http://localhost{path}"))
+        .output()
+        .expect("curl");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -106,14 +117,7 @@ fn instances_live_restart_and_come_back() {
     let pid = v["pid"].as_u64().expect("pid");
 
     // The Prometheus exposition is valid for promtool.
-    let sock = dir.join("sock");
-    let metrics = Command::new("curl")
-        .args(["-s", "--unix-socket"])
-        .arg(&sock)
-        .arg("http://localhost/metrics")
-        .output()
-        .expect("curl");
-    let text = String::from_utf8_lossy(&metrics.stdout).into_owned();
+    let text = api_text(&dir, "/metrics");
     assert!(
         text.contains("pronto_instance_up{tenant=\"default\",instance=\"fw1\"} 1"),
         "{text}"
@@ -161,7 +165,69 @@ fn instances_live_restart_and_come_back() {
         .find(|e| e["name"] == "c")
         .expect("c");
     assert_eq!(c["class"], "Counter");
-    assert!(c["handlers"]["count"].is_string(), "{c}");
+    assert_eq!(c["in"], c["out"], "{c}");
+    // The count was reset above; the runtime's `in` was not.
+    assert!(
+        c["counters"]["count"].as_u64().expect("count") < c["in"].as_u64().expect("in"),
+        "{c}"
+    );
+    let sink = stats["elements"]
+        .as_array()
+        .expect("elements")
+        .iter()
+        .find(|e| e["class"] == "Discard")
+        .expect("the Discard");
+    assert!(
+        sink["drops"]["discarded"].as_u64().expect("a count") > 0,
+        "{sink}"
+    );
+    // The same in /metrics, with the instance's labels.
+    let text = api_text(&dir, "/metrics");
+    assert!(
+        text.lines().any(|l| l.starts_with(
+            "pronto_element_packets_total{tenant=\"default\",instance=\"fw1\",element=\"c\",\
+             class=\"Counter\",direction=\"in\"} "
+        )),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l
+            .starts_with("pronto_element_drops_total{tenant=\"default\",instance=\"fw1\",")
+            && l.contains(",class=\"Discard\",reason=\"discarded\"} ")),
+        "{text}"
+    );
+    // `--watch` refreshes with rates (two refreshes, then it ends).
+    let out = ok(
+        &dir,
+        &[
+            "stats",
+            "fw1",
+            "--watch",
+            "--interval",
+            "0.3",
+            "--count",
+            "2",
+        ],
+    );
+    assert_eq!(out.matches("fw1: every 0.3s, at ").count(), 2, "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("c ") && l.contains("Counter"))
+        .expect("the counter's row");
+    // TimedSource every 5 ms: about 200 packets a second in.
+    let rate: f64 = row
+        .split_whitespace()
+        .nth(2)
+        .expect("IN/s")
+        .parse()
+        .expect("a rate");
+    assert!(rate > 0.0, "{out}");
+    let (watched, _, err) = cli(&dir, &["stats", "fw1", "--watch", "--interval", "0"]);
+    assert!(!watched);
+    assert_eq!(
+        err,
+        "pronto stats: --interval: expected seconds between 0.05 and 3600, found `0`\n"
+    );
 
     // A bad reconfiguration is refused; the old configuration runs on.
     let (took, _, err) = cli(&dir, &["config", "fw1", b]);

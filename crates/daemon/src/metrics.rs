@@ -106,6 +106,7 @@ pub fn render(m: &Manager) -> String {
             i.weight
         );
     }
+    elements(&mut out, m, &list);
     let ports = m.ports(None);
     type Get = fn(&pronto_switch::PortCounters) -> u64;
     let series: [(&str, &str, Get); 5] = [
@@ -191,6 +192,111 @@ pub fn render(m: &Manager) -> String {
         }
     }
     out
+}
+
+/// The most elements of one instance exported: a bound on the series an
+/// instance adds (documented in docs/operations.md), whatever its tenant
+/// configures. The rest are counted in `pronto_element_series_omitted`.
+pub const MAX_ELEMENTS_PER_INSTANCE: usize = 256;
+
+/// Per-element series of every running instance: packets in and out,
+/// packets held, drops by reason, and the elements' own counters; one
+/// round trip to each instance.
+fn elements(out: &mut String, m: &Manager, list: &[crate::manager::InstanceView]) {
+    let mut all = Vec::new();
+    let mut omitted = 0usize;
+    for i in list.iter().filter(|i| i.state == State::Running) {
+        // An instance that stops between the list and the read has no
+        // counters this time.
+        if let Ok(mut els) = m.element_stats(&i.tenant, &i.name) {
+            if els.len() > MAX_ELEMENTS_PER_INSTANCE {
+                omitted += els.len() - MAX_ELEMENTS_PER_INSTANCE;
+                els.truncate(MAX_ELEMENTS_PER_INSTANCE);
+            }
+            all.push((i, els));
+        }
+    }
+    let labels = |i: &crate::manager::InstanceView, e: &crate::manager::ElementStats| {
+        format!(
+            "tenant=\"{}\",instance=\"{}\",element=\"{}\",class=\"{}\"",
+            esc(&i.tenant),
+            esc(&i.name),
+            esc(&e.name),
+            esc(&e.class)
+        )
+    };
+    head(
+        out,
+        "pronto_element_packets_total",
+        "counter",
+        "Packets into (direction=\"in\") and out of each element of a running instance.",
+    );
+    for (i, els) in &all {
+        for e in els {
+            let l = labels(i, e);
+            let _ = writeln!(
+                out,
+                "pronto_element_packets_total{{{l},direction=\"in\"}} {}",
+                e.packets_in
+            );
+            let _ = writeln!(
+                out,
+                "pronto_element_packets_total{{{l},direction=\"out\"}} {}",
+                e.packets_out
+            );
+        }
+    }
+    head(
+        out,
+        "pronto_element_drops_total",
+        "counter",
+        "Packets an element dropped, by reason (the reasons are fixed by its class).",
+    );
+    for (i, els) in &all {
+        for e in els {
+            let l = labels(i, e);
+            for (reason, n) in &e.drops {
+                let _ = writeln!(
+                    out,
+                    "pronto_element_drops_total{{{l},reason=\"{}\"}} {n}",
+                    esc(reason)
+                );
+            }
+        }
+    }
+    head(
+        out,
+        "pronto_element_held",
+        "gauge",
+        "Packets an element holds now (queues, reassembly, ARP, merges).",
+    );
+    for (i, els) in &all {
+        for e in els {
+            let _ = writeln!(out, "pronto_element_held{{{}}} {}", labels(i, e), e.held);
+        }
+    }
+    head(
+        out,
+        "pronto_element_stat",
+        "gauge",
+        "An element's own counters (Counter's count and byte_count, a queue's \
+         highwater_length, a NAT's mappings), by name.",
+    );
+    for (i, els) in &all {
+        for e in els {
+            let l = labels(i, e);
+            for (stat, n) in &e.counters {
+                let _ = writeln!(out, "pronto_element_stat{{{l},stat=\"{}\"}} {n}", esc(stat));
+            }
+        }
+    }
+    head(
+        out,
+        "pronto_element_series_omitted",
+        "gauge",
+        "Elements left out of the per-element series: beyond the first 256 of an instance.",
+    );
+    let _ = writeln!(out, "pronto_element_series_omitted {omitted}");
 }
 
 #[cfg(test)]

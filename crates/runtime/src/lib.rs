@@ -20,7 +20,7 @@ mod threads;
 pub use remote::Remote;
 pub use router::{
     all_classes, explain_unknown_classes, format_timestamp, is_known_class, lookup_class,
-    wall_clock_ns, Accounting, CallError, Clock, ElementCounters, Router, RouterOptions,
-    DEFAULT_POOL_LIMIT,
+    wall_clock_ns, Accounting, CallError, Clock, CountersLine, ElementCounters, Router,
+    RouterOptions, DEFAULT_POOL_LIMIT,
 };
 pub use threads::{partition, Partition, Threads, MAX_THREADS};

@@ -359,6 +359,69 @@ impl ElementCounters {
     }
 }
 
+/// One line of the `counters` handler read back (see
+/// [`ElementCounters::line`]), names owned: what a process reading
+/// another's counters (the daemon) gets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CountersLine {
+    /// The element's name.
+    pub name: String,
+    /// Its class.
+    pub class: String,
+    /// Packets in on each input.
+    pub inputs: Vec<u64>,
+    /// Packets out on each output.
+    pub outputs: Vec<u64>,
+    /// Packets made.
+    pub made: u64,
+    /// Packets freed (deliveries of a sink and every drop).
+    pub freed: u64,
+    /// Packets held now.
+    pub held: u64,
+    /// Drops by reason.
+    pub drops: Vec<(String, u64)>,
+    /// The element's other counters.
+    pub counts: Vec<(String, u64)>,
+}
+
+impl CountersLine {
+    /// Parses one line; `None` when it is not one the handler writes.
+    pub fn parse(line: &str) -> Option<CountersLine> {
+        let mut f = line.split_whitespace();
+        let mut c = CountersLine {
+            name: f.next()?.to_string(),
+            class: f.next()?.to_string(),
+            ..Default::default()
+        };
+        let list = |v: &str| -> Option<Vec<u64>> {
+            v.split(',')
+                .filter(|x| !x.is_empty())
+                .map(|x| x.parse().ok())
+                .collect()
+        };
+        for field in f {
+            let (k, v) = field.split_once('=')?;
+            match k {
+                "in" => c.inputs = list(v)?,
+                "out" => c.outputs = list(v)?,
+                "made" => c.made = v.parse().ok()?,
+                "freed" => c.freed = v.parse().ok()?,
+                "held" => c.held = v.parse().ok()?,
+                _ => {
+                    let n: u64 = v.parse().ok()?;
+                    if let Some(r) = k.strip_prefix("drop.") {
+                        c.drops.push((r.to_string(), n));
+                    } else if let Some(r) = k.strip_prefix("count.") {
+                        c.counts.push((r.to_string(), n));
+                    }
+                    // Another field: a later version's; ignored.
+                }
+            }
+        }
+        Some(c)
+    }
+}
+
 impl Accounting {
     /// True when the counts add up.
     pub fn balanced(&self) -> bool {

@@ -588,7 +588,10 @@ fn counters_name_every_drop_with_its_reason() {
     );
     // The handler prints the same, one element a line.
     let text = r.read_handler("counters", "").expect("counters handler");
-    let q = text.lines().find(|l| l.starts_with("q ")).expect("q's line");
+    let q = text
+        .lines()
+        .find(|l| l.starts_with("q "))
+        .expect("q's line");
     assert_eq!(
         q,
         "q Queue in=20 out=0 made=0 freed=15 held=5 drop.queue_full=15 count.highwater_length=5"
@@ -600,5 +603,14 @@ fn counters_name_every_drop_with_its_reason() {
     let t = counter_fields(text.lines().find(|l| l.starts_with("t ")).expect("t"));
     assert_eq!(t["out"], "20,20");
     assert_eq!(t["made"], "20");
+    // And reads back as it was.
+    let back = pronto_runtime::CountersLine::parse(q).expect("parses");
+    assert_eq!(back.name, "q");
+    assert_eq!(back.class, "Queue");
+    assert_eq!(back.inputs, vec![20]);
+    assert_eq!(back.outputs, vec![0]);
+    assert_eq!(back.held, 5);
+    assert_eq!(back.drops, vec![("queue_full".to_string(), 15)]);
+    assert_eq!(back.counts, vec![("highwater_length".to_string(), 5)]);
     r.check_conservation().expect("conserved");
 }

@@ -693,6 +693,22 @@ async fn instances_stats(
     Ok(Json(v).into_response())
 }
 
+async fn instances_counters(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<TenantQuery>,
+) -> Result<Response, ApiError> {
+    let t = a.tenant(&h, &q)?;
+    let m = a.s.manager.clone();
+    let v = blocking(move || {
+        let elements = m.element_stats(&t, &name)?;
+        Ok(json!({ "name": name, "elements": elements }))
+    })
+    .await?;
+    Ok(Json(v).into_response())
+}
+
 async fn stats(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     let (n, running, crashed, failed) = match a.caller(&h)? {
         Caller::Admin => a.s.manager.counts(),
@@ -902,6 +918,7 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
             get(handler_read).put(handler_write),
         )
         .route("/v1/instances/{name}/stats", get(instances_stats))
+        .route("/v1/instances/{name}/counters", get(instances_counters))
         .route("/v1/stats", get(stats))
         .route("/v1/switch/ports", get(switch_ports))
         .route("/v1/switch/threads", get(switch_threads))

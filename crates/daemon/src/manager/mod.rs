@@ -566,53 +566,16 @@ impl Manager {
         Ok(view)
     }
 
-    /// Per-element counters: every element's class and the values of its
-    /// counting read handlers.
+    /// Per-element counters: what every element of the instance's
+    /// configuration counted and dropped (by reason), read in one round
+    /// trip (the router's `counters` handler).
     pub fn element_stats(&self, tenant: &str, name: &str) -> Result<Vec<ElementStats>, Failure> {
-        const COUNTERS: [&str; 8] = [
-            "count",
-            "byte_count",
-            "drops",
-            "rate",
-            "length",
-            "highwater_length",
-            "packets",
-            "bytes",
-        ];
-        let list = self.read(tenant, name, "list")?;
-        let mut out = Vec::new();
-        // Click's `list`: the number of elements, then one name per line.
-        for el in list
+        let text = self.read(tenant, name, "counters")?;
+        Ok(text
             .lines()
-            .skip(1)
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-        {
-            let class = self
-                .read(tenant, name, &format!("{el}.class"))
-                .unwrap_or_default();
-            let handlers = self
-                .read(tenant, name, &format!("{el}.handlers"))
-                .unwrap_or_default();
-            let mut values = std::collections::BTreeMap::new();
-            for h in handlers.lines() {
-                let mut parts = h.split_whitespace();
-                let (Some(hn), Some(mode)) = (parts.next(), parts.next()) else {
-                    continue;
-                };
-                if mode.contains('r') && COUNTERS.contains(&hn) {
-                    if let Ok(v) = self.read(tenant, name, &format!("{el}.{hn}")) {
-                        values.insert(hn.to_string(), v.trim().to_string());
-                    }
-                }
-            }
-            out.push(ElementStats {
-                name: el.to_string(),
-                class: class.trim().to_string(),
-                handlers: values,
-            });
-        }
-        Ok(out)
+            .filter_map(pronto_runtime::CountersLine::parse)
+            .map(ElementStats::from_line)
+            .collect())
     }
 
     /// Runs `f` on tenant `t`'s entry, made with the defaults if missing.

@@ -105,15 +105,58 @@ pub struct InstanceView {
     pub took_state: Vec<String>,
 }
 
-/// One element's counters.
-#[derive(Clone, Debug, Serialize)]
+/// One element's counters, as the instance's router reports them (its
+/// `counters` handler: one round trip for the whole configuration).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct ElementStats {
     /// Element name.
     pub name: String,
     /// Its class.
     pub class: String,
-    /// Counting handlers and their values.
-    pub handlers: std::collections::BTreeMap<String, String>,
+    /// Packets in, all inputs.
+    #[serde(rename = "in")]
+    pub packets_in: u64,
+    /// Packets out, all outputs.
+    #[serde(rename = "out")]
+    pub packets_out: u64,
+    /// Packets in on each input.
+    pub inputs: Vec<u64>,
+    /// Packets out on each output: each outgoing connection's count.
+    pub outputs: Vec<u64>,
+    /// Packets the element made (sources, copies, fragments).
+    pub made: u64,
+    /// Packets it freed: a sink's deliveries and every drop.
+    pub freed: u64,
+    /// Packets it holds now.
+    pub held: u64,
+    /// Drops by reason.
+    pub drops: std::collections::BTreeMap<String, u64>,
+    /// Its other counters.
+    pub counters: std::collections::BTreeMap<String, u64>,
+}
+
+impl ElementStats {
+    /// From one line of the `counters` handler.
+    pub fn from_line(c: pronto_runtime::CountersLine) -> ElementStats {
+        ElementStats {
+            packets_in: c.inputs.iter().sum(),
+            packets_out: c.outputs.iter().sum(),
+            name: c.name,
+            class: c.class,
+            inputs: c.inputs,
+            outputs: c.outputs,
+            made: c.made,
+            freed: c.freed,
+            held: c.held,
+            drops: c.drops.into_iter().collect(),
+            counters: c.counts.into_iter().collect(),
+        }
+    }
+
+    /// Every drop, whatever its reason.
+    pub fn dropped(&self) -> u64 {
+        self.drops.values().sum()
+    }
 }
 
 /// The view of `inst`; `memory` and `pids` are the limits that apply.
