@@ -112,9 +112,12 @@ mod batch;
 mod clsparse;
 mod dd;
 mod expr;
+pub mod frame;
 mod index;
 mod ipparse;
 pub mod names;
+
+pub use frame::FrameFilter;
 
 use std::collections::HashMap;
 

@@ -37,6 +37,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod control;
 pub mod layout;
 pub mod peer;
@@ -44,6 +45,7 @@ pub mod switch;
 pub mod table;
 
 pub use layout::{Geometry, PortError, PortShm};
+pub use capture::{Capture, CaptureSpec, Captured, Direction};
 pub use peer::Peer;
 pub use switch::{
     Config, PortCounters, PortStats, Revived, Switch, SwitchError, SwitchHandle, ThreadInfo,

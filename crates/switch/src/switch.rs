@@ -190,6 +190,8 @@ pub struct PortStats {
     /// The port's weight (0: [`DEFAULT_WEIGHT`]), read by the thread that
     /// serves its receive side once a round.
     weight: AtomicU32,
+    /// A capture's tap (`pronto capture`), looked at once a batch.
+    tap: Arc<crate::capture::TapSlot>,
 }
 
 impl PortStats {
@@ -200,6 +202,12 @@ impl PortStats {
     pub fn set_weight(&self, weight: u32) {
         self.weight
             .store(weight.clamp(1, MAX_WEIGHT), Ordering::Relaxed);
+    }
+
+    /// Starts copying the port's frames for a capture (see
+    /// [`crate::capture`]); an error when a capture is on already.
+    pub fn capture(&self, spec: crate::CaptureSpec) -> Result<crate::Capture, String> {
+        self.tap.start(spec)
     }
 
     /// The port's weight.
@@ -317,6 +325,8 @@ struct TxSide {
     pending: [Desc; BATCH],
     pending_n: usize,
     tx_room: u32,
+    /// The port's tap during a visit, when a capture is on.
+    tap: Option<Arc<crate::capture::Tap>>,
     c: PortCounters,
     stats: Arc<PortStats>,
 }
@@ -345,6 +355,7 @@ impl TxSide {
     #[inline]
     fn begin(&mut self) {
         self.tx_room = self.tx.room(BATCH as u32);
+        self.tap = self.stats.tap.get();
     }
 
     /// Copies one frame from `src` at `at` into the next lent slot and
@@ -372,6 +383,9 @@ impl TxSide {
         self.pending_n += 1;
         self.c.tx_packets += 1;
         self.c.tx_bytes += len as u64;
+        if let Some(t) = &self.tap {
+            t.offer(src, at, len, crate::Direction::ToPort);
+        }
     }
 
     /// Ends a visit: publishes the queued frames with one store, wakes
@@ -387,6 +401,7 @@ impl TxSide {
         }
         self.c.drop_bad_ring = self.fill.faults().bad_position + self.tx.faults().bad_position;
         self.stats.publish_tx(&self.c);
+        self.tap = None;
     }
 }
 
@@ -553,6 +568,7 @@ impl Switch {
             pending: [Desc::default(); BATCH],
             pending_n: 0,
             tx_room: 0,
+            tap: None,
             c: PortCounters::default(),
             stats: stats.clone(),
         };
@@ -727,6 +743,7 @@ impl Switch {
         let g = src.geometry;
         let src_id = src.id;
         let region = &src.shm.region;
+        let tap = src.stats.tap.get();
         let f = read(fabric);
         let mut flood = false;
         let mut learn_n = 0;
@@ -744,6 +761,9 @@ impl Switch {
             region.read_bytes(at, &mut hdr);
             src.c.rx_packets += 1;
             src.c.rx_bytes += d.len as u64;
+            if let Some(t) = &tap {
+                t.offer(region, at, d.len, crate::Direction::FromPort);
+            }
             let dst_mac = mac(&[hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]]);
             let src_mac = mac(&[hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]]);
             if cfg.learning
@@ -1386,6 +1406,15 @@ impl SwitchHandle {
         self.placement().stats.get(&id).map(|s| s.weight())
     }
 
+    /// Starts a capture on port `id` (see [`crate::capture`]).
+    pub fn capture(&self, id: u16, spec: crate::CaptureSpec) -> Result<crate::Capture, String> {
+        let p = self.placement();
+        match (p.owner.get(&id), p.stats.get(&id)) {
+            (Some(_), Some(s)) => s.capture(spec),
+            _ => Err(format!("no port {id} on the switch")),
+        }
+    }
+
     /// The switching thread serving port `id`.
     pub fn thread_of(&self, id: u16) -> Option<usize> {
         self.placement().owner.get(&id).copied()
@@ -1461,6 +1490,85 @@ impl Drop for SwitchHandle {
 mod tests {
     use super::*;
     use crate::peer::Peer;
+
+    #[test]
+    fn a_capture_copies_what_a_port_sends_and_receives_and_stops_at_its_count() {
+        use crate::{CaptureSpec, Direction};
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let g = Geometry::new(256, 128).expect("g");
+        let a = PortShm::create("a", g).expect("a");
+        let b = PortShm::create("b", g).expect("b");
+        let sa = sw.attach(1, a.clone()).expect("attach");
+        let sb = sw.attach(2, b.clone()).expect("attach");
+        let mut pa = Peer::new(a, 64).expect("peer a");
+        let mut pb = Peer::new(b, 64).expect("peer b");
+        let (ma, mb) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        sw.add_static(ma, 1);
+        sw.add_static(mb, 2);
+        let spec = |count, from_port, to_port| CaptureSpec {
+            // Frames whose 13th byte is 7 (the fill below).
+            filter: Some(Box::new(|f: &[u8]| f[12] == 7)),
+            snaplen: 40,
+            count,
+            from_port,
+            to_port,
+            queue: 16,
+        };
+        let on_a = sa.capture(spec(3, true, false)).expect("capture a");
+        assert_eq!(
+            sa.capture(spec(1, true, true)).err().expect("one at a time"),
+            "the port is being captured already; one capture at a time"
+        );
+        let on_b = sb.capture(spec(100, false, true)).expect("capture b");
+        let f7 = frame(mb, ma, 7, 100);
+        let f9 = frame(mb, ma, 9, 100);
+        assert_eq!(pa.send(&[&f7, &f9, &f7, &f7, &f7]), 5);
+        sw.poll_once();
+        assert_eq!(pb.recv(|_| {}), 5);
+        // b answers: not captured on a (to_port is off there).
+        pb.send(&[&frame(ma, mb, 7, 60)]);
+        sw.poll_once();
+        let wait = Duration::from_millis(10);
+        let mut seen = Vec::new();
+        while let Some(c) = on_a.next(wait) {
+            seen.push(c);
+        }
+        // Three of the four matching frames: the count.
+        assert_eq!(seen.len(), 3);
+        for c in &seen {
+            assert_eq!((c.dir, c.len), (Direction::FromPort, 100));
+            assert_eq!(c.bytes, f7[..40].to_vec());
+        }
+        let mut on_b_seen = 0;
+        while let Some(c) = on_b.next(wait) {
+            assert_eq!((c.dir, c.len, c.bytes.len()), (Direction::ToPort, 100, 40));
+            on_b_seen += 1;
+        }
+        assert_eq!((on_b_seen, on_b.dropped()), (4, 0));
+        // Ended: the port can be captured again, and frames flow as before.
+        drop(on_a);
+        let again = sa.capture(spec(1, true, true)).expect("captured again");
+        // A reader that does not keep up: frames beyond the queue are
+        // counted, not waited for.
+        drop(on_b);
+        let slow = sb
+            .capture(CaptureSpec {
+                filter: None,
+                snaplen: 64,
+                count: 1000,
+                from_port: false,
+                to_port: true,
+                queue: 2,
+            })
+            .expect("capture b");
+        let batch: Vec<&[u8]> = (0..10).map(|_| &f9[..]).collect();
+        pa.send(&batch);
+        sw.poll_once();
+        assert_eq!(pb.recv(|_| {}), 10);
+        assert_eq!(slow.dropped(), 8);
+        drop(again);
+        assert_eq!(sw.counters(2).expect("b").tx_packets, 15);
+    }
 
     fn frame(dst: [u8; 6], src: [u8; 6], fill: u8, len: usize) -> Vec<u8> {
         let mut f = vec![fill; len];
