@@ -9,7 +9,7 @@
 //! for: the data path does not slow down for a capture.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,10 +40,13 @@ pub struct Captured {
     pub bytes: Vec<u8>,
 }
 
+/// A capture's filter: true for the frames it keeps.
+pub type FrameTest = Box<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
 /// What a capture takes.
 pub struct CaptureSpec {
     /// Frames that pass (none: all).
-    pub filter: Option<Box<dyn Fn(&[u8]) -> bool + Send + Sync>>,
+    pub filter: Option<FrameTest>,
     /// Bytes kept of each frame.
     pub snaplen: usize,
     /// The most frames copied (the capture then stops copying).
@@ -172,10 +175,7 @@ pub struct Capture {
 impl Capture {
     /// The next frame, waiting at most `wait`; `None` when none came.
     pub fn next(&self, wait: Duration) -> Option<Captured> {
-        match self.rx.recv_timeout(wait) {
-            Ok(c) => Some(c),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.rx.recv_timeout(wait).ok()
     }
 
     /// Frames that passed the filter but were not copied because the
