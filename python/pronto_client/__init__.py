@@ -24,7 +24,7 @@ import os
 import socket
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 __all__ = [
     "Client",
@@ -333,6 +333,29 @@ class Client:
         reason and the element's own ``counters`` (one round trip)."""
         v = self._json("GET", self._path("/v1/instances/%s/counters" % quote(name)))
         return v["elements"]
+
+    def capture(
+        self,
+        port: int,
+        count: int = 100,
+        seconds: float = 10.0,
+        filter: Optional[str] = None,
+        snaplen: Optional[int] = None,
+        direction: Optional[str] = None,
+    ) -> bytes:
+        """What switch port ``port`` sees, as pcapng bytes: until ``count``
+        frames or ``seconds``; ``filter`` is an IPClassifier expression
+        (``"tcp port 80"``), ``direction`` ``"in"``, ``"out"`` or
+        ``"both"``. A tenant may capture only its own instances' ports."""
+        q = {"count": count, "seconds": seconds}
+        if filter is not None:
+            q["filter"] = filter
+        if snaplen is not None:
+            q["snaplen"] = snaplen
+        if direction is not None:
+            q["direction"] = direction
+        path = "/v1/switch/ports/%d/capture?%s" % (port, urlencode(q))
+        return self._request("GET", path)[1]
 
     def metrics(self) -> str:
         """The Prometheus exposition (admin)."""

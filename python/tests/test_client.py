@@ -94,6 +94,13 @@ class ClientTest(unittest.TestCase):
                 self.assertEqual(p.drops, sum(p.drops_by_reason.values()))
                 self.assertIn("no_route", p.drops_by_reason)
             self.assertEqual([p.weight for p in ports if p.name.endswith("/py-fw/eth0")], [250])
+            port = [p.port for p in ports if p.name.endswith("/py-fw/eth0")][0]
+            pcap = c.capture(port, count=1, seconds=0.3, filter="udp")
+            # A pcapng section header, then the interface named after the port.
+            self.assertEqual(pcap[:4], b"\x0a\x0d\x0d\x0a")
+            self.assertIn(b"/py-fw/eth0", pcap)
+            with self.assertRaises(BadRequest):
+                c.capture(port, filter="udp prot 1")
         finally:
             c.remove("py-fw")
         with self.assertRaises(NotFound):

@@ -253,6 +253,13 @@ pub enum CtlCmd {
     Write(WriteArgs),
     /// The daemon's totals, or an instance's element counters.
     Stats(StatsArgs),
+    /// Write what a switch port or an instance's interface sees to a pcapng
+    /// file (tcpdump and Wireshark read it).
+    #[command(
+        after_help = "Examples:\n  pronto capture fw1:eth0 -w fw1.pcapng --count 50 --filter 'tcp port 80'\n  \
+                      pronto capture 3 -w - --seconds 5 | tcpdump -nr -"
+    )]
+    Capture(CaptureArgs),
     /// The daemon's switch ports and their counters.
     #[command(after_help = "Examples:\n  pronto ports\n  pronto ports threads")]
     Ports {
@@ -353,6 +360,35 @@ pub struct StatsArgs {
     /// Stop after this many refreshes under --watch.
     #[arg(long, value_name = "N", requires = "watch")]
     pub count: Option<String>,
+}
+
+/// `pronto capture`'s arguments.
+#[derive(Args, Debug)]
+pub struct CaptureArgs {
+    /// A switch port's number (`pronto ports`) or an instance's interface
+    /// as NAME:IFACE.
+    pub target: String,
+    /// The file to write (`-`: standard output).
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub file: String,
+    /// Stop after N frames (default 100, at most 1,000,000).
+    #[arg(short = 'c', long, value_name = "N")]
+    pub count: Option<String>,
+    /// Stop after this many seconds (default 10, at most 3600).
+    #[arg(long, value_name = "SECONDS")]
+    pub seconds: Option<String>,
+    /// Only frames this IPClassifier expression matches (`tcp port 80`,
+    /// `ip6 and icmp6`, `src net 10.0.0.0/8`); frames that carry no IP
+    /// packet never match.
+    #[arg(short = 'f', long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Bytes kept of each frame (default: all).
+    #[arg(short = 's', long, value_name = "BYTES")]
+    pub snaplen: Option<String>,
+    /// `in` (frames delivered to the port), `out` (frames it sent) or
+    /// `both` (default).
+    #[arg(long, value_name = "DIR")]
+    pub direction: Option<String>,
 }
 
 /// `pronto ports`'s subcommands.
@@ -477,6 +513,13 @@ impl CtlCmd {
                 }
                 c
             }
+            Cmd::Capture(a) => CtlCall::new("capture", vec![a.target])
+                .flag("--write", &Some(a.file))
+                .flag("--count", &a.count)
+                .flag("--seconds", &a.seconds)
+                .flag("--filter", &a.filter)
+                .flag("--snaplen", &a.snaplen)
+                .flag("--direction", &a.direction),
             Cmd::Ports { cmd } => CtlCall::new(
                 "ports",
                 match cmd {

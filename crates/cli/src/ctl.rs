@@ -236,6 +236,75 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                 Some(("text/plain", value.as_bytes())),
             )?;
         }
+        "capture" => {
+            need(1, "PORT or NAME:IFACE")?;
+            let port = match pos[0].split_once(':') {
+                None => pos[0].clone(),
+                Some((name, iface)) => {
+                    let v = c.json("GET", &c.q(&format!("/v1/instances/{name}")), None)?;
+                    let found = v["interfaces"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|i| i["name"] == iface);
+                    match found.map(|i| &i["port"]) {
+                        Some(Value::Number(n)) => n.to_string(),
+                        Some(_) => {
+                            return Err(format!(
+                                "{name}:{iface} has no switch port now (is {name} running? \
+                                 `pronto show {name}`)"
+                            ))
+                        }
+                        None => {
+                            let names: Vec<String> = v["interfaces"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|i| i["name"].as_str().map(str::to_string))
+                                .collect();
+                            return Err(format!(
+                                "{name} has no interface `{iface}` (it has: {})",
+                                names.join(", ")
+                            ));
+                        }
+                    }
+                }
+            };
+            let mut query = Vec::new();
+            for (f, k) in [
+                ("--count", "count"),
+                ("--seconds", "seconds"),
+                ("--snaplen", "snaplen"),
+                ("--direction", "direction"),
+                ("--filter", "filter"),
+            ] {
+                if let Some(v) = flag(&[f]).pop() {
+                    query.push(format!("{k}={}", crate::ctl::percent(&v)));
+                }
+            }
+            let path = format!("/v1/switch/ports/{port}/capture?{}", query.join("&"));
+            let file = flag(&["--write"]).pop().unwrap_or_else(|| "-".into());
+            let token = c.token.clone();
+            if file == "-" {
+                crate::http::stream_to(&c.ep, token.as_deref(), &path, &mut || {
+                    Ok(Box::new(std::io::stdout()))
+                })?;
+            } else {
+                crate::http::stream_to(&c.ep, token.as_deref(), &path, &mut || {
+                    let f = std::fs::File::create(&file).map_err(|e| format!("{file}: {e}"))?;
+                    Ok(Box::new(f))
+                })?;
+                let (frames, dropped) = pcapng_summary(&file);
+                eprintln!(
+                    "{frames} frames written to {file}{}",
+                    if dropped > 0 {
+                        format!(" ({dropped} more matched but the capture could not keep up)")
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
         "stats" if !flag(&["--watch"]).is_empty() => {
             let interval = match flag(&["--interval"]).pop() {
                 None => 1.0,
@@ -585,6 +654,59 @@ fn print_element_stats(v: &Value) {
         mb(&v["pss_bytes"])
     );
     crate::out::print(&crate::stats::totals_table(&v["elements"]));
+}
+
+/// Escapes a query value (everything but unreserved characters).
+pub fn percent(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+/// Frames in a pcapng file pronto wrote, and the drops its closing
+/// statistics block reports.
+fn pcapng_summary(path: &str) -> (u64, u64) {
+    let Ok(b) = std::fs::read(path) else {
+        return (0, 0);
+    };
+    let (mut frames, mut dropped, mut at) = (0, 0, 0);
+    let word =
+        |i: usize| -> Option<u32> { Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?)) };
+    while let (Some(kind), Some(len)) = (word(at), word(at + 4)) {
+        let len = len as usize;
+        if len < 12 {
+            break;
+        }
+        match kind {
+            6 => frames += 1,
+            5 => {
+                // Options after interface id and timestamp: code, length, value.
+                let mut o = at + 20;
+                while o + 4 <= at + len - 4 {
+                    let code = u16::from_le_bytes([b[o], b[o + 1]]);
+                    let olen = u16::from_le_bytes([b[o + 2], b[o + 3]]) as usize;
+                    if code == 0 {
+                        break;
+                    }
+                    if code == 7 && olen == 8 {
+                        if let Some(v) = b.get(o + 4..o + 12) {
+                            dropped = u64::from_le_bytes(v.try_into().unwrap_or([0; 8]));
+                        }
+                    }
+                    o += 4 + olen.next_multiple_of(4);
+                }
+            }
+            _ => {}
+        }
+        at += len;
+    }
+    (frames, dropped)
 }
 
 /// CPUs from a list as Linux writes it: `0-3,6`.

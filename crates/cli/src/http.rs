@@ -127,6 +127,97 @@ pub fn request(
     parse(&raw)
 }
 
+/// Sends a GET and copies the body, as it arrives, into what `open`
+/// gives once the daemon has answered 200 (a capture that runs for
+/// minutes): no read timeout, chunks written and flushed one by one. A
+/// response other than 200 is read whole and returned as the error text,
+/// and nothing is opened.
+pub fn stream_to(
+    ep: &Endpoint,
+    token: Option<&str>,
+    path: &str,
+    open: &mut dyn FnMut() -> Result<Box<dyn Write>, String>,
+) -> Result<(), String> {
+    let s: Box<dyn Stream> = match ep {
+        Endpoint::Unix(p) => Box::new(UnixStream::connect(p).map_err(|e| {
+            format!(
+                "cannot reach the daemon at {}: {e} (start it with `pronto daemon`, or point \
+                 --socket / PRONTO_SOCKET at its socket)",
+                p.display()
+            )
+        })?),
+        Endpoint::Tcp(a) => Box::new(
+            std::net::TcpStream::connect(a)
+                .map_err(|e| format!("cannot reach the daemon at {a}: {e}"))?,
+        ),
+    };
+    let host = match ep {
+        Endpoint::Unix(_) => "localhost",
+        Endpoint::Tcp(a) => a.as_str(),
+    };
+    let mut s = std::io::BufReader::new(s);
+    let io = |e: std::io::Error| format!("talking to the daemon: {e}");
+    s.get_mut()
+        .write_all(head("GET", path, host, token, true, None).as_bytes())
+        .map_err(io)?;
+    // The head, line by line.
+    let mut raw = Vec::new();
+    loop {
+        let mut line = Vec::new();
+        let n = std::io::BufRead::read_until(&mut s, b'\n', &mut line).map_err(io)?;
+        if n == 0 || line == b"\r\n" {
+            raw.extend_from_slice(b"\r\n");
+            break;
+        }
+        raw.extend_from_slice(&line);
+    }
+    let text = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    let status: u16 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or("the daemon sent a malformed HTTP response")?;
+    let chunked = text.contains("transfer-encoding: chunked");
+    if status != 200 {
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).map_err(io)?;
+        let body = if chunked {
+            unchunk(&rest).unwrap_or(rest)
+        } else {
+            rest
+        };
+        return Err(Response { status, body }.error());
+    }
+    let mut out = open()?;
+    let write = |e: std::io::Error| format!("writing the capture: {e}");
+    // A reader that stopped early (`| head`, tcpdump -c) ends the capture
+    // quietly, as a closed pipe ends other command-line tools.
+    let quiet = |r: std::io::Result<()>| match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(write(e)),
+        Ok(()) => Ok(true),
+    };
+    if !chunked {
+        quiet(std::io::copy(&mut s, &mut out).map(drop))?;
+        return quiet(out.flush()).map(drop);
+    }
+    let bad = || "the daemon sent a malformed chunk".to_string();
+    loop {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut s, &mut line).map_err(io)?;
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|_| bad())?;
+        if size == 0 {
+            return Ok(());
+        }
+        let mut chunk = vec![0u8; size + 2];
+        s.read_exact(&mut chunk).map_err(io)?;
+        if !quiet(out.write_all(&chunk[..size]).and_then(|()| out.flush()))? {
+            return Ok(());
+        }
+    }
+}
+
 /// A connection kept open for several requests (HTTP/1.1 keep-alive), for
 /// clients that make many: a round trip then skips the connection set-up.
 pub struct Conn {

@@ -717,3 +717,175 @@ fn the_switchs_thread_restarts_under_traffic_and_keeps_its_ports() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A UDP frame from 10.0.0.2:1000 (`src`) to 10.0.0.1:4000 (`dst`), 60
+/// bytes, IPv4 header checksum right.
+fn udp_frame(dst: [u8; 6], src: [u8; 6]) -> String {
+    let mut f = [0u8; 60];
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&src);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip = [
+        0x45, 0, 0, 32, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1,
+    ];
+    f[14..34].copy_from_slice(&ip);
+    let mut sum: u32 = ip
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    // UDP 1000 -> 4000, length 12, no checksum, 4 bytes of data.
+    f[34..46].copy_from_slice(&[0x03, 0xe8, 0x0f, 0xa0, 0, 12, 0, 0, b'p', b'i', b'n', b'g']);
+    f.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_capture_writes_what_an_instances_interface_receives_for_tcpdump() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED a_capture_writes_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-capture");
+    let d = start(&dir);
+    let sock = dir.join("sock");
+    let post = |path: &str, body: serde_json::Value| post_created(&sock, path, body);
+    post("/v1/tenants", serde_json::json!({"name": "ta"}));
+    let other = api::call(
+        &To::Unix(&sock),
+        "POST",
+        "/v1/tenants",
+        br#"{"name": "tb"}"#,
+    );
+    assert_eq!(other.status, 201, "{}", other.text());
+    let tb_token = other.json()["token"].as_str().expect("token").to_string();
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "target", "tenant": "ta",
+            "config": "FromDevice(eth0) -> c :: Counter -> Discard;",
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0a:01"}]}),
+    );
+    let frame = udp_frame([2, 0, 0, 0, 0x0a, 1], [2, 0, 0, 0, 0x0a, 2]);
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "sender", "tenant": "ta",
+            "config": format!("RatedSource(DATA \\<{frame}>, RATE 200) -> ToDevice(eth0);"),
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0a:02"}]}),
+    );
+    wait_until("target receives", || {
+        api_count(&sock, "ta", "target").is_some_and(|n| n > 0)
+    });
+    let file = dir.join("target.pcapng");
+    let f = file.to_str().expect("path");
+    let (took, _, err) = cli(
+        &dir,
+        &[
+            "capture",
+            "target:eth0",
+            "-w",
+            f,
+            "--count",
+            "5",
+            "--filter",
+            "udp dst port 4000",
+            "--tenant",
+            "ta",
+        ],
+    );
+    assert!(took, "{err}");
+    assert_eq!(err, format!("5 frames written to {f}\n"));
+    if let Some(text) = common::tcpdump(&file) {
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        for l in lines {
+            assert!(
+                l.ends_with(" IP 10.0.0.2.1000 > 10.0.0.1.4000: UDP, length 4"),
+                "{l}"
+            );
+        }
+    }
+    // Each frame is marked inbound (delivered to the port), whole.
+    assert_eq!(pcapng_frames(&file), vec![(1, 60); 5]);
+    // Nothing matches: the capture ends at its time limit, empty but
+    // readable.
+    let (took, _, err) = cli(
+        &dir,
+        &[
+            "capture",
+            "target:eth0",
+            "-w",
+            f,
+            "--seconds",
+            "0.5",
+            "--filter",
+            "tcp",
+            "--tenant",
+            "ta",
+        ],
+    );
+    assert!(took, "{err}");
+    assert_eq!(err, format!("0 frames written to {f}\n"));
+    if let Some(text) = common::tcpdump(&file) {
+        assert_eq!(text, "");
+    }
+    // Errors an operator can act on.
+    let (took, _, err) = cli(&dir, &["capture", "target:eth9", "-w", f, "--tenant", "ta"]);
+    assert!(!took);
+    assert_eq!(
+        err,
+        "pronto capture: target has no interface `eth9` (it has: eth0)\n"
+    );
+    let (took, _, err) = cli(
+        &dir,
+        &[
+            "capture",
+            "target:eth0",
+            "-w",
+            f,
+            "--filter",
+            "udp prot 53",
+            "--tenant",
+            "ta",
+        ],
+    );
+    assert!(!took);
+    assert!(err.starts_with("pronto capture: filter: "), "{err}");
+    // A refused capture leaves the file as it was.
+    assert_eq!(pcapng_frames(&file), vec![]);
+    std::fs::remove_file(&file).expect("remove");
+    let (took, _, _) = cli(&dir, &["capture", "99", "-w", f]);
+    assert!(!took);
+    assert!(!file.exists());
+    // Another tenant cannot capture ta's port.
+    let port = api_ports(&sock)["ta/target/eth0"]["port"].clone();
+    let r = api::call(
+        &To::Tcp(&d.tcp, Some(&tb_token)),
+        "GET",
+        &format!("/v1/switch/ports/{port}/capture?count=1&seconds=0.2"),
+        b"",
+    );
+    assert_eq!(r.status, 404, "{}", r.text());
+}
+
+/// The enhanced packet blocks of a pcapng file: (direction flag, captured
+/// length) each.
+fn pcapng_frames(path: &Path) -> Vec<(u32, u32)> {
+    let b = std::fs::read(path).expect("the capture");
+    let word = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    let (mut at, mut out) = (0, Vec::new());
+    while at + 12 <= b.len() {
+        let (kind, len) = (word(at), word(at + 4) as usize);
+        if kind == 6 {
+            let caplen = word(at + 20);
+            let opts = at + 28 + (caplen as usize).next_multiple_of(4);
+            // The first option is epb_flags (code 2, length 4).
+            assert_eq!(word(opts), 2 | (4 << 16));
+            out.push((word(opts + 4), caplen));
+        }
+        at += len;
+    }
+    out
+}

@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod capture;
 mod control;
 pub mod failure;
 pub mod manager;

@@ -44,8 +44,8 @@ pub mod peer;
 pub mod switch;
 pub mod table;
 
-pub use layout::{Geometry, PortError, PortShm};
 pub use capture::{Capture, CaptureSpec, Captured, Direction};
+pub use layout::{Geometry, PortError, PortShm};
 pub use peer::Peer;
 pub use switch::{
     Config, PortCounters, PortStats, Revived, Switch, SwitchError, SwitchHandle, ThreadInfo,

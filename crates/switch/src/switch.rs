@@ -1516,7 +1516,9 @@ mod tests {
         };
         let on_a = sa.capture(spec(3, true, false)).expect("capture a");
         assert_eq!(
-            sa.capture(spec(1, true, true)).err().expect("one at a time"),
+            sa.capture(spec(1, true, true))
+                .err()
+                .expect("one at a time"),
             "the port is being captured already; one capture at a time"
         );
         let on_b = sb.capture(spec(100, false, true)).expect("capture b");

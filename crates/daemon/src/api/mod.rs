@@ -760,6 +760,105 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
     Ok(Json(v).into_response())
 }
 
+#[derive(Deserialize, Default)]
+struct CaptureQuery {
+    count: Option<u64>,
+    seconds: Option<f64>,
+    snaplen: Option<u32>,
+    filter: Option<String>,
+    direction: Option<String>,
+}
+
+/// What a switch port sees, as a pcapng stream (`pronto capture`): until
+/// `count` frames (default 100) or `seconds` (default 10) have passed.
+async fn switch_port_capture(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(port): Path<String>,
+    Query(q): Query<CaptureQuery>,
+) -> Result<Response, ApiError> {
+    use crate::capture::{MAX_COUNT, MAX_SECONDS, QUEUE};
+    let tenant = match a.caller(&h)? {
+        Caller::Admin => None,
+        Caller::Tenant(t) => Some(t),
+    };
+    let id: u16 = port.parse().map_err(|_| {
+        bad(
+            format!("a switch port is a number (`pronto ports`), found `{port}`"),
+            Some("port"),
+        )
+    })?;
+    let count = q.count.unwrap_or(100);
+    if !(1..=MAX_COUNT).contains(&count) {
+        return Err(bad(
+            format!("count: 1 to {MAX_COUNT} frames, found {count}"),
+            Some("count"),
+        ));
+    }
+    let seconds = q.seconds.unwrap_or(10.0);
+    if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
+        return Err(bad(
+            format!("seconds: more than 0 and at most {MAX_SECONDS}, found {seconds}"),
+            Some("seconds"),
+        ));
+    }
+    let snaplen = q.snaplen.unwrap_or(65_535).clamp(14, 65_535);
+    let (from_port, to_port) = match q.direction.as_deref().unwrap_or("both") {
+        "both" => (true, true),
+        "in" => (false, true),
+        "out" => (true, false),
+        d => {
+            return Err(bad(
+                format!("direction: `in` (frames delivered to the port), `out` (frames it sent) or `both`, found `{d}`"),
+                Some("direction"),
+            ))
+        }
+    };
+    let filter: Option<pronto_switch::capture::FrameTest> = match q.filter.as_deref() {
+        None | Some("") => None,
+        Some(expr) => {
+            let f = pronto_classify::FrameFilter::new(expr)
+                .map_err(|e| bad(format!("filter: {}", e.message), Some("filter")))?;
+            Some(Box::new(move |frame: &[u8]| f.matches(frame)))
+        }
+    };
+    let spec = pronto_switch::CaptureSpec {
+        filter,
+        snaplen: snaplen as usize,
+        count,
+        from_port,
+        to_port,
+        queue: QUEUE,
+    };
+    let (name, cap) = a.s.manager.capture(tenant.as_deref(), id, spec)?;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
+    let head = crate::capture::header(&name, snaplen);
+    std::thread::Builder::new()
+        .name(format!("capture-{id}"))
+        .spawn(move || {
+            if tx.blocking_send(head).is_ok() {
+                crate::capture::pump(
+                    cap,
+                    count,
+                    seconds,
+                    || tx.is_closed(),
+                    |chunk| tx.blocking_send(chunk).is_ok(),
+                );
+            }
+        })
+        .map_err(internal)?;
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/x-pcapng")],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
 async fn switch_threads(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     a.admin(&h)?;
     let v: Vec<Value> =
@@ -921,6 +1020,7 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
         .route("/v1/instances/{name}/counters", get(instances_counters))
         .route("/v1/stats", get(stats))
         .route("/v1/switch/ports", get(switch_ports))
+        .route("/v1/switch/ports/{port}/capture", get(switch_port_capture))
         .route("/v1/switch/threads", get(switch_threads))
         .route(
             "/v1/switch/threads/{thread}/restart",

@@ -714,6 +714,26 @@ impl Manager {
         v
     }
 
+    /// Starts a capture on switch port `id` for `tenant` (`None`: the
+    /// admin, any port; a tenant only its own instances' ports). Returns
+    /// the port's name and the capture.
+    pub fn capture(
+        &self,
+        tenant: Option<&str>,
+        id: u16,
+        spec: pronto_switch::CaptureSpec,
+    ) -> Result<(String, pronto_switch::Capture), Failure> {
+        let name = self
+            .port_name(id)
+            .filter(|n| tenant.is_none_or(|t| n.split('/').next() == Some(t)))
+            .ok_or_else(|| Failure::NotFound(format!("no switch port {id} (`pronto ports`)")))?;
+        let cap = self
+            .switch
+            .capture(id, spec)
+            .map_err(|e| Failure::Conflict(format!("port {id} ({name}): {e}"), None))?;
+        Ok((name, cap))
+    }
+
     /// Port `id`'s weight on the switch (its instance's `weight`).
     pub fn port_weight(&self, id: u16) -> u32 {
         self.switch
