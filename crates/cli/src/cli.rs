@@ -253,6 +253,13 @@ pub enum CtlCmd {
     Write(WriteArgs),
     /// The daemon's totals, or an instance's element counters.
     Stats(StatsArgs),
+    /// Follow the next packets through an instance's element graph: the
+    /// port each took, the bytes where an element changed them, where
+    /// each ended and why.
+    #[command(
+        after_help = "Examples:\n  pronto trace fw1\n  pronto trace fw1 --count 5 --filter 'tcp dst port 22'"
+    )]
+    Trace(TraceArgs),
     /// Write what a switch port or an instance's interface sees to a pcapng
     /// file (tcpdump and Wireshark read it).
     #[command(
@@ -360,6 +367,23 @@ pub struct StatsArgs {
     /// Stop after this many refreshes under --watch.
     #[arg(long, value_name = "N", requires = "watch")]
     pub count: Option<String>,
+}
+
+/// `pronto trace`'s arguments.
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// The instance.
+    pub name: String,
+    /// Packets to follow (default 1, at most 1000).
+    #[arg(short = 'c', long, value_name = "N")]
+    pub count: Option<String>,
+    /// Only packets this IPClassifier expression matches where a source
+    /// made them (`tcp dst port 22`; read as Ethernet frames).
+    #[arg(short = 'f', long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Give up waiting for packets after this many seconds (default 10).
+    #[arg(long, value_name = "SECONDS")]
+    pub seconds: Option<String>,
 }
 
 /// `pronto capture`'s arguments.
@@ -513,6 +537,10 @@ impl CtlCmd {
                 }
                 c
             }
+            Cmd::Trace(a) => CtlCall::new("trace", vec![a.name])
+                .flag("--count", &a.count)
+                .flag("--filter", &a.filter)
+                .flag("--seconds", &a.seconds),
             Cmd::Capture(a) => CtlCall::new("capture", vec![a.target])
                 .flag("--write", &Some(a.file))
                 .flag("--count", &a.count)

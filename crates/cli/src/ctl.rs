@@ -236,6 +236,59 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                 Some(("text/plain", value.as_bytes())),
             )?;
         }
+        "trace" => {
+            need(1, "NAME")?;
+            let count = flag(&["--count"]).pop().unwrap_or_else(|| "1".into());
+            let n: u32 = count
+                .parse()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .ok_or_else(|| format!("--count: 1 to 1000 packets, found `{count}`"))?;
+            let seconds = match flag(&["--seconds"]).pop() {
+                None => 10.0,
+                Some(v) => v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| *s > 0.0 && *s <= 3600.0)
+                    .ok_or_else(|| format!("--seconds: more than 0, at most 3600, found `{v}`"))?,
+            };
+            let value = match flag(&["--filter"]).pop() {
+                Some(f) => format!("{n} {f}"),
+                None => n.to_string(),
+            };
+            let handler = |m: &str, body: Option<&str>| {
+                let r = c.call(
+                    m,
+                    &c.q(&format!("/v1/instances/{}/handlers/trace", pos[0])),
+                    body.map(|b| ("text/plain", b.as_bytes())),
+                )?;
+                if r.status == 200 {
+                    Ok(r.text())
+                } else {
+                    Err(r.error())
+                }
+            };
+            handler("PUT", Some(&value))?;
+            let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
+            let done = format!("trace: {n} of {n} packets");
+            let mut report = handler("GET", None)?;
+            // Done once every packet is marked and none is still inside an
+            // element's call.
+            while (!report.starts_with(&done) || report.contains("in the element now"))
+                && std::time::Instant::now() < until
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                report = handler("GET", None)?;
+            }
+            let _ = handler("PUT", Some("off"));
+            crate::out!("{report}");
+            if !report.starts_with(&done) {
+                eprintln!(
+                    "pronto trace: fewer packets than asked for came in {seconds} s \
+                     (--seconds waits longer)"
+                );
+            }
+        }
         "capture" => {
             need(1, "PORT or NAME:IFACE")?;
             let port = match pos[0].split_once(':') {

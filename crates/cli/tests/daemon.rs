@@ -859,6 +859,39 @@ fn a_capture_writes_what_an_instances_interface_receives_for_tcpdump() {
     let (took, _, _) = cli(&dir, &["capture", "99", "-w", f]);
     assert!(!took);
     assert!(!file.exists());
+    // The next two packets through the target, element by element.
+    let out = ok(&dir, &["trace", "target", "--count", "2", "--tenant", "ta"]);
+    let path = "  FromDevice@1 :: FromDevice       made -> out 0\n  \
+                c :: Counter                     in 0 -> out 0\n  \
+                Discard@3 :: Discard             in 0 -> dropped: discarded\n";
+    assert_eq!(
+        out,
+        format!("trace: 2 of 2 packets\npacket 1\n{path}packet 2\n{path}")
+    );
+    let (traced, out, err) = cli(
+        &dir,
+        &[
+            "trace",
+            "target",
+            "--filter",
+            "tcp",
+            "--seconds",
+            "0.3",
+            "--tenant",
+            "ta",
+        ],
+    );
+    assert!(traced, "{err}");
+    assert_eq!(out, "trace: 0 of 1 packets matching `tcp`\n");
+    assert_eq!(
+        err,
+        "pronto trace: fewer packets than asked for came in 0.3 s (--seconds waits longer)\n"
+    );
+    // The trace is off again afterwards.
+    assert_eq!(
+        ok(&dir, &["read", "target", "trace", "--tenant", "ta"]),
+        "trace: off\n"
+    );
     // Another tenant cannot capture ta's port.
     let port = api_ports(&sock)["ta/target/eth0"]["port"].clone();
     let r = api::call(

@@ -67,7 +67,11 @@ pub struct Anno {
     pub timestamp_ns: i64,
     /// Packet-type annotation.
     pub packet_type: PacketType,
-    _reserved: [u8; 7],
+    _reserved: [u8; 3],
+    /// pronto's trace mark (`pronto trace`): which traced packet this is,
+    /// 0 for one not traced. Set by the runtime at a source while a trace
+    /// is armed; copies keep it.
+    pub trace: u32,
     /// Click's user annotation bytes (destination IP, paint, ...).
     pub bytes: [u8; ANNO_SIZE],
 }
@@ -77,7 +81,8 @@ impl Default for Anno {
         Anno {
             timestamp_ns: 0,
             packet_type: PacketType::Host,
-            _reserved: [0; 7],
+            _reserved: [0; 3],
+            trace: 0,
             bytes: [0; ANNO_SIZE],
         }
     }

@@ -16,6 +16,7 @@ mod router;
 mod script;
 mod staticthreadsched;
 mod threads;
+mod trace;
 
 pub use remote::Remote;
 pub use router::{

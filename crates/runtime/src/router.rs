@@ -230,6 +230,8 @@ pub struct Router {
     /// Per element: packets it sent to an output with nothing connected
     /// (dropped; a drop reason only the runtime sees).
     unconnected: Vec<u64>,
+    /// A packet trace, while one is armed (the global `trace` handler).
+    trace: Option<Box<crate::trace::Tracer>>,
     pool: Pool,
 }
 
@@ -820,6 +822,7 @@ impl Router {
             ocount: vec![0; no],
             ooff,
             unconnected: vec![0; nnodes],
+            trace: None,
             pool,
         })
     }
@@ -978,6 +981,11 @@ impl Router {
         // whose own code runs after a push (a pull served through an
         // element, a task) switch back themselves.
         self.acct_switch(node);
+        let traced = if self.trace.is_some() {
+            self.trace_enter(node, port, batch, false)
+        } else {
+            None
+        };
         let now = self.run_now;
         let pass = {
             let OutBufs { bufs, spill } = &mut *ob;
@@ -994,13 +1002,73 @@ impl Router {
                 if let Some(Some((t, tp))) = self.graph.out_conn[node].get(p).copied() {
                     self.outbufs[node] = Some(ob);
                     self.ocount[self.ooff[node] + p] += batch.len() as u64;
+                    if self.trace.is_some() {
+                        self.trace_left(node, p, batch);
+                        self.trace_exit(node, traced);
+                    }
                     return Some((t as usize, tp as usize));
                 }
             }
         }
         self.forward(node, pass, batch, &mut ob);
         self.outbufs[node] = Some(ob);
+        if traced.is_some() {
+            self.trace_exit(node, traced);
+        }
         None
+    }
+
+    // ---- tracing (cold: only while a trace is armed) ------------------------
+
+    /// Marked packets arrive at `node`: recorded, with the element's drop
+    /// counters and held count before its call.
+    #[cold]
+    #[inline(never)]
+    fn trace_enter(
+        &mut self,
+        node: usize,
+        port: usize,
+        batch: &Batch,
+        pulled: bool,
+    ) -> Option<crate::trace::Call> {
+        let t = self.trace.as_mut()?;
+        let ids = t.entered(node, port, batch, pulled)?;
+        let mut c = pronto_elements::Counters::new();
+        self.elems[node].counters(&mut c);
+        Some(crate::trace::Call {
+            ids,
+            drops: c.drops().collect(),
+            held: self.elems[node].held(),
+        })
+    }
+
+    /// After `node`'s call and the sends of what it output: the marked
+    /// packets that did not leave ended there.
+    #[cold]
+    #[inline(never)]
+    fn trace_exit(&mut self, node: usize, call: Option<crate::trace::Call>) {
+        let Some(call) = call else { return };
+        let mut c = pronto_elements::Counters::new();
+        self.elems[node].counters(&mut c);
+        let drops: Vec<(&'static str, u64)> = c.drops().collect();
+        let held = self.elems[node].held();
+        if let Some(t) = self.trace.as_mut() {
+            t.after(node, &call, &drops, held);
+        }
+    }
+
+    /// Marked packets of `batch` leave `node` on `port`; a source marks
+    /// the packets it makes while the trace wants more.
+    #[cold]
+    #[inline(never)]
+    fn trace_left(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        let source = self.graph.nodes[node].ninputs == 0;
+        if let Some(t) = self.trace.as_mut() {
+            if source && t.wants_more() {
+                t.mark(batch);
+            }
+            t.left(node, port, batch);
+        }
     }
 
     /// An element that asked to be pushed again once its calls were made
@@ -1108,6 +1176,9 @@ impl Router {
         match self.graph.out_conn[node].get(port).copied().flatten() {
             Some((t, tp)) => {
                 self.ocount[self.ooff[node] + port] += batch.len() as u64;
+                if self.trace.is_some() {
+                    self.trace_left(node, port, batch);
+                }
                 self.push(t as usize, tp as usize, batch)
             }
             None => {
@@ -1371,6 +1442,11 @@ impl Router {
                 pulled_empty = batch.is_empty();
             }
         }
+        let traced = if self.trace.is_some() && !batch.is_empty() {
+            self.trace_enter(node, 0, &batch, true)
+        } else {
+            None
+        };
         self.tasks[t].pulled_empty = pulled_empty;
         self.tasks[t].pull_timed = pulled_empty && self.pull_one_seen;
         let mut ob = self.take_outbufs(node);
@@ -1385,6 +1461,9 @@ impl Router {
             self.resume(node, 0, &mut ob);
         }
         self.forward(node, pass, &mut batch, &mut ob);
+        if traced.is_some() {
+            self.trace_exit(node, traced);
+        }
         self.acct_switch(prev);
         self.outbufs[node] = Some(ob);
         self.put_scratch(batch);
@@ -2331,6 +2410,12 @@ impl Router {
                     self.ctrl.stop_requests += 1;
                     Ok(())
                 }
+                "trace" => {
+                    self.trace = crate::trace::Tracer::arm(value)
+                        .map_err(|m| CallError::Failed("trace".into(), m))?
+                        .map(Box::new);
+                    Ok(())
+                }
                 "timewarp" => {
                     let f = pronto_lang::args::parse_f64(value.trim())
                         .ok()
@@ -2432,6 +2517,13 @@ impl Router {
                 Ok(s)
             }
             "flatconfig" => Ok(self.flatconfig()),
+            "trace" => Ok(match &self.trace {
+                None => "trace: off\n".to_string(),
+                Some(t) => {
+                    let nodes = &self.graph.nodes;
+                    t.report(&|n| format!("{} :: {}", nodes[n].name, nodes[n].class.name))
+                }
+            }),
             "counters" => Ok(self.counters().iter().map(|c| c.line() + "\n").collect()),
             // The text as written, unless it asked for compact_config.
             "config" if self.source_text.is_empty() => Ok(self.flatconfig()),
@@ -2591,6 +2683,7 @@ const GLOBAL_HANDLERS: &[(&str, &str)] = &[
     ("list", "r"),
     ("classes", "r"),
     ("counters", "r"),
+    ("trace", "rw"),
     ("packages", "r"),
     ("now", "r"),
     ("timewarp", "rw"),

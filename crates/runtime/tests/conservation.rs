@@ -614,3 +614,59 @@ fn counters_name_every_drop_with_its_reason() {
     assert_eq!(back.counts, vec![("highwater_length".to_string(), 5)]);
     r.check_conservation().expect("conserved");
 }
+
+#[test]
+fn a_trace_follows_marked_packets_element_by_element() {
+    // A 60-byte Ethernet frame: IPv4, UDP to port 53.
+    let mut f = [0u8; 60];
+    f[12] = 0x08;
+    f[14] = 0x45;
+    f[23] = 17;
+    f[36] = 0;
+    f[37] = 53;
+    let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
+    let text = format!(
+        "a :: InfiniteSource(DATA \\<{hex}>, LIMIT 5, BURST 1, STOP true) -> c :: Counter \
+         -> s :: Strip(14) -> q :: SimpleQueue(1) -> Idle;"
+    );
+    let mut r = build(&text, pronto_runtime::DEFAULT_POOL_LIMIT).expect("builds");
+    assert_eq!(r.read_handler("trace", "").expect("read"), "trace: off\n");
+    r.write_handler("trace", "2 udp port 54").expect("arms");
+    let bad = r
+        .write_handler("trace", "2 udp prot 54")
+        .expect_err("a typo");
+    assert!(bad.to_string().contains("trace filter: "), "{bad}");
+    // A filter that matches nothing marks nothing.
+    r.run().expect("runs");
+    assert_eq!(
+        r.read_handler("trace", "").expect("read"),
+        "trace: 0 of 2 packets matching `udp port 54`\n"
+    );
+    let mut r = build(&text, pronto_runtime::DEFAULT_POOL_LIMIT).expect("builds");
+    r.write_handler("trace", "2 udp port 53").expect("arms");
+    r.run().expect("runs");
+    let stripped: String = f[14..].iter().map(|b| format!("{b:02x}")).collect();
+    let row = |name: &str, what: &str| format!("  {name:<32} {what}\n");
+    let path = |end: &str| {
+        [
+            row("a :: InfiniteSource", "made -> out 0"),
+            row("c :: Counter", "in 0 -> out 0"),
+            row("s :: Strip", "in 0 -> out 0"),
+            row("", &format!("changed: 46 bytes: {stripped}")),
+            row("q :: SimpleQueue", end),
+        ]
+        .concat()
+    };
+    assert_eq!(
+        r.read_handler("trace", "").expect("read"),
+        format!(
+            "trace: 2 of 2 packets matching `udp port 53`\npacket 1\n{}packet 2\n{}",
+            path("in 0 -> held"),
+            path("in 0 -> dropped: queue_full")
+        )
+    );
+    // Off again: nothing kept.
+    r.write_handler("trace", "off").expect("off");
+    assert_eq!(r.read_handler("trace", "").expect("read"), "trace: off\n");
+    r.check_conservation().expect("conserved");
+}
