@@ -232,6 +232,8 @@ pub struct Router {
     unconnected: Vec<u64>,
     /// A packet trace, while one is armed (the global `trace` handler).
     trace: Option<Box<crate::trace::Tracer>>,
+    /// `trace.is_some()`, next to the fields every hop reads.
+    tracing: bool,
     pool: Pool,
 }
 
@@ -823,6 +825,7 @@ impl Router {
             ooff,
             unconnected: vec![0; nnodes],
             trace: None,
+            tracing: false,
             pool,
         })
     }
@@ -972,6 +975,33 @@ impl Router {
     /// the connection already).
     #[inline(always)]
     fn push_one(&mut self, node: usize, port: usize, batch: &mut Batch) -> Option<(usize, usize)> {
+        if self.tracing {
+            return self.push_one_traced(node, port, batch);
+        }
+        self.push_one_as::<false>(node, port, batch)
+    }
+
+    /// [`Router::push_one`] while a trace is armed.
+    #[cold]
+    #[inline(never)]
+    fn push_one_traced(
+        &mut self,
+        node: usize,
+        port: usize,
+        batch: &mut Batch,
+    ) -> Option<(usize, usize)> {
+        self.push_one_as::<true>(node, port, batch)
+    }
+
+    /// The body of [`Router::push_one`], compiled twice: without tracing
+    /// (the path every packet takes) and with it.
+    #[inline(always)]
+    fn push_one_as<const TRACE: bool>(
+        &mut self,
+        node: usize,
+        port: usize,
+        batch: &mut Batch,
+    ) -> Option<(usize, usize)> {
         let mut ob = self.take_outbufs(node);
         // Charged to this element until the next switch. There is no
         // switch back to the caller when the push returns: after a push,
@@ -981,7 +1011,7 @@ impl Router {
         // whose own code runs after a push (a pull served through an
         // element, a task) switch back themselves.
         self.acct_switch(node);
-        let traced = if self.trace.is_some() {
+        let traced = if TRACE {
             self.trace_enter(node, port, batch, false)
         } else {
             None
@@ -1002,7 +1032,7 @@ impl Router {
                 if let Some(Some((t, tp))) = self.graph.out_conn[node].get(p).copied() {
                     self.outbufs[node] = Some(ob);
                     self.ocount[self.ooff[node] + p] += batch.len() as u64;
-                    if self.trace.is_some() {
+                    if TRACE {
                         self.trace_left(node, p, batch);
                         self.trace_exit(node, traced);
                     }
@@ -1012,7 +1042,7 @@ impl Router {
         }
         self.forward(node, pass, batch, &mut ob);
         self.outbufs[node] = Some(ob);
-        if traced.is_some() {
+        if TRACE {
             self.trace_exit(node, traced);
         }
         None
@@ -1176,7 +1206,7 @@ impl Router {
         match self.graph.out_conn[node].get(port).copied().flatten() {
             Some((t, tp)) => {
                 self.ocount[self.ooff[node] + port] += batch.len() as u64;
-                if self.trace.is_some() {
+                if self.tracing {
                     self.trace_left(node, port, batch);
                 }
                 self.push(t as usize, tp as usize, batch)
@@ -1442,7 +1472,7 @@ impl Router {
                 pulled_empty = batch.is_empty();
             }
         }
-        let traced = if self.trace.is_some() && !batch.is_empty() {
+        let traced = if self.tracing && !batch.is_empty() {
             self.trace_enter(node, 0, &batch, true)
         } else {
             None
@@ -2414,6 +2444,7 @@ impl Router {
                     self.trace = crate::trace::Tracer::arm(value)
                         .map_err(|m| CallError::Failed("trace".into(), m))?
                         .map(Box::new);
+                    self.tracing = self.trace.is_some();
                     Ok(())
                 }
                 "timewarp" => {
