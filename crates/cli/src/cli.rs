@@ -128,6 +128,121 @@ pub struct CheckArgs {
     pub format: Format,
 }
 
+/// `pronto run`'s options as `run.rs` reads them, for the completion
+/// scripts and man pages (its help text is [`RUN_HELP`]; a test checks
+/// that each is there): short, long, value name (`None`: a flag), help.
+pub const RUN_OPTIONS: &[(Option<char>, &str, Option<&str>, &str)] = &[
+    (
+        Some('f'),
+        "file",
+        Some("FILE"),
+        "read the configuration from FILE",
+    ),
+    (
+        Some('e'),
+        "expression",
+        Some("EXPR"),
+        "use EXPR as the configuration",
+    ),
+    (
+        Some('h'),
+        "handler",
+        Some("ELEMENT.H"),
+        "print read handler ELEMENT.H after the run",
+    ),
+    (
+        Some('x'),
+        "exit-handler",
+        Some("ELEMENT.H"),
+        "exit status from handler ELEMENT.H",
+    ),
+    (
+        Some('o'),
+        "output",
+        Some("FILE"),
+        "write the flattened configuration to FILE",
+    ),
+    (Some('q'), "quit", None, "set the router up, do not run it"),
+    (Some('t'), "time", None, "report how long the run took"),
+    (Some('w'), "no-warnings", None, "do not print warnings"),
+    (None, "simtime", None, "simulated time"),
+    (None, "threads", Some("N"), "run on N threads"),
+    (None, "busy-poll", None, "never sleep while idle"),
+    (
+        None,
+        "pool-limit",
+        Some("N"),
+        "the most packets a router holds at once",
+    ),
+    (
+        None,
+        "switch",
+        Some("SOCKET"),
+        "ports on the switch listening at SOCKET",
+    ),
+    (
+        None,
+        "name",
+        Some("NAME"),
+        "this middlebox's name on the switch",
+    ),
+    (
+        None,
+        "mac",
+        Some("IFACE=MAC"),
+        "frames for MAC go to IFACE's port",
+    ),
+    (None, "help", None, "the options"),
+];
+
+/// `pronto bench`'s experiments and options as `bench/` reads them, for
+/// the completion scripts (its help is `bench::USAGE`; a test checks that
+/// each is there).
+pub const BENCH_SUBCOMMANDS: &[&str] = &[
+    "switch",
+    "ports",
+    "cores",
+    "gen",
+    "sink",
+    "veth",
+    "tcp",
+    "boot",
+    "handlers",
+    "consolidate",
+    "chain",
+    "nfp",
+    "chaos",
+    "soak",
+];
+
+/// See [`BENCH_SUBCOMMANDS`]: long option, value name (`None`: a flag).
+pub const BENCH_OPTIONS: &[(&str, Option<&str>)] = &[
+    ("out", Some("DIR")),
+    ("duration", Some("SECONDS")),
+    ("runs", Some("N")),
+    ("count", Some("N")),
+    ("max-ports", Some("N")),
+    ("max-threads", Some("N")),
+    ("no-pin", None),
+    ("methods", Some("LIST")),
+    ("rates", Some("LIST")),
+    ("pings", Some("N")),
+    ("pause-ms", Some("MS")),
+    ("slots", Some("N")),
+    ("ring", Some("N")),
+    ("max", Some("N")),
+    ("dc", None),
+    ("rising", None),
+    ("work", Some("W")),
+    ("rate", Some("PPS")),
+    ("window-ms", Some("MS")),
+    ("seed", Some("N")),
+    ("strict", None),
+    ("instances", Some("N")),
+    ("churn", Some("OPS")),
+    ("sample", Some("S")),
+];
+
 /// `pronto run`'s help: Click's options, read by `run.rs`.
 pub const RUN_HELP: &str = "\
 Run a Click configuration (Click's `click` command, option for option).
