@@ -419,3 +419,155 @@ fn every_metric_the_dashboard_queries_is_exported() {
     }
     drop(d);
 }
+
+/// `sha256sum FILE`'s digest.
+fn sha256(path: &std::path::Path) -> String {
+    let o = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum");
+    assert!(o.status.success());
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .expect("a digest")
+        .to_string()
+}
+
+#[test]
+fn the_oci_root_runs_pronto_under_chroot() {
+    let test = "the_oci_root_runs_pronto_under_chroot";
+    if !is_root(test) {
+        return;
+    }
+    for tool in ["ldd", "tar", "gzip", "sha256sum"] {
+        if !have(tool, test) {
+            return;
+        }
+    }
+    let dir = common::scratch("oci");
+    let root = dir.join("root");
+    let image = dir.join("image.tar");
+    let script = common::root().join("packaging/oci/build-rootfs");
+    let o = Command::new(&script)
+        .args(["--binary", env!("CARGO_BIN_EXE_pronto"), "--oci"])
+        .arg(&image)
+        .arg(&root)
+        .output()
+        .expect("build-rootfs runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Only what the image holds is reachable under chroot: the binary runs
+    // with the libraries copied, and works.
+    let chroot = |args: &[&str]| {
+        let o = Command::new("chroot")
+            .arg(&root)
+            .arg("/usr/local/bin/pronto")
+            .args(args)
+            .output()
+            .expect("chroot runs");
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = chroot(&["--version"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), format!("pronto {}", env!("CARGO_PKG_VERSION")));
+    std::fs::copy(
+        common::root().join("examples/nat.click"),
+        root.join("tmp/nat.click"),
+    )
+    .expect("example");
+    let (ok, _, err) = chroot(&["check", "/tmp/nat.click"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = chroot(&[
+        "run",
+        "-e",
+        "InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard",
+        "-h",
+        "c.count",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "5");
+    for d in ["run/pronto", "var/lib/pronto", "tmp"] {
+        assert!(root.join(d).is_dir(), "{d}");
+    }
+    assert!(std::fs::read_to_string(root.join("etc/passwd"))
+        .expect("passwd")
+        .contains(":65534:"));
+
+    // The OCI layout: index → manifest → config and layer, each blob named
+    // by its digest; the layer is the root.
+    let layout = dir.join("layout");
+    std::fs::create_dir_all(&layout).expect("dir");
+    assert!(Command::new("tar")
+        .arg("-xf")
+        .arg(&image)
+        .arg("-C")
+        .arg(&layout)
+        .status()
+        .expect("tar")
+        .success());
+    let read = |p: &std::path::Path| -> Value {
+        serde_json::from_slice(&std::fs::read(p).expect("file")).expect("JSON")
+    };
+    assert_eq!(
+        read(&layout.join("oci-layout"))["imageLayoutVersion"],
+        "1.0.0"
+    );
+    let blob = |d: &Value| {
+        let digest = d["digest"].as_str().expect("digest");
+        let hex = digest.strip_prefix("sha256:").expect("sha256");
+        let p = layout.join("blobs/sha256").join(hex);
+        assert_eq!(sha256(&p), hex, "{digest}");
+        assert_eq!(
+            std::fs::metadata(&p).expect("blob").len(),
+            d["size"].as_u64().expect("size")
+        );
+        p
+    };
+    let index = read(&layout.join("index.json"));
+    let manifest = read(&blob(&index["manifests"][0]));
+    assert_eq!(
+        manifest["mediaType"],
+        "application/vnd.oci.image.manifest.v1+json"
+    );
+    let config = read(&blob(&manifest["config"]));
+    assert_eq!(config["os"], "linux");
+    assert_eq!(config["config"]["Entrypoint"][0], "/usr/local/bin/pronto");
+    assert_eq!(config["config"]["Cmd"][0], "daemon");
+    let layer = blob(&manifest["layers"][0]);
+    let plain = dir.join("layer.tar");
+    let o = Command::new("gzip")
+        .arg("-dc")
+        .arg(&layer)
+        .output()
+        .expect("gzip");
+    assert!(o.status.success());
+    std::fs::write(&plain, &o.stdout).expect("layer");
+    assert_eq!(
+        config["rootfs"]["diff_ids"][0],
+        format!("sha256:{}", sha256(&plain))
+    );
+    let o = Command::new("tar")
+        .arg("-tf")
+        .arg(&plain)
+        .output()
+        .expect("tar");
+    let list = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        list.lines().any(|l| l == "./usr/local/bin/pronto"),
+        "{list}"
+    );
+    assert!(list.lines().any(|l| l.contains("libc.so")), "{list}");
+
+    // A root that is not empty is refused.
+    let o = Command::new(&script)
+        .args(["--binary", env!("CARGO_BIN_EXE_pronto")])
+        .arg(&root)
+        .output()
+        .expect("build-rootfs runs");
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not empty"));
+}
