@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, urlencode
 
 __all__ = [
+    "AuditEntry",
     "Client",
     "Instance",
     "Interface",
@@ -221,6 +222,35 @@ class Port:
         adds are ignored)."""
         known = {f.name for f in fields(Port)}
         return Port(**{k: x for k, x in v.items() if k in known})
+
+
+@dataclass
+class AuditEntry:
+    """One change asked of the daemon, from its audit log: when, who
+    (``"admin"``, a tenant's name, or ``"unknown"`` when authentication
+    failed) with which token (the first 12 hex digits of its SHA-256,
+    ``"unix-socket"`` or ``"-"``), the tenant it concerns, what (method,
+    path, a summary of the body: a configuration by size and hash) and the
+    result (HTTP status, the first line of the error)."""
+
+    seq: int
+    time: str
+    unix_ms: int
+    who: str
+    token: str
+    method: str
+    path: str
+    status: int
+    summary: str = ""
+    tenant: Optional[str] = None
+    error: Optional[str] = None
+
+    @staticmethod
+    def from_json(v: Dict[str, Any]) -> "AuditEntry":
+        """Builds an AuditEntry from the API's JSON object (fields a newer
+        daemon adds are ignored)."""
+        known = {f.name for f in fields(AuditEntry)}
+        return AuditEntry(**{k: x for k, x in v.items() if k in known})
 
 
 def default_socket() -> str:
@@ -492,3 +522,21 @@ class Client:
         body = {k: v for k, v in fields.items() if v is not None}
         return Quota.from_json(
             self._json("PUT", "/v1/tenants/%s/quota" % quote(tenant), body))
+
+    # ---- audit log ------------------------------------------------------
+
+    def audit(self, limit: Optional[int] = None, since: Optional[str] = None,
+              tenant: Optional[str] = None) -> List[AuditEntry]:
+        """The audit log's newest ``limit`` entries (1 to 10000, default
+        100), oldest first; ``since``: only those at or after this RFC 3339
+        time (``"2026-11-27T18:00:00Z"``); ``tenant`` (admin): only those
+        that concern it. A tenant sees only the entries that concern it."""
+        q = []
+        if limit is not None:
+            q.append("limit=%d" % limit)
+        if since is not None:
+            q.append("since=" + quote(since))
+        if tenant is not None:
+            q.append("tenant=" + quote(tenant))
+        path = "/v1/audit" + ("?" + "&".join(q) if q else "")
+        return [AuditEntry.from_json(e) for e in self._json("GET", path)]

@@ -168,6 +168,34 @@ class ClientTest(unittest.TestCase):
         finally:
             self.admin.delete_tenant("py-q")
 
+    def test_audit_log(self):
+        c = self.admin
+        t = c.create_tenant("py-audited")
+        try:
+            tc = Client(url=self.url, token=t.token)
+            with self.assertRaises(NotFound):
+                tc.remove("py-nothing")
+            mine = tc.audit()
+            self.assertEqual([(e.method, e.path, e.who, e.status) for e in mine],
+                             [("POST", "/v1/tenants", "admin", 201),
+                              ("DELETE", "/v1/instances/py-nothing", "py-audited", 404)])
+            self.assertEqual(mine[1].error, "no instance `py-nothing`")
+            self.assertEqual(mine[1].tenant, "py-audited")
+            self.assertEqual(len(mine[1].token), 12)
+            self.assertNotIn(t.token, repr(mine))
+            # The admin sees the same two with the tenant filter, and the
+            # newest one alone with limit=1.
+            self.assertEqual(c.audit(tenant="py-audited"), mine)
+            self.assertEqual(c.audit(limit=1, tenant="py-audited"), mine[1:])
+            self.assertEqual(c.audit(since=mine[1].time, tenant="py-audited")[-1], mine[1])
+            with self.assertRaises(Forbidden):
+                tc.audit(tenant="default")
+            with self.assertRaises(BadRequest) as e:
+                c.audit(since="yesterday")
+            self.assertEqual(e.exception.field, "since")
+        finally:
+            c.delete_tenant("py-audited")
+
 
 if __name__ == "__main__":
     unittest.main()

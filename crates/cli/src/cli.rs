@@ -396,6 +396,23 @@ pub enum CtlCmd {
         #[command(subcommand)]
         cmd: Option<TenantCmd>,
     },
+    /// The audit log: every change asked of the daemon (the admin sees all; a tenant, its own).
+    #[command(
+        after_help = "Examples:\n  pronto log\n  pronto log -n 20 --since 1h\n  \
+            pronto log --tenant acme --since 2026-11-27T18:00:00Z\n  pronto --json log"
+    )]
+    Log(LogArgs),
+}
+
+/// `pronto log`'s arguments (the global --tenant picks one tenant's entries).
+#[derive(Args, Debug)]
+pub struct LogArgs {
+    /// The newest N entries (1 to 10000, default 100).
+    #[arg(short = 'n', long = "lines", value_name = "N")]
+    pub n: Option<String>,
+    /// Entries from TIME on: RFC 3339 (2026-11-27T18:00:00Z) or a time ago (90s, 10m, 2h, 1d).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
 }
 
 /// `pronto create`'s arguments.
@@ -695,6 +712,9 @@ impl CtlCmd {
                     .flag("--control-ports", &control_ports)
                     .flag("--control-connections", &control_connections),
             },
+            Cmd::Log(a) => CtlCall::new("log", vec![])
+                .flag("-n", &a.n)
+                .flag("--since", &a.since),
         }
     }
 }

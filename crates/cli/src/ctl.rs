@@ -1,5 +1,5 @@
 //! The daemon's command line: `pronto create`, `ls`, `show`, `rm`,
-//! `config`, `read`, `write`, `stats`, `tenant`, `ports`. Each is one API
+//! `config`, `read`, `write`, `stats`, `tenant`, `ports`, `log`. Each is one API
 //! request; output is for people unless `--json` asks for the API's JSON.
 
 use std::process::ExitCode;
@@ -550,9 +550,87 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                 ))
             }
         },
+        "log" => {
+            let mut query = Vec::new();
+            if let Some(n) = flag(&["-n"]).pop() {
+                query.push(format!("limit={}", path_segment(&n)));
+            }
+            if let Some(t) = flag(&["--since"]).pop() {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64);
+                let at = since(&t, now).map_err(|e| format!("--since: {e}"))?;
+                query.push(format!("since={}", path_segment(&at)));
+            }
+            if let Some(t) = &c.tenant {
+                query.push(format!("tenant={}", path_segment(t)));
+            }
+            let path = if query.is_empty() {
+                "/v1/audit".to_string()
+            } else {
+                format!("/v1/audit?{}", query.join("&"))
+            };
+            let v = c.json("GET", &path, None)?;
+            if c.json {
+                crate::outln!("{v:#}");
+            } else {
+                crate::out!("{}", audit_table(&v));
+            }
+        }
         other => return Err(format!("unknown command `{other}`")),
     }
     Ok(())
+}
+
+/// `--since`'s value as RFC 3339: given so, or a time ago (`90s`, `10m`,
+/// `2h`, `1d`) counted back from `now_ms`.
+fn since(t: &str, now_ms: u64) -> Result<String, String> {
+    if let Some(unit) = t.chars().last().filter(char::is_ascii_alphabetic) {
+        let n = &t[..t.len() - 1];
+        if let (Ok(n), Some(mul)) = (
+            n.parse::<u64>(),
+            match unit {
+                's' => Some(1_000u64),
+                'm' => Some(60_000),
+                'h' => Some(3_600_000),
+                'd' => Some(86_400_000),
+                _ => None,
+            },
+        ) {
+            let ago = n.saturating_mul(mul);
+            return Ok(pronto_daemon::audit::rfc3339(now_ms.saturating_sub(ago)));
+        }
+    }
+    pronto_daemon::audit::parse_rfc3339(t)
+        .map(|_| t.to_string())
+        .map_err(|e| format!("{e}, or a time ago (90s, 10m, 2h, 1d)"))
+}
+
+/// The audit entries as `pronto log` prints them.
+fn audit_table(v: &Value) -> String {
+    let mut t = Table::new(&[
+        ("TIME", Align::Left),
+        ("WHO", Align::Left),
+        ("TOKEN", Align::Left),
+        ("TENANT", Align::Left),
+        ("REQUEST", Align::Left),
+        ("STATUS", Align::Right),
+        ("SUMMARY", Align::Left),
+        ("ERROR", Align::Left),
+    ]);
+    for e in v.as_array().into_iter().flatten() {
+        t.row([
+            s(&e["time"]),
+            s(&e["who"]),
+            s(&e["token"]),
+            s(&e["tenant"]),
+            format!("{} {}", s(&e["method"]), s(&e["path"])),
+            s(&e["status"]),
+            e["summary"].as_str().unwrap_or("").to_string(),
+            e["error"].as_str().unwrap_or("").to_string(),
+        ]);
+    }
+    t.render()
 }
 
 fn s(v: &Value) -> String {
@@ -783,4 +861,40 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     out.sort_unstable();
     out.dedup();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{audit_table, since};
+
+    #[test]
+    fn since_takes_a_time_or_a_time_ago() {
+        let now = 20_784 * 86_400_000 + 3_600_000; // 2026-11-27T01:00:00Z
+        assert_eq!(since("90m", now).as_deref(), Ok("2026-11-26T23:30:00.000Z"));
+        assert_eq!(since("1d", now).as_deref(), Ok("2026-11-26T01:00:00.000Z"));
+        assert_eq!(
+            since("2026-11-27T00:00:00Z", now).as_deref(),
+            Ok("2026-11-27T00:00:00Z")
+        );
+        assert!(since("yesterday", now).is_err());
+        assert!(since("5w", now).is_err());
+    }
+
+    #[test]
+    fn entries_print_as_a_table() {
+        let v = serde_json::json!([
+            {"seq": 1, "time": "2026-11-27T18:00:00.000Z", "who": "admin", "token": "unix-socket",
+             "tenant": "default", "method": "POST", "path": "/v1/instances",
+             "summary": "name=fw1", "status": 201, "error": null},
+            {"seq": 2, "time": "2026-11-27T18:00:01.000Z", "who": "unknown", "token": "-",
+             "tenant": null, "method": "DELETE", "path": "/v1/instances/fw1",
+             "summary": "", "status": 401, "error": "a token is needed"}
+        ]);
+        assert_eq!(
+            audit_table(&v),
+            "TIME                      WHO      TOKEN        TENANT   REQUEST                   STATUS  SUMMARY   ERROR\n\
+             2026-11-27T18:00:00.000Z  admin    unix-socket  default  POST /v1/instances           201  name=fw1\n\
+             2026-11-27T18:00:01.000Z  unknown  -            -        DELETE /v1/instances/fw1     401            a token is needed\n"
+        );
+    }
 }

@@ -55,6 +55,9 @@ pub struct DaemonArgs {
     /// Make Linux interface IFACE a port of the switch (`uplink/IFACE`, promiscuous while the daemon runs): instances' interfaces and the hosts behind IFACE share one layer-2 segment (repeatable).
     #[arg(long, value_name = "IFACE")]
     uplink: Vec<String>,
+    /// The most entries the audit log keeps, the oldest dropped first (default 100000; `pronto log` reads it).
+    #[arg(long, value_name = "N")]
+    audit_limit: Option<String>,
 }
 
 /// The API socket used when none is given.
@@ -93,6 +96,7 @@ pub fn default_options() -> Result<Options, String> {
             control_ports: pronto_daemon::manager::DEFAULT_CONTROL_PORTS,
         },
         uplinks: Vec::new(),
+        audit_limit: pronto_daemon::audit::DEFAULT_LIMIT,
     })
 }
 
@@ -151,6 +155,16 @@ fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
     }
     if let Some(v) = &a.warm {
         o.manager.warm = num("--warm", v)? as usize;
+    }
+    if let Some(v) = &a.audit_limit {
+        o.audit_limit = match v.parse::<u64>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                return Err(format!(
+                    "--audit-limit: expected a number of entries (1 or more), found `{v}`"
+                ))
+            }
+        };
     }
     let g = o.manager.geometry;
     Geometry::new(g.slots, g.ring).map_err(|e| format!("bad port geometry: {e}"))?;

@@ -35,6 +35,6 @@ fn python_client_against_a_real_daemon() {
         "{out}{}",
         String::from_utf8_lossy(&o.stdout)
     );
-    assert!(out.contains("Ran 4 tests"), "{out}");
+    assert!(out.contains("Ran 5 tests"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }

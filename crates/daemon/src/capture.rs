@@ -155,9 +155,12 @@ mod tests {
         assert_eq!(&b[..4], &6u32.to_le_bytes());
         assert_eq!(&b[4..8], &108u32.to_le_bytes());
         assert_eq!(&b[104..], &108u32.to_le_bytes());
-        assert_eq!(&b[28..32], &61u32.to_le_bytes());
-        // Outbound.
-        assert_eq!(&b[96..100], &[2, 0, 4, 0]);
+        // Captured and original lengths.
+        assert_eq!(&b[20..24], &61u32.to_le_bytes());
+        assert_eq!(&b[24..28], &61u32.to_le_bytes());
+        // epb_flags: outbound.
+        assert_eq!(&b[92..96], &[2, 0, 4, 0]);
+        assert_eq!(&b[96..100], &2u32.to_le_bytes());
         let h = super::header("default/fw/eth0", 2048);
         assert_eq!(h.len() % 4, 0);
         assert_eq!(&h[8..12], &0x1A2B_3C4Du32.to_le_bytes());

@@ -11,7 +11,8 @@
 //!   and restarts it with back-off when it crashes.
 //! - [`quota`]: what each tenant may ask for.
 //! - [`api`]: the HTTP API (unix socket and loopback TCP), tenants and
-//!   tokens; [`metrics`]: the Prometheus exposition; [`failure`]: errors
+//!   tokens; [`audit`]: the log of every change asked of the API;
+//!   [`metrics`]: the Prometheus exposition; [`failure`]: errors
 //!   and what a client may see of them.
 //!
 //! The contract is `docs/openapi.yaml`.
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod audit;
 pub mod capture;
 mod control;
 pub mod failure;

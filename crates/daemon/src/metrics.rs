@@ -191,6 +191,7 @@ pub fn render(m: &Manager) -> String {
             }
         }
     }
+    crate::audit::metrics(&mut out, m.store());
     out
 }
 

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use redb::{Database, ReadableTable, TableDefinition};
+use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use crate::quota::Quota;
@@ -22,6 +22,12 @@ const INSTANCES: TableDefinition<&str, &str> = TableDefinition::new("instances")
 const MACS: TableDefinition<&str, &str> = TableDefinition::new("macs");
 /// Tenant name → its [`Quota`] as JSON (absent: the defaults).
 const QUOTAS: TableDefinition<&str, &str> = TableDefinition::new("quotas");
+/// Sequence number → one audit log entry ([`crate::audit::Entry`]) as
+/// JSON; the oldest go first when the log is over its bound.
+const AUDIT: TableDefinition<u64, &str> = TableDefinition::new("audit");
+/// Counters kept with the state: `audit_dropped` (audit entries dropped
+/// to keep the log within its bound, ever).
+const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 
 /// A store operation failed (the database file is unreadable, full, or
 /// locked by another daemon).
@@ -92,6 +98,13 @@ pub fn key(tenant: &str, name: &str) -> String {
 /// The database.
 pub struct Store {
     db: Database,
+    /// The most audit entries kept.
+    audit_limit: std::sync::atomic::AtomicU64,
+    /// Audit entries now kept, and dropped ever (mirrors of the tables,
+    /// for `/metrics`).
+    audit_entries: std::sync::atomic::AtomicU64,
+    audit_dropped: std::sync::atomic::AtomicU64,
+    audit_gate: crate::audit::Gate,
 }
 
 impl Store {
@@ -135,9 +148,28 @@ impl Store {
             w.open_table(INSTANCES).map_err(e)?;
             w.open_table(MACS).map_err(e)?;
             w.open_table(QUOTAS).map_err(e)?;
+            w.open_table(AUDIT).map_err(e)?;
+            w.open_table(COUNTERS).map_err(e)?;
         }
         w.commit().map_err(e)?;
-        Ok(Store { db })
+        let (entries, dropped) = {
+            let r = db.begin_read().map_err(e)?;
+            let n = r.open_table(AUDIT).map_err(e)?.len().map_err(e)?;
+            let d = r
+                .open_table(COUNTERS)
+                .map_err(e)?
+                .get(AUDIT_DROPPED)
+                .map_err(e)?
+                .map_or(0, |v| v.value());
+            (n, d)
+        };
+        Ok(Store {
+            db,
+            audit_limit: crate::audit::DEFAULT_LIMIT.into(),
+            audit_entries: entries.into(),
+            audit_dropped: dropped.into(),
+            audit_gate: crate::audit::Gate::default(),
+        })
     }
 
     fn put(&self, t: TableDefinition<&str, &str>, k: &str, v: &str) -> Result<(), StoreError> {
@@ -242,6 +274,95 @@ impl Store {
     /// Every static MAC entry (MAC, port name).
     pub fn macs(&self) -> Result<Vec<(String, String)>, StoreError> {
         self.all(MACS)
+    }
+}
+
+/// The [`COUNTERS`] key of the audit entries dropped.
+const AUDIT_DROPPED: &str = "audit_dropped";
+
+impl Store {
+    /// Keeps at most `n` audit entries (at least 1) from the next one on.
+    pub fn set_audit_limit(&self, n: u64) {
+        self.audit_limit
+            .store(n.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Appends an audit entry (its `seq` set here), dropping the oldest
+    /// while the log is over its bound and counting them, in one
+    /// transaction.
+    pub fn append_audit(&self, entry: &mut crate::audit::Entry) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let limit = self.audit_limit.load(Relaxed);
+        let w = self.db.begin_write().map_err(e)?;
+        let (len, dropped) = {
+            let mut t = w.open_table(AUDIT).map_err(e)?;
+            entry.seq = t.last().map_err(e)?.map_or(1, |(k, _)| k.value() + 1);
+            let json = serde_json::to_string(&entry).map_err(|x| StoreError(x.to_string()))?;
+            t.insert(entry.seq, json.as_str()).map_err(e)?;
+            let mut len = t.len().map_err(e)?;
+            let mut dropped = 0u64;
+            while len > limit {
+                if t.pop_first().map_err(e)?.is_none() {
+                    break;
+                }
+                len -= 1;
+                dropped += 1;
+            }
+            (len, dropped)
+        };
+        let total = if dropped > 0 {
+            let mut c = w.open_table(COUNTERS).map_err(e)?;
+            let was = c.get(AUDIT_DROPPED).map_err(e)?.map_or(0, |v| v.value());
+            c.insert(AUDIT_DROPPED, was + dropped).map_err(e)?;
+            Some(was + dropped)
+        } else {
+            None
+        };
+        w.commit().map_err(e)?;
+        self.audit_entries.store(len, Relaxed);
+        if let Some(t) = total {
+            self.audit_dropped.store(t, Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The newest `limit` audit entries that `keep` accepts, oldest
+    /// first. A record that no longer parses is skipped.
+    pub fn audit(
+        &self,
+        limit: usize,
+        mut keep: impl FnMut(&crate::audit::Entry) -> bool,
+    ) -> Result<Vec<crate::audit::Entry>, StoreError> {
+        let r = self.db.begin_read().map_err(e)?;
+        let t = r.open_table(AUDIT).map_err(e)?;
+        let mut out = Vec::new();
+        for item in t.iter().map_err(e)?.rev() {
+            if out.len() >= limit {
+                break;
+            }
+            let (_, v) = item.map_err(e)?;
+            if let Ok(x) = serde_json::from_str::<crate::audit::Entry>(v.value()) {
+                if keep(&x) {
+                    out.push(x);
+                }
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// What limits the audit entries of authentication failures.
+    pub fn audit_gate(&self) -> &crate::audit::Gate {
+        &self.audit_gate
+    }
+
+    /// (audit entries kept, audit entries dropped ever).
+    pub fn audit_counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.audit_entries.load(Relaxed),
+            self.audit_dropped.load(Relaxed),
+        )
     }
 }
 

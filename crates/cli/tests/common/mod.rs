@@ -231,8 +231,14 @@ pub fn start_daemon(dir: &Path) -> Daemon {
 
 /// [`start_daemon`] with more arguments.
 pub fn start_daemon_with(dir: &Path, extra: &[&str]) -> Daemon {
+    start_daemon_program(dir, Path::new(env!("CARGO_BIN_EXE_pronto")), extra)
+}
+
+/// [`start_daemon_with`], the daemon started by `program` (a wrapper that
+/// ends by executing pronto with its arguments).
+pub fn start_daemon_program(dir: &Path, program: &Path, extra: &[&str]) -> Daemon {
     use std::io::{BufRead, BufReader};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pronto"))
+    let mut child = Command::new(program)
         .args(["daemon", "--socket"])
         .arg(dir.join("sock"))
         .arg("--state")

@@ -55,6 +55,8 @@ pub struct Options {
     /// Linux interfaces attached to the switch as ports `uplink/IFACE`
     /// (`--uplink`).
     pub uplinks: Vec<String>,
+    /// The most entries the audit log keeps (`--audit-limit`).
+    pub audit_limit: u64,
 }
 
 /// An API error: status, message and the field to blame.
@@ -990,6 +992,133 @@ async fn metrics(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiErro
         .into_response())
 }
 
+// The audit log (`crate::audit`): every request that is not a GET is
+// recorded once answered; `GET /v1/audit` reads it.
+
+impl App {
+    /// Who a request comes from, for the audit log, and which token.
+    fn who(&self, h: &HeaderMap) -> (crate::audit::Who, String) {
+        use crate::audit::Who;
+        let token = match h.get(header::AUTHORIZATION) {
+            Some(v) => {
+                let t = v.to_str().unwrap_or("");
+                crate::audit::token_id(&digest(t.strip_prefix("Bearer ").unwrap_or("").trim()))
+            }
+            None if self.unix => "unix-socket".to_string(),
+            None => "-".to_string(),
+        };
+        let who = match self.caller(h) {
+            Ok(Caller::Admin) => Who::Admin,
+            Ok(Caller::Tenant(t)) => Who::Tenant(t),
+            Err(_) => Who::Unknown,
+        };
+        (who, token)
+    }
+}
+
+/// Records every request but a GET in the audit log, with what its
+/// handler read of its body and the answer (an error's message read back
+/// from its JSON body).
+async fn audited(
+    State(a): State<App>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use http_body_util::BodyExt as _;
+    if matches!(*req.method(), Method::GET | Method::HEAD) {
+        return next.run(req).await;
+    }
+    let (who, token) = a.who(req.headers());
+    let (parts, body) = req.into_parts();
+    let (method, uri) = (parts.method.clone(), parts.uri.clone());
+    // What the handler reads of the body is kept (up to the largest
+    // endpoint's limit) for the entry's summary.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let body = Body::new(body.map_frame(move |f| {
+        if let Some(d) = f.data_ref() {
+            let mut k = keep.lock().unwrap_or_else(|e| e.into_inner());
+            let room = MAX_CONFIG_BODY.saturating_sub(k.len());
+            k.extend_from_slice(&d[..d.len().min(room)]);
+        }
+        f
+    }));
+    let resp = next
+        .run(axum::extract::Request::from_parts(parts, body))
+        .await;
+    let (resp, error) = if resp.status().is_client_error() || resp.status().is_server_error() {
+        let (rp, rb) = resp.into_parts();
+        let bytes = axum::body::to_bytes(rb, 64 << 10).await.unwrap_or_default();
+        let error = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .or_else(|| Some(String::from_utf8_lossy(&bytes).into_owned()));
+        (Response::from_parts(rp, Body::from(bytes)), error)
+    } else {
+        (resp, None)
+    };
+    let body = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let status = resp.status().as_u16();
+    let m = a.s.manager.clone();
+    tokio::task::block_in_place(|| {
+        crate::audit::record(
+            m.store(),
+            crate::audit::Request {
+                who,
+                token,
+                method: method.as_str(),
+                path: uri.path(),
+                query: uri.query(),
+                body: &body,
+                status,
+                error: error.as_deref(),
+            },
+        )
+    });
+    resp
+}
+
+#[derive(Deserialize, Default)]
+struct AuditQuery {
+    limit: Option<String>,
+    since: Option<String>,
+    tenant: Option<String>,
+}
+
+/// `GET /v1/audit`: the newest entries, oldest first; a tenant's own
+/// only (those it made and those made on its instances and quota).
+async fn audit_list(
+    State(a): State<App>,
+    h: HeaderMap,
+    Query(q): Query<AuditQuery>,
+) -> Result<Response, ApiError> {
+    let only = match a.caller(&h)? {
+        Caller::Admin => q.tenant,
+        Caller::Tenant(own) => {
+            if q.tenant.as_ref().is_some_and(|t| *t != own) {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "a tenant sees only its own audit entries (leave `tenant` out)".into(),
+                    Some("tenant".into()),
+                ));
+            }
+            Some(own)
+        }
+    };
+    let (limit, since) = crate::audit::query(q.limit.as_deref(), q.since.as_deref())
+        .map_err(|(m, field)| bad(m, Some(field)))?;
+    let m = a.s.manager.clone();
+    let v = blocking(move || {
+        m.store()
+            .audit(limit, |e| {
+                e.unix_ms >= since && only.as_ref().is_none_or(|t| e.tenant.as_ref() == Some(t))
+            })
+            .map_err(internal)
+    })
+    .await?;
+    Ok(Json(v).into_response())
+}
+
 async fn fallback(method: Method, uri: Uri) -> ApiError {
     status(
         StatusCode::NOT_FOUND,
@@ -1029,8 +1158,13 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
         .route("/v1/switch/macs", get(macs_list))
         .route("/v1/switch/macs/{mac}", put(macs_put).delete(macs_delete))
         .route("/metrics", get(metrics))
+        .route("/v1/audit", get(audit_list))
         .fallback(fallback)
         .layer(axum::middleware::map_response(json_errors))
+        .layer(axum::middleware::from_fn_with_state(
+            App { s: s.clone(), unix },
+            audited,
+        ))
         .with_state(App { s, unix })
 }
 
@@ -1098,6 +1232,7 @@ impl Daemon {
         private_dir(&opts.state_dir)?;
         let admin = admin_token(&opts.state_dir)?;
         let store = Store::open(&opts.state_dir.join("state.redb")).map_err(|e| e.to_string())?;
+        store.set_audit_limit(opts.audit_limit);
         let tenants = store
             .tenants()
             .map_err(|e| e.to_string())?
@@ -1300,7 +1435,7 @@ mod tests {
 
     /// Every path and method of docs/openapi.yaml reaches a handler of the
     /// router (not the "no such endpoint" fallback); the count pins the
-    /// document to the 22 operations the router serves.
+    /// document to the 23 operations the router serves.
     #[test]
     fn the_openapi_document_matches_the_routes() {
         use tower::ServiceExt as _;
@@ -1325,7 +1460,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ops.len(), 22, "{ops:?}");
+        assert_eq!(ops.len(), 25, "{ops:?}");
         let dir = std::env::temp_dir().join(format!("pronto-openapi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
