@@ -103,6 +103,8 @@ class Interface:
     name: str
     mac: Optional[str] = None
     port: Optional[int] = None
+    #: The IPv4 address the switch answers ARP for (with ``mac``).
+    ip: Optional[str] = None
 
 
 @dataclass
@@ -157,7 +159,7 @@ class Instance:
             pids=v.get("pids"),
             cpus=v.get("cpus"),
             weight=v.get("weight", 100),
-            interfaces=[Interface(i["name"], i.get("mac"), i.get("port"))
+            interfaces=[Interface(i["name"], i.get("mac"), i.get("port"), i.get("ip"))
                         for i in v.get("interfaces", [])],
             pid=v.get("pid"),
             boot_ms=v.get("boot_ms"),
@@ -276,7 +278,8 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
-InterfaceSpec = Union[str, Tuple[str, Optional[str]], Interface]
+InterfaceSpec = Union[str, Tuple[str, Optional[str]], Tuple[str, Optional[str], Optional[str]],
+                      Interface]
 
 
 class Client:
@@ -421,9 +424,15 @@ class Client:
                 if isinstance(i, str):
                     ifs.append({"name": i})
                 elif isinstance(i, Interface):
-                    ifs.append({"name": i.name, "mac": i.mac})
+                    d = {"name": i.name, "mac": i.mac}
+                    if i.ip is not None:
+                        d["ip"] = i.ip
+                    ifs.append(d)
                 else:
-                    ifs.append({"name": i[0], "mac": i[1]})
+                    d = {"name": i[0], "mac": i[1]}
+                    if len(i) > 2 and i[2] is not None:
+                        d["ip"] = i[2]
+                    ifs.append(d)
             body["interfaces"] = ifs
         t = tenant or self.tenant
         if t:

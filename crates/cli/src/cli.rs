@@ -442,8 +442,10 @@ pub struct CreateArgs {
     /// (default 100; 200: twice a default instance's share).
     #[arg(long, value_name = "N")]
     pub weight: Option<String>,
-    /// An interface, a port on the switch, with its MAC if given (repeatable).
-    #[arg(long, value_name = "IFACE[=MAC]")]
+    /// An interface, a port on the switch, with its MAC if given, and the
+    /// IPv4 address the instance uses on it, which the switch then answers
+    /// ARP for itself (repeatable).
+    #[arg(long, value_name = "IFACE[=MAC[,IP]]")]
     pub iface: Vec<String>,
 }
 

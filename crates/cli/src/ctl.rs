@@ -146,7 +146,10 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
             let ifaces: Vec<Value> = flag(&["--iface"])
                 .iter()
                 .map(|f| match f.split_once('=') {
-                    Some((n, m)) => json!({"name": n, "mac": m}),
+                    Some((n, m)) => match m.split_once(',') {
+                        Some((m, ip)) => json!({"name": n, "mac": m, "ip": ip}),
+                        None => json!({"name": n, "mac": m}),
+                    },
                     None => json!({"name": f}),
                 })
                 .collect();

@@ -200,10 +200,12 @@ fn run(secs: f64) -> Result<(), String> {
                 IfaceSpec {
                     name: "eth0".into(),
                     mac: Some(mac_str(&b.mac_in)),
+                    ip: None,
                 },
                 IfaceSpec {
                     name: "eth1".into(),
                     mac: Some(mac_str(&b.mac_out)),
+                    ip: None,
                 },
             ],
             created_unix_ms: 0,

@@ -922,3 +922,91 @@ fn pcapng_frames(path: &Path) -> Vec<(u32, u32)> {
     }
     out
 }
+
+#[test]
+fn the_switch_answers_arp_for_an_instances_address_without_waking_it() {
+    if !is_root() {
+        eprintln!("SKIPPED the_switch_answers_arp_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-arp");
+    let _d = start(&dir);
+    let sock = dir.join("sock");
+    let counting = write(
+        &dir,
+        "count.click",
+        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
+    );
+    let c = counting.to_str().expect("path");
+    let (bad, _, err) = cli(
+        &dir,
+        &[
+            "create",
+            "nope",
+            "--config",
+            c,
+            "--iface",
+            "eth0=02:00:00:00:0a:01,10.0.0.300",
+        ],
+    );
+    assert!(!bad);
+    assert_eq!(
+        err,
+        "pronto create: interface eth0: `10.0.0.300` is not an IPv4 address (10.0.0.1)\n"
+    );
+    ok(
+        &dir,
+        &[
+            "create",
+            "target",
+            "--config",
+            c,
+            "--iface",
+            "eth0=02:00:00:00:0a:01,10.0.0.1",
+        ],
+    );
+    assert_eq!(
+        json(&dir, &["show", "target"])["interfaces"][0]["ip"],
+        "10.0.0.1"
+    );
+    // A neighbour asks 200 times a second who has 10.0.0.1, and counts
+    // the answers.
+    let mut req = vec![0xffu8; 6];
+    req.extend_from_slice(&[2, 0, 0, 0, 0x0a, 2, 0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+    req.extend_from_slice(&[
+        2, 0, 0, 0, 0x0a, 2, 10, 0, 0, 2, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1,
+    ]);
+    req.resize(60, 0);
+    let hex: String = req.iter().map(|b| format!("{b:02x}")).collect();
+    let asking = write(
+        &dir,
+        "ask.click",
+        &format!(
+            "RatedSource(DATA \\<{hex}>, RATE 200) -> ToDevice(eth0);\n\
+             FromDevice(eth0) -> a :: Counter -> Discard;\n"
+        ),
+    );
+    ok(
+        &dir,
+        &[
+            "create",
+            "asker",
+            "--config",
+            asking.to_str().expect("path"),
+            "--iface",
+            "eth0=02:00:00:00:0a:02",
+        ],
+    );
+    wait_until("answers come", || {
+        ok(&dir, &["read", "asker", "a.count"])
+            .trim()
+            .parse::<u64>()
+            .is_ok_and(|n| n >= 5)
+    });
+    // The target never saw one of them.
+    assert_eq!(ok(&dir, &["read", "target", "c.count"]).trim(), "0");
+    let ports = api_ports(&sock);
+    let asker = &ports["default/asker/eth0"];
+    assert!(asker["arp_answered"].as_u64().expect("n") >= 5, "{asker}");
+    assert_eq!(ports["default/target/eth0"]["tx_packets"], 0);
+}

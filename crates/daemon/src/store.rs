@@ -47,6 +47,11 @@ pub struct IfaceSpec {
     /// A MAC the switch routes to this port (a static entry), if any.
     #[serde(default)]
     pub mac: Option<String>,
+    /// The IPv4 address the instance uses on this interface, with `mac`:
+    /// the switch then answers ARP requests for it itself, and they are
+    /// not flooded to every port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
 }
 
 /// What an instance should be.
@@ -388,6 +393,7 @@ mod tests {
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),
                 mac: Some("02:00:00:00:00:01".into()),
+                ip: None,
             }],
             created_unix_ms: 1,
         };

@@ -83,8 +83,21 @@ impl Tap {
         if !region.read_bytes(at, &mut frame[..len]) {
             return;
         }
+        self.offer_frame(&frame[..len], dir);
+    }
+
+    /// Offers a frame the switch made itself (an ARP reply).
+    pub(crate) fn offer_frame(&self, frame: &[u8], dir: Direction) {
+        let wanted = match dir {
+            Direction::FromPort => self.spec.from_port,
+            Direction::ToPort => self.spec.to_port,
+        };
+        if !wanted || self.left.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let len = frame.len();
         if let Some(f) = &self.spec.filter {
-            if !f(&frame[..len]) {
+            if !f(frame) {
                 return;
             }
         }

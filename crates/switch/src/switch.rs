@@ -87,6 +87,8 @@ pub const MAX_THREADS: usize = 64;
 
 const FILL_CACHE: usize = 64;
 const CONTROL_KEY: u64 = u64::MAX;
+/// ff:ff:ff:ff:ff:ff as the MAC table keys it.
+const BROADCAST: Mac = 0xffff_ffff_ffff;
 const EVENTS: usize = 256;
 
 /// Switch settings.
@@ -167,6 +169,10 @@ pub struct PortCounters {
     pub drop_no_buffer: u64,
     /// Frames for the port dropped because its tx ring was full.
     pub drop_ring_full: u64,
+    /// ARP requests from the port the switch answered itself (for an
+    /// address registered with [`SwitchHandle::add_arp`]) instead of
+    /// flooding them.
+    pub arp_answered: u64,
 }
 
 impl PortCounters {
@@ -186,7 +192,7 @@ impl PortCounters {
 /// owns it, the transmit side's by whichever thread delivered.
 #[derive(Default, Debug)]
 pub struct PortStats {
-    v: [AtomicU64; 11],
+    v: [AtomicU64; 12],
     /// The port's weight (0: [`DEFAULT_WEIGHT`]), read by the thread that
     /// serves its receive side once a round.
     weight: AtomicU32,
@@ -238,6 +244,7 @@ impl PortStats {
             (4, c.drop_bad_desc),
             (5, c.drop_bad_ring),
             (7, c.drop_no_route),
+            (11, c.arp_answered),
         ]);
     }
 
@@ -263,6 +270,7 @@ impl PortStats {
             drop_bad_desc: l(4),
             drop_bad_ring: l(5),
             drop_no_route: l(7),
+            arp_answered: l(11),
             ..PortCounters::default()
         }
     }
@@ -281,6 +289,7 @@ impl PortStats {
             drop_no_route: l(7),
             drop_no_buffer: l(8),
             drop_ring_full: l(9),
+            arp_answered: l(11),
         }
     }
 }
@@ -388,6 +397,34 @@ impl TxSide {
         }
     }
 
+    /// Writes `frame` (made by the switch: an ARP reply) into the next
+    /// lent slot and queues it.
+    fn deliver_bytes(&mut self, frame: &[u8]) {
+        if self.fill_n == 0 && !self.refill() {
+            self.c.drop_no_buffer += 1;
+            return;
+        }
+        if self.pending_n as u32 >= self.tx_room {
+            self.c.drop_ring_full += 1;
+            return;
+        }
+        self.fill_n -= 1;
+        let slot = self.fill_cache[self.fill_n].slot;
+        let to = self.geometry.slot_offset(slot) + RX_OFFSET as usize;
+        if !self.shm.region.write_bytes(to, frame) {
+            self.c.drop_no_buffer += 1;
+            self.fill_n += 1;
+            return;
+        }
+        self.pending[self.pending_n] = Desc::new(slot, RX_OFFSET, frame.len() as u16);
+        self.pending_n += 1;
+        self.c.tx_packets += 1;
+        self.c.tx_bytes += frame.len() as u64;
+        if let Some(t) = &self.tap {
+            t.offer_frame(frame, crate::Direction::ToPort);
+        }
+    }
+
     /// Ends a visit: publishes the queued frames with one store, wakes
     /// the peer if it sleeps, publishes the counters.
     #[inline]
@@ -409,6 +446,13 @@ impl TxSide {
 /// transmit side, by port number.
 struct Fabric {
     table: MacTable,
+    /// IPv4 addresses the switch answers ARP requests for itself: the
+    /// address's MAC and the port it is behind (static entries the daemon
+    /// registers with an instance interface's address), so that an ARP
+    /// broadcast for them does not wake every port. At most as many as the
+    /// MAC table holds.
+    arp: pronto_hash::KeyedMap<[u8; 4], ([u8; 6], u16)>,
+    arp_limit: usize,
     tx: Vec<Option<Arc<Mutex<TxSide>>>>,
     /// Attached port numbers (flooding visits them in this order).
     attached: Vec<u16>,
@@ -421,10 +465,55 @@ impl Fabric {
         let aging = cfg.aging.as_millis().min(u32::MAX as u128 / 2) as u32;
         Fabric {
             table: MacTable::new(cfg.table_size, aging.max(1)),
+            arp: pronto_hash::map(),
+            arp_limit: cfg.table_size,
             tx: (0..MAX_PORTS).map(|_| None).collect(),
             attached: Vec::with_capacity(64),
         }
     }
+}
+
+/// The first port to register an address keeps it (another port's claim
+/// is refused, so that no one takes over an address by registering it
+/// again) until it is forgotten.
+fn add_arp(f: &mut Fabric, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
+    match f.arp.get(&ip) {
+        Some(&(_, p)) if p != port => return false,
+        None if f.arp.len() >= f.arp_limit => return false,
+        _ => {}
+    }
+    f.arp.insert(ip, (m, port));
+    true
+}
+
+/// The switch's answer to an ARP request (`req`: a frame's first 42
+/// bytes) for an address it answers for: a 60-byte reply to the asker.
+/// None for anything else, and for the address's owner asking about
+/// itself (a probe or a gratuitous ARP goes on as a broadcast).
+fn arp_reply(
+    arp: &pronto_hash::KeyedMap<[u8; 4], ([u8; 6], u16)>,
+    req: &[u8; 42],
+) -> Option<[u8; 60]> {
+    // Ethernet/IPv4, 6- and 4-byte addresses, a request.
+    if req[12..14] != [0x08, 0x06] || req[14..22] != [0, 1, 0x08, 0, 6, 4, 0, 1] {
+        return None;
+    }
+    let tpa = [req[38], req[39], req[40], req[41]];
+    let &(m, _) = arp.get(&tpa)?;
+    let sha = &req[22..28];
+    if sha == m {
+        return None;
+    }
+    let mut r = [0u8; 60];
+    r[..6].copy_from_slice(sha);
+    r[6..12].copy_from_slice(&m);
+    r[12..14].copy_from_slice(&[0x08, 0x06]);
+    r[14..22].copy_from_slice(&[0, 1, 0x08, 0, 6, 4, 0, 2]);
+    r[22..28].copy_from_slice(&m);
+    r[28..32].copy_from_slice(&tpa);
+    r[32..38].copy_from_slice(sha);
+    r[38..42].copy_from_slice(&req[28..32]);
+    Some(r)
 }
 
 // A thread that panicked while holding a lock leaves counters and rings in
@@ -659,9 +748,11 @@ impl Switch {
         self.detach_keeping(id, true)
     }
 
-    /// Removes every MAC entry that points at port `id`.
+    /// Removes every MAC entry (and ARP answer) that points at port `id`.
     pub fn forget(&mut self, id: u16) {
-        write(&self.fabric).table.remove_port(id);
+        let mut f = write(&self.fabric);
+        f.table.remove_port(id);
+        f.arp.retain(|_, v| v.1 != id);
     }
 
     fn detach_keeping(&mut self, id: u16, keep_entries: bool) -> bool {
@@ -675,6 +766,7 @@ impl Switch {
             f.attached.retain(|&p| p != id);
             if !keep_entries {
                 f.table.remove_port(id);
+                f.arp.retain(|_, v| v.1 != id);
             }
         }
         let last = self.ports.len() - 1;
@@ -697,6 +789,12 @@ impl Switch {
     /// Adds a static MAC → port entry.
     pub fn add_static(&mut self, m: [u8; 6], port: u16) -> bool {
         write(&self.fabric).table.add_static(mac(&m), port)
+    }
+
+    /// Answers ARP requests for `ip` with `m` (behind `port`) from now on
+    /// (see [`SwitchHandle::add_arp`]).
+    pub fn add_arp(&mut self, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
+        add_arp(&mut write(&self.fabric), ip, m, port)
     }
 
     /// Ports this engine serves.
@@ -747,6 +845,9 @@ impl Switch {
         let f = read(fabric);
         let mut flood = false;
         let mut learn_n = 0;
+        let answers_arp = !f.arp.is_empty();
+        let mut replies = [[0u8; 60]; BATCH];
+        let mut replies_n = 0;
         for (i, d) in descs[..n].iter().enumerate() {
             target[i] = TO_NOBODY;
             if d.len < MIN_FRAME
@@ -775,6 +876,17 @@ impl Switch {
                 learn_n += 1;
             }
             let to = if is_group(dst_mac) {
+                if answers_arp && dst_mac == BROADCAST && d.len >= 42 {
+                    let mut req = [0u8; 42];
+                    region.read_bytes(at, &mut req);
+                    if let Some(r) = arp_reply(&f.arp, &req) {
+                        // Answered here; not flooded.
+                        replies[replies_n] = r;
+                        replies_n += 1;
+                        src.c.arp_answered += 1;
+                        continue;
+                    }
+                }
                 None
             } else {
                 f.table.lookup(dst_mac, now)
@@ -842,6 +954,16 @@ impl Switch {
                     }
                 }
                 dst.finish();
+            }
+        }
+        if replies_n > 0 {
+            if let Some(me) = &f.tx[src_id as usize] {
+                let mut me = lock(me);
+                me.begin();
+                for r in &replies[..replies_n] {
+                    me.deliver_bytes(r);
+                }
+                me.finish();
             }
         }
         drop(f);
@@ -1357,10 +1479,22 @@ impl SwitchHandle {
         self.detach_keeping(id, true)
     }
 
-    /// Removes every MAC entry that points at port `id` (after
-    /// [`SwitchHandle::suspend`], when the port is not coming back).
+    /// Removes every MAC entry (and ARP answer) that points at port `id`
+    /// (after [`SwitchHandle::suspend`], when the port is not coming
+    /// back).
     pub fn forget(&self, id: u16) {
-        write(&self.fabric).table.remove_port(id);
+        let mut f = write(&self.fabric);
+        f.table.remove_port(id);
+        f.arp.retain(|_, v| v.1 != id);
+    }
+
+    /// Answers ARP requests for IPv4 address `ip` itself, with MAC `m`
+    /// (behind port `port`: the answer goes when the port goes), instead
+    /// of flooding them to every port: one broadcast no longer wakes every
+    /// instance. False when another port has the address, or the table is
+    /// full (as many entries as the MAC table holds).
+    pub fn add_arp(&self, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
+        add_arp(&mut write(&self.fabric), ip, m, port)
     }
 
     fn detach_keeping(&self, id: u16, keep: bool) -> Result<(), SwitchError> {
@@ -1490,6 +1624,70 @@ impl Drop for SwitchHandle {
 mod tests {
     use super::*;
     use crate::peer::Peer;
+
+    /// An ARP request from `sha`/`spa` for `tpa`.
+    fn arp_request(sha: [u8; 6], spa: [u8; 4], tpa: [u8; 4]) -> Vec<u8> {
+        let mut f = vec![0xff; 6];
+        f.extend_from_slice(&sha);
+        f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+        f.extend_from_slice(&sha);
+        f.extend_from_slice(&spa);
+        f.extend_from_slice(&[0; 6]);
+        f.extend_from_slice(&tpa);
+        f.resize(60, 0);
+        f
+    }
+
+    #[test]
+    fn the_switch_answers_arp_for_registered_addresses_instead_of_flooding() {
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let g = Geometry::new(256, 128).expect("g");
+        let (a, b, c) = (
+            PortShm::create("a", g).expect("a"),
+            PortShm::create("b", g).expect("b"),
+            PortShm::create("c", g).expect("c"),
+        );
+        sw.attach(1, a.clone()).expect("attach");
+        sw.attach(2, b.clone()).expect("attach");
+        sw.attach(3, c.clone()).expect("attach");
+        let mut pa = Peer::new(a, 64).expect("peer a");
+        let mut pb = Peer::new(b, 64).expect("peer b");
+        let mut pc = Peer::new(c, 64).expect("peer c");
+        let (ma, mb) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        sw.add_static(mb, 2);
+        assert!(sw.add_arp([10, 0, 0, 2], mb, 2));
+        // Another port cannot take the address over.
+        assert!(!sw.add_arp([10, 0, 0, 2], [2, 0, 0, 0, 0, 3], 3));
+        // a asks who has 10.0.0.2: the switch answers, nobody else hears.
+        pa.send(&[&arp_request(ma, [10, 0, 0, 1], [10, 0, 0, 2])]);
+        sw.poll_once();
+        let mut got = Vec::new();
+        assert_eq!(pa.recv(|x| got.push(x.to_vec())), 1);
+        let mut want = ma.to_vec();
+        want.extend_from_slice(&mb);
+        want.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 2]);
+        want.extend_from_slice(&mb);
+        want.extend_from_slice(&[10, 0, 0, 2]);
+        want.extend_from_slice(&ma);
+        want.extend_from_slice(&[10, 0, 0, 1]);
+        want.resize(60, 0);
+        assert_eq!(got, vec![want]);
+        assert_eq!((pb.recv(|_| {}), pc.recv(|_| {})), (0, 0));
+        assert_eq!(sw.counters(1).expect("a").arp_answered, 1);
+        // Another address, and the owner probing for its own: flooded.
+        pa.send(&[&arp_request(ma, [10, 0, 0, 1], [10, 0, 0, 9])]);
+        pb.send(&[&arp_request(mb, [10, 0, 0, 2], [10, 0, 0, 2])]);
+        sw.poll_once();
+        sw.poll_once();
+        assert_eq!((pb.recv(|_| {}), pc.recv(|_| {})), (1, 2));
+        assert_eq!(pa.recv(|_| {}), 1);
+        // The port gone, its answers go too.
+        sw.forget(2);
+        pa.send(&[&arp_request(ma, [10, 0, 0, 1], [10, 0, 0, 2])]);
+        sw.poll_once();
+        assert_eq!((pb.recv(|_| {}), pc.recv(|_| {})), (1, 1));
+        assert_eq!(sw.counters(1).expect("a").arp_answered, 1);
+    }
 
     #[test]
     fn a_capture_copies_what_a_port_sends_and_receives_and_stops_at_its_count() {

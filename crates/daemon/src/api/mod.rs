@@ -756,6 +756,7 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
                     "bad_fill": c.drop_bad_fill, "no_route": c.drop_no_route,
                     "no_buffer": c.drop_no_buffer, "ring_full": c.drop_ring_full,
                 },
+                "arp_answered": c.arp_answered,
             })
         })
         .collect();

@@ -895,6 +895,13 @@ impl Manager {
             .and_then(pronto_switch::control::parse_mac)
         {
             let _ = self.switch.add_static(m, id);
+            if let Some(ip) = iface
+                .ip
+                .as_deref()
+                .and_then(|a| a.parse::<std::net::Ipv4Addr>().ok())
+            {
+                let _ = self.switch.add_arp(ip.octets(), m, id);
+            }
         }
         for (mac, _) in self
             .store
@@ -1007,6 +1014,7 @@ mod tests {
                 interfaces: vec![crate::store::IfaceSpec {
                     name: "eth0".into(),
                     mac: Some("02:00:00:00:00:0d".into()),
+                    ip: None,
                 }],
                 created_unix_ms: 0,
             })

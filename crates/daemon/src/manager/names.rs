@@ -80,6 +80,27 @@ pub fn check_ifaces(list: &[IfaceSpec]) -> Result<(), Failure> {
                 ));
             }
         }
+        if let Some(ip) = &i.ip {
+            if ip.parse::<std::net::Ipv4Addr>().is_err() {
+                return Err(Failure::BadRequest(
+                    format!(
+                        "interface {}: `{ip}` is not an IPv4 address (10.0.0.1)",
+                        i.name
+                    ),
+                    Some("interfaces"),
+                ));
+            }
+            if i.mac.is_none() {
+                return Err(Failure::BadRequest(
+                    format!(
+                        "interface {}: an `ip` needs a `mac` (the switch answers ARP for the \
+                         address with it)",
+                        i.name
+                    ),
+                    Some("interfaces"),
+                ));
+            }
+        }
         if seen.contains(&&i.name) {
             return Err(Failure::BadRequest(
                 format!("interface {} is listed twice", i.name),
@@ -160,6 +181,7 @@ mod tests {
         let i = |n: &str, m: Option<&str>| IfaceSpec {
             name: n.into(),
             mac: m.map(str::to_string),
+            ip: None,
         };
         assert!(check_ifaces(&[i("eth0", Some("02:00:00:00:00:01")), i("eth1", None)]).is_ok());
         for bad in [

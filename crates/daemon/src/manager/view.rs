@@ -37,6 +37,9 @@ pub struct IfaceView {
     pub name: String,
     /// Static MAC, if any.
     pub mac: Option<String>,
+    /// The IPv4 address the switch answers ARP for, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
     /// Its switch port number while running.
     pub port: Option<u16>,
 }
@@ -169,6 +172,7 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, memory: u64, pids: u64)
         .map(|i| IfaceView {
             name: i.name.clone(),
             mac: i.mac.clone(),
+            ip: i.ip.clone(),
             port: st.ports.iter().find(|(n, _)| *n == i.name).map(|p| p.1),
         })
         .collect();
@@ -250,6 +254,7 @@ mod tests {
             interfaces: vec![crate::store::IfaceSpec {
                 name: "eth0".into(),
                 mac: None,
+                ip: None,
             }],
             created_unix_ms: 7,
         };
