@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+mod console;
 mod control;
 pub mod failure;
 pub mod manager;
