@@ -448,6 +448,50 @@ fn the_console_in_a_headless_browser() {
             "{note}"
         );
     }
+    b.screenshot("instance");
+
+    // The counters' shape (GET .../counters): the page puts each output's
+    // count on its edge and the sum of the drops on the node, in red. The
+    // answer is given by the page's own fetch here, so that this part
+    // checks the page whatever the daemon serves.
+    b.js(
+        "const real = window.fetch;
+         window.fetch = (url, init) => String(url).includes('/v1/instances/web1/counters')
+           ? Promise.resolve(new Response(JSON.stringify({elements: [
+               {name: 'src', class: 'InfiniteSource', in: 0, out: 1234, held: 0, outputs: [1234], drops: {}, counters: {}},
+               {name: 'c', class: 'Counter', in: 1234, out: 1229, held: 0, outputs: [1229],
+                drops: {bad: 3, full: 2}, counters: {count: 1234}}]}),
+               {status: 200, headers: {'Content-Type': 'application/json'}}))
+           : real(url, init);
+         location.hash = '#/ports'; return true;",
+        json!([]),
+    );
+    b.wait("document.querySelector('#ports')", "the ports page");
+    b.js(
+        "location.hash = '#/instance/default/web1'; return true;",
+        json!([]),
+    );
+    b.wait(
+        "document.querySelector('.edge[data-from=\"c\"][data-port=\"0\"] .edge-label') && document.querySelector('.edge[data-from=\"c\"][data-port=\"0\"] .edge-label').textContent === '1,229'",
+        "c's output count on its edge",
+    );
+    assert_eq!(
+        b.text(".edge[data-from=\"src\"][data-port=\"0\"] .edge-label"),
+        "1,234"
+    );
+    assert_eq!(b.text(".node-label[data-element=\"c\"]"), "5 drops");
+    assert_eq!(
+        b.js(
+            "return document.querySelector('.node-label[data-element=\"c\"]').classList.contains('drops');",
+            json!([])
+        ),
+        json!(true)
+    );
+    assert_eq!(b.text(".node-label[data-element=\"src\"]"), "");
+    assert!(b
+        .text("#counter-note")
+        .starts_with("Packets per connection"));
+
     // Handlers: click an element in the graph, read its counter.
     b.js(
         "document.querySelector('#graph .node[data-element=\"c\"]').dispatchEvent(new MouseEvent('click', {bubbles: true})); return true;",
@@ -466,7 +510,6 @@ fn the_console_in_a_headless_browser() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or_else(|| panic!("c.count: {count}"));
     assert!(n <= 1000, "{n}");
-    b.screenshot("instance");
 
     // A broken reconfiguration: the error under line 2.
     b.set_value("#reconfig", BROKEN);
