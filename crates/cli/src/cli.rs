@@ -160,9 +160,9 @@ pub struct GraphArgs {
     /// Draw EXPR as the configuration.
     #[arg(short = 'e', long = "expression", value_name = "EXPR")]
     pub expr: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = GraphFormat::Svg)]
-    pub format: GraphFormat,
+    /// Output format (default: dot for an OUT ending in .dot or .gv, else svg).
+    #[arg(long, value_enum)]
+    pub format: Option<GraphFormat>,
     /// Write the drawing to OUT instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: Option<String>,

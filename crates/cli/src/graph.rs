@@ -11,7 +11,16 @@ pub fn main(a: &GraphArgs) -> ExitCode {
         Err(code) => return code,
     };
     let g = pronto_graph::Graph::from_flat(&flat);
-    let text = match a.format {
+    let by_name = a
+        .output
+        .as_deref()
+        .is_some_and(|o| o.ends_with(".dot") || o.ends_with(".gv"));
+    let format = a.format.unwrap_or(if by_name {
+        GraphFormat::Dot
+    } else {
+        GraphFormat::Svg
+    });
+    let text = match format {
         GraphFormat::Dot => {
             // The graph's name: the file's stem.
             let stem = std::path::Path::new(&name)

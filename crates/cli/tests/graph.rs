@@ -51,6 +51,12 @@ fn svg_of_an_example_to_a_file() {
     let svg = std::fs::read_to_string(&out).expect("the SVG was written");
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(svg.contains("data-element=\"rw\""), "the rewriter is drawn");
+    // An OUT ending in .dot is DOT unless --format says otherwise.
+    let dot = dir.join("nat.dot");
+    let o = pronto(&["graph", example, "-o", dot.to_str().expect("utf-8 path")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&dot).expect("the DOT was written");
+    assert!(text.starts_with("digraph \"nat\" {\n"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -602,6 +602,20 @@ mod tests {
     }
 
     #[test]
+    fn barycentre_sweeps_undo_a_crossing() {
+        // Declared so that a -> x and b -> y cross: y before x.
+        let mut g = Graph::default();
+        for n in ["a", "b", "y", "x"] {
+            g.add_node(n, "X", "");
+        }
+        g.connect(0, 0, 3, 0);
+        g.connect(1, 0, 2, 0);
+        let l = layout(&g);
+        assert!(l.nodes[0].x < l.nodes[1].x, "a left of b");
+        assert!(l.nodes[3].x < l.nodes[2].x, "x under a, left of y");
+    }
+
+    #[test]
     fn a_cycle_is_layered_and_its_back_edge_reversed() {
         let mut g = Graph::default();
         for n in ["a", "b", "c"] {
