@@ -1209,7 +1209,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ops.len(), 22, "{ops:?}");
+        assert_eq!(ops.len(), 25, "{ops:?}");
         let dir = std::env::temp_dir().join(format!("pronto-openapi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
