@@ -590,6 +590,36 @@ fn the_console_in_a_headless_browser() {
         ),
         json!("none")
     );
+    // The console's endpoints keep tenants apart too.
+    let acme_api = To::Tcp(&d.tcp, Some(&acme_token));
+    let r = call(&acme_api, "GET", "/v1/instances/other-fw/graph.svg", b"");
+    assert!(r.error(404, None).contains("other-fw"));
+    let r = call(&acme_api, "GET", "/v1/instances/acme-fw/graph.svg", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("content-type"),
+        Some("image/svg+xml; charset=utf-8")
+    );
+    assert_eq!(r.text().matches("class=\"node\"").count(), 3);
+    let plan = json!({"policy": "nf a = builtin(vpn)\nnf b = instance(\"other-fw\")\norder(a, before, b)\n"});
+    let r = call(
+        &acme_api,
+        "POST",
+        "/v1/chains/plan",
+        plan.to_string().as_bytes(),
+    );
+    let msg = r.error(400, Some("policy"));
+    assert!(msg.contains("other-fw"), "{msg}");
+    assert_eq!(r.json()["line"], json!(2));
+    let plan = json!({"policy": "nf a = builtin(vpn)\nnf b = instance(\"acme-fw\")\norder(a, before, b)\n"});
+    let r = call(
+        &acme_api,
+        "POST",
+        "/v1/chains/plan",
+        plan.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["depth"], json!(2));
     drop(b);
     let (ok, out, _) = common::ctl(&dir, &["ls"]);
     assert!(ok);
