@@ -620,6 +620,37 @@ fn the_console_in_a_headless_browser() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["depth"], json!(2));
+    // click("FILE") NFs take their configuration from `files`.
+    let fw = "input -> IPFilter(allow udp, deny all) -> output";
+    let policy = "nf mon = builtin(monitor)\nnf fw = click(\"fw.click\")\nposition(fw, first)\n";
+    let r = call(
+        &acme_api,
+        "POST",
+        "/v1/chains/plan",
+        json!({"policy": policy}).to_string().as_bytes(),
+    );
+    let msg = r.error(400, Some("policy"));
+    assert!(msg.contains("send its configuration in `files`"), "{msg}");
+    let r = call(
+        &acme_api,
+        "POST",
+        "/v1/chains/plan",
+        json!({"policy": policy, "files": {"fw.click": fw}})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.json()["text"].as_str().expect("text").to_string();
+    assert!(text.contains("fw") && text.contains("mon"), "{text}");
+    // The console's files: served to anyone, nothing from elsewhere.
+    let r = call(&To::Tcp(&d.tcp, None), "GET", "/ui/", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert!(r
+        .header("content-security-policy")
+        .is_some_and(|c| c.starts_with("default-src 'self'")));
+    let r = call(&To::Tcp(&d.tcp, None), "GET", "/v1/instances", b"");
+    r.error(401, None);
     drop(b);
     let (ok, out, _) = common::ctl(&dir, &["ls"]);
     assert!(ok);
