@@ -242,6 +242,48 @@ pub const BENCH_OPTIONS: &[(&str, Option<&str>)] = &[
     ("churn", Some("OPS")),
     ("sample", Some("S")),
 ];
+/// `pronto graph`'s output format.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GraphFormat {
+    /// Graphviz DOT text (compound elements as clusters).
+    Dot,
+    /// SVG, laid out by pronto (no Graphviz needed).
+    #[default]
+    Svg,
+}
+
+/// `pronto graph`'s arguments.
+#[derive(Args, Debug)]
+#[command(
+    about = "Draw a configuration's element graph (DOT or SVG)",
+    long_about = "Draw a configuration's element graph (DOT or SVG).\n\n\
+        The configuration is checked as `pronto check` checks it (its errors are printed the \
+        same way, exit status 1), then drawn: one box per element (name and class; its \
+        configuration as the tooltip), input ports marked on the top edge and output ports on \
+        the bottom, one arrow per connection. SVG is laid out by pronto itself (layers by \
+        longest path from the sources, crossings reduced by barycentre sweeps); DOT is for \
+        Graphviz, with each compound element's parts in a cluster.",
+    after_help = "Examples:\n  pronto graph examples/router.click -o router.svg\n  \
+        pronto graph --format dot examples/nat.click | dot -Tpng > nat.png\n  \
+        pronto graph -e 'InfiniteSource -> c :: Counter -> Discard'"
+)]
+pub struct GraphArgs {
+    /// The configuration file (`-` or none: standard input); NAME=VALUE words set `define`d parameters.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<String>,
+    /// Draw EXPR as the configuration.
+    #[arg(short = 'e', long = "expression", value_name = "EXPR")]
+    pub expr: Option<String>,
+    /// Output format (default: dot for an OUT ending in .dot or .gv, else svg).
+    #[arg(long, value_enum)]
+    pub format: Option<GraphFormat>,
+    /// Write the drawing to OUT instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<String>,
+    /// Do not print warnings.
+    #[arg(short = 'w', long = "no-warnings")]
+    pub no_warnings: bool,
+}
 
 /// `pronto run`'s help: Click's options, read by `run.rs`.
 pub const RUN_HELP: &str = "\
@@ -290,6 +332,8 @@ pub enum Cmd {
     Run(Rest),
     /// Parse, resolve and validate configurations without running them.
     Check(CheckArgs),
+    /// Draw a configuration's element graph (DOT or SVG).
+    Graph(GraphArgs),
     /// List the element classes, or document one.
     #[command(after_help = "Examples:\n  pronto elements\n  pronto elements Counter")]
     Elements {

@@ -11,6 +11,7 @@ mod completions;
 mod ctl;
 mod daemon;
 mod demo;
+mod graph;
 mod http;
 mod out;
 mod run;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         Cmd::Ctl(c) => ctl::main(c.call(), g),
         Cmd::Run(a) => run::run(&a.args),
         Cmd::Check(a) => run::check(&a),
+        Cmd::Graph(a) => graph::main(&a),
         Cmd::Elements { class } => elements(class.as_deref()),
         Cmd::Bench(a) => bench::main(&a.args),
         Cmd::Switch(a) => switch::main(&a, g.socket.as_deref()),

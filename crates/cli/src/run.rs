@@ -41,6 +41,8 @@ struct RunOpts {
     /// `pronto check --format json`: diagnostics are gathered here as JSON
     /// objects (level, line, column, message) instead of printed.
     collect: Option<std::cell::RefCell<Vec<serde_json::Value>>>,
+    /// `pronto graph`: the flat configuration is kept here once parsed.
+    keep_flat: Option<std::cell::RefCell<Option<pronto_lang::FlatConfig>>>,
 }
 
 /// The configured router: one, or one per thread (`--threads N`, N > 1).
@@ -288,6 +290,9 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
         }
     };
     report(o, &sm, &warnings, !o.no_warnings);
+    if let Some(k) = &o.keep_flat {
+        *k.borrow_mut() = Some(flat.clone());
+    }
     if let Some(out) = &o.output {
         if let Err(e) = std::fs::write(out, flat.to_click()) {
             eprintln!("pronto: {out}: {e}");
@@ -504,6 +509,50 @@ pub fn check(a: &crate::cli::CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The flat configuration of `file` or `expr`, checked as `pronto check`
+/// checks it (its diagnostics printed the same way); `Err` after an error.
+/// `words` are the command line's FILE words: `NAME=VALUE` ones set
+/// `define`d parameters, the one left names the file.
+pub fn checked_flat(
+    words: &[String],
+    expr: Option<String>,
+    no_warnings: bool,
+) -> Result<(pronto_lang::FlatConfig, String), ExitCode> {
+    let mut defines = Vec::new();
+    let mut files = Vec::new();
+    for w in words {
+        match define(w) {
+            Some(d) => defines.push(d),
+            None => files.push(w.clone()),
+        }
+    }
+    if files.len() > 1 || (expr.is_some() && !files.is_empty()) {
+        eprintln!("pronto: give one configuration: one FILE or -e EXPR");
+        return Err(ExitCode::from(2));
+    }
+    let file = match (&expr, files.pop()) {
+        (Some(_), _) => None,
+        (None, f) => Some(f.unwrap_or_else(|| "-".into())),
+    };
+    pronto_elements::world::set_check_only(true);
+    let o = RunOpts {
+        file,
+        expr,
+        defines,
+        no_warnings,
+        rich: true,
+        keep_flat: Some(std::cell::RefCell::new(None)),
+        ..RunOpts::default()
+    };
+    let name = display_name(&o);
+    build(&o)?;
+    let flat = o
+        .keep_flat
+        .and_then(|k| k.into_inner())
+        .ok_or(ExitCode::from(1))?;
+    Ok((flat, name))
 }
 
 /// `NAME=VALUE`: a `define`d parameter's value.

@@ -22,6 +22,7 @@
 pub mod api;
 pub mod audit;
 pub mod capture;
+mod console;
 mod control;
 pub mod failure;
 pub mod manager;

@@ -14,7 +14,7 @@
 //! without host paths. A request body is read only after the caller is
 //! known, and never beyond its endpoint's limit ([`body`]).
 
-mod body;
+pub(crate) mod body;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -178,8 +178,8 @@ pub struct Shared {
 }
 
 #[derive(Clone)]
-struct App {
-    s: Arc<Shared>,
+pub(crate) struct App {
+    pub(crate) s: Arc<Shared>,
     unix: bool,
 }
 
@@ -232,7 +232,7 @@ impl App {
 
     /// The tenant a request addresses: a tenant's own; the admin's
     /// `?tenant=` or the default tenant.
-    fn tenant(&self, h: &HeaderMap, q: &TenantQuery) -> Result<String, ApiError> {
+    pub(crate) fn tenant(&self, h: &HeaderMap, q: &TenantQuery) -> Result<String, ApiError> {
         Ok(match self.caller(h)? {
             Caller::Admin => q.tenant.clone().unwrap_or_else(|| DEFAULT_TENANT.into()),
             Caller::Tenant(t) => t,
@@ -241,14 +241,14 @@ impl App {
 }
 
 #[derive(Deserialize, Default)]
-struct TenantQuery {
+pub(crate) struct TenantQuery {
     tenant: Option<String>,
 }
 
 /// Runs a call that blocks (a request to a sandbox) on this worker
 /// thread, after handing the worker's other tasks to another: no hop to a
 /// blocking-pool thread and back, which costs two wake-ups per call.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::block_in_place(f)
@@ -1160,6 +1160,7 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
         .route("/v1/switch/macs/{mac}", put(macs_put).delete(macs_delete))
         .route("/metrics", get(metrics))
         .route("/v1/audit", get(audit_list))
+        .merge(crate::console::router())
         .fallback(fallback)
         .layer(axum::middleware::map_response(json_errors))
         .layer(axum::middleware::from_fn_with_state(
@@ -1461,7 +1462,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ops.len(), 25, "{ops:?}");
+        assert_eq!(ops.len(), 28, "{ops:?}");
         let dir = std::env::temp_dir().join(format!("pronto-openapi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
