@@ -608,6 +608,11 @@ impl<F: RecordFormat> Element for RecordSource<F> {
         let _ = self.produce(batch, max, out);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+        c.count("bad_records", self.bad_records);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         F::HANDLERS
     }

@@ -265,6 +265,11 @@ impl Element for IPFragmenter {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("cannot_fragment", self.drops);
+        c.count("fragments", self.fragments);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops"), HandlerInfo::read("fragments")];
         H

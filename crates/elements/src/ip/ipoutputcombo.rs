@@ -119,6 +119,10 @@ impl Element for IPOutputCombo {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("invalid", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

@@ -1187,6 +1187,10 @@ impl Element for TableRewriter {
         push_each(batch, out, |p, _| t.process(port, p, now));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        lock(&self.table).counters_common(c);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         HANDLERS
     }
