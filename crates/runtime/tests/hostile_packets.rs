@@ -1914,6 +1914,11 @@ const DROPS_BEYOND_HANDLERS: &[(&str, &str, &str)] = &[
         "invalid advertisements are counted in `bad`, not `drops` (Click's split)",
     ),
     (
+        "DecIPTTL",
+        "malformed",
+        "packets without an IP header; its `drops` (Click's) counts expired ones only",
+    ),
+    (
         "FromDevice",
         "socket_full",
         "frames the kernel dropped before the element saw them (`kernel_drops`, \
