@@ -35,7 +35,11 @@
 //! [`hostile_child`] with `PRONTO_HOSTILE_CLASS` set), so a panic, an abort
 //! or a hang in one class is caught and named while the others still run.
 //! The test fails with the list of classes (row and feed) that panicked,
-//! with each panic message.
+//! with each panic message. After each run the child also checks that
+//! every packet is accounted for (conservation) and that every element
+//! with a drop handler (`drops`, `*_drops`) reports its drops by reason
+//! through `Element::counters`, adding up to what the handlers say (see
+//! [`drops_reported`]).
 //!
 //! Classes with no packet path are excluded (see [`EXCLUDED`]): AddressInfo
 //! (names only), and the runtime's Script and DriverManager (not in the
@@ -1889,6 +1893,117 @@ fn configs(row: &Row, dir: &Path, trace: &Path) -> Vec<(&'static str, String)> {
     }
 }
 
+/// Drop reasons an element reports on top of what its `drops` handler
+/// counts, by design: (class, reason, why). Everything else an element
+/// reports as dropped must add up to its drop handlers exactly.
+const DROPS_BEYOND_HANDLERS: &[(&str, &str, &str)] = &[
+    (
+        "ARPQuerier",
+        "unresolved",
+        "packets that waited in its own ARP table and timed out or overflowed it; \
+         its `drops` (Click's) counts only what the querier itself refused",
+    ),
+    (
+        "IP6NDAdvertiser",
+        "bad_solicitation",
+        "invalid solicitations are counted in `bad`, not `drops` (Click's split)",
+    ),
+    (
+        "IP6NDSolicitor",
+        "bad_advertisement",
+        "invalid advertisements are counted in `bad`, not `drops` (Click's split)",
+    ),
+    (
+        "DecIPTTL",
+        "malformed",
+        "packets without an IP header; its `drops` (Click's) counts expired ones only",
+    ),
+    (
+        "FromDevice",
+        "socket_full",
+        "frames the kernel dropped before the element saw them (`kernel_drops`, \
+         not part of `drops`)",
+    ),
+];
+
+/// Checks that every element's drop handlers and its
+/// [`Element::counters`](pronto_elements::Element::counters) agree: an
+/// element with a readable handler named `drops` or ending in `_drops`
+/// (whose value is a plain integer) reports at least one drop reason, and
+/// its reasons add up to what the handlers say. Where an element has both
+/// a `drops` handler and `*_drops` handlers, `drops` is the total and the
+/// others are its parts (CGNAT, NAT64, NPTv6, StatefulFirewall), so the
+/// reasons must add up to `drops`, not to the sum of every handler
+/// (which counts each drop twice). The runtime's own reasons
+/// (`unconnected`, `alloc_refused`) are not the element's and are left out,
+/// and so are the reasons in [`DROPS_BEYOND_HANDLERS`].
+fn drops_reported(router: &mut pronto_runtime::Router) -> Result<(), String> {
+    let mut problems = String::new();
+    let list = router.counters();
+    for ec in &list {
+        let handlers = router
+            .read_handler(&format!("{}.handlers", ec.name), "")
+            .map_err(|e| format!("{}.handlers: {e}", ec.name))?;
+        let names: Vec<&str> = handlers
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(n, mode)| mode.contains('r') && (*n == "drops" || n.ends_with("_drops")))
+            .map(|(n, _)| n)
+            .collect();
+        let mut total = None;
+        let mut parts = None;
+        for n in &names {
+            let text = router
+                .read_handler(&format!("{}.{n}", ec.name), "")
+                .map_err(|e| format!("{}.{n}: {e}", ec.name))?;
+            let Ok(v) = text.trim().parse::<u64>() else {
+                continue;
+            };
+            if *n == "drops" {
+                total = Some(v);
+            } else {
+                *parts.get_or_insert(0) += v;
+            }
+        }
+        let Some(expected) = total.or(parts) else {
+            continue;
+        };
+        let own: Vec<(&str, u64)> = ec
+            .counters
+            .iter()
+            .filter(|c| c.1 == pronto_elements::CounterKind::Drop)
+            .map(|c| (c.0, c.2))
+            .collect();
+        let sum: u64 = own
+            .iter()
+            .filter(|d| {
+                !DROPS_BEYOND_HANDLERS
+                    .iter()
+                    .any(|(class, reason, _)| *class == ec.class && *reason == d.0)
+            })
+            .map(|d| d.1)
+            .sum();
+        if own.is_empty() {
+            let _ = writeln!(
+                problems,
+                "{} ({}): has {names:?} but reports no drop counter",
+                ec.name, ec.class
+            );
+        } else if sum != expected {
+            let _ = writeln!(
+                problems,
+                "{} ({}): {names:?} say {expected}, its drop counters {own:?} add up to {sum}",
+                ec.name, ec.class
+            );
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
 /// Runs every row of `class`: the child's side. Marks each run on
 /// standard error so the parent can name the one that panicked.
 fn run_class(class: &str) {
@@ -1927,6 +2042,9 @@ fn run_class(class: &str) {
             // "Conservation".
             if let Err(e) = router.check_conservation() {
                 panic!("@@CONSERVATION row {i} feed {feed}: packets unaccounted for:\n{e}");
+            }
+            if let Err(e) = drops_reported(&mut router) {
+                panic!("@@COUNTERS row {i} feed {feed}: drop handlers and counters disagree:\n{e}");
             }
             if row.feed == Feed::All {
                 // The whole trace went in.

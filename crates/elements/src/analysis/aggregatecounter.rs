@@ -341,6 +341,11 @@ impl Element for AggregateCounter {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+        c.count("nagg", u64::from(self.num_nonzero));
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::write("write_file"),

@@ -133,6 +133,10 @@ impl Element for AggregateFilter {
         self.drops += drops;
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_output", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

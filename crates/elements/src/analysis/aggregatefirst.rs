@@ -64,6 +64,10 @@ impl Element for AggregateFirst {
         self.drops += drops;
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("not_first", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

@@ -146,6 +146,10 @@ impl Element for AggregateIPAddrPair {
         push_each(batch, out, |p, _| self.action(p, now));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::write("clear"), HandlerInfo::read("drops")];
         H

@@ -674,6 +674,10 @@ impl Element for AggregateIPFlows {
             + self.released.len()
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_flow", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::write("clear"), HandlerInfo::read("drops")];
         H

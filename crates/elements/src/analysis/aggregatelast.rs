@@ -103,6 +103,10 @@ impl Element for AggregateLast {
         self.packets.len() + self.released.len()
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("replaced", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::write("clear"), HandlerInfo::read("drops")];
         H

@@ -138,6 +138,10 @@ impl Element for AggregatePacketCounter {
         out.pass(port);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("ignored", self.ignored);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

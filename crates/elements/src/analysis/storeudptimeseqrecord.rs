@@ -128,6 +128,11 @@ impl Element for StoreUDPTimeSeqRecord {
         push_each(batch, out, |p, _| self.action(p, now));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+        c.count("count", u64::from(self.count));
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

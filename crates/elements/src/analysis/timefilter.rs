@@ -288,6 +288,10 @@ impl Element for TimeFilter {
         self.parked.len()
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("filtered", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::rw("start"),

@@ -46,6 +46,10 @@ impl Element for TimestampAccum {
         out.pass(0);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

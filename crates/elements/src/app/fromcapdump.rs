@@ -519,6 +519,10 @@ impl Element for FromCapDump {
         self.active && !self.ended
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("bad_lines", self.bad_lines);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("sampling_prob"),

@@ -555,6 +555,19 @@ mod tests {
         assert_eq!(outs[1].len(), 1);
         assert_eq!(e.read_handler("encap").expect("encap"), "IP");
         assert_eq!(e.read_handler("count").expect("count"), "1");
+        // It left on output 1: not a drop.
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("not_ip", 0), ("malformed", 0)]
+        );
+        // Without output 1 it is dropped and counted.
+        let mut e = open(&dir, "t.pcap");
+        let (_, outs, _) = run_task(e.as_mut(), &pool, 1, 0);
+        assert_eq!(outs[0].len(), 1);
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("not_ip", 1), ("malformed", 0)]
+        );
     }
 
     #[test]

@@ -1453,6 +1453,10 @@ impl Element for FromIPSummaryDump {
         self.active && !(self.ended && self.held.is_none())
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("bad_lines", self.bad_lines);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("sampling_prob"),

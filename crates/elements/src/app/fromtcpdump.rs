@@ -1181,6 +1181,10 @@ impl Element for FromTcpdump {
         self.active && !self.ended
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("bad_lines", self.bad_lines);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("sampling_prob"),

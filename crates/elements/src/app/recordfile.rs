@@ -299,6 +299,9 @@ pub struct RecordSource<F: RecordFormat> {
     count: u64,
     oversize: u64,
     bad_records: u64,
+    /// Packets refused (not IP with FORCE_IP, or malformed for the
+    /// format) and dropped for want of output 1: [not IP, malformed].
+    refused: [u64; 2],
     pull: bool,
     burst: usize,
 }
@@ -343,6 +346,7 @@ impl<F: RecordFormat> RecordSource<F> {
             count: 0,
             oversize: 0,
             bad_records: 0,
+            refused: [0; 2],
             pull: !ctx.output_push.first().copied().unwrap_or(true),
             burst: opts.burst,
         }
@@ -519,11 +523,11 @@ impl<F: RecordFormat> RecordSource<F> {
                     .copy_from_slice(&extra.to_ne_bytes());
             }
             if self.force_ip && !pcap::force_ip(&mut p, rec.dlt) {
-                out.emit(1, p);
+                self.refuse(p, 0, out);
                 continue;
             }
             if !self.fmt.finish(&mut p) {
-                out.emit(1, p);
+                self.refuse(p, 1, out);
                 continue;
             }
             if let Some(c) = rec.paint {
@@ -537,6 +541,16 @@ impl<F: RecordFormat> RecordSource<F> {
             n += 1;
         }
         Fill::More
+    }
+
+    /// Sends a refused packet to output 1, or drops and counts it
+    /// (`why`: 0 not IP, 1 malformed).
+    fn refuse(&mut self, p: Packet, why: usize, out: &mut Out<'_>) {
+        if out.noutputs() > 1 {
+            out.emit(1, p);
+        } else {
+            self.refused[why] += 1;
+        }
     }
 
     fn set_active(&mut self, active: bool) {
@@ -606,6 +620,14 @@ impl<F: RecordFormat> Element for RecordSource<F> {
 
     fn pull(&mut self, _port: usize, batch: &mut Batch, max: usize, out: &mut Out<'_>) {
         let _ = self.produce(batch, max, out);
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("not_ip", self.refused[0]);
+        c.drop("malformed", self.refused[1]);
+        c.count("count", self.count);
+        c.count("bad_records", self.bad_records);
+        c.count("oversize", self.oversize);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

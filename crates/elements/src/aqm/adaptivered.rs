@@ -84,6 +84,10 @@ impl Element for AdaptiveRED {
         TaskStatus::SleepUntil(self.next.unwrap_or(now))
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        self.red.counters(c);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         self.red.handlers()
     }

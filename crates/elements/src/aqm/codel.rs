@@ -175,6 +175,10 @@ impl Element for CoDel {
         out.pass(0);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("congestion", self.total_drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("drops"),

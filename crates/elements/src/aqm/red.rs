@@ -449,6 +449,10 @@ impl Element for RED {
         self.drops += drops;
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("congestion", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("drops"),

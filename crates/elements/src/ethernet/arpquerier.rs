@@ -374,6 +374,17 @@ impl Element for ArpQuerier {
         self.table.packet_capacity()
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("invalid", u64::from(self.drops));
+        if self.shared.is_none() {
+            // Packets that waited in the querier's own table for a reply that
+            // did not come (a shared table's element reports its own).
+            c.drop("unresolved", u64::from(self.table.drops()));
+        }
+        c.count("queries", u64::from(self.queries));
+        c.count("responses", u64::from(self.responses));
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("table"),

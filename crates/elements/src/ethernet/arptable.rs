@@ -571,6 +571,12 @@ impl Element for ARPTable {
         self.lent
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        let t = self.table.borrow();
+        c.drop("unresolved", u64::from(t.drops()));
+        c.count("count", u64::from(t.count()));
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("table"),

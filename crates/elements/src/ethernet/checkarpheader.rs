@@ -19,7 +19,10 @@ const REASONS: [&str; 4] = [
 pub struct CheckARPHeader {
     offset: usize,
     verbose: bool,
-    details: Option<[u64; 4]>,
+    details: bool,
+    /// Bad packets by reason, in `REASONS` order (`drop_details` shows
+    /// them with DETAILS; `counters` always).
+    by_reason: [u64; 4],
     drops: u64,
     out1: bool,
 }
@@ -55,7 +58,8 @@ impl CheckARPHeader {
         Ok(Box::new(CheckARPHeader {
             offset: offset as usize,
             verbose,
-            details: details.then_some([0; 4]),
+            details,
+            by_reason: [0; 4],
             drops: 0,
             out1: ctx.noutputs > 1,
         }))
@@ -92,9 +96,7 @@ impl CheckARPHeader {
                     eprintln!("ARP header check failed: {}", REASONS[r]);
                 }
                 self.drops += 1;
-                if let Some(d) = self.details.as_mut() {
-                    d[r] += 1;
-                }
+                self.by_reason[r] += 1;
                 self.out1.then_some(1)
             }
         }
@@ -106,6 +108,14 @@ impl Element for CheckARPHeader {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        let [tiny, short, hw, proto] = self.by_reason;
+        c.drop("too_short", tiny);
+        c.drop("too_short_for_addresses", short);
+        c.drop("bad_hardware", hw);
+        c.drop("bad_protocol", proto);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("drops"),
@@ -115,7 +125,7 @@ impl Element for CheckARPHeader {
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        match (name, &self.details) {
+        match (name, self.details.then_some(&self.by_reason)) {
             ("drops", _) => Ok(self.drops.to_string()),
             ("drop_details", Some(d)) => Ok(d
                 .iter()

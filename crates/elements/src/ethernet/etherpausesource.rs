@@ -123,6 +123,10 @@ impl Element for EtherPauseSource {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

@@ -15,6 +15,9 @@ pub struct HostEtherFilter {
     drop_own: bool,
     drop_other: bool,
     offset: usize,
+    /// Packets filtered out (too short, our own, for other hosts) with no
+    /// output 1 to leave on.
+    drops: u64,
 }
 
 impl HostEtherFilter {
@@ -52,6 +55,7 @@ impl HostEtherFilter {
             drop_own,
             drop_other,
             offset: offset as usize,
+            drops: 0,
         }))
     }
 
@@ -83,7 +87,18 @@ impl HostEtherFilter {
 
 impl Element for HostEtherFilter {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        push_each(batch, out, |p, _| self.action(p));
+        let out1 = out.noutputs() > 1;
+        push_each(batch, out, |p, _| match self.action(p) {
+            Some(1) if !out1 => {
+                self.drops += 1;
+                None
+            }
+            r => r,
+        });
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("filtered", self.drops);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -183,5 +198,24 @@ mod tests {
         let outs = push(e.as_mut(), &pool, &[&f], 1, 0);
         assert_eq!(outs[0].len(), 1);
         assert_eq!(outs[0][0].annotations().packet_type, PacketType::OtherHost);
+        // Without output 1, what is filtered out is dropped and counted:
+        // a frame for another host (DROP_OTHER) and a too short one.
+        let mut e = configure(
+            HostEtherFilter::SPEC.keywords,
+            HostEtherFilter::configure,
+            "00:01:02:03:04:05",
+            &[true],
+            &[true],
+            std::path::Path::new("."),
+        )
+        .expect("ok");
+        let f_other = frame([0, 9, 9, 9, 9, 9], [0; 6]);
+        let f_host = frame([0, 1, 2, 3, 4, 5], [0; 6]);
+        let outs = push(e.as_mut(), &pool, &[&f_other, &f_host, &[1, 2, 3]], 1, 0);
+        assert_eq!(outs[0].len(), 1);
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("filtered", 2)]
+        );
     }
 }

@@ -199,6 +199,12 @@ impl Element for IP6NDAdvertiser {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("unknown_target", self.drops);
+        c.drop("bad_solicitation", self.bad);
+        c.count("responses", self.responses);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("table"),

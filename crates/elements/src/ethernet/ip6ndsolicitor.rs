@@ -315,6 +315,13 @@ impl Element for IP6NDSolicitor {
         self.capacity
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("unresolved", self.drops);
+        c.drop("bad_advertisement", self.bad);
+        c.count("queries", self.queries);
+        c.count("responses", self.responses);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("table"),

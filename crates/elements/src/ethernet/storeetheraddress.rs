@@ -88,6 +88,10 @@ impl Element for StoreEtherAddress {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::rw("addr"), HandlerInfo::read("drops")];
         H

@@ -43,6 +43,9 @@ pub struct ICMPError {
     pmtu: u32,
     use_fix_anno: bool,
     ids: Arc<IdCounter>,
+    /// Packets dropped without an error sent about them (not IP, or an
+    /// error must not be sent: RFC 1812 4.3.2.7).
+    not_answered: u64,
 }
 
 /// An ICMP type argument: a number or one of Click's names.
@@ -173,6 +176,7 @@ impl ICMPError {
             pmtu,
             use_fix_anno: use_fix.or(set_fix).unwrap_or(true),
             ids,
+            not_answered: 0,
         }))
     }
 
@@ -335,11 +339,18 @@ impl Element for ICMPError {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         push_each(batch, out, |p, pool| {
-            let mut q = self.make_error(p, pool)?;
+            let Some(mut q) = self.make_error(p, pool) else {
+                self.not_answered += 1;
+                return None;
+            };
             q.set_timestamp_ns(now);
             *p = q;
             Some(0)
         });
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("cannot_answer", self.not_answered);
     }
 
     fn shared(&self) -> Option<crate::Shared> {
@@ -511,6 +522,39 @@ mod tests {
             |_| {},
         );
         assert_eq!(got.len(), 1);
+    }
+
+    #[test]
+    fn packets_not_answered_are_counted() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = configure(
+            ICMPError::SPEC.keywords,
+            ICMPError::configure,
+            "1.2.3.4, unreachable, port",
+            1,
+            1,
+        )
+        .expect("configures");
+        let mut bcast = udp();
+        bcast[16..20].copy_from_slice(&[255, 255, 255, 255]);
+        let ps = [udp(), bcast, udp()]
+            .iter()
+            .map(|d| {
+                let mut p = pkt(&pool, d);
+                p.set_network_header(0, 20);
+                p
+            })
+            .collect();
+        // Plus one without a network header.
+        let mut ps: Vec<Packet> = ps;
+        ps.push(pkt(&pool, &udp()));
+        let mut ctrl = Control::default();
+        let outs = push_at(e.as_mut(), &pool, 0, ps, 1, 7, &mut ctrl);
+        assert_eq!(outs[0].len(), 2);
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("cannot_answer", 2)]
+        );
     }
 
     #[test]

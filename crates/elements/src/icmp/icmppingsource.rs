@@ -374,6 +374,10 @@ impl Element for ICMPPingSource {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::rw("active"),

@@ -54,6 +54,9 @@ pub struct ICMPRewriter {
     dst_anno: bool,
     reply_anno: Option<usize>,
     noutputs: usize,
+    /// Packets dropped: not an ICMP error, or quoting no flow of the
+    /// rewriters it serves.
+    drops: u64,
 }
 
 /// Reads the 16-bit words of `n` bytes at `off`.
@@ -179,6 +182,7 @@ impl ICMPRewriter {
             dst_anno,
             reply_anno,
             noutputs: ctx.noutputs,
+            drops: 0,
         }))
     }
 
@@ -426,7 +430,17 @@ impl ICMPRewriter {
 
 impl Element for ICMPRewriter {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        push_each(batch, out, |p, _| self.action(p));
+        push_each(batch, out, |p, _| {
+            let r = self.action(p);
+            if r.is_none() {
+                self.drops += 1;
+            }
+            r
+        });
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_mapping", self.drops);
     }
 }
 

@@ -379,6 +379,13 @@ impl Element for IDSMatcher {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("filtered", self.drops);
+        c.count("packets", self.packets);
+        c.count("alerts", self.alerts);
+        c.count("uninspected", self.uninspected);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("packets"),

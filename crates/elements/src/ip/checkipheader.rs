@@ -20,6 +20,15 @@ const REASONS: [&str; 6] = [
     "bad IP checksum",
     "bad source address",
 ];
+/// The same reasons as counter names, in the same order.
+const COUNTER_REASONS: [&str; 6] = [
+    "too_short",
+    "bad_version",
+    "bad_header_length",
+    "bad_length",
+    "bad_checksum",
+    "bad_source",
+];
 const TINY: usize = 0;
 const BAD_VERSION: usize = 1;
 const BAD_HLEN: usize = 2;
@@ -35,7 +44,10 @@ pub(crate) struct IpChecker {
     good_dst: Vec<[u8; 4]>,
     checksum: bool,
     verbose: bool,
-    details: Option<[u64; 6]>,
+    details: bool,
+    /// Bad packets by reason, in `REASONS` order (`drop_details` shows
+    /// them with DETAILS; `counters` always).
+    by_reason: [u64; 6],
     drops: u64,
     out1: bool,
 }
@@ -114,7 +126,8 @@ impl IpChecker {
             good_dst,
             checksum,
             verbose,
-            details: details.then_some([0; 6]),
+            details,
+            by_reason: [0; 6],
             drops: 0,
             out1: ctx.noutputs >= 2,
         })
@@ -126,9 +139,7 @@ impl IpChecker {
             eprintln!("{}: IP header check failed: {}", self.name, REASONS[reason]);
         }
         self.drops += 1;
-        if let Some(d) = &mut self.details {
-            d[reason] += 1;
-        }
+        self.by_reason[reason] += 1;
         self.out1.then_some(1)
     }
 
@@ -181,9 +192,16 @@ impl IpChecker {
         Some(0)
     }
 
+    /// Reports the bad packets by reason (see [`crate::Counters`]).
+    pub(crate) fn counters(&self, c: &mut crate::Counters) {
+        for (n, reason) in self.by_reason.iter().zip(COUNTER_REASONS) {
+            c.drop(reason, *n);
+        }
+    }
+
     /// The `drops` and `drop_details` handlers.
     pub(crate) fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        match (name, &self.details) {
+        match (name, self.details.then_some(&self.by_reason)) {
             ("drops", _) => Ok(self.drops.to_string()),
             ("drop_details", Some(d)) => {
                 let mut s = String::new();
@@ -203,7 +221,7 @@ impl IpChecker {
             HandlerInfo::read("drops"),
             HandlerInfo::read("drop_details"),
         ];
-        if self.details.is_some() {
+        if self.details {
             HD
         } else {
             H
@@ -259,6 +277,10 @@ impl Element for CheckIPHeader {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let c = &mut self.check;
         push_each(batch, out, |p, _| c.action(p));
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        self.check.counters(c);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -368,6 +390,18 @@ pub(crate) mod tests {
             "1\ttiny packet\n1\tbad IP version\n1\tbad IP header length\n2\tbad IP length\n\
              1\tbad IP checksum\n1\tbad source address\n"
         );
+        // The same reasons as drop counters, which add up to `drops`.
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![
+                ("too_short", 1),
+                ("bad_version", 1),
+                ("bad_header_length", 1),
+                ("bad_length", 2),
+                ("bad_checksum", 1),
+                ("bad_source", 1),
+            ]
+        );
     }
 
     #[test]
@@ -385,6 +419,10 @@ pub(crate) mod tests {
         assert_eq!(outs[0].len(), 1);
         assert_eq!(read(e.as_ref(), "drops"), "1");
         assert!(e.read_handler("drop_details").is_err());
+        // Without DETAILS the counters still say why.
+        let drops = crate::standard::test_support::drop_counters(e.as_ref());
+        assert_eq!(drops[0], ("too_short", 1));
+        assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
         // Offset past the end counts as tiny.
         let mut e = mk("OFFSET 100", 1);
         let outs = push(e.as_mut(), &pool, vec![pkt(&pool, &p)], 1);

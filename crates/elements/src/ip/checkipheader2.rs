@@ -48,6 +48,10 @@ impl Element for CheckIPHeader2 {
         push_each(batch, out, |p, _| c.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        self.check.counters(c);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         self.check.handlers()
     }

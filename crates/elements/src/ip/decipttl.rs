@@ -13,7 +13,10 @@ use crate::{
 pub struct DecIPTTL {
     active: bool,
     multicast: bool,
+    /// Expired packets (Click's `drops`, also those sent to output 1).
     drops: u64,
+    /// Packets without a 20-byte IP header, dropped.
+    malformed: u64,
     out1: bool,
 }
 
@@ -50,6 +53,7 @@ impl DecIPTTL {
             active,
             multicast,
             drops: 0,
+            malformed: 0,
             out1: ctx.noutputs >= 2,
         }))
     }
@@ -61,7 +65,10 @@ impl DecIPTTL {
         }
         let nh = match p.network_header_offset() {
             Some(o) if o >= 0 && o as usize + 20 <= p.len() => o as usize,
-            _ => return None,
+            _ => {
+                self.malformed += 1;
+                return None;
+            }
         };
         let mut ip = Ipv4Packet::new_unchecked(&mut p.data_mut()[nh..]);
         if !self.multicast && ip.dst_addr()[0] & 0xf0 == 0xe0 {
@@ -80,6 +87,11 @@ impl DecIPTTL {
 impl Element for DecIPTTL {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| self.action(p));
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("ttl_expired", self.drops);
+        c.drop("malformed", self.malformed);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -138,6 +150,15 @@ mod tests {
         assert_eq!(checksum(&o[..20]), 0);
         assert_eq!(outs[1].len(), 1);
         assert_eq!(read(e.as_ref(), "drops"), "1");
+        // A packet without a marked IP header is dropped: counted as
+        // malformed, not in `drops` (expired only, as Click's).
+        let outs = push(e.as_mut(), &pool, vec![pkt(&pool, &live)], 2);
+        assert!(outs.iter().all(Vec::is_empty));
+        assert_eq!(read(e.as_ref(), "drops"), "1");
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("ttl_expired", 1), ("malformed", 1)]
+        );
         // Multicast left alone when MULTICAST false.
         let mut e = configure(
             &["ACTIVE", "MULTICAST"],

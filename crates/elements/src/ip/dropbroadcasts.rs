@@ -54,6 +54,10 @@ impl Element for DropBroadcasts {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("broadcast", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

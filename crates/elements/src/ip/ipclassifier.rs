@@ -104,6 +104,10 @@ impl Element for IPClassifier {
         crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut self.drops);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_match", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         &PATTERN_HANDLERS[..(self.patterns.len() + 2).min(PATTERN_HANDLERS.len())]
     }

@@ -78,6 +78,10 @@ impl Element for IPFilter {
         crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut self.drops);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("filtered", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("program"), HandlerInfo::read("drops")];
         H

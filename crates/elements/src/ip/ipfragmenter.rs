@@ -19,7 +19,11 @@ pub struct IPFragmenter {
     verbose: bool,
     headroom: usize,
     fragments: u64,
+    /// Packets dropped (or sent to output 1): DF set or MTU too small,
+    /// and the malformed ones below (the `drops` handler).
     drops: u64,
+    /// Packets without a usable IP header, dropped (part of `drops`).
+    malformed: u64,
     /// State of the generator for the IDs of packets whose DF is ignored.
     rng: u32,
 }
@@ -77,6 +81,7 @@ impl IPFragmenter {
             headroom: headroom.min(BUFFER_SIZE / 2),
             fragments: 0,
             drops: 0,
+            malformed: 0,
             rng: 0x2545_f491,
         }))
     }
@@ -92,22 +97,27 @@ impl IPFragmenter {
     }
 
     /// Handles one packet longer than the MTU.
+    /// Counts a packet without a usable IP header, dropped.
+    #[cold]
+    fn malformed(&mut self) {
+        self.drops += 1;
+        self.malformed += 1;
+    }
+
     fn fragment(&mut self, mut p: Packet, out: &mut Out<'_>) {
         let Some(nh) = p
             .network_header_offset()
             .and_then(|o| usize::try_from(o).ok())
         else {
-            return;
+            return self.malformed();
         };
         let ip = &p.data()[nh..];
         if ip.len() < 20 {
-            return;
+            return self.malformed();
         }
         let hlen = ((ip[0] & 0x0f) as usize) << 2;
         if hlen < 20 {
-            // A header length under 20 is malformed: counted and dropped.
-            self.drops += 1;
-            return;
+            return self.malformed();
         }
         let first_dlen = (self.mtu as i64 - hlen as i64) & !7;
         let in_dlen = u16::from_be_bytes([ip[2], ip[3]]) as i64 - hlen as i64;
@@ -129,7 +139,7 @@ impl IPFragmenter {
         let first_dlen = first_dlen as usize;
         if nh + hlen + first_dlen > p.len() {
             // The header claims more than the packet holds.
-            return;
+            return self.malformed();
         }
         let new_id = (off_field & IP_DF != 0).then(|| self.random_id());
         let ip = &mut p.data_mut()[nh..];
@@ -263,6 +273,12 @@ impl Element for IPFragmenter {
                 self.fragment(p, out);
             }
         }
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("cannot_fragment", self.drops - self.malformed);
+        c.drop("malformed", self.malformed);
+        c.count("fragments", self.fragments);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

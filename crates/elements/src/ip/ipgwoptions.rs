@@ -209,6 +209,10 @@ impl Element for IPGWOptions {
         self.drops += drops;
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("bad_options", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

@@ -20,6 +20,8 @@ pub struct IPOutputCombo {
     my_ip: [u8; 4],
     mtu: usize,
     drops: u64,
+    /// Link-level broadcasts and multicasts dropped (part of `drops`).
+    broadcasts: u64,
 }
 
 impl IPOutputCombo {
@@ -61,6 +63,7 @@ impl IPOutputCombo {
             my_ip: my_ip.0,
             mtu: mtu as usize,
             drops: 0,
+            broadcasts: 0,
         }))
     }
 
@@ -68,6 +71,7 @@ impl IPOutputCombo {
         let t = p.annotations().packet_type;
         if t == PacketType::Broadcast || t == PacketType::Multicast {
             self.drops += 1;
+            self.broadcasts += 1;
             return;
         }
         let Some(nh) = super::ip_header_at(&p, 20) else {
@@ -117,6 +121,11 @@ impl Element for IPOutputCombo {
         for p in batch.drain() {
             self.action(p, now, out);
         }
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("broadcast", self.broadcasts);
+        c.drop("malformed", self.drops - self.broadcasts);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -191,5 +200,9 @@ mod tests {
         assert_eq!(outs[1][0].data()[8], 64);
         assert_eq!(outs[4][0].len(), 60);
         assert_eq!(read(e.as_ref(), "drops"), "2");
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("broadcast", 1), ("malformed", 1)]
+        );
     }
 }

@@ -470,6 +470,10 @@ impl Element for IPRateMonitor {
         out.pass(port);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("thresh"),

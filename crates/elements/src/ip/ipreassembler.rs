@@ -491,6 +491,15 @@ impl Element for IPReassembler {
         (self.mem_high / IPH_MEM_USED) as usize + 1
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        // Bad fragments are dropped; failed reassemblies leave on output 1.
+        c.drop("bad_fragment", u64::from(self.bad_pkts));
+        c.count("frags_seen", u64::from(self.frags_seen));
+        c.count("good_reassemblies", u64::from(self.good_assem));
+        c.count("failed_reassemblies", u64::from(self.failed_assem));
+        c.count("mem_used", u64::from(self.mem_used));
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("dump")];
         H

@@ -62,6 +62,10 @@ impl Element for LinearIPLookup {
         self.core.push(batch, out);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        self.core.counters(c);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("table"),

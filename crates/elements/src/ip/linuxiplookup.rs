@@ -164,6 +164,10 @@ impl Element for LinuxIPLookup {
         push_each(batch, out, |p, _| self.route(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_route", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("routes"), HandlerInfo::read("drops")];
         H

@@ -44,6 +44,9 @@ impl Element for LookupIPRouteMP {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         self.core.push(batch, out);
     }
+    fn counters(&self, c: &mut crate::Counters) {
+        self.core.counters(c);
+    }
 }
 
 #[cfg(test)]

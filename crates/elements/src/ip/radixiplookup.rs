@@ -63,6 +63,10 @@ impl Element for RadixIPLookup {
         self.core.push(batch, out);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        self.core.counters(c);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("table"),
@@ -127,6 +131,23 @@ mod tests {
                 vec![[10, 0, 1, 254], [10, 0, 1, 1]],
                 vec![[172, 17, 0, 1]],
             ]
+        );
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("no_route", 0)]
+        );
+        // Without the default route, 8.8.8.8 has none: dropped and counted.
+        e.write_handler("remove", "0.0.0.0/0").expect("removed");
+        let outs = push(
+            e.as_mut(),
+            &pool,
+            vec![mk([8, 8, 8, 8]), mk([10, 0, 0, 1])],
+            4,
+        );
+        assert_eq!(outs.iter().map(Vec::len).collect::<Vec<_>>(), [1, 0, 0, 0]);
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("no_route", 1)]
         );
     }
 

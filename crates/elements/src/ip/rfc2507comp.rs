@@ -291,6 +291,13 @@ impl Element for RFC2507Comp {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_room", self.drops);
+        c.count("compressed", self.compressed);
+        c.count("full", self.full);
+        c.count("other", self.other);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("compressed"),

@@ -1010,6 +1010,8 @@ pub struct RouteCore<T: RouteTable> {
     label: &'static str,
     complaints: u32,
     no_route_text: Option<fn(u32) -> String>,
+    /// Packets dropped for want of a route.
+    no_route: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1141,6 +1143,7 @@ impl<T: RouteTable> RouteCore<T> {
             label,
             complaints: 0,
             no_route_text: None,
+            no_route: 0,
         };
         // One argument per route; split directly (tables may hold hundreds
         // of thousands of routes). `ROUTES FILE` arguments name files of
@@ -1200,6 +1203,11 @@ impl<T: RouteTable> RouteCore<T> {
         }
     }
 
+    /// Reports the packets dropped for want of a route (`no_route`).
+    pub fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_route", self.no_route);
+    }
+
     /// Routes every packet by its destination annotation.
     #[inline]
     pub fn push(&mut self, batch: &mut Batch, out: &mut Out<'_>) {
@@ -1211,6 +1219,7 @@ impl<T: RouteTable> RouteCore<T> {
         }
         self.table.lookup_many(&addrs[..n], &mut hops[..n]);
         let complaints = &mut self.complaints;
+        let no_route = &mut self.no_route;
         let label = self.label;
         let text = self.no_route_text;
         let mut i = 0;
@@ -1226,6 +1235,7 @@ impl<T: RouteTable> RouteCore<T> {
                     Some(port as usize)
                 }
                 None => {
+                    *no_route += 1;
                     if !label.is_empty() && *complaints < 5 {
                         *complaints += 1;
                         match text {

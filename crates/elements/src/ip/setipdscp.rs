@@ -77,6 +77,10 @@ impl Element for SetIPDSCP {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::rw("dscp"), HandlerInfo::read("drops")];
         H

@@ -82,6 +82,10 @@ impl Element for SetIPECN {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::rw("ecn"), HandlerInfo::read("drops")];
         H

@@ -57,6 +57,10 @@ impl Element for StaticIPLookup {
         self.core.push(batch, out);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        self.core.counters(c);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("table"), HandlerInfo::read("lookup")];
         H

@@ -25,6 +25,8 @@ enum Target {
 pub struct StoreIPAddress {
     addr: Option<[u8; 4]>,
     target: Target,
+    /// Packets without a usable IP header, dropped for want of output 1.
+    drops: u64,
 }
 
 impl StoreIPAddress {
@@ -71,7 +73,11 @@ impl StoreIPAddress {
                 None => return Err(ConfigError::new("type mismatch: OFFSET requires integer")),
             },
         };
-        Ok(Box::new(StoreIPAddress { addr, target }))
+        Ok(Box::new(StoreIPAddress {
+            addr,
+            target,
+            drops: 0,
+        }))
     }
 
     #[inline]
@@ -140,7 +146,18 @@ fn store_in_header(p: &mut Packet, target: Target, ipa: [u8; 4]) -> bool {
 
 impl Element for StoreIPAddress {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        push_each(batch, out, |p, _| self.action(p));
+        let out1 = out.noutputs() > 1;
+        push_each(batch, out, |p, _| match self.action(p) {
+            Some(1) if !out1 => {
+                self.drops += 1;
+                None
+            }
+            r => r,
+        });
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
     }
 }
 
@@ -167,6 +184,18 @@ mod tests {
         let outs = push(e.as_mut(), &pool, vec![p, q, r], 2);
         assert_eq!(bytes(&outs[0]), vec![vec![1, 2, 3, 4, 9, 9, 9, 9]]);
         assert_eq!(outs[1].len(), 2);
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("malformed", 0)]
+        );
+        // Without output 1 they are dropped and counted.
+        let mut e = configure(&[], StoreIPAddress::configure, "0", 1, 1).expect("ok");
+        let outs = push(e.as_mut(), &pool, vec![pkt(&pool, &[9; 3])], 1);
+        assert!(outs[0].is_empty());
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("malformed", 1)]
+        );
         let mut e = mk("0.0.0.0, 4");
         let outs = push(e.as_mut(), &pool, vec![pkt(&pool, &[9; 8])], 2);
         assert_eq!(bytes(&outs[0]), vec![vec![9, 9, 9, 9, 0, 0, 0, 0]]);

@@ -462,6 +462,11 @@ impl Element for AddressTranslator {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_mapping", self.drops);
+        c.count("mapping_failures", self.failures);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("drops"),

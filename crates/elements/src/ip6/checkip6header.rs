@@ -125,6 +125,11 @@ impl Element for CheckIP6Header {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("bad_header", self.drops);
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("count"), HandlerInfo::read("drops")];
         H

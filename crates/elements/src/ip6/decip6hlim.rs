@@ -66,6 +66,10 @@ impl Element for DecIP6HLIM {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("ttl_expired", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

@@ -204,6 +204,10 @@ impl Element for ICMP6Error {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("cannot_answer", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

@@ -152,6 +152,11 @@ impl Element for IP6Drop {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("simulated_loss", self.drops);
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("drops"),

@@ -252,6 +252,11 @@ impl Element for IP6Fragmenter {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("cannot_fragment", self.drops);
+        c.count("fragments", self.fragments);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("fragments"), HandlerInfo::read("drops")];
         H

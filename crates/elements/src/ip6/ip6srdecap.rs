@@ -159,6 +159,10 @@ impl Element for IP6SRDecap {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

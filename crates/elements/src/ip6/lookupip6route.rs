@@ -310,6 +310,10 @@ impl Element for LookupIP6Route {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_route", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("table"),
@@ -440,6 +444,10 @@ mod tests {
         let outs = push(e.as_mut(), &pool, vec![mk("3000::1"), mk("2001:db8::1")], 4);
         assert_eq!(outs.iter().map(Vec::len).collect::<Vec<_>>(), [1, 0, 0, 0]);
         assert_eq!(read(e.as_ref(), "drops"), "1");
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e.as_ref()),
+            vec![("no_route", 1)]
+        );
     }
 
     #[test]

@@ -228,6 +228,15 @@ impl Element for NPTv6 {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops[0]);
+        c.drop("no_mapping", self.drops[1]);
+        c.count("outbound", self.outbound);
+        c.count("inbound", self.inbound);
+        c.count("passed", self.passed);
+        c.count("icmp_quotes", self.icmp_quotes);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("outbound"),

@@ -12,6 +12,20 @@ use crate::{
 /// A translation function of `wire::xlat`.
 pub(crate) type Translate = fn(&Prefix6052, &[u8], &mut [u8]) -> Result<usize, XlatError>;
 
+/// A translation error as a drop reason (see [`crate::Counters`]).
+pub(crate) fn xlat_reason(e: XlatError) -> &'static str {
+    match e {
+        XlatError::Truncated => "too_short",
+        XlatError::Malformed => "malformed",
+        XlatError::Unmappable => "no_mapping",
+        XlatError::SourceRoute => "source_route",
+        XlatError::FragmentedIcmp => "fragment",
+        XlatError::UdpZeroChecksum => "udp_zero_checksum",
+        XlatError::BadChecksum => "bad_checksum",
+        XlatError::Untranslatable => "untranslatable",
+    }
+}
+
 /// The state both protocol translators share: the address prefix, a
 /// scratch buffer the translated packet is built in (made once), and the
 /// drop counters by reason.
@@ -60,6 +74,13 @@ impl XlatCore {
         p.set_dst_ip6_anno([0; 16]);
         p.set_network_header(0, ip_header_len.min(n));
         Some(0)
+    }
+
+    /// Reports the refused packets by reason.
+    pub(crate) fn counters(&self, c: &mut crate::Counters) {
+        for (n, e) in self.details.iter().zip(XlatError::ALL) {
+            c.drop(xlat_reason(e), *n);
+        }
     }
 
     pub(crate) const HANDLERS: &'static [HandlerInfo] = &[
@@ -162,6 +183,10 @@ impl Element for ProtocolTranslator46 {
         push_each(batch, out, |p, _| {
             self.core.translate(p, xlat::v4_to_v6, 40)
         });
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        self.core.counters(c);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

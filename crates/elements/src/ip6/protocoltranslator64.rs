@@ -84,6 +84,10 @@ impl Element for ProtocolTranslator64 {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        self.core.counters(c);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         XlatCore::HANDLERS
     }

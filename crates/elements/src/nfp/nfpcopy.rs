@@ -138,6 +138,14 @@ impl Element for NfpCopy {
         out.pass(self.orig);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        // Copies the pool refused: the original still leaves, the copy is
+        // never made.
+        c.count("full_copies", self.full);
+        c.count("header_copies", self.header);
+        c.count("copy_failures", self.failures);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("full_copies"),

@@ -95,6 +95,11 @@ impl Element for NfpEncap {
         out.pass(0);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.encapsulated);
+        c.count("untagged", self.untagged);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("count"), HandlerInfo::read("untagged")];
         H
@@ -158,6 +163,11 @@ impl Element for NfpDecap {
             self.decapsulated += 1;
         }
         out.pass(0);
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.decapsulated);
+        c.count("plain", self.plain);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

@@ -553,6 +553,16 @@ impl Element for NfpMerge {
         self.window.len() * self.inputs.len()
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        // Per packet of the original stream (each one's copies are freed).
+        c.drop("filtered", self.dropped);
+        c.drop("unmergeable", self.unmergeable);
+        c.drop("untagged", self.untagged);
+        c.drop("late", self.late);
+        c.count("merged", self.merged);
+        c.count("timeouts", self.timeouts);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("merged"),

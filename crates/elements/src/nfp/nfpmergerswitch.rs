@@ -50,6 +50,10 @@ impl Element for NfpMergerSwitch {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_output", self.misrouted);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("misrouted")];
         H

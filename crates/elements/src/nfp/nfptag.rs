@@ -71,6 +71,10 @@ impl Element for NfpTag {
         out.pass(0);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("count"), HandlerInfo::read("next")];
         H

@@ -43,6 +43,10 @@ impl Element for SimpleIdle {
         crate::PullFrom::Nothing
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("discarded", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

@@ -82,6 +82,10 @@ impl Element for Align {
         out.pass(0);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_room", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

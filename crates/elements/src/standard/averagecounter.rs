@@ -76,6 +76,11 @@ impl Element for AverageCounter {
         out.pass(0);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+        c.count("byte_count", self.byte_count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

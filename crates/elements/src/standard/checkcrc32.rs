@@ -63,6 +63,10 @@ impl Element for CheckCRC32 {
         out.pass(0);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("bad_checksum", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

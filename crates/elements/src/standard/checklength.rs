@@ -60,6 +60,10 @@ impl Element for CheckLength {
         self.drops += drops;
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("too_long", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::rw("length"), HandlerInfo::read("drops")];
         H

@@ -61,6 +61,10 @@ impl Element for Classifier {
         crate::util::classify_and_route(&self.prog, batch, out, |_| 0, &mut self.drops);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_match", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("program"), HandlerInfo::read("drops")];
         H

@@ -72,6 +72,10 @@ impl Element for CPUQueue {
         self.q.len()
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("queue_full", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("capacity"), HandlerInfo::read("drops")];
         H

@@ -65,6 +65,10 @@ impl Element for DiscardNoFree {
         TaskStatus::Busy
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("discarded", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("count")];
         H

@@ -265,6 +265,15 @@ impl Element for FlowPolicer {
         push_each(batch, out, |p, _| self.action(p, now, nout));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("rate_limited", self.drops);
+        c.count("count", self.count);
+        c.count("conform", self.conform);
+        c.count("exceed", self.exceed);
+        c.count("nonip", self.nonip);
+        c.count("evictions", self.evictions);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

@@ -52,6 +52,10 @@ impl Element for Hub {
         out.pass(last);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_output", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

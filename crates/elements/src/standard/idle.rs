@@ -5,7 +5,10 @@ use pronto_packet::Batch;
 use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec};
 
 /// Discards pushed packets and never produces any.
-pub struct Idle;
+pub struct Idle {
+    /// Packets pushed to it, discarded.
+    discarded: u64,
+}
 
 impl Idle {
     /// Click's description of the class.
@@ -26,13 +29,18 @@ impl Idle {
     /// Configures an `Idle` (it takes no arguments).
     pub fn configure(ctx: &ConfigCtx<'_>) -> Result<Box<dyn Element>, ConfigError> {
         ctx.args().finish()?;
-        Ok(Box::new(Idle))
+        Ok(Box::new(Idle { discarded: 0 }))
     }
 }
 
 impl Element for Idle {
     fn push(&mut self, _port: usize, batch: &mut Batch, _out: &mut Out<'_>) {
+        self.discarded += batch.len() as u64;
         batch.clear();
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("discarded", self.discarded);
     }
 
     fn is_pull_source(&self) -> bool {
@@ -55,6 +63,7 @@ mod tests {
         let out = t::push(e.as_mut(), &pool, vec![t::pkt(&pool, &[1])], 1);
         assert!(out[0].is_empty());
         assert_eq!(pool.available(), 8);
+        assert_eq!(t::drop_counters(e.as_ref()), vec![("discarded", 1)]);
         let (got, _) = t::pull(e.as_mut(), &pool, 0, 32, 1, 0);
         assert!(got.is_empty());
     }

@@ -58,6 +58,10 @@ impl Element for InputSwitch {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("not_selected", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::rw("switch"),

@@ -388,6 +388,11 @@ impl Element for PacketGen {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("alloc_failed", self.drops);
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

@@ -427,6 +427,18 @@ impl Element for PacketSink {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        if !self.forward {
+            c.drop("discarded", self.count);
+        }
+        c.count("count", self.count);
+        c.count("byte_count", self.bytes);
+        c.count("unstamped", self.unstamped);
+        c.count("lost", self.seq.lost());
+        c.count("reordered", self.seq.reordered());
+        c.count("duplicates", self.seq.duplicates);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

@@ -9,6 +9,8 @@ use crate::{ActionProfile, ConfigCtx, ConfigError, Element, Out, Spec};
 /// goes to every output; a paint with no output is dropped.
 pub struct PaintSwitch {
     anno: usize,
+    /// Packets whose paint names no output, dropped.
+    drops: u64,
 }
 
 impl PaintSwitch {
@@ -33,7 +35,7 @@ impl PaintSwitch {
             .read_p::<Anno1>("ANNO")?
             .map_or(PAINT_ANNO_OFFSET, |x| x.0);
         a.finish()?;
-        Ok(Box::new(PaintSwitch { anno }))
+        Ok(Box::new(PaintSwitch { anno, drops: 0 }))
     }
 }
 
@@ -44,9 +46,11 @@ impl Element for PaintSwitch {
         let pool = out.pool;
         for p in batch.drain() {
             let k = p.anno_bytes()[anno] as usize;
-            if k != 0xFF {
+            if k != 0xFF && k < n {
                 out.emit(k, p);
-            } else if n > 0 {
+            } else if k != 0xFF || n == 0 {
+                self.drops += 1;
+            } else {
                 for i in 0..n - 1 {
                     if let Some(q) = pool.clone_packet(&p) {
                         out.emit(i, q);
@@ -55,6 +59,9 @@ impl Element for PaintSwitch {
                 out.emit(n - 1, p);
             }
         }
+    }
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_output", self.drops);
     }
 }
 
@@ -85,5 +92,7 @@ mod tests {
         assert_eq!(t::bytes(&out[2]), vec![vec![13], vec![14]]);
         drop(out);
         assert_eq!(pool.available(), 16);
+        // Paint 7 names no output: dropped and counted.
+        assert_eq!(t::drop_counters(e.as_ref()), vec![("no_output", 1)]);
     }
 }

@@ -82,6 +82,10 @@ impl Element for RatedSplitter {
         push_each(batch, out, |p, _| self.action(p, nout));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("rate_limited", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::rw("rate"), HandlerInfo::read("config")];
         H

@@ -59,6 +59,10 @@ impl Element for SetCRC32 {
         out.pass(0);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_room", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

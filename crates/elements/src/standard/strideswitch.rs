@@ -69,6 +69,10 @@ impl Element for StrideSwitch {
         self.warnings.drain(..).map(|w| (true, w)).collect()
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_output", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         SWITCH_HANDLERS
     }

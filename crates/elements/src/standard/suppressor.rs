@@ -67,6 +67,10 @@ impl Element for Suppressor {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("suppressed", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::write("reset"),

@@ -165,6 +165,23 @@ pub fn read(e: &dyn Element, h: &str) -> String {
     e.read_handler(h).expect("handler reads")
 }
 
+/// The drop reasons an element reports ([`Element::counters`]), in order.
+pub fn drop_counters(e: &dyn Element) -> Vec<(&'static str, u64)> {
+    let mut c = crate::Counters::new();
+    e.counters(&mut c);
+    c.drops().collect()
+}
+
+/// The other counters an element reports, in order.
+pub fn count_counters(e: &dyn Element) -> Vec<(&'static str, u64)> {
+    let mut c = crate::Counters::new();
+    e.counters(&mut c);
+    c.iter()
+        .filter(|x| x.1 == crate::CounterKind::Count)
+        .map(|(n, _, v)| (n, v))
+        .collect()
+}
+
 /// An IPv4/UDP packet 127.0.0.1:`sport` -> 127.0.0.1:`dport` carrying
 /// `payload`, for raw sockets on loopback (IP and UDP checksums 0: the
 /// kernel fills the first, the second means none).

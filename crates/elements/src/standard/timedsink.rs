@@ -70,6 +70,10 @@ impl Element for TimedSink {
         TaskStatus::SleepUntil(next)
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("discarded", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::rw("interval"), HandlerInfo::read("count")];
         H

@@ -102,6 +102,10 @@ impl Element for TimedUnqueue {
         TaskStatus::SleepUntil(next)
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("count")];
         H

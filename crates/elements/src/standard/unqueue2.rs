@@ -103,6 +103,10 @@ impl Element for Unqueue2 {
         TaskStatus::Busy
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("packets")];
         H

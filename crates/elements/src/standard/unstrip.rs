@@ -56,6 +56,10 @@ impl Element for Unstrip {
         });
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_room", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

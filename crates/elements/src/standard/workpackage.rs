@@ -145,6 +145,10 @@ impl Element for WorkPackage {
         out.pass(port);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("count"), HandlerInfo::rw("w")];
         H

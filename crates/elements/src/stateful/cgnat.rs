@@ -953,6 +953,28 @@ impl Element for Cgnat {
         self.blocks.flush();
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        // In `Reason` order.
+        const REASONS: [&str; 7] = [
+            "malformed",
+            "not_internal",
+            "unsupported",
+            "no_mapping",
+            "filtered",
+            "ports_exhausted",
+            "table_full",
+        ];
+        for (n, r) in self.drops.iter().zip(REASONS) {
+            c.drop(r, *n);
+        }
+        c.count("outbound", self.outbound);
+        c.count("inbound", self.inbound);
+        c.count("hairpinned", self.hairpinned);
+        c.count("icmp_errors", self.icmp_errors);
+        c.count("nmappings", self.maps.len() as u64);
+        c.count("nsubscribers", self.blocks.nsubscribers() as u64);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("nmappings"),
@@ -1287,6 +1309,22 @@ mod tests {
         assert_eq!(read(e, "unsupported_drops"), "1");
         assert_eq!(read(e, "icmp_errors"), "4");
         assert_eq!(read(e, "inbound"), "4");
+        // The counters say the same, reason by reason.
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e),
+            vec![
+                ("malformed", 1),
+                ("not_internal", 0),
+                ("unsupported", 1),
+                ("no_mapping", 2),
+                ("filtered", 0),
+                ("ports_exhausted", 0),
+                ("table_full", 0),
+            ]
+        );
+        let counts = crate::standard::test_support::count_counters(e);
+        assert!(counts.contains(&("icmp_errors", 4)), "{counts:?}");
+        assert!(counts.contains(&("inbound", 4)), "{counts:?}");
         // Errors never refresh a mapping: 10 s later, 10 s less to live.
         assert_eq!(
             read(e, "table"),

@@ -1203,6 +1203,31 @@ impl Element for Nat64 {
         self.blocks.flush();
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        // In `Reason` order (the handlers' names without `_drops`).
+        const REASONS: [&str; NREASONS] = [
+            "malformed",
+            "not_prefix",
+            "fragment",
+            "unsupported",
+            "no_mapping",
+            "not_syn",
+            "filtered",
+            "ports_exhausted",
+            "table_full",
+            "untranslatable",
+        ];
+        for (n, r) in self.drops.iter().zip(REASONS) {
+            c.drop(r, *n);
+        }
+        c.count("outbound", self.outbound);
+        c.count("inbound", self.inbound);
+        c.count("hairpinned", self.hairpinned);
+        c.count("icmp_errors", self.icmp_errors);
+        c.count("nbindings", self.bib.len() as u64);
+        c.count("nsessions", self.sessions.len() as u64);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("nbindings"),

@@ -1102,6 +1102,31 @@ impl Element for StatefulFirewall {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        // In `Reason` order.
+        const REASONS: [&str; NREASONS] = [
+            "unsolicited",
+            "no_connection",
+            "invalid_state",
+            "malformed",
+            "fragment",
+            "table_full",
+            "nd_refused",
+        ];
+        for (n, r) in self.drops.iter().zip(REASONS) {
+            c.drop(r, *n);
+        }
+        c.count("trusted_packets", self.passed[0]);
+        c.count("untrusted_packets", self.passed[1]);
+        c.count("related", self.v4.related + self.v6.related);
+        c.count("untracked", self.v4.untracked + self.v6.untracked);
+        c.count("nd_packets", self.nd_packets);
+        c.count(
+            "nconnections",
+            (self.v4.conns.len() + self.v6.conns.len()) as u64,
+        );
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("nconnections"),
@@ -1340,6 +1365,22 @@ mod tests {
         assert_eq!(read(e, "fragment_drops"), "1");
         assert_eq!(read(e, "drops"), "11");
         assert_eq!(read(e, "nconnections"), "0");
+        // The counters name each reason, as the handlers count them.
+        assert_eq!(
+            crate::standard::test_support::drop_counters(e),
+            vec![
+                ("unsolicited", 3),
+                ("no_connection", 6),
+                ("invalid_state", 0),
+                ("malformed", 1),
+                ("fragment", 1),
+                ("table_full", 0),
+                ("nd_refused", 0),
+            ]
+        );
+        let counts = crate::standard::test_support::count_counters(e);
+        assert!(counts.contains(&("untrusted_packets", 0)), "{counts:?}");
+        assert!(counts.contains(&("nconnections", 0)), "{counts:?}");
     }
 
     #[test]

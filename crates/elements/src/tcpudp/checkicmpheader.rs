@@ -15,7 +15,10 @@ const REASONS: [&str; 3] = ["not ICMP", "bad packet length", "bad ICMP checksum"
 pub struct CheckICMPHeader {
     name: String,
     verbose: bool,
-    details: Option<[u64; 3]>,
+    details: bool,
+    /// Bad packets by reason, in `REASONS` order (`drop_details` shows
+    /// them with DETAILS; `counters` always).
+    by_reason: [u64; 3],
     drops: u64,
     has_out1: bool,
 }
@@ -51,7 +54,8 @@ impl CheckICMPHeader {
         Ok(Box::new(CheckICMPHeader {
             name: ctx.name.to_string(),
             verbose,
-            details: details.then_some([0; 3]),
+            details,
+            by_reason: [0; 3],
             drops: 0,
             has_out1: ctx.noutputs >= 2,
         }))
@@ -98,9 +102,7 @@ impl CheckICMPHeader {
                     eprintln!("{}: ICMP header check failed: {}", self.name, REASONS[r]);
                 }
                 self.drops += 1;
-                if let Some(d) = &mut self.details {
-                    d[r] += 1;
-                }
+                self.by_reason[r] += 1;
                 self.has_out1.then_some(1)
             }
         }
@@ -112,6 +114,13 @@ impl Element for CheckICMPHeader {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        let [wrong, len, sum] = self.by_reason;
+        c.drop("wrong_protocol", wrong);
+        c.drop("bad_length", len);
+        c.drop("bad_checksum", sum);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("drops"),
@@ -121,7 +130,7 @@ impl Element for CheckICMPHeader {
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        match (name, &self.details) {
+        match (name, self.details.then_some(&self.by_reason)) {
             ("drops", _) => Ok(self.drops.to_string()),
             ("drop_details", Some(d)) => Ok(d
                 .iter()

@@ -18,7 +18,10 @@ const REASONS: [&str; 3] = ["not TCP", "bad packet length", "bad TCP checksum"];
 pub struct CheckTCPHeader {
     name: String,
     verbose: bool,
-    details: Option<[u64; 3]>,
+    details: bool,
+    /// Bad packets by reason, in `REASONS` order (`drop_details` shows
+    /// them with DETAILS; `counters` always).
+    by_reason: [u64; 3],
     drops: u64,
     has_out1: bool,
 }
@@ -52,7 +55,8 @@ impl CheckTCPHeader {
         Ok(Box::new(CheckTCPHeader {
             name: ctx.name.to_string(),
             verbose,
-            details: details.then_some([0; 3]),
+            details,
+            by_reason: [0; 3],
             drops: 0,
             has_out1: ctx.noutputs >= 2,
         }))
@@ -112,9 +116,7 @@ impl CheckTCPHeader {
                     eprintln!("{}: TCP header check failed: {}", self.name, REASONS[r]);
                 }
                 self.drops += 1;
-                if let Some(d) = &mut self.details {
-                    d[r] += 1;
-                }
+                self.by_reason[r] += 1;
                 self.has_out1.then_some(1)
             }
         }
@@ -126,6 +128,13 @@ impl Element for CheckTCPHeader {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        let [wrong, len, sum] = self.by_reason;
+        c.drop("wrong_protocol", wrong);
+        c.drop("bad_length", len);
+        c.drop("bad_checksum", sum);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("drops"),
@@ -135,7 +144,7 @@ impl Element for CheckTCPHeader {
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        match (name, &self.details) {
+        match (name, self.details.then_some(&self.by_reason)) {
             ("drops", _) => Ok(self.drops.to_string()),
             ("drop_details", Some(d)) => Ok(d
                 .iter()

@@ -17,7 +17,10 @@ const REASONS: [&str; 3] = ["not UDP", "bad packet length", "bad UDP checksum"];
 /// checked); bad packets go to output 1 if it exists, else are dropped.
 pub struct CheckUDPHeader {
     verbose: bool,
-    details: Option<[u64; 3]>,
+    details: bool,
+    /// Bad packets by reason, in `REASONS` order (`drop_details` shows
+    /// them with DETAILS; `counters` always).
+    by_reason: [u64; 3],
     drops: u64,
     has_out1: bool,
 }
@@ -50,7 +53,8 @@ impl CheckUDPHeader {
         a.finish()?;
         Ok(Box::new(CheckUDPHeader {
             verbose,
-            details: details.then_some([0; 3]),
+            details,
+            by_reason: [0; 3],
             drops: 0,
             has_out1: ctx.noutputs >= 2,
         }))
@@ -97,9 +101,7 @@ impl CheckUDPHeader {
                     eprintln!("UDP header check failed: {}", REASONS[r]);
                 }
                 self.drops += 1;
-                if let Some(d) = &mut self.details {
-                    d[r] += 1;
-                }
+                self.by_reason[r] += 1;
                 self.has_out1.then_some(1)
             }
         }
@@ -111,6 +113,13 @@ impl Element for CheckUDPHeader {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        let [wrong, len, sum] = self.by_reason;
+        c.drop("wrong_protocol", wrong);
+        c.drop("bad_length", len);
+        c.drop("bad_checksum", sum);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("drops"),
@@ -120,7 +129,7 @@ impl Element for CheckUDPHeader {
     }
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
-        match (name, &self.details) {
+        match (name, self.details.then_some(&self.by_reason)) {
             ("drops", _) => Ok(self.drops.to_string()),
             ("drop_details", Some(d)) => Ok(d
                 .iter()

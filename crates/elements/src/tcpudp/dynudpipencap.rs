@@ -108,6 +108,11 @@ impl Element for DynamicUDPIPEncap {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_room", self.drops);
+        c.count("count", u64::from(self.count));
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[HandlerInfo::read("drops")];
         H

@@ -181,6 +181,10 @@ impl Element for FastTCPFlows {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

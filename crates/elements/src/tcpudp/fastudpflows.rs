@@ -238,6 +238,10 @@ impl Element for FastUDPFlows {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

@@ -66,6 +66,10 @@ impl Element for FastUDPSourceIP6 {
         self.0.pull(batch, max, out);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.0.count());
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         HANDLERS
     }

@@ -357,6 +357,12 @@ impl Element for MaglevIPMapper {
         Some(Arc::new(MapperHandle(m)))
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        let st = &self.state;
+        c.count("lookup_hits", st.hits.load(Ordering::Relaxed));
+        c.count("lookup_failures", st.misses.load(Ordering::Relaxed));
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("backends"),

@@ -1536,6 +1536,22 @@ pub(crate) trait MappingTable {
         }
     }
 
+    /// Reports what every rewriter counts (see [`crate::Counters`]): live
+    /// flows (`nmappings`, `size`) and the new flows no mapping was found
+    /// for (`mapping_failures`).
+    fn counters_common(&self, c: &mut crate::Counters) {
+        let specs = &self.inputs().specs;
+        c.count(
+            "nmappings",
+            specs.iter().map(|is| u64::from(is.count)).sum(),
+        );
+        c.count(
+            "mapping_failures",
+            specs.iter().map(|is| u64::from(is.failures)).sum(),
+        );
+        c.count("size", self.size() as u64);
+    }
+
     /// Writes a handler every rewriter has (`capacity`, `clear`,
     /// `patternN`); `None` if `name` is not one.
     fn write_common(&mut self, name: &str, value: &str) -> Option<Result<(), HandlerError>> {
@@ -3224,6 +3240,12 @@ impl Element for CoreRewriter {
 
     fn shared(&self) -> Option<crate::Shared> {
         self.core.shared()
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        let core = self.core.read();
+        c.drop("no_mapping", core.drops);
+        core.counters_common(c);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

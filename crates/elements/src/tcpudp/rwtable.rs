@@ -1161,6 +1161,9 @@ pub const fn table_spec(spec: crate::Spec) -> crate::Spec {
 pub struct TableRewriter {
     table: Arc<Mutex<Table>>,
     noutputs: usize,
+    /// Packets dropped: no mapping (and a dropping input), or no header
+    /// to rewrite.
+    drops: u64,
 }
 
 impl TableRewriter {
@@ -1176,6 +1179,7 @@ impl TableRewriter {
         Ok(Box::new(TableRewriter {
             table: Arc::new(Mutex::new(table)),
             noutputs: ctx.noutputs,
+            drops: 0,
         }))
     }
 }
@@ -1184,7 +1188,19 @@ impl Element for TableRewriter {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         let mut t = lock(&self.table);
-        push_each(batch, out, |p, _| t.process(port, p, now));
+        let drops = &mut self.drops;
+        push_each(batch, out, |p, _| {
+            let r = t.process(port, p, now);
+            if r.is_none() {
+                *drops += 1;
+            }
+            r
+        });
+    }
+
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_mapping", self.drops);
+        lock(&self.table).counters_common(c);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

@@ -94,6 +94,9 @@ impl Element for SetUDPChecksum {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| self.action(p));
     }
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+    }
 }
 
 #[cfg(test)]

@@ -155,6 +155,13 @@ impl Element for TCPFragmenter {
         }
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("malformed", self.drops);
+        c.count("count", self.count);
+        c.count("fragmented_count", self.fragmented);
+        c.count("fragments", self.fragments);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("fragments"),

@@ -137,6 +137,10 @@ impl Element for UDPIPEncap {
         push_each(batch, out, |p, _| self.action(p));
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_room", self.drops);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::rw("src"),

@@ -218,6 +218,11 @@ impl UdpSource {
         self.incr = 0;
     }
 
+    /// Packets made (the `count` handler).
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
     pub(crate) fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         match name {
             "count" => Ok(self.count.to_string()),

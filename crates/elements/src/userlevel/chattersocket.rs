@@ -329,6 +329,12 @@ impl Element for ChatterSocket {
         })
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        // Messages (not packets) the clients did not get.
+        c.count("dropped", self.dropped + self.refused);
+        c.count("clients", self.clients.len() as u64);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("clients"),

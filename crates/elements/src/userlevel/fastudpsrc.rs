@@ -62,6 +62,10 @@ impl Element for FastUDPSource {
         self.0.pull(batch, max, out);
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.count("count", self.0.count());
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         HANDLERS
     }

@@ -184,6 +184,17 @@ impl Element for FromDevice {
         })
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        let s = self.dev.stats();
+        c.drop("too_long", s.oversize);
+        c.drop("malformed", s.bad);
+        c.drop("alloc_failed", s.nomem);
+        // Frames the kernel dropped because the socket was full: they never
+        // reached the element, so `drops` leaves them out.
+        c.drop("socket_full", self.update_kernel_drops());
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

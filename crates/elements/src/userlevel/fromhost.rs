@@ -194,6 +194,12 @@ impl Element for FromHost {
         Some(self.dev.clone())
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("too_long", self.stats.oversize);
+        c.drop("alloc_failed", self.stats.nomem);
+        c.count("count", self.stats.packets);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("dev_name"),

@@ -691,6 +691,17 @@ impl Element for IPFlowRawSockets {
         PullFrom::Nothing
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("no_aggregate", self.no_aggregate);
+        c.drop("malformed", self.bad);
+        c.drop("over_limit", self.over_limit);
+        c.drop("send_failed", self.errors);
+        c.count("flows", self.by_aggregate.len() as u64);
+        c.count("opened", self.opened);
+        c.count("sent", self.sent);
+        c.count("received", self.received);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::write("clear"),

@@ -360,6 +360,11 @@ impl Element for KernelTun {
         })
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("not_delivered", self.drops);
+        c.count("packets", self.packets);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("dev_name"),

@@ -376,6 +376,13 @@ impl Element for McastSocket {
         PullFrom::Nothing
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("send_failed", self.drops);
+        c.count("received", self.received);
+        c.count("sent", self.sent);
+        c.count("truncated", self.truncated);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("received"),

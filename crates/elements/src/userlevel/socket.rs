@@ -882,6 +882,14 @@ impl Element for Socket {
         std::mem::take(&mut self.messages)
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("send_failed", self.drops);
+        c.count("received", self.received);
+        c.count("sent", self.sent);
+        c.count("truncated", self.truncated);
+        c.count("denied", self.denied);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("received"),

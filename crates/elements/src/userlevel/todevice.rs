@@ -158,6 +158,11 @@ impl Element for ToDevice {
         })
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("send_failed", self.drops);
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("count"),

@@ -101,6 +101,11 @@ impl Element for ToHost {
         batch.clear();
     }
 
+    fn counters(&self, c: &mut crate::Counters) {
+        c.drop("send_failed", self.drops);
+        c.count("count", self.count);
+    }
+
     fn handlers(&self) -> &'static [HandlerInfo] {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("dev_name"),
