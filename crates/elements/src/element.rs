@@ -707,6 +707,8 @@ impl<'a> Out<'a> {
     /// against the element (its `accounting` handler).
     #[inline]
     pub fn emit(&mut self, port: usize, p: Packet) {
+        // No such output: dropped (Click's "to output 1 if it exists";
+        // the element counts it under its own reason, as Click's does).
         if let Some(b) = self.bufs.get_mut(port) {
             if let Err(p) = b.push(p) {
                 self.overflow(port, p);
@@ -965,6 +967,28 @@ pub enum CounterKind {
 /// fixed name chosen by the element's class, a kind and a value. Names are
 /// `snake_case` and `'static`, so that the set of series a monitoring
 /// system sees is bounded by the configuration, never by traffic.
+///
+/// Drop reasons, shared across classes for the same cause:
+/// - malformed: `too_short`, `too_short_for_addresses`, `bad_version`,
+///   `bad_header_length`, `bad_length`, `bad_checksum`, `bad_source`,
+///   `bad_header`, `bad_options`, `bad_hardware`, `bad_protocol`,
+///   `wrong_protocol`, `malformed`, `not_ip`, `bad_fragment`, `too_long`;
+/// - cannot process: `no_room`, `cannot_fragment`, `cannot_answer`,
+///   `untranslatable`, `source_route`, `udp_zero_checksum`, `fragment`;
+/// - routing and state: `ttl_expired`, `no_route`, `no_match`,
+///   `filtered`, `no_mapping`, `ports_exhausted`, `table_full`,
+///   `not_internal`, `not_prefix`, `unsupported`, `not_syn`,
+///   `unsolicited`, `no_connection`, `invalid_state`, `nd_refused`,
+///   `unresolved`, `unknown_target`, `bad_solicitation`,
+///   `bad_advertisement`, `invalid`;
+/// - policy: `queue_full`, `congestion`, `rate_limited`, `sampled_out`,
+///   `simulated_loss`, `suppressed`, `not_selected`, `no_output`,
+///   `discarded`, `broadcast`, `not_ecn_capable`, `replaced`, `not_first`,
+///   `no_flow`, `no_aggregate`, `over_limit`, `unmergeable`, `untagged`,
+///   `late`;
+/// - input and output: `alloc_failed`, `send_failed`, `socket_full`,
+///   `not_delivered`;
+/// - added by the runtime: `unconnected`, `no_output`, `alloc_refused`.
 #[derive(Debug, Default)]
 pub struct Counters {
     list: Vec<(&'static str, CounterKind, u64)>,
@@ -1160,6 +1184,7 @@ pub trait Element: std::any::Any {
     /// reason with [`Counters::drop`]; the runtime adds, for every element,
     /// the packets on its ports, what it holds, and the drops only it sees
     /// (`unconnected`: sent to an output with nothing connected;
+    /// `no_output`: passed to an output the element does not have;
     /// `alloc_refused`: packets the pool refused it). Called between
     /// element calls, never on the packet path. Default: nothing.
     fn counters(&self, c: &mut Counters) {

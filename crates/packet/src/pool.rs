@@ -90,6 +90,9 @@ pub struct Account {
     pub freed: u64,
     /// Allocations refused because the pool was at its limit.
     pub refused: u64,
+    /// Packets the account's element sent to an output it does not have
+    /// (dropped; see [`Pool::note_no_output`]).
+    pub no_output: u64,
 }
 
 /// A snapshot of a pool's counters (see [`Pool::counters`]).
@@ -221,6 +224,14 @@ impl Pool {
     #[inline]
     pub fn in_use(&self) -> usize {
         self.inner.nslots.get() - self.inner.free_len()
+    }
+
+    /// Counts `n` packets the element being charged sent to an output it
+    /// does not have (they are dropped with it): a drop reason the
+    /// element's own counters do not see.
+    #[cold]
+    pub fn note_no_output(&self, n: u64) {
+        self.inner.charge(|a| a.no_output += n);
     }
 
     /// Account `i` (zero if there is no such account).

@@ -310,6 +310,8 @@ pub struct ElementCounters {
     pub accounting: Accounting,
     /// Packets it sent to an output with nothing connected (dropped).
     pub unconnected: u64,
+    /// Packets it sent to an output it does not have (dropped).
+    pub no_output: u64,
     /// What the element itself reports ([`Element::counters`]).
     pub counters: Vec<(&'static str, pronto_elements::CounterKind, u64)>,
 }
@@ -326,6 +328,9 @@ impl ElementCounters {
             .collect();
         if self.unconnected != 0 {
             v.push(("unconnected", self.unconnected));
+        }
+        if self.no_output != 0 {
+            v.push(("no_output", self.no_output));
         }
         if self.accounting.refused != 0 {
             v.push(("alloc_refused", self.accounting.refused));
@@ -1142,6 +1147,10 @@ impl Router {
         let pass = match pass {
             Some(p) if !batch.is_empty() && p < ob.bufs.len() => p,
             _ => {
+                if pass.is_some() && !batch.is_empty() {
+                    // Passed to an output it does not have.
+                    self.pool.note_no_output(batch.len() as u64);
+                }
                 batch.clear();
                 usize::MAX
             }
@@ -1398,6 +1407,7 @@ impl Router {
                     class: self.graph.nodes[node].class.name,
                     accounting: self.accounting(node),
                     unconnected: self.unconnected[node],
+                    no_output: self.pool.account(node).no_output,
                     counters: list,
                 }
             })
