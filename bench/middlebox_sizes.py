@@ -19,7 +19,7 @@ time (configuration excluded). The baseline, in the
 same sitting and on the same file, is `FromDump -> Discard`: the cost of
 reading the trace, so `mb / read` says how much of the reading rate the
 middlebox keeps. Traces go to bench-work/sizes/ and are deleted after use.
-Writes a CSV (--csv) and, if matplotlib is installed, a PNG (--png).
+Writes a CSV (--csv) and a PNG of it (--png, drawn by `pronto bench plot`).
 """
 import argparse, csv, os, statistics, struct, subprocess, sys
 
@@ -215,25 +215,16 @@ def main():
         print(f"| {ex} | " + " | ".join(
             f"{cells[s][2]:.2f} ({cells[s][2] / cells[s][4]:.1f}× line, "
             f"{cells[s][2] / cells[s][3]:.2f} of read)" if s in cells else "—" for s in SIZES) + " |")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no PNG", file=sys.stderr)
-        return
-    fig, ax = plt.subplots(figsize=(8, 5))
-    ax.plot(SIZES, [LINE_RATE[s] for s in SIZES], "k--", label="10 Gb/s line rate")
-    for ex in dict.fromkeys(r[0] for r in rows):
-        pts = [(r[1], r[2]) for r in rows if r[0] == ex]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=ex)
-    ax.set_xlabel("frame size (bytes)")
-    ax.set_ylabel("Mpps")
-    ax.set_yscale("log")
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    fig.savefig(a.png, dpi=100, bbox_inches="tight")
-
+    # The figure: `pronto bench plot` draws it from the CSV (log y axis).
+    out = subprocess.run(
+        [a.pronto, "bench", "plot", a.csv, a.png,
+         "--x", "frame_bytes:frame size (bytes)", "--y", "mpps", "--by", "example",
+         "--ref", "line_rate_10g_mpps:10 Gb/s line rate", "--ylabel", "Mpps", "--log-y"],
+        capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"no PNG: {out.stderr.strip()}", file=sys.stderr)
+    else:
+        print(out.stdout.strip(), file=sys.stderr)
 
 if __name__ == "__main__":
     main()

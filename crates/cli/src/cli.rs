@@ -213,6 +213,7 @@ pub const BENCH_SUBCOMMANDS: &[&str] = &[
     "nfp",
     "chaos",
     "soak",
+    "plot",
 ];
 
 /// See [`BENCH_SUBCOMMANDS`]: long option, value name (`None`: a flag).
@@ -241,6 +242,16 @@ pub const BENCH_OPTIONS: &[(&str, Option<&str>)] = &[
     ("instances", Some("N")),
     ("churn", Some("OPS")),
     ("sample", Some("S")),
+    ("rss-bound-mb", Some("MB")),
+    ("fd-bound", Some("N")),
+    ("store-bound-mb", Some("MB")),
+    ("x", Some("COL")),
+    ("y", Some("COL")),
+    ("by", Some("COL")),
+    ("ref", Some("COL")),
+    ("title", Some("T")),
+    ("ylabel", Some("L")),
+    ("log-y", None),
 ];
 /// `pronto graph`'s output format.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]

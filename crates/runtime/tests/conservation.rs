@@ -341,11 +341,28 @@ fn number(router: &mut pronto_runtime::Router, h: &str) -> u64 {
         .unwrap_or_else(|e| panic!("{h}: {e}"))
 }
 
+/// A scratch directory, removed with all in it when dropped (a failing
+/// case's too).
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: String) -> Scratch {
+        let d = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&d).expect("scratch dir");
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Runs one shape and checks every count.
 fn check(s: &Shape) -> Result<(), TestCaseError> {
-    let dir = std::env::temp_dir().join(format!("pronto-conservation-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    let trace = dir.join("trace.pcap");
+    let dir = Scratch::new(format!("pronto-conservation-{}", std::process::id()));
+    let trace = dir.0.join("trace.pcap");
     let frames: Vec<Vec<u8>> = s
         .frames
         .iter()

@@ -47,10 +47,28 @@ fn repeated_trace(dir: &std::path::Path, times: usize) -> std::path::PathBuf {
     p
 }
 
+/// A scratch directory, removed with all in it when dropped (a failing
+/// case's too).
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: String) -> Scratch {
+        let d = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&d).expect("scratch dir");
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn allocations_for(times: usize) -> (u64, String) {
-    let dir = std::env::temp_dir().join(format!("pronto-alloc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    let trace = repeated_trace(&dir, times);
+    let scratch = Scratch::new(format!("pronto-alloc-{}", std::process::id()));
+    let dir = &scratch.0;
+    let trace = repeated_trace(dir, times);
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/firewall.click"

@@ -1,17 +1,20 @@
 //! `pronto bench`: the experiments behind docs/benchmarks.md. Each
 //! subcommand measures pronto and its baseline in the same sitting, writes
-//! a CSV and, when Python's matplotlib is installed, a PNG plot next to it.
+//! a CSV and a PNG plot of it next to it (drawn by [`plot`]).
 
 mod chaos;
 mod daemon;
 mod gen;
 mod netns;
 mod nfp;
+pub mod plot;
 mod prontod;
 mod soak;
 mod switch;
 mod tcp;
 mod veth;
+
+pub use plot::{plot, PlotSpec};
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -56,6 +59,11 @@ Subcommands:
              namespaces and processes sampled every --sample S (10); fails on
              growth past --rss-bound-mb (16), --fd-bound (16),
              --store-bound-mb (4) or anything left behind
+  plot CSV PNG  draw lines from any CSV: --x COL[:LABEL], --y COL[:LEGEND]
+             (repeatable), --by COL (one line of the --y column per value
+             of COL), --ref COL[:LEGEND] (a dashed reference line),
+             --title T, --ylabel L, --log-y; the x axis is logarithmic when
+             its values span 100 times or more
 
 Common options:
   --out DIR  where CSV and PNG files go (default bench-work/)
@@ -100,6 +108,7 @@ pub fn main(args: &[String]) -> ExitCode {
         "nfp" => nfp::main(rest),
         "chaos" => chaos::main(rest),
         "soak" => soak::main(rest),
+        "plot" => plot::main(rest),
         "gen" => gen::main(rest),
         "sink" => gen::sink(rest),
         "veth" => veth::main(rest),
@@ -192,48 +201,6 @@ impl Csv {
         std::fs::write(path, &self.text)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
-}
-
-/// What a plot shows.
-pub struct PlotSpec<'a> {
-    /// Title over the plot.
-    pub title: &'a str,
-    /// CSV column on the x axis, and its label.
-    pub x: (&'a str, &'a str),
-    /// Label of the y axis.
-    pub ylabel: &'a str,
-    /// `column` or `column:legend` for each line.
-    pub ys: &'a [&'a str],
-}
-
-/// Draws `csv` into `png` with matplotlib (the first Python on `PATH`
-/// that has it, else the system's `/usr/bin/python3`). Without it, says
-/// how to get it and returns Ok: the CSV is the result, the plot a view.
-pub fn plot(csv: &Path, png: &Path, spec: &PlotSpec<'_>) -> Result<(), String> {
-    let script = include_str!("plot.py");
-    let mut last = String::new();
-    for py in ["python3", "/usr/bin/python3"] {
-        let mut cmd = std::process::Command::new(py);
-        cmd.arg("-c").arg(script).arg(csv).arg(png);
-        cmd.args([spec.title, spec.x.0, spec.x.1, spec.ylabel]);
-        cmd.args(spec.ys);
-        match cmd.output() {
-            Ok(o) if o.status.success() => {
-                crate::outln!("wrote {} and {}", csv.display(), png.display());
-                return Ok(());
-            }
-            Ok(o) => {
-                let err = String::from_utf8_lossy(&o.stderr).into_owned();
-                if !err.contains("No module named 'matplotlib'") {
-                    return Err(format!("plotting {} failed: {}", png.display(), err.trim()));
-                }
-                last = "install python3-matplotlib for the PNG".into();
-            }
-            Err(e) => last = format!("{py} not runnable: {e}"),
-        }
-    }
-    crate::outln!("wrote {} (no plot: {last})", csv.display());
-    Ok(())
 }
 
 /// Median of `v` (sorted in place); 0 when empty.

@@ -1,7 +1,7 @@
 //! What `pronto bench veth` and `pronto bench tcp` share: a client, a
 //! middle and a server network namespace joined by two veth pairs, the
 //! middle forwarding either with the Linux kernel or with `pronto run`;
-//! child processes that are always reaped; ping statistics; plots.
+//! child processes that are always reaped; ping statistics.
 //!
 //! ```text
 //!  client ns           middle ns                             server ns
@@ -713,47 +713,6 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     // /proc reports in USER_HZ, 100 on every Linux architecture pronto
     // builds for.
     ticks / 100.0
-}
-
-/// Runs a matplotlib `script` as `python3 -c SCRIPT CSV PNG ARGS...`,
-/// with the first of `python3` on the PATH and `/usr/bin/python3` (where
-/// distribution packages put matplotlib, when the PATH's is a separate
-/// installation) that has matplotlib. As [`super::plot`]: without one it
-/// says so and returns Ok (the CSV is the result).
-pub fn plot_with(script: &str, csv: &Path, png: &Path, args: &[&str]) -> Result<(), String> {
-    let python = ["python3", "/usr/bin/python3"].into_iter().find(|py| {
-        Command::new(py)
-            .args(["-c", "import matplotlib"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    let Some(python) = python else {
-        crate::outln!(
-            "wrote {} (no plot: install python3-matplotlib for the PNG)",
-            csv.display()
-        );
-        return Ok(());
-    };
-    let o = Command::new(python)
-        .arg("-c")
-        .arg(script)
-        .arg(csv)
-        .arg(png)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {python}: {e}"))?;
-    if o.status.success() {
-        crate::outln!("wrote {} and {}", csv.display(), png.display());
-        Ok(())
-    } else {
-        Err(format!(
-            "plotting {} failed: {}",
-            png.display(),
-            String::from_utf8_lossy(&o.stderr).trim()
-        ))
-    }
 }
 
 /// A Markdown table.

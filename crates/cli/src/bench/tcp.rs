@@ -25,6 +25,7 @@ use super::netns::{
     self, cpu_seconds, csv_cell, first_line, join_notes, markdown, num, percentile, tools_for,
     Middle, Topology, CLIENT, SERVER, SERVER_IP,
 };
+use super::plot::{BarChart, Bars, Chart, Figure, Table};
 use super::{Common, Csv};
 
 /// Runs the subcommand.
@@ -90,7 +91,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let csv_path = c.out.join("tcp.csv");
     csv.write(&csv_path)?;
     let title = format!("TCP (iperf3, {duration} s) and idle ping through a middle namespace");
-    netns::plot_with(PLOT, &csv_path, &c.out.join("tcp.png"), &[&title])?;
+    figure(&csv_path, &title)?.save(&csv_path, &c.out.join("tcp.png"))?;
     crate::outln!("\n{}", table(&results, f64::from(duration)));
     Ok(())
 }
@@ -316,38 +317,100 @@ fn table(results: &[TcpResult], secs: f64) -> String {
     )
 }
 
-/// Throughput bars and ping bars, one per path.
-const PLOT: &str = r#"
-import csv, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-csv_path, png, title = sys.argv[1:4]
-with open(csv_path, newline="") as f:
-    rows = [r for r in csv.DictReader(f) if r["gbps"]]
-names = [r["path"] for r in rows]
-x = list(range(len(rows)))
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=110)
-a1.bar(x, [float(r["gbps"]) for r in rows], color="tab:blue")
-a1.set_xticks(x, names, rotation=20)
-a1.set_ylabel("iperf3 TCP (Gb/s)")
-a1.grid(True, axis="y", alpha=0.3)
-w = 0.38
-a2.bar([i - w / 2 for i in x], [float(r["ping_p50_us"]) for r in rows], w, label="p50")
-a2.bar([i + w / 2 for i in x], [float(r["ping_p99_us"]) for r in rows], w, label="p99")
-a2.set_xticks(x, names, rotation=20)
-a2.set_ylabel("ping RTT, idle (µs)")
-a2.grid(True, axis="y", alpha=0.3)
-a2.legend()
-fig.suptitle(title, fontsize=10)
-fig.tight_layout()
-fig.savefig(png)
-"#;
+/// Throughput bars and ping bars (p50 beside p99), one per path with a
+/// throughput in the CSV.
+fn figure(csv: &Path, title: &str) -> Result<Figure, String> {
+    let t = Table::read(csv)?;
+    let (path, gbps, p50, p99) = (
+        t.column("path"),
+        t.column("gbps"),
+        t.column("ping_p50_us"),
+        t.column("ping_p99_us"),
+    );
+    let rows: Vec<&Vec<String>> = t
+        .rows()
+        .iter()
+        .filter(|r| Table::cell(r, gbps).is_some())
+        .collect();
+    let names: Vec<String> = rows
+        .iter()
+        .map(|r| Table::cell(r, path).unwrap_or_default().to_string())
+        .collect();
+    let values = |col| -> Vec<f64> {
+        rows.iter()
+            .map(|r| Table::number(r, col).unwrap_or(f64::NAN))
+            .collect()
+    };
+    Ok(Figure {
+        title: title.to_string(),
+        size: (1100, 462),
+        charts: vec![
+            Chart::Bar(BarChart {
+                title: String::new(),
+                categories: names.clone(),
+                y_label: "iperf3 TCP (Gb/s)".into(),
+                groups: vec![Bars {
+                    label: "Gb/s".into(),
+                    values: values(gbps),
+                }],
+            }),
+            Chart::Bar(BarChart {
+                title: String::new(),
+                categories: names,
+                y_label: "ping RTT, idle (µs)".into(),
+                groups: vec![
+                    Bars {
+                        label: "p50".into(),
+                        values: values(p50),
+                    },
+                    Bars {
+                        label: "p99".into(),
+                        values: values(p99),
+                    },
+                ],
+            }),
+        ],
+    })
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figure_has_throughput_and_ping_bars() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let csv = dir.path().join("tcp.csv");
+        std::fs::write(
+            &csv,
+            "path,gbps,retransmits,ping_p50_us,ping_p99_us,pronto_cpu_s,note\n\
+             kernel,30.5,12,20.0,35.5,0,\n\
+             XDP,,,,,,refused\n\
+             RING+POLL,4.25,,41,,1.5,\n",
+        )
+        .expect("CSV written");
+        let fig = figure(&csv, "TCP").expect("read");
+        assert_eq!((fig.title.as_str(), fig.size), ("TCP", (1100, 462)));
+        let [Chart::Bar(rate), Chart::Bar(ping)] = fig.charts.as_slice() else {
+            panic!("two bar charts");
+        };
+        assert_eq!(rate.categories, ["kernel", "RING+POLL"]);
+        assert_eq!(ping.categories, rate.categories);
+        assert_eq!(rate.groups.len(), 1);
+        assert_eq!(rate.groups[0].values, [30.5, 4.25]);
+        let ping_bars: Vec<(&str, &[f64])> = ping
+            .groups
+            .iter()
+            .map(|g| (g.label.as_str(), g.values.as_slice()))
+            .collect();
+        assert_eq!(ping_bars[0], ("p50", &[20.0, 41.0][..]));
+        assert_eq!(ping_bars[1].0, "p99");
+        assert_eq!(ping_bars[1].1[0], 35.5);
+        assert!(ping_bars[1].1[1].is_nan(), "no p99: no bar");
+        let png = dir.path().join("tcp.png");
+        fig.save(&csv, &png).expect("drawn");
+        assert!(png.exists());
+    }
 
     #[test]
     fn iperf3_report_is_read() {

@@ -32,6 +32,7 @@ use super::netns::{
     self, csv_cell, first_line, join_notes, markdown, num, percentile, tools_for, Middle, Topology,
     CLIENT, CLIENT_IP, CLIENT_MAC, M0_MAC, SERVER, SERVER_IP,
 };
+use super::plot::{Chart, Figure, LineChart, LineStyle, Series, Table};
 use super::{Common, Csv};
 
 const DEFAULT_RATES: &str = "50000,100000,200000,400000,800000";
@@ -111,7 +112,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let csv_path = c.out.join("veth.csv");
     csv.write(&csv_path)?;
     let title = format!("64 B UDP forwarding through a middle namespace ({duration} s per point)");
-    netns::plot_with(PLOT, &csv_path, &c.out.join("veth.png"), &[&title])?;
+    figure(&csv_path, &title)?.save(&csv_path, &c.out.join("veth.png"))?;
     crate::outln!("\n{}", tables(&results));
     Ok(())
 }
@@ -427,37 +428,60 @@ fn tables(results: &[PathResult]) -> String {
     )
 }
 
-/// Forwarded against offered rate, one line per path.
-const PLOT: &str = r#"
-import csv, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-csv_path, png, title = sys.argv[1:4]
-paths = {}
-with open(csv_path, newline="") as f:
-    for r in csv.DictReader(f):
-        if r["offered_pps"] and r["forwarded_pps"]:
-            paths.setdefault(r["path"], []).append(
-                (float(r["offered_pps"]) / 1e3, float(r["forwarded_pps"]) / 1e3))
-fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-top = 1.0
-for name, pts in paths.items():
-    pts.sort()
-    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-    top = max([top] + [p[0] for p in pts])
-ax.plot([0, top], [0, top], linestyle=":", color="grey", label="no loss")
-ax.set_title(title, fontsize=10)
-ax.set_xlabel("offered (kpps, 64 B frames)")
-ax.set_ylabel("forwarded (kpps)")
-ax.set_xlim(left=0)
-ax.set_ylim(bottom=0)
-ax.grid(True, alpha=0.3)
-ax.legend()
-fig.tight_layout()
-fig.savefig(png)
-"#;
+/// Forwarded against offered rate (kpps) from the CSV, one line per path,
+/// with the no-loss diagonal.
+fn figure(csv: &Path, title: &str) -> Result<Figure, String> {
+    let t = Table::read(csv)?;
+    let (path, offered, forwarded) = (
+        t.column("path"),
+        t.column("offered_pps"),
+        t.column("forwarded_pps"),
+    );
+    let mut series: Vec<Series> = Vec::new();
+    for r in t.rows() {
+        let (Some(name), Some(o), Some(f)) = (
+            Table::cell(r, path),
+            Table::number(r, offered),
+            Table::number(r, forwarded),
+        ) else {
+            continue;
+        };
+        let i = match series.iter().position(|s| s.label == name) {
+            Some(i) => i,
+            None => {
+                series.push(Series {
+                    label: name.to_string(),
+                    points: Vec::new(),
+                    style: LineStyle::Marked,
+                });
+                series.len() - 1
+            }
+        };
+        series[i].points.push((o / 1e3, f / 1e3));
+    }
+    let mut top = 1.0f64;
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        top = s.points.iter().fold(top, |t, p| t.max(p.0));
+    }
+    series.push(Series {
+        label: "no loss".into(),
+        points: vec![(0.0, 0.0), (top, top)],
+        style: LineStyle::Dotted,
+    });
+    let mut fig = Figure::single(Chart::Line(LineChart {
+        title: title.to_string(),
+        x_label: "offered (kpps, 64 B frames)".into(),
+        y_label: "forwarded (kpps)".into(),
+        series,
+        log_x: false,
+        log_y: false,
+        x_from_zero: true,
+        y_from_zero: true,
+    }));
+    fig.size = (770, 495);
+    Ok(fig)
+}
 
 #[cfg(test)]
 mod tests {
@@ -472,6 +496,52 @@ mod tests {
         let e = parse_rates("50k").expect_err("not a number");
         assert!(e.contains("`50k`"), "{e}");
         assert!(parse_rates("0").is_err());
+    }
+
+    #[test]
+    fn figure_has_a_line_per_path_and_the_diagonal() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let csv = dir.path().join("veth.csv");
+        std::fs::write(
+            &csv,
+            "path,target_pps,offered_pps,forwarded_pps,loss_pct,ping_p50_us,ping_p99_us,note\n\
+             kernel,,900000,880000,2.2,20,30,\n\
+             kernel,50000,50000,50000,0,20,30,\n\
+             XDP,,,,,,,refused: no XDP here\n\
+             RING,100000,100000,99000,1,25,40,\n",
+        )
+        .expect("CSV written");
+        let fig = figure(&csv, "t").expect("read");
+        let Chart::Line(c) = &fig.charts[0] else {
+            panic!("a line chart");
+        };
+        type Line<'a> = (&'a str, LineStyle, &'a [(f64, f64)]);
+        let got: Vec<Line<'_>> = c
+            .series
+            .iter()
+            .map(|s| (s.label.as_str(), s.style, s.points.as_slice()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "kernel",
+                    LineStyle::Marked,
+                    &[(50.0, 50.0), (900.0, 880.0)][..]
+                ),
+                ("RING", LineStyle::Marked, &[(100.0, 99.0)][..]),
+                (
+                    "no loss",
+                    LineStyle::Dotted,
+                    &[(0.0, 0.0), (900.0, 900.0)][..]
+                ),
+            ]
+        );
+        assert!(c.x_from_zero && c.y_from_zero && !c.log_x && !c.log_y);
+        assert_eq!(fig.size, (770, 495));
+        let png = dir.path().join("veth.png");
+        fig.save(&csv, &png).expect("drawn");
+        assert!(png.exists());
     }
 
     #[test]

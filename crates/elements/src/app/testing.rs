@@ -38,8 +38,32 @@ pub fn config_err(r: Result<Box<dyn Element>, ConfigError>) -> String {
     }
 }
 
-/// A fresh scratch directory.
-pub fn scratch(tag: &str) -> std::path::PathBuf {
+/// A scratch directory for one test, removed with all in it when dropped
+/// (a failing test's too). Derefs to its path.
+pub struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh scratch directory, `pronto-el-TAG-PID-N` in the temporary
+/// directory; gone when the returned guard is dropped.
+pub fn scratch(tag: &str) -> Scratch {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     let d = std::env::temp_dir().join(format!(
@@ -49,7 +73,7 @@ pub fn scratch(tag: &str) -> std::path::PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch dir");
-    d
+    Scratch(d)
 }
 
 /// What one call emitted, per output port.

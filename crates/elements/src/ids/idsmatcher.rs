@@ -498,11 +498,8 @@ mod tests {
     use pronto_packet::Pool;
 
     /// A scratch directory for one test.
-    fn dir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("pronto-ids-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("scratch dir");
-        d
+    fn dir(tag: &str) -> crate::app::testing::Scratch {
+        crate::app::testing::scratch(&format!("ids-{tag}"))
     }
 
     fn configure(base: &std::path::Path, config: &str) -> Result<Box<dyn Element>, ConfigError> {

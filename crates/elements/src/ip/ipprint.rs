@@ -1026,8 +1026,7 @@ mod tests {
 
     #[test]
     fn active_handler_and_outfile() {
-        let dir = std::env::temp_dir().join(format!("pronto-ipprint-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::app::testing::scratch("ipprint");
         let mut e = make("o, OUTFILE out.txt, TIMESTAMP false", &dir).expect("ok");
         let mut u = ip(17, 28, 0);
         u.extend([0, 1, 0, 2, 0, 8, 0, 0]);
@@ -1056,7 +1055,6 @@ mod tests {
             text,
             "o: 10.0.0.1.1 > 10.0.0.2.2: udp 8\no: 10.0.0.1.1 > 10.0.0.2.2: udp 8\n"
         );
-        let _ = std::fs::remove_dir_all(&dir);
         let m = match make("OUTFILE /nonexistent-dir/x", std::path::Path::new(".")) {
             Ok(_) => panic!("accepted"),
             Err(e) => e.message,

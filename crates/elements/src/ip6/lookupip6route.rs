@@ -565,8 +565,7 @@ mod tests {
 
     #[test]
     fn routes_file() {
-        let dir = std::env::temp_dir().join(format!("pronto-l6r-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::app::testing::scratch("l6r");
         let f = dir.join("routes6.txt");
         std::fs::write(
             &f,
@@ -589,6 +588,5 @@ mod tests {
             err.ends_with("routes6.txt:1: route should be DADDR/MASK [GW] OUTPUT"),
             "{err}"
         );
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

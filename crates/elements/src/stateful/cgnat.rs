@@ -1486,8 +1486,7 @@ mod tests {
 
     #[test]
     fn paired_pooling_blocks_log_and_exhaustion() {
-        let dir = std::env::temp_dir().join(format!("pronto-cgnat-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("scratch");
+        let dir = crate::app::testing::scratch("cgnat");
         let log = dir.join("alloc.log");
         let pool = Pool::new(64).expect("pool");
         let cfg = format!(
@@ -1568,7 +1567,6 @@ mod tests {
         );
         assert_eq!(file, want);
         assert_eq!(read(e, "log"), want);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
