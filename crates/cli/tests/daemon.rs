@@ -887,6 +887,14 @@ fn a_capture_writes_what_an_instances_interface_receives_for_tcpdump() {
         err,
         "pronto trace: fewer packets than asked for came in 0.3 s (--seconds waits longer)\n"
     );
+    // A packet that leaves through ToDevice was sent out.
+    let out = ok(&dir, &["trace", "sender", "--tenant", "ta"]);
+    assert_eq!(
+        out,
+        "trace: 1 of 1 packets\npacket 1\n  \
+         RatedSource@1 :: RatedSource     made -> out 0\n  \
+         ToDevice@2 :: ToDevice           in 0 -> sent out\n"
+    );
     // The trace is off again afterwards.
     assert_eq!(
         ok(&dir, &["read", "target", "trace", "--tenant", "ta"]),

@@ -1087,8 +1087,9 @@ impl Router {
         self.elems[node].counters(&mut c);
         let drops: Vec<(&'static str, u64)> = c.drops().collect();
         let held = self.elems[node].held();
+        let sink = self.graph.nodes[node].noutputs == 0;
         if let Some(t) = self.trace.as_mut() {
-            t.after(node, &call, &drops, held);
+            t.after(node, &call, &drops, held, sink);
         }
     }
 

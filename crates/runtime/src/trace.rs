@@ -231,6 +231,7 @@ impl Tracer {
         call: &Call,
         drops: &[(&'static str, u64)],
         held: usize,
+        sink: bool,
     ) {
         let mut why = String::new();
         for (r, n) in drops {
@@ -252,9 +253,13 @@ impl Tracer {
             };
         }
         if why.is_empty() {
-            why = "ended here (no drop counted: sent out of the router, consumed, or \
-                   turned into another packet)"
-                .into();
+            why = if sink {
+                // An element without outputs that counted no drop: it sent
+                // or wrote the packet out (ToDevice, ToDump, a socket).
+                "sent out".into()
+            } else {
+                "ended here, no drop counted (consumed, or made into another packet)".into()
+            };
         }
         for &id in &call.ids {
             if let Some(p) = self.path(id) {
