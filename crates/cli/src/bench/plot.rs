@@ -214,6 +214,26 @@ fn font_loaded() -> bool {
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 
+/// A chart's frame on `area`: margins, and with `text` the label areas
+/// and the title.
+fn builder<'a, 'b>(
+    area: &'a Area<'b>,
+    text: bool,
+    title: &str,
+) -> ChartBuilder<'a, 'b, BitMapBackend<'b>> {
+    let mut b = ChartBuilder::on(area);
+    b.margin(12);
+    if text {
+        b.x_label_area_size(44).y_label_area_size(64);
+        if !title.is_empty() {
+            b.caption(title, (FAMILY, TITLE_PX));
+        }
+    } else {
+        b.x_label_area_size(6).y_label_area_size(6);
+    }
+    b
+}
+
 impl LineChart {
     /// The axes' ranges: the points' extent with 5% to spare on each side
     /// (as matplotlib), from 0 where asked.
@@ -256,17 +276,9 @@ impl LineChart {
         Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
         let e = |e: DrawingAreaErrorKind<_>| e.to_string();
-        let mut b = ChartBuilder::on(area);
-        b.margin(12);
-        if text {
-            b.x_label_area_size(44).y_label_area_size(64);
-            if !self.title.is_empty() {
-                b.caption(&self.title, (FAMILY, TITLE_PX));
-            }
-        } else {
-            b.x_label_area_size(6).y_label_area_size(6);
-        }
-        let mut chart = b.build_cartesian_2d(x, y).map_err(e)?;
+        let mut chart = builder(area, text, &self.title)
+            .build_cartesian_2d(x, y)
+            .map_err(e)?;
         let ticks = |v: &f64| tick(*v);
         // On a logarithmic y axis, labels at 1, 2 and 5 times a power of
         // ten only.
@@ -393,17 +405,9 @@ impl BarChart {
             n,
             linear: (-0.5..n as f64 - 0.5).into(),
         };
-        let mut b = ChartBuilder::on(area);
-        b.margin(12);
-        if text {
-            b.x_label_area_size(44).y_label_area_size(64);
-            if !self.title.is_empty() {
-                b.caption(&self.title, (FAMILY, TITLE_PX));
-            }
-        } else {
-            b.x_label_area_size(6).y_label_area_size(6);
-        }
-        let mut chart = b.build_cartesian_2d(x, y).map_err(e)?;
+        let mut chart = builder(area, text, &self.title)
+            .build_cartesian_2d(x, y)
+            .map_err(e)?;
         let names = |v: &f64| {
             let i = v.round();
             if (v - i).abs() < 1e-6 && i >= 0.0 {
