@@ -130,6 +130,9 @@ class Instance:
     cpus: Optional[List[int]] = None
     #: Its share of the CPUs and of the switch under overload (100 unless set).
     weight: int = 100
+    #: The rate limit on each interface, each way: ``{"pps": N, "bps": N}``
+    #: (either may be absent), None when there is none.
+    rate_limit: Optional[Dict[str, int]] = None
     interfaces: List[Interface] = field(default_factory=list)
     pid: Optional[int] = None
     boot_ms: Optional[float] = None
@@ -159,6 +162,7 @@ class Instance:
             pids=v.get("pids"),
             cpus=v.get("cpus"),
             weight=v.get("weight", 100),
+            rate_limit=v.get("rate_limit"),
             interfaces=[Interface(i["name"], i.get("mac"), i.get("port"), i.get("ip"))
                         for i in v.get("interfaces", [])],
             pid=v.get("pid"),
@@ -213,10 +217,13 @@ class Port:
     tx_bytes: int
     drops: int
     #: ``drops`` by why: ``bad_desc``, ``bad_ring``, ``bad_fill``,
-    #: ``no_route``, ``no_buffer``, ``ring_full``.
+    #: ``no_route``, ``no_buffer``, ``ring_full``, ``rate_limit_from_port``,
+    #: ``rate_limit_to_port``.
     drops_by_reason: Dict[str, int] = field(default_factory=dict)
     #: Its share of its switching thread (its instance's weight; 100 unless set).
     weight: int = 100
+    #: Its rate limit (its instance's), ``{"pps": N, "bps": N}``, or None.
+    rate_limit: Optional[Dict[str, int]] = None
 
     @staticmethod
     def from_json(v: Dict[str, Any]) -> "Port":
@@ -401,12 +408,14 @@ class Client:
                cpus: Optional[Sequence[int]] = None,
                interfaces: Optional[Sequence[InterfaceSpec]] = None,
                tenant: Optional[str] = None,
-               weight: Optional[int] = None) -> Instance:
+               weight: Optional[int] = None,
+               rate_limit: Union[str, Dict[str, int], None] = None) -> Instance:
         """Creates and starts an instance; raises BadRequest (field
         ``config``, message with line:column) if its configuration does
         not build, and nothing is created. ``weight`` (1 to 10,000, 100
         by default) is its share of the CPUs and of the switch under
-        overload."""
+        overload; ``rate_limit`` (``"100kpps"``, ``"1Gbps,200kpps"`` or
+        ``{"pps": 100000}``) caps each interface, each way."""
         body: Dict[str, Any] = {"name": name, "config": config}
         if memory is not None:
             body["memory"] = memory
@@ -418,6 +427,8 @@ class Client:
             body["cpus"] = list(cpus)
         if weight is not None:
             body["weight"] = weight
+        if rate_limit is not None:
+            body["rate_limit"] = rate_limit
         if interfaces:
             ifs = []
             for i in interfaces:
@@ -456,6 +467,14 @@ class Client:
         BadRequest and the old one keeps running."""
         return Instance.from_json(self._json(
             "PUT", self._path("/v1/instances/%s/config" % quote(name)), {"config": config}))
+
+    def set_rate_limit(self, name: str,
+                       rate_limit: Union[str, Dict[str, int], None]) -> Instance:
+        """Sets (or, with None or ``"none"``, lifts) an instance's rate
+        limit, each interface each way (admin only)."""
+        return Instance.from_json(self._json(
+            "PUT", self._path("/v1/instances/%s/rate_limit" % quote(name)),
+            {"rate_limit": rate_limit}))
 
     def read(self, name: str, handler: str) -> str:
         """Calls read handler ``element.handler``."""

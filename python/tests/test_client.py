@@ -55,13 +55,20 @@ class ClientTest(unittest.TestCase):
             c.create("py-heavy", COUNTING, weight=20000)
         self.assertEqual(e.exception.field, "weight")
 
+        with self.assertRaises(BadRequest) as e:
+            c.create("py-slow", COUNTING, rate_limit="10 mbit")
+        self.assertEqual(e.exception.field, "rate_limit")
+        self.assertIn("`10 mbit` is not a rate", e.exception.message)
+
         i = c.create("py-fw", COUNTING, memory="16M", cpus=[0], weight=250,
+                     rate_limit="1Gbps,100kpps",
                      interfaces=[("eth0", "02:00:00:00:0a:01")])
         try:
             self.assertEqual(i.state, "running")
             self.assertEqual(i.memory, 16 << 20)
             self.assertEqual(i.cpus, [0])
             self.assertEqual(i.weight, 250)
+            self.assertEqual(i.rate_limit, {"pps": 100000, "bps": 1000000000})
             self.assertEqual(i.interfaces[0].name, "eth0")
             self.assertIsNotNone(i.interfaces[0].port)
             self.assertIn("py-fw", [x.name for x in c.list()])
@@ -94,6 +101,14 @@ class ClientTest(unittest.TestCase):
                 self.assertEqual(p.drops, sum(p.drops_by_reason.values()))
                 self.assertIn("no_route", p.drops_by_reason)
             self.assertEqual([p.weight for p in ports if p.name.endswith("/py-fw/eth0")], [250])
+            self.assertEqual([p.rate_limit for p in ports if p.name.endswith("/py-fw/eth0")],
+                             [{"pps": 100000, "bps": 1000000000}])
+            self.assertIn("rate_limit_to_port", ports[0].drops_by_reason)
+            self.assertEqual(c.set_rate_limit("py-fw", {"pps": 5000}).rate_limit, {"pps": 5000})
+            self.assertEqual(c.show("py-fw").rate_limit, {"pps": 5000})
+            self.assertIn('pronto_instance_rate_limit{tenant="default",instance="py-fw",'
+                          'unit="pps"} 5000', c.metrics())
+            self.assertIsNone(c.set_rate_limit("py-fw", None).rate_limit)
             port = [p.port for p in ports if p.name.endswith("/py-fw/eth0")][0]
             pcap = c.capture(port, count=1, seconds=0.3, filter="udp")
             # A pcapng section header, then the interface named after the port.

@@ -415,6 +415,12 @@ pub enum CtlCmd {
     /// Replace an instance's configuration (hot: a bad one is refused, the old one runs on).
     #[command(after_help = "Example:\n  pronto config fw1 fw-v2.click")]
     Config(ConfigArgs),
+    /// Set or lift an instance's rate limit, each interface each way (admin).
+    #[command(
+        name = "rate-limit",
+        after_help = "Examples:\n  pronto rate-limit fw1 100kpps\n  pronto rate-limit fw1 1Gbps,200kpps\n  pronto rate-limit fw1 none"
+    )]
+    RateLimit(RateLimitArgs),
     /// Call an instance's read handler.
     #[command(after_help = "Example:\n  pronto read fw1 c.count")]
     Read(ReadArgs),
@@ -497,6 +503,12 @@ pub struct CreateArgs {
     /// (default 100; 200: twice a default instance's share).
     #[arg(long, value_name = "N")]
     pub weight: Option<String>,
+    /// The most each of its interfaces may send into the switch, and
+    /// receive from it: a frame rate, a bit rate or both (100kpps, 1Gbps,
+    /// 1Gbps,100kpps); frames over it are dropped at the switch and
+    /// counted.
+    #[arg(long, value_name = "RATE")]
+    pub rate_limit: Option<String>,
     /// An interface, a port on the switch, with its MAC if given, and the
     /// IPv4 address the instance uses on it, which the switch then answers
     /// ARP for itself (repeatable).
@@ -509,6 +521,16 @@ pub struct CreateArgs {
 pub struct NameArg {
     /// The instance.
     pub name: String,
+}
+
+/// `pronto rate-limit`'s arguments.
+#[derive(Args, Debug)]
+pub struct RateLimitArgs {
+    /// The instance.
+    pub name: String,
+    /// A frame rate, a bit rate or both (100kpps, 1Gbps, 2.5Gbps,200kpps),
+    /// or `none` to lift the limit.
+    pub rate: String,
 }
 
 /// `pronto config`'s arguments.
@@ -701,7 +723,8 @@ impl CtlCmd {
                     .flag("--cpu", &a.cpu)
                     .flag("--cpus", &a.cpus)
                     .flag("--pids", &a.pids)
-                    .flag("--weight", &a.weight);
+                    .flag("--weight", &a.weight)
+                    .flag("--rate-limit", &a.rate_limit);
                 for i in a.iface {
                     c.flags.push(("--iface".into(), i));
                 }
@@ -711,6 +734,7 @@ impl CtlCmd {
             Cmd::Show(a) => CtlCall::new("show", vec![a.name]),
             Cmd::Rm(a) => CtlCall::new("rm", vec![a.name]),
             Cmd::Config(a) => CtlCall::new("config", vec![a.name, a.file]),
+            Cmd::RateLimit(a) => CtlCall::new("rate-limit", vec![a.name, a.rate]),
             Cmd::Read(a) => CtlCall::new("read", vec![a.name, a.handler]),
             Cmd::Write(a) => {
                 let mut pos = vec![a.name, a.handler];

@@ -143,6 +143,11 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                 })?;
                 body["weight"] = json!(v);
             }
+            if let Some(r) = flag(&["--rate-limit"]).pop() {
+                let l = pronto_switch::RateLimit::parse(&r)
+                    .map_err(|e| format!("--rate-limit: {e}"))?;
+                body["rate_limit"] = json!(l.to_string());
+            }
             let ifaces: Vec<Value> = flag(&["--iface"])
                 .iter()
                 .map(|f| match f.split_once('=') {
@@ -207,6 +212,22 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                         took.join(", ")
                     );
                 }
+            }
+        }
+        "rate-limit" => {
+            need(2, "NAME RATE")?;
+            let l = pronto_switch::RateLimit::parse(&pos[1]).map_err(|e| format!("RATE: {e}"))?;
+            let v = c.json(
+                "PUT",
+                &c.q(&format!("/v1/instances/{}/rate_limit", pos[0])),
+                Some(&json!({ "rate_limit": l.to_string() })),
+            )?;
+            if c.json {
+                crate::outln!("{v:#}");
+            } else if l.is_set() {
+                crate::outln!("{}: each interface limited to {l}, each way", pos[0]);
+            } else {
+                crate::outln!("{}: rate limit lifted", pos[0]);
             }
         }
         "read" => {
@@ -718,6 +739,13 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
     );
     crate::outln!("cpu:        {}", s(&v["cpu"]));
     crate::outln!("weight:     {}", s(&v["weight"]));
+    if let Some(r) = v["rate_limit"].as_object() {
+        let l = pronto_switch::RateLimit {
+            pps: r.get("pps").and_then(Value::as_u64),
+            bps: r.get("bps").and_then(Value::as_u64),
+        };
+        crate::outln!("rate limit: {l} each way, each interface");
+    }
     if let Some(cpus) = v["cpus"].as_array() {
         let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
         crate::outln!("cpus:       {}", list.join(","));

@@ -196,6 +196,7 @@ fn run(secs: f64) -> Result<(), String> {
             pids: None,
             cpus: None,
             weight: None,
+            rate_limit: None,
             interfaces: vec![
                 IfaceSpec {
                     name: "eth0".into(),

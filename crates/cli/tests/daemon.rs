@@ -504,6 +504,122 @@ fn an_instances_weight_sets_its_share_of_the_cpus_and_of_the_switch() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn an_instances_rate_limit_drops_and_counts_the_excess_at_the_switch() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED an_instances_rate_limit_drops_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-ratelimit");
+    let _d = start(&dir);
+    let sock = dir.join("sock");
+    let post = |path: &str, body: serde_json::Value| post_created(&sock, path, body);
+    post("/v1/tenants", serde_json::json!({"name": "tr"}));
+    let r = api::call(
+        &To::Unix(&sock),
+        "POST",
+        "/v1/instances",
+        serde_json::json!({"name": "bad", "tenant": "tr", "config": "Idle -> Discard;",
+            "rate_limit": {"pps": 0}})
+        .to_string()
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["field"], "rate_limit");
+    assert_eq!(
+        r.json()["error"],
+        "rate_limit: pps: 0 is out of range: 1 to 1000000000000 frames per second"
+    );
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "target", "tenant": "tr",
+            "config": "FromDevice(eth0) -> c :: Counter -> Discard;",
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0c:01"}]}),
+    );
+    // 2,000 frames a second from an instance limited to 100: the switch
+    // lets its burst (65 frames) and then 100 a second through.
+    let t0 = Instant::now();
+    post(
+        "/v1/instances",
+        serde_json::json!({"name": "sender", "tenant": "tr",
+            "config": sender_config([2, 0, 0, 0, 0x0c, 1], [2, 0, 0, 0, 0x0c, 2]),
+            "rate_limit": {"pps": 100},
+            "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0c:02"}]}),
+    );
+    wait_until("the limit drops frames", || {
+        api_ports(&sock)["tr/sender/eth0"]["drops_by_reason"]["rate_limit_from_port"]
+            .as_u64()
+            .is_some_and(|n| n > 500)
+    });
+    // The sender stops (a configuration without a source, hot-swapped),
+    // and the counters settle.
+    let r = api::call(
+        &To::Unix(&sock),
+        "PUT",
+        "/v1/instances/sender/config?tenant=tr",
+        br#"{"config": "Idle -> ToDevice(eth0);"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let secs = t0.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(300));
+    let ports = api_ports(&sock);
+    let (sent, got) = (&ports["tr/sender/eth0"], &ports["tr/target/eth0"]);
+    assert_eq!(sent["rate_limit"], serde_json::json!({"pps": 100}));
+    assert!(got["rate_limit"].is_null(), "{got}");
+    let n = |v: &serde_json::Value, k: &str| v[k].as_u64().expect(k);
+    let limited = n(&sent["drops_by_reason"], "rate_limit_from_port");
+    // Every frame the sender's port took was either dropped there for the
+    // limit or delivered to the target.
+    assert_eq!(n(sent, "drops"), limited, "{sent}");
+    assert_eq!(n(sent, "rx_packets") - limited, n(got, "tx_packets"));
+    let delivered = n(got, "tx_packets");
+    assert!(
+        delivered <= 65 + (100.0 * (secs + 1.0)) as u64,
+        "{delivered} frames in {secs:.1} s through a limit of 100 a second"
+    );
+    wait_until("the target counted them all", || {
+        api_count(&sock, "tr", "target") == Some(delivered)
+    });
+    let metrics = api::call(&To::Unix(&sock), "GET", "/metrics", b"").text();
+    let port = n(sent, "port");
+    assert!(
+        metrics.contains("pronto_instance_rate_limit{tenant=\"tr\",instance=\"sender\",unit=\"pps\"} 100")
+            && metrics.contains(&format!(
+                "pronto_switch_port_rate_limited_total{{port=\"{port}\",name=\"tr/sender/eth0\",direction=\"from_port\"}} {limited}"
+            )),
+        "{metrics}"
+    );
+    // The command line: set, show, lift; a bad rate says what is accepted.
+    let (good, _, err) = cli(&dir, &["--tenant", "tr", "rate-limit", "sender", "10 mbit"]);
+    assert!(!good);
+    assert_eq!(
+        err,
+        "pronto rate-limit: RATE: `10 mbit` is not a rate: write a frame rate (`100kpps`) or a \
+         bit rate (`1Gbps`, `500Mbps`), or both separated by a comma, or `none`\n"
+    );
+    assert_eq!(
+        ok(
+            &dir,
+            &["--tenant", "tr", "rate-limit", "target", "1Gbps,200kpps"]
+        ),
+        "target: each interface limited to 1Gbps,200kpps, each way\n"
+    );
+    assert!(ok(&dir, &["--tenant", "tr", "show", "target"])
+        .contains("rate limit: 1Gbps,200kpps each way, each interface\n"));
+    assert_eq!(
+        api_ports(&sock)["tr/target/eth0"]["rate_limit"],
+        serde_json::json!({"pps": 200_000, "bps": 1_000_000_000})
+    );
+    assert_eq!(
+        ok(&dir, &["--tenant", "tr", "rate-limit", "target", "none"]),
+        "target: rate limit lifted\n"
+    );
+    assert!(json(&dir, &["--tenant", "tr", "show", "target"])["rate_limit"].is_null());
+    assert!(api_ports(&sock)["tr/target/eth0"]["rate_limit"].is_null());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The `count` of `tenant`'s instance `name`'s element `c`, through the API.
 fn api_count(sock: &Path, tenant: &str, name: &str) -> Option<u64> {
     use common::api::{self, To};

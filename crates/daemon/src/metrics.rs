@@ -106,6 +106,26 @@ pub fn render(m: &Manager) -> String {
             i.weight
         );
     }
+    head(
+        &mut out,
+        "pronto_instance_rate_limit",
+        "gauge",
+        "The instance's rate limit on each of its interfaces, each way, by unit (frames or \
+         bits per second); absent when it has none.",
+    );
+    for i in &list {
+        let Some(r) = &i.rate_limit else { continue };
+        for (unit, v) in [("pps", r.pps), ("bps", r.bps)] {
+            if let Some(v) = v {
+                let _ = writeln!(
+                    out,
+                    "pronto_instance_rate_limit{{tenant=\"{}\",instance=\"{}\",unit=\"{unit}\"}} {v}",
+                    esc(&i.tenant),
+                    esc(&i.name),
+                );
+            }
+        }
+    }
     elements(&mut out, m, &list);
     let ports = m.ports(None);
     type Get = fn(&pronto_switch::PortCounters) -> u64;
@@ -144,6 +164,25 @@ pub fn render(m: &Manager) -> String {
                 "{name}{{port=\"{id}\",name=\"{}\"}} {}",
                 esc(pname),
                 get(c)
+            );
+        }
+    }
+    head(
+        &mut out,
+        "pronto_switch_port_rate_limited_total",
+        "counter",
+        "Frames over the port's rate limit, dropped at the switch, by direction (from the \
+         port into the switch, or to the port).",
+    );
+    for (id, pname, c) in &ports {
+        for (dir, n) in [
+            ("from_port", c.drop_rate_limit_rx),
+            ("to_port", c.drop_rate_limit_tx),
+        ] {
+            let _ = writeln!(
+                out,
+                "pronto_switch_port_rate_limited_total{{port=\"{id}\",name=\"{}\",direction=\"{dir}\"}} {n}",
+                esc(pname),
             );
         }
     }

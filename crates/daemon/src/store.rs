@@ -84,8 +84,74 @@ pub struct InstanceSpec {
     /// instances'.
     #[serde(default)]
     pub weight: Option<u32>,
+    /// The most each of its interfaces may send into the switch, and
+    /// (separately) receive from it: frames and/or bits per second (none:
+    /// no limit). Frames over it are dropped at the switch and counted on
+    /// the port.
+    #[serde(default)]
+    pub rate_limit: Option<RateLimitSpec>,
     /// When it was created (Unix milliseconds).
     pub created_unix_ms: u64,
+}
+
+/// A rate limit as stored and as the API shows it.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitSpec {
+    /// Frames per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pps: Option<u64>,
+    /// Bits per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bps: Option<u64>,
+}
+
+impl RateLimitSpec {
+    /// The switch's form.
+    pub fn limit(&self) -> pronto_switch::RateLimit {
+        pronto_switch::RateLimit {
+            pps: self.pps,
+            bps: self.bps,
+        }
+    }
+
+    /// From the switch's form; `None` when it sets nothing.
+    pub fn from_limit(l: pronto_switch::RateLimit) -> Option<RateLimitSpec> {
+        l.is_set().then_some(RateLimitSpec {
+            pps: l.pps,
+            bps: l.bps,
+        })
+    }
+
+    /// From an API value: `"100kpps"`, `"1Gbps,50kpps"`, `{"pps": N,
+    /// "bps": N}`, or `null`/`"none"` for none; the error says what is
+    /// accepted.
+    pub fn from_json(v: &serde_json::Value) -> Result<Option<RateLimitSpec>, String> {
+        let limit = match v {
+            serde_json::Value::Null => return Ok(None),
+            serde_json::Value::String(s) => pronto_switch::RateLimit::parse(s)?,
+            serde_json::Value::Object(_) => {
+                let r: RateLimitSpec = serde_json::from_value(v.clone()).map_err(|e| {
+                    format!("{e} (write {{\"pps\": 100000}}, {{\"bps\": 1000000000}}, both, or a string such as \"100kpps\")")
+                })?;
+                let l = r.limit();
+                l.check()?;
+                l
+            }
+            other => {
+                return Err(format!(
+                    "{other} is not a rate limit: write \"100kpps\", \"1Gbps\", \"1Gbps,100kpps\", {{\"pps\": 100000}} or null"
+                ))
+            }
+        };
+        Ok(RateLimitSpec::from_limit(limit))
+    }
+}
+
+impl std::fmt::Display for RateLimitSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.limit().fmt(f)
+    }
 }
 
 impl InstanceSpec {
@@ -390,6 +456,7 @@ mod tests {
             pids: None,
             cpus: Some(vec![0]),
             weight: None,
+            rate_limit: None,
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),
                 mac: Some("02:00:00:00:00:01".into()),

@@ -41,12 +41,14 @@ pub mod capture;
 pub mod control;
 pub mod layout;
 pub mod peer;
+pub mod police;
 pub mod switch;
 pub mod table;
 
 pub use capture::{Capture, CaptureSpec, Captured, Direction};
 pub use layout::{Geometry, PortError, PortShm};
 pub use peer::Peer;
+pub use police::RateLimit;
 pub use switch::{
     Config, PortCounters, PortStats, Revived, Switch, SwitchError, SwitchHandle, ThreadInfo,
 };

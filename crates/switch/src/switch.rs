@@ -48,6 +48,7 @@ use rustix::event::epoll;
 use crate::layout::{
     Geometry, PortShm, RingId, MAX_FRAME, MIN_FRAME, RX_OFFSET, SLOT_RESERVED, SLOT_STRIDE,
 };
+use crate::police::Policer;
 use crate::table::{is_group, mac, Mac, MacTable};
 
 /// Frames taken from one port per round.
@@ -173,6 +174,11 @@ pub struct PortCounters {
     /// address registered with [`SwitchHandle::add_arp`]) instead of
     /// flooding them.
     pub arp_answered: u64,
+    /// Frames from the port over its rate limit (see
+    /// [`PortStats::set_rate_limit`]), dropped before they were switched.
+    pub drop_rate_limit_rx: u64,
+    /// Frames for the port over its rate limit, dropped before the copy.
+    pub drop_rate_limit_tx: u64,
 }
 
 impl PortCounters {
@@ -184,6 +190,8 @@ impl PortCounters {
             + self.drop_no_route
             + self.drop_no_buffer
             + self.drop_ring_full
+            + self.drop_rate_limit_rx
+            + self.drop_rate_limit_tx
     }
 }
 
@@ -192,10 +200,16 @@ impl PortCounters {
 /// owns it, the transmit side's by whichever thread delivered.
 #[derive(Default, Debug)]
 pub struct PortStats {
-    v: [AtomicU64; 12],
+    v: [AtomicU64; 14],
     /// The port's weight (0: [`DEFAULT_WEIGHT`]), read by the thread that
     /// serves its receive side once a round.
     weight: AtomicU32,
+    /// The port's rate limit (0: none of that kind), and a generation
+    /// number that the switching threads compare with the one they last
+    /// built their policers from.
+    limit_pps: AtomicU64,
+    limit_bps: AtomicU64,
+    limit_gen: AtomicU32,
     /// A capture's tap (`pronto capture`), looked at once a batch.
     tap: Arc<crate::capture::TapSlot>,
 }
@@ -208,6 +222,40 @@ impl PortStats {
     pub fn set_weight(&self, weight: u32) {
         self.weight
             .store(weight.clamp(1, MAX_WEIGHT), Ordering::Relaxed);
+    }
+
+    /// Sets the port's rate limit (each direction on its own; see
+    /// [`crate::police`]); [`RateLimit::NONE`] lifts it. The receive side
+    /// takes it up within 64 rounds of its thread, the transmit side at
+    /// its next delivery. Limits out of bounds are clamped (check them
+    /// with [`RateLimit::check`] first).
+    pub fn set_rate_limit(&self, limit: crate::RateLimit) {
+        self.limit_pps
+            .store(limit.pps.unwrap_or(0), Ordering::Relaxed);
+        self.limit_bps
+            .store(limit.bps.unwrap_or(0), Ordering::Relaxed);
+        self.limit_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// The port's rate limit.
+    pub fn rate_limit(&self) -> crate::RateLimit {
+        let opt = |v: u64| (v != 0).then_some(v);
+        crate::RateLimit {
+            pps: opt(self.limit_pps.load(Ordering::Relaxed)),
+            bps: opt(self.limit_bps.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// The policer for the current limit if it changed since generation
+    /// `seen` (which is updated).
+    #[inline]
+    fn policer_if_changed(&self, seen: &mut u32) -> Option<Option<Policer>> {
+        let g = self.limit_gen.load(Ordering::Acquire);
+        if g == *seen {
+            return None;
+        }
+        *seen = g;
+        Some(Policer::new(self.rate_limit()))
     }
 
     /// Starts copying the port's frames for a capture (see
@@ -245,6 +293,7 @@ impl PortStats {
             (5, c.drop_bad_ring),
             (7, c.drop_no_route),
             (11, c.arp_answered),
+            (12, c.drop_rate_limit_rx),
         ]);
     }
 
@@ -257,6 +306,7 @@ impl PortStats {
             (8, c.drop_no_buffer),
             (9, c.drop_ring_full),
             (10, c.drop_bad_ring),
+            (13, c.drop_rate_limit_tx),
         ]);
     }
 
@@ -271,6 +321,7 @@ impl PortStats {
             drop_bad_ring: l(5),
             drop_no_route: l(7),
             arp_answered: l(11),
+            drop_rate_limit_rx: l(12),
             ..PortCounters::default()
         }
     }
@@ -290,6 +341,8 @@ impl PortStats {
             drop_no_buffer: l(8),
             drop_ring_full: l(9),
             arp_answered: l(11),
+            drop_rate_limit_rx: l(12),
+            drop_rate_limit_tx: l(13),
         }
     }
 }
@@ -311,6 +364,10 @@ struct RxSide {
     /// Bytes of credit a round: the port's weight as last read (the
     /// weight is read again every 64 rounds).
     quantum: i64,
+    /// The rate limit on frames from the port, if any, and the limit's
+    /// generation it was built from.
+    police: Option<Policer>,
+    limit_gen: u32,
     c: PortCounters,
     stats: Arc<PortStats>,
 }
@@ -336,6 +393,13 @@ struct TxSide {
     tx_room: u32,
     /// The port's tap during a visit, when a capture is on.
     tap: Option<Arc<crate::capture::Tap>>,
+    /// The rate limit on frames for the port, if any; the limit's
+    /// generation it was built from; the time of the visit (read once a
+    /// visit, only while a limit is set) and what it counts from.
+    police: Option<Policer>,
+    limit_gen: u32,
+    now: u64,
+    epoch: Instant,
     c: PortCounters,
     stats: Arc<PortStats>,
 }
@@ -365,6 +429,12 @@ impl TxSide {
     fn begin(&mut self) {
         self.tx_room = self.tx.room(BATCH as u32);
         self.tap = self.stats.tap.get();
+        if let Some(p) = self.stats.policer_if_changed(&mut self.limit_gen) {
+            self.police = p;
+        }
+        if self.police.is_some() {
+            self.now = crate::police::units_since(self.epoch);
+        }
     }
 
     /// Copies one frame from `src` at `at` into the next lent slot and
@@ -378,6 +448,12 @@ impl TxSide {
         if self.pending_n as u32 >= self.tx_room {
             self.c.drop_ring_full += 1;
             return;
+        }
+        if let Some(p) = &mut self.police {
+            if !p.admit(self.now, len) {
+                self.c.drop_rate_limit_tx += 1;
+                return;
+            }
         }
         self.fill_n -= 1;
         let slot = self.fill_cache[self.fill_n].slot;
@@ -658,6 +734,10 @@ impl Switch {
             pending_n: 0,
             tx_room: 0,
             tap: None,
+            police: None,
+            limit_gen: 0,
+            now: 0,
+            epoch: Instant::now(),
             c: PortCounters::default(),
             stats: stats.clone(),
         };
@@ -695,6 +775,8 @@ impl Switch {
             parked: false,
             credit: 0,
             quantum: stats.quantum(),
+            police: None,
+            limit_gen: 0,
             c: stats.rx_counters(),
             stats,
         })
@@ -822,6 +904,7 @@ impl Switch {
             learn,
             cfg,
             now_ms,
+            start,
             ..
         } = self;
         let now = *now_ms;
@@ -842,6 +925,10 @@ impl Switch {
         let src_id = src.id;
         let region = &src.shm.region;
         let tap = src.stats.tap.get();
+        let police_now = match src.police {
+            Some(_) => crate::police::units_since(*start),
+            None => 0,
+        };
         let f = read(fabric);
         let mut flood = false;
         let mut learn_n = 0;
@@ -864,6 +951,12 @@ impl Switch {
             src.c.rx_bytes += d.len as u64;
             if let Some(t) = &tap {
                 t.offer(region, at, d.len, crate::Direction::FromPort);
+            }
+            if let Some(p) = &mut src.police {
+                if !p.admit(police_now, d.len) {
+                    src.c.drop_rate_limit_rx += 1;
+                    continue;
+                }
             }
             let dst_mac = mac(&[hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]]);
             let src_mac = mac(&[hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]]);
@@ -1097,6 +1190,9 @@ impl Switch {
     fn tick(&mut self) {
         for p in &mut self.ports {
             p.quantum = p.stats.quantum();
+            if let Some(police) = p.stats.policer_if_changed(&mut p.limit_gen) {
+                p.police = police;
+            }
         }
         self.now_ms = self.start.elapsed().as_millis() as u32;
         if self.ages && self.cfg.learning && self.now_ms.wrapping_sub(self.last_expire) >= 1000 {
@@ -1540,6 +1636,25 @@ impl SwitchHandle {
         self.placement().stats.get(&id).map(|s| s.weight())
     }
 
+    /// Sets port `id`'s rate limit (see [`PortStats::set_rate_limit`]);
+    /// false when there is no such port. A port attached again starts
+    /// without one.
+    pub fn set_rate_limit(&self, id: u16, limit: crate::RateLimit) -> bool {
+        let p = self.placement();
+        match (p.owner.get(&id), p.stats.get(&id)) {
+            (Some(_), Some(s)) => {
+                s.set_rate_limit(limit);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Port `id`'s rate limit.
+    pub fn rate_limit(&self, id: u16) -> Option<crate::RateLimit> {
+        self.placement().stats.get(&id).map(|s| s.rate_limit())
+    }
+
     /// Starts a capture on port `id` (see [`crate::capture`]).
     pub fn capture(&self, id: u16, spec: crate::CaptureSpec) -> Result<crate::Capture, String> {
         let p = self.placement();
@@ -1624,6 +1739,7 @@ impl Drop for SwitchHandle {
 mod tests {
     use super::*;
     use crate::peer::Peer;
+    use crate::RateLimit;
 
     /// An ARP request from `sha`/`spa` for `tpa`.
     fn arp_request(sha: [u8; 6], spa: [u8; 4], tpa: [u8; 4]) -> Vec<u8> {
@@ -1910,6 +2026,59 @@ mod tests {
         assert_eq!(got[0], (11 * 48_000, 11 * 32));
         let c = sw.counters(1).expect("big");
         assert_eq!((c.rx_packets, c.drops()), (352, 0));
+    }
+
+    #[test]
+    fn a_rate_limit_drops_and_counts_what_is_over_it_each_way() {
+        let t0 = Instant::now();
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let (mut senders, mut sink, to) = fan_in(&mut sw, 2);
+        let of = |id: u16| sw.ports[sw.index[id as usize] as usize - 1].stats.clone();
+        let s = [of(1), of(2), of(3)];
+        let stats = |id: u16| s[id as usize - 1].clone();
+        // Port 1 may send one frame a second: its burst tolerance is 64
+        // frames' worth of time, so the first 65 pass at once, then one a
+        // second.
+        let one = RateLimit {
+            pps: Some(1),
+            bps: None,
+        };
+        stats(1).set_rate_limit(one);
+        assert_eq!(stats(1).rate_limit(), one);
+        assert_eq!(stats(2).rate_limit(), RateLimit::NONE);
+        sw.tick();
+        let frames: Vec<Vec<u8>> = (1..=2)
+            .map(|i| frame(to, [2, 0, 0, 0, 0, i], i, 64))
+            .collect();
+        let got = drive(&mut sw, &mut senders, &mut sink, &frames, 20);
+        let secs = t0.elapsed().as_secs();
+        let c1 = stats(1).get();
+        assert!((65..=65 + secs).contains(&got[0].1), "{got:?}");
+        assert_eq!(c1.drop_rate_limit_rx, c1.rx_packets - got[0].1);
+        assert_eq!(c1.drops(), c1.drop_rate_limit_rx);
+        assert_eq!(got[1].1, 20 * 32, "the other port is not limited");
+        assert_eq!(stats(2).get().drops(), 0);
+
+        // The sink may take one frame a second: what the switch would
+        // deliver beyond that is dropped before the copy, counted on the
+        // sink's port; lifting the limit lets everything through again.
+        let t0 = Instant::now();
+        stats(1).set_rate_limit(RateLimit::NONE);
+        stats(3).set_rate_limit(one);
+        sw.tick();
+        let before = stats(3).get();
+        let got = drive(&mut sw, &mut senders, &mut sink, &frames, 20);
+        let secs = t0.elapsed().as_secs();
+        let c3 = stats(3).get();
+        let delivered = got[0].1 + got[1].1;
+        assert!((65..=65 + secs).contains(&delivered), "{got:?}");
+        assert_eq!(
+            c3.drop_rate_limit_tx - before.drop_rate_limit_tx,
+            2 * 20 * 32 - delivered
+        );
+        stats(3).set_rate_limit(RateLimit::NONE);
+        let got = drive(&mut sw, &mut senders, &mut sink, &frames, 5);
+        assert_eq!((got[0].1, got[1].1), (5 * 32, 5 * 32));
     }
 
     #[test]

@@ -35,7 +35,7 @@ use body::{Fields, MAX_CONFIG_BODY, MAX_HANDLER_BODY, MAX_SMALL_BODY};
 
 use crate::failure::{scrub_paths, Failure};
 use crate::manager::{Manager, ManagerOptions};
-use crate::store::{IfaceSpec, InstanceSpec, Store};
+use crate::store::{IfaceSpec, InstanceSpec, RateLimitSpec, Store};
 
 /// The tenant every installation has; the admin's instances go there
 /// unless another is named.
@@ -444,6 +444,7 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
                     "cpus",
                     "interfaces",
                     "weight",
+                    "rate_limit",
                 ],
             )
             .map_err(msg)?;
@@ -456,6 +457,8 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             let _: Option<Vec<usize>> = f.opt("cpus").map_err(msg)?;
             let weight: Option<u32> = f.opt("weight").map_err(msg)?;
             check_weight(weight).map_err(msg)?;
+            let rate: Option<Value> = f.opt("rate_limit").map_err(msg)?;
+            rate_limit_of(rate.as_ref()).map_err(msg)?;
             let interfaces: Vec<IfaceSpec> = f.opt("interfaces").map_err(msg)?.unwrap_or_default();
             crate::manager::check_name(&name).map_err(|e| e.to_string())?;
             if let Some(t) = &tenant {
@@ -474,6 +477,15 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             .and_then(|mut f| f.need::<u16>("port"))
             .map(|_| ())
             .map_err(msg),
+    }
+}
+
+/// An instance's `rate_limit` from its JSON value, if given.
+fn rate_limit_of(v: Option<&Value>) -> Result<Option<RateLimitSpec>, ApiError> {
+    match v {
+        None => Ok(None),
+        Some(v) => RateLimitSpec::from_json(v)
+            .map_err(|e| bad(format!("rate_limit: {e}"), Some("rate_limit"))),
     }
 }
 
@@ -531,6 +543,7 @@ async fn instances_create(
             "cpus",
             "interfaces",
             "weight",
+            "rate_limit",
         ],
     )?;
     let name: String = f.need("name")?;
@@ -543,6 +556,8 @@ async fn instances_create(
     let interfaces: Vec<IfaceSpec> = f.opt("interfaces")?.unwrap_or_default();
     let weight: Option<u32> = f.opt("weight")?;
     check_weight(weight)?;
+    let rate: Option<Value> = f.opt("rate_limit")?;
+    let rate_limit = rate_limit_of(rate.as_ref())?;
     let tenant = match (&caller, asked) {
         (Caller::Admin, t) => t.unwrap_or_else(|| DEFAULT_TENANT.into()),
         (Caller::Tenant(own), Some(t)) if &t != own => {
@@ -575,6 +590,7 @@ async fn instances_create(
         cpus,
         interfaces,
         weight,
+        rate_limit,
         created_unix_ms: 0,
     };
     let m = a.s.manager.clone();
@@ -630,6 +646,35 @@ async fn instances_config(
     let config: String = Fields::parse(&body, &["config"])?.need("config")?;
     let m = a.s.manager.clone();
     let v = blocking(move || Ok(m.reconfigure(&t, &name, &config)?)).await?;
+    Ok(Json(v).into_response())
+}
+
+/// `PUT /v1/instances/NAME/rate_limit` (`{"rate_limit": "100kpps"}`, an
+/// object, or null to lift it): the operator's, so that a tenant cannot
+/// lift a limit put on it.
+async fn instances_rate_limit(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<TenantQuery>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    let t = a.tenant(&h, &q)?;
+    let body = body::read(&h, body, MAX_SMALL_BODY).await?;
+    let mut f = Fields::parse(&body, &["rate_limit"])?;
+    let present = serde_json::from_slice::<serde_json::Map<String, Value>>(&body)
+        .is_ok_and(|m| m.contains_key("rate_limit"));
+    if !present {
+        return Err(bad(
+            "request body: missing field `rate_limit` (a rate such as \"100kpps\", or null to lift it)",
+            Some("rate_limit"),
+        ));
+    }
+    let v: Option<Value> = f.opt("rate_limit")?;
+    let limit = rate_limit_of(Some(&v.unwrap_or(Value::Null)))?;
+    let m = a.s.manager.clone();
+    let v = blocking(move || Ok(m.set_rate_limit(&t, &name, limit)?)).await?;
     Ok(Json(v).into_response())
 }
 
@@ -748,6 +793,7 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
         .map(|(id, name, c)| {
             json!({
                 "port": id, "name": name, "weight": a.s.manager.port_weight(id),
+                "rate_limit": a.s.manager.port_rate_limit(id),
                 "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
                 "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
                 "drops": c.drops(),
@@ -755,6 +801,8 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
                     "bad_desc": c.drop_bad_desc, "bad_ring": c.drop_bad_ring,
                     "bad_fill": c.drop_bad_fill, "no_route": c.drop_no_route,
                     "no_buffer": c.drop_no_buffer, "ring_full": c.drop_ring_full,
+                    "rate_limit_from_port": c.drop_rate_limit_rx,
+                    "rate_limit_to_port": c.drop_rate_limit_tx,
                 },
                 "arp_answered": c.arp_answered,
             })
@@ -1142,6 +1190,7 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
             get(instances_show).delete(instances_delete),
         )
         .route("/v1/instances/{name}/config", put(instances_config))
+        .route("/v1/instances/{name}/rate_limit", put(instances_rate_limit))
         .route(
             "/v1/instances/{name}/handlers/{handler}",
             get(handler_read).put(handler_write),
@@ -1462,7 +1511,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ops.len(), 28, "{ops:?}");
+        assert_eq!(ops.len(), 29, "{ops:?}");
         let dir = std::env::temp_dir().join(format!("pronto-openapi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");

@@ -566,6 +566,40 @@ impl Manager {
         Ok(view)
     }
 
+    /// Sets (or, with `None`, lifts) an instance's rate limit: stored,
+    /// then applied at once to each of its attached switch ports (and on
+    /// every later start).
+    pub fn set_rate_limit(
+        &self,
+        tenant: &str,
+        name: &str,
+        limit: Option<crate::store::RateLimitSpec>,
+    ) -> Result<InstanceView, Failure> {
+        let key = crate::store::key(tenant, name);
+        let _held = self.names.lock(&key);
+        let inst = self.get(tenant, name)?;
+        let mut next = lock(&inst.spec).clone();
+        next.rate_limit = limit;
+        self.store
+            .put_instance(&next)
+            .map_err(|e| Failure::Internal(e.to_string()))?;
+        let l = limit.map(|l| l.limit()).unwrap_or_default();
+        for i in &next.interfaces {
+            if let Some(id) = self.port_named(&format!("{tenant}/{name}/{}", i.name)) {
+                self.switch.set_rate_limit(id, l);
+            }
+        }
+        *lock(&inst.spec) = next;
+        Ok(self.view_inst(&inst, None))
+    }
+
+    /// Port `id`'s rate limit on the switch (its instance's `rate_limit`).
+    pub fn port_rate_limit(&self, id: u16) -> Option<crate::store::RateLimitSpec> {
+        self.switch
+            .rate_limit(id)
+            .and_then(crate::store::RateLimitSpec::from_limit)
+    }
+
     /// Per-element counters: what every element of the instance's
     /// configuration counted and dropped (by reason), read in one round
     /// trip (the router's `counters` handler).
@@ -972,6 +1006,7 @@ mod tests {
                 pids: None,
                 cpus: None,
                 weight: None,
+                rate_limit: None,
                 interfaces: Vec::new(),
                 created_unix_ms: 0,
             };
@@ -1011,6 +1046,7 @@ mod tests {
                 pids: None,
                 cpus: None,
                 weight: None,
+                rate_limit: None,
                 interfaces: vec![crate::store::IfaceSpec {
                     name: "eth0".into(),
                     mac: Some("02:00:00:00:00:0d".into()),

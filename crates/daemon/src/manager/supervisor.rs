@@ -456,6 +456,9 @@ impl Manager {
             if let Some(w) = spec.weight {
                 self.switch.set_weight(id, w);
             }
+            if let Some(r) = &spec.rate_limit {
+                self.switch.set_rate_limit(id, r.limit());
+            }
             run.ports.push(id);
             give_port(&mut lock(&run.sb), &i.name, g, &shm)
                 .map_err(|e| Failure::Internal(format!("handing port {pname} over: {e}")))?;

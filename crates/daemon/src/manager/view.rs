@@ -80,6 +80,9 @@ pub struct InstanceView {
     /// Its share under overload (CPU weight and switch ports' weight; 100
     /// unless set).
     pub weight: u32,
+    /// The rate limit on each of its interfaces, each way (none: no
+    /// limit).
+    pub rate_limit: Option<crate::store::RateLimitSpec>,
     /// Interfaces.
     pub interfaces: Vec<IfaceView>,
     /// Sandbox process id (host's view).
@@ -186,6 +189,7 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, memory: u64, pids: u64)
         pids,
         cpus: spec.cpus,
         weight: spec.weight.unwrap_or(pronto_switch::switch::DEFAULT_WEIGHT),
+        rate_limit: spec.rate_limit,
         interfaces,
         pid: st.pid,
         boot_ms: st.boot_ms,
@@ -251,6 +255,7 @@ mod tests {
             pids: None,
             cpus: None,
             weight: None,
+            rate_limit: None,
             interfaces: vec![crate::store::IfaceSpec {
                 name: "eth0".into(),
                 mac: None,
