@@ -210,6 +210,7 @@ pub const BENCH_SUBCOMMANDS: &[&str] = &[
     "handlers",
     "consolidate",
     "chain",
+    "flood",
     "nfp",
     "chaos",
     "soak",
@@ -252,6 +253,9 @@ pub const BENCH_OPTIONS: &[(&str, Option<&str>)] = &[
     ("title", Some("T")),
     ("ylabel", Some("L")),
     ("log-y", None),
+    ("share", Some("F")),
+    ("limit", Some("RATE")),
+    ("size", Some("BYTES")),
 ];
 /// `pronto graph`'s output format.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]

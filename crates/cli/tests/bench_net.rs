@@ -2,7 +2,8 @@
 //! runs: each must write its CSV with the documented header and sane
 //! numbers for the kernel path and for pronto (SOCKET and RING; XDP either
 //! measured or a row that says why it was skipped), and leave no
-//! namespace behind, also when interrupted.
+//! namespace behind, also when interrupted. `pronto bench flood` (sandboxed
+//! instances on the daemon's switch) writes its table too.
 //!
 //! Needs root (network namespaces), `ip`, `ping`, `sysctl`, and for the
 //! TCP experiment `iperf3`; without them the tests say so loudly and pass.
@@ -317,4 +318,40 @@ fn interrupted_experiment_removes_its_namespaces() {
         "stderr: {err}"
     );
     assert_eq!(namespaces_of(pid), Vec::<String>::new(), "namespaces left");
+}
+
+#[test]
+fn flood_experiment_writes_its_table() {
+    if let Some(why) = missing(&[]) {
+        eprintln!("SKIPPED bench_net flood test: {why} (sandboxes). CI runs it as root.");
+        return;
+    }
+    let out = OutDir::new("flood");
+    let dir = out.0.to_string_lossy().into_owned();
+    let (o, _) = bench(&["flood", "--duration", "0.3", "--out", &dir]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "pronto bench flood failed:\n{stdout}\n{stderr}"
+    );
+    let rows = read_csv(
+        &out.0.join("flood.csv"),
+        "phase,quiet_offered_kpps,quiet_kpps,flooded_offered_kpps,flooded_kpps,quiet_of_alone",
+    );
+    let phases: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(phases, ["1", "2", "3"]);
+    for r in &rows {
+        assert!(number(&r[1], "quiet offered") > 0.0, "{r:?}");
+    }
+    // Alone, the flooded tenant is offered nothing; then everything.
+    assert_eq!(number(&rows[0][3], "flooded offered"), 0.0);
+    assert!(number(&rows[1][3], "flooded offered") > 0.0, "{rows:?}");
+    assert_eq!(number(&rows[0][5], "of alone"), 1.0);
+    assert!(stdout.contains("| flood limited to "), "{stdout}");
+    assert!(
+        stdout.contains("the neighbour keeps >= 90% of what it gets alone: beside the flood "),
+        "{stdout}"
+    );
+    assert!(out.0.join("flood.png").exists());
 }

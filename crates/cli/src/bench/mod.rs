@@ -4,6 +4,7 @@
 
 mod chaos;
 mod daemon;
+mod flood;
 mod gen;
 mod netns;
 mod nfp;
@@ -40,6 +41,9 @@ Subcommands:
   handlers   handler write/read round trips through the REST API, 1 B to 64 KB
   consolidate  --count N (10,000) instances at once answering ARP and ping; memory, idle CPU
   chain      switch + sandboxed firewalls: by frame size, and chains of 1 to 5
+  flood      two tenants' sandboxed firewalls: what a neighbour offered a steady
+             rate (--share of what it forwards alone) keeps beside a tenant
+             flooded at full speed, and with that tenant rate-limited (--limit)
   nfp        2 to --max N (5) firewalls as sandboxed instances, in sequence vs one
              parallel group (NFP): single-packet latency p50/p99, rate; --dc adds
              the data-centre chain (VPN -> monitor -> FW -> LB), --rising four
@@ -79,6 +83,9 @@ Options by subcommand (the defaults in brackets):
   consolidate            --count N [10000]
   chain                  --duration SECONDS [1] per point, --slots N [256] and
                          --ring N [128]: the instances' switch port geometry
+  flood                  --duration SECONDS [3] per phase, --share F [0.3],
+                         --limit RATE [the quiet tenant's rate, in pps],
+                         --size BYTES [64]
   nfp                    --duration, --max, --dc, --rising, --work, --no-pin,
                          --slots, --ring (above)
   gen, sink              `pronto bench gen --help`
@@ -106,6 +113,7 @@ pub fn main(args: &[String]) -> ExitCode {
         "switch" | "ports" | "cores" => switch::main(sub, rest),
         "boot" | "handlers" | "chain" | "consolidate" => daemon::main(sub, rest),
         "nfp" => nfp::main(rest),
+        "flood" => flood::main(rest),
         "chaos" => chaos::main(rest),
         "soak" => soak::main(rest),
         "plot" => plot::main(rest),
