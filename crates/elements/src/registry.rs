@@ -301,6 +301,7 @@ classes!(
     // end ids
     // stateful/
     crate::stateful::cgnat::Cgnat,
+    crate::stateful::flowmonitor::FlowMonitor,
     crate::stateful::nat64::Nat64,
     crate::stateful::statefulfirewall::StatefulFirewall,
     // end stateful

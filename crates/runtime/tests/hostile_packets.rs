@@ -780,6 +780,10 @@ const ROWS: &[Row] = &[
         "x :: NAT64(198.51.100.1-198.51.100.2, PREFIX 2001:db8:64::/64, CAPACITY 8); in -> t :: Tee(2); t[0] -> ProtocolTranslator46(PREFIX 2001:db8:64::/64) -> [0]x; t[1] -> [1]x; x[0] -> Discard; x[1] -> Discard;",
     ),
     r(
+        "FlowMonitor",
+        two!("in -> x :: FlowMonitor(CAPACITY 8, INACTIVE_TIMEOUT 0.001, ACTIVE_TIMEOUT 0.002);"),
+    ),
+    r(
         "StatefulFirewall",
         three!("x :: StatefulFirewall(CAPACITY 64); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
