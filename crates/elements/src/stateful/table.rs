@@ -220,6 +220,12 @@ impl<K: Key> IndexTable<K> {
         self.0.is_empty()
     }
 
+    /// Loads the first slot `k` probes (see [`SlotTable::touch`]).
+    #[inline]
+    pub fn touch(&self, k: K) -> K {
+        self.0.touch(k)
+    }
+
     /// The value stored for `k`.
     #[inline]
     pub fn get(&self, k: K) -> Option<u32> {
