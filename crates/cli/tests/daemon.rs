@@ -1018,3 +1018,91 @@ fn the_switch_answers_arp_for_an_instances_address_without_waking_it() {
     assert!(asker["arp_answered"].as_u64().expect("n") >= 5, "{asker}");
     assert_eq!(ports["default/target/eth0"]["tx_packets"], 0);
 }
+
+/// Descriptors process `pid` holds, and how many of them are memfds,
+/// eventfds or pidfds.
+fn fds_of(pid: u32) -> (usize, usize) {
+    let mut all = 0;
+    let mut kinds = 0;
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the daemon's descriptors")
+        .flatten()
+    {
+        all += 1;
+        let link = std::fs::read_link(e.path()).unwrap_or_default();
+        let link = link.to_string_lossy();
+        if link.starts_with("/memfd:")
+            || link == "anon_inode:[eventfd]"
+            || link == "anon_inode:[pidfd]"
+        {
+            kinds += 1;
+        }
+    }
+    (all, kinds)
+}
+
+#[test]
+fn the_daemon_holds_one_descriptor_per_instance() {
+    if !is_root() {
+        eprintln!("SKIPPED the_daemon_holds_one_descriptor_per_instance: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-fds");
+    // No pre-started sandboxes: each would hold a socket of its own.
+    let d = common::start_daemon_with(&dir, &["--warm", "0"]);
+    let sock = dir.join("sock");
+    let counting = write(
+        &dir,
+        "count.click",
+        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
+    );
+    let c = counting.to_str().expect("path");
+    let create = |name: &str, i: usize| {
+        ok(
+            &dir,
+            &[
+                "create",
+                name,
+                "--config",
+                c,
+                "--iface",
+                &format!("eth0=02:00:00:00:0b:{i:02x}"),
+            ],
+        );
+    };
+    // The first instance brings up what the daemon opens once.
+    create("first", 0);
+    let wait_running = |n: usize| {
+        wait_until("instances running", || {
+            json(&dir, &["ls"])
+                .as_array()
+                .is_some_and(|a| a.len() == n && a.iter().all(|v| v["state"] == "running"))
+        })
+    };
+    wait_running(1);
+    let before = fds_of(d.pid());
+    const N: usize = 12;
+    for i in 1..=N {
+        create(&format!("i{i}"), i);
+    }
+    wait_running(N + 1);
+    let after = fds_of(d.pid());
+    // At most one each (the socket to the sandbox; a little room for an
+    // API connection still closing), and no memfd, eventfd or pidfd at all.
+    assert!(
+        after.0 <= before.0 + N + 2,
+        "{N} more instances: {before:?} -> {after:?} descriptors"
+    );
+    assert_eq!(after.1, before.1, "memfds, eventfds and pidfds");
+    let ports = api_ports(&sock);
+    assert_eq!(ports.len(), N + 1, "{ports:?}");
+    for i in 1..=N {
+        ok(&dir, &["rm", &format!("i{i}")]);
+    }
+    wait_running(1);
+    let removed = fds_of(d.pid());
+    assert!(
+        removed.0 <= before.0 + 2 && removed.1 == before.1,
+        "all but the first removed: {before:?} -> {removed:?} descriptors"
+    );
+}

@@ -581,7 +581,10 @@ pub struct Switch {
     cfg: Config,
     /// This thread ages the MAC table (thread 0).
     ages: bool,
-    epoll: rustix::fd::OwnedFd,
+    /// The doorbells' epoll set: kept by a restarted thread (the ports'
+    /// doorbells are registered once, at attach, and the switch keeps no
+    /// descriptor of them to register them again).
+    epoll: Arc<rustix::fd::OwnedFd>,
     start: Instant,
     now_ms: u32,
     last_expire: u32,
@@ -598,7 +601,7 @@ impl Switch {
     /// An empty one-threaded switch.
     pub fn new(cfg: Config) -> Result<Switch, SwitchError> {
         let fabric = Arc::new(RwLock::new(Fabric::new(&cfg)));
-        Switch::engine(cfg, fabric, true, Instant::now())
+        Switch::engine(cfg, fabric, true, Instant::now(), None)
     }
 
     /// Another engine over the same ports table and MAC table, to be
@@ -606,7 +609,7 @@ impl Switch {
     /// side served there, and frames flow between the engines' ports.
     /// (Only the first engine ages the MAC table.)
     pub fn sibling(&self) -> Result<Switch, SwitchError> {
-        Switch::engine(self.cfg, self.fabric.clone(), false, self.start)
+        Switch::engine(self.cfg, self.fabric.clone(), false, self.start, None)
     }
 
     fn engine(
@@ -614,7 +617,12 @@ impl Switch {
         fabric: SharedFabric,
         ages: bool,
         start: Instant,
+        epoll: Option<Arc<rustix::fd::OwnedFd>>,
     ) -> Result<Switch, SwitchError> {
+        let epoll = match epoll {
+            Some(e) => e,
+            None => Arc::new(epoll::create(epoll::CreateFlags::CLOEXEC)?),
+        };
         Ok(Switch {
             fabric,
             ports: Vec::new(),
@@ -625,7 +633,7 @@ impl Switch {
             learn: [0; BATCH],
             cfg,
             ages,
-            epoll: epoll::create(epoll::CreateFlags::CLOEXEC)?,
+            epoll,
             start,
             now_ms: 0,
             last_expire: 0,
@@ -639,8 +647,13 @@ impl Switch {
     }
 
     /// Attaches `shm` as port `id` (its receive side served by this
-    /// engine); returns its counters.
-    pub fn attach(&mut self, id: u16, shm: PortShm) -> Result<Arc<PortStats>, SwitchError> {
+    /// engine); returns its counters. The port's doorbell to the switch
+    /// goes into this engine's epoll set, edge-triggered (it is never
+    /// read: each ring is an edge), and the switch keeps no descriptor of
+    /// it: the registration lasts as long as some process (the peer)
+    /// holds one, and goes when the last is closed.
+    pub fn attach(&mut self, id: u16, mut shm: PortShm) -> Result<Arc<PortStats>, SwitchError> {
+        let bell = shm.to_switch.take();
         let g = shm.geometry;
         let r = &shm.region;
         let ring = |id: RingId| g.ring_offset(id);
@@ -666,12 +679,19 @@ impl Switch {
             if f.tx[id as usize].is_some() {
                 return Err(SwitchError::PortTaken(id));
             }
-            epoll::add(
-                &self.epoll,
-                &*rx.shm.to_switch,
-                epoll::EventData::new_u64(id as u64),
-                epoll::EventFlags::IN,
-            )?;
+            if let Some(bell) = &bell {
+                let (key, flags) = (
+                    epoll::EventData::new_u64(id as u64),
+                    epoll::EventFlags::IN | epoll::EventFlags::ET,
+                );
+                match epoll::add(&*self.epoll, &**bell, key, flags) {
+                    // Attached before, detached since: still registered.
+                    Err(rustix::io::Errno::EXIST) => {
+                        epoll::modify(&*self.epoll, &**bell, key, flags)?
+                    }
+                    r => r?,
+                }
+            }
             f.tx[id as usize] = Some(Arc::new(Mutex::new(tx)));
             f.attached.push(id);
         }
@@ -704,18 +724,14 @@ impl Switch {
     /// the fabric already: what a restarted switching thread does for the
     /// ports its predecessor served. The rings' positions are in the
     /// shared region, so frames waiting in the port's rx ring are read
-    /// where the old thread left them, and the counters go on from `stats`.
+    /// where the old thread left them, and the counters go on from `stats`;
+    /// the doorbell is still in the epoll set, which the new thread
+    /// inherits.
     fn adopt(&mut self, id: u16, shm: PortShm, stats: Arc<PortStats>) -> Result<(), SwitchError> {
         if self.index[id as usize] != 0 || read(&self.fabric).tx[id as usize].is_none() {
             return Err(SwitchError::NoPort(id));
         }
         let rx = Self::rx_side(id, &shm, stats)?;
-        epoll::add(
-            &self.epoll,
-            &*rx.shm.to_switch,
-            epoll::EventData::new_u64(id as u64),
-            epoll::EventFlags::IN,
-        )?;
         self.serve(rx);
         Ok(())
     }
@@ -770,8 +786,10 @@ impl Switch {
             }
         }
         let last = self.ports.len() - 1;
-        let port = self.ports.swap_remove(di);
-        let _ = epoll::delete(&self.epoll, &*port.shm.to_switch);
+        // The doorbell stays in the epoll set until its peer closes it; a
+        // ring meanwhile is a spurious wake-up of whatever port has the
+        // number then (it finds nothing to do).
+        self.ports.swap_remove(di);
         self.index[id as usize] = 0;
         self.hot.retain(|&h| h as usize != di);
         if di != last {
@@ -1118,7 +1136,7 @@ impl Switch {
         });
         events.clear();
         match epoll::wait(
-            &self.epoll,
+            &*self.epoll,
             rustix::buffer::spare_capacity(events),
             ts.as_ref(),
         ) {
@@ -1134,7 +1152,6 @@ impl Switch {
             }
             if let Some(di) = self_index(&self.index, key as u16) {
                 let p = &mut self.ports[di];
-                p.shm.to_switch.clear();
                 if p.parked {
                     p.parked = false;
                     p.idle = 0;
@@ -1230,6 +1247,7 @@ fn self_index(index: &[u32], id: u16) -> Option<usize> {
 struct Worker {
     tx: mpsc::Sender<Cmd>,
     bell: Arc<Doorbell>,
+    epoll: Arc<rustix::fd::OwnedFd>,
     loop_stats: Arc<LoopStats>,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     restarts: u64,
@@ -1308,19 +1326,24 @@ impl SwitchHandle {
         for t in 0..cfg.threads {
             // Started threads are stopped by the handle's drop if a later
             // one fails to start.
-            let w = handle.start_worker(t)?;
+            let w = handle.start_worker(t, None)?;
             handle.workers().push(w);
         }
         Ok(handle)
     }
 
-    /// Starts switching thread `t` with no ports.
-    fn start_worker(&self, t: usize) -> Result<Worker, SwitchError> {
+    /// Starts switching thread `t` with no ports (with the epoll set of
+    /// the thread it replaces, if any: its ports' doorbells are in it).
+    fn start_worker(
+        &self,
+        t: usize,
+        epoll: Option<Arc<rustix::fd::OwnedFd>>,
+    ) -> Result<Worker, SwitchError> {
         let cfg = self.cfg;
-        let mut sw = Switch::engine(cfg, self.fabric.clone(), t == 0, self.start)?;
+        let mut sw = Switch::engine(cfg, self.fabric.clone(), t == 0, self.start, epoll)?;
         let bell = Arc::new(Doorbell::new()?);
         epoll::add(
-            &sw.epoll,
+            &*sw.epoll,
             &*bell,
             epoll::EventData::new_u64(CONTROL_KEY),
             epoll::EventFlags::IN,
@@ -1328,6 +1351,7 @@ impl SwitchHandle {
         let (tx, rx) = mpsc::channel();
         sw.control = Some((rx, bell.clone()));
         let loop_stats = sw.loop_stats.clone();
+        let epoll = sw.epoll.clone();
         let cpu = cfg.cpu.map(|c| c + t);
         let (pinned_tx, pinned) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
@@ -1345,6 +1369,7 @@ impl SwitchHandle {
         let mut w = Worker {
             tx,
             bell,
+            epoll,
             loop_stats,
             thread: Some(thread),
             restarts: 0,
@@ -1379,7 +1404,7 @@ impl SwitchHandle {
         }
         let reason = stop_worker(&mut workers[t]);
         let restarts = workers[t].restarts + 1;
-        let mut w = self.start_worker(t)?;
+        let mut w = self.start_worker(t, Some(workers[t].epoll.clone()))?;
         w.restarts = restarts;
         workers[t] = w;
         drop(workers);
@@ -1456,7 +1481,8 @@ impl SwitchHandle {
         }
         let t = (0..p.load.len()).min_by_key(|&t| p.load[t]).unwrap_or(0);
         let (tx, rx) = mpsc::sync_channel(1);
-        let shm_copy = shm.clone();
+        let mut shm_copy = shm.clone();
+        shm_copy.to_switch = None;
         self.send(t, Cmd::Attach(id, shm, tx))?;
         let stats = rx.recv().map_err(|_| SwitchError::Stopped)??;
         p.owner.insert(id, t);
