@@ -497,10 +497,12 @@ pub struct CreateArgs {
     /// (default 100; 200: twice a default instance's share).
     #[arg(long, value_name = "N")]
     pub weight: Option<String>,
-    /// An interface, a port on the switch, with its MAC if given, and the
-    /// IPv4 address the instance uses on it, which the switch then answers
-    /// ARP for itself (repeatable).
-    #[arg(long, value_name = "IFACE[=MAC[,IP]]")]
+    /// An interface, a port on the switch, with its MAC if given, the
+    /// IPv4 or IPv6 address the instance uses on it, which the switch then
+    /// answers ARP or Neighbor Solicitations for itself, and
+    /// `nobroadcast` for an interface that is not sent broadcasts and
+    /// multicasts (repeatable).
+    #[arg(long, value_name = "IFACE[=MAC[,IP][,nobroadcast]]")]
     pub iface: Vec<String>,
 }
 

@@ -960,7 +960,8 @@ fn the_switch_answers_arp_for_an_instances_address_without_waking_it() {
     assert!(!bad);
     assert_eq!(
         err,
-        "pronto create: interface eth0: `10.0.0.300` is not an IPv4 address (10.0.0.1)\n"
+        "pronto create: interface eth0: `10.0.0.300` is not an IPv4 or IPv6 address \
+         (10.0.0.1, fd00::1)\n"
     );
     ok(
         &dir,

@@ -173,6 +173,13 @@ pub struct PortCounters {
     /// address registered with [`SwitchHandle::add_arp`]) instead of
     /// flooding them.
     pub arp_answered: u64,
+    /// IPv6 Neighbor Solicitations from the port the switch answered
+    /// itself (for an address registered with [`SwitchHandle::add_nd`]).
+    pub nd_answered: u64,
+    /// Copies of the port's broadcast and multicast frames not made:
+    /// one per frame and port that does not take broadcasts
+    /// ([`SwitchHandle::set_broadcast`]).
+    pub flood_skipped: u64,
 }
 
 impl PortCounters {
@@ -192,7 +199,7 @@ impl PortCounters {
 /// owns it, the transmit side's by whichever thread delivered.
 #[derive(Default, Debug)]
 pub struct PortStats {
-    v: [AtomicU64; 12],
+    v: [AtomicU64; 14],
     /// The port's weight (0: [`DEFAULT_WEIGHT`]), read by the thread that
     /// serves its receive side once a round.
     weight: AtomicU32,
@@ -245,6 +252,8 @@ impl PortStats {
             (5, c.drop_bad_ring),
             (7, c.drop_no_route),
             (11, c.arp_answered),
+            (12, c.nd_answered),
+            (13, c.flood_skipped),
         ]);
     }
 
@@ -271,6 +280,8 @@ impl PortStats {
             drop_bad_ring: l(5),
             drop_no_route: l(7),
             arp_answered: l(11),
+            nd_answered: l(12),
+            flood_skipped: l(13),
             ..PortCounters::default()
         }
     }
@@ -290,6 +301,8 @@ impl PortStats {
             drop_no_buffer: l(8),
             drop_ring_full: l(9),
             arp_answered: l(11),
+            nd_answered: l(12),
+            flood_skipped: l(13),
         }
     }
 }
@@ -397,7 +410,7 @@ impl TxSide {
         }
     }
 
-    /// Writes `frame` (made by the switch: an ARP reply) into the next
+    /// Writes `frame` (made by the switch: an ARP or ND answer) into the next
     /// lent slot and queues it.
     fn deliver_bytes(&mut self, frame: &[u8]) {
         if self.fill_n == 0 && !self.refill() {
@@ -452,7 +465,12 @@ struct Fabric {
     /// broadcast for them does not wake every port. At most as many as the
     /// MAC table holds.
     arp: pronto_hash::KeyedMap<[u8; 4], ([u8; 6], u16)>,
+    /// IPv6 addresses it answers Neighbor Solicitations for, likewise.
+    nd: pronto_hash::KeyedMap<[u8; 16], ([u8; 6], u16)>,
     arp_limit: usize,
+    /// Ports that do not take broadcast and multicast frames (those the
+    /// switch does not answer itself), by port number.
+    quiet: Vec<bool>,
     tx: Vec<Option<Arc<Mutex<TxSide>>>>,
     /// Attached port numbers (flooding visits them in this order).
     attached: Vec<u16>,
@@ -466,7 +484,9 @@ impl Fabric {
         Fabric {
             table: MacTable::new(cfg.table_size, aging.max(1)),
             arp: pronto_hash::map(),
+            nd: pronto_hash::map(),
             arp_limit: cfg.table_size,
+            quiet: vec![false; MAX_PORTS],
             tx: (0..MAX_PORTS).map(|_| None).collect(),
             attached: Vec::with_capacity(64),
         }
@@ -484,6 +504,98 @@ fn add_arp(f: &mut Fabric, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
     }
     f.arp.insert(ip, (m, port));
     true
+}
+
+/// As [`add_arp`], for an IPv6 address (Neighbor Discovery).
+fn add_nd(f: &mut Fabric, ip: [u8; 16], m: [u8; 6], port: u16) -> bool {
+    match f.nd.get(&ip) {
+        Some(&(_, p)) if p != port => return false,
+        None if f.nd.len() >= f.arp_limit => return false,
+        _ => {}
+    }
+    f.nd.insert(ip, (m, port));
+    true
+}
+
+/// Forgets what port `id` registered: its ARP and ND answers, and its
+/// choice about broadcasts.
+fn forget_port(f: &mut Fabric, id: u16) {
+    f.arp.retain(|_, v| v.1 != id);
+    f.nd.retain(|_, v| v.1 != id);
+    f.quiet[id as usize] = false;
+}
+
+/// Longest frame the switch makes (a Neighbor Advertisement).
+const ANSWER_MAX: usize = 86;
+
+/// Sums 16-bit big-endian words (one's complement, not yet folded).
+fn sum16(data: &[u8], mut acc: u32) -> u32 {
+    let mut it = data.chunks_exact(2);
+    for w in &mut it {
+        acc += u32::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [b] = it.remainder() {
+        acc += u32::from(*b) << 8;
+    }
+    acc
+}
+
+/// The switch's answer to an IPv6 Neighbor Solicitation (`req`: a
+/// frame's first 86 bytes, `len` of them valid) for an address it answers
+/// for: an 86-byte Neighbor Advertisement (solicited, override, with the
+/// target's link-layer address) to the asker. None for anything else: not
+/// a solicitation (Ethernet, IPv6 without extension headers, hop limit
+/// 255, ICMPv6 135/0), an unknown target, the address's owner asking, or
+/// duplicate address detection (an unspecified source), which goes on as
+/// a multicast.
+fn nd_answer(
+    nd: &pronto_hash::KeyedMap<[u8; 16], ([u8; 6], u16)>,
+    req: &[u8; ANSWER_MAX],
+    len: usize,
+) -> Option<[u8; ANSWER_MAX]> {
+    if len < 78
+        || req[12..14] != [0x86, 0xdd]
+        || req[14] >> 4 != 6
+        || req[20] != 58
+        || req[21] != 255
+        || req[54] != 135
+        || req[55] != 0
+        || u16::from_be_bytes([req[18], req[19]]) < 24
+    {
+        return None;
+    }
+    let mut target = [0u8; 16];
+    target.copy_from_slice(&req[62..78]);
+    let &(m, _) = nd.get(&target)?;
+    let asker = &req[6..12];
+    if asker == m || req[22..38] == [0u8; 16] {
+        return None;
+    }
+    let mut r = [0u8; ANSWER_MAX];
+    r[..6].copy_from_slice(asker);
+    r[6..12].copy_from_slice(&m);
+    r[12..14].copy_from_slice(&[0x86, 0xdd]);
+    r[14] = 0x60;
+    r[18..20].copy_from_slice(&32u16.to_be_bytes());
+    r[20] = 58;
+    r[21] = 255;
+    r[22..38].copy_from_slice(&target);
+    r[38..54].copy_from_slice(&req[22..38]);
+    r[54] = 136;
+    r[58] = 0x60; // solicited, override
+    r[62..78].copy_from_slice(&target);
+    r[78] = 2; // target link-layer address, 8 bytes
+    r[79] = 1;
+    r[80..86].copy_from_slice(&m);
+    // Pseudo-header (addresses, length 32, next header 58), then the
+    // message.
+    let acc = sum16(&r[22..54], 32 + 58);
+    let mut acc = sum16(&r[54..86], acc);
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    r[56..58].copy_from_slice(&(!(acc as u16)).to_be_bytes());
+    Some(r)
 }
 
 /// The switch's answer to an ARP request (`req`: a frame's first 42
@@ -533,7 +645,10 @@ fn lock(t: &Mutex<TxSide>) -> MutexGuard<'_, TxSide> {
 
 /// Target of a frame in a batch: a port number, or one of these.
 const TO_NOBODY: u32 = u32::MAX;
+/// Every other port (a unicast frame for an unknown address).
 const TO_ALL: u32 = u32::MAX - 1;
+/// Every other port that takes broadcasts (a broadcast or multicast).
+const TO_GROUP: u32 = u32::MAX - 2;
 
 enum Cmd {
     Attach(
@@ -768,7 +883,7 @@ impl Switch {
     pub fn forget(&mut self, id: u16) {
         let mut f = write(&self.fabric);
         f.table.remove_port(id);
-        f.arp.retain(|_, v| v.1 != id);
+        forget_port(&mut f, id);
     }
 
     fn detach_keeping(&mut self, id: u16, keep_entries: bool) -> bool {
@@ -782,7 +897,7 @@ impl Switch {
             f.attached.retain(|&p| p != id);
             if !keep_entries {
                 f.table.remove_port(id);
-                f.arp.retain(|_, v| v.1 != id);
+                forget_port(&mut f, id);
             }
         }
         let last = self.ports.len() - 1;
@@ -813,6 +928,17 @@ impl Switch {
     /// (see [`SwitchHandle::add_arp`]).
     pub fn add_arp(&mut self, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
         add_arp(&mut write(&self.fabric), ip, m, port)
+    }
+
+    /// Answers Neighbor Solicitations for `ip` (see [`SwitchHandle::add_nd`]).
+    pub fn add_nd(&mut self, ip: [u8; 16], m: [u8; 6], port: u16) -> bool {
+        add_nd(&mut write(&self.fabric), ip, m, port)
+    }
+
+    /// Whether port `port` takes broadcasts (see
+    /// [`SwitchHandle::set_broadcast`]).
+    pub fn set_broadcast(&mut self, port: u16, on: bool) {
+        write(&self.fabric).quiet[port as usize] = !on;
     }
 
     /// Ports this engine serves.
@@ -864,8 +990,11 @@ impl Switch {
         let mut flood = false;
         let mut learn_n = 0;
         let answers_arp = !f.arp.is_empty();
-        let mut replies = [[0u8; 60]; BATCH];
+        let answers_nd = !f.nd.is_empty();
+        let mut replies = [[0u8; ANSWER_MAX]; BATCH];
+        let mut reply_len = [0u8; BATCH];
         let mut replies_n = 0;
+        let mut groups = 0u64;
         for (i, d) in descs[..n].iter().enumerate() {
             target[i] = TO_NOBODY;
             if d.len < MIN_FRAME
@@ -899,13 +1028,28 @@ impl Switch {
                     region.read_bytes(at, &mut req);
                     if let Some(r) = arp_reply(&f.arp, &req) {
                         // Answered here; not flooded.
-                        replies[replies_n] = r;
+                        replies[replies_n][..60].copy_from_slice(&r);
+                        reply_len[replies_n] = 60;
                         replies_n += 1;
                         src.c.arp_answered += 1;
                         continue;
                     }
+                } else if answers_nd && dst_mac >> 32 == 0x3333 && d.len >= 78 {
+                    let mut req = [0u8; ANSWER_MAX];
+                    let len = (d.len as usize).min(ANSWER_MAX);
+                    region.read_bytes(at, &mut req[..len]);
+                    if let Some(r) = nd_answer(&f.nd, &req, len) {
+                        replies[replies_n] = r;
+                        reply_len[replies_n] = ANSWER_MAX as u8;
+                        replies_n += 1;
+                        src.c.nd_answered += 1;
+                        continue;
+                    }
                 }
-                None
+                target[i] = TO_GROUP;
+                groups += 1;
+                flood = true;
+                continue;
             } else {
                 f.table.lookup(dst_mac, now)
             };
@@ -938,6 +1082,7 @@ impl Switch {
         // frames in the order they came.
         let at = |d: &Desc| g.slot_offset(d.slot) + d.off as usize;
         if flood {
+            let unknown = target[..n].contains(&TO_ALL);
             for &t in &f.attached {
                 if t == src_id {
                     continue;
@@ -945,10 +1090,19 @@ impl Switch {
                 let Some(dst) = &f.tx[t as usize] else {
                     continue;
                 };
+                let takes_groups = !f.quiet[t as usize];
+                if !takes_groups {
+                    src.c.flood_skipped += groups;
+                    if !unknown && !target[..n].contains(&(t as u32)) {
+                        // Nothing for it: not even locked.
+                        continue;
+                    }
+                }
                 let mut dst = lock(dst);
                 dst.begin();
                 for (i, d) in descs[..n].iter().enumerate() {
-                    if target[i] == t as u32 || target[i] == TO_ALL {
+                    let to = target[i];
+                    if to == t as u32 || to == TO_ALL || (to == TO_GROUP && takes_groups) {
                         dst.deliver(region, at(d), d.len);
                     }
                 }
@@ -978,8 +1132,8 @@ impl Switch {
             if let Some(me) = &f.tx[src_id as usize] {
                 let mut me = lock(me);
                 me.begin();
-                for r in &replies[..replies_n] {
-                    me.deliver_bytes(r);
+                for (r, &len) in replies[..replies_n].iter().zip(&reply_len) {
+                    me.deliver_bytes(&r[..len as usize]);
                 }
                 me.finish();
             }
@@ -1511,7 +1665,7 @@ impl SwitchHandle {
     pub fn forget(&self, id: u16) {
         let mut f = write(&self.fabric);
         f.table.remove_port(id);
-        f.arp.retain(|_, v| v.1 != id);
+        forget_port(&mut f, id);
     }
 
     /// Answers ARP requests for IPv4 address `ip` itself, with MAC `m`
@@ -1521,6 +1675,26 @@ impl SwitchHandle {
     /// full (as many entries as the MAC table holds).
     pub fn add_arp(&self, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
         add_arp(&mut write(&self.fabric), ip, m, port)
+    }
+
+    /// Answers IPv6 Neighbor Solicitations for `ip` itself, with MAC `m`
+    /// (behind port `port`), as [`SwitchHandle::add_arp`] does ARP.
+    pub fn add_nd(&self, ip: [u8; 16], m: [u8; 6], port: u16) -> bool {
+        add_nd(&mut write(&self.fabric), ip, m, port)
+    }
+
+    /// Whether port `port` takes broadcast and multicast frames (those
+    /// the switch does not answer itself); every port does until told
+    /// otherwise, and again once forgotten. A port that does not is still
+    /// sent unicast frames, including those for unknown addresses; what
+    /// it was not sent is counted at the sender (`flood_skipped`).
+    pub fn set_broadcast(&self, port: u16, on: bool) {
+        write(&self.fabric).quiet[port as usize] = !on;
+    }
+
+    /// Whether port `port` takes broadcasts.
+    pub fn broadcast(&self, port: u16) -> bool {
+        !read(&self.fabric).quiet[port as usize]
     }
 
     fn detach_keeping(&self, id: u16, keep: bool) -> Result<(), SwitchError> {
@@ -1713,6 +1887,122 @@ mod tests {
         sw.poll_once();
         assert_eq!((pb.recv(|_| {}), pc.recv(|_| {})), (1, 1));
         assert_eq!(sw.counters(1).expect("a").arp_answered, 1);
+    }
+
+    /// A Neighbor Solicitation from `sha`/`src` for `target`, to its
+    /// solicited-node multicast address, with the source's link-layer
+    /// address option.
+    fn solicitation(sha: [u8; 6], src: [u8; 16], target: [u8; 16]) -> Vec<u8> {
+        let mut f = vec![0x33, 0x33, 0xff, target[13], target[14], target[15]];
+        f.extend_from_slice(&sha);
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 32, 58, 255]);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&[0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff]);
+        f.extend_from_slice(&target[13..16]);
+        f.extend_from_slice(&[135, 0, 0, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&target);
+        f.extend_from_slice(&[1, 1]);
+        f.extend_from_slice(&sha);
+        f
+    }
+
+    /// True if an IPv6 frame's ICMPv6 checksum is right.
+    fn icmp6_checksum_ok(f: &[u8]) -> bool {
+        let len = u16::from_be_bytes([f[18], f[19]]) as usize;
+        let mut words: Vec<u8> = f[22..54].to_vec();
+        words.extend_from_slice(&(len as u32).to_be_bytes());
+        words.extend_from_slice(&[0, 0, 0, 58]);
+        words.extend_from_slice(&f[54..54 + len]);
+        let mut acc: u64 = words
+            .chunks(2)
+            .map(|w| u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
+            .sum();
+        while acc > 0xffff {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        acc == 0xffff
+    }
+
+    #[test]
+    fn broadcasts_go_only_to_ports_that_take_them_and_solicitations_are_answered() {
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let g = Geometry::new(256, 128).expect("g");
+        let (a, b, c) = (
+            PortShm::create("a", g).expect("a"),
+            PortShm::create("b", g).expect("b"),
+            PortShm::create("c", g).expect("c"),
+        );
+        sw.attach(1, a.clone()).expect("attach");
+        sw.attach(2, b.clone()).expect("attach");
+        sw.attach(3, c.clone()).expect("attach");
+        let mut pa = Peer::new(a, 64).expect("peer a");
+        let mut pb = Peer::new(b, 64).expect("peer b");
+        let mut pc = Peer::new(c, 64).expect("peer c");
+        let (ma, mb, mc) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 3]);
+        sw.add_static(mc, 3);
+        sw.set_broadcast(3, false);
+        let counts = |pb: &mut Peer, pc: &mut Peer| (pb.recv(|_| {}), pc.recv(|_| {}));
+        // A broadcast reaches b only; c's copy is counted at a.
+        pa.send(&[&arp_request(ma, [10, 0, 0, 1], [10, 0, 0, 9])]);
+        sw.poll_once();
+        assert_eq!(counts(&mut pb, &mut pc), (1, 0));
+        assert_eq!(sw.counters(1).expect("a").flood_skipped, 1);
+        // Unicast to c, and to an address nobody has, reach c all the same.
+        let mut uni = arp_request(ma, [10, 0, 0, 1], [10, 0, 0, 3]);
+        uni[..6].copy_from_slice(&mc);
+        let mut unknown = uni.clone();
+        unknown[..6].copy_from_slice(&[2, 0, 0, 0, 0, 9]);
+        pa.send(&[&uni, &unknown]);
+        sw.poll_once();
+        assert_eq!(counts(&mut pb, &mut pc), (1, 2));
+        // A solicitation for a registered address is answered by the
+        // switch, byte for byte, and heard by nobody else.
+        let ip_a = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let ip_b = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        assert!(sw.add_nd(ip_b, mb, 2));
+        assert!(!sw.add_nd(ip_b, mc, 3), "another port cannot take it over");
+        pa.send(&[&solicitation(ma, ip_a, ip_b)]);
+        sw.poll_once();
+        let mut got = Vec::new();
+        assert_eq!(pa.recv(|x| got.push(x.to_vec())), 1);
+        let mut want = ma.to_vec();
+        want.extend_from_slice(&mb);
+        want.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 32, 58, 255]);
+        want.extend_from_slice(&ip_b);
+        want.extend_from_slice(&ip_a);
+        want.extend_from_slice(&[136, 0, got[0][56], got[0][57], 0x60, 0, 0, 0]);
+        want.extend_from_slice(&ip_b);
+        want.extend_from_slice(&[2, 1]);
+        want.extend_from_slice(&mb);
+        assert_eq!(got, vec![want]);
+        assert!(icmp6_checksum_ok(&got[0]), "{:02x?}", got[0]);
+        assert_eq!(counts(&mut pb, &mut pc), (0, 0));
+        assert_eq!(sw.counters(1).expect("a").nd_answered, 1);
+        // An unknown target, duplicate address detection (from ::) and
+        // the owner asking about itself go on as multicasts, to b only.
+        pa.send(&[
+            &solicitation(
+                ma,
+                ip_a,
+                [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9],
+            ),
+            &solicitation(ma, [0; 16], ip_b),
+        ]);
+        pb.send(&[&solicitation(mb, ip_b, ip_b)]);
+        sw.poll_once();
+        sw.poll_once();
+        assert_eq!(counts(&mut pb, &mut pc), (2, 0));
+        assert_eq!(pa.recv(|_| {}), 1);
+        let (ca, cb) = (sw.counters(1).expect("a"), sw.counters(2).expect("b"));
+        assert_eq!((ca.nd_answered, ca.flood_skipped), (1, 3));
+        assert_eq!((cb.nd_answered, cb.flood_skipped), (0, 1));
+        // Forgotten, the port takes broadcasts again and its answers go.
+        sw.forget(3);
+        sw.forget(2);
+        pa.send(&[&solicitation(ma, ip_a, ip_b)]);
+        sw.poll_once();
+        assert_eq!(counts(&mut pb, &mut pc), (1, 1));
+        assert_eq!(sw.counters(1).expect("a").nd_answered, 1);
     }
 
     #[test]

@@ -757,6 +757,8 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
                     "no_buffer": c.drop_no_buffer, "ring_full": c.drop_ring_full,
                 },
                 "arp_answered": c.arp_answered,
+                "nd_answered": c.nd_answered,
+                "flood_skipped": c.flood_skipped,
             })
         })
         .collect();
