@@ -80,7 +80,7 @@ pub(super) fn start_with(
     let d = Daemon::start(o)?;
     // The experiments run thousands of instances in the default tenant.
     let room = serde_json::json!({
-        "instances": 100_000, "memory": 1u64 << 50, "cpu": 4096.0, "interfaces": 65_535
+        "instances": 100_000, "memory": 1u64 << 50, "cpu": 1_000_000.0, "interfaces": 65_535
     });
     if let Some(patch) = room.as_object() {
         d.manager()
@@ -676,12 +676,20 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
             ip = std::net::Ipv4Addr::from(ip(i)),
             mac = mac_str(&mac(i))
         );
+        // The switch answers ARP for the instance's address, and sends it
+        // no broadcasts: a sampled ARP request wakes nobody, a ping only
+        // its instance.
         let body = json!({
             "name": format!("c{i}"),
             "config": config,
             "memory": "8M",
             "pids": 4,
-            "interfaces": [{"name": "eth0", "mac": mac_str(&mac(i))}],
+            "interfaces": [{
+                "name": "eth0",
+                "mac": mac_str(&mac(i)),
+                "ip": std::net::Ipv4Addr::from(ip(i)).to_string(),
+                "broadcast": false,
+            }],
         })
         .to_string();
         let t0 = Instant::now();
