@@ -1018,6 +1018,34 @@ fn the_switch_answers_arp_for_an_instances_address_without_waking_it() {
     let asker = &ports["default/asker/eth0"];
     assert!(asker["arp_answered"].as_u64().expect("n") >= 5, "{asker}");
     assert_eq!(ports["default/target/eth0"]["tx_packets"], 0);
+    // An IPv6 address, and an interface that takes no broadcasts.
+    ok(
+        &dir,
+        &[
+            "create",
+            "quiet",
+            "--config",
+            c,
+            "--iface",
+            "eth0=02:00:00:00:0a:03,fd00::3,nobroadcast",
+        ],
+    );
+    let v = json(&dir, &["show", "quiet"]);
+    assert_eq!(v["interfaces"][0]["ip"], "fd00::3");
+    assert_eq!(v["interfaces"][0]["broadcast"], false);
+    assert_eq!(
+        json(&dir, &["show", "target"])["interfaces"][0]["broadcast"],
+        true
+    );
+    // The asker's requests (broadcasts the switch does not answer once
+    // the target is gone) skip the quiet instance, counted at the asker.
+    ok(&dir, &["rm", "target"]);
+    wait_until("broadcasts skip the quiet instance", || {
+        api_ports(&sock)["default/asker/eth0"]["flood_skipped"]
+            .as_u64()
+            .is_some_and(|n| n >= 3)
+    });
+    assert_eq!(ok(&dir, &["read", "quiet", "c.count"]).trim(), "0");
 }
 
 /// Descriptors process `pid` holds, and how many of them are memfds,
