@@ -80,7 +80,7 @@ pub(super) fn start_with(
     let d = Daemon::start(o)?;
     // The experiments run thousands of instances in the default tenant.
     let room = serde_json::json!({
-        "instances": 100_000, "memory": 1u64 << 50, "cpu": 1_000_000.0, "interfaces": 65_535
+        "instances": 100_000, "memory": 1u64 << 50, "cpu": 4096.0, "interfaces": 65_535
     });
     if let Some(patch) = room.as_object() {
         d.manager()
@@ -684,6 +684,9 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
             "config": config,
             "memory": "8M",
             "pids": 4,
+            // A quarter of a CPU each: the tenant quota's 4,096 CPUs
+            // (the most a quota may be) then hold 16,384 instances.
+            "cpu": 0.25,
             "interfaces": [{
                 "name": "eth0",
                 "mac": mac_str(&mac(i)),
