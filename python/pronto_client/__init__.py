@@ -103,8 +103,12 @@ class Interface:
     name: str
     mac: Optional[str] = None
     port: Optional[int] = None
-    #: The IPv4 address the switch answers ARP for (with ``mac``).
+    #: The IPv4 or IPv6 address the switch answers ARP or Neighbor
+    #: Solicitations for (with ``mac``).
     ip: Optional[str] = None
+    #: Whether the interface is sent broadcasts and multicasts (``None``:
+    #: the daemon's default, yes).
+    broadcast: Optional[bool] = None
 
 
 @dataclass
@@ -163,7 +167,8 @@ class Instance:
             cpus=v.get("cpus"),
             weight=v.get("weight", 100),
             rate_limit=v.get("rate_limit"),
-            interfaces=[Interface(i["name"], i.get("mac"), i.get("port"), i.get("ip"))
+            interfaces=[Interface(i["name"], i.get("mac"), i.get("port"), i.get("ip"),
+                                  i.get("broadcast"))
                         for i in v.get("interfaces", [])],
             pid=v.get("pid"),
             boot_ms=v.get("boot_ms"),
@@ -438,6 +443,8 @@ class Client:
                     d = {"name": i.name, "mac": i.mac}
                     if i.ip is not None:
                         d["ip"] = i.ip
+                    if i.broadcast is not None:
+                        d["broadcast"] = i.broadcast
                     ifs.append(d)
                 else:
                     d = {"name": i[0], "mac": i[1]}

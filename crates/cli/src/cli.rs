@@ -513,10 +513,12 @@ pub struct CreateArgs {
     /// counted.
     #[arg(long, value_name = "RATE")]
     pub rate_limit: Option<String>,
-    /// An interface, a port on the switch, with its MAC if given, and the
-    /// IPv4 address the instance uses on it, which the switch then answers
-    /// ARP for itself (repeatable).
-    #[arg(long, value_name = "IFACE[=MAC[,IP]]")]
+    /// An interface, a port on the switch, with its MAC if given, the
+    /// IPv4 or IPv6 address the instance uses on it, which the switch then
+    /// answers ARP or Neighbor Solicitations for itself, and
+    /// `nobroadcast` for an interface that is not sent broadcasts and
+    /// multicasts (repeatable).
+    #[arg(long, value_name = "IFACE[=MAC[,IP][,nobroadcast]]")]
     pub iface: Vec<String>,
 }
 

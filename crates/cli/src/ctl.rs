@@ -151,10 +151,18 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
             let ifaces: Vec<Value> = flag(&["--iface"])
                 .iter()
                 .map(|f| match f.split_once('=') {
-                    Some((n, m)) => match m.split_once(',') {
-                        Some((m, ip)) => json!({"name": n, "mac": m, "ip": ip}),
-                        None => json!({"name": n, "mac": m}),
-                    },
+                    Some((n, rest)) => {
+                        let mut parts = rest.split(',');
+                        let mut v = json!({"name": n, "mac": parts.next().unwrap_or("")});
+                        for p in parts {
+                            if p == "nobroadcast" {
+                                v["broadcast"] = json!(false);
+                            } else {
+                                v["ip"] = json!(p);
+                            }
+                        }
+                        v
+                    }
                     None => json!({"name": f}),
                 })
                 .collect();

@@ -202,11 +202,13 @@ fn run(secs: f64) -> Result<(), String> {
                     name: "eth0".into(),
                     mac: Some(mac_str(&b.mac_in)),
                     ip: None,
+                    broadcast: None,
                 },
                 IfaceSpec {
                     name: "eth1".into(),
                     mac: Some(mac_str(&b.mac_out)),
                     ip: None,
+                    broadcast: None,
                 },
             ],
             created_unix_ms: 0,

@@ -1076,7 +1076,8 @@ fn the_switch_answers_arp_for_an_instances_address_without_waking_it() {
     assert!(!bad);
     assert_eq!(
         err,
-        "pronto create: interface eth0: `10.0.0.300` is not an IPv4 address (10.0.0.1)\n"
+        "pronto create: interface eth0: `10.0.0.300` is not an IPv4 or IPv6 address \
+         (10.0.0.1, fd00::1)\n"
     );
     ok(
         &dir,
@@ -1133,4 +1134,120 @@ fn the_switch_answers_arp_for_an_instances_address_without_waking_it() {
     let asker = &ports["default/asker/eth0"];
     assert!(asker["arp_answered"].as_u64().expect("n") >= 5, "{asker}");
     assert_eq!(ports["default/target/eth0"]["tx_packets"], 0);
+    // An IPv6 address, and an interface that takes no broadcasts.
+    ok(
+        &dir,
+        &[
+            "create",
+            "quiet",
+            "--config",
+            c,
+            "--iface",
+            "eth0=02:00:00:00:0a:03,fd00::3,nobroadcast",
+        ],
+    );
+    let v = json(&dir, &["show", "quiet"]);
+    assert_eq!(v["interfaces"][0]["ip"], "fd00::3");
+    assert_eq!(v["interfaces"][0]["broadcast"], false);
+    assert_eq!(
+        json(&dir, &["show", "target"])["interfaces"][0]["broadcast"],
+        true
+    );
+    // The asker's requests (broadcasts the switch does not answer once
+    // the target is gone) skip the quiet instance, counted at the asker.
+    ok(&dir, &["rm", "target"]);
+    wait_until("broadcasts skip the quiet instance", || {
+        api_ports(&sock)["default/asker/eth0"]["flood_skipped"]
+            .as_u64()
+            .is_some_and(|n| n >= 3)
+    });
+    assert_eq!(ok(&dir, &["read", "quiet", "c.count"]).trim(), "0");
+}
+
+/// Descriptors process `pid` holds, and how many of them are memfds,
+/// eventfds or pidfds.
+fn fds_of(pid: u32) -> (usize, usize) {
+    let mut all = 0;
+    let mut kinds = 0;
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the daemon's descriptors")
+        .flatten()
+    {
+        all += 1;
+        let link = std::fs::read_link(e.path()).unwrap_or_default();
+        let link = link.to_string_lossy();
+        if link.starts_with("/memfd:")
+            || link == "anon_inode:[eventfd]"
+            || link == "anon_inode:[pidfd]"
+        {
+            kinds += 1;
+        }
+    }
+    (all, kinds)
+}
+
+#[test]
+fn the_daemon_holds_one_descriptor_per_instance() {
+    if !is_root() {
+        eprintln!("SKIPPED the_daemon_holds_one_descriptor_per_instance: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-fds");
+    // No pre-started sandboxes: each would hold a socket of its own.
+    let d = common::start_daemon_with(&dir, &["--warm", "0"]);
+    let sock = dir.join("sock");
+    let counting = write(
+        &dir,
+        "count.click",
+        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
+    );
+    let c = counting.to_str().expect("path");
+    let create = |name: &str, i: usize| {
+        ok(
+            &dir,
+            &[
+                "create",
+                name,
+                "--config",
+                c,
+                "--iface",
+                &format!("eth0=02:00:00:00:0b:{i:02x}"),
+            ],
+        );
+    };
+    // The first instance brings up what the daemon opens once.
+    create("first", 0);
+    let wait_running = |n: usize| {
+        wait_until("instances running", || {
+            json(&dir, &["ls"])
+                .as_array()
+                .is_some_and(|a| a.len() == n && a.iter().all(|v| v["state"] == "running"))
+        })
+    };
+    wait_running(1);
+    let before = fds_of(d.pid());
+    const N: usize = 12;
+    for i in 1..=N {
+        create(&format!("i{i}"), i);
+    }
+    wait_running(N + 1);
+    let after = fds_of(d.pid());
+    // At most one each (the socket to the sandbox; a little room for an
+    // API connection still closing), and no memfd, eventfd or pidfd at all.
+    assert!(
+        after.0 <= before.0 + N + 2,
+        "{N} more instances: {before:?} -> {after:?} descriptors"
+    );
+    assert_eq!(after.1, before.1, "memfds, eventfds and pidfds");
+    let ports = api_ports(&sock);
+    assert_eq!(ports.len(), N + 1, "{ports:?}");
+    for i in 1..=N {
+        ok(&dir, &["rm", &format!("i{i}")]);
+    }
+    wait_running(1);
+    let removed = fds_of(d.pid());
+    assert!(
+        removed.0 <= before.0 + 2 && removed.1 == before.1,
+        "all but the first removed: {before:?} -> {removed:?} descriptors"
+    );
 }

@@ -47,11 +47,17 @@ pub struct IfaceSpec {
     /// A MAC the switch routes to this port (a static entry), if any.
     #[serde(default)]
     pub mac: Option<String>,
-    /// The IPv4 address the instance uses on this interface, with `mac`:
-    /// the switch then answers ARP requests for it itself, and they are
-    /// not flooded to every port.
+    /// The IPv4 or IPv6 address the instance uses on this interface, with
+    /// `mac`: the switch then answers ARP requests (or Neighbor
+    /// Solicitations) for it itself, and they are not flooded to every
+    /// port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip: Option<String>,
+    /// Whether the interface takes broadcast and multicast frames the
+    /// switch does not answer itself (`None`: yes). An instance whose
+    /// neighbours' addresses are all registered never needs them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broadcast: Option<bool>,
 }
 
 /// What an instance should be.
@@ -461,6 +467,7 @@ mod tests {
                 name: "eth0".into(),
                 mac: Some("02:00:00:00:00:01".into()),
                 ip: None,
+                broadcast: None,
             }],
             created_unix_ms: 1,
         };

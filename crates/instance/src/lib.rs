@@ -139,6 +139,13 @@ pub fn main() -> ExitCode {
     // The daemon opens the configuration's control sockets and serves them
     // through this instance's handlers.
     pronto_runtime::controlsocket::delegate();
+    // The switch wakes this instance's ports with a signal: blocked here,
+    // before any other thread exists (threads inherit the mask), and read
+    // on a signalfd, made now while system calls are still allowed.
+    if let Err(e) = pronto_ring::Doorbell::wake_signal() {
+        eprintln!("pronto instance: cannot make the ports' signal doorbell: {e}");
+        return ExitCode::from(EXIT_SOCKET);
+    }
     let (jobs, rx) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("router".into())

@@ -152,9 +152,10 @@ fn instance_is_pid_1_without_network_ids_or_capabilities() {
     }
     want.sort();
     assert_eq!(root, want);
-    // Descriptors: 0-2, the control socket, and the packet pool made ahead
-    // of the first configuration (a memfd, made by the router thread while
-    // the request thread already answers).
+    // Descriptors: 0-2, the control socket, the signalfd the switch's
+    // doorbell signal is read from, and the packet pool made ahead of the
+    // first configuration (a memfd, made by the router thread while the
+    // request thread already answers).
     let fds = || -> Vec<u32> {
         let mut v: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
             .expect("fd")
@@ -170,11 +171,13 @@ fn instance_is_pid_1_without_network_ids_or_capabilities() {
         v
     };
     let t0 = Instant::now();
-    while fds().len() < 5 && t0.elapsed() < Duration::from_secs(5) {
+    while fds().len() < 6 && t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(fds(), [0, 1, 2, 3, 4]);
-    let pool = std::fs::read_link(format!("/proc/{pid}/fd/4")).expect("fd 4");
+    assert_eq!(fds(), [0, 1, 2, 3, 4, 5]);
+    let bell = std::fs::read_link(format!("/proc/{pid}/fd/4")).expect("fd 4");
+    assert_eq!(bell.to_string_lossy(), "anon_inode:[signalfd]");
+    let pool = std::fs::read_link(format!("/proc/{pid}/fd/5")).expect("fd 5");
     assert!(
         pool.to_string_lossy().starts_with("/memfd:pronto-pool"),
         "{}",

@@ -109,7 +109,8 @@ mod tests {
         let (a, b) = socket_pair().expect("pair");
         let region = crate::SharedRegion::create("t", 4096).expect("region");
         let bell = crate::Doorbell::new().expect("bell");
-        send(&a, b"ring 4096", &[region.as_fd(), bell.as_fd()]).expect("send");
+        let region_fd = region.dup_fd().expect("dup");
+        send(&a, b"ring 4096", &[region_fd.as_fd(), bell.as_fd()]).expect("send");
         let mut buf = [0u8; 64];
         let (n, fds) = recv(&b, &mut buf).expect("recv");
         assert_eq!(&buf[..n], b"ring 4096");

@@ -1,12 +1,17 @@
 //! Shared memory regions: a memfd mapped read-write and shared, so that
 //! another process can map the same pages from the file descriptor.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
+use std::sync::Mutex;
 
-/// A memfd-backed region mapped shared into this process.
+/// A memfd-backed region mapped shared into this process. The mapping
+/// keeps the memory; the descriptor is needed only to hand the region to
+/// a peer and may be closed once that is done ([`SharedRegion::close_fd`]),
+/// so that a process holding thousands of regions holds no descriptor
+/// for them.
 pub struct SharedRegion {
-    fd: OwnedFd,
+    fd: Mutex<Option<OwnedFd>>,
     ptr: NonNull<u8>,
     len: usize,
 }
@@ -77,12 +82,35 @@ impl SharedRegion {
         }?;
         let ptr = NonNull::new(p.cast::<u8>())
             .ok_or_else(|| std::io::Error::other("mmap returned null"))?;
-        Ok(SharedRegion { fd, ptr, len })
+        Ok(SharedRegion {
+            fd: Mutex::new(Some(fd)),
+            ptr,
+            len,
+        })
     }
 
-    /// Another descriptor for the same file, to hand to a peer.
+    /// Another descriptor for the same file, to hand to a peer (an error
+    /// once [`SharedRegion::close_fd`] was called).
     pub fn dup_fd(&self) -> std::io::Result<OwnedFd> {
-        Ok(rustix::io::fcntl_dupfd_cloexec(&self.fd, 0)?)
+        let fd = self.fd.lock().unwrap_or_else(|e| e.into_inner());
+        match fd.as_ref() {
+            Some(fd) => Ok(rustix::io::fcntl_dupfd_cloexec(fd, 0)?),
+            None => Err(std::io::Error::other(
+                "the shared region's descriptor was closed after it was handed over",
+            )),
+        }
+    }
+
+    /// Closes this process's descriptor of the region; the mapping (and
+    /// the peers' descriptors) stay. After this the region can no longer
+    /// be handed to another peer.
+    pub fn close_fd(&self) {
+        self.fd.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// True while this process holds a descriptor of the region.
+    pub fn has_fd(&self) -> bool {
+        self.fd.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
     /// The region's length in bytes.
@@ -194,12 +222,6 @@ impl SharedRegion {
     }
 }
 
-impl AsFd for SharedRegion {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
-
 impl Drop for SharedRegion {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping made in `map`; the ring types
@@ -234,10 +256,18 @@ mod tests {
     fn attach_refuses_unsealed_or_resized_files() {
         let a = SharedRegion::create("a", 4096).expect("a");
         assert!(
-            rustix::fs::ftruncate(a.as_fd(), 1024).is_err(),
+            rustix::fs::ftruncate(a.dup_fd().expect("dup"), 1024).is_err(),
             "sealed against shrinking"
         );
-        assert!(SharedRegion::attach(a.dup_fd().expect("dup"), 4096).is_ok());
+        let b = SharedRegion::attach(a.dup_fd().expect("dup"), 4096).expect("attach");
+        // Closing the descriptor keeps the mapping: what one side writes
+        // the other still reads.
+        a.close_fd();
+        assert!(!a.has_fd() && a.dup_fd().is_err());
+        assert!(a.write_bytes(8, b"after"));
+        let mut out = [0u8; 5];
+        assert!(b.read_bytes(8, &mut out));
+        assert_eq!(&out, b"after");
         let plain =
             rustix::fs::memfd_create("plain", rustix::fs::MemfdFlags::CLOEXEC).expect("memfd");
         rustix::fs::ftruncate(&plain, 4096).expect("truncate");

@@ -72,7 +72,8 @@ fn two_processes_move_a_million_descriptors_in_order() {
         .spawn()
         .expect("spawn consumer process");
     drop(theirs);
-    fdpass::send(&mine, b"ring", &[region.as_fd(), bell.as_fd()]).expect("send fds");
+    let region_fd = region.dup_fd().expect("dup");
+    fdpass::send(&mine, b"ring", &[region_fd.as_fd(), bell.as_fd()]).expect("send fds");
     let mut batch = [Desc::default(); 32];
     let mut i = 0u32;
     let mut rings = 0u32;

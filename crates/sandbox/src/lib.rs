@@ -51,6 +51,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use cgroup::Cgroup;
@@ -297,6 +298,10 @@ fn describe_end(status: Option<ExitStatus>, oom: Option<u64>) -> String {
 pub struct Sandbox {
     pid: libc::pid_t,
     sock: OwnedFd,
+    /// Rings the instance's switch ports (a signal to `pid`): disarmed
+    /// before the process is reaped, so that it never signals a process
+    /// that took the pid over.
+    wake: Arc<pronto_ring::SignalBell>,
     status: Option<ExitStatus>,
     // Dropped after the process is reaped (see Drop).
     cgroup: Option<Cgroup>,
@@ -830,6 +835,7 @@ impl Sandbox {
         guard.0 = None;
         Ok(Sandbox {
             pid,
+            wake: Arc::new(pronto_ring::SignalBell::new(pid as u32)),
             sock,
             status: None,
             cgroup,
@@ -840,6 +846,14 @@ impl Sandbox {
     /// The instance's pid (in the parent's PID namespace; it is 1 inside).
     pub fn pid(&self) -> u32 {
         self.pid as u32
+    }
+
+    /// The bell that wakes the instance's switch ports by a signal
+    /// ([`pronto_ring::WAKE_SIGNAL`]): the switch rings it instead of
+    /// holding a descriptor per port; it goes quiet before the process is
+    /// reaped.
+    pub fn wake_bell(&self) -> Arc<pronto_ring::SignalBell> {
+        self.wake.clone()
     }
 
     /// Runs every thread of the instance on `cpus` only (threads it makes
@@ -1061,6 +1075,7 @@ impl Sandbox {
         if let Some(s) = self.status {
             return Ok(s);
         }
+        self.wake.disarm();
         let raw = sys::wait(self.pid, true)
             .map_err(io("waiting for the instance"))?
             .ok_or_else(|| SandboxError::Protocol("waitpid returned no status".into()))?;
@@ -1074,6 +1089,10 @@ impl Sandbox {
         if let Some(s) = self.status {
             return Ok(Some(s));
         }
+        if !sys::ended(self.pid).map_err(io("checking on the instance"))? {
+            return Ok(None);
+        }
+        self.wake.disarm();
         let raw = sys::wait(self.pid, false).map_err(io("checking on the instance"))?;
         self.status = raw.map(ExitStatus::from_raw);
         Ok(self.status)
@@ -1113,6 +1132,7 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         if self.status.is_none() {
+            self.wake.disarm();
             let _ = sys::signal(self.pid, libc::SIGKILL);
             let _ = self.wait();
         }

@@ -552,6 +552,33 @@ pub(crate) fn wait(pid: libc::pid_t, block: bool) -> io::Result<Option<libc::c_i
     }
 }
 
+/// True if child `pid` has ended (without reaping it: the pid stays its
+/// own until [`wait`]).
+pub(crate) fn ended(pid: libc::pid_t) -> io::Result<bool> {
+    loop {
+        // SAFETY: waitid writes into a zeroed local siginfo_t.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; P_PID with a plain pid, no pointer but `info`.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        // SAFETY: si_pid is set by waitid (0 when no child has ended).
+        return Ok(unsafe { info.si_pid() } != 0);
+    }
+}
+
 /// Sends `sig` to `pid`.
 pub(crate) fn signal(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: kill takes plain integers.

@@ -392,9 +392,15 @@ impl Server {
                         let (port, _, _) = c.port.as_ref().expect("attached just now");
                         let g = shm.geometry;
                         let msg = format!("OK {port} {} {}\n", g.slots, g.ring);
+                        let Ok(fds) = shm.fds() else {
+                            return false;
+                        };
+                        let fds: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
                         let _ = c.stream.set_nonblocking(false);
-                        let sent = pronto_ring::fdpass::send(&c.stream, msg.as_bytes(), &shm.fds());
+                        let sent = pronto_ring::fdpass::send(&c.stream, msg.as_bytes(), &fds);
                         let _ = c.stream.set_nonblocking(true);
+                        // The switch keeps the peer's doorbell only.
+                        shm.handed_over();
                         sent.is_ok()
                     }
                     Err(msg) => {

@@ -19,14 +19,19 @@
 //! frames of [`MIN_FRAME`] to [`MAX_FRAME`] bytes anywhere in
 //! `SLOT_RESERVED..SLOT_STRIDE` of a slot.
 //!
-//! One memfd per port keeps the switch at three descriptors per port (the
-//! region and two doorbells), which is what lets 65,536 ports fit a
-//! process's file limit.
+//! The switch's process holds no descriptor per port once the port is
+//! handed over: the region stays mapped after its memfd is closed
+//! ([`PortShm::handed_over`]); the switch's doorbell stays in the
+//! switching thread's epoll set while the peer holds its eventfd (the
+//! switch keeps no copy after attaching it); and a peer that is the
+//! switch process's child is woken by a signal ([`PeerBell::Signal`]),
+//! not through an eventfd. That is what lets 10,000 sandboxed instances
+//! fit a daemon whose file limit is 20,000.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-use pronto_ring::{ring, Doorbell, RingError, SharedRegion};
+use pronto_ring::{ring, Doorbell, RingError, SharedRegion, SignalBell};
 
 /// Bytes between the starts of consecutive slots (pronto's packet pool
 /// stride).
@@ -77,8 +82,15 @@ pub enum PortError {
     #[error("shared region is not a pronto switch port of this geometry")]
     BadHeader,
     /// The wrong number of descriptors arrived.
-    #[error("a port needs 3 descriptors (region, two doorbells), got {0}")]
+    #[error(
+        "a port needs 3 descriptors (region, two doorbells) or 2 (region, the switch's \
+         doorbell; the peer is woken by a signal), got {0}"
+    )]
     BadFds(usize),
+    /// A doorbell this side needs is not there (a port as the switch
+    /// holds it, given to a peer, or handed over already).
+    #[error("this port has no {0} this side can use")]
+    NoDoorbell(&'static str),
     /// A ring could not be set up.
     #[error(transparent)]
     Ring(#[from] RingError),
@@ -135,6 +147,37 @@ impl Geometry {
     }
 }
 
+/// How the switch wakes a port's peer.
+#[derive(Clone)]
+pub enum PeerBell {
+    /// An eventfd both sides hold.
+    Fd(Arc<Doorbell>),
+    /// A signal to the peer's process, a child of the switch's process
+    /// (the switch holds its pid, no descriptor); the peer waits on
+    /// [`Doorbell::wake_signal`].
+    Signal(Arc<SignalBell>),
+}
+
+impl PeerBell {
+    /// Wakes the peer.
+    #[inline]
+    pub fn ring(&self) -> std::io::Result<()> {
+        match self {
+            PeerBell::Fd(d) => d.ring(),
+            PeerBell::Signal(s) => s.ring(),
+        }
+    }
+
+    /// The doorbell a peer waits on (`None` on the switch's side of a
+    /// signalled port).
+    pub fn doorbell(&self) -> Option<&Arc<Doorbell>> {
+        match self {
+            PeerBell::Fd(d) => Some(d),
+            PeerBell::Signal(_) => None,
+        }
+    }
+}
+
 /// One port's shared memory and doorbells, as either side holds them.
 #[derive(Clone)]
 pub struct PortShm {
@@ -142,10 +185,12 @@ pub struct PortShm {
     pub geometry: Geometry,
     /// The region (header, rings, pool).
     pub region: Arc<SharedRegion>,
-    /// Rung by the peer when the switch sleeps; the switch waits on it.
-    pub to_switch: Arc<Doorbell>,
+    /// Rung by the peer when the switch sleeps; the switch waits on it
+    /// (in its epoll set, where it stays after the switch drops its copy:
+    /// `None` in the switch's own copies once attached).
+    pub to_switch: Option<Arc<Doorbell>>,
     /// Rung by the switch when the peer sleeps; the peer waits on it.
-    pub to_peer: Arc<Doorbell>,
+    pub to_peer: PeerBell,
 }
 
 fn header_words(g: Geometry) -> [u32; 8] {
@@ -165,6 +210,25 @@ impl PortShm {
     /// A new port: a sealed memfd holding the header, four empty rings
     /// and a zeroed pool, and two doorbells.
     pub fn create(name: &str, geometry: Geometry) -> Result<PortShm, PortError> {
+        let to_peer = PeerBell::Fd(Arc::new(Doorbell::new()?));
+        Self::create_with(name, geometry, to_peer)
+    }
+
+    /// A new port whose peer (process `bell` names, a child of this one)
+    /// is woken by a signal: no descriptor for the peer's doorbell here.
+    pub fn create_signalled(
+        name: &str,
+        geometry: Geometry,
+        bell: Arc<SignalBell>,
+    ) -> Result<PortShm, PortError> {
+        Self::create_with(name, geometry, PeerBell::Signal(bell))
+    }
+
+    fn create_with(
+        name: &str,
+        geometry: Geometry,
+        to_peer: PeerBell,
+    ) -> Result<PortShm, PortError> {
         let geometry = Geometry::new(geometry.slots, geometry.ring)?;
         let region = Arc::new(SharedRegion::create(name, geometry.region_len())?);
         for which in [RingId::Rx, RingId::Fill, RingId::Tx, RingId::Done] {
@@ -176,19 +240,28 @@ impl PortShm {
         Ok(PortShm {
             geometry,
             region,
-            to_switch: Arc::new(Doorbell::new()?),
-            to_peer: Arc::new(Doorbell::new()?),
+            to_switch: Some(Arc::new(Doorbell::new()?)),
+            to_peer,
         })
     }
 
-    /// A port from the three descriptors of [`PortShm::fds`] (region,
-    /// switch's doorbell, peer's doorbell), received from another process;
-    /// checks the region's size, seals and header.
+    /// A port from the descriptors of [`PortShm::fds`] (region, switch's
+    /// doorbell and, unless the peer is woken by a signal, peer's
+    /// doorbell), received from another process; checks the region's
+    /// size, seals and header. With two descriptors the peer's doorbell
+    /// is this process's [`Doorbell::wake_signal`].
     pub fn from_fds(fds: Vec<OwnedFd>, geometry: Geometry) -> Result<PortShm, PortError> {
         let geometry = Geometry::new(geometry.slots, geometry.ring)?;
         let n = fds.len();
-        let [region, to_switch, to_peer]: [OwnedFd; 3] =
-            fds.try_into().map_err(|_| PortError::BadFds(n))?;
+        let mut it = fds.into_iter();
+        let (Some(region), Some(to_switch)) = (it.next(), it.next()) else {
+            return Err(PortError::BadFds(n));
+        };
+        let to_peer = match (it.next(), it.next()) {
+            (Some(fd), None) => Arc::new(Doorbell::from_fd(fd)),
+            (None, None) => Doorbell::wake_signal()?,
+            _ => return Err(PortError::BadFds(n)),
+        };
         let region = Arc::new(SharedRegion::attach(region, geometry.region_len())?);
         for (i, w) in header_words(geometry).into_iter().enumerate() {
             if region.load_u32(i * 4) != Some(w) {
@@ -198,19 +271,32 @@ impl PortShm {
         Ok(PortShm {
             geometry,
             region,
-            to_switch: Arc::new(Doorbell::from_fd(to_switch)),
-            to_peer: Arc::new(Doorbell::from_fd(to_peer)),
+            to_switch: Some(Arc::new(Doorbell::from_fd(to_switch))),
+            to_peer: PeerBell::Fd(to_peer),
         })
     }
 
-    /// The descriptors to hand to the other side (region, switch's
-    /// doorbell, peer's doorbell), in the order `from_fds` takes them.
-    pub fn fds(&self) -> [BorrowedFd<'_>; 3] {
-        [
-            self.region.as_fd(),
-            self.to_switch.as_fd(),
-            self.to_peer.as_fd(),
-        ]
+    /// Descriptors to hand to the other side, in the order `from_fds`
+    /// takes them: the region, the switch's doorbell and, for a port
+    /// whose peer is not woken by a signal, the peer's doorbell.
+    pub fn fds(&self) -> Result<Vec<OwnedFd>, PortError> {
+        let to_switch = self
+            .to_switch
+            .as_ref()
+            .ok_or(PortError::NoDoorbell("switch's doorbell"))?;
+        let mut v = vec![self.region.dup_fd()?, to_switch.dup_fd()?];
+        if let PeerBell::Fd(d) = &self.to_peer {
+            v.push(d.dup_fd()?);
+        }
+        Ok(v)
+    }
+
+    /// Closes this side's descriptors once the port was handed over (to
+    /// the peer with [`PortShm::fds`], to the switch with an attach): the
+    /// region's memfd (the mapping stays) and, with this copy, its
+    /// descriptor of the switch's doorbell.
+    pub fn handed_over(self) {
+        self.region.close_fd();
     }
 }
 
@@ -228,18 +314,11 @@ mod tests {
         assert!(Geometry::new(0, 256).is_err());
         assert!(Geometry::new(10, 100).is_err());
         let p = PortShm::create("t", g).expect("port");
-        let fds = p
-            .fds()
-            .iter()
-            .map(|f| rustix::io::fcntl_dupfd_cloexec(f, 0).expect("dup"))
-            .collect::<Vec<_>>();
+        let fds = p.fds().expect("fds");
+        assert_eq!(fds.len(), 3);
         let q = PortShm::from_fds(fds, g).expect("attach");
         assert_eq!(q.geometry, g);
-        let fds = p
-            .fds()
-            .iter()
-            .map(|f| rustix::io::fcntl_dupfd_cloexec(f, 0).expect("dup"))
-            .collect::<Vec<_>>();
+        let fds = p.fds().expect("fds");
         assert!(
             PortShm::from_fds(fds, Geometry::new(99, 256).expect("g")).is_err(),
             "size mismatch"
@@ -250,14 +329,21 @@ mod tests {
         ));
         // A forged header is refused.
         p.region.store_u32(12, 7);
-        let fds = p
-            .fds()
-            .iter()
-            .map(|f| rustix::io::fcntl_dupfd_cloexec(f, 0).expect("dup"))
-            .collect::<Vec<_>>();
+        let fds = p.fds().expect("fds");
         assert!(matches!(
             PortShm::from_fds(fds, g),
             Err(PortError::BadHeader)
         ));
+        p.region.store_u32(12, g.slots);
+        // A signalled port hands over two descriptors; once handed over,
+        // none can be had any more.
+        let s = PortShm::create_signalled("s", g, Arc::new(SignalBell::new(1))).expect("port");
+        let fds = s.fds().expect("fds");
+        assert_eq!(fds.len(), 2);
+        let t = PortShm::from_fds(fds, g).expect("attach");
+        assert!(t.to_peer.doorbell().is_some_and(|d| d.is_signal()));
+        let region = s.region.clone();
+        s.handed_over();
+        assert!(!region.has_fd());
     }
 }

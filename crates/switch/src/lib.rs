@@ -21,9 +21,10 @@
 //! and checks every index, offset and length a peer wrote before touching
 //! a byte; a bad one is counted against that port and skipped.
 //!
-//! Each port has two doorbells (eventfds): the switch sleeps on the
-//! peers' doorbells (epoll) when all ports are idle, and rings a peer's
-//! doorbell only when that peer announced it is going to sleep.
+//! Each port has two doorbells: the switch sleeps on the peers' doorbells
+//! (eventfds in an epoll set) when all ports are idle, and rings a peer's
+//! doorbell (an eventfd, or a signal to a child process) only when that
+//! peer announced it is going to sleep.
 //!
 //! [`switch::Switch`] is the forwarding engine (MAC table with optional
 //! learning and aging, flooding, per-port counters, run-time attach and
@@ -46,7 +47,7 @@ pub mod switch;
 pub mod table;
 
 pub use capture::{Capture, CaptureSpec, Captured, Direction};
-pub use layout::{Geometry, PortError, PortShm};
+pub use layout::{Geometry, PeerBell, PortError, PortShm};
 pub use peer::Peer;
 pub use police::RateLimit;
 pub use switch::{
@@ -73,9 +74,10 @@ pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
 }
 
 /// Raises this process's open-file limit to its hard maximum, or as root
-/// to the kernel's `nr_open` (each port
-/// holds three descriptors in the switch process: the region and two
-/// doorbells). Returns the new soft limit.
+/// to the kernel's `nr_open` (a port attached through the control socket
+/// keeps one descriptor in the switch process, the peer's doorbell; one
+/// made in process keeps three until handed over). Returns the new soft
+/// limit.
 pub fn raise_fd_limit() -> std::io::Result<u64> {
     use rustix::process::{getrlimit, setrlimit, Resource};
     let mut lim = getrlimit(Resource::Nofile);

@@ -1,9 +1,10 @@
 //! A port's peer end: sends frames from its own slots, lends slots to the
 //! switch for receiving, and sleeps on its doorbell.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use pronto_ring::{Consumer, Desc, Producer};
+use pronto_ring::{Consumer, Desc, Doorbell, Producer};
 
 use crate::layout::{
     Geometry, PortError, PortShm, RingId, MAX_FRAME, MIN_FRAME, RX_OFFSET, SLOT_RESERVED,
@@ -30,6 +31,10 @@ pub struct PeerCounters {
 /// The peer end of a port.
 pub struct Peer {
     shm: PortShm,
+    /// The switch's doorbell (rung when it sleeps).
+    to_switch: Arc<Doorbell>,
+    /// This peer's doorbell (the switch rings it when this peer sleeps).
+    bell: Arc<Doorbell>,
     rx: Producer,
     fill: Producer,
     tx: Consumer,
@@ -46,8 +51,18 @@ pub struct Peer {
 impl Peer {
     /// The peer end of `shm`, lending its first `lend` slots (at most the
     /// ring capacity) to the switch for receiving and keeping the rest for
-    /// sending.
+    /// sending. `shm` must hold both doorbells (not the switch's copy of
+    /// a port).
     pub fn new(shm: PortShm, lend: u32) -> Result<Peer, PortError> {
+        let to_switch = shm
+            .to_switch
+            .clone()
+            .ok_or(PortError::NoDoorbell("switch's doorbell"))?;
+        let bell = shm
+            .to_peer
+            .doorbell()
+            .cloned()
+            .ok_or(PortError::NoDoorbell("peer's doorbell"))?;
         let g = shm.geometry;
         let lend = lend.min(g.ring).min(g.slots);
         let r = &shm.region;
@@ -65,6 +80,8 @@ impl Peer {
             buf: [0; SLOT_STRIDE as usize],
             counters: PeerCounters::default(),
             shm,
+            to_switch,
+            bell,
         };
         for start in (0..lend).step_by(BATCH) {
             let end = (start + BATCH as u32).min(lend);
@@ -159,7 +176,7 @@ impl Peer {
             self.counters.sent += k as u64;
             total += k;
             if k > 0 && self.rx.consumer_wants_wakeup() {
-                let _ = self.shm.to_switch.ring();
+                let _ = self.to_switch.ring();
             }
         }
         total
@@ -210,7 +227,7 @@ impl Peer {
         self.counters.no_room += (n - k) as u64;
         self.counters.sent += k as u64;
         if k > 0 && self.rx.consumer_wants_wakeup() {
-            let _ = self.shm.to_switch.ring();
+            let _ = self.to_switch.ring();
         }
     }
 
@@ -259,7 +276,7 @@ impl Peer {
         }
         self.counters.sent += sent as u64;
         if sent > 0 && self.rx.consumer_wants_wakeup() {
-            let _ = self.shm.to_switch.ring();
+            let _ = self.to_switch.ring();
         }
         sent
     }
@@ -269,7 +286,7 @@ impl Peer {
     pub fn send_raw(&mut self, descs: &[Desc]) -> usize {
         let k = self.rx.push(descs);
         if k > 0 && self.rx.consumer_wants_wakeup() {
-            let _ = self.shm.to_switch.ring();
+            let _ = self.to_switch.ring();
         }
         k
     }
@@ -350,13 +367,18 @@ impl Peer {
     /// announcement and clears the doorbell.
     pub fn woke(&mut self) {
         self.tx.woke();
-        self.shm.to_peer.clear();
+        self.bell.clear();
+    }
+
+    /// The doorbell the switch rings for this peer, to duplicate.
+    pub fn bell(&self) -> &Arc<Doorbell> {
+        &self.bell
     }
 
     /// The doorbell the switch rings for this peer (poll it for reading).
     pub fn doorbell(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd;
-        self.shm.to_peer.as_fd()
+        self.bell.as_fd()
     }
 
     /// Sleeps on the doorbell until the switch delivers frames or returns
@@ -369,7 +391,7 @@ impl Peer {
             self.tx.woke();
             return;
         }
-        let _ = self.shm.to_peer.wait(timeout);
+        let _ = self.bell.wait(timeout);
         self.tx.woke();
         self.done.woke();
     }

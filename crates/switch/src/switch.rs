@@ -179,6 +179,13 @@ pub struct PortCounters {
     pub drop_rate_limit_rx: u64,
     /// Frames for the port over its rate limit, dropped before the copy.
     pub drop_rate_limit_tx: u64,
+    /// IPv6 Neighbor Solicitations from the port the switch answered
+    /// itself (for an address registered with [`SwitchHandle::add_nd`]).
+    pub nd_answered: u64,
+    /// Copies of the port's broadcast and multicast frames not made:
+    /// one per frame and port that does not take broadcasts
+    /// ([`SwitchHandle::set_broadcast`]).
+    pub flood_skipped: u64,
 }
 
 impl PortCounters {
@@ -200,7 +207,7 @@ impl PortCounters {
 /// owns it, the transmit side's by whichever thread delivered.
 #[derive(Default, Debug)]
 pub struct PortStats {
-    v: [AtomicU64; 14],
+    v: [AtomicU64; 16],
     /// The port's weight (0: [`DEFAULT_WEIGHT`]), read by the thread that
     /// serves its receive side once a round.
     weight: AtomicU32,
@@ -294,6 +301,8 @@ impl PortStats {
             (7, c.drop_no_route),
             (11, c.arp_answered),
             (12, c.drop_rate_limit_rx),
+            (14, c.nd_answered),
+            (15, c.flood_skipped),
         ]);
     }
 
@@ -322,6 +331,8 @@ impl PortStats {
             drop_no_route: l(7),
             arp_answered: l(11),
             drop_rate_limit_rx: l(12),
+            nd_answered: l(14),
+            flood_skipped: l(15),
             ..PortCounters::default()
         }
     }
@@ -343,6 +354,8 @@ impl PortStats {
             arp_answered: l(11),
             drop_rate_limit_rx: l(12),
             drop_rate_limit_tx: l(13),
+            nd_answered: l(14),
+            flood_skipped: l(15),
         }
     }
 }
@@ -473,7 +486,7 @@ impl TxSide {
         }
     }
 
-    /// Writes `frame` (made by the switch: an ARP reply) into the next
+    /// Writes `frame` (made by the switch: an ARP or ND answer) into the next
     /// lent slot and queues it.
     fn deliver_bytes(&mut self, frame: &[u8]) {
         if self.fill_n == 0 && !self.refill() {
@@ -528,7 +541,12 @@ struct Fabric {
     /// broadcast for them does not wake every port. At most as many as the
     /// MAC table holds.
     arp: pronto_hash::KeyedMap<[u8; 4], ([u8; 6], u16)>,
+    /// IPv6 addresses it answers Neighbor Solicitations for, likewise.
+    nd: pronto_hash::KeyedMap<[u8; 16], ([u8; 6], u16)>,
     arp_limit: usize,
+    /// Ports that do not take broadcast and multicast frames (those the
+    /// switch does not answer itself), by port number.
+    quiet: Vec<bool>,
     tx: Vec<Option<Arc<Mutex<TxSide>>>>,
     /// Attached port numbers (flooding visits them in this order).
     attached: Vec<u16>,
@@ -542,7 +560,9 @@ impl Fabric {
         Fabric {
             table: MacTable::new(cfg.table_size, aging.max(1)),
             arp: pronto_hash::map(),
+            nd: pronto_hash::map(),
             arp_limit: cfg.table_size,
+            quiet: vec![false; MAX_PORTS],
             tx: (0..MAX_PORTS).map(|_| None).collect(),
             attached: Vec::with_capacity(64),
         }
@@ -560,6 +580,98 @@ fn add_arp(f: &mut Fabric, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
     }
     f.arp.insert(ip, (m, port));
     true
+}
+
+/// As [`add_arp`], for an IPv6 address (Neighbor Discovery).
+fn add_nd(f: &mut Fabric, ip: [u8; 16], m: [u8; 6], port: u16) -> bool {
+    match f.nd.get(&ip) {
+        Some(&(_, p)) if p != port => return false,
+        None if f.nd.len() >= f.arp_limit => return false,
+        _ => {}
+    }
+    f.nd.insert(ip, (m, port));
+    true
+}
+
+/// Forgets what port `id` registered: its ARP and ND answers, and its
+/// choice about broadcasts.
+fn forget_port(f: &mut Fabric, id: u16) {
+    f.arp.retain(|_, v| v.1 != id);
+    f.nd.retain(|_, v| v.1 != id);
+    f.quiet[id as usize] = false;
+}
+
+/// Longest frame the switch makes (a Neighbor Advertisement).
+const ANSWER_MAX: usize = 86;
+
+/// Sums 16-bit big-endian words (one's complement, not yet folded).
+fn sum16(data: &[u8], mut acc: u32) -> u32 {
+    let mut it = data.chunks_exact(2);
+    for w in &mut it {
+        acc += u32::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [b] = it.remainder() {
+        acc += u32::from(*b) << 8;
+    }
+    acc
+}
+
+/// The switch's answer to an IPv6 Neighbor Solicitation (`req`: a
+/// frame's first 86 bytes, `len` of them valid) for an address it answers
+/// for: an 86-byte Neighbor Advertisement (solicited, override, with the
+/// target's link-layer address) to the asker. None for anything else: not
+/// a solicitation (Ethernet, IPv6 without extension headers, hop limit
+/// 255, ICMPv6 135/0), an unknown target, the address's owner asking, or
+/// duplicate address detection (an unspecified source), which goes on as
+/// a multicast.
+fn nd_answer(
+    nd: &pronto_hash::KeyedMap<[u8; 16], ([u8; 6], u16)>,
+    req: &[u8; ANSWER_MAX],
+    len: usize,
+) -> Option<[u8; ANSWER_MAX]> {
+    if len < 78
+        || req[12..14] != [0x86, 0xdd]
+        || req[14] >> 4 != 6
+        || req[20] != 58
+        || req[21] != 255
+        || req[54] != 135
+        || req[55] != 0
+        || u16::from_be_bytes([req[18], req[19]]) < 24
+    {
+        return None;
+    }
+    let mut target = [0u8; 16];
+    target.copy_from_slice(&req[62..78]);
+    let &(m, _) = nd.get(&target)?;
+    let asker = &req[6..12];
+    if asker == m || req[22..38] == [0u8; 16] {
+        return None;
+    }
+    let mut r = [0u8; ANSWER_MAX];
+    r[..6].copy_from_slice(asker);
+    r[6..12].copy_from_slice(&m);
+    r[12..14].copy_from_slice(&[0x86, 0xdd]);
+    r[14] = 0x60;
+    r[18..20].copy_from_slice(&32u16.to_be_bytes());
+    r[20] = 58;
+    r[21] = 255;
+    r[22..38].copy_from_slice(&target);
+    r[38..54].copy_from_slice(&req[22..38]);
+    r[54] = 136;
+    r[58] = 0x60; // solicited, override
+    r[62..78].copy_from_slice(&target);
+    r[78] = 2; // target link-layer address, 8 bytes
+    r[79] = 1;
+    r[80..86].copy_from_slice(&m);
+    // Pseudo-header (addresses, length 32, next header 58), then the
+    // message.
+    let acc = sum16(&r[22..54], 32 + 58);
+    let mut acc = sum16(&r[54..86], acc);
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    r[56..58].copy_from_slice(&(!(acc as u16)).to_be_bytes());
+    Some(r)
 }
 
 /// The switch's answer to an ARP request (`req`: a frame's first 42
@@ -609,7 +721,10 @@ fn lock(t: &Mutex<TxSide>) -> MutexGuard<'_, TxSide> {
 
 /// Target of a frame in a batch: a port number, or one of these.
 const TO_NOBODY: u32 = u32::MAX;
+/// Every other port (a unicast frame for an unknown address).
 const TO_ALL: u32 = u32::MAX - 1;
+/// Every other port that takes broadcasts (a broadcast or multicast).
+const TO_GROUP: u32 = u32::MAX - 2;
 
 enum Cmd {
     Attach(
@@ -657,7 +772,10 @@ pub struct Switch {
     cfg: Config,
     /// This thread ages the MAC table (thread 0).
     ages: bool,
-    epoll: rustix::fd::OwnedFd,
+    /// The doorbells' epoll set: kept by a restarted thread (the ports'
+    /// doorbells are registered once, at attach, and the switch keeps no
+    /// descriptor of them to register them again).
+    epoll: Arc<rustix::fd::OwnedFd>,
     start: Instant,
     now_ms: u32,
     last_expire: u32,
@@ -674,7 +792,7 @@ impl Switch {
     /// An empty one-threaded switch.
     pub fn new(cfg: Config) -> Result<Switch, SwitchError> {
         let fabric = Arc::new(RwLock::new(Fabric::new(&cfg)));
-        Switch::engine(cfg, fabric, true, Instant::now())
+        Switch::engine(cfg, fabric, true, Instant::now(), None)
     }
 
     /// Another engine over the same ports table and MAC table, to be
@@ -682,7 +800,7 @@ impl Switch {
     /// side served there, and frames flow between the engines' ports.
     /// (Only the first engine ages the MAC table.)
     pub fn sibling(&self) -> Result<Switch, SwitchError> {
-        Switch::engine(self.cfg, self.fabric.clone(), false, self.start)
+        Switch::engine(self.cfg, self.fabric.clone(), false, self.start, None)
     }
 
     fn engine(
@@ -690,7 +808,12 @@ impl Switch {
         fabric: SharedFabric,
         ages: bool,
         start: Instant,
+        epoll: Option<Arc<rustix::fd::OwnedFd>>,
     ) -> Result<Switch, SwitchError> {
+        let epoll = match epoll {
+            Some(e) => e,
+            None => Arc::new(epoll::create(epoll::CreateFlags::CLOEXEC)?),
+        };
         Ok(Switch {
             fabric,
             ports: Vec::new(),
@@ -701,7 +824,7 @@ impl Switch {
             learn: [0; BATCH],
             cfg,
             ages,
-            epoll: epoll::create(epoll::CreateFlags::CLOEXEC)?,
+            epoll,
             start,
             now_ms: 0,
             last_expire: 0,
@@ -715,8 +838,13 @@ impl Switch {
     }
 
     /// Attaches `shm` as port `id` (its receive side served by this
-    /// engine); returns its counters.
-    pub fn attach(&mut self, id: u16, shm: PortShm) -> Result<Arc<PortStats>, SwitchError> {
+    /// engine); returns its counters. The port's doorbell to the switch
+    /// goes into this engine's epoll set, edge-triggered (it is never
+    /// read: each ring is an edge), and the switch keeps no descriptor of
+    /// it: the registration lasts as long as some process (the peer)
+    /// holds one, and goes when the last is closed.
+    pub fn attach(&mut self, id: u16, mut shm: PortShm) -> Result<Arc<PortStats>, SwitchError> {
+        let bell = shm.to_switch.take();
         let g = shm.geometry;
         let r = &shm.region;
         let ring = |id: RingId| g.ring_offset(id);
@@ -746,12 +874,19 @@ impl Switch {
             if f.tx[id as usize].is_some() {
                 return Err(SwitchError::PortTaken(id));
             }
-            epoll::add(
-                &self.epoll,
-                &*rx.shm.to_switch,
-                epoll::EventData::new_u64(id as u64),
-                epoll::EventFlags::IN,
-            )?;
+            if let Some(bell) = &bell {
+                let (key, flags) = (
+                    epoll::EventData::new_u64(id as u64),
+                    epoll::EventFlags::IN | epoll::EventFlags::ET,
+                );
+                match epoll::add(&*self.epoll, &**bell, key, flags) {
+                    // Attached before, detached since: still registered.
+                    Err(rustix::io::Errno::EXIST) => {
+                        epoll::modify(&*self.epoll, &**bell, key, flags)?
+                    }
+                    r => r?,
+                }
+            }
             f.tx[id as usize] = Some(Arc::new(Mutex::new(tx)));
             f.attached.push(id);
         }
@@ -786,18 +921,14 @@ impl Switch {
     /// the fabric already: what a restarted switching thread does for the
     /// ports its predecessor served. The rings' positions are in the
     /// shared region, so frames waiting in the port's rx ring are read
-    /// where the old thread left them, and the counters go on from `stats`.
+    /// where the old thread left them, and the counters go on from `stats`;
+    /// the doorbell is still in the epoll set, which the new thread
+    /// inherits.
     fn adopt(&mut self, id: u16, shm: PortShm, stats: Arc<PortStats>) -> Result<(), SwitchError> {
         if self.index[id as usize] != 0 || read(&self.fabric).tx[id as usize].is_none() {
             return Err(SwitchError::NoPort(id));
         }
         let rx = Self::rx_side(id, &shm, stats)?;
-        epoll::add(
-            &self.epoll,
-            &*rx.shm.to_switch,
-            epoll::EventData::new_u64(id as u64),
-            epoll::EventFlags::IN,
-        )?;
         self.serve(rx);
         Ok(())
     }
@@ -834,7 +965,7 @@ impl Switch {
     pub fn forget(&mut self, id: u16) {
         let mut f = write(&self.fabric);
         f.table.remove_port(id);
-        f.arp.retain(|_, v| v.1 != id);
+        forget_port(&mut f, id);
     }
 
     fn detach_keeping(&mut self, id: u16, keep_entries: bool) -> bool {
@@ -848,12 +979,14 @@ impl Switch {
             f.attached.retain(|&p| p != id);
             if !keep_entries {
                 f.table.remove_port(id);
-                f.arp.retain(|_, v| v.1 != id);
+                forget_port(&mut f, id);
             }
         }
         let last = self.ports.len() - 1;
-        let port = self.ports.swap_remove(di);
-        let _ = epoll::delete(&self.epoll, &*port.shm.to_switch);
+        // The doorbell stays in the epoll set until its peer closes it; a
+        // ring meanwhile is a spurious wake-up of whatever port has the
+        // number then (it finds nothing to do).
+        self.ports.swap_remove(di);
         self.index[id as usize] = 0;
         self.hot.retain(|&h| h as usize != di);
         if di != last {
@@ -877,6 +1010,17 @@ impl Switch {
     /// (see [`SwitchHandle::add_arp`]).
     pub fn add_arp(&mut self, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
         add_arp(&mut write(&self.fabric), ip, m, port)
+    }
+
+    /// Answers Neighbor Solicitations for `ip` (see [`SwitchHandle::add_nd`]).
+    pub fn add_nd(&mut self, ip: [u8; 16], m: [u8; 6], port: u16) -> bool {
+        add_nd(&mut write(&self.fabric), ip, m, port)
+    }
+
+    /// Whether port `port` takes broadcasts (see
+    /// [`SwitchHandle::set_broadcast`]).
+    pub fn set_broadcast(&mut self, port: u16, on: bool) {
+        write(&self.fabric).quiet[port as usize] = !on;
     }
 
     /// Ports this engine serves.
@@ -933,8 +1077,11 @@ impl Switch {
         let mut flood = false;
         let mut learn_n = 0;
         let answers_arp = !f.arp.is_empty();
-        let mut replies = [[0u8; 60]; BATCH];
+        let answers_nd = !f.nd.is_empty();
+        let mut replies = [[0u8; ANSWER_MAX]; BATCH];
+        let mut reply_len = [0u8; BATCH];
         let mut replies_n = 0;
+        let mut groups = 0u64;
         for (i, d) in descs[..n].iter().enumerate() {
             target[i] = TO_NOBODY;
             if d.len < MIN_FRAME
@@ -974,13 +1121,28 @@ impl Switch {
                     region.read_bytes(at, &mut req);
                     if let Some(r) = arp_reply(&f.arp, &req) {
                         // Answered here; not flooded.
-                        replies[replies_n] = r;
+                        replies[replies_n][..60].copy_from_slice(&r);
+                        reply_len[replies_n] = 60;
                         replies_n += 1;
                         src.c.arp_answered += 1;
                         continue;
                     }
+                } else if answers_nd && dst_mac >> 32 == 0x3333 && d.len >= 78 {
+                    let mut req = [0u8; ANSWER_MAX];
+                    let len = (d.len as usize).min(ANSWER_MAX);
+                    region.read_bytes(at, &mut req[..len]);
+                    if let Some(r) = nd_answer(&f.nd, &req, len) {
+                        replies[replies_n] = r;
+                        reply_len[replies_n] = ANSWER_MAX as u8;
+                        replies_n += 1;
+                        src.c.nd_answered += 1;
+                        continue;
+                    }
                 }
-                None
+                target[i] = TO_GROUP;
+                groups += 1;
+                flood = true;
+                continue;
             } else {
                 f.table.lookup(dst_mac, now)
             };
@@ -1013,6 +1175,7 @@ impl Switch {
         // frames in the order they came.
         let at = |d: &Desc| g.slot_offset(d.slot) + d.off as usize;
         if flood {
+            let unknown = target[..n].contains(&TO_ALL);
             for &t in &f.attached {
                 if t == src_id {
                     continue;
@@ -1020,10 +1183,19 @@ impl Switch {
                 let Some(dst) = &f.tx[t as usize] else {
                     continue;
                 };
+                let takes_groups = !f.quiet[t as usize];
+                if !takes_groups {
+                    src.c.flood_skipped += groups;
+                    if !unknown && !target[..n].contains(&(t as u32)) {
+                        // Nothing for it: not even locked.
+                        continue;
+                    }
+                }
                 let mut dst = lock(dst);
                 dst.begin();
                 for (i, d) in descs[..n].iter().enumerate() {
-                    if target[i] == t as u32 || target[i] == TO_ALL {
+                    let to = target[i];
+                    if to == t as u32 || to == TO_ALL || (to == TO_GROUP && takes_groups) {
                         dst.deliver(region, at(d), d.len);
                     }
                 }
@@ -1053,8 +1225,8 @@ impl Switch {
             if let Some(me) = &f.tx[src_id as usize] {
                 let mut me = lock(me);
                 me.begin();
-                for r in &replies[..replies_n] {
-                    me.deliver_bytes(r);
+                for (r, &len) in replies[..replies_n].iter().zip(&reply_len) {
+                    me.deliver_bytes(&r[..len as usize]);
                 }
                 me.finish();
             }
@@ -1214,7 +1386,7 @@ impl Switch {
         });
         events.clear();
         match epoll::wait(
-            &self.epoll,
+            &*self.epoll,
             rustix::buffer::spare_capacity(events),
             ts.as_ref(),
         ) {
@@ -1230,7 +1402,6 @@ impl Switch {
             }
             if let Some(di) = self_index(&self.index, key as u16) {
                 let p = &mut self.ports[di];
-                p.shm.to_switch.clear();
                 if p.parked {
                     p.parked = false;
                     p.idle = 0;
@@ -1326,6 +1497,7 @@ fn self_index(index: &[u32], id: u16) -> Option<usize> {
 struct Worker {
     tx: mpsc::Sender<Cmd>,
     bell: Arc<Doorbell>,
+    epoll: Arc<rustix::fd::OwnedFd>,
     loop_stats: Arc<LoopStats>,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     restarts: u64,
@@ -1404,19 +1576,24 @@ impl SwitchHandle {
         for t in 0..cfg.threads {
             // Started threads are stopped by the handle's drop if a later
             // one fails to start.
-            let w = handle.start_worker(t)?;
+            let w = handle.start_worker(t, None)?;
             handle.workers().push(w);
         }
         Ok(handle)
     }
 
-    /// Starts switching thread `t` with no ports.
-    fn start_worker(&self, t: usize) -> Result<Worker, SwitchError> {
+    /// Starts switching thread `t` with no ports (with the epoll set of
+    /// the thread it replaces, if any: its ports' doorbells are in it).
+    fn start_worker(
+        &self,
+        t: usize,
+        epoll: Option<Arc<rustix::fd::OwnedFd>>,
+    ) -> Result<Worker, SwitchError> {
         let cfg = self.cfg;
-        let mut sw = Switch::engine(cfg, self.fabric.clone(), t == 0, self.start)?;
+        let mut sw = Switch::engine(cfg, self.fabric.clone(), t == 0, self.start, epoll)?;
         let bell = Arc::new(Doorbell::new()?);
         epoll::add(
-            &sw.epoll,
+            &*sw.epoll,
             &*bell,
             epoll::EventData::new_u64(CONTROL_KEY),
             epoll::EventFlags::IN,
@@ -1424,6 +1601,7 @@ impl SwitchHandle {
         let (tx, rx) = mpsc::channel();
         sw.control = Some((rx, bell.clone()));
         let loop_stats = sw.loop_stats.clone();
+        let epoll = sw.epoll.clone();
         let cpu = cfg.cpu.map(|c| c + t);
         let (pinned_tx, pinned) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
@@ -1441,6 +1619,7 @@ impl SwitchHandle {
         let mut w = Worker {
             tx,
             bell,
+            epoll,
             loop_stats,
             thread: Some(thread),
             restarts: 0,
@@ -1475,7 +1654,7 @@ impl SwitchHandle {
         }
         let reason = stop_worker(&mut workers[t]);
         let restarts = workers[t].restarts + 1;
-        let mut w = self.start_worker(t)?;
+        let mut w = self.start_worker(t, Some(workers[t].epoll.clone()))?;
         w.restarts = restarts;
         workers[t] = w;
         drop(workers);
@@ -1552,7 +1731,8 @@ impl SwitchHandle {
         }
         let t = (0..p.load.len()).min_by_key(|&t| p.load[t]).unwrap_or(0);
         let (tx, rx) = mpsc::sync_channel(1);
-        let shm_copy = shm.clone();
+        let mut shm_copy = shm.clone();
+        shm_copy.to_switch = None;
         self.send(t, Cmd::Attach(id, shm, tx))?;
         let stats = rx.recv().map_err(|_| SwitchError::Stopped)??;
         p.owner.insert(id, t);
@@ -1581,7 +1761,7 @@ impl SwitchHandle {
     pub fn forget(&self, id: u16) {
         let mut f = write(&self.fabric);
         f.table.remove_port(id);
-        f.arp.retain(|_, v| v.1 != id);
+        forget_port(&mut f, id);
     }
 
     /// Answers ARP requests for IPv4 address `ip` itself, with MAC `m`
@@ -1591,6 +1771,26 @@ impl SwitchHandle {
     /// full (as many entries as the MAC table holds).
     pub fn add_arp(&self, ip: [u8; 4], m: [u8; 6], port: u16) -> bool {
         add_arp(&mut write(&self.fabric), ip, m, port)
+    }
+
+    /// Answers IPv6 Neighbor Solicitations for `ip` itself, with MAC `m`
+    /// (behind port `port`), as [`SwitchHandle::add_arp`] does ARP.
+    pub fn add_nd(&self, ip: [u8; 16], m: [u8; 6], port: u16) -> bool {
+        add_nd(&mut write(&self.fabric), ip, m, port)
+    }
+
+    /// Whether port `port` takes broadcast and multicast frames (those
+    /// the switch does not answer itself); every port does until told
+    /// otherwise, and again once forgotten. A port that does not is still
+    /// sent unicast frames, including those for unknown addresses; what
+    /// it was not sent is counted at the sender (`flood_skipped`).
+    pub fn set_broadcast(&self, port: u16, on: bool) {
+        write(&self.fabric).quiet[port as usize] = !on;
+    }
+
+    /// Whether port `port` takes broadcasts.
+    pub fn broadcast(&self, port: u16) -> bool {
+        !read(&self.fabric).quiet[port as usize]
     }
 
     fn detach_keeping(&self, id: u16, keep: bool) -> Result<(), SwitchError> {
@@ -1803,6 +2003,122 @@ mod tests {
         sw.poll_once();
         assert_eq!((pb.recv(|_| {}), pc.recv(|_| {})), (1, 1));
         assert_eq!(sw.counters(1).expect("a").arp_answered, 1);
+    }
+
+    /// A Neighbor Solicitation from `sha`/`src` for `target`, to its
+    /// solicited-node multicast address, with the source's link-layer
+    /// address option.
+    fn solicitation(sha: [u8; 6], src: [u8; 16], target: [u8; 16]) -> Vec<u8> {
+        let mut f = vec![0x33, 0x33, 0xff, target[13], target[14], target[15]];
+        f.extend_from_slice(&sha);
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 32, 58, 255]);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&[0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff]);
+        f.extend_from_slice(&target[13..16]);
+        f.extend_from_slice(&[135, 0, 0, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&target);
+        f.extend_from_slice(&[1, 1]);
+        f.extend_from_slice(&sha);
+        f
+    }
+
+    /// True if an IPv6 frame's ICMPv6 checksum is right.
+    fn icmp6_checksum_ok(f: &[u8]) -> bool {
+        let len = u16::from_be_bytes([f[18], f[19]]) as usize;
+        let mut words: Vec<u8> = f[22..54].to_vec();
+        words.extend_from_slice(&(len as u32).to_be_bytes());
+        words.extend_from_slice(&[0, 0, 0, 58]);
+        words.extend_from_slice(&f[54..54 + len]);
+        let mut acc: u64 = words
+            .chunks(2)
+            .map(|w| u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
+            .sum();
+        while acc > 0xffff {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        acc == 0xffff
+    }
+
+    #[test]
+    fn broadcasts_go_only_to_ports_that_take_them_and_solicitations_are_answered() {
+        let mut sw = Switch::new(Config::default()).expect("switch");
+        let g = Geometry::new(256, 128).expect("g");
+        let (a, b, c) = (
+            PortShm::create("a", g).expect("a"),
+            PortShm::create("b", g).expect("b"),
+            PortShm::create("c", g).expect("c"),
+        );
+        sw.attach(1, a.clone()).expect("attach");
+        sw.attach(2, b.clone()).expect("attach");
+        sw.attach(3, c.clone()).expect("attach");
+        let mut pa = Peer::new(a, 64).expect("peer a");
+        let mut pb = Peer::new(b, 64).expect("peer b");
+        let mut pc = Peer::new(c, 64).expect("peer c");
+        let (ma, mb, mc) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 3]);
+        sw.add_static(mc, 3);
+        sw.set_broadcast(3, false);
+        let counts = |pb: &mut Peer, pc: &mut Peer| (pb.recv(|_| {}), pc.recv(|_| {}));
+        // A broadcast reaches b only; c's copy is counted at a.
+        pa.send(&[&arp_request(ma, [10, 0, 0, 1], [10, 0, 0, 9])]);
+        sw.poll_once();
+        assert_eq!(counts(&mut pb, &mut pc), (1, 0));
+        assert_eq!(sw.counters(1).expect("a").flood_skipped, 1);
+        // Unicast to c, and to an address nobody has, reach c all the same.
+        let mut uni = arp_request(ma, [10, 0, 0, 1], [10, 0, 0, 3]);
+        uni[..6].copy_from_slice(&mc);
+        let mut unknown = uni.clone();
+        unknown[..6].copy_from_slice(&[2, 0, 0, 0, 0, 9]);
+        pa.send(&[&uni, &unknown]);
+        sw.poll_once();
+        assert_eq!(counts(&mut pb, &mut pc), (1, 2));
+        // A solicitation for a registered address is answered by the
+        // switch, byte for byte, and heard by nobody else.
+        let ip_a = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let ip_b = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        assert!(sw.add_nd(ip_b, mb, 2));
+        assert!(!sw.add_nd(ip_b, mc, 3), "another port cannot take it over");
+        pa.send(&[&solicitation(ma, ip_a, ip_b)]);
+        sw.poll_once();
+        let mut got = Vec::new();
+        assert_eq!(pa.recv(|x| got.push(x.to_vec())), 1);
+        let mut want = ma.to_vec();
+        want.extend_from_slice(&mb);
+        want.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 32, 58, 255]);
+        want.extend_from_slice(&ip_b);
+        want.extend_from_slice(&ip_a);
+        want.extend_from_slice(&[136, 0, got[0][56], got[0][57], 0x60, 0, 0, 0]);
+        want.extend_from_slice(&ip_b);
+        want.extend_from_slice(&[2, 1]);
+        want.extend_from_slice(&mb);
+        assert_eq!(got, vec![want]);
+        assert!(icmp6_checksum_ok(&got[0]), "{:02x?}", got[0]);
+        assert_eq!(counts(&mut pb, &mut pc), (0, 0));
+        assert_eq!(sw.counters(1).expect("a").nd_answered, 1);
+        // An unknown target, duplicate address detection (from ::) and
+        // the owner asking about itself go on as multicasts, to b only.
+        pa.send(&[
+            &solicitation(
+                ma,
+                ip_a,
+                [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9],
+            ),
+            &solicitation(ma, [0; 16], ip_b),
+        ]);
+        pb.send(&[&solicitation(mb, ip_b, ip_b)]);
+        sw.poll_once();
+        sw.poll_once();
+        assert_eq!(counts(&mut pb, &mut pc), (2, 0));
+        assert_eq!(pa.recv(|_| {}), 1);
+        let (ca, cb) = (sw.counters(1).expect("a"), sw.counters(2).expect("b"));
+        assert_eq!((ca.nd_answered, ca.flood_skipped), (1, 3));
+        assert_eq!((cb.nd_answered, cb.flood_skipped), (0, 1));
+        // Forgotten, the port takes broadcasts again and its answers go.
+        sw.forget(3);
+        sw.forget(2);
+        pa.send(&[&solicitation(ma, ip_a, ip_b)]);
+        sw.poll_once();
+        assert_eq!(counts(&mut pb, &mut pc), (1, 1));
+        assert_eq!(sw.counters(1).expect("a").nd_answered, 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the parent's peer, on a thread beside the switch, checks each echo
 //! byte for byte.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::process::Command;
 use std::time::Duration;
 
@@ -93,7 +93,9 @@ fn a_peer_in_another_process_echoes_frames_byte_exactly() {
         .spawn()
         .expect("spawn peer process");
     drop(theirs);
-    fdpass::send(&mine, b"port", &b.fds()).expect("send fds");
+    let fds = b.fds().expect("fds");
+    let fds: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+    fdpass::send(&mine, b"port", &fds).expect("send fds");
     drop(b);
     let mut rbuf = [0u8; 64];
     let (n, _) = fdpass::recv(&mine, &mut rbuf).expect("ready");

@@ -451,13 +451,13 @@ fn hostile_peer_is_counted_and_neighbours_are_unaffected() {
     // A head claiming more than the ring holds, then one going backwards.
     h.region
         .store_u32(rx_ring + 64, tail.wrapping_add(g.ring + 5));
-    h.to_switch.ring().expect("ring");
+    h.to_switch.as_ref().expect("bell").ring().expect("ring");
     wait_until("bad ring position counted", || {
         ph.free_slots();
         sw.counters(3).expect("h").drop_bad_ring > 0
     });
     h.region.store_u32(rx_ring + 64, tail.wrapping_sub(1));
-    h.to_switch.ring().expect("ring");
+    h.to_switch.as_ref().expect("bell").ring().expect("ring");
     let pa = ta.join().expect("a");
     let pb = tb.join().expect("b");
     for (id, p) in [(1, &pa), (2, &pb)] {
@@ -516,7 +516,7 @@ fn a_port_whose_done_ring_is_full_is_read_again_once_its_peer_frees() {
     let mut ph = Peer::new(h.clone(), 0).expect("hostile");
     let garbage = vec![Desc::new(g.slots, RX_OFFSET, 60); g.ring as usize];
     assert_eq!(ph.send_raw(&garbage), g.ring as usize);
-    h.to_switch.ring().expect("ring");
+    h.to_switch.as_ref().expect("bell").ring().expect("ring");
     wait_until("the garbage counted", || {
         sw.counters(1).expect("h").drop_bad_desc == u64::from(g.ring)
     });
@@ -527,14 +527,14 @@ fn a_port_whose_done_ring_is_full_is_read_again_once_its_peer_frees() {
     h.region
         .store_u32(rx_ring + 64, tail.wrapping_add(g.ring + 5));
     for _ in 0..20 {
-        h.to_switch.ring().expect("ring");
+        h.to_switch.as_ref().expect("bell").ring().expect("ring");
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(sw.counters(1).expect("h").drop_bad_ring, 0);
     // Freed, it is read and the bad head counted.
     ph.free_slots();
     wait_until("the bad head counted", || {
-        h.to_switch.ring().expect("ring");
+        h.to_switch.as_ref().expect("bell").ring().expect("ring");
         sw.counters(1).expect("h").drop_bad_ring > 0
     });
     assert_eq!(sw.counters(1).expect("h").drop_bad_desc, u64::from(g.ring));

@@ -1684,18 +1684,21 @@ fn take_port(pid: u32, name: &str) -> Result<(PortShm, Vec<OwnedFd>), String> {
         }
     }
     let region = region.ok_or_else(|| format!("process {pid} holds no region named {name}"))?;
-    if bells.len() < 2 {
+    // Two eventfds, or one where the switch wakes the instance by a
+    // signal (a port handed over by the daemon).
+    if bells.is_empty() || bells.len() > 2 {
         return Err(format!(
-            "process {pid} holds {} eventfds, not 2",
+            "process {pid} holds {} eventfds, not 1 or 2",
             bells.len()
         ));
     }
     let dup = |f: &OwnedFd| f.try_clone().map_err(|e| e.to_string());
-    let shm = PortShm::from_fds(
-        vec![region, dup(&bells[0])?, dup(&bells[1])?],
-        Geometry::new(SLOTS, RING).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| format!("the region of {name}: {e}"))?;
+    let mut fds = vec![region];
+    for b in &bells {
+        fds.push(dup(b)?);
+    }
+    let shm = PortShm::from_fds(fds, Geometry::new(SLOTS, RING).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("the region of {name}: {e}"))?;
     Ok((shm, bells))
 }
 

@@ -805,6 +805,8 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
                     "rate_limit_to_port": c.drop_rate_limit_tx,
                 },
                 "arp_answered": c.arp_answered,
+                "nd_answered": c.nd_answered,
+                "flood_skipped": c.flood_skipped,
             })
         })
         .collect();

@@ -12,6 +12,7 @@
 //! serves. What it answers to `SOCKETS` is the candidate's control
 //! sockets: the daemon never parses a tenant's configuration itself.
 
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pronto_runtime::controlsocket::SocketSpec;
@@ -114,7 +115,11 @@ impl Manager {
         for i in &spec.interfaces {
             let shm = PortShm::create(&format!("check/{}/{}", spec.name, i.name), g)
                 .map_err(|e| Failure::Internal(format!("check sandbox: port {}: {e}", i.name)))?;
-            sb.give_port(&i.name, (g.slots, g.ring), &shm.fds())
+            let fds = shm
+                .fds()
+                .map_err(|e| Failure::Internal(format!("check sandbox: port {}: {e}", i.name)))?;
+            let fds: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+            sb.give_port(&i.name, (g.slots, g.ring), &fds)
                 .map_err(internal)?;
         }
         sb.set_pool_limit(self.pool_limit_of(spec))

@@ -929,14 +929,18 @@ impl Manager {
             .and_then(pronto_switch::control::parse_mac)
         {
             let _ = self.switch.add_static(m, id);
-            if let Some(ip) = iface
-                .ip
-                .as_deref()
-                .and_then(|a| a.parse::<std::net::Ipv4Addr>().ok())
-            {
-                let _ = self.switch.add_arp(ip.octets(), m, id);
+            match iface.ip.as_deref().and_then(|a| a.parse().ok()) {
+                Some(std::net::IpAddr::V4(ip)) => {
+                    let _ = self.switch.add_arp(ip.octets(), m, id);
+                }
+                Some(std::net::IpAddr::V6(ip)) => {
+                    let _ = self.switch.add_nd(ip.octets(), m, id);
+                }
+                None => {}
             }
         }
+        self.switch
+            .set_broadcast(id, iface.broadcast.unwrap_or(true));
         for (mac, _) in self
             .store
             .macs()
@@ -1051,6 +1055,7 @@ mod tests {
                     name: "eth0".into(),
                     mac: Some("02:00:00:00:00:0d".into()),
                     ip: None,
+                    broadcast: None,
                 }],
                 created_unix_ms: 0,
             })

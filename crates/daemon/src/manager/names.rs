@@ -81,10 +81,10 @@ pub fn check_ifaces(list: &[IfaceSpec]) -> Result<(), Failure> {
             }
         }
         if let Some(ip) = &i.ip {
-            if ip.parse::<std::net::Ipv4Addr>().is_err() {
+            if ip.parse::<std::net::IpAddr>().is_err() {
                 return Err(Failure::BadRequest(
                     format!(
-                        "interface {}: `{ip}` is not an IPv4 address (10.0.0.1)",
+                        "interface {}: `{ip}` is not an IPv4 or IPv6 address (10.0.0.1, fd00::1)",
                         i.name
                     ),
                     Some("interfaces"),
@@ -93,8 +93,8 @@ pub fn check_ifaces(list: &[IfaceSpec]) -> Result<(), Failure> {
             if i.mac.is_none() {
                 return Err(Failure::BadRequest(
                     format!(
-                        "interface {}: an `ip` needs a `mac` (the switch answers ARP for the \
-                         address with it)",
+                        "interface {}: an `ip` needs a `mac` (the switch answers ARP or \
+                         Neighbor Solicitations for the address with it)",
                         i.name
                     ),
                     Some("interfaces"),
@@ -182,6 +182,7 @@ mod tests {
             name: n.into(),
             mac: m.map(str::to_string),
             ip: None,
+            broadcast: None,
         };
         assert!(check_ifaces(&[i("eth0", Some("02:00:00:00:00:01")), i("eth1", None)]).is_ok());
         for bad in [

@@ -3,10 +3,12 @@
 //! switch ports and hands their memory over (`PORT`, descriptors by
 //! `SCM_RIGHTS`), sends the configuration, opens its control sockets and
 //! sends `RUN`; then it serves reconfigurations and the stop, one at a
-//! time. The reaper tells it when the sandbox's process ends; it records
+//! time. The reaper tells it when the sandbox's socket hangs up (its
+//! process ended, or closed the socket); it records
 //! the crash and starts it again after a back-off (0.1 s doubling to 30 s,
 //! reset after 30 s of good running).
 
+use std::os::fd::AsFd;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -411,7 +413,7 @@ impl Manager {
         let tx = inst.tx.clone();
         let pid = lock(&run.sb).pid();
         run.watch = self.reaper.watch(
-            pid,
+            lock(&run.sb).socket(),
             Box::new(move || {
                 let _ = tx.send(Req::Exited(generation));
             }),
@@ -439,12 +441,15 @@ impl Manager {
     ) -> Result<(PortNames, Option<String>), Failure> {
         let g = self.opts.geometry;
         let mut names = Vec::new();
+        // The switch wakes the instance's ports with a signal, not through
+        // a descriptor per port.
+        let wake = lock(&run.sb).wake_bell();
         for i in &spec.interfaces {
             let pname = format!("{}/{}/{}", spec.tenant, spec.name, i.name);
             // The number (and its addresses) the instance keeps across
             // restarts.
             let id = self.hold_port(spec, inst, i)?;
-            let shm = PortShm::create(&pname, g)
+            let shm = PortShm::create_signalled(&pname, g, wake.clone())
                 .map_err(|e| e.to_string())
                 .and_then(|shm| {
                     self.switch
@@ -462,6 +467,10 @@ impl Manager {
             run.ports.push(id);
             give_port(&mut lock(&run.sb), &i.name, g, &shm)
                 .map_err(|e| Failure::Internal(format!("handing port {pname} over: {e}")))?;
+            // The daemon keeps no descriptor of the port: the switch's
+            // mapping keeps the memory, the instance's doorbell descriptor
+            // keeps the switch's epoll registration.
+            shm.handed_over();
             names.push((i.name.clone(), id));
         }
         let limit = self.memory_of(spec);
@@ -494,11 +503,13 @@ impl Manager {
     /// so that frames for it are counted as dropped while it restarts,
     /// not flooded to every other port).
     pub(crate) fn release(&self, run: &mut Running) {
-        lock(&run.sb).end();
+        let mut sb = lock(&run.sb);
         if run.watch != 0 {
-            self.reaper.unwatch(run.watch);
+            self.reaper.unwatch(run.watch, sb.socket());
             run.watch = 0;
         }
+        sb.end();
+        drop(sb);
         for id in run.ports.drain(..) {
             let _ = self.switch.suspend(id);
         }
@@ -516,14 +527,18 @@ impl Manager {
     }
 }
 
-/// Hands a port's memory and doorbells to the instance (`PORT`).
+/// Hands a port's memory and doorbell to the instance (`PORT`).
 fn give_port(
     sb: &mut Sandbox,
     iface: &str,
     g: Geometry,
     shm: &PortShm,
 ) -> Result<(), SandboxError> {
-    sb.give_port(iface, (g.slots, g.ring), &shm.fds())
+    let fds = shm
+        .fds()
+        .map_err(|e| SandboxError::Protocol(format!("the port's descriptors: {e}")))?;
+    let fds: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+    sb.give_port(iface, (g.slots, g.ring), &fds)
 }
 
 #[cfg(test)]

@@ -37,9 +37,12 @@ pub struct IfaceView {
     pub name: String,
     /// Static MAC, if any.
     pub mac: Option<String>,
-    /// The IPv4 address the switch answers ARP for, if any.
+    /// The IPv4 or IPv6 address the switch answers ARP or Neighbor
+    /// Solicitations for, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip: Option<String>,
+    /// Whether it takes broadcasts and multicasts.
+    pub broadcast: bool,
     /// Its switch port number while running.
     pub port: Option<u16>,
 }
@@ -176,6 +179,7 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, memory: u64, pids: u64)
             name: i.name.clone(),
             mac: i.mac.clone(),
             ip: i.ip.clone(),
+            broadcast: i.broadcast.unwrap_or(true),
             port: st.ports.iter().find(|(n, _)| *n == i.name).map(|p| p.1),
         })
         .collect();
@@ -260,6 +264,7 @@ mod tests {
                 name: "eth0".into(),
                 mac: None,
                 ip: None,
+                broadcast: None,
             }],
             created_unix_ms: 7,
         };

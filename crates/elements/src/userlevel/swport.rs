@@ -202,8 +202,7 @@ fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
 fn doorbell(ifname: &str, port: &Mutex<Port>) -> Result<OwnedFd, String> {
     lock(port)
         .peer
-        .shm()
-        .to_peer
+        .bell()
         .dup_fd()
         .map_err(|e| format!("{ifname}: cannot duplicate the port's doorbell: {e}"))
 }
