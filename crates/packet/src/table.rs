@@ -6,6 +6,12 @@
 //! mapping aligned to 2 MiB and marked `MADV_HUGEPAGE`, so the kernel backs
 //! it with huge pages where it can (this is advice: where huge pages are
 //! unavailable the table works the same, only slower).
+//!
+//! The same mapping holds any plain `Copy` slot type through
+//! [`HugeTable::filled`] (the flow tables of the stateful elements: a
+//! million flows are over 100 MB of slots, read at random); tables smaller
+//! than two huge pages are not advised, so that a small table does not
+//! cost a 2 MiB page.
 
 use std::ptr::NonNull;
 
@@ -27,22 +33,42 @@ items!(u8, u16, u32, u64, [u64; 4]);
 
 const HUGE: usize = 2 << 20;
 
-/// A fixed-length, zero-initialised array in its own huge-page mapping.
-pub struct HugeTable<T: TableItem> {
+/// A fixed-length array in its own huge-page mapping.
+pub struct HugeTable<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
     map_base: *mut std::ffi::c_void,
     map_len: usize,
 }
 
-// SAFETY: the table owns its mapping exclusively; `T` is a plain integer.
-unsafe impl<T: TableItem> Send for HugeTable<T> {}
+// SAFETY: the table owns its mapping exclusively and its items by value.
+unsafe impl<T: Copy + Send> Send for HugeTable<T> {}
 // SAFETY: shared access is read-only through `&[T]`.
-unsafe impl<T: TableItem> Sync for HugeTable<T> {}
+unsafe impl<T: Copy + Sync> Sync for HugeTable<T> {}
 
 impl<T: TableItem> HugeTable<T> {
     /// A table of `len` zeroed items.
     pub fn zeroed(len: usize) -> std::io::Result<HugeTable<T>> {
+        Self::map(len, true)
+    }
+}
+
+impl<T: Copy> HugeTable<T> {
+    /// A table of `len` copies of `v`.
+    pub fn filled(len: usize, v: T) -> std::io::Result<HugeTable<T>> {
+        let t = Self::map(len, false)?;
+        for i in 0..len {
+            // SAFETY: `i < len`, inside the mapping `map` made for `len`
+            // items of `T`, aligned to 2 MiB; a `Copy` type has no drop
+            // glue, so writing over the zero bytes drops nothing.
+            unsafe { t.ptr.as_ptr().add(i).write(v) };
+        }
+        Ok(t)
+    }
+
+    /// Maps room for `len` items (zero bytes), advised onto huge pages
+    /// when `always` or when it spans at least two of them.
+    fn map(len: usize, always: bool) -> std::io::Result<HugeTable<T>> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .filter(|b| *b <= isize::MAX as usize / 2)
@@ -70,9 +96,11 @@ impl<T: TableItem> HugeTable<T> {
         }?;
         let aligned = (base as usize).next_multiple_of(HUGE);
         let start = aligned as *mut std::ffi::c_void;
-        // SAFETY: [start, start + bytes) lies inside the mapping made above;
-        // the advice changes only how the kernel backs it.
-        let _ = unsafe { rustix::mm::madvise(start, bytes, rustix::mm::Advice::LinuxHugepage) };
+        if always || bytes >= 2 * HUGE {
+            // SAFETY: [start, start + bytes) lies inside the mapping made
+            // above; the advice changes only how the kernel backs it.
+            let _ = unsafe { rustix::mm::madvise(start, bytes, rustix::mm::Advice::LinuxHugepage) };
+        }
         let ptr = NonNull::new(start.cast::<T>()).ok_or_else(|| std::io::Error::other("null"))?;
         Ok(HugeTable {
             ptr,
@@ -83,19 +111,19 @@ impl<T: TableItem> HugeTable<T> {
     }
 }
 
-impl<T: TableItem> std::ops::Deref for HugeTable<T> {
+impl<T: Copy> std::ops::Deref for HugeTable<T> {
     type Target = [T];
 
     #[inline]
     fn deref(&self) -> &[T] {
         // SAFETY: `ptr` is aligned (2 MiB) and points at `len` initialised
-        // (zero-filled anonymous memory, valid for integers) items that
-        // this table owns.
+        // items that this table owns (zero-filled anonymous memory, valid
+        // for the integers `zeroed` takes; written one by one by `filled`).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
 
-impl<T: TableItem> std::ops::DerefMut for HugeTable<T> {
+impl<T: Copy> std::ops::DerefMut for HugeTable<T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
@@ -103,7 +131,7 @@ impl<T: TableItem> std::ops::DerefMut for HugeTable<T> {
     }
 }
 
-impl<T: TableItem> Drop for HugeTable<T> {
+impl<T: Copy> Drop for HugeTable<T> {
     fn drop(&mut self) {
         if self.map_len != 0 {
             // SAFETY: unmaps exactly the mapping made in `zeroed`; no slice
@@ -128,5 +156,26 @@ mod tests {
         assert_eq!(t[12345] + t[(1 << 22) - 1], 16);
         let e: HugeTable<u16> = HugeTable::zeroed(0).expect("empty");
         assert!(e.is_empty());
+    }
+
+    #[test]
+    fn filled_with_a_slot_type() {
+        #[derive(Clone, Copy, PartialEq, Debug)]
+        #[repr(C, align(64))]
+        struct Slot {
+            key: u128,
+            entry: u32,
+        }
+        let free = Slot {
+            key: 0,
+            entry: u32::MAX,
+        };
+        let mut t = HugeTable::filled(100_000, free).expect("map");
+        assert_eq!(t.len(), 100_000);
+        assert_eq!(t.as_ptr() as usize % HUGE, 0);
+        assert!(t.iter().all(|s| *s == free));
+        t[99_999].entry = 3;
+        t.fill(free);
+        assert!(t.iter().all(|s| *s == free));
     }
 }

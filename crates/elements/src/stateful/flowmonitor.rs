@@ -13,18 +13,24 @@
 //! packet on output 1 holding the message alone, ready for `Socket(UDP,
 //! COLLECTOR, 4739)` or for UDP/IP/Ethernet encapsulation.
 //!
-//! The flow cache is allocated once (`CAPACITY` flows: an open-addressing
-//! index with a per-table secret hash key, a slab of records and a timer
-//! wheel of 100 ms units that refreshing a flow never touches); a packet
-//! of a new flow when the cache is full passes uncounted and is counted
-//! as `cache_full`. Nothing is allocated per packet.
+//! The flow cache is allocated once, one per family (`CAPACITY` IPv4
+//! flows, `CAPACITY6` IPv6 flows): an open-addressing table with a
+//! per-table secret hash key whose slot holds the flow's key *and* what a
+//! packet updates (counts, times, flags), so that a packet of a known flow
+//! reads and writes one cache line (IPv4: 64-byte slots keyed by one
+//! `u128`); a slab of what expiry needs (the key, the period's start) and a
+//! timer wheel of 100 ms units that refreshing a flow never touches. A
+//! batch hashes its flows and loads their slots first, all loads
+//! independent, then counts. A packet of a new flow when the cache is full
+//! passes uncounted and is counted as `cache_full`. Nothing is allocated
+//! per packet.
 
 use std::fmt::Write as _;
 
 use pronto_packet::wire::flow::{Family, Flow};
 use pronto_packet::{Batch, Packet, BATCH_MAX};
 
-use super::table::{IndexTable, Key, Slab, TimerWheel};
+use super::table::{Key, Slab, SlotTable, TableSlot, TimerWheel};
 use crate::{
     ActionProfile, ConfigCtx, ConfigError, Element, HandlerError, HandlerInfo, Out, Seconds, Spec,
     TaskStatus, FIELDS_5TUPLE,
@@ -193,6 +199,262 @@ struct Record {
     start: i64,
 }
 
+/// What a packet updates in its flow's slot.
+#[derive(Clone, Copy, Debug, Default)]
+struct Hot {
+    packets: u64,
+    bytes: u64,
+    /// First and last packet of the period (ns since the epoch).
+    first: i64,
+    last: i64,
+    /// The flow's entry in its cache's slab; `u32::MAX` marks a free slot.
+    entry: u32,
+    tos: u8,
+    flags: u8,
+}
+
+const FREE: u32 = u32::MAX;
+
+/// A slot of a family's flow table: the family's key and the flow's
+/// [`Hot`] part.
+trait FlowSlot: TableSlot {
+    fn with(key: Self::Key, hot: Hot) -> Self;
+    fn hot(&self) -> &Hot;
+    fn hot_mut(&mut self) -> &mut Hot;
+    /// The key as the exporter writes it.
+    fn flow_key(k: Self::Key) -> FlowKey;
+}
+
+/// An IPv4 flow: source, destination, ports and protocol packed into one
+/// `u128` (bits 127-96, 95-64, 63-48, 47-32, 31-24), the counts beside it;
+/// 64 bytes, aligned, so a packet of the flow touches one cache line.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Slot4 {
+    key: u128,
+    hot: Hot,
+}
+
+#[inline]
+fn key4(k: &FlowKey) -> u128 {
+    ((k.src >> 96) << 96)
+        | ((k.dst >> 96) << 64)
+        | ((k.sport as u128) << 48)
+        | ((k.dport as u128) << 32)
+        | ((k.proto as u128) << 24)
+}
+
+/// An IPv6 flow's key: both addresses, then ports and protocol
+/// (`sport << 48 | dport << 32 | proto`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+struct Key6 {
+    src: u128,
+    dst: u128,
+    rest: u64,
+}
+
+impl Key for Key6 {}
+
+#[inline]
+fn key6(k: &FlowKey) -> Key6 {
+    Key6 {
+        src: k.src,
+        dst: k.dst,
+        rest: ((k.sport as u64) << 48) | ((k.dport as u64) << 32) | k.proto as u64,
+    }
+}
+
+/// An IPv6 flow's slot (96 bytes).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct Slot6 {
+    key: Key6,
+    hot: Hot,
+}
+
+macro_rules! flow_slot {
+    ($slot:ty, $key:ty, |$k:ident| $flow:expr) => {
+        impl TableSlot for $slot {
+            type Key = $key;
+            #[inline]
+            fn free() -> Self {
+                Self {
+                    key: <$key>::default(),
+                    hot: Hot {
+                        entry: FREE,
+                        ..Hot::default()
+                    },
+                }
+            }
+            #[inline]
+            fn is_free(&self) -> bool {
+                self.hot.entry == FREE
+            }
+            #[inline]
+            fn key(&self) -> $key {
+                self.key
+            }
+        }
+        impl FlowSlot for $slot {
+            #[inline]
+            fn with(key: $key, hot: Hot) -> Self {
+                Self { key, hot }
+            }
+            #[inline]
+            fn hot(&self) -> &Hot {
+                &self.hot
+            }
+            #[inline]
+            fn hot_mut(&mut self) -> &mut Hot {
+                &mut self.hot
+            }
+            fn flow_key($k: $key) -> FlowKey {
+                $flow
+            }
+        }
+    };
+}
+
+flow_slot!(Slot4, u128, |k| FlowKey {
+    src: (k >> 96) << 96,
+    dst: ((k >> 64) as u32 as u128) << 96,
+    sport: (k >> 48) as u16,
+    dport: (k >> 32) as u16,
+    proto: (k >> 24) as u8,
+    v6: false,
+});
+flow_slot!(Slot6, Key6, |k| FlowKey {
+    src: k.src,
+    dst: k.dst,
+    sport: (k.rest >> 48) as u16,
+    dport: (k.rest >> 32) as u16,
+    proto: k.rest as u8,
+    v6: true,
+});
+
+/// What expiry needs of a flow, off the packet path.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cold<K> {
+    key: K,
+    /// When the record's period began (its active timeout counts from
+    /// here).
+    start: i64,
+}
+
+/// One family's flow cache.
+struct Cache<S: FlowSlot> {
+    table: SlotTable<S>,
+    cold: Slab<Cold<S::Key>>,
+    wheel: TimerWheel,
+}
+
+impl<S: FlowSlot> Cache<S> {
+    fn new(capacity: usize) -> Self {
+        Cache {
+            table: SlotTable::new(capacity),
+            cold: Slab::new(capacity),
+            wheel: TimerWheel::new(capacity, WHEEL_UNIT, WHEEL_BUCKETS),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Counts `s` into flow `k` (whose probe run starts at `home`); false
+    /// when it is a new flow and the cache is full.
+    #[inline]
+    fn count(&mut self, k: S::Key, home: usize, s: &Seen, now: i64, tm: (i64, i64)) -> bool {
+        if let Some(pos) = self.table.find_from(k, home) {
+            let h = self.table.slot_mut(pos).hot_mut();
+            if h.packets == 0 {
+                h.first = now;
+                h.tos = s.tos;
+            }
+            h.packets += 1;
+            h.bytes += s.len;
+            h.flags |= s.flags;
+            h.last = now;
+            return true;
+        }
+        let Some(i) = self.cold.alloc(Cold { key: k, start: now }) else {
+            return false;
+        };
+        let hot = Hot {
+            packets: 1,
+            bytes: s.len,
+            first: now,
+            last: now,
+            entry: i,
+            tos: s.tos,
+            flags: s.flags,
+        };
+        if !self.table.insert(S::with(k, hot)) {
+            self.cold.free(i);
+            return false;
+        }
+        self.wheel.insert(i, due(now, now, tm), now);
+        true
+    }
+
+    /// Entry `i`'s record.
+    fn record(&self, i: u32) -> Record {
+        let c = self.cold.get(i);
+        let h = self
+            .table
+            .find(c.key)
+            .map(|p| *self.table.slot(p).hot())
+            .unwrap_or_default();
+        Record {
+            key: S::flow_key(c.key),
+            tos: h.tos,
+            tcp_flags: h.flags,
+            packets: h.packets,
+            bytes: h.bytes,
+            first: h.first,
+            last: h.last,
+            start: c.start,
+        }
+    }
+
+    /// Forgets entry `i`.
+    fn remove(&mut self, i: u32) {
+        let k = self.cold.get(i).key;
+        self.wheel.unlink(i);
+        self.table.remove(k);
+        self.cold.free(i);
+    }
+
+    /// Starts entry `i`'s next period at `now` (counts from zero).
+    fn restart(&mut self, i: u32, now: i64, tm: (i64, i64)) {
+        let c = self.cold.get_mut(i);
+        c.start = now;
+        let k = c.key;
+        let mut last = now;
+        if let Some(p) = self.table.find(k) {
+            let h = self.table.slot_mut(p).hot_mut();
+            h.packets = 0;
+            h.bytes = 0;
+            h.flags = 0;
+            last = h.last;
+        }
+        self.wheel.insert(i, due(last, now, tm), now);
+    }
+
+    /// The entries in table order.
+    fn entries(&self) -> impl Iterator<Item = u32> + '_ {
+        self.table.iter().map(|s| s.hot().entry)
+    }
+}
+
+/// When a flow last seen at `last`, whose period began at `start`, next
+/// needs a look: its idle time or its active timeout, whichever comes
+/// first (`tm`: the inactive and active timeouts).
+#[inline]
+fn due(last: i64, start: i64, tm: (i64, i64)) -> i64 {
+    (last + tm.0).min(start + tm.1)
+}
+
 /// The export format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
@@ -220,18 +482,17 @@ pub struct FlowMonitor {
     sampling: u64,
     domain: u32,
     mtu: usize,
-    index: IndexTable<FlowKey>,
-    records: Slab<Record>,
-    wheel: TimerWheel,
+    v4: Cache<Slot4>,
+    v6: Cache<Slot6>,
     /// When the templates were last sent (`i64::MIN`: never).
     templates_at: i64,
     /// When the first packet was seen (v9 sysUptime counts from here).
     boot: Option<i64>,
     msg: Message,
-    /// A batch's parsed packets and their records (kept, not zeroed per
-    /// batch).
-    seen: Box<[Seen; BATCH_MAX]>,
-    at: Box<[Option<u32>; BATCH_MAX]>,
+    /// A batch's parsed packets by family, with their keys and where their
+    /// probe runs start (kept, not zeroed per batch).
+    seen4: Box<[(Seen, u128, usize); BATCH_MAX]>,
+    seen6: Box<[(Seen, Key6, usize); BATCH_MAX]>,
     /// Messages ready to go out on output 1 (bytes each), in order.
     ready: Vec<Vec<u8>>,
     /// Finished messages' buffers, for reuse.
@@ -259,6 +520,7 @@ impl FlowMonitor {
             "ACTIVE_TIMEOUT",
             "INACTIVE_TIMEOUT",
             "CAPACITY",
+            "CAPACITY6",
             "SAMPLING",
             "DOMAIN",
             "MTU",
@@ -291,23 +553,26 @@ impl FlowMonitor {
              in sysUptime counted from one second before the first packet seen. ICMP\n\
              and ICMPv6 records also carry type * 256 + code in icmpTypeCodeIPv4/IPv6\n\
              (v9: ICMP_TYPE).\n\n\
-             The flow cache holds CAPACITY flows, allocated once; a packet of a new flow\n\
-             when it is full passes uncounted (cache_full). Expiry runs from a timer wheel\n\
-             of 100 ms units that refreshing packets never touch.\n\n\
+             The flow cache holds CAPACITY IPv4 and CAPACITY6 IPv6 flows, allocated once\n\
+             (a table per family whose slot holds the key and the counts: a packet of a\n\
+             known IPv4 flow touches one 64-byte line); a packet of a new flow when it is\n\
+             full passes uncounted (cache_full). Expiry runs from a timer wheel of 100 ms\n\
+             units that refreshing packets never touch.\n\n\
              Ports: input 0 (push) to output 0 (push, every packet unchanged); output 1\n\
              (push) the export messages.\n\n\
              Keywords:\n\
              \x20 EXPORT            ipfix (default) or netflow9\n\
              \x20 ACTIVE_TIMEOUT    seconds, default 60\n\
              \x20 INACTIVE_TIMEOUT  seconds, default 15\n\
-             \x20 CAPACITY          flows in the cache, default 65536 (at most 16777216)\n\
+             \x20 CAPACITY          IPv4 flows in the cache, default 65536 (at most 16777216)\n\
+             \x20 CAPACITY6         IPv6 flows in the cache, default CAPACITY (0: none)\n\
              \x20 SAMPLING          count one packet in N (deterministic), default 1\n\
              \x20 DOMAIN            observation domain (IPFIX) or source ID (v9), default 0\n\
              \x20 MTU               largest message, bytes, 512 to 65000, default 1400\n\
              \x20 TEMPLATE_INTERVAL seconds between template refreshes, default 30\n\n\
              Handlers:\n\
              \x20 nflows (read)             flows in the cache\n\
-             \x20 capacity (read)           CAPACITY\n\
+             \x20 capacity, capacity6 (read) CAPACITY, CAPACITY6\n\
              \x20 table (read)              one line per flow: `PROTO SRC:PORT DST:PORT\n\
              \x20                           packets=N bytes=N`, IPv6 addresses in brackets\n\
              \x20 packets (read)            packets seen\n\
@@ -324,6 +589,7 @@ impl FlowMonitor {
         let active: Seconds = a.read_or("ACTIVE_TIMEOUT", Seconds(60.0))?;
         let inactive: Seconds = a.read_or("INACTIVE_TIMEOUT", Seconds(15.0))?;
         let capacity: usize = a.read_or("CAPACITY", 65_536usize)?;
+        let capacity6: Option<usize> = a.read("CAPACITY6")?;
         let sampling: u64 = a.read_or("SAMPLING", 1u64)?;
         let domain: u32 = a.read_or("DOMAIN", 0u32)?;
         let mtu: usize = a.read_or("MTU", 1400usize)?;
@@ -352,6 +618,10 @@ impl FlowMonitor {
         if capacity == 0 || capacity > 1 << 24 {
             return Err(ConfigError::new("CAPACITY: expected 1 to 16777216"));
         }
+        let capacity6 = capacity6.unwrap_or(capacity);
+        if capacity6 > 1 << 24 {
+            return Err(ConfigError::new("CAPACITY6: expected 0 to 16777216"));
+        }
         if sampling == 0 || sampling > u32::MAX as u64 {
             return Err(ConfigError::new("SAMPLING: expected 1 to 4294967295"));
         }
@@ -367,9 +637,8 @@ impl FlowMonitor {
             sampling,
             domain,
             mtu,
-            index: IndexTable::new(capacity),
-            records: Slab::new(capacity),
-            wheel: TimerWheel::new(capacity, WHEEL_UNIT, WHEEL_BUCKETS),
+            v4: Cache::new(capacity),
+            v6: Cache::new(capacity6),
             templates_at: i64::MIN,
             boot: None,
             msg: Message {
@@ -379,8 +648,8 @@ impl FlowMonitor {
                 records: 0,
                 v9_records: 0,
             },
-            seen: Box::new([Seen::default(); BATCH_MAX]),
-            at: Box::new([None; BATCH_MAX]),
+            seen4: Box::new([(Seen::default(), 0, 0); BATCH_MAX]),
+            seen6: Box::new([(Seen::default(), Key6::default(), 0); BATCH_MAX]),
             ready: Vec::new(),
             spare: Vec::new(),
             packets: 0,
@@ -444,128 +713,110 @@ impl FlowMonitor {
         })
     }
 
-    /// Counts `s` (at `now`) into its flow's record, `i` if it has one.
-    #[inline]
-    fn apply(&mut self, s: &Seen, i: Option<u32>, now: i64) {
-        if let Some(i) = i {
-            let r = self.records.get_mut(i);
-            if r.packets == 0 {
-                r.first = now;
-                r.tos = s.tos;
-            }
-            r.packets += 1;
-            r.bytes += s.len;
-            r.tcp_flags |= s.flags;
-            r.last = now;
-            return;
-        }
-        // A new flow (or a second packet of one this batch created).
-        if let Some(i) = self.index.get(s.key) {
-            return self.apply(s, Some(i), now);
-        }
-        let rec = Record {
-            key: s.key,
-            tos: s.tos,
-            tcp_flags: s.flags,
-            packets: 1,
-            bytes: s.len,
-            first: now,
-            last: now,
-            start: now,
-        };
-        let Some(i) = self.records.alloc(rec) else {
-            self.cache_full += 1;
-            return;
-        };
-        if !self.index.insert(s.key, i) {
-            self.records.free(i);
-            self.cache_full += 1;
-            return;
-        }
-        self.wheel.insert(i, self.due(&rec), now);
+    /// The timeouts, as [`due`] takes them.
+    fn timeouts(&self) -> (i64, i64) {
+        (self.inactive, self.active)
     }
 
-    /// Counts a batch: parses every packet and loads the index slots its
-    /// flows hash to, all loads independent of each other; then looks the
-    /// flows up and loads their records the same way; then counts. A large
-    /// cache so costs about two memory latencies per batch rather than two
-    /// per packet.
+    /// Counts a batch: parses every packet, hashes its flow and loads the
+    /// slot its probe run starts at, all loads independent of each other;
+    /// then counts each packet into that slot. A large cache so costs
+    /// about one memory latency per batch rather than one per packet.
     fn account(&mut self, batch: &Batch, now: i64) {
-        let mut n = 0;
+        let (mut n4, mut n6) = (0, 0);
         let mut acc = 0u128;
         for p in batch.iter() {
-            if let Some(s) = self.parse(p) {
-                acc ^= self.index.touch(s.key).src;
-                self.seen[n] = s;
-                n += 1;
+            let Some(s) = self.parse(p) else { continue };
+            if s.key.v6 {
+                let k = key6(&s.key);
+                let h = self.v6.table.home_of(&k);
+                acc ^= self.v6.table.touch_at(h).src;
+                self.seen6[n6] = (s, k, h);
+                n6 += 1;
+            } else {
+                let k = key4(&s.key);
+                let h = self.v4.table.home_of(&k);
+                acc ^= self.v4.table.touch_at(h);
+                self.seen4[n4] = (s, k, h);
+                n4 += 1;
             }
-        }
-        for k in 0..n {
-            let i = self.index.get(self.seen[k].key);
-            if let Some(i) = i {
-                acc ^= u128::from(self.records.get(i).packets);
-            }
-            self.at[k] = i;
         }
         std::hint::black_box(acc);
-        for k in 0..n {
-            let (s, i) = (self.seen[k], self.at[k]);
-            self.apply(&s, i, now);
+        let tm = self.timeouts();
+        for j in 0..n4 {
+            let (s, k, h) = self.seen4[j];
+            if !self.v4.count(k, h, &s, now, tm) {
+                self.cache_full += 1;
+            }
+        }
+        for j in 0..n6 {
+            let (s, k, h) = self.seen6[j];
+            if !self.v6.count(k, h, &s, now, tm) {
+                self.cache_full += 1;
+            }
         }
     }
 
-    /// When record `r` next needs a look: its idle time or its active
-    /// timeout, whichever comes first.
-    fn due(&self, r: &Record) -> i64 {
-        (r.last + self.inactive).min(r.start + self.active)
-    }
-
-    /// Exports what is due at `now`, at most `budget` flows; the flows
-    /// left to look at.
-    fn expire(&mut self, now: i64, mut budget: usize) -> usize {
+    /// Exports what is due at `now` in the cache `which` picks, at most
+    /// `budget` flows; the flows left to look at.
+    fn expire_in<S: FlowSlot>(
+        &mut self,
+        which: fn(&mut FlowMonitor) -> &mut Cache<S>,
+        now: i64,
+        mut budget: usize,
+    ) -> usize {
+        let tm = self.timeouts();
         while budget > 0 {
-            let Some(i) = self.wheel.pop_due(now) else {
+            let Some(i) = which(self).wheel.pop_due(now) else {
                 break;
             };
             budget -= 1;
-            let r = *self.records.get(i);
+            let r = which(self).record(i);
             if now >= r.last + self.inactive {
                 if r.packets > 0 {
                     self.add_record(&r, END_IDLE, now);
                 }
-                self.index.remove(r.key);
-                self.records.free(i);
+                which(self).remove(i);
             } else if now >= r.start + self.active {
                 if r.packets > 0 {
                     self.add_record(&r, END_ACTIVE, now);
                 }
-                let r = self.records.get_mut(i);
-                r.packets = 0;
-                r.bytes = 0;
-                r.tcp_flags = 0;
-                r.start = now;
-                let r = *r;
-                self.wheel.insert(i, self.due(&r), now);
+                which(self).restart(i, now, tm);
             } else {
-                self.wheel.insert(i, self.due(&r), now);
+                which(self).wheel.insert(i, due(r.last, r.start, tm), now);
             }
         }
         budget
     }
 
-    /// Exports every flow now (and empties the cache).
-    fn flush(&mut self, now: i64) {
-        let all: Vec<u32> = self.index.values().collect();
+    /// Exports what is due at `now`, at most `budget` flows; the flows
+    /// left to look at.
+    fn expire(&mut self, now: i64, budget: usize) -> usize {
+        let budget = self.expire_in(|m| &mut m.v4, now, budget);
+        self.expire_in(|m| &mut m.v6, now, budget)
+    }
+
+    /// Exports every flow of the cache `which` picks now (and empties it).
+    fn flush_in<S: FlowSlot>(&mut self, which: fn(&mut FlowMonitor) -> &mut Cache<S>, now: i64) {
+        let all: Vec<u32> = which(self).entries().collect();
         for i in all {
-            let r = *self.records.get(i);
+            let r = which(self).record(i);
             if r.packets > 0 {
                 self.add_record(&r, END_FORCED, now);
             }
-            self.wheel.unlink(i);
-            self.index.remove(r.key);
-            self.records.free(i);
+            which(self).remove(i);
         }
+    }
+
+    /// Exports every flow now (and empties the cache).
+    fn flush(&mut self, now: i64) {
+        self.flush_in(|m| &mut m.v4, now);
+        self.flush_in(|m| &mut m.v6, now);
         self.finish_message(now);
+    }
+
+    fn nflows(&self) -> usize {
+        self.v4.len() + self.v6.len()
     }
 
     // ---- messages ---------------------------------------------------
@@ -811,7 +1062,9 @@ impl FlowMonitor {
     }
 
     fn table_text(&self) -> String {
-        let mut v: Vec<Record> = self.index.values().map(|i| *self.records.get(i)).collect();
+        let mut v: Vec<Record> = (self.v4.entries().map(|i| self.v4.record(i)))
+            .chain(self.v6.entries().map(|i| self.v6.record(i)))
+            .collect();
         v.sort_by_key(|r| (r.key.v6, r.key.proto, r.key.src, r.key.dst, r.key.sport));
         let mut s = String::new();
         for r in v {
@@ -876,11 +1129,14 @@ impl Element for FlowMonitor {
         if self.emit_ready(out) {
             return TaskStatus::Busy;
         }
-        if self.wheel.is_empty() {
-            TaskStatus::SleepUntil(now + WHEEL_UNIT.max(self.inactive.min(self.active)))
-        } else {
-            TaskStatus::SleepUntil(self.wheel.next_due(now))
+        let (w4, w6) = (&self.v4.wheel, &self.v6.wheel);
+        let mut next = now + WHEEL_UNIT.max(self.inactive.min(self.active));
+        for w in [w4, w6] {
+            if !w.is_empty() {
+                next = next.min(w.next_due(now));
+            }
         }
+        TaskStatus::SleepUntil(next)
     }
 
     fn after_write(&mut self, out: &mut Out<'_>) -> bool {
@@ -889,7 +1145,7 @@ impl Element for FlowMonitor {
 
     fn counters(&self, c: &mut crate::Counters) {
         c.count("packets", self.packets);
-        c.count("nflows", self.index.len() as u64);
+        c.count("nflows", self.nflows() as u64);
         c.count("exported_records", self.exported_records);
         c.count("exported_messages", self.exported_messages);
         c.count("cache_full", self.cache_full);
@@ -902,6 +1158,7 @@ impl Element for FlowMonitor {
         const H: &[HandlerInfo] = &[
             HandlerInfo::read("nflows"),
             HandlerInfo::read("capacity"),
+            HandlerInfo::read("capacity6"),
             HandlerInfo::read("table"),
             HandlerInfo::read("packets"),
             HandlerInfo::read("exported_records"),
@@ -915,8 +1172,9 @@ impl Element for FlowMonitor {
 
     fn read_handler(&self, name: &str) -> Result<String, HandlerError> {
         match name {
-            "nflows" => Ok(self.index.len().to_string()),
-            "capacity" => Ok(self.records.capacity().to_string()),
+            "nflows" => Ok(self.nflows().to_string()),
+            "capacity" => Ok(self.v4.cold.capacity().to_string()),
+            "capacity6" => Ok(self.v6.cold.capacity().to_string()),
             "table" => Ok(self.table_text()),
             "packets" => Ok(self.packets.to_string()),
             "exported_records" => Ok(self.exported_records.to_string()),
@@ -1188,6 +1446,43 @@ mod tests {
     }
 
     #[test]
+    fn each_family_has_its_own_capacity() {
+        let pool = Pool::new(64).expect("pool");
+        let mut e = make("CAPACITY 1, CAPACITY6 0");
+        send(
+            &mut *e,
+            &pool,
+            &udp6("2001:db8::1", 1000, "2001:db8::2", 53),
+            T0,
+        );
+        send(&mut *e, &pool, &udp("10.0.0.1", 1000, "192.0.2.9", 53), T0);
+        send(&mut *e, &pool, &udp("10.0.0.1", 1000, "192.0.2.9", 53), T0);
+        send(&mut *e, &pool, &udp("10.0.0.2", 1000, "192.0.2.9", 53), T0);
+        assert_eq!(read(&*e, "capacity"), "1");
+        assert_eq!(read(&*e, "capacity6"), "0");
+        assert_eq!(read(&*e, "cache_full"), "2");
+        assert_eq!(
+            read(&*e, "table"),
+            "udp 10.0.0.1:1000 192.0.2.9:53 packets=2 bytes=64\n"
+        );
+        let mut e = make("CAPACITY 1, CAPACITY6 2");
+        for port in [1000, 1000, 1001, 1002] {
+            send(
+                &mut *e,
+                &pool,
+                &udp6("2001:db8::1", port, "2001:db8::2", 53),
+                T0,
+            );
+        }
+        assert_eq!(read(&*e, "cache_full"), "1");
+        assert_eq!(
+            read(&*e, "table"),
+            "udp [2001:db8::1]:1000 [2001:db8::2]:53 packets=2 bytes=104\n\
+             udp [2001:db8::1]:1001 [2001:db8::2]:53 packets=1 bytes=52\n"
+        );
+    }
+
+    #[test]
     fn icmp_flows_are_keyed_by_type_and_code() {
         let pool = Pool::new(64).expect("pool");
         let mut e = make("");
@@ -1217,6 +1512,7 @@ mod tests {
             "EXPORT: expected ipfix or netflow9, found `sflow`"
         );
         assert_eq!(c("CAPACITY 0"), "CAPACITY: expected 1 to 16777216");
+        assert_eq!(c("CAPACITY6 16777217"), "CAPACITY6: expected 0 to 16777216");
         assert_eq!(c("MTU 100"), "MTU: expected 512 to 65000 bytes");
         assert_eq!(
             c("INACTIVE_TIMEOUT 0"),

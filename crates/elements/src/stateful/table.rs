@@ -5,6 +5,7 @@
 //! never touches.
 
 use pronto_hash::KeyedHasher;
+use pronto_packet::table::HugeTable;
 
 /// A key of an [`IndexTable`].
 pub trait Key: Copy + Eq + Default + std::hash::Hash {}
@@ -34,7 +35,10 @@ pub trait TableSlot: Copy {
 /// stay valid until the next removal. [`IndexTable`] and [`FlowTable`]
 /// are this table over their slot types.
 pub struct SlotTable<S: TableSlot> {
-    slots: Vec<S>,
+    /// On huge pages once it is large (see `pronto_packet::table`): a
+    /// million flows' slots read at random would otherwise miss the TLB
+    /// on nearly every packet.
+    slots: HugeTable<S>,
     mask: usize,
     len: usize,
     max: usize,
@@ -48,7 +52,7 @@ impl<S: TableSlot> SlotTable<S> {
     pub fn new(capacity: usize) -> Self {
         let n = (capacity.max(8) * 2).next_power_of_two();
         SlotTable {
-            slots: vec![S::free(); n],
+            slots: HugeTable::filled(n, S::free()).expect("memory for the state table"),
             mask: n - 1,
             len: 0,
             max: capacity.max(1),
@@ -79,10 +83,32 @@ impl<S: TableSlot> SlotTable<S> {
         self.slots[self.home(&k)].key()
     }
 
+    /// Where `k`'s probe run starts: for [`SlotTable::touch_at`] and
+    /// [`SlotTable::find_from`], so that a batch that touches first hashes
+    /// each key once.
+    #[inline]
+    pub fn home_of(&self, k: &S::Key) -> usize {
+        self.home(k)
+    }
+
+    /// Loads the slot at `pos` (a [`SlotTable::home_of`]) and returns its
+    /// key (see [`SlotTable::touch`]).
+    #[inline]
+    pub fn touch_at(&self, pos: usize) -> S::Key {
+        self.slots[pos & self.mask].key()
+    }
+
     /// The position of the slot holding `k`.
     #[inline]
     pub fn find(&self, k: S::Key) -> Option<usize> {
-        let mut i = self.home(&k);
+        self.find_from(k, self.home(&k))
+    }
+
+    /// The position of the slot holding `k`, whose probe run starts at
+    /// `home` (its [`SlotTable::home_of`]).
+    #[inline]
+    pub fn find_from(&self, k: S::Key, home: usize) -> Option<usize> {
+        let mut i = home & self.mask;
         loop {
             let s = &self.slots[i];
             if s.is_free() {
