@@ -1,0 +1,292 @@
+//! The etcd client against real etcd servers (Debian's `etcd-server`):
+//! one member for the key-value, transaction, lease and watch calls; three
+//! members on loopback for losing one member (nothing changes for the
+//! caller) and then quorum (writes refused, naming every member; the last
+//! state still readable).
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pronto_cluster::etcd::Error;
+use pronto_cluster::{Compare, Etcd, Event, Op};
+
+fn have_etcd() -> bool {
+    let ok = Command::new("etcd")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        println!("SKIPPED: etcd not installed (Debian package etcd-server; scripts/install-test-tools installs it)");
+    }
+    ok
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// etcd members started for a test, killed when it ends.
+struct Members {
+    children: Vec<Child>,
+    clients: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Members {
+    fn start(n: usize) -> Members {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let cluster: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
+            .collect();
+        let mut children = Vec::new();
+        let mut clients = Vec::new();
+        for (i, (client, peer)) in ports.iter().enumerate() {
+            let c = format!("http://127.0.0.1:{client}");
+            let p = format!("http://127.0.0.1:{peer}");
+            let child = Command::new("etcd")
+                .args(["--name", &format!("m{i}")])
+                .arg("--data-dir")
+                .arg(dir.path().join(format!("m{i}")))
+                .args(["--listen-client-urls", &c, "--advertise-client-urls", &c])
+                .args([
+                    "--listen-peer-urls",
+                    &p,
+                    "--initial-advertise-peer-urls",
+                    &p,
+                ])
+                .args(["--initial-cluster", &cluster.join(",")])
+                .args(["--initial-cluster-state", "new"])
+                .args(["--initial-cluster-token", "pronto-test"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("etcd starts");
+            children.push(child);
+            clients.push(c);
+        }
+        let m = Members {
+            children,
+            clients,
+            _dir: dir,
+        };
+        // Ready once a write goes through (a leader is elected).
+        let etcd = m.client();
+        let t = Instant::now();
+        while etcd.put(b"/ready", b"1", 0).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(30), "etcd did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        m
+    }
+
+    fn client(&self) -> Etcd {
+        Etcd::new(&self.clients.join(",")).expect("endpoints")
+    }
+
+    fn kill(&mut self, i: usize) {
+        let _ = self.children[i].kill();
+        let _ = self.children[i].wait();
+    }
+}
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        for i in 0..self.children.len() {
+            self.kill(i);
+        }
+    }
+}
+
+#[test]
+fn keys_transactions_leases_and_watches_on_a_real_etcd() {
+    if !have_etcd() {
+        return;
+    }
+    let m = Members::start(1);
+    let etcd = m.client();
+
+    // Keys.
+    let r1 = etcd
+        .put(b"/pronto/instances/a", b"{\"config\":1}", 0)
+        .expect("put");
+    etcd.put(b"/pronto/instances/b", b"B", 0).expect("put");
+    etcd.put(b"/pronto/nodes/n1", b"N", 0).expect("put");
+    let a = etcd
+        .get(b"/pronto/instances/a")
+        .expect("get")
+        .expect("a is there");
+    assert_eq!(a.value, b"{\"config\":1}");
+    assert_eq!((a.create_revision, a.mod_revision, a.version), (r1, r1, 1));
+    assert_eq!(etcd.get(b"/pronto/instances/c").expect("get"), None);
+    let r = etcd.range_prefix(b"/pronto/instances/").expect("range");
+    let keys: Vec<&[u8]> = r.kvs.iter().map(|kv| kv.key.as_slice()).collect();
+    assert_eq!(
+        keys,
+        [b"/pronto/instances/a".as_slice(), b"/pronto/instances/b"]
+    );
+    assert_eq!(r.revision, r1 + 2);
+
+    // Transactions: create only if absent; update only if unchanged.
+    let create = |v: &[u8]| {
+        etcd.txn(
+            &[Compare::CreateRevision(b"/pronto/leader".to_vec(), 0)],
+            &[Op::Put {
+                key: b"/pronto/leader".to_vec(),
+                value: v.to_vec(),
+                lease: 0,
+            }],
+            &[],
+        )
+        .expect("txn")
+    };
+    assert!(create(b"n1").0);
+    assert!(!create(b"n2").0);
+    assert_eq!(
+        etcd.get(b"/pronto/leader")
+            .expect("get")
+            .expect("there")
+            .value,
+        b"n1"
+    );
+    let stale = etcd.txn(
+        &[Compare::ModRevision(
+            b"/pronto/instances/a".to_vec(),
+            r1 - 1,
+        )],
+        &[Op::Delete(b"/pronto/instances/a".to_vec())],
+        &[],
+    );
+    assert!(!stale.expect("txn").0);
+    let (ok, _) = etcd
+        .txn(
+            &[Compare::ModRevision(b"/pronto/instances/a".to_vec(), r1)],
+            &[Op::DeletePrefix(b"/pronto/instances/".to_vec())],
+            &[],
+        )
+        .expect("txn");
+    assert!(ok);
+    assert!(etcd
+        .range_prefix(b"/pronto/instances/")
+        .expect("range")
+        .kvs
+        .is_empty());
+
+    // Watches: every change from a revision on, in order, exactly.
+    let from = etcd.range_prefix(b"/pronto/w/").expect("range").revision + 1;
+    etcd.put(b"/pronto/w/x", b"1", 0).expect("put");
+    etcd.put(b"/pronto/other", b"-", 0).expect("put");
+    etcd.put(b"/pronto/w/x", b"2", 0).expect("put");
+    etcd.delete(b"/pronto/w/x").expect("delete");
+    let mut w = etcd.watch_prefix(b"/pronto/w/", from).expect("watch");
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(match w.next_event().expect("event").expect("open") {
+            Event::Put(kv) => format!(
+                "put {} {}",
+                String::from_utf8_lossy(&kv.key),
+                String::from_utf8_lossy(&kv.value)
+            ),
+            Event::Delete(kv) => format!("delete {}", String::from_utf8_lossy(&kv.key)),
+        });
+    }
+    assert_eq!(
+        seen,
+        [
+            "put /pronto/w/x 1",
+            "put /pronto/w/x 2",
+            "delete /pronto/w/x"
+        ]
+    );
+    // A change made while the watch is open arrives too.
+    etcd.put(b"/pronto/w/y", b"3", 0).expect("put");
+    let e = w.next_event().expect("event").expect("open");
+    assert_eq!(
+        (e.kv().key.as_slice(), e.kv().value.as_slice()),
+        (b"/pronto/w/y".as_slice(), b"3".as_slice())
+    );
+
+    // Leases: keys attached go with the lease.
+    let lease = etcd.grant(30).expect("grant");
+    etcd.put(b"/pronto/nodes/n2", b"alive", lease).expect("put");
+    assert_eq!(
+        etcd.get(b"/pronto/nodes/n2")
+            .expect("get")
+            .expect("there")
+            .lease,
+        lease
+    );
+    let ttl = etcd.keep_alive(lease).expect("keep alive");
+    assert!((1..=30).contains(&ttl), "ttl {ttl}");
+    etcd.revoke(lease).expect("revoke");
+    assert_eq!(etcd.get(b"/pronto/nodes/n2").expect("get"), None);
+    assert_eq!(
+        etcd.keep_alive(lease)
+            .expect("keep alive of a revoked lease"),
+        0
+    );
+    match etcd.put(b"/pronto/nodes/n3", b"x", lease) {
+        Err(Error::Refused { what, message, .. }) => {
+            assert_eq!(what, "put");
+            assert!(message.contains("lease not found"), "{message}");
+        }
+        other => panic!("a put on a revoked lease: {other:?}"),
+    }
+}
+
+#[test]
+fn one_member_of_three_lost_changes_nothing_and_quorum_lost_is_said() {
+    if !have_etcd() {
+        return;
+    }
+    let mut m = Members::start(3);
+    let etcd = m.client();
+    etcd.put(b"/pronto/k", b"1", 0).expect("put");
+    // The member the client used last goes (it starts with the first).
+    m.kill(0);
+    etcd.put(b"/pronto/k", b"2", 0)
+        .expect("a put with one member of three gone");
+    assert_eq!(
+        etcd.get(b"/pronto/k").expect("get").expect("there").value,
+        b"2"
+    );
+    // A client that only knows the lost member says so, naming it.
+    let lost = Etcd::new(&m.clients[0]).expect("endpoint");
+    match lost.get(b"/pronto/k") {
+        Err(Error::Unavailable { what, reasons }) => {
+            assert_eq!(what, "get");
+            assert!(
+                reasons.starts_with(&format!("{}: ", m.clients[0])),
+                "{reasons}"
+            );
+        }
+        other => panic!("a lost member answered: {other:?}"),
+    }
+    // Quorum lost: writes are refused, the last state is still readable.
+    m.kill(1);
+    let err = etcd
+        .put(b"/pronto/k", b"3", 0)
+        .expect_err("a put without quorum");
+    let text = err.to_string();
+    assert!(text.starts_with("etcd unavailable (put): "), "{text}");
+    for c in &m.clients {
+        assert!(text.contains(c.as_str()), "{text} names {c}");
+    }
+    let last = etcd
+        .range_serializable(b"/pronto/")
+        .expect("a serializable read");
+    let k = last
+        .kvs
+        .iter()
+        .find(|kv| kv.key == b"/pronto/k")
+        .expect("k");
+    assert_eq!(k.value, b"2");
+}
