@@ -4,8 +4,12 @@
 //! its own registration alive under a lease and converging on what is
 //! placed on it. This crate holds what they share: [`etcd`], a client of
 //! etcd's v3 API (key-value ranges, transactions, leases, watches) that
-//! moves between the members of the cluster when one is lost.
+//! moves between the members of the cluster when one is lost; and [`node`],
+//! a node's registration under a lease it keeps alive, and the election
+//! of the one scheduler.
 
 pub mod etcd;
+pub mod node;
 
 pub use etcd::{Compare, Etcd, Event, KeyValue, Op, Range, Watch};
+pub use node::{Leader, Node, Registration};

@@ -290,3 +290,82 @@ fn one_member_of_three_lost_changes_nothing_and_quorum_lost_is_said() {
         .expect("k");
     assert_eq!(k.value, b"2");
 }
+
+#[test]
+fn a_node_registers_under_a_lease_that_ends_with_it_and_one_scheduler_is_elected() {
+    use pronto_cluster::node::{self, RegisterError};
+    use pronto_cluster::{Node, Registration};
+    use std::sync::Arc;
+
+    if !have_etcd() {
+        return;
+    }
+    let m = Members::start(1);
+    let etcd = Arc::new(m.client());
+    let node = |name: &str| Node {
+        name: name.into(),
+        memory_mib: 4096,
+        cpus: 2,
+        slots: 100,
+        tunnel: None,
+    };
+    let a = Registration::start(etcd.clone(), node("a"), 2).expect("a registers");
+    let b = Registration::start(etcd.clone(), node("b"), 2).expect("b registers");
+    let names = |e: &Etcd| -> Vec<String> {
+        node::nodes(e)
+            .expect("nodes")
+            .into_iter()
+            .map(|n| n.name)
+            .collect()
+    };
+    assert_eq!(names(&etcd), ["a", "b"]);
+    // A second node under a live name is refused, by name.
+    match Registration::start(etcd.clone(), node("a"), 2) {
+        Err(e @ RegisterError::NameTaken(_)) => assert!(
+            e.to_string()
+                .starts_with("node name `a` is held by a live node"),
+            "{e}"
+        ),
+        other => panic!("a second `a`: {:?}", other.err()),
+    }
+    assert!(matches!(
+        Registration::start(etcd.clone(), node("a/b"), 2),
+        Err(RegisterError::BadName(_))
+    ));
+    // Kept alive past several TTLs.
+    std::thread::sleep(Duration::from_millis(4500));
+    assert_eq!(names(&etcd), ["a", "b"]);
+    assert_eq!((a.renewals(), a.failing()), (0, 0));
+
+    // One scheduler: the first to campaign; the fencing token is the
+    // revision its leadership began at.
+    let la = node::campaign(&etcd, "a", a.lease())
+        .expect("campaign")
+        .expect("a leader");
+    assert_eq!(la.node, "a");
+    let lb = node::campaign(&etcd, "b", b.lease())
+        .expect("campaign")
+        .expect("a leader");
+    assert_eq!(lb, la);
+
+    // `a` dies (its keep-alive stops): its record and its leadership go
+    // with its lease, and `b` takes over with a later token.
+    drop(a);
+    let t = Instant::now();
+    while names(&etcd) != ["b"] {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "a's lease did not end"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(node::leader(&etcd).expect("leader"), None);
+    let lb = node::campaign(&etcd, "b", b.lease())
+        .expect("campaign")
+        .expect("a leader");
+    assert_eq!(lb.node, "b");
+    assert!(lb.since > la.since);
+    // Leaving revokes at once.
+    b.leave().expect("leave");
+    assert!(names(&etcd).is_empty());
+}
