@@ -6,10 +6,15 @@
 //! etcd's v3 API (key-value ranges, transactions, leases, watches) that
 //! moves between the members of the cluster when one is lost; and [`node`],
 //! a node's registration under a lease it keeps alive, and the election
-//! of the one scheduler.
+//! of the one scheduler; [`placement`], where each instance runs (a pure
+//! function: stable, spread by tenant, chains together, pins and room
+//! honoured); [`scheduler`], the scheduler's pass over etcd, its writes
+//! fenced by its leadership.
 
 pub mod etcd;
 pub mod node;
+pub mod placement;
+pub mod scheduler;
 
 pub use etcd::{Compare, Etcd, Event, KeyValue, Op, Range, Watch};
 pub use node::{Leader, Node, Registration};

@@ -369,3 +369,107 @@ fn a_node_registers_under_a_lease_that_ends_with_it_and_one_scheduler_is_elected
     b.leave().expect("leave");
     assert!(names(&etcd).is_empty());
 }
+
+#[test]
+fn the_scheduler_places_moves_a_dead_nodes_instances_and_stops_when_deposed() {
+    use pronto_cluster::node;
+    use pronto_cluster::scheduler::{self, ScheduleError};
+    use pronto_cluster::{Node, Registration};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    if !have_etcd() {
+        return;
+    }
+    let m = Members::start(1);
+    let etcd = Arc::new(m.client());
+    let reg = |name: &str| {
+        let n = Node {
+            name: name.into(),
+            memory_mib: 4096,
+            cpus: 2,
+            slots: 4,
+            tunnel: None,
+        };
+        Registration::start(etcd.clone(), n, 2).expect("registers")
+    };
+    let (n1, n2, n3) = (reg("n1"), reg("n2"), reg("n3"));
+    for i in 0..9 {
+        let spec = format!(r#"{{"tenant":"t","memory_mib":64,"millicpus":250,"config":"x{i}"}}"#);
+        etcd.put(
+            &scheduler::instance_key(&format!("i{i}")),
+            spec.as_bytes(),
+            0,
+        )
+        .expect("put");
+    }
+    let me = node::campaign(&etcd, "n1", n1.lease())
+        .expect("campaign")
+        .expect("leader");
+    let plan = scheduler::schedule_once(&etcd, &me).expect("a pass");
+    assert_eq!((plan.placed.len(), plan.changed.len()), (9, 9));
+    let per_node = |p: &std::collections::HashMap<String, String>| {
+        let mut c: BTreeMap<String, usize> = BTreeMap::new();
+        for n in p.values() {
+            *c.entry(n.clone()).or_default() += 1;
+        }
+        c
+    };
+    let now = scheduler::placements(&etcd).expect("placements");
+    assert_eq!(
+        per_node(&now),
+        BTreeMap::from([("n1".into(), 3), ("n2".into(), 3), ("n3".into(), 3)])
+    );
+    // A second pass changes nothing.
+    let again = scheduler::schedule_once(&etcd, &me).expect("a pass");
+    assert!(again.changed.is_empty());
+
+    // n3 dies and n1 leaves: once n3's lease ends, a pass by n2 (elected
+    // after n1's leadership went with n1's lease) keeps n2's three, moves
+    // one more onto n2's last slot, and says why the other five wait.
+    let on_n2: Vec<String> = now
+        .iter()
+        .filter(|(_, n)| *n == "n2")
+        .map(|(i, _)| i.clone())
+        .collect();
+    drop(n3);
+    n1.leave().expect("n1 leaves");
+    let t = Instant::now();
+    while node::nodes(&etcd).expect("nodes").len() != 1 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "n3's lease did not end"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // n1's leadership went with its lease: its pass is refused, unwritten.
+    match scheduler::schedule_once(&etcd, &me) {
+        Err(e @ ScheduleError::Deposed) => {
+            assert!(
+                e.to_string().starts_with("this node no longer leads"),
+                "{e}"
+            )
+        }
+        other => panic!("a deposed scheduler's pass: {other:?}"),
+    }
+    let me2 = node::campaign(&etcd, "n2", n2.lease())
+        .expect("campaign")
+        .expect("leader");
+    assert_eq!(me2.node, "n2");
+    let plan = scheduler::schedule_once(&etcd, &me2).expect("a pass");
+    // n2 keeps its 3 and takes 1 more (4 slots); 5 wait.
+    assert_eq!(plan.placed.len(), 4);
+    assert_eq!(plan.changed.len(), 1);
+    assert_eq!(plan.unplaced.len(), 5);
+    assert!(plan
+        .unplaced
+        .values()
+        .all(|why| why == "no live node has room (slots, memory, CPUs)"));
+    let now = scheduler::placements(&etcd).expect("placements");
+    assert_eq!(per_node(&now), BTreeMap::from([("n2".into(), 4)]));
+    // What moved came from a node that went.
+    let moved: Vec<&String> = plan.changed.keys().collect();
+    assert_eq!(moved.len(), 1);
+    assert!(!on_n2.contains(moved[0]), "{moved:?} was on n2 already");
+    assert_eq!(now[moved[0]], "n2");
+}
