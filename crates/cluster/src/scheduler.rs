@@ -8,7 +8,10 @@
 //!   `tenant`, `memory_mib`, `millicpus`, `node` (a pin) and `group` (a
 //!   chain) and leaves the rest to the node that runs it;
 //! - `placements/NAME`: `{"node": NODE, "token": T}`, where `T` is the
-//!   leadership token of the scheduler that wrote it.
+//!   leadership token of the scheduler that wrote it;
+//! - `assigned/NODE/NAME`: the same placement under its node, written in
+//!   the same transaction, so that a node watches only its own prefix (a
+//!   change reaches one node, not every node).
 
 use std::collections::HashMap;
 
@@ -42,6 +45,11 @@ pub fn instance_key(name: &str) -> Vec<u8> {
 /// An instance's placement key.
 pub fn placement_key(name: &str) -> Vec<u8> {
     format!("{ROOT}placements/{name}").into_bytes()
+}
+
+/// An instance's key under the node it is placed on.
+pub fn assigned_key(node: &str, name: &str) -> Vec<u8> {
+    format!("{ROOT}assigned/{node}/{name}").into_bytes()
 }
 
 /// The name under a prefix's key.
@@ -104,19 +112,37 @@ pub fn schedule_once(etcd: &Etcd, me: &Leader) -> Result<Plan, ScheduleError> {
     let current = placements(etcd)?;
     let plan = placement::place(&nodes, &demands, &current);
 
-    let mut ops = Vec::new();
+    // A placement's keys move together (at most 3 operations each, so
+    // that a transaction never splits one).
+    let mut ops: Vec<[Option<Op>; 3]> = Vec::new();
     for (name, node) in &plan.changed {
-        ops.push(Op::Put {
-            key: placement_key(name),
-            value: json!({ "node": node, "token": me.since })
-                .to_string()
-                .into_bytes(),
-            lease: 0,
-        });
+        let value = json!({ "node": node, "token": me.since })
+            .to_string()
+            .into_bytes();
+        let old = current
+            .get(name)
+            .map(|old| Op::Delete(assigned_key(old, name)));
+        ops.push([
+            Some(Op::Put {
+                key: placement_key(name),
+                value: value.clone(),
+                lease: 0,
+            }),
+            Some(Op::Put {
+                key: assigned_key(node, name),
+                value,
+                lease: 0,
+            }),
+            old,
+        ]);
     }
-    for name in current.keys() {
+    for (name, node) in &current {
         if !plan.placed.contains_key(name) {
-            ops.push(Op::Delete(placement_key(name)));
+            ops.push([
+                Some(Op::Delete(placement_key(name))),
+                Some(Op::Delete(assigned_key(node, name))),
+                None,
+            ]);
         }
     }
     let fence = [
@@ -125,13 +151,14 @@ pub fn schedule_once(etcd: &Etcd, me: &Leader) -> Result<Plan, ScheduleError> {
     ];
     // With nothing to write, the fence alone says whether this node still
     // leads.
-    let empty: [Vec<Op>; 1] = [Vec::new()];
-    let chunks: Vec<&[Op]> = if ops.is_empty() {
-        empty.iter().map(Vec::as_slice).collect()
-    } else {
-        ops.chunks(TXN_OPS).collect()
-    };
-    for chunk in chunks {
+    let mut chunks: Vec<Vec<Op>> = ops
+        .chunks(TXN_OPS / 3)
+        .map(|c| c.iter().flatten().flatten().cloned().collect())
+        .collect();
+    if chunks.is_empty() {
+        chunks.push(Vec::new());
+    }
+    for chunk in &chunks {
         let (ok, _) = etcd.txn(&fence, chunk, &[])?;
         if !ok {
             return Err(ScheduleError::Deposed);

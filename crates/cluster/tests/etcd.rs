@@ -467,6 +467,21 @@ fn the_scheduler_places_moves_a_dead_nodes_instances_and_stops_when_deposed() {
         .all(|why| why == "no live node has room (slots, memory, CPUs)"));
     let now = scheduler::placements(&etcd).expect("placements");
     assert_eq!(per_node(&now), BTreeMap::from([("n2".into(), 4)]));
+    // Each node's own prefix holds exactly its placements: n2 watches only
+    // `assigned/n2/`, and nothing is left under the nodes that went.
+    let assigned = |n: &str| -> Vec<String> {
+        let prefix = scheduler::assigned_key(n, "");
+        etcd.range_prefix(&prefix)
+            .expect("range")
+            .kvs
+            .iter()
+            .map(|kv| String::from_utf8_lossy(&kv.key[prefix.len()..]).into_owned())
+            .collect()
+    };
+    let mut on2: Vec<String> = now.keys().cloned().collect();
+    on2.sort();
+    assert_eq!(assigned("n2"), on2);
+    assert!(assigned("n1").is_empty() && assigned("n3").is_empty());
     // What moved came from a node that went.
     let moved: Vec<&String> = plan.changed.keys().collect();
     assert_eq!(moved.len(), 1);
