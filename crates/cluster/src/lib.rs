@@ -9,8 +9,10 @@
 //! of the one scheduler; [`placement`], where each instance runs (a pure
 //! function: stable, spread by tenant, chains together, pins and room
 //! honoured); [`scheduler`], the scheduler's pass over etcd, its writes
-//! fenced by its leadership.
+//! fenced by its leadership; [`agent`], what runs on every node: following
+//! its own placements, and the scheduling loop on the elected one.
 
+pub mod agent;
 pub mod etcd;
 pub mod node;
 pub mod placement;

@@ -488,3 +488,148 @@ fn the_scheduler_places_moves_a_dead_nodes_instances_and_stops_when_deposed() {
     assert!(!on_n2.contains(moved[0]), "{moved:?} was on n2 already");
     assert_eq!(now[moved[0]], "n2");
 }
+
+/// A node's instances as `follow` reports them.
+#[derive(Default)]
+struct Running(std::collections::BTreeSet<String>);
+
+impl pronto_cluster::agent::Converge for Running {
+    fn run(&mut self, name: &str, _placement: &[u8]) {
+        self.0.insert(name.to_string());
+    }
+    fn stop(&mut self, name: &str) {
+        self.0.remove(name);
+    }
+}
+
+#[test]
+fn nodes_follow_their_placements_and_a_dead_nodes_instances_run_elsewhere() {
+    use pronto_cluster::agent;
+    use pronto_cluster::scheduler;
+    use pronto_cluster::{Node, Registration};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    if !have_etcd() {
+        return;
+    }
+    let m = Members::start(1);
+    let etcd = Arc::new(m.client());
+    let stop = Arc::new(AtomicBool::new(false));
+    struct Agent {
+        reg: Option<Arc<Registration>>,
+        stop: Arc<AtomicBool>,
+        running: Arc<Mutex<Running>>,
+    }
+    let start = |name: &str, lead: bool| -> Agent {
+        let n = Node {
+            name: name.into(),
+            memory_mib: 4096,
+            cpus: 2,
+            slots: 20,
+            tunnel: None,
+        };
+        let reg = Registration::start(etcd.clone(), n, 2).expect("registers");
+        let own_stop = Arc::new(AtomicBool::new(false));
+        let running = Arc::new(Mutex::new(Running::default()));
+        {
+            let (etcd, name, s, r) = (
+                etcd.clone(),
+                name.to_string(),
+                own_stop.clone(),
+                running.clone(),
+            );
+            std::thread::spawn(move || {
+                struct Shared(Arc<Mutex<Running>>);
+                impl agent::Converge for Shared {
+                    fn run(&mut self, n: &str, p: &[u8]) {
+                        self.0.lock().expect("lock").run(n, p)
+                    }
+                    fn stop(&mut self, n: &str) {
+                        self.0.lock().expect("lock").stop(n)
+                    }
+                }
+                agent::follow(&etcd, &name, &mut Shared(r), &s)
+            });
+        }
+        let reg = Arc::new(reg);
+        if lead {
+            // The scheduler runs beside its node's follower, on its lease.
+            let (etcd, name, s, reg) = (etcd.clone(), name.to_string(), stop.clone(), reg.clone());
+            std::thread::spawn(move || {
+                agent::lead(
+                    etcd,
+                    &reg,
+                    &name,
+                    Duration::from_millis(20),
+                    Duration::from_millis(500),
+                    &s,
+                    &mut |_| {},
+                )
+            });
+        }
+        Agent {
+            reg: Some(reg),
+            stop: own_stop,
+            running,
+        }
+    };
+    let mut agents = vec![start("a", true), start("b", false), start("c", false)];
+    for i in 0..30 {
+        let spec = format!(
+            r#"{{"tenant":"t{}","memory_mib":32,"millicpus":100}}"#,
+            i % 3
+        );
+        etcd.put(
+            &scheduler::instance_key(&format!("i{i:02}")),
+            spec.as_bytes(),
+            0,
+        )
+        .expect("put");
+    }
+    let all: std::collections::BTreeSet<String> = (0..30).map(|i| format!("i{i:02}")).collect();
+    let union = |agents: &[Agent]| -> (std::collections::BTreeSet<String>, usize) {
+        let mut u = std::collections::BTreeSet::new();
+        let mut total = 0;
+        for a in agents {
+            let r = a.running.lock().expect("lock");
+            total += r.0.len();
+            u.extend(r.0.iter().cloned());
+        }
+        (u, total)
+    };
+    let wait_for = |agents: &[Agent], what: &str| {
+        let t = Instant::now();
+        loop {
+            let (u, total) = union(agents);
+            if u == all && total == 30 {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "{what}: {} of 30 running ({total} copies)",
+                u.len()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for(&agents, "placed");
+    // Each instance runs on exactly one node, the one its placement names.
+    let placements = scheduler::placements(&etcd).expect("placements");
+    for (a, name) in agents.iter().zip(["a", "b", "c"]) {
+        for i in &a.running.lock().expect("lock").0 {
+            assert_eq!(placements[i], name);
+        }
+    }
+    // c dies: its keep-alive and its follower stop.
+    let c = agents.pop().expect("c");
+    c.stop.store(true, Ordering::Relaxed);
+    drop(c.reg);
+    let on_c = c.running.lock().expect("lock").0.len();
+    assert!(on_c > 0);
+    wait_for(&agents, "after c died");
+    stop.store(true, Ordering::Relaxed);
+    for a in &agents {
+        a.stop.store(true, Ordering::Relaxed);
+    }
+}
