@@ -213,6 +213,7 @@ pub const BENCH_SUBCOMMANDS: &[&str] = &[
     "flood",
     "nfp",
     "chaos",
+    "cluster",
     "soak",
     "plot",
 ];
@@ -256,6 +257,9 @@ pub const BENCH_OPTIONS: &[(&str, Option<&str>)] = &[
     ("share", Some("F")),
     ("limit", Some("RATE")),
     ("size", Some("BYTES")),
+    ("nodes", Some("N")),
+    ("trials", Some("N")),
+    ("ttl", Some("SECONDS")),
 ];
 /// `pronto graph`'s output format.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -363,6 +363,12 @@ impl Etcd {
         Ok(())
     }
 
+    /// The size of the answering member's database, bytes.
+    pub fn status(&self) -> Result<i64, Error> {
+        let v = self.call("status", "/v3/maintenance/status", &json!({}))?;
+        Ok(int(&v["dbSize"]))
+    }
+
     /// Watches every key under `prefix` from revision `from` (the revision
     /// a range returned, plus one): the changes in order, as they come.
     pub fn watch_prefix(&self, prefix: &[u8], from: i64) -> Result<Watch, Error> {

@@ -3,6 +3,7 @@
 //! a CSV and a PNG plot of it next to it (drawn by [`plot`]).
 
 mod chaos;
+mod cluster;
 mod daemon;
 mod flood;
 mod gen;
@@ -63,6 +64,11 @@ Subcommands:
              namespaces and processes sampled every --sample S (10); fails on
              growth past --rss-bound-mb (16), --fd-bound (16),
              --store-bound-mb (4) or anything left behind
+  cluster    --nodes N (100) simulated nodes and one elected scheduler on a real
+             etcd (etcd-server, started for the run): a burst of --instances N
+             (10,000) creates; creates/s, placements/s, time to converge, watch
+             fan-out, control-plane failover over --trials N (5) dead nodes
+             (lease --ttl S, 2), etcd's size
   plot CSV PNG  draw lines from any CSV: --x COL[:LABEL], --y COL[:LEGEND]
              (repeatable), --by COL (one line of the --y column per value
              of COL), --ref COL[:LEGEND] (a dashed reference line),
@@ -86,6 +92,8 @@ Options by subcommand (the defaults in brackets):
   flood                  --duration SECONDS [3] per phase, --share F [0.3],
                          --limit RATE [the quiet tenant's rate, in pps],
                          --size BYTES [64]
+  cluster                --nodes N [100], --instances N [10000], --trials N [5],
+                         --ttl SECONDS [2]
   nfp                    --duration, --max, --dc, --rising, --work, --no-pin,
                          --slots, --ring (above)
   gen, sink              `pronto bench gen --help`
@@ -115,6 +123,7 @@ pub fn main(args: &[String]) -> ExitCode {
         "nfp" => nfp::main(rest),
         "flood" => flood::main(rest),
         "chaos" => chaos::main(rest),
+        "cluster" => cluster::main(rest),
         "soak" => soak::main(rest),
         "plot" => plot::main(rest),
         "gen" => gen::main(rest),
