@@ -55,6 +55,8 @@ pub struct Options {
     /// Linux interfaces attached to the switch as ports `uplink/IFACE`
     /// (`--uplink`).
     pub uplinks: Vec<String>,
+    /// The VXLAN uplink, port `vxlan/VNI` (`--vxlan`).
+    pub vxlan: Option<crate::manager::vxlan::VxlanSpec>,
     /// The most entries the audit log keeps (`--audit-limit`).
     pub audit_limit: u64,
 }
@@ -1344,6 +1346,12 @@ impl Daemon {
             if let Err(e) = manager.add_uplink(iface) {
                 manager.shutdown();
                 return Err(format!("--uplink: {e}"));
+            }
+        }
+        if let Some(v) = &opts.vxlan {
+            if let Err(e) = manager.add_vxlan(v) {
+                manager.shutdown();
+                return Err(format!("--vxlan: {e}"));
             }
         }
         let shared = Arc::new(Shared {
