@@ -322,6 +322,25 @@ fn linux_vxlan_device_pings_an_instance_through_the_vxlan_uplink() {
         assert_eq!(counter(&text, &key), 0, "{why}");
     }
 
+    // The API shows the table and the same counters.
+    let api = Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(dir.join("sock"))
+        .arg("http://localhost/v1/switch/vxlan")
+        .output()
+        .expect("curl");
+    let v: serde_json::Value = serde_json::from_slice(&api.stdout).expect("JSON");
+    assert_eq!(v["vni"], 42);
+    assert_eq!(v["local"], "10.213.42.1:4789");
+    assert_eq!(
+        v["remotes"],
+        serde_json::json!([{"mac": VX_MAC, "vtep": "10.213.42.2:4789", "ips": []}])
+    );
+    assert_eq!(v["flood"], serde_json::json!([]));
+    assert_eq!(v["strict"], true);
+    assert_eq!(v["to_switch"], sent);
+    assert_eq!(v["to_vteps"], received);
+
     // A datagram from a VTEP the table does not know is dropped and
     // counted (`--vxlan-strict`).
     let sock = std::net::UdpSocket::bind("10.213.42.1:0").expect("udp");

@@ -253,6 +253,8 @@ fn parse_vtep(s: &str, port: u16) -> Result<SocketAddr, String> {
 /// known VTEPs. Replaced whole, never changed in place.
 #[derive(Debug, Default)]
 pub struct Remotes {
+    /// The remotes as given (for the API).
+    remotes: Vec<Remote>,
     by_mac: HashMap<[u8; 6], SocketAddr>,
     flood: Vec<SocketAddr>,
     known: HashSet<IpAddr>,
@@ -268,6 +270,7 @@ impl Remotes {
             .chain(flood.iter().map(|a| a.ip()))
             .collect();
         Remotes {
+            remotes: remotes.to_vec(),
             by_mac,
             flood: flood.to_vec(),
             known,
@@ -313,10 +316,23 @@ pub struct VxlanView {
     pub flooded: u64,
     /// Drops by reason label.
     pub dropped: Vec<(&'static str, u64)>,
-    /// Remote MACs in the table.
-    pub remotes: usize,
-    /// VTEPs in the flood list.
-    pub flood: usize,
+    /// The remote table: MAC, VTEP and addresses.
+    pub remotes: Vec<RemoteView>,
+    /// The flood list.
+    pub flood: Vec<String>,
+    /// Whether datagrams are taken from known VTEPs only.
+    pub strict: bool,
+}
+
+/// One remote MAC, for the API.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RemoteView {
+    /// The MAC.
+    pub mac: String,
+    /// The VTEP, `IP:PORT`.
+    pub vtep: String,
+    /// Its IP addresses (answered by the switch).
+    pub ips: Vec<String>,
 }
 
 /// A running VXLAN uplink; stops (and its thread ends) when dropped.
@@ -324,6 +340,7 @@ pub(crate) struct Vxlan {
     pub(crate) vni: u32,
     pub(crate) local: SocketAddr,
     pub(crate) port: u16,
+    strict: bool,
     counters: Arc<VxlanCounters>,
     pub(crate) table: Arc<RwLock<Arc<Remotes>>>,
     stop: Arc<AtomicBool>,
@@ -371,6 +388,7 @@ impl Vxlan {
             vni: spec.vni,
             local,
             port,
+            strict: spec.strict,
             counters,
             table,
             stop,
@@ -386,9 +404,24 @@ impl Vxlan {
             Ok(t) => t.clone(),
             Err(p) => p.into_inner().clone(),
         };
+        let mac = |m: &[u8; 6]| {
+            m.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":")
+        };
         VxlanView {
-            remotes: t.by_mac.len(),
-            flood: t.flood.len(),
+            remotes: t
+                .remotes
+                .iter()
+                .map(|r| RemoteView {
+                    mac: mac(&r.mac),
+                    vtep: r.vtep.to_string(),
+                    ips: r.ips.iter().map(|i| i.to_string()).collect(),
+                })
+                .collect(),
+            flood: t.flood.iter().map(|a| a.to_string()).collect(),
+            strict: self.strict,
             vni: self.vni,
             local: self.local.to_string(),
             port: self.port,
@@ -627,16 +660,18 @@ mod tests {
         let s6 = VxlanSpec::parse("[fd00::1]:8472,VNI=16777215").expect("spec");
         assert_eq!(s6.local, "[fd00::1]:8472".parse().expect("addr"));
         assert_eq!(
-            VxlanSpec::parse("10.0.0.1").unwrap_err(),
-            "expected LOCAL_IP[:PORT],vni=N (10.0.0.1,vni=42), found `10.0.0.1`"
+            VxlanSpec::parse("10.0.0.1"),
+            Err("expected LOCAL_IP[:PORT],vni=N (10.0.0.1,vni=42), found `10.0.0.1`".to_string())
         );
         assert_eq!(
-            VxlanSpec::parse("10.0.0.1,vni=16777216").unwrap_err(),
-            "vni: expected a number from 0 to 16777215, found `16777216`"
+            VxlanSpec::parse("10.0.0.1,vni=16777216"),
+            Err("vni: expected a number from 0 to 16777215, found `16777216`".to_string())
         );
         assert_eq!(
-            VxlanSpec::parse("host,vni=1").unwrap_err(),
-            "the local address: expected IP or IP:PORT ([IPV6]:PORT), found `host`"
+            VxlanSpec::parse("host,vni=1"),
+            Err(
+                "the local address: expected IP or IP:PORT ([IPV6]:PORT), found `host`".to_string()
+            )
         );
         let r = s
             .parse_remote("02:00:00:00:00:09,10.0.0.2,192.168.1.9")
@@ -645,12 +680,12 @@ mod tests {
         assert_eq!(r.vtep, "10.0.0.2:4789".parse().expect("addr"));
         assert_eq!(r.ips, vec!["192.168.1.9".parse::<IpAddr>().expect("ip")]);
         assert_eq!(
-            s.parse_remote("02:00:00:00:00:09,10.0.0.2,x").unwrap_err(),
-            "`x` is not an IP address"
+            s.parse_remote("02:00:00:00:00:09,10.0.0.2,x"),
+            Err("`x` is not an IP address".to_string())
         );
         assert_eq!(
-            s.parse_remote("nomac,10.0.0.2").unwrap_err(),
-            "expected MAC,VTEP[,IP...]: `nomac` is not a MAC address"
+            s.parse_remote("nomac,10.0.0.2"),
+            Err("expected MAC,VTEP[,IP...]: `nomac` is not a MAC address".to_string())
         );
         assert_eq!(
             s.parse_flood("10.0.0.3:9").expect("flood"),
