@@ -13,7 +13,7 @@
 //! 192.168.213.1                           10.213.42.1   10.213.42.2  192.168.213.2
 //! ```
 //!
-//! Needs root, `ip`, `ping` and `tcpdump`; without them the test says so
+//! Needs root, `ip`, `ping`, `tcpdump` and `python3`; without them the test says so
 //! loudly and passes. CI runs it as root.
 
 mod common;
@@ -85,7 +85,7 @@ fn counter(text: &str, key: &str) -> u64 {
 
 #[test]
 fn linux_vxlan_device_pings_an_instance_through_the_vxlan_uplink() {
-    if let Some(why) = missing_prerequisite("x", &["ping", "tcpdump"]) {
+    if let Some(why) = missing_prerequisite("x", &["ping", "tcpdump", "python3"]) {
         eprintln!("SKIPPED vxlan interop test: {why}. CI runs it as root.");
         return;
     }
@@ -367,6 +367,34 @@ fn linux_vxlan_device_pings_an_instance_through_the_vxlan_uplink() {
     wait(
         "pronto_vxlan_dropped_total{vxlan=\"42\",reason=\"unknown_vtep\"} ",
         1,
+    );
+    // Hostile datagrams from the known VTEP: each dropped and counted by
+    // reason, none reaching the switch.
+    let frame = "ffffffffffff020000002a020800";
+    let sent_bad = [
+        format!("0800000000002b00{frame}"),          // VNI 43
+        format!("0000000000002a00{frame}"),          // no I flag
+        format!("0800000000002a00{}", &frame[..26]), // 13-byte inner frame
+        "08000000000000".to_string(),                // 7 bytes
+    ];
+    let mut py = Command::new("ip");
+    py.args(["netns", "exec", ns, "python3", "-c"]).arg(
+        "import socket, sys\n\
+         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         s.bind(('10.213.42.2', 0))\n\
+         for h in sys.argv[1:]: s.sendto(bytes.fromhex(h), ('10.213.42.1', 4789))\n",
+    );
+    let o = py.args(&sent_bad).output().expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (why, n) in [("wrong_vni", 1), ("bad_header", 2), ("bad_length", 1)] {
+        wait(
+            &format!("pronto_vxlan_dropped_total{{vxlan=\"42\",reason=\"{why}\"}} "),
+            n,
+        );
+    }
+    wait(
+        "pronto_vxlan_frames_total{vxlan=\"42\",direction=\"to_switch\"} ",
+        sent,
     );
     assert!(d.term().success(), "the daemon did not shut down cleanly");
     drop(p);
