@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use pronto_daemon::manager::vxlan::VxlanSpec;
 use pronto_daemon::manager::ManagerOptions;
 use pronto_daemon::Options;
 use pronto_switch::Geometry;
@@ -55,6 +56,18 @@ pub struct DaemonArgs {
     /// Make Linux interface IFACE a port of the switch (`uplink/IFACE`, promiscuous while the daemon runs): instances' interfaces and the hosts behind IFACE share one layer-2 segment (repeatable).
     #[arg(long, value_name = "IFACE")]
     uplink: Vec<String>,
+    /// A VXLAN uplink (RFC 7348): switch port `vxlan/N` over a UDP socket bound to LOCAL_IP (port 4789 unless given); frames for remote MACs go to their VTEP, nothing is flooded unless --vxlan-flood names VTEPs.
+    #[arg(long, value_name = "LOCAL_IP[:PORT],vni=N")]
+    vxlan: Option<String>,
+    /// A remote MAC of the VXLAN uplink and the VTEP that owns it (port: --vxlan's), with its IP addresses, answered by the switch (repeatable).
+    #[arg(long, value_name = "MAC,VTEP[:PORT][,IP...]")]
+    vxlan_remote: Vec<String>,
+    /// A VTEP that gets a copy of every broadcast, multicast and unknown-unicast frame (head-end replication; repeatable).
+    #[arg(long, value_name = "VTEP[:PORT]")]
+    vxlan_flood: Vec<String>,
+    /// Take VXLAN datagrams only from the VTEPs of --vxlan-remote and --vxlan-flood.
+    #[arg(long)]
+    vxlan_strict: bool,
     /// The most entries the audit log keeps, the oldest dropped first (default 100000; `pronto log` reads it).
     #[arg(long, value_name = "N")]
     audit_limit: Option<String>,
@@ -96,8 +109,37 @@ pub fn default_options() -> Result<Options, String> {
             control_ports: pronto_daemon::manager::DEFAULT_CONTROL_PORTS,
         },
         uplinks: Vec::new(),
+        vxlan: None,
         audit_limit: pronto_daemon::audit::DEFAULT_LIMIT,
     })
+}
+
+/// The VXLAN uplink's options, if `--vxlan` is given (the others need it).
+fn vxlan_spec(a: &DaemonArgs) -> Result<Option<VxlanSpec>, String> {
+    let Some(v) = &a.vxlan else {
+        if !a.vxlan_remote.is_empty() || !a.vxlan_flood.is_empty() || a.vxlan_strict {
+            return Err(
+                "--vxlan-remote, --vxlan-flood and --vxlan-strict need --vxlan LOCAL_IP,vni=N"
+                    .into(),
+            );
+        }
+        return Ok(None);
+    };
+    let mut s = VxlanSpec::parse(v).map_err(|e| format!("--vxlan: {e}"))?;
+    for r in &a.vxlan_remote {
+        let r = s
+            .parse_remote(r)
+            .map_err(|e| format!("--vxlan-remote: {e}"))?;
+        s.remotes.push(r);
+    }
+    for f in &a.vxlan_flood {
+        let f = s
+            .parse_flood(f)
+            .map_err(|e| format!("--vxlan-flood: {e}"))?;
+        s.flood.push(f);
+    }
+    s.strict = a.vxlan_strict;
+    Ok(Some(s))
 }
 
 /// Runs `pronto daemon`.
@@ -150,6 +192,7 @@ fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
         o.manager.use_cgroup = false;
     }
     o.uplinks.extend(a.uplink.iter().cloned());
+    o.vxlan = vxlan_spec(a)?;
     if let Some(v) = &a.control_ports {
         o.manager.control_ports = v.parse().map_err(|e| format!("--control-ports: {e}"))?;
     }

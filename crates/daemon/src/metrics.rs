@@ -230,6 +230,45 @@ pub fn render(m: &Manager) -> String {
             }
         }
     }
+    if let Some(v) = m.vxlan() {
+        head(
+            &mut out,
+            "pronto_vxlan_frames_total",
+            "counter",
+            "Frames the VXLAN uplink moved, by direction (to_switch: from VTEPs; to_vteps: datagrams sent, flooded copies included).",
+        );
+        for (dir, n) in [("to_switch", v.to_switch), ("to_vteps", v.to_vteps)] {
+            let _ = writeln!(
+                out,
+                "pronto_vxlan_frames_total{{vxlan=\"{}\",direction=\"{dir}\"}} {n}",
+                v.vni
+            );
+        }
+        head(
+            &mut out,
+            "pronto_vxlan_flooded_total",
+            "counter",
+            "Datagrams the VXLAN uplink sent to the flood list (head-end replication).",
+        );
+        let _ = writeln!(
+            out,
+            "pronto_vxlan_flooded_total{{vxlan=\"{}\"}} {}",
+            v.vni, v.flooded
+        );
+        head(
+            &mut out,
+            "pronto_vxlan_dropped_total",
+            "counter",
+            "Frames the VXLAN uplink dropped, by reason.",
+        );
+        for (why, n) in &v.dropped {
+            let _ = writeln!(
+                out,
+                "pronto_vxlan_dropped_total{{vxlan=\"{}\",reason=\"{why}\"}} {n}",
+                v.vni
+            );
+        }
+    }
     crate::audit::metrics(&mut out, m.store());
     out
 }

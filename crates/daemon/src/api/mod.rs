@@ -55,6 +55,8 @@ pub struct Options {
     /// Linux interfaces attached to the switch as ports `uplink/IFACE`
     /// (`--uplink`).
     pub uplinks: Vec<String>,
+    /// The VXLAN uplink, port `vxlan/VNI` (`--vxlan`).
+    pub vxlan: Option<crate::manager::vxlan::VxlanSpec>,
     /// The most entries the audit log keeps (`--audit-limit`).
     pub audit_limit: u64,
 }
@@ -1029,6 +1031,17 @@ async fn macs_delete(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+async fn vxlan_show(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
+    a.admin(&h)?;
+    match a.s.manager.vxlan() {
+        Some(v) => Ok(Json(v).into_response()),
+        None => Err(status(
+            StatusCode::NOT_FOUND,
+            "the daemon has no VXLAN uplink (start it with --vxlan LOCAL_IP,vni=N)",
+        )),
+    }
+}
+
 async fn metrics(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     a.admin(&h)?;
     let m = a.s.manager.clone();
@@ -1208,6 +1221,7 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
             axum::routing::post(switch_thread_restart),
         )
         .route("/v1/switch/macs", get(macs_list))
+        .route("/v1/switch/vxlan", get(vxlan_show))
         .route("/v1/switch/macs/{mac}", put(macs_put).delete(macs_delete))
         .route("/metrics", get(metrics))
         .route("/v1/audit", get(audit_list))
@@ -1344,6 +1358,12 @@ impl Daemon {
             if let Err(e) = manager.add_uplink(iface) {
                 manager.shutdown();
                 return Err(format!("--uplink: {e}"));
+            }
+        }
+        if let Some(v) = &opts.vxlan {
+            if let Err(e) = manager.add_vxlan(v) {
+                manager.shutdown();
+                return Err(format!("--vxlan: {e}"));
             }
         }
         let shared = Arc::new(Shared {
@@ -1488,7 +1508,7 @@ mod tests {
 
     /// Every path and method of docs/openapi.yaml reaches a handler of the
     /// router (not the "no such endpoint" fallback); the count pins the
-    /// document to the 23 operations the router serves.
+    /// document to the 30 operations the router serves.
     #[test]
     fn the_openapi_document_matches_the_routes() {
         use tower::ServiceExt as _;
@@ -1513,7 +1533,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ops.len(), 29, "{ops:?}");
+        assert_eq!(ops.len(), 30, "{ops:?}");
         let dir = std::env::temp_dir().join(format!("pronto-openapi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");

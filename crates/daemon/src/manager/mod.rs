@@ -24,6 +24,7 @@ mod reaper;
 mod supervisor;
 pub mod uplink;
 pub mod view;
+pub mod vxlan;
 mod warm;
 
 use std::collections::HashMap;
@@ -155,6 +156,8 @@ pub struct Manager {
     warm: warm::Warm,
     /// The switch's ports on Linux interfaces (`--uplink`).
     uplinks: Mutex<Vec<uplink::Uplink>>,
+    /// The switch's VXLAN uplink (`--vxlan`).
+    vxlan: Mutex<Option<vxlan::Vxlan>>,
     /// This daemon's cgroup directory (`pronto/prontod-PID`).
     cgroup_parent: String,
     me: Weak<Manager>,
@@ -187,6 +190,7 @@ impl Manager {
             )),
             reaper,
             uplinks: Mutex::new(Vec::new()),
+            vxlan: Mutex::new(None),
             warm: warm::Warm::default(),
             cgroup_parent,
             me: me.clone(),
@@ -816,6 +820,11 @@ impl Manager {
             drop(u);
             self.free_port(port);
         }
+        if let Some(v) = lock(&self.vxlan).take() {
+            let port = v.port;
+            drop(v);
+            self.free_port(port);
+        }
         // Every supervisor is told at once and stops its sandbox in
         // parallel (a sandbox's end includes removing its cgroups, which
         // the kernel makes slow); then all are waited for.
@@ -880,6 +889,55 @@ impl Manager {
                 Err(Failure::BadRequest(e, None))
             }
         }
+    }
+
+    /// Attaches the VXLAN uplink (see [`vxlan`]), port `vxlan/VNI`: its
+    /// remote MACs become static entries pointing at it (their addresses
+    /// answered by the switch), and it takes broadcasts only when its
+    /// flood list is not empty. Returns its port number.
+    pub fn add_vxlan(&self, spec: &vxlan::VxlanSpec) -> Result<u16, Failure> {
+        let mut held = lock(&self.vxlan);
+        if held.is_some() {
+            return Err(Failure::Conflict(
+                "the switch has a VXLAN uplink already".into(),
+                None,
+            ));
+        }
+        let (id, shm) = self.attach_port(&format!("vxlan/{}", spec.vni))?;
+        let v = match vxlan::Vxlan::start(spec, id, shm) {
+            Ok(v) => v,
+            Err(e) => {
+                self.free_port(id);
+                return Err(Failure::BadRequest(e, None));
+            }
+        };
+        for r in &spec.remotes {
+            if !self.switch.add_static(r.mac, id).unwrap_or(false) {
+                drop(v);
+                self.free_port(id);
+                return Err(Failure::Unavailable(
+                    "the switch's MAC table is full: no room for the VXLAN remotes".into(),
+                ));
+            }
+            for ip in &r.ips {
+                match ip {
+                    std::net::IpAddr::V4(ip) => {
+                        let _ = self.switch.add_arp(ip.octets(), r.mac, id);
+                    }
+                    std::net::IpAddr::V6(ip) => {
+                        let _ = self.switch.add_nd(ip.octets(), r.mac, id);
+                    }
+                }
+            }
+        }
+        self.switch.set_broadcast(id, !spec.flood.is_empty());
+        *held = Some(v);
+        Ok(id)
+    }
+
+    /// The VXLAN uplink's counters, if there is one.
+    pub fn vxlan(&self) -> Option<vxlan::VxlanView> {
+        lock(&self.vxlan).as_ref().map(vxlan::Vxlan::view)
     }
 
     /// The uplinks and their counters.
