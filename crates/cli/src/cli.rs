@@ -374,6 +374,11 @@ pub enum Cmd {
         #[command(subcommand)]
         cmd: crate::chain::ChainCmd,
     },
+    /// The cluster of daemons on etcd: its nodes and where instances run.
+    Cluster {
+        #[command(subcommand)]
+        cmd: crate::cluster::ClusterCmd,
+    },
     /// Three tenants' sandboxed middleboxes on the switch, traffic through them, figures.
     #[command(after_help = "Example:\n  pronto demo --seconds 10")]
     Demo {

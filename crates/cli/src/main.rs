@@ -7,6 +7,7 @@
 mod bench;
 mod chain;
 mod cli;
+mod cluster;
 mod completions;
 mod ctl;
 mod daemon;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
                 .unwrap_or_default(),
         ),
         Cmd::Chain { cmd } => chain::main(cmd, g),
+        Cmd::Cluster { cmd } => cluster::main(cmd, g),
         Cmd::Completions { shell } => completions::main(shell),
         Cmd::Man { dir } => completions::man(dir.as_deref()),
         // Started by the daemon inside a sandbox (control socket at fd 3).

@@ -540,10 +540,16 @@ fn error_message(resp: ureq::Response) -> String {
 }
 
 fn transport_reason(t: &ureq::Transport) -> String {
-    match t.message() {
-        Some(m) => format!("{} ({m})", t.kind()),
-        None => t.kind().to_string(),
+    // The operating system's reason (connection refused, timed out, ...)
+    // is the useful part.
+    let mut why = t.kind().to_string();
+    if let Some(m) = t.message() {
+        why = format!("{why}: {m}");
     }
+    if let Some(src) = std::error::Error::source(t) {
+        why = format!("{why}: {src}");
+    }
+    why
 }
 
 /// A 64-bit number as the gateway writes it (a string; absent: 0).

@@ -1,0 +1,134 @@
+//! `pronto cluster nodes|status` against a real etcd (Debian's
+//! `etcd-server`) holding two registered nodes, a scheduler and three
+//! instances: placed, waiting, and on a node that is gone.
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pronto_cluster::{node, scheduler, Etcd, Node, Registration};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn pronto(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
+        .args(args)
+        .output()
+        .expect("pronto runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn nodes_and_status_read_the_cluster_from_etcd() {
+    if Command::new("etcd").arg("--version").output().is_err() {
+        println!("SKIPPED: etcd not installed (Debian package etcd-server; scripts/install-test-tools installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (client, peer) = (free_port(), free_port());
+    let url = format!("http://127.0.0.1:{client}");
+    let mut child = Command::new("etcd")
+        .arg("--data-dir")
+        .arg(dir.path().join("etcd"))
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
+        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("etcd starts");
+    let etcd = Arc::new(Etcd::new(&url).expect("endpoint"));
+    let t = Instant::now();
+    while etcd.put(b"/ready", b"1", 0).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(30), "etcd did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let reg = |name: &str, slots: u32, tunnel: Option<&str>| {
+        let n = Node {
+            name: name.into(),
+            memory_mib: 4096,
+            cpus: 2,
+            slots,
+            tunnel: tunnel.map(str::to_string),
+        };
+        Registration::start(etcd.clone(), n, 30).expect("registers")
+    };
+    let n1 = reg("n1", 10, Some("10.0.0.1:4789"));
+    let _n2 = reg("n2", 20, None);
+    node::campaign(&etcd, "n1", n1.lease()).expect("campaign");
+    let since = node::leader(&etcd).expect("leader").expect("one").since;
+    for i in ["fw1", "fw2", "lb"] {
+        etcd.put(&scheduler::instance_key(i), b"{}", 0)
+            .expect("put");
+    }
+    etcd.put(
+        &scheduler::placement_key("fw1"),
+        br#"{"node":"n1","token":1}"#,
+        0,
+    )
+    .expect("put");
+    etcd.put(
+        &scheduler::placement_key("lb"),
+        br#"{"node":"n9","token":1}"#,
+        0,
+    )
+    .expect("put");
+
+    let (rc, out, err) = pronto(&["cluster", "nodes", "--etcd", &url]);
+    assert_eq!((rc, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        "NODE  INSTANCES  SLOTS  MEMORY_MIB  CPUS  TUNNEL\n\
+         n1            1     10        4096     2  10.0.0.1:4789\n\
+         n2            0     20        4096     2  -\n"
+    );
+    let (rc, out, _) = pronto(&["cluster", "status", "--etcd", &url]);
+    assert_eq!(rc, 0);
+    assert_eq!(
+        out,
+        format!(
+            "scheduler: n1 (since revision {since})\nnodes: 2 live\n\n\
+             INSTANCE  NODE  STATE\n\
+             fw1       n1    placed\n\
+             fw2       -     waiting\n\
+             lb        n9    node lost\n"
+        )
+    );
+    let (rc, out, _) = pronto(&["--json", "cluster", "status", "--etcd", &url]);
+    assert_eq!(rc, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["scheduler"]["node"], "n1");
+    assert_eq!(v["instances"][2]["state"], "node lost");
+
+    // No etcd there: the reason, naming the member, and exit status 1.
+    let _ = child.kill();
+    let _ = child.wait();
+    let (rc, out, err) = pronto(&["cluster", "nodes", "--etcd", &url]);
+    assert_eq!((rc, out.as_str()), (1, ""));
+    assert!(
+        err.starts_with(&format!(
+            "pronto cluster: etcd unavailable (range): {url}: Connection Failed"
+        )),
+        "{err}"
+    );
+    let (rc, _, err) = pronto(&["cluster", "nodes", "--etcd", "127.0.0.1:2379"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "pronto cluster: etcd endpoint `127.0.0.1:2379`: expected http://HOST:PORT (several separated by commas)\n"
+    );
+}
