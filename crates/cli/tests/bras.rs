@@ -156,7 +156,7 @@ fn session(auth: &str, tag: &str, python: &str, with_iperf: bool) {
         let (ok, out) = t.output(0, &["pppoe-discovery", "-I", "c", "-t", "2", "-a", "3"]);
         assert!(ok, "pppoe-discovery failed: {out}\n{}", said());
         assert!(
-            out.contains(&format!("Access-Concentrator: pronto-bras"))
+            out.contains("Access-Concentrator: pronto-bras")
                 && out.contains("Service-Name: internet")
                 && out.contains(&format!("AC-Ethernet-Address: {amac}")),
             "pppoe-discovery printed:\n{out}"

@@ -5,10 +5,9 @@
 //! pseudo-randomly) and encapsulation (IP packets for subscribers' pool
 //! addresses, batches of 32). No figure here is a pass/fail threshold.
 
-#[allow(dead_code)] // the helpers for pass-through elements
 mod common;
 
-use common::{configure, ipv4, picker, BATCH, T0};
+use common::{bench_input, configure, ip_packet, ipv4, picker, BATCH, T0};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use pronto_elements::{Control, Element, Out};
 use pronto_packet::{Batch, Pool};
@@ -220,6 +219,31 @@ fn bras(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    // The reference in the same run: StatefulFirewall (another table per
+    // subscriber at the edge) with the same 10,000 subscribers' flows.
+    let mut fw = configure("StatefulFirewall", "fw", "CAPACITY 16384");
+    let flow = |k: u32| ipv4::<64>(17, addr(k), 1024, 0x5db8_d822, 53);
+    for k0 in (0..SESSIONS).step_by(BATCH) {
+        let mut batch = Batch::new();
+        for k in k0..(k0 + BATCH as u32).min(SESSIONS) {
+            let _ = batch.push(ip_packet(&pool, &flow(k)));
+        }
+        let mut out = Out::new(&mut bufs, &pool, T0, &mut ctrl);
+        fw.push(0, &mut batch, &mut out);
+        batch.clear();
+        for b in bufs.iter_mut() {
+            b.clear();
+        }
+    }
+    let mut pick = picker(SESSIONS);
+    bench_input(
+        &mut group,
+        criterion::BenchmarkId::new("StatefulFirewall UDP (reference)", SESSIONS),
+        &pool,
+        fw.as_mut(),
+        0,
+        || flow(pick()),
+    );
     group.finish();
     let _ = std::fs::remove_dir_all(&dir);
 }
