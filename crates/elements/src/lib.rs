@@ -20,6 +20,7 @@ pub mod world;
 pub mod analysis;
 pub mod app;
 pub mod aqm;
+pub mod bras;
 pub mod ethernet;
 pub mod icmp;
 pub mod ids;

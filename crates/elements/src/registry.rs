@@ -299,6 +299,9 @@ classes!(
     // ids/
     crate::ids::idsmatcher::IDSMatcher,
     // end ids
+    // bras/
+    crate::bras::pppoeserver::PPPoEServer,
+    // end bras
     // stateful/
     crate::stateful::cgnat::Cgnat,
     crate::stateful::flowmonitor::FlowMonitor,

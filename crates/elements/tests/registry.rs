@@ -26,6 +26,7 @@ const FAMILIES: &[&str] = &[
     "analysis",
     "ids",
     "stateful",
+    "bras",
     "userlevel",
 ];
 

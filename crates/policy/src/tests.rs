@@ -443,6 +443,11 @@ fn example_policies_compile() {
         .and_then(|p| p.compile())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(shape(&plan), "(monitor | edge -> stateful -> (ips | acl))");
+    // Every NF of the subscriber edge may drop: nothing runs in parallel.
+    let plan = load(&dir.join("subscriber-edge.nfp"))
+        .and_then(|p| p.compile())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(shape(&plan), "bras -> fw -> cgnat -> monitor");
     let e = load(&dir.join("missing.nfp")).expect_err("no such file");
     assert!(
         e.to_string().ends_with(

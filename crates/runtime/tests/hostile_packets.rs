@@ -784,6 +784,12 @@ const ROWS: &[Row] = &[
         two!("in -> x :: FlowMonitor(CAPACITY 8, INACTIVE_TIMEOUT 0.001, ACTIVE_TIMEOUT 0.002);"),
     ),
     r(
+        "PPPoEServer",
+        "x :: PPPoEServer(MAC 02:00:00:00:00:aa, SUBSCRIBERS $D/bras.subs, POOL 10.64.0.0/24, LOCAL 10.64.0.1, CAPACITY 8, ACCOUNTING $D/bras.acct); \
+         in -> t :: Tee(4); t[0] -> [0]x; t[1] -> StoreData(12, \\<88631109>) -> [0]x; \
+         t[2] -> StoreData(12, \\<88641100 0001>) -> [0]x; t[3] -> [1]x; x[0] -> Discard; x[1] -> Discard;",
+    ),
+    r(
         "StatefulFirewall",
         three!("x :: StatefulFirewall(CAPACITY 64); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
     ),
@@ -1854,6 +1860,8 @@ fn write_inputs(dir: &Path) -> PathBuf {
     ))
     .expect("examples/ids.rules");
     std::fs::write(dir.join("ids.rules"), rules).expect("write rules");
+    std::fs::write(dir.join("bras.subs"), "alice s3cret\nbob pw 10.64.0.9\n")
+        .expect("write subscribers");
     path
 }
 

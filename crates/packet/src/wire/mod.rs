@@ -1,7 +1,8 @@
 //! Wire formats: Internet checksums and checked zero-copy header views,
 //! one module per protocol: `ethernet` (Ethernet II, VLAN tags), `arp`,
 //! `ipv4`, `ipv6` (with its extension-header chain, ICMPv6 and Neighbor
-//! Discovery), `tcp`, `udp`, `icmp`, `srv6` (the Segment Routing Header),
+//! Discovery), `tcp`, `udp`, `icmp`, `pppoe` (PPPoE and PPP control
+//! packets), `srv6` (the Segment Routing Header),
 //! `xlat` (IPv4/IPv6 translation and RFC 6052 addresses), and `flow`, the
 //! one five-tuple parser every flow table reads packets through.
 //!
@@ -19,6 +20,7 @@ pub mod flow;
 pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
+pub mod pppoe;
 pub mod srv6;
 pub mod tcp;
 pub mod udp;
