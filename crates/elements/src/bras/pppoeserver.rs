@@ -365,6 +365,14 @@ impl PPPoEServer {
         }
         let base = u32::from_be_bytes(pool.addr) & u32::from_be_bytes(pool.mask);
         let size = 1usize << (32 - plen);
+        if crate::world::check_only() {
+            // `pronto check` reads and creates nothing.
+            return Ok(crate::world::stand_in([
+                crate::world::input_file(ctx, &subs),
+                acct.as_deref()
+                    .and_then(|a| crate::world::output_file(ctx, a)),
+            ]));
+        }
         let path = ctx.path(&subs);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             ConfigError::new(format!("SUBSCRIBERS: cannot read {}: {e}", path.display()))
