@@ -27,6 +27,7 @@ const FAMILIES: &[&str] = &[
     "ids",
     "stateful",
     "userlevel",
+    "vpn",
 ];
 
 /// Every `Spec::new("Name")` in the element files that declare a `SPEC`,
