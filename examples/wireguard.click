@@ -34,7 +34,7 @@ arpq_o :: ARPQuerier($OUT4, $OUTMAC) -> out_o;
 arpq_i :: ARPQuerier($IN4, $INMAC) -> out_i;
 
 // OUT side: the tunnel's UDP packets.
-FromDevice($OUT, PROMISC true)
+FromDevice($OUT, PROMISC true, METHOD RING)
     -> co :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
 co[0] -> ARPResponder($OUT4 $OUTMAC) -> out_o;
 co[1] -> [1]arpq_o;
@@ -45,7 +45,7 @@ tunnel[0] -> [1]wg;
 tunnel[1] -> not_tunnel :: Counter -> Discard;
 
 // IN side: plain packets to encrypt.
-FromDevice($IN, PROMISC true)
+FromDevice($IN, PROMISC true, METHOD RING)
     -> ci :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
 ci[0] -> ARPResponder($IN4 $INMAC) -> out_i;
 ci[1] -> [1]arpq_i;

@@ -7,7 +7,7 @@
 //! second handshake while every second of the transfer still moves data.
 //!
 //! ```text
-//! client ns (wireguard-go wg0 10.99.0.2)   middle ns (pronto)   server ns
+//! client ns (wireguard-go 10.99.0.2)     middle ns (pronto)   server ns
 //! c 10.202.1.1 ─── veth ─── out 10.202.1.254   in 10.202.2.254 ─── veth ─── s 10.202.2.1
 //! ```
 //!
@@ -191,17 +191,21 @@ fn wireguard_go_peer_pings_and_iperf3_through_pronto_with_a_rekey() {
     let mut ctl = Ctl::connect(&ctl_path);
     assert_eq!(ctl.read("wg.public_key"), gw_pub, "{}", said());
 
-    // The real peer: wireguard-go with wg0, configured by `wg`.
+    // The real peer: wireguard-go, configured by `wg`. Its control socket
+    // (/var/run/wireguard/NAME.sock) is not per namespace: the name is
+    // this test's own.
+    let wg0 = format!("wgt{}", std::process::id());
+    let wg0 = wg0.as_str();
     t.spawn(
         0,
-        &["wireguard-go", "-f", "wg0"],
+        &["wireguard-go", "-f", wg0],
         std::fs::File::create(dir.join("wireguard-go.log")).expect("log"),
     );
     let t0 = Instant::now();
-    while !t.output(0, &["ip", "link", "show", "wg0"]).0 {
+    while !t.output(0, &["ip", "link", "show", wg0]).0 {
         assert!(
             t0.elapsed() < Duration::from_secs(10),
-            "wireguard-go made no wg0"
+            "wireguard-go made no interface"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -212,7 +216,7 @@ fn wireguard_go_peer_pings_and_iperf3_through_pronto_with_a_rekey() {
         &c,
         "wg",
         "set",
-        "wg0",
+        wg0,
         "private-key",
         cl_key.to_str().expect("utf-8 path"),
         "peer",
@@ -222,18 +226,9 @@ fn wireguard_go_peer_pings_and_iperf3_through_pronto_with_a_rekey() {
         "allowed-ips",
         "10.202.2.0/24",
     ]);
-    must(&["ip", "-n", &c, "addr", "add", "10.99.0.2/32", "dev", "wg0"]);
-    must(&["ip", "-n", &c, "link", "set", "wg0", "up"]);
-    must(&[
-        "ip",
-        "-n",
-        &c,
-        "route",
-        "add",
-        "10.202.2.0/24",
-        "dev",
-        "wg0",
-    ]);
+    must(&["ip", "-n", &c, "addr", "add", "10.99.0.2/32", "dev", wg0]);
+    must(&["ip", "-n", &c, "link", "set", wg0, "up"]);
+    must(&["ip", "-n", &c, "route", "add", "10.202.2.0/24", "dev", wg0]);
 
     // Ping: the first may wait for the handshake; then exactly 5 of 5.
     let (ok, out) = t.until(15, &["ping", "-c", "1", "-W", "1", "10.202.2.1"]);
@@ -299,8 +294,8 @@ fn wireguard_go_peer_pings_and_iperf3_through_pronto_with_a_rekey() {
     assert_eq!(ctl.stat("decrypt_failed"), 0);
     assert_eq!(ctl.stat("replay"), 0);
     assert_eq!(ctl.stat("bad_source"), 0);
-    let (_, wg_show) = t.output(0, &["wg", "show", "wg0", "transfer"]);
-    eprintln!("wireguard test: wg show wg0 transfer: {wg_show}");
+    let (_, wg_show) = t.output(0, &["wg", "show", wg0, "transfer"]);
+    eprintln!("wireguard test: wg show {wg0} transfer: {wg_show}");
     drop(ctl);
     drop(t);
 }
