@@ -34,6 +34,7 @@ pub mod tcpudp;
 pub mod test;
 pub mod threads;
 pub mod userlevel;
+pub mod vpn;
 
 pub use args::{
     Args, Bandwidth, ConfigError, EtherAddr, FromArg, Ip4, Ip6, Ip6Prefix, IpPrefix, Raw, Seconds,

@@ -308,6 +308,9 @@ classes!(
     crate::stateful::nat64::Nat64,
     crate::stateful::statefulfirewall::StatefulFirewall,
     // end stateful
+    // vpn/
+    crate::vpn::wireguard::WireGuard,
+    // end vpn
     // userlevel/
     crate::userlevel::chattersocket::ChatterSocket,
     crate::userlevel::fastudpsrc::FastUDPSource,

@@ -28,6 +28,7 @@ const FAMILIES: &[&str] = &[
     "stateful",
     "bras",
     "userlevel",
+    "vpn",
 ];
 
 /// Every `Spec::new("Name")` in the element files that declare a `SPEC`,

@@ -783,6 +783,16 @@ const ROWS: &[Row] = &[
         "FlowMonitor",
         two!("in -> x :: FlowMonitor(CAPACITY 8, INACTIVE_TIMEOUT 0.001, ACTIVE_TIMEOUT 0.002);"),
     ),
+    // vpn/: the receive side on the trace's UDP flows (ports 53 and 4500),
+    // the send side on everything.
+    r(
+        "WireGuard",
+        two!("x :: WireGuard(CONFIG $D/wg.conf, ADDRESS 192.0.2.1, PORT 53); in -> t :: Tee(2); t[0] -> [0]x; t[1] -> [1]x;"),
+    ),
+    r(
+        "WireGuard",
+        two!("x :: WireGuard(CONFIG $D/wg.conf, ADDRESS 192.0.2.1, PORT 4500, MTU 576); in -> t :: Tee(2); t[0] -> [1]x; t[1] -> [0]x;"),
+    ),
     r(
         "PPPoEServer",
         "x :: PPPoEServer(MAC 02:00:00:00:00:aa, SUBSCRIBERS $D/bras.subs, POOL 10.64.0.0/24, LOCAL 10.64.0.1, CAPACITY 8, ACCOUNTING $D/bras.acct); \
@@ -1854,6 +1864,16 @@ fn write_inputs(dir: &Path) -> PathBuf {
     // Legacy cells: the pcap trace cut into 64-byte pieces.
     std::fs::write(dir.join("hostile.dag"), &trace[..trace.len() / 64 * 64]).expect("write dag");
     std::fs::write(dir.join("small.netflow"), hostile_netflow(true)).expect("write netflow");
+    // WireGuard's keys: a peer for every address, another for 8.8.0.0/16.
+    std::fs::write(
+        dir.join("wg.conf"),
+        "[Interface]\nPrivateKey = 6IXHHUScemhF1OwjsXchXtU8clcp2u2vYJqQvzcabGI=\n\
+         [Peer]\nPublicKey = NwiU7ZZoNw2a5RaiLhQ/5kmQvkOKOB4TptVJz//gK0k=\n\
+         AllowedIPs = 0.0.0.0/0, ::/0\nEndpoint = 192.0.2.2:51820\n\
+         [Peer]\nPublicKey = nwk/DTIo5UT67KM/MWr+A9hcGFHpnbAj6yTJ2XDgEH4=\n\
+         AllowedIPs = 8.8.0.0/16\n",
+    )
+    .expect("write wg.conf");
     let rules = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/ids.rules"
