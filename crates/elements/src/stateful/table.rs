@@ -612,12 +612,18 @@ mod tests {
             .filter(|k| a.0.home(k) == target)
             .take(64)
             .collect();
-        // ...which another table, as in another process, spreads out.
+        // ...which another table, as in another process, spreads out: no
+        // probe run the attacker can make long. (The number of distinct
+        // homes varies with the process's seed: 36 to 64 over 600
+        // processes, while the most keys sharing one home never went past
+        // 4; the bound is twice that.)
         let b: IndexTable<u64> = IndexTable::new(1 << 12);
-        let mut homes: Vec<usize> = crafted.iter().map(|k| b.0.home(k)).collect();
-        homes.sort_unstable();
-        homes.dedup();
-        assert!(homes.len() > 48, "{} distinct homes of 64", homes.len());
+        let mut per_home = std::collections::HashMap::new();
+        for k in &crafted {
+            *per_home.entry(b.0.home(k)).or_insert(0usize) += 1;
+        }
+        let most = per_home.values().copied().max().unwrap_or(0);
+        assert!(most <= 8, "{most} of the 64 crafted keys share one home");
     }
 
     #[test]
