@@ -101,13 +101,16 @@ fn wd(addr: &str, method: &str, path: &str, body: &[u8]) -> Result<(u16, Value),
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 impl Browser {
-    fn start(chromium: &Path, chromedriver: &Path) -> Browser {
+    /// `tmp` holds what chromedriver and Chromium write (their profile
+    /// and scratch directories): the test's scratch, removed after it.
+    fn start(chromium: &Path, chromedriver: &Path, tmp: &Path) -> Browser {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
         let driver = Command::new(chromedriver)
             .arg(format!("--port={port}"))
+            .env("TMPDIR", tmp)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -326,7 +329,9 @@ fn the_console_in_a_headless_browser() {
     assert_eq!(r.status, 201, "{}", r.text());
 
     let base = format!("http://{}", d.tcp);
-    let b = Browser::start(&chromium, &chromedriver);
+    let tmp = dir.join("browser-tmp");
+    std::fs::create_dir_all(&tmp).expect("the browser's temporary directory");
+    let b = Browser::start(&chromium, &chromedriver, &tmp);
 
     // Without a token, the console asks for one; a wrong one is refused.
     b.go(&format!("{base}/ui/"));

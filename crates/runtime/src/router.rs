@@ -14,7 +14,7 @@ use pronto_elements::{
     TaskStatus,
 };
 use pronto_lang::{Diagnostic, FlatConfig, SourceMap};
-use pronto_packet::{Batch, Pool, BATCH_MAX};
+use pronto_packet::{Batch, Packet, Pool, BATCH_MAX};
 
 use crate::graph::{self, Graph};
 use crate::script::{Env, Script, ScriptState};
@@ -234,6 +234,9 @@ pub struct Router {
     trace: Option<Box<crate::trace::Tracer>>,
     /// `trace.is_some()`, next to the fields every hop reads.
     tracing: bool,
+    /// While a trace is armed: one frame per `pull_each` call in progress
+    /// (the element, and the marks of the packets it pulled).
+    trace_frames: Vec<(usize, Vec<u32>)>,
     pool: Pool,
 }
 
@@ -831,6 +834,7 @@ impl Router {
             unconnected: vec![0; nnodes],
             trace: None,
             tracing: false,
+            trace_frames: Vec::new(),
             pool,
         })
     }
@@ -1017,7 +1021,7 @@ impl Router {
         // element, a task) switch back themselves.
         self.acct_switch(node);
         let traced = if TRACE {
-            self.trace_enter(node, port, batch, false)
+            self.trace_enter(node, port, batch.as_slice(), false)
         } else {
             None
         };
@@ -1063,11 +1067,11 @@ impl Router {
         &mut self,
         node: usize,
         port: usize,
-        batch: &Batch,
+        packets: &[Packet],
         pulled: bool,
     ) -> Option<crate::trace::Call> {
         let t = self.trace.as_mut()?;
-        let ids = t.entered(node, port, batch, pulled)?;
+        let ids = t.entered(node, port, packets, pulled)?;
         let mut c = pronto_elements::Counters::new();
         self.elems[node].counters(&mut c);
         Some(crate::trace::Call {
@@ -1098,12 +1102,52 @@ impl Router {
     #[cold]
     #[inline(never)]
     fn trace_left(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        self.trace_left_from(node, port, batch.as_mut_slice(), false);
+    }
+
+    /// [`Router::trace_left`] for the packets a pull answered with (those
+    /// past what the puller's batch held before).
+    #[cold]
+    #[inline(never)]
+    fn trace_left_from(&mut self, node: usize, port: usize, packets: &mut [Packet], pulled: bool) {
         let source = self.graph.nodes[node].ninputs == 0;
         if let Some(t) = self.trace.as_mut() {
             if source && t.wants_more() {
-                t.mark(batch);
+                t.mark(packets);
             }
-            t.left(node, port, batch);
+            t.left(node, port, packets, pulled && !source);
+        }
+    }
+
+    /// A packet `node` pulled from `input` itself (`pull_each`): its step,
+    /// and its mark kept in the call's frame.
+    #[cold]
+    #[inline(never)]
+    fn trace_pulled_in(&mut self, node: usize, input: usize, b: &Batch) {
+        let Some(t) = self.trace.as_mut() else { return };
+        let Some(ids) = t.entered(node, input, b.as_slice(), true) else {
+            return;
+        };
+        if let Some((n, frame)) = self.trace_frames.last_mut() {
+            if *n == node {
+                frame.extend(ids);
+            }
+        }
+    }
+
+    /// A call of `node` about to pull its inputs one packet at a time
+    /// (`pull_each`): its counters before, and a frame that collects the
+    /// marks of what it pulls.
+    #[cold]
+    #[inline(never)]
+    fn trace_pull_frame(&mut self, node: usize) -> crate::trace::Call {
+        let mut c = pronto_elements::Counters::new();
+        self.elems[node].counters(&mut c);
+        self.trace_frames.push((node, Vec::new()));
+        crate::trace::Call {
+            ids: Vec::new(),
+            drops: c.drops().collect(),
+            held: self.elems[node].held(),
         }
     }
 
@@ -1247,6 +1291,7 @@ impl Router {
     /// Pulls up to `max` packets from output `port` of `node` into `batch`.
     fn pull(&mut self, node: usize, port: usize, batch: &mut Batch, max: usize) {
         let now = self.run_now;
+        let before = batch.len();
         if self.elems[node].is_pull_source() {
             let prev = self.acct_switch(node);
             let mut none: [Batch; 0] = [];
@@ -1256,6 +1301,9 @@ impl Router {
                 self.after_call(node, 0, &mut Batch::new(), &mut OutBufs::none());
             }
             self.acct_switch(prev);
+            if self.tracing && batch.len() > before {
+                self.trace_left_from(node, port, &mut batch.as_mut_slice()[before..], true);
+            }
             return;
         }
         if self.elems[node].as_pull_one().is_some() {
@@ -1282,6 +1330,11 @@ impl Router {
         }
         let mut ob = self.take_outbufs(node);
         let prev = self.acct_switch(node);
+        let traced = if self.tracing {
+            self.trace_enter(node, input, got.as_slice(), true)
+        } else {
+            None
+        };
         let pass = {
             let OutBufs { bufs, spill } = &mut *ob;
             let mut out = Out::with_spill(bufs, spill, &self.pool, now, &mut self.ctrl);
@@ -1304,7 +1357,13 @@ impl Router {
             batch.append(b);
         }
         let pass = pass.filter(|&p| p != port);
+        if traced.is_some() {
+            self.trace_left_from(node, port, &mut batch.as_mut_slice()[before..], false);
+        }
         self.forward(node, pass, &mut got, &mut ob);
+        if traced.is_some() {
+            self.trace_exit(node, traced);
+        }
         self.acct_switch(prev);
         self.outbufs[node] = Some(ob);
         self.put_scratch(got);
@@ -1314,6 +1373,12 @@ impl Router {
     /// (schedulers, shapers), one packet at a time, stopping at the first
     /// empty answer as a Click puller does.
     fn pull_each(&mut self, node: usize, port: usize, batch: &mut Batch, max: usize) {
+        let before = batch.len();
+        let traced = if self.tracing {
+            Some(self.trace_pull_frame(node))
+        } else {
+            None
+        };
         // The element steps out of the table while it runs, so that its
         // input pulls can use the router.
         let mut elem = std::mem::replace(&mut self.elems[node], Box::new(Placeholder));
@@ -1335,6 +1400,15 @@ impl Router {
         self.acct_switch(prev);
         self.elems[node] = elem;
         self.out_of_table.pop();
+        if let Some(mut call) = traced {
+            if let Some((_, ids)) = self.trace_frames.pop() {
+                call.ids = ids;
+            }
+            if !call.ids.is_empty() {
+                self.trace_left_from(node, port, &mut batch.as_mut_slice()[before..], false);
+                self.trace_exit(node, Some(call));
+            }
+        }
         if self.out_of_table.is_empty() && !self.deferred.is_empty() {
             self.make_deferred_calls();
         }
@@ -1484,7 +1558,7 @@ impl Router {
             }
         }
         let traced = if self.tracing && !batch.is_empty() {
-            self.trace_enter(node, 0, &batch, true)
+            self.trace_enter(node, 0, batch.as_slice(), true)
         } else {
             None
         };
@@ -2819,6 +2893,9 @@ impl pronto_elements::PullInputs for RouterInputs<'_> {
     fn pull_input(&mut self, input: usize) -> Option<pronto_packet::Packet> {
         let mut b = self.router.take_scratch();
         self.router.pull_input(self.node, input, &mut b, 1);
+        if self.router.tracing && !b.is_empty() {
+            self.router.trace_pulled_in(self.node, input, &b);
+        }
         let p = b.pop();
         b.clear();
         self.router.put_scratch(b);

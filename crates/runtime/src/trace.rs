@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use pronto_classify::FrameFilter;
-use pronto_packet::Batch;
+use pronto_packet::Packet;
 
 /// The most packets one trace follows.
 pub const MAX_PACKETS: u32 = 1000;
@@ -123,10 +123,10 @@ impl Tracer {
         }
     }
 
-    /// A source's batch on its way out: marks packets while more are
+    /// A source's packets on their way out: marks packets while more are
     /// wanted.
-    pub(crate) fn mark(&mut self, batch: &mut Batch) {
-        for p in batch.iter_mut() {
+    pub(crate) fn mark(&mut self, packets: &mut [Packet]) {
+        for p in packets.iter_mut() {
             if self.paths.len() as u32 >= self.want {
                 return;
             }
@@ -147,9 +147,11 @@ impl Tracer {
         }
     }
 
-    /// Marked packets of `batch` leave `node` on `port`.
-    pub(crate) fn left(&mut self, node: usize, port: usize, batch: &Batch) {
-        for p in batch.iter() {
+    /// Marked packets leave `node` on `port` (`pulled`: given in answer
+    /// to a pull by an element they had not entered in this call, such as
+    /// a queue that held them).
+    pub(crate) fn left(&mut self, node: usize, port: usize, packets: &[Packet], pulled: bool) {
+        for p in packets {
             let id = p.annotations().trace;
             if id == 0 {
                 continue;
@@ -179,7 +181,7 @@ impl Tracer {
                     Step {
                         node,
                         input: None,
-                        pulled: false,
+                        pulled,
                         left: Left::Port(port),
                         why: String::new(),
                         changed,
@@ -189,16 +191,16 @@ impl Tracer {
         }
     }
 
-    /// Marked packets of `batch` arrive at `node` on `input` (`pulled`:
-    /// by a pull): their marks, when there are any.
+    /// Marked packets arrive at `node` on `input` (`pulled`: by a pull):
+    /// their marks, when there are any.
     pub(crate) fn entered(
         &mut self,
         node: usize,
         input: usize,
-        batch: &Batch,
+        packets: &[Packet],
         pulled: bool,
     ) -> Option<Vec<u32>> {
-        let ids: Vec<u32> = batch
+        let ids: Vec<u32> = packets
             .iter()
             .map(|p| p.annotations().trace)
             .filter(|&id| id != 0)
@@ -299,7 +301,9 @@ impl Tracer {
                 let into = match (st.input, st.pulled) {
                     (Some(i), false) => format!("in {i}"),
                     (Some(i), true) => format!("in {i} (pulled)"),
-                    (None, _) => "made".to_string(),
+                    // Given out in answer to a pull (a queue that held it).
+                    (None, true) => "pulled".to_string(),
+                    (None, false) => "made".to_string(),
                 };
                 let what = match &st.left {
                     Left::Pending => "in the element now".to_string(),

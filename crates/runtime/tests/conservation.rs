@@ -687,3 +687,45 @@ fn a_trace_follows_marked_packets_element_by_element() {
     assert_eq!(r.read_handler("trace", "").expect("read"), "trace: off\n");
     r.check_conservation().expect("conserved");
 }
+
+#[test]
+fn a_trace_follows_packets_along_a_pull_path() {
+    // A 60-byte Ethernet frame: IPv4, UDP to port 53.
+    let mut f = [0u8; 60];
+    f[12] = 0x08;
+    f[14] = 0x45;
+    f[23] = 17;
+    f[37] = 53;
+    let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
+    // From a queue through an element pulled through (Strip), a
+    // scheduler that pulls one packet at a time, to the puller.
+    let text = format!(
+        "a :: InfiniteSource(DATA \\<{hex}>, LIMIT 2, BURST 1, STOP false) -> q :: Queue(4) \
+         -> s :: Strip(14) -> rr :: RoundRobinSched -> u :: Unqueue -> d :: Discard; \
+         Idle -> [1]rr; \
+         Script(wait 50ms, stop);"
+    );
+    let mut r = build(&text, pronto_runtime::DEFAULT_POOL_LIMIT).expect("builds");
+    r.write_handler("trace", "1").expect("arms");
+    r.run().expect("runs");
+    let stripped: String = f[14..].iter().map(|b| format!("{b:02x}")).collect();
+    let row = |name: &str, what: &str| format!("  {name:<32} {what}\n");
+    assert_eq!(
+        r.read_handler("trace", "").expect("read"),
+        format!(
+            "trace: 1 of 1 packets\npacket 1\n{}",
+            [
+                row("a :: InfiniteSource", "made -> out 0"),
+                row("q :: Queue", "in 0 -> held"),
+                row("q :: Queue", "pulled -> out 0"),
+                row("s :: Strip", "in 0 (pulled) -> out 0"),
+                row("", &format!("changed: 46 bytes: {stripped}")),
+                row("rr :: RoundRobinSched", "in 0 (pulled) -> out 0"),
+                row("u :: Unqueue", "in 0 (pulled) -> out 0"),
+                row("d :: Discard", "in 0 -> dropped: discarded"),
+            ]
+            .concat()
+        )
+    );
+    r.check_conservation().expect("conserved");
+}
