@@ -75,27 +75,27 @@ impl<S: TableSlot> SlotTable<S> {
         (self.hasher.hash(*k) as usize) & self.mask
     }
 
-    /// Loads the first slot `k` probes and returns its key, so that a pass
-    /// over a whole batch issues its cache misses together (the CPU
-    /// overlaps independent loads) before the packets are processed.
+    /// Prefetches the first slot `k` probes, so that a pass over a whole
+    /// batch issues its cache misses together, without waiting for any,
+    /// before the packets are processed.
     #[inline]
-    pub fn touch(&self, k: S::Key) -> S::Key {
-        self.slots[self.home(&k)].key()
+    pub fn prefetch(&self, k: S::Key) {
+        pronto_packet::cpu::prefetch(&self.slots[self.home(&k)]);
     }
 
-    /// Where `k`'s probe run starts: for [`SlotTable::touch_at`] and
-    /// [`SlotTable::find_from`], so that a batch that touches first hashes
-    /// each key once.
+    /// Where `k`'s probe run starts: for [`SlotTable::prefetch_at`] and
+    /// [`SlotTable::find_from`], so that a batch that prefetches first
+    /// hashes each key once.
     #[inline]
     pub fn home_of(&self, k: &S::Key) -> usize {
         self.home(k)
     }
 
-    /// Loads the slot at `pos` (a [`SlotTable::home_of`]) and returns its
-    /// key (see [`SlotTable::touch`]).
+    /// Prefetches the slot at `pos` (a [`SlotTable::home_of`]; see
+    /// [`SlotTable::prefetch`]).
     #[inline]
-    pub fn touch_at(&self, pos: usize) -> S::Key {
-        self.slots[pos & self.mask].key()
+    pub fn prefetch_at(&self, pos: usize) {
+        pronto_packet::cpu::prefetch(&self.slots[pos & self.mask]);
     }
 
     /// The position of the slot holding `k`.
@@ -246,10 +246,10 @@ impl<K: Key> IndexTable<K> {
         self.0.is_empty()
     }
 
-    /// Loads the first slot `k` probes (see [`SlotTable::touch`]).
+    /// Prefetches the first slot `k` probes (see [`SlotTable::prefetch`]).
     #[inline]
-    pub fn touch(&self, k: K) -> K {
-        self.0.touch(k)
+    pub fn prefetch(&self, k: K) {
+        self.0.prefetch(k)
     }
 
     /// The value stored for `k`.
