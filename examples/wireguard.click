@@ -28,13 +28,15 @@ define($OUT out, $IN in, $OUTMAC 02:00:00:00:01:fe, $INMAC 02:00:00:00:02:fe,
 wg :: WireGuard(CONFIG $KEYS, ADDRESS $OUT4, PORT $PORT, MTU 1420);
 ControlSocket(UNIX, $CTL);
 
-out_o :: Queue(1024) -> ToDevice($OUT);
-out_i :: Queue(1024) -> ToDevice($IN);
+// Up to 32 packets per task run on every device (the default is one): a
+// send call per batch, and the element encrypts and decrypts whole batches.
+out_o :: Queue(1024) -> ToDevice($OUT, BURST 32);
+out_i :: Queue(1024) -> ToDevice($IN, BURST 32);
 arpq_o :: ARPQuerier($OUT4, $OUTMAC) -> out_o;
 arpq_i :: ARPQuerier($IN4, $INMAC) -> out_i;
 
 // OUT side: the tunnel's UDP packets.
-FromDevice($OUT, PROMISC true, METHOD RING)
+FromDevice($OUT, PROMISC true, METHOD RING, BURST 32)
     -> co :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
 co[0] -> ARPResponder($OUT4 $OUTMAC) -> out_o;
 co[1] -> [1]arpq_o;
@@ -45,7 +47,7 @@ tunnel[0] -> [1]wg;
 tunnel[1] -> not_tunnel :: Counter -> Discard;
 
 // IN side: plain packets to encrypt.
-FromDevice($IN, PROMISC true, METHOD RING)
+FromDevice($IN, PROMISC true, METHOD RING, BURST 32)
     -> ci :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
 ci[0] -> ARPResponder($IN4 $INMAC) -> out_i;
 ci[1] -> [1]arpq_i;

@@ -1,12 +1,13 @@
-//! `pronto bench veth` and `pronto bench tcp` for real, with very short
+//! `pronto bench veth`, `tcp` and `wireguard` for real, with very short
 //! runs: each must write its CSV with the documented header and sane
 //! numbers for the kernel path and for pronto (SOCKET and RING; XDP either
 //! measured or a row that says why it was skipped), and leave no
 //! namespace behind, also when interrupted. `pronto bench flood` (sandboxed
 //! instances on the daemon's switch) writes its table too.
 //!
-//! Needs root (network namespaces), `ip`, `ping`, `sysctl`, and for the
-//! TCP experiment `iperf3`; without them the tests say so loudly and pass.
+//! Needs root (network namespaces), `ip`, `ping`, `sysctl`, for the TCP
+//! experiment `iperf3`, and for the WireGuard one also `ethtool`, `wg` and
+//! `wireguard-go`; without them the tests say so loudly and pass.
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -354,4 +355,76 @@ fn flood_experiment_writes_its_table() {
         "{stdout}"
     );
     assert!(out.0.join("flood.png").exists());
+}
+
+#[test]
+fn wireguard_experiment_writes_its_table() {
+    if let Some(why) = missing(&[
+        "ip",
+        "ping",
+        "sysctl",
+        "ethtool",
+        "iperf3",
+        "wg",
+        "wireguard-go",
+    ]) {
+        eprintln!("SKIPPED bench_net wireguard test: {why}. CI runs it as root.");
+        return;
+    }
+    let out = OutDir::new("wireguard");
+    let dir = out.0.to_string_lossy().into_owned();
+    let (o, pid) = bench(&[
+        "wireguard",
+        "--duration",
+        "1",
+        "--rounds",
+        "1",
+        "--udp-rate",
+        "100M",
+        "--out",
+        &dir,
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "pronto bench wireguard failed:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "namespaces left");
+    for side in ["c", "m"] {
+        for g in ["p", "w"] {
+            let sock = format!("/var/run/wireguard/wg{side}{pid}1{g}.sock");
+            assert!(!std::path::Path::new(&sock).exists(), "{sock} left");
+        }
+    }
+    let rows = read_csv(
+        &out.0.join("wireguard.csv"),
+        "gateway,round,tcp_mbps,tcp_retransmits,udp_mbps,udp_loss_percent,gateway_cpu_s,note",
+    );
+    let gateways: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r[0].as_str(), r[1].as_str()))
+        .collect();
+    assert_eq!(gateways, [("pronto", "1"), ("wireguard-go", "1")]);
+    for r in &rows {
+        assert_eq!(r[7], "", "a run without failure: {r:?}");
+        let tcp = number(&r[2], "tcp_mbps");
+        assert!(tcp > 0.0 && tcp < 1e6, "{r:?}");
+        number(&r[3], "tcp_retransmits");
+        // At most what was offered (100 Mb/s), and something got through.
+        let udp = number(&r[4], "udp_mbps");
+        assert!(udp > 0.0 && udp <= 110.0, "{r:?}");
+        let loss = number(&r[5], "udp_loss_percent");
+        assert!((0.0..100.0).contains(&loss), "{r:?}");
+        // The gateway forwarded a second of TCP: it used some CPU.
+        let cpu = number(&r[6], "gateway_cpu_s");
+        assert!(cpu > 0.0, "{r:?}");
+    }
+    assert!(out.0.join("wireguard.png").exists());
+    assert!(
+        stdout.contains("| gateway | rounds | TCP Mb/s | vs wireguard-go |")
+            && stdout.contains("| wireguard-go | 1 |"),
+        "{stdout}"
+    );
+    eprintln!("{stdout}");
 }

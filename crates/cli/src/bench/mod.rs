@@ -15,6 +15,7 @@ mod soak;
 mod switch;
 mod tcp;
 mod veth;
+mod wireguard;
 
 pub use plot::{plot, PlotSpec};
 
@@ -37,6 +38,9 @@ Subcommands:
   veth       OUVR: 64 B forwarding rate and ping delay through a middle namespace,
              pronto (SOCKET, RING, RING+POLL = --busy-poll, XDP) against Linux forwarding
   tcp        iperf3 and ping through pronto between two namespaces, against Linux
+  wireguard  iperf3 TCP and UDP (1,420 B inner packets) through a WireGuard gateway
+             between two namespaces: pronto (examples/wireguard.click) against
+             wireguard-go, rounds alternating; prints pronto's ratio
   boot       sandboxed instances: API request to first forwarded frame as they accumulate
              (--count N, default 1000), idle memory (PSS) and idle CPU
   handlers   handler write/read round trips through the REST API, 1 B to 64 KB
@@ -84,6 +88,8 @@ Options by subcommand (the defaults in brackets):
   veth                   --duration SECONDS, --methods LIST, --rates LIST (pps),
                          --pings N [200]
   tcp                    --duration SECONDS, --methods LIST, --pings N
+  wireguard              --duration SECONDS [10] per run, --rounds N [3],
+                         --udp-rate RATE [1G] (iperf3 -b)
   boot                   --count N [1000], --pause-ms MS [0] between creates
   handlers               --runs N [200] round trips per size
   consolidate            --count N [10000]
@@ -130,6 +136,7 @@ pub fn main(args: &[String]) -> ExitCode {
         "sink" => gen::sink(rest),
         "veth" => veth::main(rest),
         "tcp" => tcp::main(rest),
+        "wireguard" => wireguard::main(rest),
         other => Err(format!("unknown bench subcommand `{other}`\n\n{USAGE}")),
     };
     match r {

@@ -228,14 +228,14 @@ fn must(args: &[&str]) -> Result<(), String> {
 }
 
 /// Runs `ip -n NS WORDS...` (`words` split at spaces).
-fn ip(ns: &str, words: &str) -> Result<(), String> {
+pub fn ip(ns: &str, words: &str) -> Result<(), String> {
     let mut args = vec!["ip", "-n", ns];
     args.extend(words.split_whitespace());
     must(&args)
 }
 
 /// Runs `WORDS...` (split at spaces) inside namespace `ns`.
-fn run_in(ns: &str, words: &str) -> Result<(), String> {
+pub fn run_in(ns: &str, words: &str) -> Result<(), String> {
     let mut args = vec!["ip", "netns", "exec", ns];
     args.extend(words.split_whitespace());
     must(&args)
