@@ -273,3 +273,85 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
     assert_eq!(err, "pronto rm: no instance `fw1`\n");
     drop(members);
 }
+
+/// The failover time, measured (docs/benchmarks.md, the cluster
+/// section): three nodes, one instance; its node's daemon killed with
+/// `kill -9`, the time until the instance answers a handler read on the
+/// node it moved to; the killed node started again before the next trial.
+/// `cargo test -p pronto-cli --test cluster_daemon -- --ignored
+/// --nocapture` (prints the figures; asserts nothing about time).
+#[test]
+#[ignore = "a measurement: run with --ignored --nocapture"]
+fn failover_time() {
+    if !rustix::process::geteuid().is_root() || !testing::have_etcd() {
+        println!("SKIPPED failover_time: needs root and etcd");
+        return;
+    }
+    let trials: usize = std::env::var("TRIALS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(10);
+    let members = testing::Members::start(1).expect("etcd starts");
+    let url = members.endpoints();
+    let etcd = Etcd::new(&url).expect("endpoint");
+    let scratch = common::scratch("cluster-failover");
+    let config = scratch.join("c.click");
+    std::fs::write(&config, COUNTING).expect("write");
+    let mut nodes: Vec<Node> = ["n1", "n2", "n3"]
+        .iter()
+        .map(|n| {
+            let dir = scratch.join(n);
+            std::fs::create_dir_all(&dir).expect("dir");
+            let daemon = Some(start(&dir, n, &url));
+            Node {
+                name: n.to_string(),
+                dir,
+                daemon,
+            }
+        })
+        .collect();
+    let live = || -> BTreeSet<String> {
+        node::nodes(&etcd)
+            .expect("nodes")
+            .into_iter()
+            .map(|n| n.name)
+            .collect()
+    };
+    ok(
+        &nodes[0].dir,
+        &["create", "fw", "--config", config.to_str().expect("path")],
+    );
+    let mut took = Vec::new();
+    for _ in 0..trials {
+        let at = scheduler::placements(&etcd).expect("placements")["fw"].clone();
+        let i = nodes.iter().position(|n| n.name == at).expect("a node");
+        let t0 = Instant::now();
+        nodes[i].daemon.take().expect("running").kill9();
+        let mut to = None;
+        while to.is_none() {
+            let now = scheduler::placements(&etcd).expect("placements");
+            if let Some(n) = now.get("fw").filter(|n| **n != at) {
+                let d = &nodes.iter().find(|x| &x.name == n).expect("a node").dir;
+                if count(d, "fw", "c.count").is_some() {
+                    to = Some(n.clone());
+                }
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "no failover");
+        }
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        println!(
+            "trial: {at} killed, fw answering on {} after {ms:.0} ms",
+            to.expect("node")
+        );
+        took.push(ms);
+        nodes[i].daemon = Some(start(&nodes[i].dir, &at, &url));
+        wait_until("the node registers again", || live().contains(&at));
+    }
+    took.sort_by(f64::total_cmp);
+    println!(
+        "failover over {trials} trials: p50 {:.0} ms, max {:.0} ms (lease TTL 2 s)",
+        took[took.len() / 2],
+        took[took.len() - 1]
+    );
+    drop(members);
+}
