@@ -150,6 +150,25 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
         );
         assert!(out.ends_with(": running\n"), "{out}");
     }
+    // A configuration that does not build: its node's diagnostics, and
+    // nothing left in the cluster.
+    let bad = scratch.join("bad.click");
+    std::fs::write(&bad, "c :: Counter; Nope -> c;\n").expect("write");
+    let (made, _, err) = cli(
+        &nodes[1].dir,
+        &["create", "bad", "--config", bad.to_str().expect("path")],
+    );
+    assert!(!made);
+    assert!(err.contains("unknown element class 'Nope'"), "{err}");
+    assert!(err.contains("config:1:15"), "{err}");
+    wait_until("nothing left of a failed create", || {
+        etcd.get(&scheduler::instance_key("bad"))
+            .expect("get")
+            .is_none()
+            && !scheduler::placements(&etcd)
+                .expect("placements")
+                .contains_key("bad")
+    });
     let (dup, _, err) = cli(&nodes[1].dir, &["create", "fw1", "--config", cfg]);
     assert!(!dup);
     assert_eq!(

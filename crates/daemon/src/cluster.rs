@@ -268,6 +268,12 @@ impl Cluster {
         Ok(())
     }
 
+    /// What node `node` reports of instance `name` (`status/NODE/NAME`).
+    pub fn report_of(&self, node: &str, name: &str) -> Option<Value> {
+        let kv = self.etcd.get(&status_key(node, name)).ok()??;
+        serde_json::from_slice(&kv.value).ok()
+    }
+
     /// Every stored instance (of `tenant`, or all), by name: its spec's
     /// JSON, its node (from `placements/`) and the state its node reports
     /// (`status/`): `pending` (no node), `starting` (placed, no report
@@ -330,10 +336,22 @@ struct ManagerConverge {
 }
 
 impl ManagerConverge {
-    fn report(&self, name: &str, state: &str, error: Option<String>) {
+    fn report(&self, name: &str, state: &str, error: Option<&Failure>) {
         let mut v = json!({"node": self.node, "state": state});
         if let Some(e) = error {
-            v["error"] = json!(e);
+            // The kind and the field, so that the API that took the
+            // create can answer as a single node would.
+            let (kind, field) = match e {
+                Failure::BadRequest(_, f) => (400, *f),
+                Failure::OverQuota(_, f) => (403, Some(*f)),
+                Failure::NotFound(_) => (404, None),
+                Failure::Conflict(_, f) => (409, *f),
+                Failure::Unavailable(_) => (503, None),
+                Failure::Internal(_) => (500, None),
+            };
+            v["error"] = json!(crate::failure::scrub_paths(&e.to_string()));
+            v["status"] = json!(kind);
+            v["field"] = json!(field);
         }
         let _ = self.etcd.put(
             &status_key(&self.node, name),
@@ -354,7 +372,10 @@ impl ManagerConverge {
                     self.report(
                         name,
                         "failed",
-                        Some("its stored spec is not an instance".into()),
+                        Some(&Failure::BadRequest(
+                            "its stored spec is not an instance".into(),
+                            None,
+                        )),
                     );
                     return;
                 }
@@ -377,7 +398,12 @@ impl ManagerConverge {
                     Err(e) => self.report(
                         name,
                         "running",
-                        Some(format!("reconfiguration refused: {e}")),
+                        Some(&match e {
+                            Failure::BadRequest(m, f) => {
+                                Failure::BadRequest(format!("reconfiguration refused: {m}"), f)
+                            }
+                            e => e,
+                        }),
                     ),
                 }
             }
@@ -387,7 +413,7 @@ impl ManagerConverge {
                 Ok(v) => self.report(name, &state_text(&v), None),
                 Err(e) => {
                     eprintln!("prontod: cluster: instance `{name}`: {e}");
-                    self.report(name, "failed", Some(e.to_string()));
+                    self.report(name, "failed", Some(&e));
                 }
             },
         }

@@ -646,8 +646,9 @@ fn cluster_wait(
 /// `POST /v1/instances` in cluster mode: stored in etcd (a name taken is a
 /// 409), placed by the scheduler, started by its node; answered with the
 /// instance as its node reports it (`state` `pending` if no node could
-/// take it within 20 s, `failed` with `error` if its node could not start
-/// it).
+/// take it within 20 s). One its node could not start is removed again and
+/// the answer is its node's error (a configuration that does not build:
+/// 400, `field: config`).
 fn cluster_create(
     c: &crate::cluster::Cluster,
     m: &Manager,
@@ -656,7 +657,29 @@ fn cluster_create(
     Manager::validate(&mut spec)?;
     spec.created_unix_ms = crate::manager::now_ms();
     c.create(&spec, m.memory_of(&spec))?;
-    cluster_wait(c, m, &spec.tenant, &spec.name, |_| true)
+    let v = cluster_wait(c, m, &spec.tenant, &spec.name, |_| true)?;
+    if v["state"] != "failed" {
+        return Ok(v);
+    }
+    // Its node could not start it: as on one node, nothing is left
+    // behind and the answer is the node's.
+    let report = v["node"]
+        .as_str()
+        .and_then(|n| c.report_of(n, &spec.name))
+        .unwrap_or(Value::Null);
+    let _ = c.remove(&spec.tenant, &spec.name);
+    let code = report["status"]
+        .as_u64()
+        .and_then(|s| StatusCode::from_u16(s as u16).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Err(ApiError::new(
+        code,
+        report["error"]
+            .as_str()
+            .unwrap_or("its node could not start it")
+            .to_string(),
+        report["field"].as_str().map(str::to_string),
+    ))
 }
 
 /// `PUT /v1/instances/NAME/config` in cluster mode: stored in etcd; the
