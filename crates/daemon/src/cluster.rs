@@ -453,7 +453,15 @@ impl ManagerConverge {
                         from = Some(e.kv().mod_revision + 1);
                         if let Event::Put(kv) = e {
                             let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
-                            self.converge(&name, true);
+                            // Only what runs here: no etcd read for the
+                            // others' instances.
+                            let here = self
+                                .manager
+                                .upgrade()
+                                .is_some_and(|m| m.list(None).iter().any(|i| i.name == name));
+                            if here {
+                                self.converge(&name, true);
+                            }
                         }
                     }
                     Ok(None) => break,
