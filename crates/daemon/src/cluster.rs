@@ -360,6 +360,13 @@ impl ManagerConverge {
         );
     }
 
+    /// Whether this node runs instance `name`.
+    fn runs(&self, name: &str) -> bool {
+        self.manager
+            .upgrade()
+            .is_some_and(|m| m.list(None).iter().any(|i| i.name == name))
+    }
+
     /// Runs `name` as stored, or takes its stored configuration if it runs.
     fn converge(&self, name: &str, only_if_running: bool) {
         let Some(m) = self.manager.upgrade() else {
@@ -427,8 +434,18 @@ impl ManagerConverge {
         while !stop.load(Ordering::Relaxed) {
             let rev = match from {
                 Some(r) => r,
-                None => match self.etcd.range_prefix(b"/pronto/v1/none") {
-                    Ok(r) => r.revision + 1,
+                // At the start, and after a compaction hid changes: every
+                // instance running here takes what is stored now.
+                None => match self.etcd.range_prefix(&prefix) {
+                    Ok(r) => {
+                        for kv in &r.kvs {
+                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
+                            if self.runs(&name) {
+                                self.converge(&name, true);
+                            }
+                        }
+                        r.revision + 1
+                    }
                     Err(_) => {
                         std::thread::sleep(Duration::from_millis(200));
                         continue;
@@ -455,11 +472,7 @@ impl ManagerConverge {
                             let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
                             // Only what runs here: no etcd read for the
                             // others' instances.
-                            let here = self
-                                .manager
-                                .upgrade()
-                                .is_some_and(|m| m.list(None).iter().any(|i| i.name == name));
-                            if here {
+                            if self.runs(&name) {
                                 self.converge(&name, true);
                             }
                         }
