@@ -216,6 +216,20 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
     let table = ok(&nodes[2].dir, &["ls"]);
     assert!(table.starts_with("NAME  TENANT   STATE    NODE"), "{table}");
 
+    // Health says which node answers, and that etcd does.
+    let o = Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(nodes[1].dir.join("sock"))
+        .arg("http://localhost/v1/health")
+        .output()
+        .expect("curl");
+    let h: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(
+        h["cluster"],
+        serde_json::json!({"node": "n2", "etcd": "ok", "keepalives_failing": 0,
+                           "registrations_renewed": 0})
+    );
+
     // kill -9 a node: its instances come up on the others.
     let victim = nodes[2].name.clone();
     let moved: Vec<String> = placed

@@ -166,6 +166,18 @@ impl Cluster {
         Ok(c)
     }
 
+    /// What `GET /v1/health` says of the node in the cluster.
+    pub fn health(&self) -> Value {
+        let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (failing, renewed) = reg.map_or((0, 0), |r| (r.failing(), r.renewals()));
+        json!({
+            "node": self.node,
+            "etcd": if failing == 0 { "ok" } else { "unreachable" },
+            "keepalives_failing": failing,
+            "registrations_renewed": renewed,
+        })
+    }
+
     /// Leaves the cluster (the lease revoked: this node's instances are
     /// placed elsewhere at once).
     pub fn leave(&self) {

@@ -264,12 +264,15 @@ pub(crate) async fn blocking<T: Send + 'static>(
 async fn health(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     a.caller(&h)?;
     let n = a.s.manager.counts().0;
-    Ok(Json(json!({
+    let mut v = json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
         "instances": n,
-    }))
-    .into_response())
+    });
+    if let Some(c) = &a.s.cluster {
+        v["cluster"] = c.health();
+    }
+    Ok(Json(v).into_response())
 }
 
 async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
