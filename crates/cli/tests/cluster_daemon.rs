@@ -6,7 +6,8 @@
 //! killed node, started again under its name, runs none of them (it
 //! follows its assignments, not its local store), and takes new ones.
 //! Deletes and reconfigurations through any node reach the node that runs
-//! the instance.
+//! the instance. With etcd gone, the nodes keep running what they run,
+//! refuse changes and say so.
 //!
 //! The three daemons share the machine without clashing: each has its own
 //! switch, its own cgroup directory (`pronto/prontod-PID`), socket and
@@ -304,7 +305,44 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
     let (gone, _, err) = cli(&nodes[0].dir, &["rm", "fw1"]);
     assert!(!gone);
     assert_eq!(err, "pronto rm: no instance `fw1`\n");
-    drop(members);
+
+    // etcd gone: every node keeps running what it runs, refuses changes,
+    // and says so.
+    let mut members = members;
+    members.kill(0);
+    let health = |dir: &Path| -> serde_json::Value {
+        let o = Command::new("curl")
+            .args(["-s", "--unix-socket"])
+            .arg(dir.join("sock"))
+            .arg("http://localhost/v1/health")
+            .output()
+            .expect("curl");
+        serde_json::from_slice(&o.stdout).expect("JSON")
+    };
+    wait_until("health says etcd is unreachable", || {
+        health(&nodes[0].dir)["cluster"]["etcd"] == "unreachable"
+    });
+    let (made, _, err) = cli(&nodes[0].dir, &["create", "fw8", "--config", cfg]);
+    assert!(!made);
+    assert!(
+        err.starts_with(
+            "pronto create: the cluster's store (etcd) did not answer: etcd unavailable"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("the cluster is read-only until it does"),
+        "{err}"
+    );
+    for (n, at) in &after {
+        if n != "fw1" {
+            let d = dir_of(&nodes, at);
+            let c0 = count(&d, n, "c.count").expect("still running");
+            wait_until(&format!("{n} still counts on {at}"), || {
+                count(&d, n, "c.count").is_some_and(|c| c > c0)
+            });
+        }
+    }
 }
 
 /// The failover time, measured (docs/benchmarks.md, the cluster
