@@ -155,12 +155,27 @@ impl Cluster {
                 manager: Arc::downgrade(manager),
                 etcd: etcd.clone(),
                 node: c.node.clone(),
-                reg,
+                reg: reg.clone(),
             };
             let stop = c.stop.clone();
             std::thread::Builder::new()
                 .name("cluster-configs".into())
-                .spawn(move || conv.follow_configs(&stop))
+                .spawn(move || {
+                    conv.follow_configs(&stop);
+                })
+                .map_err(|e| format!("cluster thread: {e}"))?;
+        }
+        {
+            let conv = ManagerConverge {
+                manager: Arc::downgrade(manager),
+                etcd,
+                node: c.node.clone(),
+                reg,
+            };
+            let stop = c.stop.clone();
+            std::thread::Builder::new()
+                .name("cluster-report".into())
+                .spawn(move || conv.report_again_when_renewed(&stop))
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
         Ok(c)
@@ -370,6 +385,27 @@ impl ManagerConverge {
             v.to_string().as_bytes(),
             self.reg.lease(),
         );
+    }
+
+    /// Until `stop` is set: once a second, if the node's lease had expired
+    /// (etcd unreachable for longer than its TTL) and it registered again,
+    /// reports what it runs again (the reports went with the old lease).
+    fn report_again_when_renewed(&self, stop: &AtomicBool) {
+        let mut seen = self.reg.renewals();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = self.reg.renewals();
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            let Some(m) = self.manager.upgrade() else {
+                return;
+            };
+            for i in m.list(None) {
+                self.report(&i.name, &state_text(&i), None);
+            }
+        }
     }
 
     /// Whether this node runs instance `name`.
