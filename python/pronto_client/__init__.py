@@ -151,6 +151,10 @@ class Instance:
     #: Only after ``reconfigure``: ``"ELEMENT (WHAT)"`` for each element that
     #: took over the old configuration's state (Click's hot-swap).
     took_state: List[str] = field(default_factory=list)
+    #: Cluster mode only (``pronto daemon --cluster``): the node the instance
+    #: is placed on (None while no node has room for it, and on a daemon
+    #: that is not in a cluster).
+    node: Optional[str] = None
 
     @staticmethod
     def from_json(v: Dict[str, Any]) -> "Instance":
@@ -179,6 +183,7 @@ class Instance:
             created_unix_ms=v.get("created_unix_ms", 0),
             control_sockets=list(v.get("control_sockets", [])),
             took_state=list(v.get("took_state", [])),
+            node=v.get("node"),
         )
 
 

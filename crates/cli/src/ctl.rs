@@ -680,15 +680,27 @@ fn mb(v: &Value) -> String {
 }
 
 fn print_table(v: &Value) {
-    let mut t = Table::new(&[
+    // In cluster mode every instance has a node (or null: not placed).
+    let cluster = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|i| i.get("node").is_some());
+    let mut cols = vec![
         ("NAME", Align::Left),
         ("TENANT", Align::Left),
         ("STATE", Align::Left),
+    ];
+    if cluster {
+        cols.push(("NODE", Align::Left));
+    }
+    cols.extend([
         ("PID", Align::Right),
         ("BOOT ms", Align::Right),
         ("RESTARTS", Align::Right),
         ("INTERFACES", Align::Left),
     ]);
+    let mut t = Table::new(&cols);
     for i in v.as_array().into_iter().flatten() {
         let ifaces: Vec<String> = i["interfaces"]
             .as_array()
@@ -699,10 +711,11 @@ fn print_table(v: &Value) {
                 None => s(&f["name"]),
             })
             .collect();
-        t.row([
-            s(&i["name"]),
-            s(&i["tenant"]),
-            s(&i["state"]),
+        let mut row = vec![s(&i["name"]), s(&i["tenant"]), s(&i["state"])];
+        if cluster {
+            row.push(s(&i["node"]));
+        }
+        row.extend([
             s(&i["pid"]),
             i["boot_ms"]
                 .as_f64()
@@ -711,6 +724,7 @@ fn print_table(v: &Value) {
             s(&i["restarts"]),
             ifaces.join(" "),
         ]);
+        t.row(row);
     }
     crate::out!("{}", t.render());
 }
@@ -718,6 +732,16 @@ fn print_table(v: &Value) {
 fn print_instance(c: &Ctx, v: &Value, created: bool) {
     if c.json {
         crate::outln!("{v:#}");
+        return;
+    }
+    if created && v.get("node").is_some() {
+        crate::outln!(
+            "created {} (tenant {}) on node {}: {}",
+            s(&v["name"]),
+            s(&v["tenant"]),
+            s(&v["node"]),
+            s(&v["state"])
+        );
         return;
     }
     if created {

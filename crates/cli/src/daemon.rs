@@ -71,6 +71,15 @@ pub struct DaemonArgs {
     /// The most entries the audit log keeps, the oldest dropped first (default 100000; `pronto log` reads it).
     #[arg(long, value_name = "N")]
     audit_limit: Option<String>,
+    /// Join the cluster whose desired state is in etcd at these client URLs (comma-separated): instances created on any node are placed by the cluster's scheduler and run where they are placed (docs/cluster.md); needs --node.
+    #[arg(long, value_name = "http://HOST:PORT,...")]
+    cluster: Option<String>,
+    /// This node's name in the cluster (1 to 63 letters, digits, `-`, `_`; unique among live nodes).
+    #[arg(long, value_name = "NAME")]
+    node: Option<String>,
+    /// Seconds the cluster waits for this node's keep-alives before it takes the node for dead and moves its instances (default 3).
+    #[arg(long, value_name = "SECONDS")]
+    cluster_ttl: Option<String>,
 }
 
 /// The API socket used when none is given.
@@ -111,6 +120,7 @@ pub fn default_options() -> Result<Options, String> {
         uplinks: Vec::new(),
         vxlan: None,
         audit_limit: pronto_daemon::audit::DEFAULT_LIMIT,
+        cluster: None,
     })
 }
 
@@ -209,6 +219,29 @@ fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
             }
         };
     }
+    o.cluster = match (&a.cluster, &a.node) {
+        (None, None) if a.cluster_ttl.is_none() => None,
+        (Some(endpoints), Some(node)) => {
+            let ttl = match &a.cluster_ttl {
+                None => pronto_daemon::cluster::DEFAULT_TTL,
+                Some(v) => match v.parse::<i64>() {
+                    Ok(n) if (2..=3600).contains(&n) => n,
+                    _ => {
+                        return Err(format!(
+                            "--cluster-ttl: expected seconds, 2 to 3600, found `{v}`"
+                        ))
+                    }
+                },
+            };
+            Some(pronto_daemon::cluster::ClusterOptions {
+                endpoints: endpoints.clone(),
+                node: node.clone(),
+                ttl,
+            })
+        }
+        (Some(_), None) => return Err("--cluster needs --node NAME (this node's name)".into()),
+        _ => return Err("--node and --cluster-ttl need --cluster ENDPOINTS".into()),
+    };
     let g = o.manager.geometry;
     Geometry::new(g.slots, g.ring).map_err(|e| format!("bad port geometry: {e}"))?;
     pronto_switch::raise_fd_limit()
@@ -219,6 +252,13 @@ fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
             .map(|a| format!(" and http://{a}"))
             .unwrap_or_default();
         eprintln!("prontod: listening on unix {}{tcp}", d.socket.display());
-        eprintln!("prontod: {} instances restored", d.manager().counts().0);
+        match &d.shared.cluster {
+            Some(c) => eprintln!(
+                "prontod: node {} of the cluster at {}",
+                c.node,
+                c.etcd.endpoints().join(",")
+            ),
+            None => eprintln!("prontod: {} instances restored", d.manager().counts().0),
+        }
     })
 }

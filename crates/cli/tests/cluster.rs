@@ -2,19 +2,10 @@
 //! `etcd-server`) holding two registered nodes, a scheduler and three
 //! instances: placed, waiting, and on a node that is gone.
 
-use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use pronto_cluster::{node, scheduler, Etcd, Node, Registration};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
+use pronto_cluster::{node, scheduler, testing, Node, Registration};
 
 fn pronto(args: &[&str]) -> (i32, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
@@ -30,33 +21,12 @@ fn pronto(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn nodes_and_status_read_the_cluster_from_etcd() {
-    if Command::new("etcd").arg("--version").output().is_err() {
-        println!("SKIPPED: etcd not installed (Debian package etcd-server; scripts/install-test-tools installs it)");
+    if !testing::have_etcd() {
         return;
     }
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let (client, peer) = (free_port(), free_port());
-    let url = format!("http://127.0.0.1:{client}");
-    let mut child = Command::new("etcd")
-        .arg("--data-dir")
-        .arg(dir.path().join("etcd"))
-        .args([
-            "--listen-client-urls",
-            &url,
-            "--advertise-client-urls",
-            &url,
-        ])
-        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("etcd starts");
-    let etcd = Arc::new(Etcd::new(&url).expect("endpoint"));
-    let t = Instant::now();
-    while etcd.put(b"/ready", b"1", 0).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(30), "etcd did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut m = testing::Members::start(1).expect("etcd starts");
+    let url = m.endpoints();
+    let etcd = Arc::new(m.client().expect("endpoint"));
     let reg = |name: &str, slots: u32, tunnel: Option<&str>| {
         let n = Node {
             name: name.into(),
@@ -115,8 +85,7 @@ fn nodes_and_status_read_the_cluster_from_etcd() {
     assert_eq!(v["instances"][2]["state"], "node lost");
 
     // No etcd there: the reason, naming the member, and exit status 1.
-    let _ = child.kill();
-    let _ = child.wait();
+    m.kill(0);
     let (rc, out, err) = pronto(&["cluster", "nodes", "--etcd", &url]);
     assert_eq!((rc, out.as_str()), (1, ""));
     assert!(

@@ -101,7 +101,9 @@ pub type OnPass<'a> = dyn FnMut(Result<&Plan, &ScheduleError>) + 'a;
 /// Campaigns for the scheduling as node `me` (on `reg`'s lease) until
 /// `stop` is set; while it leads, runs a pass whenever nodes or instances
 /// change (once they have been quiet for `settle`), and every `period`
-/// anyway. Deposed, it campaigns again.
+/// anyway. Deposed, it campaigns again. While another node leads, it
+/// campaigns again as soon as that node's `scheduler` key goes (a watch),
+/// or after `period` (at most 1 s) at the latest.
 pub fn lead(
     etcd: Arc<Etcd>,
     reg: &Registration,
@@ -111,9 +113,28 @@ pub fn lead(
     stop: &AtomicBool,
     on_pass: &mut OnPass<'_>,
 ) {
+    let wait = period.min(Duration::from_secs(1));
+    // The leadership watched for its end, and the channel that says so.
+    let mut watching: Option<(i64, mpsc::Receiver<()>)> = None;
     while !stop.load(Ordering::Relaxed) {
         let leader = match node::campaign(&etcd, me, reg.lease()) {
             Ok(Some(l)) if l.node == me => l,
+            Ok(Some(l)) => {
+                if watching.as_ref().map(|w| w.0) != Some(l.since) {
+                    let (tx, rx) = mpsc::channel::<()>();
+                    let etcd = etcd.clone();
+                    let since = l.since;
+                    std::thread::spawn(move || wake_when_gone(&etcd, since, &tx));
+                    watching = Some((l.since, rx));
+                }
+                let gone = watching.as_ref().map(|(_, rx)| rx.recv_timeout(wait));
+                if let Some(Err(mpsc::RecvTimeoutError::Disconnected)) = gone {
+                    // Its watch ended without a wake: made again next time.
+                    watching = None;
+                    std::thread::sleep(wait);
+                }
+                continue;
+            }
             _ => {
                 std::thread::sleep(period.min(Duration::from_secs(1)));
                 continue;
@@ -168,6 +189,20 @@ fn schedule_while_leading(
             Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(period),
         }
     }
+}
+
+/// Sends on `tx` when the leadership that began at revision `since`
+/// ends (its `scheduler` key deleted), or when the watch cannot be made or
+/// ends; then returns.
+fn wake_when_gone(etcd: &Etcd, since: i64, tx: &mpsc::Sender<()>) {
+    if let Ok(mut w) = etcd.watch_prefix(&node::scheduler_key(), since) {
+        while let Ok(Some(e)) = w.next_event() {
+            if matches!(e, Event::Delete(_)) {
+                break;
+            }
+        }
+    }
+    let _ = tx.send(());
 }
 
 fn wake_on_changes(etcd: &Etcd, from: i64, tx: &mpsc::Sender<()>) {

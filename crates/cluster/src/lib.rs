@@ -10,13 +10,15 @@
 //! function: stable, spread by tenant, chains together, pins and room
 //! honoured); [`scheduler`], the scheduler's pass over etcd, its writes
 //! fenced by its leadership; [`agent`], what runs on every node: following
-//! its own placements, and the scheduling loop on the elected one.
+//! its own placements, and the scheduling loop on the elected one;
+//! [`testing`], real etcd members started for tests and experiments.
 
 pub mod agent;
 pub mod etcd;
 pub mod node;
 pub mod placement;
 pub mod scheduler;
+pub mod testing;
 
 pub use etcd::{Compare, Etcd, Event, KeyValue, Op, Range, Watch};
 pub use node::{Leader, Node, Registration};

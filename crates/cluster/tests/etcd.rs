@@ -4,105 +4,29 @@
 //! caller) and then quorum (writes refused, naming every member; the last
 //! state still readable).
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pronto_cluster::etcd::Error;
-use pronto_cluster::{Compare, Etcd, Event, Op};
+use pronto_cluster::{testing, Compare, Etcd, Event, Op};
 
 fn have_etcd() -> bool {
-    let ok = Command::new("etcd")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        println!("SKIPPED: etcd not installed (Debian package etcd-server; scripts/install-test-tools installs it)");
-    }
-    ok
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+    testing::have_etcd()
 }
 
 /// etcd members started for a test, killed when it ends.
-struct Members {
-    children: Vec<Child>,
-    clients: Vec<String>,
-    _dir: tempfile::TempDir,
-}
+struct Members(testing::Members);
 
 impl Members {
     fn start(n: usize) -> Members {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
-        let cluster: Vec<String> = ports
-            .iter()
-            .enumerate()
-            .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
-            .collect();
-        let mut children = Vec::new();
-        let mut clients = Vec::new();
-        for (i, (client, peer)) in ports.iter().enumerate() {
-            let c = format!("http://127.0.0.1:{client}");
-            let p = format!("http://127.0.0.1:{peer}");
-            let child = Command::new("etcd")
-                .args(["--name", &format!("m{i}")])
-                .arg("--data-dir")
-                .arg(dir.path().join(format!("m{i}")))
-                .args(["--listen-client-urls", &c, "--advertise-client-urls", &c])
-                .args([
-                    "--listen-peer-urls",
-                    &p,
-                    "--initial-advertise-peer-urls",
-                    &p,
-                ])
-                .args(["--initial-cluster", &cluster.join(",")])
-                .args(["--initial-cluster-state", "new"])
-                .args(["--initial-cluster-token", "pronto-test"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("etcd starts");
-            children.push(child);
-            clients.push(c);
-        }
-        let m = Members {
-            children,
-            clients,
-            _dir: dir,
-        };
-        // Ready once a write goes through (a leader is elected).
-        let etcd = m.client();
-        let t = Instant::now();
-        while etcd.put(b"/ready", b"1", 0).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(30), "etcd did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        m
+        Members(testing::Members::start(n).expect("etcd starts"))
     }
 
     fn client(&self) -> Etcd {
-        Etcd::new(&self.clients.join(",")).expect("endpoints")
+        self.0.client().expect("endpoints")
     }
 
     fn kill(&mut self, i: usize) {
-        let _ = self.children[i].kill();
-        let _ = self.children[i].wait();
-    }
-}
-
-impl Drop for Members {
-    fn drop(&mut self) {
-        for i in 0..self.children.len() {
-            self.kill(i);
-        }
+        self.0.kill(i);
     }
 }
 
@@ -259,12 +183,12 @@ fn one_member_of_three_lost_changes_nothing_and_quorum_lost_is_said() {
         b"2"
     );
     // A client that only knows the lost member says so, naming it.
-    let lost = Etcd::new(&m.clients[0]).expect("endpoint");
+    let lost = Etcd::new(&m.0.clients[0]).expect("endpoint");
     match lost.get(b"/pronto/k") {
         Err(Error::Unavailable { what, reasons }) => {
             assert_eq!(what, "get");
             assert!(
-                reasons.starts_with(&format!("{}: ", m.clients[0])),
+                reasons.starts_with(&format!("{}: ", m.0.clients[0])),
                 "{reasons}"
             );
         }
@@ -277,7 +201,7 @@ fn one_member_of_three_lost_changes_nothing_and_quorum_lost_is_said() {
         .expect_err("a put without quorum");
     let text = err.to_string();
     assert!(text.starts_with("etcd unavailable (put): "), "{text}");
-    for c in &m.clients {
+    for c in &m.0.clients {
         assert!(text.contains(c.as_str()), "{text} names {c}");
     }
     let last = etcd

@@ -13,7 +13,8 @@
 //! - [`api`]: the HTTP API (unix socket and loopback TCP), tenants and
 //!   tokens; [`audit`]: the log of every change asked of the API;
 //!   [`metrics`]: the Prometheus exposition; [`failure`]: errors
-//!   and what a client may see of them.
+//!   and what a client may see of them; [`cluster`]: cluster mode
+//!   (`--cluster`), the node's registration and its agent on etcd.
 //!
 //! The contract is `docs/openapi.yaml`.
 
@@ -22,6 +23,7 @@
 pub mod api;
 pub mod audit;
 pub mod capture;
+pub mod cluster;
 mod console;
 mod control;
 pub mod failure;

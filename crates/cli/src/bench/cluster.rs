@@ -18,66 +18,15 @@
 //! etcd (Debian's `etcd-server`) runs as a child process on loopback with
 //! its data in a temporary directory.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pronto_cluster::agent::{self, Converge};
 use pronto_cluster::node::{self, Node};
-use pronto_cluster::{scheduler, Etcd, Op, Registration};
+use pronto_cluster::{scheduler, Op, Registration};
 
 use super::{median, plot, Common, Csv, PlotSpec};
-
-/// An etcd member for the experiment.
-struct EtcdChild {
-    child: Child,
-    url: String,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for EtcdChild {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
-}
-
-fn start_etcd() -> Result<EtcdChild, String> {
-    let (client, peer) = (free_port()?, free_port()?);
-    let dir = std::env::temp_dir().join(format!("pronto-bench-etcd-{}", std::process::id()));
-    let url = format!("http://127.0.0.1:{client}");
-    let child = Command::new("etcd")
-        .arg("--data-dir")
-        .arg(&dir)
-        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
-        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| {
-            format!("cannot start etcd ({e}): install Debian's etcd-server (scripts/install-test-tools)")
-        })?;
-    let e = EtcdChild { child, url, dir };
-    let etcd = Etcd::new(&e.url).map_err(|e| e.to_string())?;
-    let t = Instant::now();
-    while etcd.put(b"/ready", b"1", 0).is_err() {
-        if t.elapsed() > Duration::from_secs(30) {
-            return Err("etcd did not start within 30 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok(e)
-}
 
 /// What a simulated node runs.
 #[derive(Default)]
@@ -123,8 +72,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
             "--nodes must be at least 2 and more than --trials; --instances at least 1".into(),
         );
     }
-    let e = start_etcd()?;
-    let etcd = Arc::new(Etcd::new(&e.url).map_err(|e| e.to_string())?);
+    let e = pronto_cluster::testing::Members::start(1)?;
+    let etcd = Arc::new(e.client()?);
     // Room for every instance after `trials` nodes died, and some.
     let slots = (instances * 3 / 2).div_ceil(nodes - trials) as u32;
     let stop_all = Arc::new(AtomicBool::new(false));

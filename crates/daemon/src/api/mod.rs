@@ -59,6 +59,9 @@ pub struct Options {
     pub vxlan: Option<crate::manager::vxlan::VxlanSpec>,
     /// The most entries the audit log keeps (`--audit-limit`).
     pub audit_limit: u64,
+    /// Cluster mode (`--cluster`, `--node`): the desired instances are in
+    /// etcd, not in the local store.
+    pub cluster: Option<crate::cluster::ClusterOptions>,
 }
 
 /// An API error: status, message and the field to blame.
@@ -177,6 +180,8 @@ pub struct Shared {
     admin_digest: String,
     /// Token digest → tenant.
     tenants: RwLock<HashMap<String, String>>,
+    /// This node of a cluster, in cluster mode.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 #[derive(Clone)]
@@ -259,12 +264,15 @@ pub(crate) async fn blocking<T: Send + 'static>(
 async fn health(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     a.caller(&h)?;
     let n = a.s.manager.counts().0;
-    Ok(Json(json!({
+    let mut v = json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
         "instances": n,
-    }))
-    .into_response())
+    });
+    if let Some(c) = &a.s.cluster {
+        v["cluster"] = c.health();
+    }
+    Ok(Json(v).into_response())
 }
 
 async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
@@ -595,9 +603,131 @@ async fn instances_create(
         rate_limit,
         created_unix_ms: 0,
     };
+    if let Some(c) = a.s.cluster.clone() {
+        let m = a.s.manager.clone();
+        let v = blocking(move || cluster_create(&c, &m, spec)).await?;
+        return Ok((StatusCode::CREATED, Json(v)).into_response());
+    }
     let m = a.s.manager.clone();
     let v = blocking(move || Ok(m.create(spec)?)).await?;
     Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+/// How long a create or a reconfiguration in cluster mode waits for the
+/// node the instance is placed on to report it.
+const CLUSTER_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Waits for `name`'s node to report it (its state not `pending` or
+/// `starting`, and `done` true of it): the listing's entry.
+fn cluster_wait(
+    c: &crate::cluster::Cluster,
+    m: &Manager,
+    tenant: &str,
+    name: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Result<Value, ApiError> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let v = cluster_list(c, m, Some(tenant))?
+            .into_iter()
+            .find(|i| i["name"] == name);
+        if let Some(v) = v {
+            let settled = v["state"] != "pending" && v["state"] != "starting";
+            if (settled && done(&v)) || t0.elapsed() > CLUSTER_WAIT {
+                return Ok(v);
+            }
+        } else if t0.elapsed() > CLUSTER_WAIT {
+            return Err(status(
+                StatusCode::NOT_FOUND,
+                format!("no instance `{name}`"),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `POST /v1/instances` in cluster mode: stored in etcd (a name taken is a
+/// 409), placed by the scheduler, started by its node; answered with the
+/// instance as its node reports it (`state` `pending` if no node could
+/// take it within 20 s). One its node could not start is removed again and
+/// the answer is its node's error (a configuration that does not build:
+/// 400, `field: config`).
+fn cluster_create(
+    c: &crate::cluster::Cluster,
+    m: &Manager,
+    mut spec: InstanceSpec,
+) -> Result<Value, ApiError> {
+    Manager::validate(&mut spec)?;
+    spec.created_unix_ms = crate::manager::now_ms();
+    c.create(&spec, m.memory_of(&spec))?;
+    let v = cluster_wait(c, m, &spec.tenant, &spec.name, |_| true)?;
+    if v["state"] != "failed" {
+        return Ok(v);
+    }
+    // Its node could not start it: as on one node, nothing is left
+    // behind and the answer is the node's.
+    let report = v["node"]
+        .as_str()
+        .and_then(|n| c.report_of(n, &spec.name))
+        .unwrap_or(Value::Null);
+    let _ = c.remove(&spec.tenant, &spec.name);
+    let code = report["status"]
+        .as_u64()
+        .and_then(|s| StatusCode::from_u16(s as u16).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Err(ApiError::new(
+        code,
+        report["error"]
+            .as_str()
+            .unwrap_or("its node could not start it")
+            .to_string(),
+        report["field"].as_str().map(str::to_string),
+    ))
+}
+
+/// `PUT /v1/instances/NAME/config` in cluster mode: stored in etcd; the
+/// node that runs the instance takes it.
+fn cluster_reconfigure(
+    c: &crate::cluster::Cluster,
+    m: &Manager,
+    tenant: &str,
+    name: &str,
+    config: &str,
+) -> Result<Value, ApiError> {
+    c.reconfigure(tenant, name, config)?;
+    cluster_wait(c, m, tenant, name, |v| v["config"] == config)
+}
+
+/// The instances of the cluster (of `tenant`, or all): those this node
+/// runs as it sees them, the others as etcd has them; each with its
+/// `node`.
+fn cluster_list(
+    c: &crate::cluster::Cluster,
+    m: &Manager,
+    tenant: Option<&str>,
+) -> Result<Vec<Value>, ApiError> {
+    let local: HashMap<String, crate::manager::InstanceView> = m
+        .list(tenant)
+        .into_iter()
+        .map(|v| (v.name.clone(), v))
+        .collect();
+    let mut all = c.instances(tenant)?;
+    for v in &mut all {
+        let here = v["node"] == c.node.as_str();
+        if let Some(l) = local.get(v["name"].as_str().unwrap_or("")).filter(|_| here) {
+            let mut lv = serde_json::to_value(l).map_err(internal)?;
+            lv["node"] = json!(c.node);
+            // What the node runs may lag what is stored.
+            if v["config"] != lv["config"] {
+                lv["state"] = json!("reconfiguring");
+                if let Some(e) = v.get("error") {
+                    lv["error"] = e.clone();
+                }
+            }
+            *v = lv;
+        }
+    }
+    Ok(all)
 }
 
 async fn instances_list(
@@ -605,11 +735,16 @@ async fn instances_list(
     h: HeaderMap,
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
-    let v = match a.caller(&h)? {
-        Caller::Admin => a.s.manager.list(q.tenant.as_deref()),
-        Caller::Tenant(t) => a.s.manager.list(Some(&t)),
+    let tenant = match a.caller(&h)? {
+        Caller::Admin => q.tenant,
+        Caller::Tenant(t) => Some(t),
     };
-    Ok(Json(v).into_response())
+    if let Some(c) = a.s.cluster.clone() {
+        let m = a.s.manager.clone();
+        let v = blocking(move || cluster_list(&c, &m, tenant.as_deref())).await?;
+        return Ok(Json(v).into_response());
+    }
+    Ok(Json(a.s.manager.list(tenant.as_deref())).into_response())
 }
 
 async fn instances_show(
@@ -620,6 +755,21 @@ async fn instances_show(
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
     let m = a.s.manager.clone();
+    if let Some(c) = a.s.cluster.clone() {
+        let v = blocking(move || match m.view(&t, &name, true) {
+            Ok(v) => {
+                let mut v = serde_json::to_value(v).map_err(internal)?;
+                v["node"] = json!(c.node);
+                Ok(v)
+            }
+            Err(_) => cluster_list(&c, &m, Some(&t))?
+                .into_iter()
+                .find(|i| i["name"] == name.as_str())
+                .ok_or_else(|| Failure::NotFound(format!("no instance `{name}`")).into()),
+        })
+        .await?;
+        return Ok(Json(v).into_response());
+    }
     let v = blocking(move || Ok(m.view(&t, &name, true)?)).await?;
     Ok(Json(v).into_response())
 }
@@ -631,6 +781,10 @@ async fn instances_delete(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
+    if let Some(c) = a.s.cluster.clone() {
+        blocking(move || Ok(c.remove(&t, &name)?)).await?;
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     let m = a.s.manager.clone();
     blocking(move || Ok(m.remove(&t, &name)?)).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -647,6 +801,10 @@ async fn instances_config(
     let body = body::read(&h, body, MAX_CONFIG_BODY).await?;
     let config: String = Fields::parse(&body, &["config"])?.need("config")?;
     let m = a.s.manager.clone();
+    if let Some(c) = a.s.cluster.clone() {
+        let v = blocking(move || cluster_reconfigure(&c, &m, &t, &name, &config)).await?;
+        return Ok(Json(v).into_response());
+    }
     let v = blocking(move || Ok(m.reconfigure(&t, &name, &config)?)).await?;
     Ok(Json(v).into_response())
 }
@@ -1353,6 +1511,16 @@ impl Daemon {
         if mopts.control_dir.as_os_str().is_empty() {
             mopts.control_dir = opts.state_dir.join("control");
         }
+        if opts.cluster.is_some() {
+            // In cluster mode etcd says what runs here: nothing comes back
+            // from the local store (it may have moved while this node was
+            // gone).
+            for spec in store.instances().map_err(|e| e.to_string())? {
+                store
+                    .remove_instance(&spec.tenant, &spec.name)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
         let manager = Manager::start(mopts, store)?;
         for iface in &opts.uplinks {
             if let Err(e) = manager.add_uplink(iface) {
@@ -1366,10 +1534,24 @@ impl Daemon {
                 return Err(format!("--vxlan: {e}"));
             }
         }
+        let cluster = match &opts.cluster {
+            None => None,
+            Some(c) => {
+                let tunnel = opts.vxlan.as_ref().map(|v| v.local.to_string());
+                match crate::cluster::Cluster::join(c, &manager, tunnel) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        manager.shutdown();
+                        return Err(e);
+                    }
+                }
+            }
+        };
         let shared = Arc::new(Shared {
             manager,
             admin_digest: digest(&admin),
             tenants: RwLock::new(tenants),
+            cluster,
         });
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let r = router(shared.clone(), true);
@@ -1446,6 +1628,9 @@ impl Daemon {
     fn halt(&mut self) {
         if let Some(s) = self.stop.take() {
             let _ = s.send(true);
+        }
+        if let Some(c) = &self.shared.cluster {
+            c.leave();
         }
         self.shared.manager.shutdown();
         if let Some(rt) = self.rt.take() {
@@ -1558,6 +1743,7 @@ mod tests {
             manager,
             admin_digest: digest("x"),
             tenants: RwLock::new(HashMap::new()),
+            cluster: None,
         });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

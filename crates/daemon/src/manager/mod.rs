@@ -229,6 +229,11 @@ impl Manager {
         Ok(m)
     }
 
+    /// The memory limit of instances that name none (`--memory`).
+    pub fn default_memory(&self) -> u64 {
+        self.opts.default_memory
+    }
+
     /// The store.
     pub fn store(&self) -> &Store {
         &self.store
@@ -257,7 +262,7 @@ impl Manager {
     }
 
     /// Memory limit of `spec` (the default when it names none).
-    fn memory_of(&self, spec: &InstanceSpec) -> u64 {
+    pub(crate) fn memory_of(&self, spec: &InstanceSpec) -> u64 {
         spec.memory.unwrap_or(self.opts.default_memory)
     }
 
@@ -302,7 +307,7 @@ impl Manager {
 
     /// Checks what `spec` asks for on its own (names, interfaces, limits,
     /// CPUs); sorts its CPU list.
-    fn validate(spec: &mut InstanceSpec) -> Result<(), Failure> {
+    pub(crate) fn validate(spec: &mut InstanceSpec) -> Result<(), Failure> {
         check_tenant(&spec.tenant)?;
         check_name(&spec.name)?;
         names::check_ifaces(&spec.interfaces)?;

@@ -1,0 +1,563 @@
+//! Cluster mode (`pronto daemon --cluster ENDPOINTS --node NAME`): the
+//! daemon is one node of a cluster whose desired state is in etcd
+//! (docs/cluster.md).
+//!
+//! The node registers under a lease it keeps alive (its capacity: memory,
+//! CPUs, instance slots; its VXLAN address), campaigns for the scheduling
+//! (and schedules while it leads: `pronto_cluster::agent::lead`), and
+//! follows its own assignments (`assigned/NODE/`) through
+//! [`ManagerConverge`], which creates, reconfigures and removes real
+//! instances through the [`Manager`] from the spec stored under
+//! `instances/NAME`. What runs where is reported under
+//! `status/NODE/NAME`, attached to the node's lease (gone with the node).
+//!
+//! Fencing: instances are not restored from the local store in cluster
+//! mode; a node that starts (again) under its name runs only what is
+//! assigned to it now, and stops what leaves its assignments.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use pronto_cluster::agent::{self, Converge};
+use pronto_cluster::etcd::Error as EtcdError;
+use pronto_cluster::node::{Node, RegisterError, ROOT};
+use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
+use serde_json::{json, Value};
+
+use crate::failure::Failure;
+use crate::manager::Manager;
+use crate::store::InstanceSpec;
+
+/// How to join a cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// etcd's client URLs, separated by commas.
+    pub endpoints: String,
+    /// This node's name, unique in the cluster.
+    pub node: String,
+    /// The lease's time to live, seconds (a dead node's instances move
+    /// after it).
+    pub ttl: i64,
+}
+
+/// The default lease time to live, seconds.
+pub const DEFAULT_TTL: i64 = 3;
+
+/// An instance's status key under the node that runs it.
+pub fn status_key(node: &str, name: &str) -> Vec<u8> {
+    format!("{ROOT}status/{node}/{name}").into_bytes()
+}
+
+/// This node in the cluster.
+pub struct Cluster {
+    /// The etcd client.
+    pub etcd: Arc<Etcd>,
+    /// This node's name.
+    pub node: String,
+    reg: Mutex<Option<Arc<Registration>>>,
+    stop: Arc<AtomicBool>,
+}
+
+fn etcd_failure(e: impl std::fmt::Display) -> Failure {
+    Failure::Unavailable(format!(
+        "the cluster's store (etcd) did not answer: {e}; the cluster is read-only until it does"
+    ))
+}
+
+/// The node's capacity: the machine's memory and CPUs; as many instance
+/// slots as instances of the default memory limit fit in the memory.
+fn capacity(name: &str, default_memory: u64, tunnel: Option<String>) -> Node {
+    let memory_mib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(1024, |kb| kb / 1024);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let per = (default_memory >> 20).max(1);
+    let slots = (memory_mib / per).clamp(1, 4096) as u32;
+    Node {
+        name: name.to_string(),
+        memory_mib,
+        cpus,
+        slots,
+        tunnel,
+    }
+}
+
+impl Cluster {
+    /// Joins the cluster: registers (waiting, at most two lease times and
+    /// 5 s, for an old registration of the same name to expire), then
+    /// starts the scheduling loop and the follower.
+    pub fn join(
+        opts: &ClusterOptions,
+        manager: &Arc<Manager>,
+        tunnel: Option<String>,
+    ) -> Result<Arc<Cluster>, String> {
+        let etcd = Arc::new(Etcd::new(&opts.endpoints).map_err(|e| format!("--cluster: {e}"))?);
+        let node = capacity(&opts.node, manager.default_memory(), tunnel);
+        let deadline = Instant::now() + Duration::from_secs(opts.ttl.max(2) as u64 * 2 + 5);
+        let reg = loop {
+            match Registration::start(etcd.clone(), node.clone(), opts.ttl) {
+                Ok(r) => break Arc::new(r),
+                Err(RegisterError::NameTaken(_)) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(format!("--node: {e}")),
+            }
+        };
+        let c = Arc::new(Cluster {
+            etcd: etcd.clone(),
+            node: opts.node.clone(),
+            reg: Mutex::new(Some(reg.clone())),
+            stop: Arc::new(AtomicBool::new(false)),
+        });
+        {
+            let (etcd, reg, me, stop) = (etcd.clone(), reg.clone(), c.node.clone(), c.stop.clone());
+            std::thread::Builder::new()
+                .name("cluster-lead".into())
+                .spawn(move || {
+                    let mut on_pass = |r: Result<&pronto_cluster::placement::Plan, &_>| {
+                        if let Err(e) = r {
+                            eprintln!("prontod: scheduler: {e}");
+                        }
+                    };
+                    agent::lead(
+                        etcd,
+                        &reg,
+                        &me,
+                        Duration::from_millis(50),
+                        Duration::from_secs(1),
+                        &stop,
+                        &mut on_pass,
+                    );
+                })
+                .map_err(|e| format!("cluster thread: {e}"))?;
+        }
+        {
+            let mut conv = ManagerConverge {
+                manager: Arc::downgrade(manager),
+                etcd: etcd.clone(),
+                node: c.node.clone(),
+                reg: reg.clone(),
+            };
+            let (etcd, me, stop) = (etcd.clone(), c.node.clone(), c.stop.clone());
+            std::thread::Builder::new()
+                .name("cluster-follow".into())
+                .spawn(move || agent::follow(&etcd, &me, &mut conv, &stop))
+                .map_err(|e| format!("cluster thread: {e}"))?;
+        }
+        {
+            let conv = ManagerConverge {
+                manager: Arc::downgrade(manager),
+                etcd: etcd.clone(),
+                node: c.node.clone(),
+                reg: reg.clone(),
+            };
+            let stop = c.stop.clone();
+            std::thread::Builder::new()
+                .name("cluster-configs".into())
+                .spawn(move || {
+                    conv.follow_configs(&stop);
+                })
+                .map_err(|e| format!("cluster thread: {e}"))?;
+        }
+        {
+            let conv = ManagerConverge {
+                manager: Arc::downgrade(manager),
+                etcd,
+                node: c.node.clone(),
+                reg,
+            };
+            let stop = c.stop.clone();
+            std::thread::Builder::new()
+                .name("cluster-report".into())
+                .spawn(move || conv.report_again_when_renewed(&stop))
+                .map_err(|e| format!("cluster thread: {e}"))?;
+        }
+        Ok(c)
+    }
+
+    /// What `GET /v1/health` says of the node in the cluster.
+    pub fn health(&self) -> Value {
+        let reg = self.reg.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (failing, renewed) = reg.map_or((0, 0), |r| (r.failing(), r.renewals()));
+        json!({
+            "node": self.node,
+            "etcd": if failing == 0 { "ok" } else { "unreachable" },
+            "keepalives_failing": failing,
+            "registrations_renewed": renewed,
+        })
+    }
+
+    /// Leaves the cluster (the lease revoked: this node's instances are
+    /// placed elsewhere at once).
+    pub fn leave(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(r) = self.reg.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = self.etcd.revoke(r.lease());
+        }
+    }
+
+    /// Stores a new instance (its spec, and what the scheduler reads:
+    /// `memory_mib`, `millicpus`); refused if the name exists.
+    pub fn create(&self, spec: &InstanceSpec, memory: u64) -> Result<(), Failure> {
+        let mut v = serde_json::to_value(spec).map_err(|e| Failure::Internal(e.to_string()))?;
+        v["memory_mib"] = json!(memory.div_ceil(1 << 20));
+        v["millicpus"] = json!(spec.cpu.map_or(0, |c| (c * 1000.0).ceil() as u64));
+        let key = scheduler::instance_key(&spec.name);
+        let (ok, _) = self
+            .etcd
+            .txn(
+                &[Compare::CreateRevision(key.clone(), 0)],
+                &[Op::Put {
+                    key,
+                    value: v.to_string().into_bytes(),
+                    lease: 0,
+                }],
+                &[],
+            )
+            .map_err(etcd_failure)?;
+        if !ok {
+            return Err(Failure::Conflict(
+                format!(
+                    "instance `{}` already exists in the cluster (instance names are unique \
+                     across the cluster's tenants)",
+                    spec.name
+                ),
+                Some("name"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The stored instance `name` of `tenant`, and its revision.
+    fn stored(&self, tenant: &str, name: &str) -> Result<(Value, i64), Failure> {
+        let kv = self
+            .etcd
+            .get(&scheduler::instance_key(name))
+            .map_err(etcd_failure)?;
+        let found = kv.and_then(|kv| {
+            let v: Value = serde_json::from_slice(&kv.value).ok()?;
+            (v["tenant"] == tenant).then_some((v, kv.mod_revision))
+        });
+        found.ok_or_else(|| Failure::NotFound(format!("no instance `{name}`")))
+    }
+
+    /// Removes instance `name` of `tenant` from the desired state.
+    pub fn remove(&self, tenant: &str, name: &str) -> Result<(), Failure> {
+        let (_, rev) = self.stored(tenant, name)?;
+        let key = scheduler::instance_key(name);
+        let (ok, _) = self
+            .etcd
+            .txn(
+                &[Compare::ModRevision(key.clone(), rev)],
+                &[Op::Delete(key)],
+                &[],
+            )
+            .map_err(etcd_failure)?;
+        if !ok {
+            return Err(Failure::Conflict(
+                format!("instance `{name}` changed meanwhile: try again"),
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Replaces instance `name`'s configuration in the desired state (the
+    /// node that runs it takes it).
+    pub fn reconfigure(&self, tenant: &str, name: &str, config: &str) -> Result<(), Failure> {
+        let (mut v, rev) = self.stored(tenant, name)?;
+        v["config"] = json!(config);
+        let key = scheduler::instance_key(name);
+        let (ok, _) = self
+            .etcd
+            .txn(
+                &[Compare::ModRevision(key.clone(), rev)],
+                &[Op::Put {
+                    key,
+                    value: v.to_string().into_bytes(),
+                    lease: 0,
+                }],
+                &[],
+            )
+            .map_err(etcd_failure)?;
+        if !ok {
+            return Err(Failure::Conflict(
+                format!("instance `{name}` changed meanwhile: try again"),
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    /// What node `node` reports of instance `name` (`status/NODE/NAME`).
+    pub fn report_of(&self, node: &str, name: &str) -> Option<Value> {
+        let kv = self.etcd.get(&status_key(node, name)).ok()??;
+        serde_json::from_slice(&kv.value).ok()
+    }
+
+    /// Every stored instance (of `tenant`, or all), by name: its spec's
+    /// JSON, its node (from `placements/`) and the state its node reports
+    /// (`status/`): `pending` (no node), `starting` (placed, no report
+    /// yet), or the node's report.
+    pub fn instances(&self, tenant: Option<&str>) -> Result<Vec<Value>, Failure> {
+        let prefix = scheduler::instance_key("");
+        let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
+        let placed = scheduler::placements(&self.etcd).map_err(etcd_failure)?;
+        let sprefix = format!("{ROOT}status/").into_bytes();
+        let st = self.etcd.range_prefix(&sprefix).map_err(etcd_failure)?;
+        let mut status = std::collections::HashMap::new();
+        for kv in &st.kvs {
+            let k = String::from_utf8_lossy(&kv.key[sprefix.len()..]).into_owned();
+            if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
+                status.insert(k, v);
+            }
+        }
+        let mut out = Vec::new();
+        for kv in &r.kvs {
+            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]).into_owned();
+            let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
+                continue;
+            };
+            if tenant.is_some_and(|t| v["tenant"] != t) {
+                continue;
+            }
+            let node = placed.get(&name);
+            let s = node.and_then(|n| status.get(&format!("{n}/{name}")));
+            let state = match (node, s) {
+                (None, _) => json!("pending"),
+                (Some(_), None) => json!("starting"),
+                (Some(_), Some(s)) => s["state"].clone(),
+            };
+            let mut o = json!({
+                "name": name,
+                "tenant": v["tenant"],
+                "state": state,
+                "config": v["config"],
+                "node": node,
+                "interfaces": v["interfaces"].as_array().map_or(Vec::new(), |a| {
+                    a.iter().map(|f| json!({"name": f["name"], "mac": f["mac"]})).collect()
+                }),
+            });
+            if let Some(e) = s.and_then(|s| s.get("error")) {
+                o["error"] = e.clone();
+            }
+            out.push(o);
+        }
+        Ok(out)
+    }
+}
+
+/// Converges this node's instances on its assignments, through the
+/// manager.
+struct ManagerConverge {
+    manager: Weak<Manager>,
+    etcd: Arc<Etcd>,
+    node: String,
+    reg: Arc<Registration>,
+}
+
+impl ManagerConverge {
+    fn report(&self, name: &str, state: &str, error: Option<&Failure>) {
+        let mut v = json!({"node": self.node, "state": state});
+        if let Some(e) = error {
+            // The kind and the field, so that the API that took the
+            // create can answer as a single node would.
+            let (kind, field) = match e {
+                Failure::BadRequest(_, f) => (400, *f),
+                Failure::OverQuota(_, f) => (403, Some(*f)),
+                Failure::NotFound(_) => (404, None),
+                Failure::Conflict(_, f) => (409, *f),
+                Failure::Unavailable(_) => (503, None),
+                Failure::Internal(_) => (500, None),
+            };
+            v["error"] = json!(crate::failure::scrub_paths(&e.to_string()));
+            v["status"] = json!(kind);
+            v["field"] = json!(field);
+        }
+        let _ = self.etcd.put(
+            &status_key(&self.node, name),
+            v.to_string().as_bytes(),
+            self.reg.lease(),
+        );
+    }
+
+    /// Until `stop` is set: once a second, if the node's lease had expired
+    /// (etcd unreachable for longer than its TTL) and it registered again,
+    /// reports what it runs again (the reports went with the old lease).
+    fn report_again_when_renewed(&self, stop: &AtomicBool) {
+        let mut seen = self.reg.renewals();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = self.reg.renewals();
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            let Some(m) = self.manager.upgrade() else {
+                return;
+            };
+            for i in m.list(None) {
+                self.report(&i.name, &state_text(&i), None);
+            }
+        }
+    }
+
+    /// Whether this node runs instance `name`.
+    fn runs(&self, name: &str) -> bool {
+        self.manager
+            .upgrade()
+            .is_some_and(|m| m.list(None).iter().any(|i| i.name == name))
+    }
+
+    /// Runs `name` as stored, or takes its stored configuration if it runs.
+    fn converge(&self, name: &str, only_if_running: bool) {
+        let Some(m) = self.manager.upgrade() else {
+            return;
+        };
+        let spec = match self.etcd.get(&scheduler::instance_key(name)) {
+            Ok(Some(kv)) => match serde_json::from_slice::<InstanceSpec>(&kv.value) {
+                Ok(s) if s.name == name => s,
+                Ok(_) | Err(_) => {
+                    self.report(
+                        name,
+                        "failed",
+                        Some(&Failure::BadRequest(
+                            "its stored spec is not an instance".into(),
+                            None,
+                        )),
+                    );
+                    return;
+                }
+            },
+            // Removed meanwhile (the scheduler removes its placement).
+            Ok(None) => return,
+            Err(e) => {
+                eprintln!("prontod: cluster: reading instance `{name}`: {e}");
+                return;
+            }
+        };
+        let running = m
+            .list(Some(&spec.tenant))
+            .into_iter()
+            .find(|i| i.name == name);
+        match running {
+            Some(v) if v.config != spec.config => {
+                match m.reconfigure(&spec.tenant, name, &spec.config) {
+                    Ok(v) => self.report(name, &state_text(&v), None),
+                    Err(e) => self.report(
+                        name,
+                        "running",
+                        Some(&match e {
+                            Failure::BadRequest(m, f) => {
+                                Failure::BadRequest(format!("reconfiguration refused: {m}"), f)
+                            }
+                            e => e,
+                        }),
+                    ),
+                }
+            }
+            Some(_) => {}
+            None if only_if_running => {}
+            None => match m.create(spec) {
+                Ok(v) => self.report(name, &state_text(&v), None),
+                Err(e) => {
+                    eprintln!("prontod: cluster: instance `{name}`: {e}");
+                    self.report(name, "failed", Some(&e));
+                }
+            },
+        }
+    }
+
+    /// Takes configurations changed in etcd for the instances this node
+    /// runs, until `stop` is set.
+    fn follow_configs(&self, stop: &AtomicBool) {
+        let prefix = scheduler::instance_key("");
+        let mut from = None;
+        while !stop.load(Ordering::Relaxed) {
+            let rev = match from {
+                Some(r) => r,
+                // At the start, and after a compaction hid changes: every
+                // instance running here takes what is stored now.
+                None => match self.etcd.range_prefix(&prefix) {
+                    Ok(r) => {
+                        for kv in &r.kvs {
+                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
+                            if self.runs(&name) {
+                                self.converge(&name, true);
+                            }
+                        }
+                        r.revision + 1
+                    }
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(200));
+                        continue;
+                    }
+                },
+            };
+            from = Some(rev);
+            let mut w = match self.etcd.watch_prefix(&prefix, rev) {
+                Ok(w) => w,
+                Err(EtcdError::Compacted(_)) => {
+                    from = None;
+                    continue;
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            };
+            while !stop.load(Ordering::Relaxed) {
+                match w.next_event() {
+                    Ok(Some(e)) => {
+                        from = Some(e.kv().mod_revision + 1);
+                        if let Event::Put(kv) = e {
+                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
+                            // Only what runs here: no etcd read for the
+                            // others' instances.
+                            if self.runs(&name) {
+                                self.converge(&name, true);
+                            }
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(EtcdError::Compacted(_)) => {
+                        from = None;
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+}
+
+fn state_text(v: &crate::manager::view::InstanceView) -> String {
+    serde_json::to_value(v.state)
+        .ok()
+        .and_then(|s| s.as_str().map(str::to_string))
+        .unwrap_or_else(|| "running".into())
+}
+
+impl Converge for ManagerConverge {
+    fn run(&mut self, name: &str, _placement: &[u8]) {
+        self.converge(name, false);
+    }
+
+    fn stop(&mut self, name: &str) {
+        let Some(m) = self.manager.upgrade() else {
+            return;
+        };
+        for i in m.list(None).into_iter().filter(|i| i.name == name) {
+            if let Err(e) = m.remove(&i.tenant, name) {
+                eprintln!("prontod: cluster: removing instance `{name}`: {e}");
+            }
+        }
+        let _ = self.etcd.delete(&status_key(&self.node, name));
+    }
+}
