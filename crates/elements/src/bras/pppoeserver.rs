@@ -120,14 +120,17 @@ struct Session {
     /// shows the peer alive.
     data_seen: i64,
     interim_at: i64,
+    /// The rate the authentication granted, bytes per second (0: none).
+    rate: u32,
 }
 
 /// The fast path's view of one session, written by the control path
-/// whenever the session's state changes (`sync`): 16 bytes, four to a
-/// cache line, so decapsulation and encapsulation read one line per
-/// session instead of the control state.
+/// whenever the session's state changes (`sync`), and the session's
+/// token buckets, which the fast path keeps: 40 bytes, so decapsulation
+/// and encapsulation read one or two cache lines per session instead of
+/// the control state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C, align(16))]
+#[repr(C)]
 struct Fast {
     /// The subscriber's Ethernet address.
     mac: [u8; 6],
@@ -139,6 +142,51 @@ struct Fast {
     /// MRU the peer asked for (what we may send it).
     peer_mru: u16,
     _pad2: u16,
+    /// The session's rate each way, bytes per second (0: unlimited).
+    rate: u32,
+    /// Bytes the subscriber may send now, and receive now.
+    tokens_in: u32,
+    tokens_out: u32,
+    _pad3: u32,
+    /// When the buckets were last filled.
+    stamp: i64,
+}
+
+/// A rated session's bucket holds 100 ms of its rate, and never less
+/// than two full-size frames.
+fn burst(rate: u32) -> u32 {
+    (rate / 10).max(3000)
+}
+
+impl Fast {
+    /// Takes `n` bytes from the bucket of one direction (`up`: from the
+    /// subscriber) at `now`, filling both first; false if the session is
+    /// over its rate (the packet is dropped and nothing is taken).
+    #[inline]
+    fn police(&mut self, up: bool, n: usize, now: i64) -> bool {
+        if self.rate == 0 {
+            return true;
+        }
+        let dt = (now - self.stamp).clamp(0, SEC) as u64;
+        let add = (dt * u64::from(self.rate) / SEC as u64) as u32;
+        if add > 0 {
+            // Time not yet worth a byte stays for the next fill.
+            let b = burst(self.rate);
+            self.tokens_in = self.tokens_in.saturating_add(add).min(b);
+            self.tokens_out = self.tokens_out.saturating_add(add).min(b);
+            self.stamp = now;
+        }
+        let t = if up {
+            &mut self.tokens_in
+        } else {
+            &mut self.tokens_out
+        };
+        if (*t as usize) < n {
+            return false;
+        }
+        *t -= n as u32;
+        true
+    }
 }
 
 /// The slot holds a session (any phase).
@@ -211,6 +259,8 @@ struct Stats {
     no_session: u64,
     not_ip: u64,
     too_big: u64,
+    rate_in: u64,
+    rate_out: u64,
     unknown_protocol: u64,
     ignored: u64,
 }
@@ -271,6 +321,18 @@ fn mac_text(m: &[u8; 6]) -> String {
     )
 }
 
+/// A rate in bytes per second as bits per second (`10Mbps`), `-` for none.
+fn rate_text(rate: u32) -> String {
+    let bits = u64::from(rate) * 8;
+    match bits {
+        0 => "-".into(),
+        b if b % 1_000_000_000 == 0 => format!("{}Gbps", b / 1_000_000_000),
+        b if b % 1_000_000 == 0 => format!("{}Mbps", b / 1_000_000),
+        b if b % 1_000 == 0 => format!("{}kbps", b / 1_000),
+        b => format!("{b}bps"),
+    }
+}
+
 fn ip_text(a: &[u8; 4]) -> String {
     format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
 }
@@ -322,7 +384,7 @@ impl PPPoEServer {
              AGGREGATE annotation (for per-subscriber policing and counting).\n\n\
              Keywords:\n\
              \x20 MAC            the server's Ethernet address (required)\n\
-             \x20 SUBSCRIBERS    file: `USER SECRET [ADDRESS]` per line (required)\n\
+             \x20 SUBSCRIBERS    file: `USER SECRET [ADDRESS] [RATE]` per line (required)\n\
              \x20 POOL           IPv4 prefix the subscribers' addresses come from (required)\n\
              \x20 LOCAL          the server's own IPCP address (required)\n\
              \x20 AC_NAME        AC-Name tag, default `pronto`\n\
@@ -342,7 +404,7 @@ impl PPPoEServer {
              \x20 ACCOUNTING     file accounting records are appended to (docs/bras.md)\n\n\
              Handlers:\n\
              \x20 sessions (read)  one line per session: `ID MAC USER ADDRESS STATE\n\
-             \x20                  in=PACKETS/BYTES out=PACKETS/BYTES`\n\
+             \x20                  in=PACKETS/BYTES out=PACKETS/BYTES rate=RATE`\n\
              \x20 count (read)     sessions up\n\
              \x20 stats (read)     every counter, `name value` per line\n\
              \x20 kill (write)     a session id or a user name: PADT, accounting stop",
@@ -765,11 +827,24 @@ impl PPPoEServer {
         if s.ipv6_open() {
             flags |= F_V6;
         }
+        let old = self.fast[i];
+        // The buckets carry on unless the rate changed; a new rate starts
+        // with full buckets.
+        let (tokens_in, tokens_out, stamp) = if old.rate == s.rate {
+            (old.tokens_in, old.tokens_out, old.stamp)
+        } else {
+            let b = if s.rate == 0 { 0 } else { burst(s.rate) };
+            (b, b, self.last_now)
+        };
         self.fast[i] = Fast {
             mac: s.mac,
             flags,
             addr: s.addr,
             peer_mru: s.peer_mru,
+            rate: s.rate,
+            tokens_in,
+            tokens_out,
+            stamp,
             ..Fast::default()
         };
     }
@@ -870,7 +945,7 @@ impl PPPoEServer {
         now: i64,
     ) -> Option<usize> {
         let i = sid as usize - 1;
-        let f = &self.fast[i];
+        let f = &mut self.fast[i];
         let open = if protocol == proto::IPV4 { F_V4 } else { F_V6 };
         if f.flags & open == 0 {
             self.stats.not_open += 1;
@@ -888,6 +963,10 @@ impl PPPoEServer {
             return None;
         }
         let n = ip.len();
+        if !f.police(true, n, now) {
+            self.stats.rate_in += 1;
+            return None;
+        }
         let c = &mut self.counts[i];
         c.in_packets += 1;
         c.in_bytes += n as u64;
@@ -901,7 +980,7 @@ impl PPPoEServer {
         Some(1)
     }
 
-    fn encap(&mut self, p: &mut Packet) -> Option<usize> {
+    fn encap(&mut self, p: &mut Packet, now: i64) -> Option<usize> {
         let d = p.data();
         let (sid, protocol) = match d.first().map(|b| b >> 4) {
             Some(4) if d.len() >= 20 => {
@@ -928,7 +1007,7 @@ impl PPPoEServer {
             }
         };
         let i = (sid as usize).wrapping_sub(1);
-        let Some(f) = self.fast.get(i) else {
+        let Some(f) = self.fast.get_mut(i) else {
             self.stats.no_session += 1;
             return None;
         };
@@ -940,6 +1019,10 @@ impl PPPoEServer {
         let n = p.len();
         if n + 2 > f.peer_mru as usize {
             self.stats.too_big += 1;
+            return None;
+        }
+        if !f.police(false, n, now) {
+            self.stats.rate_out += 1;
             return None;
         }
         let mac = f.mac;
@@ -1219,15 +1302,15 @@ impl PPPoEServer {
         _now: i64,
         _pool: &Pool,
     ) -> bool {
-        let want = match reply {
+        let grant = match reply {
             AuthReply::Reject => {
                 self.stats.auth_failed += 1;
                 self.sessions[sid as usize - 1].user = user;
                 return false;
             }
-            AuthReply::Accept(a) => a,
+            AuthReply::Accept(g) => g,
         };
-        let index = match want {
+        let index = match grant.addr {
             Some(a) => {
                 let i = u32::from_be_bytes(a).wrapping_sub(self.pool_base) as usize;
                 (self.by_addr.get(i) == Some(&0)).then_some(i)
@@ -1242,6 +1325,7 @@ impl PPPoEServer {
         };
         self.by_addr[i] = sid;
         s.addr = (self.pool_base + i as u32).to_be_bytes();
+        s.rate = grant.rate.unwrap_or(0);
         s.phase = Phase::Network;
         self.stats.auth_ok += 1;
         true
@@ -1596,7 +1680,7 @@ impl PPPoEServer {
             };
             let _ = writeln!(
                 t,
-                "{} {} {} {} {state} in={}/{} out={}/{}",
+                "{} {} {} {} {state} in={}/{} out={}/{} rate={}",
                 i + 1,
                 mac_text(&s.mac),
                 if s.user.is_empty() { "-" } else { &s.user },
@@ -1604,13 +1688,14 @@ impl PPPoEServer {
                 c.in_packets,
                 c.in_bytes,
                 c.out_packets,
-                c.out_bytes
+                c.out_bytes,
+                rate_text(s.rate)
             );
         }
         t
     }
 
-    fn counter_list(&self) -> (Named<22>, Named<15>) {
+    fn counter_list(&self) -> (Named<22>, Named<17>) {
         let s = &self.stats;
         (
             [
@@ -1651,6 +1736,8 @@ impl PPPoEServer {
                 ("no_session", s.no_session),
                 ("not_ip", s.not_ip),
                 ("too_big", s.too_big),
+                ("rate_in", s.rate_in),
+                ("rate_out", s.rate_out),
                 ("unknown_protocol", s.unknown_protocol),
                 ("ignored", s.ignored),
             ],
@@ -1671,7 +1758,7 @@ impl Element for PPPoEServer {
         self.last_now = now;
         let pool = out.pool;
         let kept = if port == 1 {
-            batch.route(|p| self.encap(p), |k, p| out.emit(k, p))
+            batch.route(|p| self.encap(p, now), |k, p| out.emit(k, p))
         } else {
             batch.route(
                 |p| {
@@ -1819,6 +1906,10 @@ mod tests {
     }
 
     fn rig(extra: &str) -> Rig {
+        rig_with(extra, "alice s3cret\nbob pw 10.64.0.9\n")
+    }
+
+    fn rig_with(extra: &str, subs: &str) -> Rig {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "pronto-bras-{}-{}",
@@ -1826,7 +1917,7 @@ mod tests {
             N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        std::fs::write(dir.join("subs"), "alice s3cret\nbob pw 10.64.0.9\n").expect("write");
+        std::fs::write(dir.join("subs"), subs).expect("write");
         let config = format!(
             "MAC 02:00:00:00:00:aa, SUBSCRIBERS {}, POOL 10.64.0.0/24, LOCAL 10.64.0.1, \
              ACCOUNTING {}, AC_NAME bras1{extra}",
@@ -2163,7 +2254,7 @@ mod tests {
         up(&mut r);
         assert_eq!(
             read(&*r.e, "sessions"),
-            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0\n"
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0 rate=-\n"
         );
         let acct = r.acct();
         assert_eq!(
@@ -2349,7 +2440,7 @@ mod tests {
         assert_eq!(o[0], vec![from_server(frame(&down))]);
         assert_eq!(
             read(&*r.e, "sessions"),
-            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=1/44 out=1/44\n"
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=1/44 out=1/44 rate=-\n"
         );
     }
 
@@ -2524,9 +2615,60 @@ mod tests {
         assert_eq!(stat(&r, "ncp_max_configure"), 1);
         assert_eq!(
             read(&*r.e, "sessions"),
-            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0\n"
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0 rate=-\n"
         );
         assert_eq!(r.acct().lines().count(), 1, "start only");
+    }
+
+    /// Pushes `n` copies of `frame` into `port` at `now`, 20 a batch;
+    /// returns how many left on `out`.
+    fn flood(r: &mut Rig, port: usize, frame: &[u8], n: usize, now: i64, out: usize) -> usize {
+        let mut got = 0;
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(20);
+            let mut ctrl = Control::default();
+            let pkts = (0..k).map(|_| pkt(&r.pool, frame)).collect();
+            let outs = push_at(&mut *r.e, &r.pool, port, pkts, 2, now, &mut ctrl);
+            got += outs[out].len();
+            left -= k;
+        }
+        got
+    }
+
+    #[test]
+    fn a_subscribers_rate_is_enforced_each_way_with_drops_counted() {
+        // 1 Mbit/s = 125,000 bytes/s; buckets of 100 ms = 12,500 bytes.
+        let mut r = rig_with("", "alice s3cret - 1Mbps\n");
+        up(&mut r);
+        assert_eq!(
+            read(&*r.e, "sessions"),
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0 rate=1Mbps\n"
+        );
+        // 100-byte packets: a full bucket passes 125 of them at once.
+        let upf = data4(&ip4([10, 64, 0, 2], [192, 0, 2, 1], &[0; 80]));
+        let down = ip4([192, 0, 2, 1], [10, 64, 0, 2], &[0; 80]);
+        let t = T0 + SEC;
+        assert_eq!(flood(&mut r, 0, &upf, 150, t, 1), 125);
+        // 1 ms later 125 bytes more: one packet.
+        assert_eq!(flood(&mut r, 0, &upf, 3, t + SEC / 1000, 1), 1);
+        // The other way has its own bucket (full: 125 pass).
+        assert_eq!(flood(&mut r, 1, &down, 130, t + SEC / 1000, 0), 125);
+        // A second later both are full again.
+        assert_eq!(flood(&mut r, 0, &upf, 130, t + SEC + SEC / 1000, 1), 125);
+        let s = read(&*r.e, "stats");
+        for want in [
+            "rate_in 32",
+            "rate_out 5",
+            "decapsulated 251",
+            "encapsulated 125",
+        ] {
+            assert!(s.lines().any(|l| l == want), "{want} in\n{s}");
+        }
+        assert_eq!(
+            read(&*r.e, "sessions"),
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=251/25100 out=125/12500 rate=1Mbps\n"
+        );
     }
 
     #[test]
