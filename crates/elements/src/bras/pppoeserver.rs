@@ -54,8 +54,6 @@ const ECHO_REPLY: u8 = 10;
 const DISCARD_REQ: u8 = 11;
 /// Longest Host-Uniq or Relay-Session-Id echoed back.
 const MAX_ECHOED_TAG: usize = 64;
-/// Our Conf-Requests are sent again every this long until acknowledged.
-const RESTART: i64 = 3 * SEC;
 /// The IPv6CP interface identifiers: ours, and the peer's with its
 /// session id in the last two bytes.
 const IID_PREFIX: [u8; 6] = [0x02, 0x50, 0x52, 0x4f, 0x00, 0x00];
@@ -93,7 +91,18 @@ struct Session {
     lcp_ours: bool,
     lcp_theirs: bool,
     lcp_req_id: u8,
+    /// When our LCP Configure-Request is due again (the restart timer).
     restart_at: i64,
+    /// Configure-Requests sent per protocol (RFC 1661's restart counter,
+    /// counted up to `MAX_CONFIGURE`).
+    lcp_tries: u8,
+    ipcp_tries: u8,
+    v6_tries: u8,
+    ipcp_restart_at: i64,
+    v6_restart_at: i64,
+    /// The NCP's Configure-Requests went unanswered `MAX_CONFIGURE` times.
+    ipcp_failed: bool,
+    v6_failed: bool,
     chap_id: u8,
     challenge: [u8; 16],
     user: String,
@@ -107,12 +116,96 @@ struct Session {
     acct_started: bool,
     next_echo: i64,
     echo_missed: u32,
-    last_data: i64,
+    /// `Counts::last_data` when the timers last looked: data since then
+    /// shows the peer alive.
+    data_seen: i64,
     interim_at: i64,
+    /// The rate the authentication granted, bytes per second (0: none).
+    rate: u32,
+}
+
+/// The fast path's view of one session, written by the control path
+/// whenever the session's state changes (`sync`), and the session's
+/// token buckets, which the fast path keeps: 40 bytes, so decapsulation
+/// and encapsulation read one or two cache lines per session instead of
+/// the control state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+struct Fast {
+    /// The subscriber's Ethernet address.
+    mac: [u8; 6],
+    /// `F_USED`, `F_V4`, `F_V6`.
+    flags: u8,
+    _pad: u8,
+    /// The IPCP address (zero until authenticated).
+    addr: [u8; 4],
+    /// MRU the peer asked for (what we may send it).
+    peer_mru: u16,
+    _pad2: u16,
+    /// The session's rate each way, bytes per second (0: unlimited).
+    rate: u32,
+    /// Bytes the subscriber may send now, and receive now.
+    tokens_in: u32,
+    tokens_out: u32,
+    _pad3: u32,
+    /// When the buckets were last filled.
+    stamp: i64,
+}
+
+/// A rated session's bucket holds 100 ms of its rate, and never less
+/// than two full-size frames.
+fn burst(rate: u32) -> u32 {
+    (rate / 10).max(3000)
+}
+
+impl Fast {
+    /// Takes `n` bytes from the bucket of one direction (`up`: from the
+    /// subscriber) at `now`, filling both first; false if the session is
+    /// over its rate (the packet is dropped and nothing is taken).
+    #[inline]
+    fn police(&mut self, up: bool, n: usize, now: i64) -> bool {
+        if self.rate == 0 {
+            return true;
+        }
+        let dt = (now - self.stamp).clamp(0, SEC) as u64;
+        let add = (dt * u64::from(self.rate) / SEC as u64) as u32;
+        if add > 0 {
+            // Time not yet worth a byte stays for the next fill.
+            let b = burst(self.rate);
+            self.tokens_in = self.tokens_in.saturating_add(add).min(b);
+            self.tokens_out = self.tokens_out.saturating_add(add).min(b);
+            self.stamp = now;
+        }
+        let t = if up {
+            &mut self.tokens_in
+        } else {
+            &mut self.tokens_out
+        };
+        if (*t as usize) < n {
+            return false;
+        }
+        *t -= n as u32;
+        true
+    }
+}
+
+/// The slot holds a session (any phase).
+const F_USED: u8 = 1;
+/// IPCP is open both ways.
+const F_V4: u8 = 2;
+/// IPv6CP is open both ways.
+const F_V6: u8 = 4;
+
+/// One session's traffic counters, written by the fast path, read by the
+/// timers, accounting and the `sessions` handler.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
     in_packets: u64,
     in_bytes: u64,
     out_packets: u64,
     out_bytes: u64,
+    /// When the last data packet came from the subscriber.
+    last_data: i64,
 }
 
 impl Session {
@@ -146,6 +239,8 @@ struct Stats {
     echo_timeouts: u64,
     idle_timeouts: u64,
     setup_timeouts: u64,
+    lcp_max_configure: u64,
+    ncp_max_configure: u64,
     decap: u64,
     encap: u64,
     accounting_failed: u64,
@@ -164,6 +259,8 @@ struct Stats {
     no_session: u64,
     not_ip: u64,
     too_big: u64,
+    rate_in: u64,
+    rate_out: u64,
     unknown_protocol: u64,
     ignored: u64,
 }
@@ -187,10 +284,16 @@ pub struct PPPoEServer {
     idle: i64,
     interim: i64,
     setup: i64,
+    restart: i64,
+    max_configure: u8,
     padi_rate: u64,
     padi_window: i64,
     padi_seen: u64,
     sessions: Vec<Session>,
+    /// The fast path's record per session (`sync` keeps it).
+    fast: Vec<Fast>,
+    /// Traffic counters per session.
+    counts: Vec<Counts>,
     free: Vec<u16>,
     nsessions: usize,
     accounting: Option<(String, std::io::BufWriter<std::fs::File>)>,
@@ -216,6 +319,18 @@ fn mac_text(m: &[u8; 6]) -> String {
         "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
         m[0], m[1], m[2], m[3], m[4], m[5]
     )
+}
+
+/// A rate in bytes per second as bits per second (`10Mbps`), `-` for none.
+fn rate_text(rate: u32) -> String {
+    let bits = u64::from(rate) * 8;
+    match bits {
+        0 => "-".into(),
+        b if b % 1_000_000_000 == 0 => format!("{}Gbps", b / 1_000_000_000),
+        b if b % 1_000_000 == 0 => format!("{}Mbps", b / 1_000_000),
+        b if b % 1_000 == 0 => format!("{}kbps", b / 1_000),
+        b => format!("{b}bps"),
+    }
 }
 
 fn ip_text(a: &[u8; 4]) -> String {
@@ -244,6 +359,8 @@ impl PPPoEServer {
             "IDLE_TIMEOUT",
             "INTERIM",
             "SETUP_TIMEOUT",
+            "RESTART",
+            "MAX_CONFIGURE",
             "PADI_RATE",
             "ACCOUNTING",
         ])
@@ -267,7 +384,7 @@ impl PPPoEServer {
              AGGREGATE annotation (for per-subscriber policing and counting).\n\n\
              Keywords:\n\
              \x20 MAC            the server's Ethernet address (required)\n\
-             \x20 SUBSCRIBERS    file: `USER SECRET [ADDRESS]` per line (required)\n\
+             \x20 SUBSCRIBERS    file: `USER SECRET [ADDRESS] [RATE]` per line (required)\n\
              \x20 POOL           IPv4 prefix the subscribers' addresses come from (required)\n\
              \x20 LOCAL          the server's own IPCP address (required)\n\
              \x20 AC_NAME        AC-Name tag, default `pronto`\n\
@@ -281,11 +398,13 @@ impl PPPoEServer {
              \x20 IDLE_TIMEOUT   seconds without data that end a session, default 0 (never)\n\
              \x20 INTERIM        seconds between interim accounting records, default 0 (none)\n\
              \x20 SETUP_TIMEOUT  seconds a session may take to come up, default 30\n\
+             \x20 RESTART        seconds before an unanswered Configure-Request is sent again, default 3\n\
+             \x20 MAX_CONFIGURE  Configure-Requests sent per protocol before giving up, default 10\n\
              \x20 PADI_RATE      PADIs answered per second at most, default 1000\n\
              \x20 ACCOUNTING     file accounting records are appended to (docs/bras.md)\n\n\
              Handlers:\n\
              \x20 sessions (read)  one line per session: `ID MAC USER ADDRESS STATE\n\
-             \x20                  in=PACKETS/BYTES out=PACKETS/BYTES`\n\
+             \x20                  in=PACKETS/BYTES out=PACKETS/BYTES rate=RATE`\n\
              \x20 count (read)     sessions up\n\
              \x20 stats (read)     every counter, `name value` per line\n\
              \x20 kill (write)     a session id or a user name: PADT, accounting stop",
@@ -317,6 +436,8 @@ impl PPPoEServer {
         let idle: Seconds = a.read_or("IDLE_TIMEOUT", Seconds(0.0))?;
         let interim: Seconds = a.read_or("INTERIM", Seconds(0.0))?;
         let setup: Seconds = a.read_or("SETUP_TIMEOUT", Seconds(30.0))?;
+        let restart: Seconds = a.read_or("RESTART", Seconds(3.0))?;
+        let max_configure: u8 = a.read_or("MAX_CONFIGURE", 10u8)?;
         let padi_rate: u64 = a.read_or("PADI_RATE", 1000u64)?;
         let acct: Option<String> = a.read("ACCOUNTING")?;
         a.finish()?;
@@ -346,6 +467,16 @@ impl PPPoEServer {
                     "{kw}: expected a time from 0 to 86400 seconds"
                 )));
             }
+        }
+        if !(restart.0 >= 1.0 && restart.0 <= 60.0) {
+            return Err(ConfigError::new(
+                "RESTART: expected 1 to 60 seconds (RFC 1661's default is 3)",
+            ));
+        }
+        if max_configure == 0 {
+            return Err(ConfigError::new(
+                "MAX_CONFIGURE: expected 1 to 255 requests (RFC 1661's default is 10)",
+            ));
         }
         if setup.0 == 0.0 {
             return Err(ConfigError::new(
@@ -430,10 +561,14 @@ impl PPPoEServer {
             idle: ns(idle),
             interim: ns(interim),
             setup: ns(setup),
+            restart: ns(restart),
+            max_configure,
             padi_rate,
             padi_window: 0,
             padi_seen: 0,
             sessions: vec![Session::default(); capacity],
+            fast: vec![Fast::default(); capacity],
+            counts: vec![Counts::default(); capacity],
             free: (1..=capacity as u16).rev().collect(),
             nsessions: 0,
             accounting,
@@ -575,9 +710,14 @@ impl PPPoEServer {
                     our_magic: magic,
                     peer_mru: 1492,
                     next_echo: now + self.echo_interval,
-                    last_data: now,
+                    data_seen: now,
                     ..Session::default()
                 };
+                self.counts[sid as usize - 1] = Counts {
+                    last_data: now,
+                    ..Counts::default()
+                };
+                self.sync(sid);
                 self.send_lcp_request(sid, now, pool);
                 Some(out)
             }
@@ -672,6 +812,43 @@ impl PPPoEServer {
         self.reply_in(p)
     }
 
+    /// Writes session `sid`'s fast-path record from its control state;
+    /// called after every change of the session's state.
+    fn sync(&mut self, sid: u16) {
+        let i = sid as usize - 1;
+        let s = &self.sessions[i];
+        let mut flags = 0;
+        if s.phase != Phase::Free {
+            flags |= F_USED;
+        }
+        if s.ipv4_open() {
+            flags |= F_V4;
+        }
+        if s.ipv6_open() {
+            flags |= F_V6;
+        }
+        let old = self.fast[i];
+        // The buckets carry on unless the rate changed; a new rate starts
+        // with full buckets.
+        let (tokens_in, tokens_out, stamp) = if old.rate == s.rate {
+            (old.tokens_in, old.tokens_out, old.stamp)
+        } else {
+            let b = if s.rate == 0 { 0 } else { burst(s.rate) };
+            (b, b, self.last_now)
+        };
+        self.fast[i] = Fast {
+            mac: s.mac,
+            flags,
+            addr: s.addr,
+            peer_mru: s.peer_mru,
+            rate: s.rate,
+            tokens_in,
+            tokens_out,
+            stamp,
+            ..Fast::default()
+        };
+    }
+
     /// The session `sid` if it is up and `mac` owns it.
     fn session_of(&mut self, sid: u16, mac: &[u8; 6]) -> Option<&mut Session> {
         let s = self.sessions.get_mut((sid as usize).wrapping_sub(1))?;
@@ -689,15 +866,15 @@ impl PPPoEServer {
             self.stats.malformed += 1;
             return None;
         }
-        let Some(s) = self.sessions.get((sid as usize).wrapping_sub(1)) else {
+        let Some(f) = self.fast.get((sid as usize).wrapping_sub(1)) else {
             self.stats.unknown_session += 1;
             return None;
         };
-        if s.phase == Phase::Free {
+        if f.flags & F_USED == 0 {
             self.stats.unknown_session += 1;
             return None;
         }
-        if s.mac != src {
+        if f.mac != src {
             self.stats.wrong_mac += 1;
             return None;
         }
@@ -705,6 +882,21 @@ impl PPPoEServer {
         if protocol == proto::IPV4 || protocol == proto::IPV6 {
             return self.decap(p, sid, plen, protocol, now);
         }
+        let r = self.control(p, sid, plen, protocol, now, pool);
+        self.sync(sid);
+        r
+    }
+
+    /// A PPP control frame in session `sid` (which `mac` owns).
+    fn control(
+        &mut self,
+        p: &mut Packet,
+        sid: u16,
+        plen: usize,
+        protocol: u16,
+        now: i64,
+        pool: &Pool,
+    ) -> Option<usize> {
         self.stats.control_in += 1;
         let s = &mut self.sessions[sid as usize - 1];
         // Any frame from the peer shows it is alive.
@@ -752,19 +944,16 @@ impl PPPoEServer {
         protocol: u16,
         now: i64,
     ) -> Option<usize> {
-        let s = &mut self.sessions[sid as usize - 1];
-        let open = if protocol == proto::IPV4 {
-            s.ipv4_open()
-        } else {
-            s.ipv6_open()
-        };
-        if !open {
+        let i = sid as usize - 1;
+        let f = &mut self.fast[i];
+        let open = if protocol == proto::IPV4 { F_V4 } else { F_V6 };
+        if f.flags & open == 0 {
             self.stats.not_open += 1;
             return None;
         }
         let ip = &p.data()[SESSION_OVERHEAD..HEADER_LEN + plen];
         let ok = if protocol == proto::IPV4 {
-            ip.len() >= 20 && ip[0] >> 4 == 4 && ip[12..16] == s.addr
+            ip.len() >= 20 && ip[0] >> 4 == 4 && ip[12..16] == f.addr
         } else {
             // The source's interface identifier is the one IPv6CP gave.
             ip.len() >= 40 && ip[0] >> 4 == 6 && ip[16..22] == IID_PREFIX && be16(ip, 22) == sid
@@ -774,10 +963,14 @@ impl PPPoEServer {
             return None;
         }
         let n = ip.len();
-        s.in_packets += 1;
-        s.in_bytes += n as u64;
-        s.last_data = now;
-        s.echo_missed = 0;
+        if !f.police(true, n, now) {
+            self.stats.rate_in += 1;
+            return None;
+        }
+        let c = &mut self.counts[i];
+        c.in_packets += 1;
+        c.in_bytes += n as u64;
+        c.last_data = now;
         self.stats.decap += 1;
         let extra = p.len() - HEADER_LEN - plen;
         p.take(extra);
@@ -787,7 +980,7 @@ impl PPPoEServer {
         Some(1)
     }
 
-    fn encap(&mut self, p: &mut Packet) -> Option<usize> {
+    fn encap(&mut self, p: &mut Packet, now: i64) -> Option<usize> {
         let d = p.data();
         let (sid, protocol) = match d.first().map(|b| b >> 4) {
             Some(4) if d.len() >= 20 => {
@@ -813,27 +1006,29 @@ impl PPPoEServer {
                 return None;
             }
         };
-        let Some(s) = self.sessions.get_mut((sid as usize).wrapping_sub(1)) else {
+        let i = (sid as usize).wrapping_sub(1);
+        let Some(f) = self.fast.get_mut(i) else {
             self.stats.no_session += 1;
             return None;
         };
-        let open = if protocol == proto::IPV4 {
-            s.ipv4_open()
-        } else {
-            s.ipv6_open()
-        };
-        if !open {
+        let open = if protocol == proto::IPV4 { F_V4 } else { F_V6 };
+        if f.flags & open == 0 {
             self.stats.no_session += 1;
             return None;
         }
         let n = p.len();
-        if n + 2 > s.peer_mru as usize {
+        if n + 2 > f.peer_mru as usize {
             self.stats.too_big += 1;
             return None;
         }
-        s.out_packets += 1;
-        s.out_bytes += n as u64;
-        let mac = s.mac;
+        if !f.police(false, n, now) {
+            self.stats.rate_out += 1;
+            return None;
+        }
+        let mac = f.mac;
+        let c = &mut self.counts[i];
+        c.out_packets += 1;
+        c.out_bytes += n as u64;
         let Some(h) = p.push(SESSION_OVERHEAD) else {
             self.stats.too_big += 1;
             return None;
@@ -856,7 +1051,8 @@ impl PPPoEServer {
         let s = &mut self.sessions[sid as usize - 1];
         let id = s.id();
         s.lcp_req_id = id;
-        s.restart_at = now + RESTART;
+        s.restart_at = now + self.restart;
+        s.lcp_tries = s.lcp_tries.saturating_add(1);
         let (mac, magic) = (s.mac, s.our_magic);
         self.start_ppp(mac, sid, proto::LCP, CONF_REQ, id);
         self.buf.extend_from_slice(&[1, 4]);
@@ -1106,15 +1302,15 @@ impl PPPoEServer {
         _now: i64,
         _pool: &Pool,
     ) -> bool {
-        let want = match reply {
+        let grant = match reply {
             AuthReply::Reject => {
                 self.stats.auth_failed += 1;
                 self.sessions[sid as usize - 1].user = user;
                 return false;
             }
-            AuthReply::Accept(a) => a,
+            AuthReply::Accept(g) => g,
         };
-        let index = match want {
+        let index = match grant.addr {
             Some(a) => {
                 let i = u32::from_be_bytes(a).wrapping_sub(self.pool_base) as usize;
                 (self.by_addr.get(i) == Some(&0)).then_some(i)
@@ -1129,6 +1325,7 @@ impl PPPoEServer {
         };
         self.by_addr[i] = sid;
         s.addr = (self.pool_base + i as u32).to_be_bytes();
+        s.rate = grant.rate.unwrap_or(0);
         s.phase = Phase::Network;
         self.stats.auth_ok += 1;
         true
@@ -1151,25 +1348,75 @@ impl PPPoEServer {
             self.close(sid, "auth-failed", now, Some(pool));
             return;
         }
+        self.send_ncp_request(sid, false, now, pool);
+        if self.ipv6 {
+            self.send_ncp_request(sid, true, now, pool);
+        }
+    }
+
+    /// Sends (again) our IPCP (`v6` false: our address) or IPv6CP (our
+    /// interface identifier) Configure-Request and starts its restart timer.
+    fn send_ncp_request(&mut self, sid: u16, v6: bool, now: i64, pool: &Pool) {
         let local = self.local;
+        let restart = self.restart;
         let s = &mut self.sessions[sid as usize - 1];
         let id = s.id();
-        s.ipcp_req_id = id;
         let mac = s.mac;
-        self.start_ppp(mac, sid, proto::IPCP, CONF_REQ, id);
-        self.buf.extend_from_slice(&[3, 6]);
-        self.buf.extend_from_slice(&local);
-        self.send(pool);
-        if self.ipv6 {
-            let s = &mut self.sessions[sid as usize - 1];
-            let id = s.id();
+        if v6 {
             s.v6_req_id = id;
+            s.v6_tries = s.v6_tries.saturating_add(1);
+            s.v6_restart_at = now + restart;
             self.start_ppp(mac, sid, proto::IPV6CP, CONF_REQ, id);
             self.buf.extend_from_slice(&[1, 10]);
             self.buf.extend_from_slice(&IID_PREFIX);
             self.buf.extend_from_slice(&[0, 0]);
-            self.send(pool);
+        } else {
+            s.ipcp_req_id = id;
+            s.ipcp_tries = s.ipcp_tries.saturating_add(1);
+            s.ipcp_restart_at = now + restart;
+            self.start_ppp(mac, sid, proto::IPCP, CONF_REQ, id);
+            self.buf.extend_from_slice(&[3, 6]);
+            self.buf.extend_from_slice(&local);
         }
+        self.send(pool);
+    }
+
+    /// The NCPs' restart timers: a Configure-Request unanswered is sent
+    /// again, up to `MAX_CONFIGURE` in all; then that NCP is given up
+    /// (`ncp_max_configure`), and when no NCP is left the session ends.
+    /// True if it ended.
+    fn ncp_timers(&mut self, sid: u16, now: i64, pool: &Pool) -> bool {
+        let i = sid as usize - 1;
+        for v6 in [false, true] {
+            if v6 && !self.ipv6 {
+                continue;
+            }
+            let s = &mut self.sessions[i];
+            let (ours, failed, at, tries) = if v6 {
+                (s.v6_ours, s.v6_failed, s.v6_restart_at, s.v6_tries)
+            } else {
+                (s.ipcp_ours, s.ipcp_failed, s.ipcp_restart_at, s.ipcp_tries)
+            };
+            if ours || failed || now < at {
+                continue;
+            }
+            if tries >= self.max_configure {
+                if v6 {
+                    s.v6_failed = true;
+                } else {
+                    s.ipcp_failed = true;
+                }
+                self.stats.ncp_max_configure += 1;
+            } else {
+                self.send_ncp_request(sid, v6, now, pool);
+            }
+        }
+        let s = &self.sessions[i];
+        if s.ipcp_failed && (s.v6_failed || !self.ipv6) {
+            self.close(sid, "ncp-no-answer", now, Some(pool));
+            return true;
+        }
+        false
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1283,7 +1530,7 @@ impl PPPoEServer {
         }
         let s = &mut self.sessions[sid as usize - 1];
         s.acct_started = true;
-        s.last_data = now;
+        self.counts[sid as usize - 1].last_data = now;
         if self.interim > 0 {
             s.interim_at = now + self.interim;
         }
@@ -1296,6 +1543,7 @@ impl PPPoEServer {
             return;
         };
         let s = &self.sessions[sid as usize - 1];
+        let c = &self.counts[sid as usize - 1];
         let user = if s.user.is_empty() {
             "-"
         } else {
@@ -1307,10 +1555,10 @@ impl PPPoEServer {
             now.rem_euclid(SEC),
             mac_text(&s.mac),
             ip_text(&s.addr),
-            s.in_packets,
-            s.in_bytes,
-            s.out_packets,
-            s.out_bytes,
+            c.in_packets,
+            c.in_bytes,
+            c.out_packets,
+            c.out_bytes,
             (now - s.started).max(0) / SEC,
         );
         if w.write_all(line.as_bytes())
@@ -1345,6 +1593,8 @@ impl PPPoEServer {
             }
         }
         *s = Session::default();
+        self.counts[sid as usize - 1] = Counts::default();
+        self.sync(sid);
         self.free.push(sid);
         self.nsessions -= 1;
         self.stats.sessions_closed += 1;
@@ -1364,12 +1614,26 @@ impl PPPoEServer {
                     continue;
                 }
                 Phase::Establish if !s.lcp_ours && now >= s.restart_at => {
-                    self.send_lcp_request(sid, now, pool);
+                    if s.lcp_tries >= self.max_configure {
+                        self.stats.lcp_max_configure += 1;
+                        self.close(sid, "lcp-no-answer", now, Some(pool));
+                    } else {
+                        self.send_lcp_request(sid, now, pool);
+                    }
                     continue;
                 }
                 _ => {}
             }
-            let s = &self.sessions[i];
+            if self.sessions[i].phase == Phase::Network && self.ncp_timers(sid, now, pool) {
+                continue;
+            }
+            // Data since the last look shows the peer alive.
+            let last_data = self.counts[i].last_data;
+            let s = &mut self.sessions[i];
+            if last_data != s.data_seen {
+                s.data_seen = last_data;
+                s.echo_missed = 0;
+            }
             if s.phase != Phase::Establish && self.echo_interval > 0 && now >= s.next_echo {
                 if s.echo_missed >= self.echo_failures {
                     self.stats.echo_timeouts += 1;
@@ -1386,7 +1650,7 @@ impl PPPoEServer {
                 self.send(pool);
             }
             let s = &self.sessions[i];
-            if s.phase == Phase::Network && self.idle > 0 && now - s.last_data >= self.idle {
+            if s.phase == Phase::Network && self.idle > 0 && now - last_data >= self.idle {
                 self.stats.idle_timeouts += 1;
                 self.close(sid, "idle-timeout", now, Some(pool));
                 continue;
@@ -1406,7 +1670,7 @@ impl PPPoEServer {
 
     fn sessions_text(&self) -> String {
         let mut t = String::new();
-        for (i, s) in self.sessions.iter().enumerate() {
+        for (i, (s, c)) in self.sessions.iter().zip(&self.counts).enumerate() {
             let state = match s.phase {
                 Phase::Free => continue,
                 Phase::Establish => "lcp",
@@ -1416,21 +1680,22 @@ impl PPPoEServer {
             };
             let _ = writeln!(
                 t,
-                "{} {} {} {} {state} in={}/{} out={}/{}",
+                "{} {} {} {} {state} in={}/{} out={}/{} rate={}",
                 i + 1,
                 mac_text(&s.mac),
                 if s.user.is_empty() { "-" } else { &s.user },
                 ip_text(&s.addr),
-                s.in_packets,
-                s.in_bytes,
-                s.out_packets,
-                s.out_bytes
+                c.in_packets,
+                c.in_bytes,
+                c.out_packets,
+                c.out_bytes,
+                rate_text(s.rate)
             );
         }
         t
     }
 
-    fn counter_list(&self) -> (Named<20>, Named<15>) {
+    fn counter_list(&self) -> (Named<22>, Named<17>) {
         let s = &self.stats;
         (
             [
@@ -1450,6 +1715,8 @@ impl PPPoEServer {
                 ("echo_timeouts", s.echo_timeouts),
                 ("idle_timeouts", s.idle_timeouts),
                 ("setup_timeouts", s.setup_timeouts),
+                ("lcp_max_configure", s.lcp_max_configure),
+                ("ncp_max_configure", s.ncp_max_configure),
                 ("decapsulated", s.decap),
                 ("encapsulated", s.encap),
                 ("accounting_failed", s.accounting_failed),
@@ -1469,6 +1736,8 @@ impl PPPoEServer {
                 ("no_session", s.no_session),
                 ("not_ip", s.not_ip),
                 ("too_big", s.too_big),
+                ("rate_in", s.rate_in),
+                ("rate_out", s.rate_out),
                 ("unknown_protocol", s.unknown_protocol),
                 ("ignored", s.ignored),
             ],
@@ -1489,7 +1758,7 @@ impl Element for PPPoEServer {
         self.last_now = now;
         let pool = out.pool;
         let kept = if port == 1 {
-            batch.route(|p| self.encap(p), |k, p| out.emit(k, p))
+            batch.route(|p| self.encap(p, now), |k, p| out.emit(k, p))
         } else {
             batch.route(
                 |p| {
@@ -1637,6 +1906,10 @@ mod tests {
     }
 
     fn rig(extra: &str) -> Rig {
+        rig_with(extra, "alice s3cret\nbob pw 10.64.0.9\n")
+    }
+
+    fn rig_with(extra: &str, subs: &str) -> Rig {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "pronto-bras-{}-{}",
@@ -1644,7 +1917,7 @@ mod tests {
             N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        std::fs::write(dir.join("subs"), "alice s3cret\nbob pw 10.64.0.9\n").expect("write");
+        std::fs::write(dir.join("subs"), subs).expect("write");
         let config = format!(
             "MAC 02:00:00:00:00:aa, SUBSCRIBERS {}, POOL 10.64.0.0/24, LOCAL 10.64.0.1, \
              ACCOUNTING {}, AC_NAME bras1{extra}",
@@ -1730,8 +2003,9 @@ mod tests {
         ip
     }
 
-    /// Brings session 1 up with PAP as alice; returns the rig.
-    fn up(r: &mut Rig) {
+    /// PADI and PADR (session 1, at T0); returns the server's LCP
+    /// Configure-Request.
+    fn discover(r: &mut Rig) -> Vec<u8> {
         let hu: &[u8] = &[0xde, 0xad];
         let o = r.send(
             0,
@@ -1762,7 +2036,13 @@ mod tests {
             T0,
         );
         assert_eq!(o[0].len(), 2, "PADS and LCP Configure-Request");
-        let req = &o[0][1];
+        o[0][1].clone()
+    }
+
+    /// Discovery, LCP both ways and PAP as alice (session 1, at T0);
+    /// returns what the PAP request got: the Ack and the NCPs' requests.
+    fn authenticate(r: &mut Rig) -> Vec<Vec<u8>> {
+        let req = &discover(r);
         let lcp_id = req[23];
         // Peer: Configure-Request MRU 1492, magic; then Ack the server's.
         let o = r.send(
@@ -1798,9 +2078,15 @@ mod tests {
         ok.extend_from_slice(b"Login ok");
         assert_eq!(o[0][0], from_server(ppp(1, proto::PAP, 2, 7, &ok)));
         assert_eq!(o[0].len(), 3, "PAP Ack, IPCP and IPv6CP Configure-Requests");
-        let ipcp_id = o[0][1][23];
+        o.into_iter().next().expect("output 0")
+    }
+
+    /// Brings session 1 up with PAP as alice.
+    fn up(r: &mut Rig) {
+        let o = authenticate(r);
+        let ipcp_id = o[1][23];
         assert_eq!(
-            o[0][1],
+            o[1],
             from_server(ppp(
                 1,
                 proto::IPCP,
@@ -1809,7 +2095,7 @@ mod tests {
                 &[3, 6, 10, 64, 0, 1]
             ))
         );
-        let v6_id = o[0][2][23];
+        let v6_id = o[2][23];
         // IPCP: the peer asks for 0.0.0.0, is told 10.64.0.2, asks again.
         let o = r.send(
             0,
@@ -1968,7 +2254,7 @@ mod tests {
         up(&mut r);
         assert_eq!(
             read(&*r.e, "sessions"),
-            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0\n"
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0 rate=-\n"
         );
         let acct = r.acct();
         assert_eq!(
@@ -2050,9 +2336,71 @@ mod tests {
         ] {
             assert!(s.lines().any(|l| l == want), "{want} in\n{s}");
         }
-        // The session id is gone: its frames are unknown now.
+        // The session id is gone (its fast-path record too): its frames
+        // are unknown now, and its address has no session.
         let o = r.send(0, &f, T0 + 3 * SEC);
         assert!(o[1].is_empty());
+        let o = r.send(1, &down, T0 + 3 * SEC);
+        assert!(o[0].is_empty());
+        let s = read(&*r.e, "stats");
+        for want in ["unknown_session 1", "no_session 2", "decapsulated 1"] {
+            assert!(s.lines().any(|l| l == want), "{want} in\n{s}");
+        }
+    }
+
+    /// Session 1's IPv4 packet from the peer, as a PPPoE session frame.
+    fn data4(ip: &[u8]) -> Vec<u8> {
+        let mut f = SERVER.to_vec();
+        f.extend_from_slice(&PEER);
+        f.extend_from_slice(&[0x88, 0x64, 0x11, 0, 0, 1]);
+        f.extend_from_slice(&((ip.len() + 2) as u16).to_be_bytes());
+        f.extend_from_slice(&[0x00, 0x21]);
+        f.extend_from_slice(ip);
+        f
+    }
+
+    #[test]
+    fn data_from_the_peer_counts_as_alive_between_echoes() {
+        let mut r = rig(", ECHO_INTERVAL 10, ECHO_FAILURES 2");
+        up(&mut r);
+        let mut sent = Vec::new();
+        for k in 0..=50 {
+            if k == 25 {
+                let o = r.send(
+                    0,
+                    &data4(&ip4([10, 64, 0, 2], [192, 0, 2, 1], b"hi")),
+                    T0 + k * SEC,
+                );
+                assert_eq!(o[1].len(), 1);
+            }
+            let mut ctrl = Control::default();
+            let (_, outs) = run_task(&mut *r.e, &r.pool, vec![], 2, T0 + k * SEC, &mut ctrl);
+            for p in &outs[0] {
+                sent.push((k, p.data()[15], be16(p.data(), 20)));
+            }
+        }
+        // Echoes at 10 and 20 unanswered; the data at 25 resets the count,
+        // so the session ends only after 30 and 40 go unanswered too.
+        assert_eq!(
+            sent,
+            vec![
+                (10, 0, proto::LCP),
+                (20, 0, proto::LCP),
+                (30, 0, proto::LCP),
+                (40, 0, proto::LCP),
+                (50, code::PADT, 0x0203),
+            ]
+        );
+        assert_eq!(
+            r.acct()
+                .lines()
+                .nth(1)
+                .map(|l| l.split(' ').skip(6).collect::<Vec<_>>().join(" ")),
+            Some(
+                "in_packets=1 in_bytes=22 out_packets=0 out_bytes=0 duration=50 cause=echo-timeout"
+                    .into()
+            )
+        );
     }
 
     fn ip6(src: [u8; 16], dst: [u8; 16]) -> Vec<u8> {
@@ -2092,7 +2440,7 @@ mod tests {
         assert_eq!(o[0], vec![from_server(frame(&down))]);
         assert_eq!(
             read(&*r.e, "sessions"),
-            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=1/44 out=1/44\n"
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=1/44 out=1/44 rate=-\n"
         );
     }
 
@@ -2183,6 +2531,146 @@ mod tests {
         assert!(lines[2].ends_with("duration=30 cause=echo-timeout"), "{a}");
     }
 
+    /// Runs the task once a second from T0 to T0 + `secs`; returns
+    /// (second, PPPoE code, PPP protocol or tag type) per frame sent.
+    fn ticks(r: &mut Rig, secs: i64) -> Vec<(i64, u8, u16)> {
+        let mut sent = Vec::new();
+        for k in 0..=secs {
+            let mut ctrl = Control::default();
+            let (_, outs) = run_task(&mut *r.e, &r.pool, vec![], 2, T0 + k * SEC, &mut ctrl);
+            for p in &outs[0] {
+                sent.push((k, p.data()[15], be16(p.data(), 20)));
+            }
+        }
+        sent
+    }
+
+    fn stat(r: &Rig, name: &str) -> u64 {
+        read(&*r.e, "stats")
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .expect("counter")
+    }
+
+    #[test]
+    fn an_unanswered_lcp_request_ends_the_session_after_max_configure() {
+        let mut r = rig(", MAX_CONFIGURE 3, RESTART 2, ECHO_INTERVAL 0");
+        let first = discover(&mut r);
+        // Requests at 0 (after the PADR), 2 and 4; at 6 the third has
+        // gone unanswered for RESTART: PADT.
+        assert_eq!(
+            ticks(&mut r, 8),
+            vec![
+                (2, 0, proto::LCP),
+                (4, 0, proto::LCP),
+                (6, code::PADT, tag::GENERIC_ERROR),
+            ]
+        );
+        assert_eq!(&first[20..23], &[0xc0, 0x21, CONF_REQ]);
+        assert_eq!(stat(&r, "lcp_max_configure"), 1);
+        assert_eq!(stat(&r, "sessions_closed"), 1);
+        assert_eq!(read(&*r.e, "count"), "0");
+        // Accounting starts when an NCP opens: nothing to stop here.
+        assert_eq!(r.acct(), "");
+    }
+
+    #[test]
+    fn unanswered_ncp_requests_are_given_up_and_with_none_left_the_session_ends() {
+        // Neither IPCP nor IPv6CP is ever acknowledged: both given up at
+        // 6 s, the session ends with cause ncp-no-answer.
+        let mut r = rig(", MAX_CONFIGURE 3, RESTART 2, ECHO_INTERVAL 0");
+        let o = authenticate(&mut r);
+        assert_eq!(o.len(), 3);
+        assert_eq!(
+            ticks(&mut r, 8),
+            vec![
+                (2, 0, proto::IPCP),
+                (2, 0, proto::IPV6CP),
+                (4, 0, proto::IPCP),
+                (4, 0, proto::IPV6CP),
+                (6, code::PADT, tag::GENERIC_ERROR),
+            ]
+        );
+        assert_eq!(stat(&r, "ncp_max_configure"), 2);
+        assert_eq!(read(&*r.e, "count"), "0");
+        // IPv4 opens but IPv6CP is never acknowledged: IPv6CP alone is
+        // given up, the session stays up with accounting running.
+        let mut r = rig(", MAX_CONFIGURE 3, RESTART 2, ECHO_INTERVAL 0");
+        let o = authenticate(&mut r);
+        let ipcp_id = o[1][23];
+        r.send(
+            0,
+            &ppp(1, proto::IPCP, CONF_REQ, 1, &[3, 6, 10, 64, 0, 2]),
+            T0,
+        );
+        r.send(
+            0,
+            &ppp(1, proto::IPCP, CONF_ACK, ipcp_id, &[3, 6, 10, 64, 0, 1]),
+            T0,
+        );
+        assert_eq!(
+            ticks(&mut r, 10),
+            vec![(2, 0, proto::IPV6CP), (4, 0, proto::IPV6CP)]
+        );
+        assert_eq!(stat(&r, "ncp_max_configure"), 1);
+        assert_eq!(
+            read(&*r.e, "sessions"),
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0 rate=-\n"
+        );
+        assert_eq!(r.acct().lines().count(), 1, "start only");
+    }
+
+    /// Pushes `n` copies of `frame` into `port` at `now`, 20 a batch;
+    /// returns how many left on `out`.
+    fn flood(r: &mut Rig, port: usize, frame: &[u8], n: usize, now: i64, out: usize) -> usize {
+        let mut got = 0;
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(20);
+            let mut ctrl = Control::default();
+            let pkts = (0..k).map(|_| pkt(&r.pool, frame)).collect();
+            let outs = push_at(&mut *r.e, &r.pool, port, pkts, 2, now, &mut ctrl);
+            got += outs[out].len();
+            left -= k;
+        }
+        got
+    }
+
+    #[test]
+    fn a_subscribers_rate_is_enforced_each_way_with_drops_counted() {
+        // 1 Mbit/s = 125,000 bytes/s; buckets of 100 ms = 12,500 bytes.
+        let mut r = rig_with("", "alice s3cret - 1Mbps\n");
+        up(&mut r);
+        assert_eq!(
+            read(&*r.e, "sessions"),
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0 rate=1Mbps\n"
+        );
+        // 100-byte packets: a full bucket passes 125 of them at once.
+        let upf = data4(&ip4([10, 64, 0, 2], [192, 0, 2, 1], &[0; 80]));
+        let down = ip4([192, 0, 2, 1], [10, 64, 0, 2], &[0; 80]);
+        let t = T0 + SEC;
+        assert_eq!(flood(&mut r, 0, &upf, 150, t, 1), 125);
+        // 1 ms later 125 bytes more: one packet.
+        assert_eq!(flood(&mut r, 0, &upf, 3, t + SEC / 1000, 1), 1);
+        // The other way has its own bucket (full: 125 pass).
+        assert_eq!(flood(&mut r, 1, &down, 130, t + SEC / 1000, 0), 125);
+        // A second later both are full again.
+        assert_eq!(flood(&mut r, 0, &upf, 130, t + SEC + SEC / 1000, 1), 125);
+        let s = read(&*r.e, "stats");
+        for want in [
+            "rate_in 32",
+            "rate_out 5",
+            "decapsulated 251",
+            "encapsulated 125",
+        ] {
+            assert!(s.lines().any(|l| l == want), "{want} in\n{s}");
+        }
+        assert_eq!(
+            read(&*r.e, "sessions"),
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=251/25100 out=125/12500 rate=1Mbps\n"
+        );
+    }
+
     #[test]
     fn configuration_errors_name_the_field() {
         let dir = std::env::temp_dir().join(format!("pronto-bras-cfg-{}", std::process::id()));
@@ -2212,6 +2700,14 @@ mod tests {
         assert_eq!(
             err(&format!("{base}, POOL 192.0.2.0/24, AUTH mschap")),
             "AUTH: expected pap or chap, found `mschap`"
+        );
+        assert_eq!(
+            err(&format!("{base}, POOL 192.0.2.0/24, RESTART 0.5")),
+            "RESTART: expected 1 to 60 seconds (RFC 1661's default is 3)"
+        );
+        assert_eq!(
+            err(&format!("{base}, POOL 192.0.2.0/24, MAX_CONFIGURE 0")),
+            "MAX_CONFIGURE: expected 1 to 255 requests (RFC 1661's default is 10)"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

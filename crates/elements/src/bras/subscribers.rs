@@ -3,7 +3,8 @@
 //! [`AuthBackend`] is the RADIUS-shaped boundary: the server hands it an
 //! Access-Request (user name, and a PAP password or a CHAP identifier,
 //! challenge and response) and gets Access-Accept (with an optional
-//! framed address) or Access-Reject. [`SubscriberFile`] answers from a
+//! framed address and an optional rate, as RADIUS servers return
+//! Framed-IP-Address and a rate-limit attribute) or Access-Reject. [`SubscriberFile`] answers from a
 //! file; a RADIUS client would implement the same trait.
 
 use std::collections::HashMap;
@@ -26,14 +27,27 @@ pub enum Credential<'a> {
     },
 }
 
+/// What an Access-Accept grants.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Grant {
+    /// A framed (static) IPv4 address; `None`: one from the pool.
+    pub addr: Option<[u8; 4]>,
+    /// The session's rate each way, bytes per second; `None`: unlimited.
+    pub rate: Option<u32>,
+}
+
 /// The answer to an Access-Request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthReply {
-    /// Accepted; `Some(address)` is a framed (static) IPv4 address.
-    Accept(Option<[u8; 4]>),
+    /// Accepted, with what is granted.
+    Accept(Grant),
     /// Rejected.
     Reject,
 }
+
+/// Lowest and highest per-subscriber rate, bytes per second (8 kbit/s
+/// to about 34 Gbit/s).
+pub const RATE_RANGE: std::ops::RangeInclusive<f64> = 1000.0..=4_294_967_295.0;
 
 /// Decides whether a subscriber may connect (a RADIUS server's role).
 pub trait AuthBackend: Send + Sync {
@@ -48,9 +62,12 @@ pub struct Subscriber {
     pub secret: Vec<u8>,
     /// A static address, if the line gives one.
     pub addr: Option<[u8; 4]>,
+    /// The rate each way (bytes per second), if the line gives one.
+    pub rate: Option<u32>,
 }
 
-/// Subscribers read from a file: one per line, `USER SECRET [ADDRESS]`,
+/// Subscribers read from a file: one per line, `USER SECRET [ADDRESS]
+/// [RATE]` (each optional field recognised by its form, `-` for none),
 /// fields separated by blanks, `#` starts a comment, blank lines ignored.
 #[derive(Debug, Default)]
 pub struct SubscriberFile {
@@ -71,9 +88,9 @@ impl SubscriberFile {
             if f.is_empty() {
                 continue;
             }
-            if f.len() < 2 || f.len() > 3 {
+            if f.len() < 2 || f.len() > 4 {
                 return Err(format!(
-                    "{at}: expected `USER SECRET [ADDRESS]`, found {} field(s)",
+                    "{at}: expected `USER SECRET [ADDRESS] [RATE]`, found {} field(s)",
                     f.len()
                 ));
             }
@@ -82,12 +99,30 @@ impl SubscriberFile {
                     return Err(format!("{at}: {name}: longer than {MAX_FIELD} bytes"));
                 }
             }
-            let addr = match f.get(2) {
-                Some(a) => Some(
-                    pronto_lang::args::parse_ip4(a).map_err(|e| format!("{at}: ADDRESS: {e}"))?,
-                ),
-                None => None,
-            };
+            let (mut addr, mut rate) = (None, None);
+            for v in f.iter().skip(2).filter(|v| **v != "-") {
+                // A rate ends in a unit letter (`10Mbps`, `2MBps`).
+                if v.ends_with(|c: char| c.is_ascii_alphabetic() || c == '/') {
+                    let r = pronto_lang::args::parse_bandwidth(v)
+                        .ok()
+                        .filter(|r| RATE_RANGE.contains(r))
+                        .ok_or_else(|| {
+                            format!(
+                                "{at}: RATE: expected a rate from 8kbps to 34Gbps \
+                                 (e.g. 10Mbps), found `{v}`"
+                            )
+                        })?;
+                    if rate.replace(r as u32).is_some() {
+                        return Err(format!("{at}: RATE: given twice"));
+                    }
+                } else {
+                    let a = pronto_lang::args::parse_ip4(v)
+                        .map_err(|e| format!("{at}: ADDRESS: {e}"))?;
+                    if addr.replace(a).is_some() {
+                        return Err(format!("{at}: ADDRESS: given twice"));
+                    }
+                }
+            }
             if users.contains_key(f[0].as_bytes()) {
                 return Err(format!("{at}: USER: `{}` is listed twice", f[0]));
             }
@@ -96,6 +131,7 @@ impl SubscriberFile {
                 Subscriber {
                     secret: f[1].as_bytes().to_vec(),
                     addr,
+                    rate,
                 },
             );
         }
@@ -122,7 +158,10 @@ impl AuthBackend for SubscriberFile {
             } => response == chap_md5(id, &s.secret, challenge),
         };
         if ok {
-            AuthReply::Accept(s.addr)
+            AuthReply::Accept(Grant {
+                addr: s.addr,
+                rate: s.rate,
+            })
         } else {
             AuthReply::Reject
         }
@@ -137,12 +176,13 @@ mod tests {
     fn lines_parse_and_errors_name_the_line_and_field() {
         let f = SubscriberFile::parse(
             "subs",
-            "# user secret [address]\nalice s3cret\n\nbob pw 10.64.0.9 # static\n",
+            "# user secret [address] [rate]\nalice s3cret\n\nbob pw 10.64.0.9 # static\n\
+             carol pw - 10Mbps\ndave pw 2MBps 10.64.0.7\n",
         )
         .expect("parses");
         assert_eq!(
             f.authorize(b"alice", Credential::Pap(b"s3cret")),
-            AuthReply::Accept(None)
+            AuthReply::Accept(Grant::default())
         );
         assert_eq!(
             f.authorize(b"alice", Credential::Pap(b"wrong")),
@@ -150,17 +190,43 @@ mod tests {
         );
         assert_eq!(
             f.authorize(b"bob", Credential::Pap(b"pw")),
-            AuthReply::Accept(Some([10, 64, 0, 9]))
+            AuthReply::Accept(Grant {
+                addr: Some([10, 64, 0, 9]),
+                rate: None
+            })
         );
         assert_eq!(
             f.authorize(b"carol", Credential::Pap(b"pw")),
+            AuthReply::Accept(Grant {
+                addr: None,
+                rate: Some(1_250_000)
+            })
+        );
+        assert_eq!(
+            f.authorize(b"dave", Credential::Pap(b"pw")),
+            AuthReply::Accept(Grant {
+                addr: Some([10, 64, 0, 7]),
+                rate: Some(2_000_000)
+            })
+        );
+        assert_eq!(
+            f.authorize(b"erin", Credential::Pap(b"pw")),
             AuthReply::Reject
         );
         let e = SubscriberFile::parse("subs", "alice\n").expect_err("one field");
         assert_eq!(
             e,
-            "subs:1: expected `USER SECRET [ADDRESS]`, found 1 field(s)"
+            "subs:1: expected `USER SECRET [ADDRESS] [RATE]`, found 1 field(s)"
         );
+        let e = SubscriberFile::parse("subs", "a b - 10Xbps\n").expect_err("bad rate");
+        assert_eq!(
+            e,
+            "subs:1: RATE: expected a rate from 8kbps to 34Gbps (e.g. 10Mbps), found `10Xbps`"
+        );
+        let e = SubscriberFile::parse("subs", "a b 1kbps\n").expect_err("too low");
+        assert!(e.starts_with("subs:1: RATE: expected"), "{e}");
+        let e = SubscriberFile::parse("subs", "a b 1Mbps 2Mbps\n").expect_err("twice");
+        assert_eq!(e, "subs:1: RATE: given twice");
         let e = SubscriberFile::parse("subs", "a b\nc d 10.0.0\n").expect_err("bad address");
         assert!(e.starts_with("subs:2: ADDRESS: "), "{e}");
         let e = SubscriberFile::parse("subs", "a b\na c\n").expect_err("twice");
@@ -178,7 +244,7 @@ mod tests {
             challenge: &challenge,
             response: &good,
         };
-        assert_eq!(f.authorize(b"u", cred), AuthReply::Accept(None));
+        assert_eq!(f.authorize(b"u", cred), AuthReply::Accept(Grant::default()));
         let cred = Credential::Chap {
             id: 8,
             challenge: &challenge,
