@@ -64,10 +64,8 @@ fn ppp(proto: u16, code: u8, id: u8, data: &[u8]) -> Vec<u8> {
 fn server() -> Option<Box<dyn Element>> {
     let dir = std::env::temp_dir().join(format!("pronto-fuzz-pppoe-{}", std::process::id()));
     let subs = dir.join("subs");
-    if !subs.exists() {
-        std::fs::create_dir_all(&dir).ok()?;
-        std::fs::write(&subs, "alice s3cret\n").ok()?;
-    }
+    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::write(&subs, "alice s3cret\n").ok()?;
     let entry = registry::lookup("PPPoEServer")?;
     let config = format!(
         "MAC 02:00:00:00:00:aa, SUBSCRIBERS {}, POOL 10.64.0.0/24, LOCAL 10.64.0.1, \
@@ -86,7 +84,11 @@ fn server() -> Option<Box<dyn Element>> {
         input_push: &push,
         peers: &NoPeers,
     };
-    (entry.factory)(&ctx).ok()
+    // The file is read at configuration: nothing is left in the
+    // temporary directory after a run.
+    let e = (entry.factory)(&ctx).ok();
+    let _ = std::fs::remove_dir_all(&dir);
+    e
 }
 
 fuzz_target!(|data: &[u8]| {
