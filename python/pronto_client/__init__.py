@@ -137,6 +137,9 @@ class Instance:
     #: The rate limit on each interface, each way: ``{"pps": N, "bps": N}``
     #: (either may be absent), None when there is none.
     rate_limit: Optional[Dict[str, int]] = None
+    #: Its switch ports' geometry: ``{"slots": N, "ring": N}`` (the
+    #: daemon's default unless the instance was created with its own).
+    port_geometry: Optional[Dict[str, int]] = None
     interfaces: List[Interface] = field(default_factory=list)
     pid: Optional[int] = None
     boot_ms: Optional[float] = None
@@ -171,6 +174,7 @@ class Instance:
             cpus=v.get("cpus"),
             weight=v.get("weight", 100),
             rate_limit=v.get("rate_limit"),
+            port_geometry=v.get("port_geometry"),
             interfaces=[Interface(i["name"], i.get("mac"), i.get("port"), i.get("ip"),
                                   i.get("broadcast"))
                         for i in v.get("interfaces", [])],
@@ -234,6 +238,9 @@ class Port:
     weight: int = 100
     #: Its rate limit (its instance's), ``{"pps": N, "bps": N}``, or None.
     rate_limit: Optional[Dict[str, int]] = None
+    #: Its pool's slots and its rings' size, ``{"slots": N, "ring": N}``
+    #: (its instance's ``port_geometry``), None once detached.
+    port_geometry: Optional[Dict[str, int]] = None
 
     @staticmethod
     def from_json(v: Dict[str, Any]) -> "Port":
@@ -419,13 +426,18 @@ class Client:
                interfaces: Optional[Sequence[InterfaceSpec]] = None,
                tenant: Optional[str] = None,
                weight: Optional[int] = None,
-               rate_limit: Union[str, Dict[str, int], None] = None) -> Instance:
+               rate_limit: Union[str, Dict[str, int], None] = None,
+               port_slots: Optional[int] = None,
+               port_ring: Optional[int] = None) -> Instance:
         """Creates and starts an instance; raises BadRequest (field
         ``config``, message with line:column) if its configuration does
         not build, and nothing is created. ``weight`` (1 to 10,000, 100
         by default) is its share of the CPUs and of the switch under
         overload; ``rate_limit`` (``"100kpps"``, ``"1Gbps,200kpps"`` or
-        ``{"pps": 100000}``) caps each interface, each way."""
+        ``{"pps": 100000}``) caps each interface, each way;
+        ``port_slots`` and ``port_ring`` (both or neither) size its switch
+        ports' pools and rings (the daemon's defaults otherwise; the ports
+        must fit in its memory)."""
         body: Dict[str, Any] = {"name": name, "config": config}
         if memory is not None:
             body["memory"] = memory
@@ -439,6 +451,10 @@ class Client:
             body["weight"] = weight
         if rate_limit is not None:
             body["rate_limit"] = rate_limit
+        if (port_slots is None) != (port_ring is None):
+            raise ValueError("port_slots and port_ring go together")
+        if port_slots is not None:
+            body["port_geometry"] = {"slots": port_slots, "ring": port_ring}
         if interfaces:
             ifs = []
             for i in interfaces:
@@ -487,6 +503,14 @@ class Client:
         return Instance.from_json(self._json(
             "PUT", self._path("/v1/instances/%s/rate_limit" % quote(name)),
             {"rate_limit": rate_limit}))
+
+    def set_weight(self, name: str, weight: int) -> Instance:
+        """Changes an instance's share under overload while it runs (its
+        sandbox's CPU weight and its ports' weight on the switch), 1 to
+        10,000; a tenant may set its own instances' up to 100, the
+        default."""
+        return Instance.from_json(self._json(
+            "PUT", self._path("/v1/instances/%s/weight" % quote(name)), {"weight": weight}))
 
     def read(self, name: str, handler: str) -> str:
         """Calls read handler ``element.handler``."""

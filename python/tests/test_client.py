@@ -61,7 +61,7 @@ class ClientTest(unittest.TestCase):
         self.assertIn("`10 mbit` is not a rate", e.exception.message)
 
         i = c.create("py-fw", COUNTING, memory="16M", cpus=[0], weight=250,
-                     rate_limit="1Gbps,100kpps",
+                     rate_limit="1Gbps,100kpps", port_slots=512, port_ring=256,
                      interfaces=[("eth0", "02:00:00:00:0a:01")])
         try:
             self.assertEqual(i.state, "running")
@@ -69,6 +69,7 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(i.cpus, [0])
             self.assertEqual(i.weight, 250)
             self.assertEqual(i.rate_limit, {"pps": 100000, "bps": 1000000000})
+            self.assertEqual(i.port_geometry, {"slots": 512, "ring": 256})
             self.assertEqual(i.interfaces[0].name, "eth0")
             self.assertIsNotNone(i.interfaces[0].port)
             self.assertIn("py-fw", [x.name for x in c.list()])
@@ -109,6 +110,14 @@ class ClientTest(unittest.TestCase):
             self.assertIn('pronto_instance_rate_limit{tenant="default",instance="py-fw",'
                           'unit="pps"} 5000', c.metrics())
             self.assertIsNone(c.set_rate_limit("py-fw", None).rate_limit)
+            self.assertEqual([p.port_geometry for p in ports if p.name.endswith("/py-fw/eth0")],
+                             [{"slots": 512, "ring": 256}])
+            self.assertEqual(c.set_weight("py-fw", 60).weight, 60)
+            self.assertEqual([p.weight for p in c.ports() if p.name.endswith("/py-fw/eth0")],
+                             [60])
+            with self.assertRaises(BadRequest) as e:
+                c.set_weight("py-fw", 0)
+            self.assertEqual(e.exception.field, "weight")
             port = [p.port for p in ports if p.name.endswith("/py-fw/eth0")][0]
             pcap = c.capture(port, count=1, seconds=0.3, filter="udp")
             # A pcapng section header, then the interface named after the port.

@@ -434,6 +434,10 @@ pub enum CtlCmd {
         after_help = "Examples:\n  pronto rate-limit fw1 100kpps\n  pronto rate-limit fw1 1Gbps,200kpps\n  pronto rate-limit fw1 none"
     )]
     RateLimit(RateLimitArgs),
+    /// Change an instance's share under overload while it runs (1 to 10000;
+    /// a tenant may lower its own, up to the default 100).
+    #[command(after_help = "Examples:\n  pronto weight fw1 300\n  pronto weight fw1 100")]
+    Weight(WeightArgs),
     /// Call an instance's read handler.
     #[command(after_help = "Example:\n  pronto read fw1 c.count")]
     Read(ReadArgs),
@@ -522,6 +526,16 @@ pub struct CreateArgs {
     /// counted.
     #[arg(long, value_name = "RATE")]
     pub rate_limit: Option<String>,
+    /// Slots (2 KiB frames) in each of its switch ports' packet pools
+    /// (default: the daemon's --slots); more for an instance that carries
+    /// much traffic, at the price of memory, which must fit in --mem.
+    #[arg(long, value_name = "N")]
+    pub port_slots: Option<String>,
+    /// Descriptors in each ring of its switch ports, a power of two
+    /// (default: the daemon's --ring); a larger ring lets the instance
+    /// take more frames per wake-up.
+    #[arg(long, value_name = "N")]
+    pub port_ring: Option<String>,
     /// An interface, a port on the switch, with its MAC if given, the
     /// IPv4 or IPv6 address the instance uses on it, which the switch then
     /// answers ARP or Neighbor Solicitations for itself, and
@@ -546,6 +560,15 @@ pub struct RateLimitArgs {
     /// A frame rate, a bit rate or both (100kpps, 1Gbps, 2.5Gbps,200kpps),
     /// or `none` to lift the limit.
     pub rate: String,
+}
+
+/// `pronto weight`'s arguments.
+#[derive(Args, Debug)]
+pub struct WeightArgs {
+    /// The instance.
+    pub name: String,
+    /// Its new weight, 1 to 10000 (100: every instance's default).
+    pub weight: String,
 }
 
 /// `pronto config`'s arguments.
@@ -739,7 +762,9 @@ impl CtlCmd {
                     .flag("--cpus", &a.cpus)
                     .flag("--pids", &a.pids)
                     .flag("--weight", &a.weight)
-                    .flag("--rate-limit", &a.rate_limit);
+                    .flag("--rate-limit", &a.rate_limit)
+                    .flag("--port-slots", &a.port_slots)
+                    .flag("--port-ring", &a.port_ring);
                 for i in a.iface {
                     c.flags.push(("--iface".into(), i));
                 }
@@ -750,6 +775,7 @@ impl CtlCmd {
             Cmd::Rm(a) => CtlCall::new("rm", vec![a.name]),
             Cmd::Config(a) => CtlCall::new("config", vec![a.name, a.file]),
             Cmd::RateLimit(a) => CtlCall::new("rate-limit", vec![a.name, a.rate]),
+            Cmd::Weight(a) => CtlCall::new("weight", vec![a.name, a.weight]),
             Cmd::Read(a) => CtlCall::new("read", vec![a.name, a.handler]),
             Cmd::Write(a) => {
                 let mut pos = vec![a.name, a.handler];

@@ -143,6 +143,21 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                 })?;
                 body["weight"] = json!(v);
             }
+            let slots = flag(&["--port-slots"]).pop();
+            let ring = flag(&["--port-ring"]).pop();
+            if slots.is_some() || ring.is_some() {
+                let (Some(slots), Some(ring)) = (slots, ring) else {
+                    return Err("--port-slots and --port-ring go together (the daemon's \
+                                defaults: its --slots and --ring)"
+                        .into());
+                };
+                let n = |flag: &str, v: &str| -> Result<u32, String> {
+                    v.parse()
+                        .map_err(|_| format!("{flag}: expected a number, found `{v}`"))
+                };
+                body["port_geometry"] =
+                    json!({"slots": n("--port-slots", &slots)?, "ring": n("--port-ring", &ring)?});
+            }
             if let Some(r) = flag(&["--rate-limit"]).pop() {
                 let l = pronto_switch::RateLimit::parse(&r)
                     .map_err(|e| format!("--rate-limit: {e}"))?;
@@ -220,6 +235,25 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                         took.join(", ")
                     );
                 }
+            }
+        }
+        "weight" => {
+            need(2, "NAME WEIGHT")?;
+            let w: u32 = pos[1].parse().map_err(|_| {
+                format!(
+                    "WEIGHT: expected a number from 1 to 10000 (default 100), found `{}`",
+                    pos[1]
+                )
+            })?;
+            let v = c.json(
+                "PUT",
+                &c.q(&format!("/v1/instances/{}/weight", pos[0])),
+                Some(&json!({ "weight": w })),
+            )?;
+            if c.json {
+                crate::outln!("{v:#}");
+            } else {
+                crate::outln!("{}: weight {}", pos[0], v["weight"]);
             }
         }
         "rate-limit" => {
@@ -777,6 +811,13 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
             bps: r.get("bps").and_then(Value::as_u64),
         };
         crate::outln!("rate limit: {l} each way, each interface");
+    }
+    if let Some(g) = v["port_geometry"].as_object() {
+        crate::outln!(
+            "ports:      {} slots, rings of {}",
+            g.get("slots").unwrap_or(&Value::Null),
+            g.get("ring").unwrap_or(&Value::Null)
+        );
     }
     if let Some(cpus) = v["cpus"].as_array() {
         let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();

@@ -197,6 +197,7 @@ fn run(secs: f64) -> Result<(), String> {
             cpus: None,
             weight: None,
             rate_limit: None,
+            port_geometry: None,
             interfaces: vec![
                 IfaceSpec {
                     name: "eth0".into(),

@@ -504,6 +504,254 @@ fn an_instances_weight_sets_its_share_of_the_cpus_and_of_the_switch() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Shares under overload as a sandbox's cgroup file reads them: v1
+/// `cpu.shares` (1,024 per 100), v2 `cpu.weight`.
+fn cpu_weight_as_read(weight: u64) -> String {
+    if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        weight.to_string()
+    } else {
+        (weight * 1024 / 100).to_string()
+    }
+}
+
+#[test]
+fn an_instances_weight_changes_while_it_runs_and_a_tenant_cannot_raise_its_own() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED an_instances_weight_changes_while_it_runs_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-weight-live");
+    let d = start(&dir);
+    let sock = dir.join("sock");
+    let unix = To::Unix(&sock);
+    let r = api::call(&unix, "POST", "/v1/tenants", br#"{"name": "tl"}"#);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let token = r.json()["token"].as_str().expect("token").to_string();
+    let tenant = To::Tcp(&d.tcp, Some(&token));
+    let config = "FromDevice(eth0) -> c :: Counter -> Discard;";
+    let body = |name: &str, weight: u32| {
+        serde_json::json!({"name": name, "config": config, "weight": weight,
+            "interfaces": [{"name": "eth0"}]})
+        .to_string()
+    };
+    // A tenant may not give its own instance more than the default.
+    let r = api::call(
+        &tenant,
+        "POST",
+        "/v1/instances",
+        body("greedy", 300).as_bytes(),
+    );
+    assert_eq!(
+        r.error(403, Some("weight")),
+        "weight: 300 is more than a tenant may give its own instances (100, the default); \
+         tenant `tl` may lower its instances' weight, the admin raises it"
+    );
+    let r = api::call(&tenant, "POST", "/v1/instances", body("fw", 100).as_bytes());
+    assert_eq!(r.status, 201, "{}", r.text());
+    let pid = r.json()["pid"].as_u64().expect("pid");
+    let put = |to: &To<'_>, w: &str| {
+        api::call(to, "PUT", "/v1/instances/fw/weight?tenant=tl", w.as_bytes())
+    };
+    // The tenant lowers it, cannot raise it again past 100.
+    let r = put(&tenant, r#"{"weight": 40}"#);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["weight"], 40);
+    assert_eq!(
+        cpu_cgroup_file(pid, "cpu.shares", "cpu.weight"),
+        cpu_weight_as_read(40)
+    );
+    assert_eq!(api_ports(&sock)["tl/fw/eth0"]["weight"], 40);
+    let r = put(&tenant, r#"{"weight": 101}"#);
+    assert!(r
+        .error(403, Some("weight"))
+        .starts_with("weight: 101 is more than a tenant"));
+    // The admin raises it: the same sandbox, its cgroup and its port at once.
+    let r = put(&unix, r#"{"weight": 700}"#);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        (r.json()["weight"].clone(), r.json()["pid"].as_u64()),
+        (700.into(), Some(pid))
+    );
+    assert_eq!(
+        cpu_cgroup_file(pid, "cpu.shares", "cpu.weight"),
+        cpu_weight_as_read(700)
+    );
+    assert_eq!(api_ports(&sock)["tl/fw/eth0"]["weight"], 700);
+    let metrics = api::call(&unix, "GET", "/metrics", b"").text();
+    assert!(
+        metrics.contains("pronto_instance_weight{tenant=\"tl\",instance=\"fw\"} 700"),
+        "{metrics}"
+    );
+    // Out of range, not a number, no field: refused, nothing changes.
+    assert!(put(&unix, r#"{"weight": 0}"#)
+        .error(400, Some("weight"))
+        .starts_with("weight: 0 is out of range: 1 to 10,000"));
+    assert!(put(&unix, r#"{"weight": "x"}"#)
+        .error(400, Some("weight"))
+        .starts_with("request body: `weight`: invalid type: string \"x\""));
+    assert_eq!(
+        put(&unix, "{}").error(400, Some("weight")),
+        "request body: missing field `weight`"
+    );
+    // Kept across a restart of the sandbox.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("kill");
+    let mut new_pid = 0;
+    wait_until("a restart", || {
+        let v = api::call(&unix, "GET", "/v1/instances/fw?tenant=tl", b"").json();
+        new_pid = v["pid"].as_u64().unwrap_or(0);
+        v["state"] == "running" && new_pid != 0 && new_pid != pid
+    });
+    assert_eq!(
+        cpu_cgroup_file(new_pid, "cpu.shares", "cpu.weight"),
+        cpu_weight_as_read(700)
+    );
+    assert_eq!(api_ports(&sock)["tl/fw/eth0"]["weight"], 700);
+    // The command line.
+    let (set, _, err) = cli(&dir, &["weight", "fw", "x", "--tenant", "tl"]);
+    assert!(!set);
+    assert_eq!(
+        err,
+        "pronto weight: WEIGHT: expected a number from 1 to 10000 (default 100), found `x`\n"
+    );
+    assert_eq!(
+        ok(&dir, &["weight", "fw", "250", "--tenant", "tl"]),
+        "fw: weight 250\n"
+    );
+    assert_eq!(
+        cpu_cgroup_file(new_pid, "cpu.shares", "cpu.weight"),
+        cpu_weight_as_read(250)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_instance_gets_ports_of_its_own_geometry_within_its_memory() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED an_instance_gets_ports_of_its_own_geometry_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-geometry");
+    let _d = start(&dir);
+    let sock = dir.join("sock");
+    let unix = To::Unix(&sock);
+    let body = |name: &str, memory: &str, geometry: serde_json::Value| {
+        serde_json::json!({"name": name, "memory": memory, "port_geometry": geometry,
+            "config": "FromDevice(eth0) -> c :: Counter -> ToDevice(eth0);",
+            "interfaces": [{"name": "eth0"}, {"name": "eth1"}]})
+        .to_string()
+    };
+    let create = |name: &str, memory: &str, geometry: serde_json::Value| {
+        api::call(
+            &unix,
+            "POST",
+            "/v1/instances",
+            body(name, memory, geometry).as_bytes(),
+        )
+    };
+    // Not a geometry: the bounds in the message.
+    assert_eq!(
+        create(
+            "odd",
+            "16M",
+            serde_json::json!({"slots": 1024, "ring": 500})
+        )
+        .error(400, Some("port_geometry")),
+        "port_geometry: 1024 slots and rings of 500 is not a port: slots from 1 to 1048576, \
+         rings a power of two from 2 to 65536 (the daemon's default is its --slots and --ring)"
+    );
+    assert!(create("odd", "16M", serde_json::json!({"slots": 1024}))
+        .error(400, Some("port_geometry"))
+        .starts_with("request body: `port_geometry`: missing field `ring`"),);
+    // Larger than the instance's memory: refused, nothing left behind.
+    let per_port = pronto_switch::Geometry::new(8192, 1024)
+        .expect("geometry")
+        .region_len();
+    assert_eq!(
+        create(
+            "big",
+            "16M",
+            serde_json::json!({"slots": 8192, "ring": 1024})
+        )
+        .error(400, Some("port_geometry")),
+        format!(
+            "port_geometry: 2 interfaces of 8192 slots and rings of 1024 take {} bytes ({per_port} \
+             each), more than the instance's memory limit of 16777216 bytes; give it more \
+             `memory` or its ports fewer slots",
+            2 * per_port
+        )
+    );
+    let listed = api::call(&unix, "GET", "/v1/instances", b"").json();
+    assert_eq!(listed, serde_json::json!([]));
+    // Its own geometry, beside an instance with the daemon's.
+    let r = create(
+        "wide",
+        "64M",
+        serde_json::json!({"slots": 2048, "ring": 1024}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json()["port_geometry"],
+        serde_json::json!({"slots": 2048, "ring": 1024})
+    );
+    let r = create("plain", "64M", serde_json::Value::Null);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let default = r.json()["port_geometry"].clone();
+    assert_ne!(default, serde_json::json!({"slots": 2048, "ring": 1024}));
+    let ports = api_ports(&sock);
+    for i in ["eth0", "eth1"] {
+        assert_eq!(
+            ports[&format!("default/wide/{i}")]["port_geometry"],
+            serde_json::json!({"slots": 2048, "ring": 1024})
+        );
+        assert_eq!(
+            ports[&format!("default/plain/{i}")]["port_geometry"],
+            default
+        );
+    }
+    // The command line: both flags or neither; `show` prints it.
+    let good = write(&dir, "c.click", "FromDevice(eth0) -> Discard;");
+    let g = good.to_str().expect("path");
+    let (made, _, err) = cli(
+        &dir,
+        &["create", "half", "--config", g, "--port-slots", "512"],
+    );
+    assert!(!made);
+    assert_eq!(
+        err,
+        "pronto create: --port-slots and --port-ring go together (the daemon's defaults: its \
+         --slots and --ring)\n"
+    );
+    ok(
+        &dir,
+        &[
+            "create",
+            "cli",
+            "--config",
+            g,
+            "--mem",
+            "32M",
+            "--port-slots",
+            "512",
+            "--port-ring",
+            "256",
+            "--iface",
+            "eth0",
+        ],
+    );
+    assert!(ok(&dir, &["show", "cli"]).contains("ports:      512 slots, rings of 256\n"));
+    assert_eq!(
+        api_ports(&sock)["default/cli/eth0"]["port_geometry"],
+        serde_json::json!({"slots": 512, "ring": 256})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn an_instances_rate_limit_drops_and_counts_the_excess_at_the_switch() {
     use common::api::{self, To};

@@ -96,6 +96,12 @@ pub struct InstanceSpec {
     /// the port.
     #[serde(default)]
     pub rate_limit: Option<RateLimitSpec>,
+    /// Its interfaces' switch ports: slots in each port's packet pool and
+    /// the size of each of its rings (none: the daemon's `--slots` and
+    /// `--ring`). Large rings for the few instances that carry a tenant's
+    /// traffic, the default for the many that idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_geometry: Option<PortGeometrySpec>,
     /// When it was created (Unix milliseconds).
     pub created_unix_ms: u64,
 }
@@ -151,6 +157,41 @@ impl RateLimitSpec {
             }
         };
         Ok(RateLimitSpec::from_limit(limit))
+    }
+}
+
+/// An instance's port geometry as stored and as the API shows it.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PortGeometrySpec {
+    /// Slots (2 KiB frames) in each port's pool, 1 to 1,048,576.
+    pub slots: u32,
+    /// Descriptors in each of the port's rings, a power of two, 2 to 65,536.
+    pub ring: u32,
+}
+
+impl PortGeometrySpec {
+    /// The switch's form, checked; the error names the field and the
+    /// bounds.
+    pub fn geometry(&self) -> Result<pronto_switch::Geometry, String> {
+        pronto_switch::Geometry::new(self.slots, self.ring).map_err(|_| {
+            format!(
+                "port_geometry: {} slots and rings of {} is not a port: slots from 1 to {}, \
+                 rings a power of two from 2 to {} (the daemon's default is its --slots and --ring)",
+                self.slots,
+                self.ring,
+                pronto_switch::layout::MAX_SLOTS,
+                pronto_switch::layout::MAX_RING
+            )
+        })
+    }
+
+    /// From the switch's form.
+    pub fn of(g: pronto_switch::Geometry) -> PortGeometrySpec {
+        PortGeometrySpec {
+            slots: g.slots,
+            ring: g.ring,
+        }
     }
 }
 
@@ -462,6 +503,7 @@ mod tests {
             pids: None,
             cpus: Some(vec![0]),
             weight: None,
+            port_geometry: None,
             rate_limit: None,
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),

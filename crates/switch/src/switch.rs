@@ -1836,6 +1836,11 @@ impl SwitchHandle {
         self.placement().stats.get(&id).map(|s| s.weight())
     }
 
+    /// Port `id`'s geometry, while attached.
+    pub fn geometry(&self, id: u16) -> Option<crate::Geometry> {
+        self.placement().shms.get(&id).map(|s| s.geometry)
+    }
+
     /// Sets port `id`'s rate limit (see [`PortStats::set_rate_limit`]);
     /// false when there is no such port. A port attached again starts
     /// without one.

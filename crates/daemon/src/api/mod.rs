@@ -35,7 +35,7 @@ use body::{Fields, MAX_CONFIG_BODY, MAX_HANDLER_BODY, MAX_SMALL_BODY};
 
 use crate::failure::{scrub_paths, Failure};
 use crate::manager::{Manager, ManagerOptions};
-use crate::store::{IfaceSpec, InstanceSpec, RateLimitSpec, Store};
+use crate::store::{IfaceSpec, InstanceSpec, PortGeometrySpec, RateLimitSpec, Store};
 
 /// The tenant every installation has; the admin's instances go there
 /// unless another is named.
@@ -455,6 +455,7 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
                     "interfaces",
                     "weight",
                     "rate_limit",
+                    "port_geometry",
                 ],
             )
             .map_err(msg)?;
@@ -469,6 +470,7 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             check_weight(weight).map_err(msg)?;
             let rate: Option<Value> = f.opt("rate_limit").map_err(msg)?;
             rate_limit_of(rate.as_ref()).map_err(msg)?;
+            port_geometry_of(&mut f).map_err(msg)?;
             let interfaces: Vec<IfaceSpec> = f.opt("interfaces").map_err(msg)?.unwrap_or_default();
             crate::manager::check_name(&name).map_err(|e| e.to_string())?;
             if let Some(t) = &tenant {
@@ -490,12 +492,43 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
     }
 }
 
+/// An instance's `port_geometry` (`{"slots": 1024, "ring": 512}`), if
+/// given, checked.
+fn port_geometry_of(f: &mut Fields) -> Result<Option<PortGeometrySpec>, ApiError> {
+    let g: Option<PortGeometrySpec> = f.opt("port_geometry")?;
+    if let Some(g) = &g {
+        g.geometry().map_err(|m| bad(m, Some("port_geometry")))?;
+    }
+    Ok(g)
+}
+
 /// An instance's `rate_limit` from its JSON value, if given.
 fn rate_limit_of(v: Option<&Value>) -> Result<Option<RateLimitSpec>, ApiError> {
     match v {
         None => Ok(None),
         Some(v) => RateLimitSpec::from_json(v)
             .map_err(|e| bad(format!("rate_limit: {e}"), Some("rate_limit"))),
+    }
+}
+
+/// The most weight a tenant may give its own instances: every instance's
+/// default. Above it is the operator's to give (a tenant that raised its
+/// own weight would take its neighbours' share).
+const TENANT_MAX_WEIGHT: u32 = pronto_switch::switch::DEFAULT_WEIGHT;
+
+/// Refuses a tenant's weight above [`TENANT_MAX_WEIGHT`].
+fn check_tenant_weight(caller: &Caller, w: Option<u32>) -> Result<(), ApiError> {
+    match (caller, w) {
+        (Caller::Tenant(t), Some(w)) if w > TENANT_MAX_WEIGHT => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "weight: {w} is more than a tenant may give its own instances \
+                 ({TENANT_MAX_WEIGHT}, the default); tenant `{t}` may lower its instances' \
+                 weight, the admin raises it"
+            ),
+            Some("weight".into()),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -554,6 +587,7 @@ async fn instances_create(
             "interfaces",
             "weight",
             "rate_limit",
+            "port_geometry",
         ],
     )?;
     let name: String = f.need("name")?;
@@ -566,8 +600,10 @@ async fn instances_create(
     let interfaces: Vec<IfaceSpec> = f.opt("interfaces")?.unwrap_or_default();
     let weight: Option<u32> = f.opt("weight")?;
     check_weight(weight)?;
+    check_tenant_weight(&caller, weight)?;
     let rate: Option<Value> = f.opt("rate_limit")?;
     let rate_limit = rate_limit_of(rate.as_ref())?;
+    let port_geometry = port_geometry_of(&mut f)?;
     let tenant = match (&caller, asked) {
         (Caller::Admin, t) => t.unwrap_or_else(|| DEFAULT_TENANT.into()),
         (Caller::Tenant(own), Some(t)) if &t != own => {
@@ -601,6 +637,7 @@ async fn instances_create(
         interfaces,
         weight,
         rate_limit,
+        port_geometry,
         created_unix_ms: 0,
     };
     if let Some(c) = a.s.cluster.clone() {
@@ -838,6 +875,29 @@ async fn instances_rate_limit(
     Ok(Json(v).into_response())
 }
 
+/// `PUT /v1/instances/NAME/weight` (`{"weight": 300}`): its share under
+/// overload, changed while it runs (its sandbox's CPU weight and its
+/// ports' on the switch). A tenant may lower its own instances' weight
+/// (down to 1, up to the default 100); the admin sets any from 1 to
+/// 10,000.
+async fn instances_weight(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<TenantQuery>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let caller = a.caller(&h)?;
+    let t = a.tenant(&h, &q)?;
+    let body = body::read(&h, body, MAX_SMALL_BODY).await?;
+    let weight: u32 = Fields::parse(&body, &["weight"])?.need("weight")?;
+    check_weight(Some(weight))?;
+    check_tenant_weight(&caller, Some(weight))?;
+    let m = a.s.manager.clone();
+    let v = blocking(move || Ok(m.set_weight(&t, &name, weight)?)).await?;
+    Ok(Json(v).into_response())
+}
+
 fn check_handler(handler: &str) -> Result<(), ApiError> {
     if handler.is_empty() || handler.contains(char::is_whitespace) {
         return Err(bad(
@@ -954,6 +1014,7 @@ async fn switch_ports(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
             json!({
                 "port": id, "name": name, "weight": a.s.manager.port_weight(id),
                 "rate_limit": a.s.manager.port_rate_limit(id),
+                "port_geometry": a.s.manager.port_geometry(id),
                 "rx_packets": c.rx_packets, "rx_bytes": c.rx_bytes,
                 "tx_packets": c.tx_packets, "tx_bytes": c.tx_bytes,
                 "drops": c.drops(),
@@ -1364,6 +1425,7 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
         )
         .route("/v1/instances/{name}/config", put(instances_config))
         .route("/v1/instances/{name}/rate_limit", put(instances_rate_limit))
+        .route("/v1/instances/{name}/weight", put(instances_weight))
         .route(
             "/v1/instances/{name}/handlers/{handler}",
             get(handler_read).put(handler_write),
@@ -1718,7 +1780,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ops.len(), 30, "{ops:?}");
+        assert_eq!(ops.len(), 31, "{ops:?}");
         let dir = std::env::temp_dir().join(format!("pronto-openapi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");

@@ -111,7 +111,7 @@ impl Manager {
             };
             cg.update(&only_memory).map_err(internal)?;
         }
-        let g = self.opts.geometry;
+        let g = self.geometry_of(spec);
         for i in &spec.interfaces {
             let shm = PortShm::create(&format!("check/{}/{}", spec.name, i.name), g)
                 .map_err(|e| Failure::Internal(format!("check sandbox: port {}: {e}", i.name)))?;

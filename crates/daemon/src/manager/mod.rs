@@ -266,6 +266,14 @@ impl Manager {
         spec.memory.unwrap_or(self.opts.default_memory)
     }
 
+    /// The geometry of `spec`'s switch ports: its own, else the daemon's
+    /// (an instance's own was checked when it was created).
+    pub(crate) fn geometry_of(&self, spec: &InstanceSpec) -> Geometry {
+        spec.port_geometry
+            .and_then(|g| g.geometry().ok())
+            .unwrap_or(self.opts.geometry)
+    }
+
     /// The most packets an instance with `spec`'s memory limit may hold:
     /// its packet pool's limit (three quarters of the memory, a packet
     /// slot each), so that a configuration whose queues could hold more
@@ -334,6 +342,38 @@ impl Manager {
         if let Some(cpus) = &mut spec.cpus {
             cpus::check_cpus(cpus, &cpus::daemon_cpus()?)?;
         }
+        if let Some(g) = &spec.port_geometry {
+            g.geometry()
+                .map_err(|m| Failure::BadRequest(m, Some("port_geometry")))?;
+        }
+        Ok(())
+    }
+
+    /// Refuses ports of an instance's own geometry larger than its memory
+    /// limit: the switch maps them for it, and a tenant must not buy memory
+    /// with ports (the daemon's default geometry is the operator's).
+    fn check_port_memory(&self, spec: &InstanceSpec) -> Result<(), Failure> {
+        if spec.port_geometry.is_none() {
+            return Ok(());
+        }
+        let per_port = self.geometry_of(spec).region_len() as u64;
+        let ports = per_port * spec.interfaces.len() as u64;
+        let memory = self.memory_of(spec);
+        if ports > memory {
+            let g = self.geometry_of(spec);
+            return Err(Failure::BadRequest(
+                format!(
+                    "port_geometry: {} interface{} of {} slots and rings of {} take {ports} bytes \
+                     ({per_port} each), more than the instance's memory limit of {memory} bytes; \
+                     give it more `memory` or its ports fewer slots",
+                    spec.interfaces.len(),
+                    if spec.interfaces.len() == 1 { "" } else { "s" },
+                    g.slots,
+                    g.ring
+                ),
+                Some("port_geometry"),
+            ));
+        }
         Ok(())
     }
 
@@ -342,6 +382,7 @@ impl Manager {
     /// it leaves nothing behind.
     pub fn create(&self, mut spec: InstanceSpec) -> Result<InstanceView, Failure> {
         Self::validate(&mut spec)?;
+        self.check_port_memory(&spec)?;
         spec.created_unix_ms = now_ms();
         let key = spec.key();
         let _held = self.names.lock(&key);
@@ -459,7 +500,12 @@ impl Manager {
 
     fn view_inst(&self, inst: &Instance, pss: Option<u64>) -> InstanceView {
         let spec = lock(&inst.spec).clone();
-        view::view_of(inst, pss, self.memory_of(&spec), self.pids_of(&spec))
+        let applied = view::Applied {
+            memory: self.memory_of(&spec),
+            pids: self.pids_of(&spec),
+            geometry: crate::store::PortGeometrySpec::of(self.geometry_of(&spec)),
+        };
+        view::view_of(inst, pss, applied)
     }
 
     /// One instance; with `pss`, its memory too.
@@ -596,6 +642,46 @@ impl Manager {
         for i in &next.interfaces {
             if let Some(id) = self.port_named(&format!("{tenant}/{name}/{}", i.name)) {
                 self.switch.set_rate_limit(id, l);
+            }
+        }
+        *lock(&inst.spec) = next;
+        Ok(self.view_inst(&inst, None))
+    }
+
+    /// Sets an instance's weight while it runs: its sandbox's CPU weight
+    /// (the cgroup's) and its ports' weight on the switch, at once, and in
+    /// the store for its next start. The caller checked the range.
+    pub fn set_weight(
+        &self,
+        tenant: &str,
+        name: &str,
+        weight: u32,
+    ) -> Result<InstanceView, Failure> {
+        let key = crate::store::key(tenant, name);
+        let _held = self.names.lock(&key);
+        let inst = self.get(tenant, name)?;
+        let mut next = lock(&inst.spec).clone();
+        next.weight = Some(weight);
+        self.store
+            .put_instance(&next)
+            .map_err(|e| Failure::Internal(e.to_string()))?;
+        let live = lock(&inst.live).clone();
+        if let Some(sb) = live {
+            if let Some(cg) = lock(&sb).cgroup() {
+                let only_weight = pronto_sandbox::Limits {
+                    memory_bytes: None,
+                    cpu: None,
+                    pids: None,
+                    cpu_weight: Some(weight),
+                    ..pronto_sandbox::Limits::default()
+                };
+                cg.update(&only_weight)
+                    .map_err(|e| Failure::Internal(format!("instance `{name}`: {e}")))?;
+            }
+        }
+        for i in &next.interfaces {
+            if let Some(id) = self.port_named(&format!("{tenant}/{name}/{}", i.name)) {
+                self.switch.set_weight(id, weight);
             }
         }
         *lock(&inst.spec) = next;
@@ -782,6 +868,13 @@ impl Manager {
         self.switch
             .weight(id)
             .unwrap_or(pronto_switch::switch::DEFAULT_WEIGHT)
+    }
+
+    /// Port `id`'s geometry, while attached.
+    pub fn port_geometry(&self, id: u16) -> Option<crate::store::PortGeometrySpec> {
+        self.switch
+            .geometry(id)
+            .map(crate::store::PortGeometrySpec::of)
     }
 
     /// Port number of a port name, while attached.
@@ -1074,6 +1167,7 @@ mod tests {
                 cpus: None,
                 weight: None,
                 rate_limit: None,
+                port_geometry: None,
                 interfaces: Vec::new(),
                 created_unix_ms: 0,
             };
@@ -1114,6 +1208,7 @@ mod tests {
                 cpus: None,
                 weight: None,
                 rate_limit: None,
+                port_geometry: None,
                 interfaces: vec![crate::store::IfaceSpec {
                     name: "eth0".into(),
                     mac: Some("02:00:00:00:00:0d".into()),

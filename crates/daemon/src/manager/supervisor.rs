@@ -439,7 +439,7 @@ impl Manager {
         run: &mut Running,
         strict: bool,
     ) -> Result<(PortNames, Option<String>), Failure> {
-        let g = self.opts.geometry;
+        let g = self.geometry_of(spec);
         let mut names = Vec::new();
         // The switch wakes the instance's ports with a signal, not through
         // a descriptor per port.

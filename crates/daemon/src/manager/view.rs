@@ -86,6 +86,9 @@ pub struct InstanceView {
     /// The rate limit on each of its interfaces, each way (none: no
     /// limit).
     pub rate_limit: Option<crate::store::RateLimitSpec>,
+    /// Its interfaces' switch ports: pool slots and ring size (the
+    /// daemon's default unless the instance names one).
+    pub port_geometry: crate::store::PortGeometrySpec,
     /// Interfaces.
     pub interfaces: Vec<IfaceView>,
     /// Sandbox process id (host's view).
@@ -168,8 +171,21 @@ impl ElementStats {
     }
 }
 
-/// The view of `inst`; `memory` and `pids` are the limits that apply.
-pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, memory: u64, pids: u64) -> InstanceView {
+/// What applies to an instance where it names nothing: its memory and
+/// task limits, its ports' geometry.
+pub(crate) struct Applied {
+    pub memory: u64,
+    pub pids: u64,
+    pub geometry: crate::store::PortGeometrySpec,
+}
+
+/// The view of `inst`, with the limits that apply to it.
+pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, applied: Applied) -> InstanceView {
+    let Applied {
+        memory,
+        pids,
+        geometry,
+    } = applied;
     let spec = lock(&inst.spec).clone();
     let st = lock(&inst.status).clone();
     let interfaces = spec
@@ -194,6 +210,7 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, memory: u64, pids: u64)
         cpus: spec.cpus,
         weight: spec.weight.unwrap_or(pronto_switch::switch::DEFAULT_WEIGHT),
         rate_limit: spec.rate_limit,
+        port_geometry: geometry,
         interfaces,
         pid: st.pid,
         boot_ms: st.boot_ms,
@@ -260,6 +277,7 @@ mod tests {
             cpus: None,
             weight: None,
             rate_limit: None,
+            port_geometry: None,
             interfaces: vec![crate::store::IfaceSpec {
                 name: "eth0".into(),
                 mac: None,
@@ -270,7 +288,18 @@ mod tests {
         };
         let (inst, _rx) = Instance::new(spec);
         lock(&inst.status).ports = vec![("eth0".into(), 4)];
-        let v = view_of(&inst, Some(10), 32 << 20, 8);
+        let v = view_of(
+            &inst,
+            Some(10),
+            Applied {
+                memory: 32 << 20,
+                pids: 8,
+                geometry: crate::store::PortGeometrySpec {
+                    slots: 64,
+                    ring: 32,
+                },
+            },
+        );
         assert_eq!((v.memory, v.pids, v.cpu), (32 << 20, 8, None));
         assert_eq!(v.state, State::Starting);
         assert_eq!(v.interfaces[0].port, Some(4));
