@@ -3,11 +3,18 @@
 //! start (most of its boot time). One thread keeps the pool full; on
 //! shutdown it is stopped and joined before the pool is emptied, so no
 //! sandbox (and no cgroup) started meanwhile is left behind.
+//!
+//! The pool is sized to the request rate: at least the daemon's `--warm`,
+//! and while creates come quickly, what they take in [`DEMAND_WINDOW`]
+//! (up to [`MAX_WARM`]); then the refill also stops waiting
+//! [`REFILL_DELAY`] before each start, since back-to-back requests would
+//! otherwise empty the pool while it waits and each pay a cold start.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pronto_sandbox::{Limits, Sandbox};
 
@@ -17,10 +24,20 @@ use super::{lock, Manager, SUPERVISOR_STACK};
 /// replacement (the start it replaces is in progress meanwhile).
 const REFILL_DELAY: Duration = Duration::from_millis(10);
 
+/// The span over which takes from the pool count as the current demand.
+pub(crate) const DEMAND_WINDOW: Duration = Duration::from_millis(50);
+
+/// The most sandboxes the pool grows to under demand (each holds ~1 MB
+/// and a process until taken; a burst beyond it starts cold).
+pub(crate) const MAX_WARM: usize = 16;
+
 /// Pre-started sandboxes.
 #[derive(Default)]
 pub(crate) struct Warm {
     pool: Mutex<Vec<Sandbox>>,
+    /// When sandboxes were taken, the last [`DEMAND_WINDOW`]'s (at most
+    /// [`MAX_WARM`] kept).
+    takes: Mutex<VecDeque<Instant>>,
     wake: Condvar,
     stop: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -43,6 +60,13 @@ impl Warm {
     /// (`standard`: the limits pre-started sandboxes have).
     pub(crate) fn take(&self, limits: &Limits, standard: &Limits) -> Option<Sandbox> {
         let sb = lock(&self.pool).pop();
+        {
+            let mut t = lock(&self.takes);
+            if t.len() >= MAX_WARM {
+                t.pop_front();
+            }
+            t.push_back(Instant::now());
+        }
         self.wake.notify_one();
         let mut sb = sb?;
         if limits == standard {
@@ -76,6 +100,35 @@ impl Warm {
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
+
+    /// Sandboxes taken in the last [`DEMAND_WINDOW`].
+    fn demand(&self) -> usize {
+        let mut t = lock(&self.takes);
+        while t.front().is_some_and(|at| at.elapsed() > DEMAND_WINDOW) {
+            t.pop_front();
+        }
+        t.len()
+    }
+
+    /// Whether requests come back to back: two takes within twice
+    /// [`REFILL_DELAY`] (spaced requests leave the refill its delay).
+    fn back_to_back(&self) -> bool {
+        let t = lock(&self.takes);
+        t.iter()
+            .rev()
+            .nth(1)
+            .is_some_and(|at| at.elapsed() < 2 * REFILL_DELAY)
+    }
+
+    /// How many sandboxes the pool should hold now, given the daemon's
+    /// `--warm` (`base`; 0 keeps the pool off): `base`, or the recent
+    /// demand when that is more (at most [`MAX_WARM`]).
+    pub(crate) fn target(&self, base: usize) -> usize {
+        if base == 0 {
+            return 0;
+        }
+        base.max(self.demand().min(MAX_WARM))
+    }
 }
 
 /// Keeps the pool full until the manager goes or the pool is stopped.
@@ -83,10 +136,11 @@ fn refill(me: Weak<Manager>) {
     let mut n = 0u64;
     loop {
         let Some(m) = me.upgrade() else { return };
-        let want = m.opts.warm;
+        let base = m.opts.warm;
+        let busy;
         {
             let mut pool = lock(&m.warm.pool);
-            while pool.len() >= want && !m.warm.stopping() {
+            while pool.len() >= m.warm.target(base) && !m.warm.stopping() {
                 pool = m
                     .warm
                     .wake
@@ -97,11 +151,13 @@ fn refill(me: Weak<Manager>) {
             if m.warm.stopping() {
                 return;
             }
+            busy = m.warm.back_to_back();
         }
         // Let the instance that just took a sandbox finish starting
         // before this one competes with it for the CPUs (unless the
-        // pool is empty: then the next request would start cold).
-        if !lock(&m.warm.pool).is_empty() {
+        // pool is empty, or requests come back to back: then the next
+        // ones would start cold).
+        if !busy && !lock(&m.warm.pool).is_empty() {
             std::thread::sleep(REFILL_DELAY);
         }
         n += 1;
@@ -131,5 +187,39 @@ fn refill(me: Weak<Manager>) {
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taken(w: &Warm, n: usize) {
+        for _ in 0..n {
+            let mut t = lock(&w.takes);
+            if t.len() >= MAX_WARM {
+                t.pop_front();
+            }
+            t.push_back(Instant::now());
+        }
+    }
+
+    #[test]
+    fn the_pool_grows_with_the_takes_of_the_last_window_up_to_its_bound() {
+        let w = Warm::default();
+        assert_eq!((w.target(0), w.target(2)), (0, 2));
+        assert!(!w.back_to_back());
+        taken(&w, 1);
+        assert_eq!(w.target(2), 2);
+        assert!(!w.back_to_back(), "one request is not a burst");
+        taken(&w, 4);
+        assert_eq!((w.target(2), w.target(8)), (5, 8));
+        assert!(w.back_to_back());
+        taken(&w, 40);
+        assert_eq!(w.target(2), MAX_WARM);
+        // The demand passes with its window; `--warm 0` stays off.
+        std::thread::sleep(DEMAND_WINDOW + Duration::from_millis(5));
+        assert_eq!((w.target(2), w.target(0)), (2, 0));
+        assert!(!w.back_to_back());
     }
 }
