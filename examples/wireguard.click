@@ -20,6 +20,11 @@
 // hold its destination (none: counted, `no_peer`). Decrypted packets
 // leave toward their destination on IN. A ControlSocket on $CTL answers
 // `READ wg.peers` and `WRITE wg.rekey`.
+//
+// Without devices or a real peer: examples/wireguard-tunnel.click runs this
+// gateway and its road warrior (examples/wireguard-peer.conf) back to back
+// on a bundled plain trace (examples/wireguard.pcap), and
+// crates/cli/tests/example_wireguard.rs checks it byte for byte.
 
 define($OUT out, $IN in, $OUTMAC 02:00:00:00:01:fe, $INMAC 02:00:00:00:02:fe,
        $OUT4 10.202.1.254, $IN4 10.202.2.254, $PORT 51820,

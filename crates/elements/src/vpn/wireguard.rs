@@ -62,6 +62,8 @@ struct Peer {
     rx_packets: u64,
     tx_packets: u64,
     handshakes: u64,
+    /// When the last handshake completed, on the router's clock.
+    last_handshake: Option<i64>,
     /// A `rekey` was written: start a handshake at the next chance.
     rekey: bool,
 }
@@ -122,6 +124,10 @@ pub struct WireGuard {
     ident: u16,
     next_tick: i64,
     next_limiter_reset: i64,
+    /// The router's clock at the last push, task run or handler write:
+    /// the `peers` handler's ages are measured on it (so that they are
+    /// simulated time under `--simtime`, not boringtun's own clock).
+    last_now: i64,
     stats: Stats,
 }
 
@@ -200,7 +206,8 @@ impl WireGuard {
              cookies), alloc_failed.\n\n\
              Handlers:\n\
              \x20 peers (read)      one line per peer: public key, endpoint, seconds since\n\
-             \x20                   the last handshake, handshakes, rx/tx bytes and packets\n\
+             \x20                   the last handshake (on the router's clock, simulated\n\
+             \x20                   under --simtime), handshakes, rx/tx bytes and packets\n\
              \x20 public_key (read) our public key\n\
              \x20 handshakes (read) handshakes completed, all peers\n\
              \x20 stats (read)      every counter, `name value` per line\n\
@@ -287,6 +294,7 @@ impl WireGuard {
                 rx_packets: 0,
                 tx_packets: 0,
                 handshakes: 0,
+                last_handshake: None,
                 rekey: false,
             });
         }
@@ -307,6 +315,7 @@ impl WireGuard {
             ident: 0,
             next_tick: 0,
             next_limiter_reset: 0,
+            last_now: 0,
             stats: Stats::default(),
         })
     }
@@ -603,12 +612,14 @@ impl WireGuard {
         };
         // Authenticated (a cookie reply only proves the peer saw our
         // message, so it does not move the endpoint).
+        let now = self.last_now;
         let peer = &mut self.peers[i];
         if kind != 3 {
             peer.endpoint = Some((src, sport));
         }
         if kind == 1 || kind == 2 {
             peer.handshakes += 1;
+            peer.last_handshake = Some(now);
             self.stats.handshakes += 1;
         }
         if let Some((n, a)) = inner {
@@ -682,8 +693,8 @@ impl WireGuard {
                 Some((a, port)) => format!("{}:{port}", Ipv4Addr::from(a)),
                 None => "(none)".into(),
             };
-            let last = match p.tunn.stats().0 {
-                Some(d) => format!("{}", d.as_secs()),
+            let last = match p.last_handshake {
+                Some(t) => format!("{}", (self.last_now - t).max(0) / 1_000_000_000),
                 None => "never".into(),
             };
             let _ = writeln!(
@@ -733,6 +744,7 @@ impl WireGuard {
 impl Element for WireGuard {
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let pool = out.pool;
+        self.last_now = out.now;
         let kept = if port == 0 {
             batch.route(|p| self.encrypt(p), |o, p| out.emit(o, p))
         } else {
@@ -748,6 +760,7 @@ impl Element for WireGuard {
 
     fn run_task(&mut self, _batch: &mut Batch, out: &mut Out<'_>) -> TaskStatus {
         let now = out.now;
+        self.last_now = now;
         if now >= self.next_limiter_reset {
             self.limiter.reset_count();
             self.next_limiter_reset = now + 1_000_000_000;
@@ -761,6 +774,7 @@ impl Element for WireGuard {
     }
 
     fn after_write(&mut self, out: &mut Out<'_>) -> bool {
+        self.last_now = out.now;
         if self.peers.iter().any(|p| p.rekey) {
             self.tick(out.pool);
             self.emit_extra(out);
@@ -834,7 +848,7 @@ impl Element for WireGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standard::test_support::{drop_counters, pkt, push_at, read};
+    use crate::standard::test_support::{drop_counters, pkt, push_at, read, run_task};
     use crate::vpn::wgconf::PeerConf;
     use crate::Control;
 
@@ -994,6 +1008,31 @@ mod tests {
                 ("consumed", 1)
             ]
         );
+    }
+
+    #[test]
+    fn last_handshake_is_measured_on_the_router_clock() {
+        let pool = Pool::new(64).expect("pool");
+        let (aa, ba) = ([192, 0, 2, 1], [192, 0, 2, 2]);
+        let mut a = gw(A_KEY, B_KEY, aa, ba, "10.2.0.0/16");
+        let mut b = gw(B_KEY, A_KEY, ba, aa, "10.1.0.0/16");
+        let at = |e: &mut WireGuard, port, d: Vec<u8>, now: i64| {
+            let mut ctrl = Control::default();
+            let o = push_at(e, &pool, port, vec![pkt(&pool, &d)], 2, now, &mut ctrl);
+            o[0].first().map(|p| p.data().to_vec())
+        };
+        let sec = 1_000_000_000;
+        assert!(read(&a, "peers").contains(" last_handshake=never "));
+        let init = at(&mut a, 0, inner([10, 1, 0, 5], [10, 2, 0, 9]), 100 * sec).expect("init");
+        let resp = at(&mut b, 1, init, 100 * sec).expect("response");
+        let _ = at(&mut a, 1, resp, 101 * sec);
+        // The handshake completed at 100 s for B (the responder) and at
+        // 101 s for A; the task runs at 103.5 s, whatever the wall clock.
+        let mut ctrl = Control::default();
+        let _ = run_task(&mut a, &pool, vec![], 2, 103 * sec + sec / 2, &mut ctrl);
+        let _ = run_task(&mut b, &pool, vec![], 2, 103 * sec + sec / 2, &mut ctrl);
+        assert!(read(&a, "peers").contains(" last_handshake=2 handshakes=1 "));
+        assert!(read(&b, "peers").contains(" last_handshake=3 handshakes=1 "));
     }
 
     #[test]
