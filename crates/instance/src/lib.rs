@@ -398,6 +398,9 @@ impl Instance {
                         }
                         self.locked = true;
                     }
+                    // What parsing and building freed goes back to the
+                    // kernel (idle instances are most of a server's).
+                    pronto_sandbox::release_free_memory();
                     if took.is_empty() {
                         ok(&format!("{n} elements"))
                     } else {
