@@ -667,6 +667,21 @@ pub(crate) fn spawn_with_fd3(
     child
 }
 
+/// Returns the allocator's free memory to the kernel: the pages of free
+/// chunks inside every arena and the free top of each heap (glibc's
+/// `malloc_trim(0)`). An instance calls it once its configuration is
+/// built, so that what parsing and building freed does not stay resident
+/// in each of thousands of idle sandboxes. Does nothing elsewhere than
+/// glibc.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` takes no pointer and only walks the
+    // allocator's own free lists under the allocator's locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
