@@ -15,8 +15,9 @@
 //! mode; a node that starts (again) under its name runs only what is
 //! assigned to it now, and stops what leaves its assignments.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use pronto_cluster::agent::{self, Converge};
@@ -57,6 +58,108 @@ pub struct Cluster {
     pub node: String,
     reg: Mutex<Option<Arc<Registration>>>,
     stop: Arc<AtomicBool>,
+    /// The cluster's tenants (`tenants/NAME`), token digest → name: a
+    /// cache the `cluster-tenants` thread keeps from a watch.
+    tenants: Arc<RwLock<HashMap<String, String>>>,
+}
+
+/// A tenant's key: `{"digest": HEX_SHA256_OF_TOKEN, "quota": {FIELDS}}`.
+pub fn tenant_key(name: &str) -> Vec<u8> {
+    format!("{ROOT}tenants/{name}").into_bytes()
+}
+
+/// Follows `tenants/` into `cache` (digest → name) and each tenant's
+/// stored quota into the manager, until `stop`.
+fn follow_tenants(
+    etcd: &Etcd,
+    manager: &Weak<Manager>,
+    cache: &RwLock<HashMap<String, String>>,
+    stop: &AtomicBool,
+) {
+    let prefix = tenant_key("");
+    let apply = |kv: &pronto_cluster::etcd::KeyValue, map: &mut HashMap<String, String>| {
+        let name = String::from_utf8_lossy(&kv.key[prefix.len()..]).into_owned();
+        let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
+            return;
+        };
+        let Some(d) = v["digest"].as_str() else {
+            return;
+        };
+        map.retain(|_, n| *n != name);
+        map.insert(d.to_string(), name.clone());
+        if let (Some(m), Some(q)) = (manager.upgrade(), v["quota"].as_object()) {
+            // Each create rewrites the key (see `create`): only a change
+            // of the quota is stored again.
+            let mut now = m.quota(&name);
+            let before = now.clone();
+            if now.apply(q).is_ok() && now == before {
+                return;
+            }
+            if let Err(e) = m.set_quota(&name, q) {
+                eprintln!("prontod: tenant `{name}`'s stored quota: {e}");
+            }
+        }
+    };
+    let mut from = None;
+    while !stop.load(Ordering::Relaxed) {
+        let rev = match from {
+            Some(r) => r,
+            None => match etcd.range_prefix(&prefix) {
+                Ok(r) => {
+                    let mut map = HashMap::new();
+                    for kv in &r.kvs {
+                        apply(kv, &mut map);
+                    }
+                    *cache.write().unwrap_or_else(|e| e.into_inner()) = map;
+                    r.revision + 1
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            },
+        };
+        from = Some(rev);
+        let mut w = match etcd.watch_prefix(&prefix, rev) {
+            Ok(w) => w,
+            Err(EtcdError::Compacted(_)) => {
+                from = None;
+                continue;
+            }
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+        };
+        while !stop.load(Ordering::Relaxed) {
+            match w.next_event() {
+                Ok(Some(e)) => {
+                    from = Some(e.kv().mod_revision + 1);
+                    let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
+                    match &e {
+                        Event::Put(kv) => apply(kv, &mut map),
+                        Event::Delete(kv) => {
+                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
+                            map.retain(|_, n| *n != name);
+                            if let Some(m) = manager.upgrade() {
+                                m.forget_tenant(&name);
+                            }
+                        }
+                    }
+                }
+                // The member ended the stream: watch again.
+                Ok(None) => break,
+                Err(EtcdError::Compacted(_)) => {
+                    from = None;
+                    break;
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    break;
+                }
+            }
+        }
+    }
 }
 
 fn etcd_failure(e: impl std::fmt::Display) -> Failure {
@@ -114,7 +217,20 @@ impl Cluster {
             node: opts.node.clone(),
             reg: Mutex::new(Some(reg.clone())),
             stop: Arc::new(AtomicBool::new(false)),
+            tenants: Arc::new(RwLock::new(HashMap::new())),
         });
+        {
+            let (etcd, m, cache, stop) = (
+                etcd.clone(),
+                Arc::downgrade(manager),
+                c.tenants.clone(),
+                c.stop.clone(),
+            );
+            std::thread::Builder::new()
+                .name("cluster-tenants".into())
+                .spawn(move || follow_tenants(&etcd, &m, &cache, &stop))
+                .map_err(|e| format!("cluster thread: {e}"))?;
+        }
         {
             let (etcd, reg, me, stop) = (etcd.clone(), reg.clone(), c.node.clone(), c.stop.clone());
             std::thread::Builder::new()
@@ -204,34 +320,77 @@ impl Cluster {
 
     /// Stores a new instance (its spec, and what the scheduler reads:
     /// `memory_mib`, `millicpus`); refused if the name exists.
-    pub fn create(&self, spec: &InstanceSpec, memory: u64) -> Result<(), Failure> {
+    ///
+    /// The tenant's `instances` quota holds across the cluster: its
+    /// instances under `instances/` are counted, and the transaction that
+    /// stores the new one also rewrites `tenants/TENANT` under a compare
+    /// of that key's revision, so two creates of one tenant racing on two
+    /// nodes cannot both pass the count (the loser counts again).
+    pub fn create(&self, spec: &InstanceSpec, memory: u64, quota: u32) -> Result<(), Failure> {
         let mut v = serde_json::to_value(spec).map_err(|e| Failure::Internal(e.to_string()))?;
         v["memory_mib"] = json!(memory.div_ceil(1 << 20));
         v["millicpus"] = json!(spec.cpu.map_or(0, |c| (c * 1000.0).ceil() as u64));
         let key = scheduler::instance_key(&spec.name);
-        let (ok, _) = self
-            .etcd
-            .txn(
-                &[Compare::CreateRevision(key.clone(), 0)],
-                &[Op::Put {
-                    key,
-                    value: v.to_string().into_bytes(),
+        let tkey = tenant_key(&spec.tenant);
+        for _ in 0..20 {
+            // The default tenant has no key: its quota is each node's.
+            let tenant = self.etcd.get(&tkey).map_err(etcd_failure)?;
+            let mut cmp = vec![Compare::CreateRevision(key.clone(), 0)];
+            let mut ops = vec![Op::Put {
+                key: key.clone(),
+                value: v.to_string().into_bytes(),
+                lease: 0,
+            }];
+            if let Some(t) = &tenant {
+                let prefix = scheduler::instance_key("");
+                let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
+                let n = r
+                    .kvs
+                    .iter()
+                    .filter(|kv| {
+                        serde_json::from_slice::<Value>(&kv.value)
+                            .is_ok_and(|v| v["tenant"] == spec.tenant.as_str())
+                    })
+                    .count();
+                if n as u64 >= u64::from(quota) {
+                    return Err(Failure::OverQuota(
+                        format!(
+                            "tenant `{}` has {n} instance{} in the cluster, as many as its quota \
+                             allows; remove one or ask the admin to raise it",
+                            spec.tenant,
+                            if n == 1 { "" } else { "s" }
+                        ),
+                        "instances",
+                    ));
+                }
+                cmp.push(Compare::ModRevision(tkey.clone(), t.mod_revision));
+                ops.push(Op::Put {
+                    key: tkey.clone(),
+                    value: t.value.clone(),
                     lease: 0,
-                }],
-                &[],
-            )
-            .map_err(etcd_failure)?;
-        if !ok {
-            return Err(Failure::Conflict(
-                format!(
-                    "instance `{}` already exists in the cluster (instance names are unique \
+                });
+            }
+            let (done, _) = self.etcd.txn(&cmp, &ops, &[]).map_err(etcd_failure)?;
+            if done {
+                return Ok(());
+            }
+            // The name is taken, or (with no tenant key to race on) it
+            // was taken between the two reads.
+            if tenant.is_none() || self.etcd.get(&key).map_err(etcd_failure)?.is_some() {
+                return Err(Failure::Conflict(
+                    format!(
+                        "instance `{}` already exists in the cluster (instance names are unique \
                      across the cluster's tenants)",
-                    spec.name
-                ),
-                Some("name"),
-            ));
+                        spec.name
+                    ),
+                    Some("name"),
+                ));
+            }
         }
-        Ok(())
+        Err(Failure::Conflict(
+            format!("tenant `{}` changed meanwhile: try again", spec.tenant),
+            None,
+        ))
     }
 
     /// The stored instance `name` of `tenant`, and its revision.
@@ -293,6 +452,121 @@ impl Cluster {
             ));
         }
         Ok(())
+    }
+
+    /// The tenant whose token has digest `d`, as the watched cache has it.
+    pub fn tenant_of(&self, d: &str) -> Option<String> {
+        self.tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(d)
+            .cloned()
+    }
+
+    /// The cluster's tenants' names (the watched cache).
+    pub fn tenant_names(&self) -> Vec<String> {
+        let t = self.tenants.read().unwrap_or_else(|e| e.into_inner());
+        t.values().cloned().collect()
+    }
+
+    /// Stores tenant `name` with its token's digest (a 409 if it exists);
+    /// the cache takes it at once, the other nodes from their watch.
+    pub fn create_tenant(&self, name: &str, digest: &str) -> Result<(), Failure> {
+        let key = tenant_key(name);
+        let v = json!({"digest": digest, "quota": {}});
+        let (ok, _) = self
+            .etcd
+            .txn(
+                &[Compare::CreateRevision(key.clone(), 0)],
+                &[Op::Put {
+                    key,
+                    value: v.to_string().into_bytes(),
+                    lease: 0,
+                }],
+                &[],
+            )
+            .map_err(etcd_failure)?;
+        if !ok {
+            return Err(Failure::Conflict(
+                format!("tenant `{name}` already exists"),
+                Some("name"),
+            ));
+        }
+        let mut t = self.tenants.write().unwrap_or_else(|e| e.into_inner());
+        t.insert(digest.to_string(), name.to_string());
+        Ok(())
+    }
+
+    /// Removes tenant `name` (refused while it has instances in the
+    /// cluster); its token stops working on every node.
+    pub fn delete_tenant(&self, name: &str) -> Result<(), Failure> {
+        if !self.instances(Some(name))?.is_empty() {
+            return Err(Failure::Conflict(
+                format!("tenant `{name}` still has instances in the cluster: remove them first"),
+                None,
+            ));
+        }
+        let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
+            return Err(Failure::NotFound(format!("no tenant `{name}`")));
+        };
+        let (ok, _) = self
+            .etcd
+            .txn(
+                &[Compare::ModRevision(kv.key.clone(), kv.mod_revision)],
+                &[Op::Delete(kv.key)],
+                &[],
+            )
+            .map_err(etcd_failure)?;
+        if !ok {
+            return Err(Failure::Conflict(
+                format!("tenant `{name}` changed meanwhile: try again"),
+                None,
+            ));
+        }
+        let mut t = self.tenants.write().unwrap_or_else(|e| e.into_inner());
+        t.retain(|_, n| n != name);
+        Ok(())
+    }
+
+    /// Merges `patch` (already validated) into tenant `name`'s stored
+    /// quota; every node takes it from its watch.
+    pub fn set_tenant_quota(
+        &self,
+        name: &str,
+        patch: &serde_json::Map<String, Value>,
+    ) -> Result<(), Failure> {
+        for _ in 0..20 {
+            let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
+                return Err(Failure::NotFound(format!("no tenant `{name}`")));
+            };
+            let mut v: Value = serde_json::from_slice(&kv.value)
+                .map_err(|e| Failure::Internal(format!("tenant `{name}`'s stored value: {e}")))?;
+            if !v["quota"].is_object() {
+                v["quota"] = json!({});
+            }
+            for (k, x) in patch {
+                v["quota"][k] = x.clone();
+            }
+            let (ok, _) = self
+                .etcd
+                .txn(
+                    &[Compare::ModRevision(kv.key.clone(), kv.mod_revision)],
+                    &[Op::Put {
+                        key: kv.key,
+                        value: v.to_string().into_bytes(),
+                        lease: 0,
+                    }],
+                    &[],
+                )
+                .map_err(etcd_failure)?;
+            if ok {
+                return Ok(());
+            }
+        }
+        Err(Failure::Conflict(
+            format!("tenant `{name}` changed meanwhile: try again"),
+            None,
+        ))
     }
 
     /// What node `node` reports of instance `name` (`status/NODE/NAME`).

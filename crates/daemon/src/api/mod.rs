@@ -215,14 +215,19 @@ impl App {
         if d == self.s.admin_digest {
             return Ok(Caller::Admin);
         }
-        match self
-            .s
-            .tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&d)
-        {
-            Some(t) => Ok(Caller::Tenant(t.clone())),
+        // In cluster mode the tenants are the cluster's (a watched cache).
+        let found = match &self.s.cluster {
+            Some(c) => c.tenant_of(&d),
+            None => self
+                .s
+                .tenants
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&d)
+                .cloned(),
+        };
+        match found {
+            Some(t) => Ok(Caller::Tenant(t)),
             None => Err(status(
                 StatusCode::UNAUTHORIZED,
                 "the token is not valid (expected `Authorization: Bearer TOKEN`)",
@@ -277,13 +282,17 @@ async fn health(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError
 
 async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     a.admin(&h)?;
-    let mut names: Vec<String> =
-        a.s.tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
+    let mut names: Vec<String> = match &a.s.cluster {
+        Some(c) => c.tenant_names(),
+        None => {
+            a.s.tenants
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .cloned()
+                .collect()
+        }
+    };
     names.push(DEFAULT_TENANT.into());
     names.sort();
     names.dedup();
@@ -298,6 +307,9 @@ async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
 impl Shared {
     /// Whether tenant `t` exists.
     fn has_tenant(&self, t: &str) -> bool {
+        if let Some(c) = &self.cluster {
+            return t == DEFAULT_TENANT || c.tenant_names().iter().any(|x| x == t);
+        }
         t == DEFAULT_TENANT
             || self
                 .tenants
@@ -326,6 +338,15 @@ async fn tenants_create(
     }
     let token = new_token().map_err(internal)?;
     let d = digest(&token);
+    if let Some(c) = a.s.cluster.clone() {
+        let (n, dd) = (name.clone(), d.clone());
+        blocking(move || Ok(c.create_tenant(&n, &dd)?)).await?;
+        return Ok((
+            StatusCode::CREATED,
+            Json(json!({"name": name, "token": token})),
+        )
+            .into_response());
+    }
     a.s.manager
         .store()
         .put_tenant(&name, &d)
@@ -347,6 +368,12 @@ async fn tenants_delete(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     a.admin(&h)?;
+    if let Some(c) = a.s.cluster.clone() {
+        let n = name.clone();
+        blocking(move || Ok(c.delete_tenant(&n)?)).await?;
+        a.s.manager.forget_tenant(&name);
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     if !a.s.manager.list(Some(&name)).is_empty() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -409,6 +436,14 @@ async fn quota_set(
         ],
     )?
     .rest();
+    if let Some(c) = a.s.cluster.clone() {
+        // Checked here, stored in etcd, taken by every node (this one at
+        // once) from `tenants/NAME`.
+        let (n, p) = (name.clone(), patch.clone());
+        let mut q = a.s.manager.quota(&name);
+        q.apply(&patch).map_err(|(m, field)| bad(m, Some(&field)))?;
+        blocking(move || Ok(c.set_tenant_quota(&n, &p)?)).await?;
+    }
     a.s.manager.set_quota(&name, &patch)?;
     Ok(Json(quota_view(&a.s.manager, &name)).into_response())
 }
@@ -696,7 +731,7 @@ fn cluster_create(
 ) -> Result<Value, ApiError> {
     Manager::validate(&mut spec)?;
     spec.created_unix_ms = crate::manager::now_ms();
-    c.create(&spec, m.memory_of(&spec))?;
+    c.create(&spec, m.memory_of(&spec), m.quota(&spec.tenant).instances)?;
     let v = cluster_wait(c, m, &spec.tenant, &spec.name, |_| true)?;
     if v["state"] != "failed" {
         return Ok(v);
