@@ -50,6 +50,7 @@ fn req(dir: &Path, token: Option<&str>, method: &str, path: &str, body: &str) ->
 }
 
 const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
+const NAMED: &str = "c :: Counter; s :: TimedSource(0.005s) -> c -> Discard;\n";
 
 #[test]
 fn tenants_tokens_and_quotas_hold_across_the_cluster() {
@@ -161,4 +162,122 @@ fn tenants_tokens_and_quotas_hold_across_the_cluster() {
     });
     let msg = req(a, None, "DELETE", "/v1/tenants/acme", "").error(404, None);
     assert_eq!(msg, "no tenant `acme`");
+}
+
+/// Handler calls, counters and stats of an instance answered by any node:
+/// the node that does not run it forwards the call to the one that does
+/// (the address in its `nodes/NODE` record, the cluster's secret as the
+/// credential); with that node killed, a clear 503 names it.
+#[test]
+fn handler_calls_reach_the_node_that_runs_the_instance() {
+    if !rustix::process::geteuid().is_root() {
+        println!(
+            "SKIPPED handler_calls_reach_the_node_that_runs_the_instance: sandboxes need root"
+        );
+        return;
+    }
+    if !testing::have_etcd() {
+        return;
+    }
+    let members = testing::Members::start(1).expect("etcd starts");
+    let url = members.endpoints();
+    let scratch = common::scratch("cluster-forward");
+    let names = ["n1", "n2", "n3"];
+    let dirs: Vec<_> = names
+        .iter()
+        .map(|n| {
+            let d = scratch.join(n);
+            std::fs::create_dir_all(&d).expect("dir");
+            d
+        })
+        .collect();
+    let mut daemons: Vec<_> = names
+        .iter()
+        .zip(&dirs)
+        .map(|(n, d)| Some(start(d, n, &url)))
+        .collect();
+
+    let body = serde_json::json!({"name": "h1", "config": NAMED}).to_string();
+    let r = req(&dirs[0], None, "POST", "/v1/instances", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let owner = r.json()["node"].as_str().expect("its node").to_string();
+    let at = names.iter().position(|n| *n == owner).expect("a node");
+    let others: Vec<usize> = (0..3).filter(|i| *i != at).collect();
+
+    // Written through one node that does not run it, read back through
+    // the other and through its own: the owner's value.
+    let r = req(
+        &dirs[others[0]],
+        None,
+        "PUT",
+        "/v1/instances/h1/handlers/s.data",
+        "hello",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    for i in [others[1], at, others[0]] {
+        let r = req(
+            &dirs[i],
+            None,
+            "GET",
+            "/v1/instances/h1/handlers/s.data",
+            "",
+        );
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "hello"),
+            "through {}",
+            names[i]
+        );
+    }
+    for i in others.iter().copied() {
+        let r = req(&dirs[i], None, "GET", "/v1/instances/h1/counters", "");
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["name"], "h1");
+        let r = req(&dirs[i], None, "GET", "/v1/instances/h1/stats", "");
+        assert_eq!(r.status, 200, "{}", r.text());
+        // An unknown handler: the owner's error, passed on as it is.
+        let r = req(
+            &dirs[i],
+            None,
+            "GET",
+            "/v1/instances/h1/handlers/nosuch.h",
+            "",
+        );
+        assert!(r.status == 404 || r.status == 400, "{}", r.text());
+    }
+    // Another tenant's instance stays "not found" through any node.
+    let t = req(&dirs[0], None, "POST", "/v1/tenants", r#"{"name":"other"}"#);
+    assert_eq!(t.status, 201, "{}", t.text());
+    let token = t.json()["token"].as_str().expect("token").to_string();
+    wait_until("the token works everywhere", || {
+        req(&dirs[others[0]], Some(&token), "GET", "/v1/instances", "").status == 200
+    });
+    let msg = req(
+        &dirs[others[0]],
+        Some(&token),
+        "GET",
+        "/v1/instances/h1/handlers/s.data",
+        "",
+    )
+    .error(404, None);
+    assert_eq!(msg, "no instance `h1`");
+
+    // Its node killed: through the others, a 503 naming that node (until
+    // the scheduler has moved the instance).
+    daemons[at].take().expect("daemon").kill9();
+    let r = req(
+        &dirs[others[0]],
+        None,
+        "GET",
+        "/v1/instances/h1/handlers/s.data",
+        "",
+    );
+    if r.status == 503 {
+        let msg = r.error(503, None);
+        assert!(msg.contains(&format!("node `{owner}`")), "{msg}");
+    } else {
+        // Moved already (the lease outlived by the call): answered by its
+        // new node, where it started afresh.
+        println!("the instance moved before the call; status {}", r.status);
+    }
 }

@@ -61,6 +61,34 @@ pub struct Cluster {
     /// The cluster's tenants (`tenants/NAME`), token digest → name: a
     /// cache the `cluster-tenants` thread keeps from a watch.
     tenants: Arc<RwLock<HashMap<String, String>>>,
+    /// The secret the nodes share (`secret`), sent with forwarded calls.
+    secret: String,
+    secret_digest: String,
+}
+
+/// The header a node sends the cluster's secret in when it forwards a call.
+pub const SECRET_HEADER: &str = "x-pronto-cluster-secret";
+
+/// The cluster's shared secret (`secret`): created once by the first node
+/// (create-if-absent), read by the others.
+fn cluster_secret(etcd: &Etcd) -> Result<String, String> {
+    let key = format!("{ROOT}secret").into_bytes();
+    let fresh = crate::api::new_token()?;
+    etcd.txn(
+        &[Compare::CreateRevision(key.clone(), 0)],
+        &[Op::Put {
+            key: key.clone(),
+            value: fresh.into_bytes(),
+            lease: 0,
+        }],
+        &[],
+    )
+    .map_err(|e| e.to_string())?;
+    let kv = etcd
+        .get(&key)
+        .map_err(|e| e.to_string())?
+        .ok_or("the cluster's secret vanished from etcd")?;
+    String::from_utf8(kv.value).map_err(|_| "the cluster's secret in etcd is not text".into())
 }
 
 /// A tenant's key: `{"digest": HEX_SHA256_OF_TOKEN, "quota": {FIELDS}}`.
@@ -170,7 +198,7 @@ fn etcd_failure(e: impl std::fmt::Display) -> Failure {
 
 /// The node's capacity: the machine's memory and CPUs; as many instance
 /// slots as instances of the default memory limit fit in the memory.
-fn capacity(name: &str, default_memory: u64, tunnel: Option<String>) -> Node {
+fn capacity(name: &str, default_memory: u64, tunnel: Option<String>, api: Option<String>) -> Node {
     let memory_mib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -188,6 +216,7 @@ fn capacity(name: &str, default_memory: u64, tunnel: Option<String>) -> Node {
         cpus,
         slots,
         tunnel,
+        api,
     }
 }
 
@@ -199,9 +228,11 @@ impl Cluster {
         opts: &ClusterOptions,
         manager: &Arc<Manager>,
         tunnel: Option<String>,
+        api: Option<String>,
     ) -> Result<Arc<Cluster>, String> {
         let etcd = Arc::new(Etcd::new(&opts.endpoints).map_err(|e| format!("--cluster: {e}"))?);
-        let node = capacity(&opts.node, manager.default_memory(), tunnel);
+        let node = capacity(&opts.node, manager.default_memory(), tunnel, api);
+        let secret = cluster_secret(&etcd).map_err(|e| format!("--cluster: {e}"))?;
         let deadline = Instant::now() + Duration::from_secs(opts.ttl.max(2) as u64 * 2 + 5);
         let reg = loop {
             match Registration::start(etcd.clone(), node.clone(), opts.ttl) {
@@ -218,6 +249,8 @@ impl Cluster {
             reg: Mutex::new(Some(reg.clone())),
             stop: Arc::new(AtomicBool::new(false)),
             tenants: Arc::new(RwLock::new(HashMap::new())),
+            secret_digest: crate::api::digest(&secret),
+            secret,
         });
         {
             let (etcd, m, cache, stop) = (
@@ -567,6 +600,53 @@ impl Cluster {
             format!("tenant `{name}` changed meanwhile: try again"),
             None,
         ))
+    }
+
+    /// Whether `h` carries the cluster's secret (a call forwarded by a node).
+    pub fn is_node(&self, h: &axum::http::HeaderMap) -> bool {
+        h.get(SECRET_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|s| crate::api::digest(s) == self.secret_digest)
+    }
+
+    /// The secret forwarded calls carry.
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// Where a call to instance `name` of `tenant` goes: `None` if this
+    /// node runs it (or should: answered here), else the API address of
+    /// the node it is placed on. 404 if the tenant has no such instance;
+    /// 503 naming the node if that node is gone or serves no API.
+    pub fn owner_api(&self, tenant: &str, name: &str) -> Result<Option<(String, String)>, Failure> {
+        let (spec, _) = self.stored(tenant, name)?;
+        let placed = scheduler::placements(&self.etcd).map_err(etcd_failure)?;
+        let Some(node) = placed.get(name) else {
+            if let Some(pin) = spec["node"].as_str() {
+                return Err(Failure::Unavailable(format!(
+                    "instance `{name}` is pinned to node `{pin}`, which is not live: it runs \
+                     again when that node is back"
+                )));
+            }
+            return Err(Failure::Unavailable(format!(
+                "instance `{name}` is not placed on any node yet (pending): try again when                  `pronto ls` shows its node"
+            )));
+        };
+        if *node == self.node {
+            return Ok(None);
+        }
+        let live = pronto_cluster::node::nodes(&self.etcd).map_err(etcd_failure)?;
+        let Some(n) = live.into_iter().find(|n| &n.name == node) else {
+            return Err(Failure::Unavailable(format!(
+                "instance `{name}` is placed on node `{node}`, which is not live (its                  registration is gone): the scheduler moves it to another node; try again"
+            )));
+        };
+        match n.api {
+            Some(a) => Ok(Some((node.clone(), a))),
+            None => Err(Failure::Unavailable(format!(
+                "instance `{name}` runs on node `{node}`, which serves no TCP API (start it                  with --listen): ask that node"
+            ))),
+        }
     }
 
     /// What node `node` reports of instance `name` (`status/NODE/NAME`).

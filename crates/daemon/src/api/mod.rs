@@ -198,6 +198,11 @@ enum Caller {
 
 impl App {
     fn caller(&self, h: &HeaderMap) -> Result<Caller, ApiError> {
+        // A call another node forwarded: it authenticated the caller and
+        // names the tenant in `?tenant=` (docs/cluster.md).
+        if self.s.cluster.as_ref().is_some_and(|c| c.is_node(h)) {
+            return Ok(Caller::Admin);
+        }
         let auth = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let Some(auth) = auth else {
             return if self.unix {
@@ -943,6 +948,100 @@ fn check_handler(handler: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The most bytes of another node's answer a forwarded call buffers.
+const MAX_FORWARDED_ANSWER: u64 = 16 << 20;
+
+/// `s` with every byte but unreserved ones percent-encoded (a path
+/// segment or query value of a forwarded call).
+fn encode(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            o.push(b as char);
+        } else {
+            o.push_str(&format!("%{b:02X}"));
+        }
+    }
+    o
+}
+
+/// In cluster mode, a call to instance `name` of tenant `t` that another
+/// node runs is sent to that node's API (`tail`: the path after
+/// `/v1/instances/NAME`) with the cluster's secret, and its answer is
+/// this one's; `None`: answer here.
+async fn forward(
+    a: &App,
+    t: &str,
+    name: &str,
+    method: &'static str,
+    tail: &str,
+    body: Option<Vec<u8>>,
+) -> Result<Option<Response>, ApiError> {
+    let Some(c) = a.s.cluster.clone() else {
+        return Ok(None);
+    };
+    if a.s.manager.list(Some(t)).iter().any(|i| i.name == name) {
+        return Ok(None);
+    }
+    let (t, name, tail) = (t.to_string(), name.to_string(), tail.to_string());
+    blocking(move || {
+        let Some((node, api)) = c.owner_api(&t, &name)? else {
+            return Ok(None);
+        };
+        let url = format!(
+            "http://{api}/v1/instances/{}{tail}?tenant={}",
+            encode(&name),
+            encode(&t)
+        );
+        let gone = |e: &dyn std::fmt::Display| {
+            status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "instance `{name}` runs on node `{node}`, whose API ({api}) did not answer: \
+                     {e}; if the node is lost, the scheduler moves the instance; try again"
+                ),
+            )
+        };
+        let req = ureq::AgentBuilder::new()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .request(method, &url)
+            .set(crate::cluster::SECRET_HEADER, c.secret());
+        let r = match body {
+            Some(b) => req.send_bytes(&b),
+            None => req.call(),
+        };
+        let resp = match r {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => return Err(gone(&e)),
+        };
+        let code = StatusCode::from_u16(resp.status()).unwrap_or(StatusCode::BAD_GATEWAY);
+        let ctype = resp.header("content-type").map(str::to_string);
+        let mut buf = Vec::new();
+        use std::io::Read as _;
+        resp.into_reader()
+            .take(MAX_FORWARDED_ANSWER + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| gone(&e))?;
+        if buf.len() as u64 > MAX_FORWARDED_ANSWER {
+            return Err(status(
+                StatusCode::BAD_GATEWAY,
+                format!(
+                    "node `{node}`'s answer for instance `{name}` is larger than \
+                     {MAX_FORWARDED_ANSWER} bytes, the most a forwarded call buffers: ask that \
+                     node"
+                ),
+            ));
+        }
+        let mut out = (code, buf).into_response();
+        if let Some(ct) = ctype.and_then(|v| header::HeaderValue::from_str(&v).ok()) {
+            out.headers_mut().insert(header::CONTENT_TYPE, ct);
+        }
+        Ok(Some(out))
+    })
+    .await
+}
+
 async fn handler_read(
     State(a): State<App>,
     h: HeaderMap,
@@ -951,6 +1050,10 @@ async fn handler_read(
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
     check_handler(&handler)?;
+    let tail = format!("/handlers/{}", encode(&handler));
+    if let Some(r) = forward(&a, &t, &name, "GET", &tail, None).await? {
+        return Ok(r);
+    }
     let m = a.s.manager.clone();
     let v = blocking(move || Ok(m.read(&t, &name, &handler)?)).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], v).into_response())
@@ -968,6 +1071,19 @@ async fn handler_write(
     check_handler(&handler)?;
     let value = String::from_utf8(body.to_vec())
         .map_err(|_| bad("the handler value is not UTF-8 text", None))?;
+    let tail = format!("/handlers/{}", encode(&handler));
+    if let Some(r) = forward(
+        &a,
+        &t,
+        &name,
+        "PUT",
+        &tail,
+        Some(value.clone().into_bytes()),
+    )
+    .await?
+    {
+        return Ok(r);
+    }
     let m = a.s.manager.clone();
     blocking(move || Ok(m.write(&t, &name, &handler, &value)?)).await?;
     Ok(StatusCode::OK.into_response())
@@ -980,6 +1096,9 @@ async fn instances_stats(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
+    if let Some(r) = forward(&a, &t, &name, "GET", "/stats", None).await? {
+        return Ok(r);
+    }
     let m = a.s.manager.clone();
     let v = blocking(move || {
         let view = m.view(&t, &name, true)?;
@@ -1002,6 +1121,9 @@ async fn instances_counters(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
+    if let Some(r) = forward(&a, &t, &name, "GET", "/counters", None).await? {
+        return Ok(r);
+    }
     let m = a.s.manager.clone();
     let v = blocking(move || {
         let elements = m.element_stats(&t, &name)?;
@@ -1635,7 +1757,8 @@ impl Daemon {
             None => None,
             Some(c) => {
                 let tunnel = opts.vxlan.as_ref().map(|v| v.local.to_string());
-                match crate::cluster::Cluster::join(c, &manager, tunnel) {
+                let api = tcp_addr.map(|a| a.to_string());
+                match crate::cluster::Cluster::join(c, &manager, tunnel, api) {
                     Ok(c) => Some(c),
                     Err(e) => {
                         manager.shutdown();
