@@ -97,12 +97,14 @@ pub fn tenant_key(name: &str) -> Vec<u8> {
 }
 
 /// Follows `tenants/` into `cache` (digest → name) and each tenant's
-/// stored quota into the manager, until `stop`.
+/// stored quota into the manager, until `stop`; `ready` hears when the
+/// first copy is in the cache.
 fn follow_tenants(
     etcd: &Etcd,
     manager: &Weak<Manager>,
     cache: &RwLock<HashMap<String, String>>,
     stop: &AtomicBool,
+    ready: std::sync::mpsc::Sender<()>,
 ) {
     let prefix = tenant_key("");
     let apply = |kv: &pronto_cluster::etcd::KeyValue, map: &mut HashMap<String, String>| {
@@ -139,6 +141,7 @@ fn follow_tenants(
                         apply(kv, &mut map);
                     }
                     *cache.write().unwrap_or_else(|e| e.into_inner()) = map;
+                    let _ = ready.send(());
                     r.revision + 1
                 }
                 Err(_) => {
@@ -259,10 +262,19 @@ impl Cluster {
                 c.tenants.clone(),
                 c.stop.clone(),
             );
+            let (tx, rx) = std::sync::mpsc::channel();
             std::thread::Builder::new()
                 .name("cluster-tenants".into())
-                .spawn(move || follow_tenants(&etcd, &m, &cache, &stop))
+                .spawn(move || follow_tenants(&etcd, &m, &cache, &stop, tx))
                 .map_err(|e| format!("cluster thread: {e}"))?;
+            // The API starts with the cluster's tenants known (a token
+            // valid elsewhere is not refused here for want of a first
+            // read); etcd answered the registration just now.
+            if rx.recv_timeout(Duration::from_secs(5)).is_err() {
+                eprintln!(
+                    "prontod: the cluster's tenants not read yet; their tokens work once they are"
+                );
+            }
         }
         {
             let (etcd, reg, me, stop) = (etcd.clone(), reg.clone(), c.node.clone(), c.stop.clone());
