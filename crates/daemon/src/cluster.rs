@@ -544,16 +544,19 @@ impl Cluster {
 
     /// Removes tenant `name` (refused while it has instances in the
     /// cluster); its token stops working on every node.
+    /// The key is read before the instances are counted and deleted under
+    /// a compare of its revision: a create of the tenant's racing with it
+    /// rewrites the key (see `create`), and the delete fails.
     pub fn delete_tenant(&self, name: &str) -> Result<(), Failure> {
+        let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
+            return Err(Failure::NotFound(format!("no tenant `{name}`")));
+        };
         if !self.instances(Some(name))?.is_empty() {
             return Err(Failure::Conflict(
                 format!("tenant `{name}` still has instances in the cluster: remove them first"),
                 None,
             ));
         }
-        let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
-            return Err(Failure::NotFound(format!("no tenant `{name}`")));
-        };
         let (ok, _) = self
             .etcd
             .txn(
