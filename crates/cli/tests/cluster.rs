@@ -34,6 +34,7 @@ fn nodes_and_status_read_the_cluster_from_etcd() {
             cpus: 2,
             slots,
             tunnel: tunnel.map(str::to_string),
+            api: None,
         };
         Registration::start(etcd.clone(), n, 30).expect("registers")
     };

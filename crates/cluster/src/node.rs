@@ -48,6 +48,9 @@ pub struct Node {
     pub slots: u32,
     /// Its switch's tunnel address (`IP:PORT`), if it has one.
     pub tunnel: Option<String>,
+    /// Its REST API's address (`IP:PORT`), where the other nodes forward
+    /// calls to the instances it runs; `None` if it serves none on TCP.
+    pub api: Option<String>,
 }
 
 impl Node {
@@ -59,6 +62,7 @@ impl Node {
             "cpus": self.cpus,
             "slots": self.slots,
             "tunnel": self.tunnel,
+            "api": self.api,
         })
         .to_string()
         .into_bytes()
@@ -73,6 +77,7 @@ impl Node {
             cpus: u32::try_from(v["cpus"].as_u64()?).ok()?,
             slots: u32::try_from(v["slots"].as_u64()?).ok()?,
             tunnel: v["tunnel"].as_str().map(str::to_string),
+            api: v["api"].as_str().map(str::to_string),
         })
     }
 }
@@ -291,12 +296,13 @@ mod tests {
             cpus: 8,
             slots: 1000,
             tunnel: Some("10.0.0.1:4789".into()),
+            api: Some("127.0.0.1:7117".into()),
         };
         let v: serde_json::Value = serde_json::from_slice(&n.to_json()).expect("json");
         assert_eq!(
             v,
             json!({"name": "n1", "memory_mib": 16384, "cpus": 8, "slots": 1000,
-                   "tunnel": "10.0.0.1:4789"})
+                   "tunnel": "10.0.0.1:4789", "api": "127.0.0.1:7117"})
         );
         assert_eq!(Node::from_json(&n.to_json()), Some(n));
         assert_eq!(Node::from_json(b"{}"), None);

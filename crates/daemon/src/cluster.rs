@@ -15,8 +15,9 @@
 //! mode; a node that starts (again) under its name runs only what is
 //! assigned to it now, and stops what leaves its assignments.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use pronto_cluster::agent::{self, Converge};
@@ -57,6 +58,139 @@ pub struct Cluster {
     pub node: String,
     reg: Mutex<Option<Arc<Registration>>>,
     stop: Arc<AtomicBool>,
+    /// The cluster's tenants (`tenants/NAME`), token digest → name: a
+    /// cache the `cluster-tenants` thread keeps from a watch.
+    tenants: Arc<RwLock<HashMap<String, String>>>,
+    /// The secret the nodes share (`secret`), sent with forwarded calls.
+    secret: String,
+    secret_digest: String,
+}
+
+/// The header a node sends the cluster's secret in when it forwards a call.
+pub const SECRET_HEADER: &str = "x-pronto-cluster-secret";
+
+/// The cluster's shared secret (`secret`): created once by the first node
+/// (create-if-absent), read by the others.
+fn cluster_secret(etcd: &Etcd) -> Result<String, String> {
+    let key = format!("{ROOT}secret").into_bytes();
+    let fresh = crate::api::new_token()?;
+    etcd.txn(
+        &[Compare::CreateRevision(key.clone(), 0)],
+        &[Op::Put {
+            key: key.clone(),
+            value: fresh.into_bytes(),
+            lease: 0,
+        }],
+        &[],
+    )
+    .map_err(|e| e.to_string())?;
+    let kv = etcd
+        .get(&key)
+        .map_err(|e| e.to_string())?
+        .ok_or("the cluster's secret vanished from etcd")?;
+    String::from_utf8(kv.value).map_err(|_| "the cluster's secret in etcd is not text".into())
+}
+
+/// A tenant's key: `{"digest": HEX_SHA256_OF_TOKEN, "quota": {FIELDS}}`.
+pub fn tenant_key(name: &str) -> Vec<u8> {
+    format!("{ROOT}tenants/{name}").into_bytes()
+}
+
+/// Follows `tenants/` into `cache` (digest → name) and each tenant's
+/// stored quota into the manager, until `stop`; `ready` hears when the
+/// first copy is in the cache.
+fn follow_tenants(
+    etcd: &Etcd,
+    manager: &Weak<Manager>,
+    cache: &RwLock<HashMap<String, String>>,
+    stop: &AtomicBool,
+    ready: std::sync::mpsc::Sender<()>,
+) {
+    let prefix = tenant_key("");
+    let apply = |kv: &pronto_cluster::etcd::KeyValue, map: &mut HashMap<String, String>| {
+        let name = String::from_utf8_lossy(&kv.key[prefix.len()..]).into_owned();
+        let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
+            return;
+        };
+        let Some(d) = v["digest"].as_str() else {
+            return;
+        };
+        map.retain(|_, n| *n != name);
+        map.insert(d.to_string(), name.clone());
+        if let (Some(m), Some(q)) = (manager.upgrade(), v["quota"].as_object()) {
+            // Each create rewrites the key (see `create`): only a change
+            // of the quota is stored again.
+            let mut now = m.quota(&name);
+            let before = now.clone();
+            if now.apply(q).is_ok() && now == before {
+                return;
+            }
+            if let Err(e) = m.set_quota(&name, q) {
+                eprintln!("prontod: tenant `{name}`'s stored quota: {e}");
+            }
+        }
+    };
+    let mut from = None;
+    while !stop.load(Ordering::Relaxed) {
+        let rev = match from {
+            Some(r) => r,
+            None => match etcd.range_prefix(&prefix) {
+                Ok(r) => {
+                    let mut map = HashMap::new();
+                    for kv in &r.kvs {
+                        apply(kv, &mut map);
+                    }
+                    *cache.write().unwrap_or_else(|e| e.into_inner()) = map;
+                    let _ = ready.send(());
+                    r.revision + 1
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            },
+        };
+        from = Some(rev);
+        let mut w = match etcd.watch_prefix(&prefix, rev) {
+            Ok(w) => w,
+            Err(EtcdError::Compacted(_)) => {
+                from = None;
+                continue;
+            }
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+        };
+        while !stop.load(Ordering::Relaxed) {
+            match w.next_event() {
+                Ok(Some(e)) => {
+                    from = Some(e.kv().mod_revision + 1);
+                    let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
+                    match &e {
+                        Event::Put(kv) => apply(kv, &mut map),
+                        Event::Delete(kv) => {
+                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
+                            map.retain(|_, n| *n != name);
+                            if let Some(m) = manager.upgrade() {
+                                m.forget_tenant(&name);
+                            }
+                        }
+                    }
+                }
+                // The member ended the stream: watch again.
+                Ok(None) => break,
+                Err(EtcdError::Compacted(_)) => {
+                    from = None;
+                    break;
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    break;
+                }
+            }
+        }
+    }
 }
 
 fn etcd_failure(e: impl std::fmt::Display) -> Failure {
@@ -67,7 +201,7 @@ fn etcd_failure(e: impl std::fmt::Display) -> Failure {
 
 /// The node's capacity: the machine's memory and CPUs; as many instance
 /// slots as instances of the default memory limit fit in the memory.
-fn capacity(name: &str, default_memory: u64, tunnel: Option<String>) -> Node {
+fn capacity(name: &str, default_memory: u64, tunnel: Option<String>, api: Option<String>) -> Node {
     let memory_mib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -85,6 +219,7 @@ fn capacity(name: &str, default_memory: u64, tunnel: Option<String>) -> Node {
         cpus,
         slots,
         tunnel,
+        api,
     }
 }
 
@@ -96,9 +231,11 @@ impl Cluster {
         opts: &ClusterOptions,
         manager: &Arc<Manager>,
         tunnel: Option<String>,
+        api: Option<String>,
     ) -> Result<Arc<Cluster>, String> {
         let etcd = Arc::new(Etcd::new(&opts.endpoints).map_err(|e| format!("--cluster: {e}"))?);
-        let node = capacity(&opts.node, manager.default_memory(), tunnel);
+        let node = capacity(&opts.node, manager.default_memory(), tunnel, api);
+        let secret = cluster_secret(&etcd).map_err(|e| format!("--cluster: {e}"))?;
         let deadline = Instant::now() + Duration::from_secs(opts.ttl.max(2) as u64 * 2 + 5);
         let reg = loop {
             match Registration::start(etcd.clone(), node.clone(), opts.ttl) {
@@ -114,7 +251,31 @@ impl Cluster {
             node: opts.node.clone(),
             reg: Mutex::new(Some(reg.clone())),
             stop: Arc::new(AtomicBool::new(false)),
+            tenants: Arc::new(RwLock::new(HashMap::new())),
+            secret_digest: crate::api::digest(&secret),
+            secret,
         });
+        {
+            let (etcd, m, cache, stop) = (
+                etcd.clone(),
+                Arc::downgrade(manager),
+                c.tenants.clone(),
+                c.stop.clone(),
+            );
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::Builder::new()
+                .name("cluster-tenants".into())
+                .spawn(move || follow_tenants(&etcd, &m, &cache, &stop, tx))
+                .map_err(|e| format!("cluster thread: {e}"))?;
+            // The API starts with the cluster's tenants known (a token
+            // valid elsewhere is not refused here for want of a first
+            // read); etcd answered the registration just now.
+            if rx.recv_timeout(Duration::from_secs(5)).is_err() {
+                eprintln!(
+                    "prontod: the cluster's tenants not read yet; their tokens work once they are"
+                );
+            }
+        }
         {
             let (etcd, reg, me, stop) = (etcd.clone(), reg.clone(), c.node.clone(), c.stop.clone());
             std::thread::Builder::new()
@@ -204,34 +365,77 @@ impl Cluster {
 
     /// Stores a new instance (its spec, and what the scheduler reads:
     /// `memory_mib`, `millicpus`); refused if the name exists.
-    pub fn create(&self, spec: &InstanceSpec, memory: u64) -> Result<(), Failure> {
+    ///
+    /// The tenant's `instances` quota holds across the cluster: its
+    /// instances under `instances/` are counted, and the transaction that
+    /// stores the new one also rewrites `tenants/TENANT` under a compare
+    /// of that key's revision, so two creates of one tenant racing on two
+    /// nodes cannot both pass the count (the loser counts again).
+    pub fn create(&self, spec: &InstanceSpec, memory: u64, quota: u32) -> Result<(), Failure> {
         let mut v = serde_json::to_value(spec).map_err(|e| Failure::Internal(e.to_string()))?;
         v["memory_mib"] = json!(memory.div_ceil(1 << 20));
         v["millicpus"] = json!(spec.cpu.map_or(0, |c| (c * 1000.0).ceil() as u64));
         let key = scheduler::instance_key(&spec.name);
-        let (ok, _) = self
-            .etcd
-            .txn(
-                &[Compare::CreateRevision(key.clone(), 0)],
-                &[Op::Put {
-                    key,
-                    value: v.to_string().into_bytes(),
+        let tkey = tenant_key(&spec.tenant);
+        for _ in 0..20 {
+            // The default tenant has no key: its quota is each node's.
+            let tenant = self.etcd.get(&tkey).map_err(etcd_failure)?;
+            let mut cmp = vec![Compare::CreateRevision(key.clone(), 0)];
+            let mut ops = vec![Op::Put {
+                key: key.clone(),
+                value: v.to_string().into_bytes(),
+                lease: 0,
+            }];
+            if let Some(t) = &tenant {
+                let prefix = scheduler::instance_key("");
+                let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
+                let n = r
+                    .kvs
+                    .iter()
+                    .filter(|kv| {
+                        serde_json::from_slice::<Value>(&kv.value)
+                            .is_ok_and(|v| v["tenant"] == spec.tenant.as_str())
+                    })
+                    .count();
+                if n as u64 >= u64::from(quota) {
+                    return Err(Failure::OverQuota(
+                        format!(
+                            "tenant `{}` has {n} instance{} in the cluster, as many as its quota \
+                             allows; remove one or ask the admin to raise it",
+                            spec.tenant,
+                            if n == 1 { "" } else { "s" }
+                        ),
+                        "instances",
+                    ));
+                }
+                cmp.push(Compare::ModRevision(tkey.clone(), t.mod_revision));
+                ops.push(Op::Put {
+                    key: tkey.clone(),
+                    value: t.value.clone(),
                     lease: 0,
-                }],
-                &[],
-            )
-            .map_err(etcd_failure)?;
-        if !ok {
-            return Err(Failure::Conflict(
-                format!(
-                    "instance `{}` already exists in the cluster (instance names are unique \
+                });
+            }
+            let (done, _) = self.etcd.txn(&cmp, &ops, &[]).map_err(etcd_failure)?;
+            if done {
+                return Ok(());
+            }
+            // The name is taken, or (with no tenant key to race on) it
+            // was taken between the two reads.
+            if tenant.is_none() || self.etcd.get(&key).map_err(etcd_failure)?.is_some() {
+                return Err(Failure::Conflict(
+                    format!(
+                        "instance `{}` already exists in the cluster (instance names are unique \
                      across the cluster's tenants)",
-                    spec.name
-                ),
-                Some("name"),
-            ));
+                        spec.name
+                    ),
+                    Some("name"),
+                ));
+            }
         }
-        Ok(())
+        Err(Failure::Conflict(
+            format!("tenant `{}` changed meanwhile: try again", spec.tenant),
+            None,
+        ))
     }
 
     /// The stored instance `name` of `tenant`, and its revision.
@@ -293,6 +497,171 @@ impl Cluster {
             ));
         }
         Ok(())
+    }
+
+    /// The tenant whose token has digest `d`, as the watched cache has it.
+    pub fn tenant_of(&self, d: &str) -> Option<String> {
+        self.tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(d)
+            .cloned()
+    }
+
+    /// The cluster's tenants' names (the watched cache).
+    pub fn tenant_names(&self) -> Vec<String> {
+        let t = self.tenants.read().unwrap_or_else(|e| e.into_inner());
+        t.values().cloned().collect()
+    }
+
+    /// Stores tenant `name` with its token's digest (a 409 if it exists);
+    /// the cache takes it at once, the other nodes from their watch.
+    pub fn create_tenant(&self, name: &str, digest: &str) -> Result<(), Failure> {
+        let key = tenant_key(name);
+        let v = json!({"digest": digest, "quota": {}});
+        let (ok, _) = self
+            .etcd
+            .txn(
+                &[Compare::CreateRevision(key.clone(), 0)],
+                &[Op::Put {
+                    key,
+                    value: v.to_string().into_bytes(),
+                    lease: 0,
+                }],
+                &[],
+            )
+            .map_err(etcd_failure)?;
+        if !ok {
+            return Err(Failure::Conflict(
+                format!("tenant `{name}` already exists"),
+                Some("name"),
+            ));
+        }
+        let mut t = self.tenants.write().unwrap_or_else(|e| e.into_inner());
+        t.insert(digest.to_string(), name.to_string());
+        Ok(())
+    }
+
+    /// Removes tenant `name` (refused while it has instances in the
+    /// cluster); its token stops working on every node.
+    /// The key is read before the instances are counted and deleted under
+    /// a compare of its revision: a create of the tenant's racing with it
+    /// rewrites the key (see `create`), and the delete fails.
+    pub fn delete_tenant(&self, name: &str) -> Result<(), Failure> {
+        let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
+            return Err(Failure::NotFound(format!("no tenant `{name}`")));
+        };
+        if !self.instances(Some(name))?.is_empty() {
+            return Err(Failure::Conflict(
+                format!("tenant `{name}` still has instances in the cluster: remove them first"),
+                None,
+            ));
+        }
+        let (ok, _) = self
+            .etcd
+            .txn(
+                &[Compare::ModRevision(kv.key.clone(), kv.mod_revision)],
+                &[Op::Delete(kv.key)],
+                &[],
+            )
+            .map_err(etcd_failure)?;
+        if !ok {
+            return Err(Failure::Conflict(
+                format!("tenant `{name}` changed meanwhile: try again"),
+                None,
+            ));
+        }
+        let mut t = self.tenants.write().unwrap_or_else(|e| e.into_inner());
+        t.retain(|_, n| n != name);
+        Ok(())
+    }
+
+    /// Merges `patch` (already validated) into tenant `name`'s stored
+    /// quota; every node takes it from its watch.
+    pub fn set_tenant_quota(
+        &self,
+        name: &str,
+        patch: &serde_json::Map<String, Value>,
+    ) -> Result<(), Failure> {
+        for _ in 0..20 {
+            let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
+                return Err(Failure::NotFound(format!("no tenant `{name}`")));
+            };
+            let mut v: Value = serde_json::from_slice(&kv.value)
+                .map_err(|e| Failure::Internal(format!("tenant `{name}`'s stored value: {e}")))?;
+            if !v["quota"].is_object() {
+                v["quota"] = json!({});
+            }
+            for (k, x) in patch {
+                v["quota"][k] = x.clone();
+            }
+            let (ok, _) = self
+                .etcd
+                .txn(
+                    &[Compare::ModRevision(kv.key.clone(), kv.mod_revision)],
+                    &[Op::Put {
+                        key: kv.key,
+                        value: v.to_string().into_bytes(),
+                        lease: 0,
+                    }],
+                    &[],
+                )
+                .map_err(etcd_failure)?;
+            if ok {
+                return Ok(());
+            }
+        }
+        Err(Failure::Conflict(
+            format!("tenant `{name}` changed meanwhile: try again"),
+            None,
+        ))
+    }
+
+    /// Whether `h` carries the cluster's secret (a call forwarded by a node).
+    pub fn is_node(&self, h: &axum::http::HeaderMap) -> bool {
+        h.get(SECRET_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|s| crate::api::digest(s) == self.secret_digest)
+    }
+
+    /// The secret forwarded calls carry.
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// Where a call to instance `name` of `tenant` goes: `None` if this
+    /// node runs it (or should: answered here), else the API address of
+    /// the node it is placed on. 404 if the tenant has no such instance;
+    /// 503 naming the node if that node is gone or serves no API.
+    pub fn owner_api(&self, tenant: &str, name: &str) -> Result<Option<(String, String)>, Failure> {
+        let (spec, _) = self.stored(tenant, name)?;
+        let placed = scheduler::placements(&self.etcd).map_err(etcd_failure)?;
+        let Some(node) = placed.get(name) else {
+            if let Some(pin) = spec["node"].as_str() {
+                return Err(Failure::Unavailable(format!(
+                    "instance `{name}` is pinned to node `{pin}`, which is not live: it runs \
+                     again when that node is back"
+                )));
+            }
+            return Err(Failure::Unavailable(format!(
+                "instance `{name}` is not placed on any node yet (pending): try again when                  `pronto ls` shows its node"
+            )));
+        };
+        if *node == self.node {
+            return Ok(None);
+        }
+        let live = pronto_cluster::node::nodes(&self.etcd).map_err(etcd_failure)?;
+        let Some(n) = live.into_iter().find(|n| &n.name == node) else {
+            return Err(Failure::Unavailable(format!(
+                "instance `{name}` is placed on node `{node}`, which is not live (its                  registration is gone): the scheduler moves it to another node; try again"
+            )));
+        };
+        match n.api {
+            Some(a) => Ok(Some((node.clone(), a))),
+            None => Err(Failure::Unavailable(format!(
+                "instance `{name}` runs on node `{node}`, which serves no TCP API (start it                  with --listen): ask that node"
+            ))),
+        }
     }
 
     /// What node `node` reports of instance `name` (`status/NODE/NAME`).

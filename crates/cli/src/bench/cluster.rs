@@ -88,6 +88,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 cpus: 1 << 10,
                 slots,
                 tunnel: None,
+                api: None,
             },
             ttl,
         )

@@ -198,6 +198,11 @@ enum Caller {
 
 impl App {
     fn caller(&self, h: &HeaderMap) -> Result<Caller, ApiError> {
+        // A call another node forwarded: it authenticated the caller and
+        // names the tenant in `?tenant=` (docs/cluster.md).
+        if self.s.cluster.as_ref().is_some_and(|c| c.is_node(h)) {
+            return Ok(Caller::Admin);
+        }
         let auth = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let Some(auth) = auth else {
             return if self.unix {
@@ -215,14 +220,19 @@ impl App {
         if d == self.s.admin_digest {
             return Ok(Caller::Admin);
         }
-        match self
-            .s
-            .tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&d)
-        {
-            Some(t) => Ok(Caller::Tenant(t.clone())),
+        // In cluster mode the tenants are the cluster's (a watched cache).
+        let found = match &self.s.cluster {
+            Some(c) => c.tenant_of(&d),
+            None => self
+                .s
+                .tenants
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&d)
+                .cloned(),
+        };
+        match found {
+            Some(t) => Ok(Caller::Tenant(t)),
             None => Err(status(
                 StatusCode::UNAUTHORIZED,
                 "the token is not valid (expected `Authorization: Bearer TOKEN`)",
@@ -277,13 +287,17 @@ async fn health(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError
 
 async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
     a.admin(&h)?;
-    let mut names: Vec<String> =
-        a.s.tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
+    let mut names: Vec<String> = match &a.s.cluster {
+        Some(c) => c.tenant_names(),
+        None => {
+            a.s.tenants
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .cloned()
+                .collect()
+        }
+    };
     names.push(DEFAULT_TENANT.into());
     names.sort();
     names.dedup();
@@ -298,6 +312,9 @@ async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
 impl Shared {
     /// Whether tenant `t` exists.
     fn has_tenant(&self, t: &str) -> bool {
+        if let Some(c) = &self.cluster {
+            return t == DEFAULT_TENANT || c.tenant_names().iter().any(|x| x == t);
+        }
         t == DEFAULT_TENANT
             || self
                 .tenants
@@ -326,6 +343,15 @@ async fn tenants_create(
     }
     let token = new_token().map_err(internal)?;
     let d = digest(&token);
+    if let Some(c) = a.s.cluster.clone() {
+        let (n, dd) = (name.clone(), d.clone());
+        blocking(move || Ok(c.create_tenant(&n, &dd)?)).await?;
+        return Ok((
+            StatusCode::CREATED,
+            Json(json!({"name": name, "token": token})),
+        )
+            .into_response());
+    }
     a.s.manager
         .store()
         .put_tenant(&name, &d)
@@ -347,6 +373,12 @@ async fn tenants_delete(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     a.admin(&h)?;
+    if let Some(c) = a.s.cluster.clone() {
+        let n = name.clone();
+        blocking(move || Ok(c.delete_tenant(&n)?)).await?;
+        a.s.manager.forget_tenant(&name);
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     if !a.s.manager.list(Some(&name)).is_empty() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -409,6 +441,14 @@ async fn quota_set(
         ],
     )?
     .rest();
+    if let Some(c) = a.s.cluster.clone() {
+        // Checked here, stored in etcd, taken by every node (this one at
+        // once) from `tenants/NAME`.
+        let (n, p) = (name.clone(), patch.clone());
+        let mut q = a.s.manager.quota(&name);
+        q.apply(&patch).map_err(|(m, field)| bad(m, Some(&field)))?;
+        blocking(move || Ok(c.set_tenant_quota(&n, &p)?)).await?;
+    }
     a.s.manager.set_quota(&name, &patch)?;
     Ok(Json(quota_view(&a.s.manager, &name)).into_response())
 }
@@ -696,7 +736,7 @@ fn cluster_create(
 ) -> Result<Value, ApiError> {
     Manager::validate(&mut spec)?;
     spec.created_unix_ms = crate::manager::now_ms();
-    c.create(&spec, m.memory_of(&spec))?;
+    c.create(&spec, m.memory_of(&spec), m.quota(&spec.tenant).instances)?;
     let v = cluster_wait(c, m, &spec.tenant, &spec.name, |_| true)?;
     if v["state"] != "failed" {
         return Ok(v);
@@ -908,6 +948,100 @@ fn check_handler(handler: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The most bytes of another node's answer a forwarded call buffers.
+const MAX_FORWARDED_ANSWER: u64 = 16 << 20;
+
+/// `s` with every byte but unreserved ones percent-encoded (a path
+/// segment or query value of a forwarded call).
+fn encode(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            o.push(b as char);
+        } else {
+            o.push_str(&format!("%{b:02X}"));
+        }
+    }
+    o
+}
+
+/// In cluster mode, a call to instance `name` of tenant `t` that another
+/// node runs is sent to that node's API (`tail`: the path after
+/// `/v1/instances/NAME`) with the cluster's secret, and its answer is
+/// this one's; `None`: answer here.
+async fn forward(
+    a: &App,
+    t: &str,
+    name: &str,
+    method: &'static str,
+    tail: &str,
+    body: Option<Vec<u8>>,
+) -> Result<Option<Response>, ApiError> {
+    let Some(c) = a.s.cluster.clone() else {
+        return Ok(None);
+    };
+    if a.s.manager.list(Some(t)).iter().any(|i| i.name == name) {
+        return Ok(None);
+    }
+    let (t, name, tail) = (t.to_string(), name.to_string(), tail.to_string());
+    blocking(move || {
+        let Some((node, api)) = c.owner_api(&t, &name)? else {
+            return Ok(None);
+        };
+        let url = format!(
+            "http://{api}/v1/instances/{}{tail}?tenant={}",
+            encode(&name),
+            encode(&t)
+        );
+        let gone = |e: &dyn std::fmt::Display| {
+            status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "instance `{name}` runs on node `{node}`, whose API ({api}) did not answer: \
+                     {e}; if the node is lost, the scheduler moves the instance; try again"
+                ),
+            )
+        };
+        let req = ureq::AgentBuilder::new()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .request(method, &url)
+            .set(crate::cluster::SECRET_HEADER, c.secret());
+        let r = match body {
+            Some(b) => req.send_bytes(&b),
+            None => req.call(),
+        };
+        let resp = match r {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => return Err(gone(&e)),
+        };
+        let code = StatusCode::from_u16(resp.status()).unwrap_or(StatusCode::BAD_GATEWAY);
+        let ctype = resp.header("content-type").map(str::to_string);
+        let mut buf = Vec::new();
+        use std::io::Read as _;
+        resp.into_reader()
+            .take(MAX_FORWARDED_ANSWER + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| gone(&e))?;
+        if buf.len() as u64 > MAX_FORWARDED_ANSWER {
+            return Err(status(
+                StatusCode::BAD_GATEWAY,
+                format!(
+                    "node `{node}`'s answer for instance `{name}` is larger than \
+                     {MAX_FORWARDED_ANSWER} bytes, the most a forwarded call buffers: ask that \
+                     node"
+                ),
+            ));
+        }
+        let mut out = (code, buf).into_response();
+        if let Some(ct) = ctype.and_then(|v| header::HeaderValue::from_str(&v).ok()) {
+            out.headers_mut().insert(header::CONTENT_TYPE, ct);
+        }
+        Ok(Some(out))
+    })
+    .await
+}
+
 async fn handler_read(
     State(a): State<App>,
     h: HeaderMap,
@@ -916,6 +1050,10 @@ async fn handler_read(
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
     check_handler(&handler)?;
+    let tail = format!("/handlers/{}", encode(&handler));
+    if let Some(r) = forward(&a, &t, &name, "GET", &tail, None).await? {
+        return Ok(r);
+    }
     let m = a.s.manager.clone();
     let v = blocking(move || Ok(m.read(&t, &name, &handler)?)).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], v).into_response())
@@ -933,6 +1071,19 @@ async fn handler_write(
     check_handler(&handler)?;
     let value = String::from_utf8(body.to_vec())
         .map_err(|_| bad("the handler value is not UTF-8 text", None))?;
+    let tail = format!("/handlers/{}", encode(&handler));
+    if let Some(r) = forward(
+        &a,
+        &t,
+        &name,
+        "PUT",
+        &tail,
+        Some(value.clone().into_bytes()),
+    )
+    .await?
+    {
+        return Ok(r);
+    }
     let m = a.s.manager.clone();
     blocking(move || Ok(m.write(&t, &name, &handler, &value)?)).await?;
     Ok(StatusCode::OK.into_response())
@@ -945,6 +1096,9 @@ async fn instances_stats(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
+    if let Some(r) = forward(&a, &t, &name, "GET", "/stats", None).await? {
+        return Ok(r);
+    }
     let m = a.s.manager.clone();
     let v = blocking(move || {
         let view = m.view(&t, &name, true)?;
@@ -967,6 +1121,9 @@ async fn instances_counters(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
+    if let Some(r) = forward(&a, &t, &name, "GET", "/counters", None).await? {
+        return Ok(r);
+    }
     let m = a.s.manager.clone();
     let v = blocking(move || {
         let elements = m.element_stats(&t, &name)?;
@@ -1600,7 +1757,8 @@ impl Daemon {
             None => None,
             Some(c) => {
                 let tunnel = opts.vxlan.as_ref().map(|v| v.local.to_string());
-                match crate::cluster::Cluster::join(c, &manager, tunnel) {
+                let api = tcp_addr.map(|a| a.to_string());
+                match crate::cluster::Cluster::join(c, &manager, tunnel, api) {
                     Ok(c) => Some(c),
                     Err(e) => {
                         manager.shutdown();

@@ -1,0 +1,283 @@
+//! Cluster-wide tenants for real: a real etcd and three daemons (nodes
+//! n1, n2, n3). A tenant created through n1 is stored in etcd
+//! (`tenants/NAME`, its token's digest) and its token works on n2 and n3;
+//! its quota, set through one node, holds across the cluster (the third
+//! instance of a tenant allowed two is refused through a third node);
+//! deleting the tenant through n3 makes its token fail on n1.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::api::{call_with, Reply, To};
+use pronto_cluster::{testing, Etcd};
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn start(dir: &Path, name: &str, etcd: &str) -> common::Daemon {
+    common::start_daemon_with(
+        dir,
+        &[
+            "--cluster",
+            etcd,
+            "--node",
+            name,
+            "--cluster-ttl",
+            "2",
+            "--warm",
+            "0",
+        ],
+    )
+}
+
+/// `method path` on node `dir`'s socket, as the admin (`token` None) or
+/// with a token.
+fn req(dir: &Path, token: Option<&str>, method: &str, path: &str, body: &str) -> Reply {
+    let sock = dir.join("sock");
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth
+        .as_deref()
+        .map(|a| vec![("Authorization", a)])
+        .unwrap_or_default();
+    call_with(&To::Unix(&sock), method, path, &headers, body.as_bytes())
+}
+
+const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
+const NAMED: &str = "c :: Counter; s :: TimedSource(0.005s) -> c -> Discard;\n";
+
+#[test]
+fn tenants_tokens_and_quotas_hold_across_the_cluster() {
+    if !rustix::process::geteuid().is_root() {
+        println!("SKIPPED tenants_tokens_and_quotas_hold_across_the_cluster: sandboxes need root");
+        return;
+    }
+    if !testing::have_etcd() {
+        return;
+    }
+    let members = testing::Members::start(1).expect("etcd starts");
+    let url = members.endpoints();
+    let etcd = Etcd::new(&url).expect("endpoint");
+    let scratch = common::scratch("cluster-tenants");
+    let dirs: Vec<_> = ["n1", "n2", "n3"]
+        .iter()
+        .map(|n| {
+            let d = scratch.join(n);
+            std::fs::create_dir_all(&d).expect("dir");
+            d
+        })
+        .collect();
+    let _daemons: Vec<_> = ["n1", "n2", "n3"]
+        .iter()
+        .zip(&dirs)
+        .map(|(n, d)| start(d, n, &url))
+        .collect();
+    let (a, b, c) = (&dirs[0], &dirs[1], &dirs[2]);
+
+    // Created through n1: stored in etcd with the token's digest, not the
+    // token.
+    let r = req(a, None, "POST", "/v1/tenants", r#"{"name":"acme"}"#);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let token = r.json()["token"].as_str().expect("token").to_string();
+    let kv = etcd
+        .get(b"/pronto/v1/tenants/acme")
+        .expect("etcd")
+        .expect("tenants/acme is stored");
+    let stored: serde_json::Value = serde_json::from_slice(&kv.value).expect("JSON");
+    assert_eq!(
+        stored["digest"].as_str(),
+        Some(pronto_daemon::api::digest(&token).as_str())
+    );
+    assert!(!String::from_utf8_lossy(&kv.value).contains(&token));
+
+    // A duplicate, through another node: 409.
+    let msg = req(b, None, "POST", "/v1/tenants", r#"{"name":"acme"}"#).error(409, Some("name"));
+    assert_eq!(msg, "tenant `acme` already exists");
+
+    // The token works on n2 and n3 (within a watch delay).
+    for d in [b, c] {
+        wait_until("the token works on every node", || {
+            req(d, Some(&token), "GET", "/v1/instances", "").status == 200
+        });
+    }
+    assert_eq!(
+        req(b, Some("not-a-token"), "GET", "/v1/instances", "").status,
+        401
+    );
+
+    // Its quota of 2 instances, set through n2, holds across the cluster.
+    let r = req(
+        b,
+        None,
+        "PUT",
+        "/v1/tenants/acme/quota",
+        r#"{"instances":2}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["quota"]["instances"], 2);
+    for d in [a, b, c] {
+        wait_until("every node has the quota", || {
+            req(d, Some(&token), "GET", "/v1/tenants/acme/quota", "").json()["quota"]["instances"]
+                == 2
+        });
+    }
+    let body = |name: &str| serde_json::json!({"name": name, "config": COUNTING}).to_string();
+    let r = req(a, Some(&token), "POST", "/v1/instances", &body("q1"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = req(b, Some(&token), "POST", "/v1/instances", &body("q2"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let msg =
+        req(c, Some(&token), "POST", "/v1/instances", &body("q3")).error(403, Some("instances"));
+    assert_eq!(
+        msg,
+        "tenant `acme` has 2 instances in the cluster, as many as its quota allows; remove one \
+         or ask the admin to raise it"
+    );
+    assert!(etcd
+        .get(b"/pronto/v1/instances/q3")
+        .expect("etcd")
+        .is_none());
+
+    // Deleting it is refused while it has instances; then done through n3,
+    // its token fails on n1.
+    let msg = req(c, None, "DELETE", "/v1/tenants/acme", "").error(409, None);
+    assert_eq!(
+        msg,
+        "tenant `acme` still has instances in the cluster: remove them first"
+    );
+    for n in ["q1", "q2"] {
+        let r = req(c, Some(&token), "DELETE", &format!("/v1/instances/{n}"), "");
+        assert!(r.status == 204 || r.status == 200, "{}", r.text());
+    }
+    let r = req(c, None, "DELETE", "/v1/tenants/acme", "");
+    assert_eq!(r.status, 204, "{}", r.text());
+    wait_until("the deleted tenant's token fails on n1", || {
+        req(a, Some(&token), "GET", "/v1/instances", "").status == 401
+    });
+    let msg = req(a, None, "DELETE", "/v1/tenants/acme", "").error(404, None);
+    assert_eq!(msg, "no tenant `acme`");
+}
+
+/// Handler calls, counters and stats of an instance answered by any node:
+/// the node that does not run it forwards the call to the one that does
+/// (the address in its `nodes/NODE` record, the cluster's secret as the
+/// credential); with that node killed, a clear 503 names it.
+#[test]
+fn handler_calls_reach_the_node_that_runs_the_instance() {
+    if !rustix::process::geteuid().is_root() {
+        println!(
+            "SKIPPED handler_calls_reach_the_node_that_runs_the_instance: sandboxes need root"
+        );
+        return;
+    }
+    if !testing::have_etcd() {
+        return;
+    }
+    let members = testing::Members::start(1).expect("etcd starts");
+    let url = members.endpoints();
+    let scratch = common::scratch("cluster-forward");
+    let names = ["n1", "n2", "n3"];
+    let dirs: Vec<_> = names
+        .iter()
+        .map(|n| {
+            let d = scratch.join(n);
+            std::fs::create_dir_all(&d).expect("dir");
+            d
+        })
+        .collect();
+    let mut daemons: Vec<_> = names
+        .iter()
+        .zip(&dirs)
+        .map(|(n, d)| Some(start(d, n, &url)))
+        .collect();
+
+    let body = serde_json::json!({"name": "h1", "config": NAMED}).to_string();
+    let r = req(&dirs[0], None, "POST", "/v1/instances", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let owner = r.json()["node"].as_str().expect("its node").to_string();
+    let at = names.iter().position(|n| *n == owner).expect("a node");
+    let others: Vec<usize> = (0..3).filter(|i| *i != at).collect();
+
+    // Written through one node that does not run it, read back through
+    // the other and through its own: the owner's value.
+    let r = req(
+        &dirs[others[0]],
+        None,
+        "PUT",
+        "/v1/instances/h1/handlers/s.data",
+        "hello",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    for i in [others[1], at, others[0]] {
+        let r = req(
+            &dirs[i],
+            None,
+            "GET",
+            "/v1/instances/h1/handlers/s.data",
+            "",
+        );
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "hello"),
+            "through {}",
+            names[i]
+        );
+    }
+    for i in others.iter().copied() {
+        let r = req(&dirs[i], None, "GET", "/v1/instances/h1/counters", "");
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["name"], "h1");
+        let r = req(&dirs[i], None, "GET", "/v1/instances/h1/stats", "");
+        assert_eq!(r.status, 200, "{}", r.text());
+        // An unknown handler: the owner's error, passed on as it is.
+        let r = req(
+            &dirs[i],
+            None,
+            "GET",
+            "/v1/instances/h1/handlers/nosuch.h",
+            "",
+        );
+        assert!(r.status == 404 || r.status == 400, "{}", r.text());
+    }
+    // Another tenant's instance stays "not found" through any node.
+    let t = req(&dirs[0], None, "POST", "/v1/tenants", r#"{"name":"other"}"#);
+    assert_eq!(t.status, 201, "{}", t.text());
+    let token = t.json()["token"].as_str().expect("token").to_string();
+    wait_until("the token works everywhere", || {
+        req(&dirs[others[0]], Some(&token), "GET", "/v1/instances", "").status == 200
+    });
+    let msg = req(
+        &dirs[others[0]],
+        Some(&token),
+        "GET",
+        "/v1/instances/h1/handlers/s.data",
+        "",
+    )
+    .error(404, None);
+    assert_eq!(msg, "no instance `h1`");
+
+    // Its node killed: through the others, a 503 naming that node (until
+    // the scheduler has moved the instance).
+    daemons[at].take().expect("daemon").kill9();
+    let r = req(
+        &dirs[others[0]],
+        None,
+        "GET",
+        "/v1/instances/h1/handlers/s.data",
+        "",
+    );
+    if r.status == 503 {
+        let msg = r.error(503, None);
+        assert!(msg.contains(&format!("node `{owner}`")), "{msg}");
+    } else {
+        // Moved already (the lease outlived by the call): answered by its
+        // new node, where it started afresh.
+        println!("the instance moved before the call; status {}", r.status);
+    }
+}
