@@ -241,6 +241,7 @@ struct Stats {
     setup_timeouts: u64,
     lcp_max_configure: u64,
     ncp_max_configure: u64,
+    ncp_rejected: u64,
     decap: u64,
     encap: u64,
     accounting_failed: u64,
@@ -297,7 +298,7 @@ pub struct PPPoEServer {
     free: Vec<u16>,
     nsessions: usize,
     accounting: Option<(String, std::io::BufWriter<std::fs::File>)>,
-    keys: RandomState,
+    keys: Keys,
     nonce: u64,
     /// Frames made while handling a batch (beyond replies written in
     /// place), sent on output 0 after it.
@@ -308,6 +309,25 @@ pub struct PPPoEServer {
     last_now: i64,
     next_tick: i64,
     stats: Stats,
+}
+
+/// Where cookies, magic numbers and CHAP challenges come from.
+enum Keys {
+    /// Keys drawn from the OS at configuration: unpredictable.
+    Random(RandomState),
+    /// `SEED n`: the same values at every run, for replayable traces and
+    /// tests (predictable cookies: never for subscribers one does not trust).
+    Seeded(u64),
+}
+
+/// SplitMix64's finalizer: the seeded generator. Written here (eight lines)
+/// rather than taken from `std`'s hasher, whose algorithm may change between
+/// Rust releases: a bundled trace echoes these values and must stay valid.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 fn ns(s: Seconds) -> i64 {
@@ -363,6 +383,7 @@ impl PPPoEServer {
             "MAX_CONFIGURE",
             "PADI_RATE",
             "ACCOUNTING",
+            "SEED",
         ])
         .profile(
             ActionProfile::reads(FIELD_SRC_IP | FIELD_OTHER)
@@ -401,7 +422,10 @@ impl PPPoEServer {
              \x20 RESTART        seconds before an unanswered Configure-Request is sent again, default 3\n\
              \x20 MAX_CONFIGURE  Configure-Requests sent per protocol before giving up, default 10\n\
              \x20 PADI_RATE      PADIs answered per second at most, default 1000\n\
-             \x20 ACCOUNTING     file accounting records are appended to (docs/bras.md)\n\n\
+             \x20 ACCOUNTING     file accounting records are appended to (docs/bras.md)\n\
+             \x20 SEED           a number: cookies, magic numbers and CHAP challenges the same at\n\
+             \x20                every run (replayable traces, tests); predictable, so never in\n\
+             \x20                production. Default: drawn from the OS\n\n\
              Handlers:\n\
              \x20 sessions (read)  one line per session: `ID MAC USER ADDRESS STATE\n\
              \x20                  in=PACKETS/BYTES out=PACKETS/BYTES rate=RATE`\n\
@@ -440,6 +464,7 @@ impl PPPoEServer {
         let max_configure: u8 = a.read_or("MAX_CONFIGURE", 10u8)?;
         let padi_rate: u64 = a.read_or("PADI_RATE", 1000u64)?;
         let acct: Option<String> = a.read("ACCOUNTING")?;
+        let seed: Option<u64> = a.read("SEED")?;
         a.finish()?;
         let auth = match auth.to_ascii_lowercase().as_str() {
             "pap" => Auth::Pap,
@@ -572,7 +597,10 @@ impl PPPoEServer {
             free: (1..=capacity as u16).rev().collect(),
             nsessions: 0,
             accounting,
-            keys: RandomState::new(),
+            keys: match seed {
+                Some(n) => Keys::Seeded(n),
+                None => Keys::Random(RandomState::new()),
+            },
             nonce: 0,
             extra: Vec::with_capacity(64),
             kills: Vec::new(),
@@ -590,11 +618,23 @@ impl PPPoEServer {
 
     fn random(&mut self) -> u64 {
         self.nonce = self.nonce.wrapping_add(1);
-        self.keys.hash_one(self.nonce)
+        match &self.keys {
+            Keys::Random(k) => k.hash_one(self.nonce),
+            Keys::Seeded(seed) => mix(seed ^ mix(self.nonce)),
+        }
     }
 
     fn cookie(&self, mac: &[u8; 6]) -> [u8; 8] {
-        self.keys.hash_one(mac).to_be_bytes()
+        match &self.keys {
+            Keys::Random(k) => k.hash_one(mac),
+            Keys::Seeded(seed) => {
+                let mut m = [0u8; 8];
+                m[2..].copy_from_slice(mac);
+                // The high bit keeps cookies apart from `random`'s inputs.
+                mix(seed ^ mix(u64::from_be_bytes(m) | 1 << 63))
+            }
+        }
+        .to_be_bytes()
     }
 
     // ---- frame building (into self.buf) ----
@@ -1169,6 +1209,22 @@ impl PPPoEServer {
                 s.echo_missed = 0;
                 None
             }
+            PROTO_REJ if s.phase == Phase::Network && body.len() >= 2 => {
+                // RFC 1661 5.7: the peer does not speak that protocol. An
+                // IPv4-only subscriber rejects IPv6CP (or the other way
+                // round): that NCP is not asked again; none left ends the
+                // session.
+                match be16(body, 0) {
+                    proto::IPCP => s.ipcp_failed = !s.ipv4_open(),
+                    proto::IPV6CP => s.v6_failed = !s.ipv6_open(),
+                    _ => return None,
+                }
+                self.stats.ncp_rejected += 1;
+                if s.ipcp_failed && (s.v6_failed || !self.ipv6) {
+                    self.close(sid, "ncp-rejected", now, Some(pool));
+                }
+                None
+            }
             TERM_ACK | CODE_REJ | PROTO_REJ | DISCARD_REQ | ECHO_REQ => None,
             _ => {
                 let rid = s.id();
@@ -1695,7 +1751,7 @@ impl PPPoEServer {
         t
     }
 
-    fn counter_list(&self) -> (Named<22>, Named<17>) {
+    fn counter_list(&self) -> (Named<23>, Named<17>) {
         let s = &self.stats;
         (
             [
@@ -1717,6 +1773,7 @@ impl PPPoEServer {
                 ("setup_timeouts", s.setup_timeouts),
                 ("lcp_max_configure", s.lcp_max_configure),
                 ("ncp_max_configure", s.ncp_max_configure),
+                ("ncp_rejected", s.ncp_rejected),
                 ("decapsulated", s.decap),
                 ("encapsulated", s.encap),
                 ("accounting_failed", s.accounting_failed),
@@ -2620,6 +2677,53 @@ mod tests {
         assert_eq!(r.acct().lines().count(), 1, "start only");
     }
 
+    #[test]
+    fn a_protocol_reject_of_an_ncp_stops_asking_and_with_none_left_the_session_ends() {
+        // An IPv4-only subscriber rejects IPv6CP (LCP Protocol-Reject, RFC
+        // 1661 5.7): IPv6CP is not asked again, IPv4 opens, the session is
+        // up; no ncp_max_configure.
+        let mut r = rig(", MAX_CONFIGURE 3, RESTART 2, ECHO_INTERVAL 0");
+        let o = authenticate(&mut r);
+        let (ipcp_id, v6) = (o[1][23], &o[2]);
+        let mut rejected = vec![0x80, 0x57];
+        rejected.extend_from_slice(&v6[22..]);
+        let got = r.send(0, &ppp(1, proto::LCP, PROTO_REJ, 3, &rejected), T0);
+        assert!(got[0].is_empty());
+        r.send(
+            0,
+            &ppp(1, proto::IPCP, CONF_REQ, 1, &[3, 6, 10, 64, 0, 2]),
+            T0,
+        );
+        r.send(
+            0,
+            &ppp(1, proto::IPCP, CONF_ACK, ipcp_id, &[3, 6, 10, 64, 0, 1]),
+            T0,
+        );
+        assert_eq!(ticks(&mut r, 10), vec![]);
+        assert_eq!(
+            (stat(&r, "ncp_rejected"), stat(&r, "ncp_max_configure")),
+            (1, 0)
+        );
+        assert_eq!(
+            read(&*r.e, "sessions"),
+            "1 02:00:00:00:00:01 alice 10.64.0.2 up in=0/0 out=0/0 rate=-\n"
+        );
+        // Both NCPs rejected: the session ends at once (PADT, cause
+        // ncp-rejected); a Protocol-Reject of anything else changes nothing.
+        let mut r = rig(", MAX_CONFIGURE 3, RESTART 2, ECHO_INTERVAL 0");
+        authenticate(&mut r);
+        let got = r.send(0, &ppp(1, proto::LCP, PROTO_REJ, 3, &[0x00, 0x21]), T0);
+        assert!(got[0].is_empty());
+        assert_eq!(stat(&r, "ncp_rejected"), 0);
+        r.send(0, &ppp(1, proto::LCP, PROTO_REJ, 4, &[0x80, 0x57]), T0);
+        let got = r.send(0, &ppp(1, proto::LCP, PROTO_REJ, 5, &[0x80, 0x21]), T0);
+        assert_eq!(got[0].len(), 1);
+        assert_eq!(&got[0][0][14..16], &[0x11, code::PADT]);
+        assert_eq!(&got[0][0][20..], b"\x02\x03\x00\x0cncp-rejected");
+        assert_eq!(stat(&r, "ncp_rejected"), 2);
+        assert_eq!(read(&*r.e, "count"), "0");
+    }
+
     /// Pushes `n` copies of `frame` into `port` at `now`, 20 a batch;
     /// returns how many left on `out`.
     fn flood(r: &mut Rig, port: usize, frame: &[u8], n: usize, now: i64, out: usize) -> usize {
@@ -2669,6 +2773,55 @@ mod tests {
             read(&*r.e, "sessions"),
             "1 02:00:00:00:00:01 alice 10.64.0.2 up in=251/25100 out=125/12500 rate=1Mbps\n"
         );
+    }
+
+    /// The PADO's cookie and the server's LCP Configure-Request (its magic
+    /// number) of a session, and the CHAP challenge when `extra` asks for
+    /// CHAP.
+    fn seeded_values(extra: &str) -> (Vec<u8>, Vec<u8>) {
+        let mut r = rig(extra);
+        let o = r.send(
+            0,
+            &discovery(code::PADI, 0, &[(tag::SERVICE_NAME, b"")]),
+            T0,
+        );
+        let cookie = Tags::new(
+            PppoeFrame::new_checked(&o[0][0][..])
+                .expect("pado")
+                .payload(),
+        )
+        .find(|t| t.0 == tag::AC_COOKIE)
+        .expect("cookie")
+        .1
+        .to_vec();
+        let lcp = discover(&mut r);
+        (cookie, lcp)
+    }
+
+    #[test]
+    fn a_seeded_server_draws_the_same_cookies_and_magic_numbers_at_every_run() {
+        let a = seeded_values(", SEED 7");
+        let b = seeded_values(", SEED 7");
+        assert_eq!(a, b, "same seed, same values");
+        // The generator is pronto's own (SplitMix64), not std's hasher, so
+        // the bundled trace (examples/bras.pcap echoes these) stays valid
+        // across Rust releases: pinned here.
+        assert_eq!(hex(&a.0), "043b34494f62c2b7");
+        assert_eq!(
+            hex(&a.1[26..]),
+            "010405d40304c0230506cba275b2",
+            "MRU 1492, PAP, magic"
+        );
+        let c = seeded_values(", SEED 8");
+        assert_ne!(a.0, c.0, "another seed, another cookie");
+        assert_ne!(a.1, c.1, "another seed, another magic number");
+        let d = seeded_values("");
+        let e = seeded_values("");
+        assert_ne!(d.0, e.0, "without SEED, each server draws its own keys");
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
     }
 
     #[test]
