@@ -93,6 +93,61 @@ fn iid_option(sid: u8) -> Vec<u8> {
     vec![1, 10, 0x02, 0x50, 0x52, 0x4f, 0, 0, 0, sid]
 }
 
+/// The server's PADO (AC-Name, its cookie, the Host-Uniq echoed), PADS
+/// (session `sid`), LCP Configure-Request (its magic number) and the Ack of
+/// the subscriber's LCP options.
+fn discovery_and_lcp(
+    dst: [u8; 6],
+    sid: u16,
+    cookie: &str,
+    host_uniq: Option<&[u8]>,
+    magic: &str,
+    peer_options: &str,
+) -> Vec<(&'static str, Vec<u8>)> {
+    let cookie = hex(cookie);
+    let mut offer: Vec<(u16, &[u8])> = vec![
+        (SERVICE_NAME, b"internet"),
+        (AC_NAME, b"pronto-bras"),
+        (AC_COOKIE, &cookie),
+    ];
+    let mut confirm: Vec<(u16, &[u8])> = vec![(SERVICE_NAME, b"internet")];
+    if let Some(h) = host_uniq {
+        offer.push((HOST_UNIQ, h));
+        confirm.push((HOST_UNIQ, h));
+    }
+    vec![
+        ("PADO", discovery(dst, PADO, 0, &offer)),
+        ("PADS", discovery(dst, PADS, sid, &confirm)),
+        (
+            "LCP Configure-Request",
+            control(dst, sid, LCP, 1, 1, &our_lcp(magic)),
+        ),
+        (
+            "LCP Configure-Ack of the subscriber's options",
+            control(dst, sid, LCP, 2, 1, &hex(peer_options)),
+        ),
+    ]
+}
+
+/// PAP accepted: the Ack, then the server's IPCP (its LOCAL address) and
+/// IPv6CP (its interface identifier) Configure-Requests.
+fn authenticated(dst: [u8; 6], sid: u16) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        (
+            "PAP Authenticate-Ack",
+            control(dst, sid, PAP, 2, 1, b"\x08Login ok"),
+        ),
+        (
+            "IPCP Configure-Request",
+            control(dst, sid, IPCP, 1, 2, &ip_option([10, 64, 0, 1])),
+        ),
+        (
+            "IPv6CP Configure-Request",
+            control(dst, sid, IPV6CP, 1, 3, &iid_option(0)),
+        ),
+    ]
+}
+
 /// The trace's frames (subscribers' and the network's), by index.
 fn trace() -> Vec<Vec<u8>> {
     pcap_frames(&root().join("examples/bras.pcap"))
@@ -149,52 +204,19 @@ fn bras_example_answers_its_trace_byte_for_byte_and_accounts_exactly() {
     // server encapsulates them: session header and PPP protocol 0x0021.
     let reply_alice = session(ALICE, 1, 0x0021, &ip_in(&input[12]));
     let reply_bob = session(BOB, 2, 0x0021, &ip_in(&input[30]));
-    let internet: &[u8] = b"internet";
-    let want: Vec<(&str, Vec<u8>)> = vec![
-        // alice: discovery, the Host-Uniq echoed, the seeded cookie.
-        (
-            "PADO to alice",
-            discovery(
-                ALICE,
-                PADO,
-                0,
-                &[
-                    (SERVICE_NAME, internet),
-                    (AC_NAME, b"pronto-bras"),
-                    (AC_COOKIE, &hex("9edbbd1e242716ca")),
-                    (HOST_UNIQ, b"alice-01"),
-                ],
-            ),
-        ),
-        (
-            "PADS session 1",
-            discovery(
-                ALICE,
-                PADS,
-                1,
-                &[(SERVICE_NAME, internet), (HOST_UNIQ, b"alice-01")],
-            ),
-        ),
-        (
-            "LCP Configure-Request",
-            control(ALICE, 1, LCP, 1, 1, &our_lcp("d65af21e")),
-        ),
-        (
-            "LCP Configure-Ack of alice's MRU and magic",
-            control(ALICE, 1, LCP, 2, 1, &hex("010405d40506a11ce001")),
-        ),
-        (
-            "PAP Authenticate-Ack",
-            control(ALICE, 1, PAP, 2, 1, b"\x08Login ok"),
-        ),
-        (
-            "IPCP Configure-Request (LOCAL)",
-            control(ALICE, 1, IPCP, 1, 2, &ip_option([10, 64, 0, 1])),
-        ),
-        (
-            "IPv6CP Configure-Request",
-            control(ALICE, 1, IPV6CP, 1, 3, &iid_option(0)),
-        ),
+    let mut want: Vec<(&str, Vec<u8>)> = Vec::new();
+    // alice: discovery (the Host-Uniq echoed, the seeded cookie), LCP (the
+    // server's magic; her MRU and magic acknowledged), PAP, both NCPs.
+    want.extend(discovery_and_lcp(
+        ALICE,
+        1,
+        "9edbbd1e242716ca",
+        Some(b"alice-01"),
+        "d65af21e",
+        "010405d40506a11ce001",
+    ));
+    want.extend(authenticated(ALICE, 1));
+    want.extend([
         (
             "IPCP Configure-Nak: 10.64.0.2",
             control(ALICE, 1, IPCP, 3, 1, &ip_option([10, 64, 0, 2])),
@@ -216,51 +238,19 @@ fn bras_example_answers_its_trace_byte_for_byte_and_accounts_exactly() {
             "LCP Echo-Reply (our magic, alice's data)",
             control(ALICE, 1, LCP, 10, 7, &hex("d65af21e6b656570616c697665")),
         ),
-        // bob: the same steps; IPv4 only (his Protocol-Reject of IPv6CP
-        // stops it; no retransmission follows).
-        (
-            "PADO to bob",
-            discovery(
-                BOB,
-                PADO,
-                0,
-                &[
-                    (SERVICE_NAME, internet),
-                    (AC_NAME, b"pronto-bras"),
-                    (AC_COOKIE, &hex("8e8d94155916618b")),
-                    (HOST_UNIQ, b"bob-0002"),
-                ],
-            ),
-        ),
-        (
-            "PADS session 2",
-            discovery(
-                BOB,
-                PADS,
-                2,
-                &[(SERVICE_NAME, internet), (HOST_UNIQ, b"bob-0002")],
-            ),
-        ),
-        (
-            "LCP Configure-Request",
-            control(BOB, 2, LCP, 1, 1, &our_lcp("328bd285")),
-        ),
-        (
-            "LCP Configure-Ack",
-            control(BOB, 2, LCP, 2, 1, &hex("010405d405060b0b0b0b")),
-        ),
-        (
-            "PAP Authenticate-Ack",
-            control(BOB, 2, PAP, 2, 1, b"\x08Login ok"),
-        ),
-        (
-            "IPCP Configure-Request",
-            control(BOB, 2, IPCP, 1, 2, &ip_option([10, 64, 0, 1])),
-        ),
-        (
-            "IPv6CP Configure-Request",
-            control(BOB, 2, IPV6CP, 1, 3, &iid_option(0)),
-        ),
+    ]);
+    // bob: the same steps; IPv4 only (his Protocol-Reject of IPv6CP stops
+    // it; no retransmission follows).
+    want.extend(discovery_and_lcp(
+        BOB,
+        2,
+        "8e8d94155916618b",
+        Some(b"bob-0002"),
+        "328bd285",
+        "010405d405060b0b0b0b",
+    ));
+    want.extend(authenticated(BOB, 2));
+    want.extend([
         (
             "IPCP Configure-Nak: his static 10.64.0.9",
             control(BOB, 2, IPCP, 3, 1, &ip_option([10, 64, 0, 9])),
@@ -270,32 +260,18 @@ fn bras_example_answers_its_trace_byte_for_byte_and_accounts_exactly() {
             control(BOB, 2, IPCP, 2, 2, &ip_option([10, 64, 0, 9])),
         ),
         ("the ping reply, encapsulated", reply_bob),
-        // mallory: the wrong password ends the session.
-        (
-            "PADO to mallory (no Host-Uniq asked, none sent)",
-            discovery(
-                MALLORY,
-                PADO,
-                0,
-                &[
-                    (SERVICE_NAME, internet),
-                    (AC_NAME, b"pronto-bras"),
-                    (AC_COOKIE, &hex("44096861da09aeaf")),
-                ],
-            ),
-        ),
-        (
-            "PADS session 3",
-            discovery(MALLORY, PADS, 3, &[(SERVICE_NAME, internet)]),
-        ),
-        (
-            "LCP Configure-Request",
-            control(MALLORY, 3, LCP, 1, 1, &our_lcp("627011b3")),
-        ),
-        (
-            "LCP Configure-Ack",
-            control(MALLORY, 3, LCP, 2, 1, &hex("050603a11011")),
-        ),
+    ]);
+    // mallory (no Host-Uniq asked, none sent): the wrong password ends
+    // the session.
+    want.extend(discovery_and_lcp(
+        MALLORY,
+        3,
+        "44096861da09aeaf",
+        None,
+        "627011b3",
+        "050603a11011",
+    ));
+    want.extend([
         (
             "PAP Authenticate-Nak",
             control(MALLORY, 3, PAP, 3, 1, b"\x0fLogin incorrect"),
@@ -309,7 +285,7 @@ fn bras_example_answers_its_trace_byte_for_byte_and_accounts_exactly() {
             "PADT admin-kill",
             discovery(BOB, PADT, 2, &[(GENERIC_ERROR, b"admin-kill")]),
         ),
-    ];
+    ]);
     let got = pcap_frames(&out);
     for (k, ((what, w), g)) in want.iter().zip(&got).enumerate() {
         assert_eq!(

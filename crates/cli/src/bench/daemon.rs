@@ -744,10 +744,7 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
         crate::outln!("stopped at {reached} instances: {why}");
     }
     if reached >= 200 {
-        let (a, b) = (
-            median(&mut first),
-            median(&mut last.to_vec()),
-        );
+        let (a, b) = (median(&mut first), median(&mut last.to_vec()));
         crate::outln!(
             "boot median: instances 1-100 {a:.1} ms, {}-{reached} {b:.1} ms: {:.2}x the first (goal at most 2x)",
             reached - 99,

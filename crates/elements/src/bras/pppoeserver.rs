@@ -2631,6 +2631,21 @@ mod tests {
         assert_eq!(r.acct(), "");
     }
 
+    /// alice's IPCP both ways (her request for 10.64.0.2, the Ack of the
+    /// server's request `ipcp_id`): IPv4 open.
+    fn open_ipcp(r: &mut Rig, ipcp_id: u8) {
+        r.send(
+            0,
+            &ppp(1, proto::IPCP, CONF_REQ, 1, &[3, 6, 10, 64, 0, 2]),
+            T0,
+        );
+        r.send(
+            0,
+            &ppp(1, proto::IPCP, CONF_ACK, ipcp_id, &[3, 6, 10, 64, 0, 1]),
+            T0,
+        );
+    }
+
     #[test]
     fn unanswered_ncp_requests_are_given_up_and_with_none_left_the_session_ends() {
         // Neither IPCP nor IPv6CP is ever acknowledged: both given up at
@@ -2655,16 +2670,7 @@ mod tests {
         let mut r = rig(", MAX_CONFIGURE 3, RESTART 2, ECHO_INTERVAL 0");
         let o = authenticate(&mut r);
         let ipcp_id = o[1][23];
-        r.send(
-            0,
-            &ppp(1, proto::IPCP, CONF_REQ, 1, &[3, 6, 10, 64, 0, 2]),
-            T0,
-        );
-        r.send(
-            0,
-            &ppp(1, proto::IPCP, CONF_ACK, ipcp_id, &[3, 6, 10, 64, 0, 1]),
-            T0,
-        );
+        open_ipcp(&mut r, ipcp_id);
         assert_eq!(
             ticks(&mut r, 10),
             vec![(2, 0, proto::IPV6CP), (4, 0, proto::IPV6CP)]
@@ -2689,16 +2695,7 @@ mod tests {
         rejected.extend_from_slice(&v6[22..]);
         let got = r.send(0, &ppp(1, proto::LCP, PROTO_REJ, 3, &rejected), T0);
         assert!(got[0].is_empty());
-        r.send(
-            0,
-            &ppp(1, proto::IPCP, CONF_REQ, 1, &[3, 6, 10, 64, 0, 2]),
-            T0,
-        );
-        r.send(
-            0,
-            &ppp(1, proto::IPCP, CONF_ACK, ipcp_id, &[3, 6, 10, 64, 0, 1]),
-            T0,
-        );
+        open_ipcp(&mut r, ipcp_id);
         assert_eq!(ticks(&mut r, 10), vec![]);
         assert_eq!(
             (stat(&r, "ncp_rejected"), stat(&r, "ncp_max_configure")),
