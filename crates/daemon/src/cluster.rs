@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use pronto_cluster::agent::{self, Converge};
-use pronto_cluster::etcd::Error as EtcdError;
 use pronto_cluster::node::{Node, RegisterError, ROOT};
+use pronto_cluster::watch::{self, Seen};
 use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
 use serde_json::{json, Value};
 
@@ -130,67 +130,29 @@ fn follow_tenants(
             }
         }
     };
-    let mut from = None;
-    while !stop.load(Ordering::Relaxed) {
-        let rev = match from {
-            Some(r) => r,
-            None => match etcd.range_prefix(&prefix) {
-                Ok(r) => {
-                    let mut map = HashMap::new();
-                    for kv in &r.kvs {
-                        apply(kv, &mut map);
-                    }
-                    *cache.write().unwrap_or_else(|e| e.into_inner()) = map;
-                    let _ = ready.send(());
-                    r.revision + 1
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
-                }
-            },
-        };
-        from = Some(rev);
-        let mut w = match etcd.watch_prefix(&prefix, rev) {
-            Ok(w) => w,
-            Err(EtcdError::Compacted(_)) => {
-                from = None;
-                continue;
+    watch::follow_prefix(etcd, &prefix, stop, &mut |seen| match seen {
+        Seen::All(r) => {
+            let mut map = HashMap::new();
+            for kv in &r.kvs {
+                apply(kv, &mut map);
             }
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(200));
-                continue;
-            }
-        };
-        while !stop.load(Ordering::Relaxed) {
-            match w.next_event() {
-                Ok(Some(e)) => {
-                    from = Some(e.kv().mod_revision + 1);
-                    let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
-                    match &e {
-                        Event::Put(kv) => apply(kv, &mut map),
-                        Event::Delete(kv) => {
-                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
-                            map.retain(|_, n| *n != name);
-                            if let Some(m) = manager.upgrade() {
-                                m.forget_tenant(&name);
-                            }
-                        }
+            *cache.write().unwrap_or_else(|e| e.into_inner()) = map;
+            let _ = ready.send(());
+        }
+        Seen::Change(e) => {
+            let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
+            match &e {
+                Event::Put(kv) => apply(kv, &mut map),
+                Event::Delete(kv) => {
+                    let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
+                    map.retain(|_, n| *n != name);
+                    if let Some(m) = manager.upgrade() {
+                        m.forget_tenant(&name);
                     }
-                }
-                // The member ended the stream: watch again.
-                Ok(None) => break,
-                Err(EtcdError::Compacted(_)) => {
-                    from = None;
-                    break;
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(200));
-                    break;
                 }
             }
         }
-    }
+    });
 }
 
 fn etcd_failure(e: impl std::fmt::Display) -> Failure {
@@ -847,62 +809,28 @@ impl ManagerConverge {
     /// runs, until `stop` is set.
     fn follow_configs(&self, stop: &AtomicBool) {
         let prefix = scheduler::instance_key("");
-        let mut from = None;
-        while !stop.load(Ordering::Relaxed) {
-            let rev = match from {
-                Some(r) => r,
-                // At the start, and after a compaction hid changes: every
-                // instance running here takes what is stored now.
-                None => match self.etcd.range_prefix(&prefix) {
-                    Ok(r) => {
-                        for kv in &r.kvs {
-                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
-                            if self.runs(&name) {
-                                self.converge(&name, true);
-                            }
-                        }
-                        r.revision + 1
+        let name = |key: &[u8]| String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+        watch::follow_prefix(&self.etcd, &prefix, stop, &mut |seen| match seen {
+            // At the start, and after a compaction hid changes: every
+            // instance running here takes what is stored now.
+            Seen::All(r) => {
+                for kv in &r.kvs {
+                    let name = name(&kv.key);
+                    if self.runs(&name) {
+                        self.converge(&name, true);
                     }
-                    Err(_) => {
-                        std::thread::sleep(Duration::from_millis(200));
-                        continue;
-                    }
-                },
-            };
-            from = Some(rev);
-            let mut w = match self.etcd.watch_prefix(&prefix, rev) {
-                Ok(w) => w,
-                Err(EtcdError::Compacted(_)) => {
-                    from = None;
-                    continue;
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
-                }
-            };
-            while !stop.load(Ordering::Relaxed) {
-                match w.next_event() {
-                    Ok(Some(e)) => {
-                        from = Some(e.kv().mod_revision + 1);
-                        if let Event::Put(kv) = e {
-                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
-                            // Only what runs here: no etcd read for the
-                            // others' instances.
-                            if self.runs(&name) {
-                                self.converge(&name, true);
-                            }
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(EtcdError::Compacted(_)) => {
-                        from = None;
-                        break;
-                    }
-                    Err(_) => break,
                 }
             }
-        }
+            Seen::Change(Event::Put(kv)) => {
+                let name = name(&kv.key);
+                // Only what runs here: no etcd read for the others'
+                // instances.
+                if self.runs(&name) {
+                    self.converge(&name, true);
+                }
+            }
+            Seen::Change(Event::Delete(_)) => {}
+        });
     }
 }
 
