@@ -7,77 +7,18 @@
 
 mod common;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
-
-use common::api::{call_with, Reply, To};
-use pronto_cluster::{testing, Etcd};
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn start(dir: &Path, name: &str, etcd: &str) -> common::Daemon {
-    common::start_daemon_with(
-        dir,
-        &[
-            "--cluster",
-            etcd,
-            "--node",
-            name,
-            "--cluster-ttl",
-            "2",
-            "--warm",
-            "0",
-        ],
-    )
-}
-
-/// `method path` on node `dir`'s socket, as the admin (`token` None) or
-/// with a token.
-fn req(dir: &Path, token: Option<&str>, method: &str, path: &str, body: &str) -> Reply {
-    let sock = dir.join("sock");
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let headers: Vec<(&str, &str)> = auth
-        .as_deref()
-        .map(|a| vec![("Authorization", a)])
-        .unwrap_or_default();
-    call_with(&To::Unix(&sock), method, path, &headers, body.as_bytes())
-}
+use common::cluster::{can_run, req, wait_until, Cluster};
 
 const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
 const NAMED: &str = "c :: Counter; s :: TimedSource(0.005s) -> c -> Discard;\n";
 
 #[test]
 fn tenants_tokens_and_quotas_hold_across_the_cluster() {
-    if !rustix::process::geteuid().is_root() {
-        println!("SKIPPED tenants_tokens_and_quotas_hold_across_the_cluster: sandboxes need root");
+    if !can_run("tenants_tokens_and_quotas_hold_across_the_cluster") {
         return;
     }
-    if !testing::have_etcd() {
-        return;
-    }
-    let members = testing::Members::start(1).expect("etcd starts");
-    let url = members.endpoints();
-    let etcd = Etcd::new(&url).expect("endpoint");
-    let scratch = common::scratch("cluster-tenants");
-    let dirs: Vec<_> = ["n1", "n2", "n3"]
-        .iter()
-        .map(|n| {
-            let d = scratch.join(n);
-            std::fs::create_dir_all(&d).expect("dir");
-            d
-        })
-        .collect();
-    let _daemons: Vec<_> = ["n1", "n2", "n3"]
-        .iter()
-        .zip(&dirs)
-        .map(|(n, d)| start(d, n, &url))
-        .collect();
+    let cl = Cluster::start("cluster-tenants", &["n1", "n2", "n3"]);
+    let (etcd, dirs) = (&cl.etcd, cl.dirs());
     let (a, b, c) = (&dirs[0], &dirs[1], &dirs[2]);
 
     // Created through n1: stored in etcd with the token's digest, not the
@@ -170,32 +111,12 @@ fn tenants_tokens_and_quotas_hold_across_the_cluster() {
 /// credential); with that node killed, a clear 503 names it.
 #[test]
 fn handler_calls_reach_the_node_that_runs_the_instance() {
-    if !rustix::process::geteuid().is_root() {
-        println!(
-            "SKIPPED handler_calls_reach_the_node_that_runs_the_instance: sandboxes need root"
-        );
+    if !can_run("handler_calls_reach_the_node_that_runs_the_instance") {
         return;
     }
-    if !testing::have_etcd() {
-        return;
-    }
-    let members = testing::Members::start(1).expect("etcd starts");
-    let url = members.endpoints();
-    let scratch = common::scratch("cluster-forward");
     let names = ["n1", "n2", "n3"];
-    let dirs: Vec<_> = names
-        .iter()
-        .map(|n| {
-            let d = scratch.join(n);
-            std::fs::create_dir_all(&d).expect("dir");
-            d
-        })
-        .collect();
-    let mut daemons: Vec<_> = names
-        .iter()
-        .zip(&dirs)
-        .map(|(n, d)| Some(start(d, n, &url)))
-        .collect();
+    let mut cl = Cluster::start("cluster-forward", &names);
+    let dirs = cl.dirs();
 
     let body = serde_json::json!({"name": "h1", "config": NAMED}).to_string();
     let r = req(&dirs[0], None, "POST", "/v1/instances", &body);
@@ -264,7 +185,7 @@ fn handler_calls_reach_the_node_that_runs_the_instance() {
 
     // Its node killed: through the others, a 503 naming that node (until
     // the scheduler has moved the instance).
-    daemons[at].take().expect("daemon").kill9();
+    cl.kill9(at);
     let r = req(
         &dirs[others[0]],
         None,
