@@ -20,11 +20,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::cluster::{can_run, cli, count, ls, ok, wait_until, Cluster};
+use common::cluster::{
+    can_run, cli, count, cpu_file_for, cpu_weight_file, ls, ok, ports, req, wait_until, Cluster,
+};
 use pronto_cluster::scheduler;
 
 const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
 const COUNTING_D: &str = "d :: Counter; TimedSource(0.005s) -> d -> Discard;\n";
+const FROM_ETH0: &str = "FromDevice(eth0) -> c :: Counter -> Discard;\n";
 
 #[test]
 fn instances_run_where_placed_and_move_when_their_node_dies() {
@@ -255,6 +258,174 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
             });
         }
     }
+}
+
+/// An instance's weight and rate limit are desired state: set through a
+/// node that does not run the instance, they are stored in etcd, applied
+/// by the node that runs it to the running sandbox (its cgroup's CPU
+/// weight, its switch port's weight and rate limit; the same process),
+/// shown by every node, and applied again by the node the instance moves
+/// to when its node dies. A tenant's cap (weight 100) holds on every node.
+#[test]
+fn weight_and_rate_limit_are_desired_state_applied_by_the_node_that_runs_it() {
+    if !can_run("weight_and_rate_limit_are_desired_state_applied_by_the_node_that_runs_it") {
+        return;
+    }
+    let mut cl = Cluster::start("cluster-weight", &["n1", "n2", "n3"]);
+    let dirs = cl.dirs();
+    let r = req(&dirs[0], None, "POST", "/v1/tenants", r#"{"name":"tl"}"#);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let token = r.json()["token"].as_str().expect("token").to_string();
+    for d in &dirs {
+        wait_until("the token works on every node", || {
+            req(d, Some(&token), "GET", "/v1/instances", "").status == 200
+        });
+    }
+    let body = serde_json::json!({"name": "fw", "config": FROM_ETH0,
+        "interfaces": [{"name": "eth0"}]});
+    let r = req(
+        &dirs[0],
+        Some(&token),
+        "POST",
+        "/v1/instances",
+        &body.to_string(),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let owner = r.json()["node"].as_str().expect("its node").to_string();
+    let b = cl.index(&owner);
+    let (a, c) = match b {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
+    };
+    let on_owner = |dir: &Path| req(dir, Some(&token), "GET", "/v1/instances/fw", "").json();
+    let pid = on_owner(&dirs[b])["pid"].as_u64().expect("pid");
+    assert_eq!(cpu_weight_file(pid), cpu_file_for(100));
+    let key = scheduler::instance_key("fw");
+    let stored = || -> serde_json::Value {
+        let kv = cl.etcd.get(&key).expect("etcd").expect("stored");
+        serde_json::from_slice(&kv.value).expect("JSON")
+    };
+
+    // A tenant may not raise its instance's weight past 100, through any
+    // node; nothing is stored.
+    for d in &dirs {
+        let msg = req(
+            d,
+            Some(&token),
+            "PUT",
+            "/v1/instances/fw/weight",
+            r#"{"weight": 300}"#,
+        )
+        .error(403, Some("weight"));
+        assert_eq!(
+            msg,
+            "weight: 300 is more than a tenant may give its own instances (100, the default); \
+             tenant `tl` may lower its instances' weight, the admin raises it"
+        );
+    }
+    assert!(stored()["weight"].is_null(), "{}", stored());
+
+    // The tenant lowers it through a node that does not run it: stored,
+    // and applied by the owner (same process) before the answer.
+    let r = req(
+        &dirs[a],
+        Some(&token),
+        "PUT",
+        "/v1/instances/fw/weight",
+        r#"{"weight": 40}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        (r.json()["weight"].clone(), r.json()["node"].clone()),
+        (40.into(), owner.clone().into())
+    );
+    assert_eq!(stored()["weight"], 40);
+    assert_eq!(cpu_weight_file(pid), cpu_file_for(40));
+    assert_eq!(ports(&dirs[b])["tl/fw/eth0"]["weight"], 40);
+
+    // The admin raises it through another; and limits its rate.
+    let r = req(
+        &dirs[c],
+        None,
+        "PUT",
+        "/v1/instances/fw/weight?tenant=tl",
+        r#"{"weight": 700}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["weight"], 700);
+    let r = req(
+        &dirs[a],
+        None,
+        "PUT",
+        "/v1/instances/fw/rate_limit?tenant=tl",
+        r#"{"rate_limit": "100kpps"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["rate_limit"], serde_json::json!({"pps": 100_000}));
+    let v = on_owner(&dirs[b]);
+    assert_eq!(
+        (v["pid"].as_u64(), v["weight"].as_u64()),
+        (Some(pid), Some(700))
+    );
+    assert_eq!(cpu_weight_file(pid), cpu_file_for(700));
+    let p = &ports(&dirs[b])["tl/fw/eth0"];
+    assert_eq!(
+        (p["weight"].clone(), p["rate_limit"].clone()),
+        (700.into(), serde_json::json!({"pps": 100_000}))
+    );
+    // Every node shows them.
+    for d in &dirs {
+        let v = on_owner(d);
+        assert_eq!(
+            (v["node"].as_str(), v["weight"].as_u64()),
+            (Some(owner.as_str()), Some(700)),
+            "{v}"
+        );
+        assert_eq!(v["rate_limit"], serde_json::json!({"pps": 100_000}), "{v}");
+    }
+    // A tenant may not lift its rate limit, on any node.
+    let r = req(
+        &dirs[a],
+        Some(&token),
+        "PUT",
+        "/v1/instances/fw/rate_limit",
+        r#"{"rate_limit": null}"#,
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+
+    // The owner killed: the node the instance moves to starts it with
+    // the same weight and rate limit.
+    cl.kill9(b);
+    let mut to = String::new();
+    wait_until("fw runs on another node", || {
+        to = scheduler::placements(&cl.etcd)
+            .expect("placements")
+            .get("fw")
+            .cloned()
+            .unwrap_or_default();
+        !to.is_empty()
+            && to != owner
+            && on_owner(&cl.dir_of(&to))["pid"]
+                .as_u64()
+                .is_some_and(|p| p != 0)
+    });
+    let d = cl.dir_of(&to);
+    let v = on_owner(&d);
+    assert_eq!(
+        (v["state"].as_str(), v["weight"].as_u64()),
+        (Some("running"), Some(700)),
+        "{v}"
+    );
+    assert_eq!(
+        cpu_weight_file(v["pid"].as_u64().expect("pid")),
+        cpu_file_for(700)
+    );
+    let p = &ports(&d)["tl/fw/eth0"];
+    assert_eq!(
+        (p["weight"].clone(), p["rate_limit"].clone()),
+        (700.into(), serde_json::json!({"pps": 100_000}))
+    );
 }
 
 /// The failover time, measured (docs/benchmarks.md, the cluster

@@ -24,6 +24,7 @@ use pronto_cluster::agent::{self, Converge};
 use pronto_cluster::node::{Node, RegisterError, ROOT};
 use pronto_cluster::watch::{self, Seen};
 use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
+use pronto_switch::switch::DEFAULT_WEIGHT;
 use serde_json::{json, Value};
 
 use crate::failure::Failure;
@@ -260,13 +261,15 @@ impl Cluster {
                 })
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
+        let conv = ManagerConverge {
+            manager: Arc::downgrade(manager),
+            etcd: etcd.clone(),
+            node: c.node.clone(),
+            reg: reg.clone(),
+            converging: Arc::new(Mutex::new(())),
+        };
         {
-            let mut conv = ManagerConverge {
-                manager: Arc::downgrade(manager),
-                etcd: etcd.clone(),
-                node: c.node.clone(),
-                reg: reg.clone(),
-            };
+            let mut conv = conv.clone();
             let (etcd, me, stop) = (etcd.clone(), c.node.clone(), c.stop.clone());
             std::thread::Builder::new()
                 .name("cluster-follow".into())
@@ -274,12 +277,7 @@ impl Cluster {
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
         {
-            let conv = ManagerConverge {
-                manager: Arc::downgrade(manager),
-                etcd: etcd.clone(),
-                node: c.node.clone(),
-                reg: reg.clone(),
-            };
+            let conv = conv.clone();
             let stop = c.stop.clone();
             std::thread::Builder::new()
                 .name("cluster-configs".into())
@@ -289,12 +287,6 @@ impl Cluster {
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
         {
-            let conv = ManagerConverge {
-                manager: Arc::downgrade(manager),
-                etcd,
-                node: c.node.clone(),
-                reg,
-            };
             let stop = c.stop.clone();
             std::thread::Builder::new()
                 .name("cluster-report".into())
@@ -434,13 +426,20 @@ impl Cluster {
         Ok(())
     }
 
-    /// Replaces instance `name`'s configuration in the desired state (the
-    /// node that runs it takes it).
-    pub fn reconfigure(&self, tenant: &str, name: &str, config: &str) -> Result<(), Failure> {
+    /// Rewrites stored instance `name` of `tenant` with `change` made to
+    /// its spec, in a transaction under a compare of the revision read (a
+    /// 409 if it changed meanwhile); the revision it was stored at. The
+    /// node that runs the instance takes the change from its watch.
+    fn update(
+        &self,
+        tenant: &str,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> Result<i64, Failure> {
         let (mut v, rev) = self.stored(tenant, name)?;
-        v["config"] = json!(config);
+        change(&mut v);
         let key = scheduler::instance_key(name);
-        let (ok, _) = self
+        let (ok, at) = self
             .etcd
             .txn(
                 &[Compare::ModRevision(key.clone(), rev)],
@@ -458,7 +457,32 @@ impl Cluster {
                 None,
             ));
         }
-        Ok(())
+        Ok(at)
+    }
+
+    /// Replaces instance `name`'s configuration in the desired state (the
+    /// node that runs it takes it); the revision stored at.
+    pub fn reconfigure(&self, tenant: &str, name: &str, config: &str) -> Result<i64, Failure> {
+        self.update(tenant, name, |v| v["config"] = json!(config))
+    }
+
+    /// Sets instance `name`'s weight in the desired state (the node that
+    /// runs it applies it to its sandbox and ports without a restart; a
+    /// node it moves to starts it with it); the revision stored at. The
+    /// caller checked the range and the tenant's cap.
+    pub fn set_weight(&self, tenant: &str, name: &str, weight: u32) -> Result<i64, Failure> {
+        self.update(tenant, name, |v| v["weight"] = json!(weight))
+    }
+
+    /// Sets (or, with `None`, lifts) instance `name`'s rate limit in the
+    /// desired state, as [`Cluster::set_weight`] its weight.
+    pub fn set_rate_limit(
+        &self,
+        tenant: &str,
+        name: &str,
+        limit: Option<crate::store::RateLimitSpec>,
+    ) -> Result<i64, Failure> {
+        self.update(tenant, name, |v| v["rate_limit"] = json!(limit))
     }
 
     /// The tenant whose token has digest `d`, as the watched cache has it.
@@ -671,6 +695,8 @@ impl Cluster {
                 "state": state,
                 "config": v["config"],
                 "node": node,
+                "weight": v["weight"].as_u64().unwrap_or(u64::from(DEFAULT_WEIGHT)),
+                "rate_limit": v["rate_limit"],
                 "interfaces": v["interfaces"].as_array().map_or(Vec::new(), |a| {
                     a.iter().map(|f| json!({"name": f["name"], "mac": f["mac"]})).collect()
                 }),
@@ -686,16 +712,27 @@ impl Cluster {
 
 /// Converges this node's instances on its assignments, through the
 /// manager.
+#[derive(Clone)]
 struct ManagerConverge {
     manager: Weak<Manager>,
     etcd: Arc<Etcd>,
     node: String,
     reg: Arc<Registration>,
+    /// Held while an instance is converged on its stored spec: the
+    /// follower of assignments and the follower of specs take turns, so
+    /// that a spec read earlier is never applied after one read later.
+    converging: Arc<Mutex<()>>,
 }
 
 impl ManagerConverge {
-    fn report(&self, name: &str, state: &str, error: Option<&Failure>) {
+    /// Reports instance `name`'s `state` (and `error`) under
+    /// `status/NODE/NAME`; `revision`: the revision of its stored spec
+    /// it has taken (what an API call that changed the spec waits for).
+    fn report(&self, name: &str, state: &str, error: Option<&Failure>, revision: Option<i64>) {
         let mut v = json!({"node": self.node, "state": state});
+        if let Some(r) = revision {
+            v["revision"] = json!(r);
+        }
         if let Some(e) = error {
             // The kind and the field, so that the API that took the
             // create can answer as a single node would.
@@ -734,7 +771,7 @@ impl ManagerConverge {
                 return;
             };
             for i in m.list(None) {
-                self.report(&i.name, &state_text(&i), None);
+                self.report(&i.name, &state_text(&i), None, None);
             }
         }
     }
@@ -746,14 +783,17 @@ impl ManagerConverge {
             .is_some_and(|m| m.list(None).iter().any(|i| i.name == name))
     }
 
-    /// Runs `name` as stored, or takes its stored configuration if it runs.
+    /// Runs `name` as stored, or, if it runs, takes what changed in its
+    /// stored spec without restarting it (its configuration, weight, rate
+    /// limit); reports the revision of the spec taken.
     fn converge(&self, name: &str, only_if_running: bool) {
         let Some(m) = self.manager.upgrade() else {
             return;
         };
-        let spec = match self.etcd.get(&scheduler::instance_key(name)) {
+        let _turn = self.converging.lock().unwrap_or_else(|e| e.into_inner());
+        let (spec, rev) = match self.etcd.get(&scheduler::instance_key(name)) {
             Ok(Some(kv)) => match serde_json::from_slice::<InstanceSpec>(&kv.value) {
-                Ok(s) if s.name == name => s,
+                Ok(s) if s.name == name => (s, kv.mod_revision),
                 Ok(_) | Err(_) => {
                     self.report(
                         name,
@@ -762,6 +802,7 @@ impl ManagerConverge {
                             "its stored spec is not an instance".into(),
                             None,
                         )),
+                        Some(kv.mod_revision),
                     );
                     return;
                 }
@@ -778,35 +819,51 @@ impl ManagerConverge {
             .into_iter()
             .find(|i| i.name == name);
         match running {
-            Some(v) if v.config != spec.config => {
-                match m.reconfigure(&spec.tenant, name, &spec.config) {
-                    Ok(v) => self.report(name, &state_text(&v), None),
-                    Err(e) => self.report(
-                        name,
-                        "running",
-                        Some(&match e {
-                            Failure::BadRequest(m, f) => {
-                                Failure::BadRequest(format!("reconfiguration refused: {m}"), f)
-                            }
-                            e => e,
-                        }),
-                    ),
+            Some(mut v) => {
+                let mut error = None;
+                if v.config != spec.config {
+                    match m.reconfigure(&spec.tenant, name, &spec.config) {
+                        Ok(now) => v = now,
+                        Err(Failure::BadRequest(m, f)) => {
+                            error = Some(Failure::BadRequest(
+                                format!("reconfiguration refused: {m}"),
+                                f,
+                            ))
+                        }
+                        Err(e) => error = Some(e),
+                    }
                 }
+                let weight = spec.weight.unwrap_or(DEFAULT_WEIGHT);
+                if v.weight != weight {
+                    match m.set_weight(&spec.tenant, name, weight) {
+                        Ok(now) => v = now,
+                        Err(e) => error = error.or(Some(e)),
+                    }
+                }
+                if v.rate_limit != spec.rate_limit {
+                    match m.set_rate_limit(&spec.tenant, name, spec.rate_limit) {
+                        Ok(now) => v = now,
+                        Err(e) => error = error.or(Some(e)),
+                    }
+                }
+                if let Some(e) = &error {
+                    eprintln!("prontod: cluster: instance `{name}`: {e}");
+                }
+                self.report(name, &state_text(&v), error.as_ref(), Some(rev));
             }
-            Some(_) => {}
             None if only_if_running => {}
             None => match m.create(spec) {
-                Ok(v) => self.report(name, &state_text(&v), None),
+                Ok(v) => self.report(name, &state_text(&v), None, Some(rev)),
                 Err(e) => {
                     eprintln!("prontod: cluster: instance `{name}`: {e}");
-                    self.report(name, "failed", Some(&e));
+                    self.report(name, "failed", Some(&e), Some(rev));
                 }
             },
         }
     }
 
-    /// Takes configurations changed in etcd for the instances this node
-    /// runs, until `stop` is set.
+    /// Takes specs changed in etcd (configuration, weight, rate limit) for
+    /// the instances this node runs, until `stop` is set.
     fn follow_configs(&self, stop: &AtomicBool) {
         let prefix = scheduler::instance_key("");
         let name = |key: &[u8]| String::from_utf8_lossy(&key[prefix.len()..]).into_owned();

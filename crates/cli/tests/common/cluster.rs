@@ -189,3 +189,49 @@ pub fn req(dir: &Path, token: Option<&str>, method: &str, path: &str, body: &str
         .unwrap_or_default();
     call_with(&To::Unix(&sock), method, path, &headers, body.as_bytes())
 }
+
+/// Node `dir`'s switch ports (`GET /v1/switch/ports`), by name.
+pub fn ports(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let r = req(dir, None, "GET", "/v1/switch/ports", "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|p| (p["name"].as_str().expect("name").to_string(), p.clone()))
+        .collect()
+}
+
+/// What the CPU weight file of process `pid`'s cgroup reads: `cpu.weight`
+/// on cgroup v2, `cpu.shares` on v1 (see [`cpu_file_for`]).
+pub fn cpu_weight_file(pid: u64) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).expect("cgroup list");
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, ctls, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
+        let file = if ctls.split(',').any(|c| c == "cpu") {
+            format!("/sys/fs/cgroup/cpu{path}/cpu.shares")
+        } else if ctls.is_empty() && cgroup_v2() {
+            format!("/sys/fs/cgroup{path}/cpu.weight")
+        } else {
+            continue;
+        };
+        let read = std::fs::read_to_string(&file).expect(&file);
+        return read.trim().parse().expect("a number");
+    }
+    panic!("no CPU cgroup for {pid}: {text}");
+}
+
+/// What [`cpu_weight_file`] reads for an instance of weight `w` (1024
+/// shares for 100 on cgroup v1).
+pub fn cpu_file_for(w: u64) -> u64 {
+    if cgroup_v2() {
+        w
+    } else {
+        w * 1024 / 100
+    }
+}
+
+fn cgroup_v2() -> bool {
+    Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+}

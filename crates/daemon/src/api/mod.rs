@@ -762,8 +762,46 @@ fn cluster_create(
     ))
 }
 
-/// `PUT /v1/instances/NAME/config` in cluster mode: stored in etcd; the
-/// node that runs the instance takes it.
+/// Waits (up to 20 s) until the node instance `name` is placed on has
+/// taken its stored spec of revision `rev` or later (its report's
+/// `revision`): the listing's entry, with that node's error if it refused
+/// the change. An instance placed on no node answers at once (the node it
+/// goes to starts it as stored).
+fn cluster_wait_taken(
+    c: &crate::cluster::Cluster,
+    m: &Manager,
+    tenant: &str,
+    name: &str,
+    rev: i64,
+) -> Result<Value, ApiError> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut v = cluster_list(c, m, Some(tenant))?
+            .into_iter()
+            .find(|i| i["name"] == name)
+            .ok_or_else(|| Failure::NotFound(format!("no instance `{name}`")))?;
+        let report = v["node"].as_str().and_then(|n| c.report_of(n, name));
+        let taken = match (&v["node"], &report) {
+            (Value::Null, _) => true,
+            (_, Some(r)) => r["revision"].as_i64().is_some_and(|r| r >= rev),
+            (_, None) => false,
+        };
+        if taken || t0.elapsed() > CLUSTER_WAIT {
+            if let Some(e) = report
+                .as_ref()
+                .and_then(|r| r.get("error"))
+                .filter(|_| taken)
+            {
+                v["error"] = e.clone();
+            }
+            return Ok(v);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `PUT /v1/instances/NAME/config` in cluster mode: stored in etcd;
+/// answered once the node that runs the instance has taken it.
 fn cluster_reconfigure(
     c: &crate::cluster::Cluster,
     m: &Manager,
@@ -771,8 +809,8 @@ fn cluster_reconfigure(
     name: &str,
     config: &str,
 ) -> Result<Value, ApiError> {
-    c.reconfigure(tenant, name, config)?;
-    cluster_wait(c, m, tenant, name, |v| v["config"] == config)
+    let rev = c.reconfigure(tenant, name, config)?;
+    cluster_wait_taken(c, m, tenant, name, rev)
 }
 
 /// The instances of the cluster (of `tenant`, or all): those this node
@@ -911,6 +949,14 @@ async fn instances_rate_limit(
     let v: Option<Value> = f.opt("rate_limit")?;
     let limit = rate_limit_of(Some(&v.unwrap_or(Value::Null)))?;
     let m = a.s.manager.clone();
+    if let Some(c) = a.s.cluster.clone() {
+        let v = blocking(move || {
+            let rev = c.set_rate_limit(&t, &name, limit)?;
+            cluster_wait_taken(&c, &m, &t, &name, rev)
+        })
+        .await?;
+        return Ok(Json(v).into_response());
+    }
     let v = blocking(move || Ok(m.set_rate_limit(&t, &name, limit)?)).await?;
     Ok(Json(v).into_response())
 }
@@ -934,6 +980,14 @@ async fn instances_weight(
     check_weight(Some(weight))?;
     check_tenant_weight(&caller, Some(weight))?;
     let m = a.s.manager.clone();
+    if let Some(c) = a.s.cluster.clone() {
+        let v = blocking(move || {
+            let rev = c.set_weight(&t, &name, weight)?;
+            cluster_wait_taken(&c, &m, &t, &name, rev)
+        })
+        .await?;
+        return Ok(Json(v).into_response());
+    }
     let v = blocking(move || Ok(m.set_weight(&t, &name, weight)?)).await?;
     Ok(Json(v).into_response())
 }
