@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::api::{call_with, To};
 use common::cluster::{can_run, req, wait_until, Cluster};
 
 const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
@@ -201,4 +202,105 @@ fn handler_calls_reach_the_node_that_runs_the_instance() {
         // new node, where it started afresh.
         println!("the instance moved before the call; status {}", r.status);
     }
+}
+
+/// A tenant's write forwarded to the node that runs the instance is
+/// audited there as that tenant, with its token's id, as on the node that
+/// took it (not as the admin the cluster's secret would make it). The
+/// caller header counts only with the secret: sent without it, or with a
+/// wrong one, it is ignored.
+#[test]
+fn forwarded_writes_are_audited_as_the_caller() {
+    if !can_run("forwarded_writes_are_audited_as_the_caller") {
+        return;
+    }
+    let cl = Cluster::start("cluster-audit", &["n1", "n2", "n3"]);
+    let dirs = cl.dirs();
+    let r = req(&dirs[0], None, "POST", "/v1/tenants", r#"{"name":"acme"}"#);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let token = r.json()["token"].as_str().expect("token").to_string();
+    let id = pronto_daemon::audit::token_id(&pronto_daemon::api::digest(&token));
+    for d in &dirs {
+        wait_until("the token works on every node", || {
+            req(d, Some(&token), "GET", "/v1/instances", "").status == 200
+        });
+    }
+    let body = serde_json::json!({"name": "h2", "config": NAMED}).to_string();
+    let r = req(&dirs[0], Some(&token), "POST", "/v1/instances", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let owner = r.json()["node"].as_str().expect("its node").to_string();
+    let at = cl.index(&owner);
+    let other = (at + 1) % 3;
+    let path = "/v1/instances/h2/handlers/s.data";
+
+    // The newest audit entry of `PUT path` on node `i`.
+    let last_put = |i: usize| -> serde_json::Value {
+        let r = req(&dirs[i], None, "GET", "/v1/audit", "");
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()
+            .as_array()
+            .expect("entries")
+            .iter()
+            .rev()
+            .find(|e| e["method"] == "PUT" && e["path"] == path)
+            .cloned()
+            .unwrap_or_else(|| panic!("no PUT {path} audited on {}", cl.nodes[i].name))
+    };
+    let fields = |e: &serde_json::Value| {
+        (
+            e["who"].clone(),
+            e["token"].clone(),
+            e["tenant"].clone(),
+            e["status"].clone(),
+            e["summary"].clone(),
+        )
+    };
+    let acme = |summary: &str| {
+        (
+            "acme".into(),
+            id.clone().into(),
+            "acme".into(),
+            200.into(),
+            summary.into(),
+        )
+    };
+
+    // Through a node that does not run it: forwarded, and audited on both
+    // nodes as acme's, with its token's id.
+    let r = req(&dirs[other], Some(&token), "PUT", path, "hello");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(fields(&last_put(other)), acme("value=hello"));
+    assert_eq!(fields(&last_put(at)), acme("value=hello"));
+
+    // Straight to the owner's TCP API with acme's token: a caller header
+    // naming someone else, without the secret or with a wrong one, is
+    // ignored (the call is acme's).
+    let tcp = cl.nodes[at].daemon.as_ref().expect("running").tcp.clone();
+    for headers in [
+        vec![("X-Pronto-Cluster-Caller", "mallory")],
+        vec![
+            ("X-Pronto-Cluster-Caller", "mallory"),
+            ("X-Pronto-Cluster-Secret", "not-the-secret"),
+            ("X-Pronto-Cluster-Token", "000000000000"),
+        ],
+    ] {
+        let r = call_with(
+            &To::Tcp(&tcp, Some(&token)),
+            "PUT",
+            path,
+            &headers,
+            b"direct",
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(fields(&last_put(at)), acme("value=direct"));
+    }
+    // Without a token, the header makes no one: 401.
+    let r = call_with(
+        &To::Tcp(&tcp, None),
+        "PUT",
+        path,
+        &[("X-Pronto-Cluster-Caller", "acme")],
+        b"nobody",
+    );
+    assert_eq!(r.status, 401, "{}", r.text());
 }

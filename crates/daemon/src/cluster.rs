@@ -70,6 +70,16 @@ pub struct Cluster {
 /// The header a node sends the cluster's secret in when it forwards a call.
 pub const SECRET_HEADER: &str = "x-pronto-cluster-secret";
 
+/// The header a forwarded call names its caller in: the tenant's name
+/// (none: the admin). Trusted only on a call that carries the cluster's
+/// secret ([`SECRET_HEADER`]); ignored on any other.
+pub const CALLER_HEADER: &str = "x-pronto-cluster-caller";
+
+/// The header a forwarded call names its caller's token in, as the audit
+/// log records it (the first 12 hex digits of its SHA-256, `unix-socket`,
+/// or `-`); trusted as [`CALLER_HEADER`] is.
+pub const TOKEN_HEADER: &str = "x-pronto-cluster-token";
+
 /// The cluster's shared secret (`secret`): created once by the first node
 /// (create-if-absent), read by the others.
 fn cluster_secret(etcd: &Etcd) -> Result<String, String> {

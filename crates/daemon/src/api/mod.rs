@@ -198,10 +198,14 @@ enum Caller {
 
 impl App {
     fn caller(&self, h: &HeaderMap) -> Result<Caller, ApiError> {
-        // A call another node forwarded: it authenticated the caller and
-        // names the tenant in `?tenant=` (docs/cluster.md).
+        // A call another node forwarded: it authenticated the caller,
+        // names the tenant in `?tenant=` and a tenant caller in its
+        // caller header, believed only with the secret (docs/cluster.md).
         if self.s.cluster.as_ref().is_some_and(|c| c.is_node(h)) {
-            return Ok(Caller::Admin);
+            let tenant = h
+                .get(crate::cluster::CALLER_HEADER)
+                .and_then(|v| v.to_str().ok());
+            return Ok(tenant.map_or(Caller::Admin, |t| Caller::Tenant(t.to_string())));
         }
         let auth = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let Some(auth) = auth else {
@@ -1021,10 +1025,13 @@ fn encode(s: &str) -> String {
 
 /// In cluster mode, a call to instance `name` of tenant `t` that another
 /// node runs is sent to that node's API (`tail`: the path after
-/// `/v1/instances/NAME`) with the cluster's secret, and its answer is
+/// `/v1/instances/NAME`) with the cluster's secret and the caller (of
+/// headers `h`: a tenant by name, and its token's id, so that the owner
+/// authorizes and audits the call as the caller's), and its answer is
 /// this one's; `None`: answer here.
 async fn forward(
     a: &App,
+    h: &HeaderMap,
     t: &str,
     name: &str,
     method: &'static str,
@@ -1037,6 +1044,8 @@ async fn forward(
     if a.s.manager.list(Some(t)).iter().any(|i| i.name == name) {
         return Ok(None);
     }
+    let caller = a.caller(h)?;
+    let (_, token) = a.who(h);
     let (t, name, tail) = (t.to_string(), name.to_string(), tail.to_string());
     blocking(move || {
         let Some((node, api)) = c.owner_api(&t, &name)? else {
@@ -1060,7 +1069,12 @@ async fn forward(
             .timeout(std::time::Duration::from_secs(30))
             .build()
             .request(method, &url)
-            .set(crate::cluster::SECRET_HEADER, c.secret());
+            .set(crate::cluster::SECRET_HEADER, c.secret())
+            .set(crate::cluster::TOKEN_HEADER, &token);
+        let req = match &caller {
+            Caller::Tenant(n) => req.set(crate::cluster::CALLER_HEADER, n),
+            Caller::Admin => req,
+        };
         let r = match body {
             Some(b) => req.send_bytes(&b),
             None => req.call(),
@@ -1105,7 +1119,7 @@ async fn handler_read(
     let t = a.tenant(&h, &q)?;
     check_handler(&handler)?;
     let tail = format!("/handlers/{}", encode(&handler));
-    if let Some(r) = forward(&a, &t, &name, "GET", &tail, None).await? {
+    if let Some(r) = forward(&a, &h, &t, &name, "GET", &tail, None).await? {
         return Ok(r);
     }
     let m = a.s.manager.clone();
@@ -1128,6 +1142,7 @@ async fn handler_write(
     let tail = format!("/handlers/{}", encode(&handler));
     if let Some(r) = forward(
         &a,
+        &h,
         &t,
         &name,
         "PUT",
@@ -1150,7 +1165,7 @@ async fn instances_stats(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
-    if let Some(r) = forward(&a, &t, &name, "GET", "/stats", None).await? {
+    if let Some(r) = forward(&a, &h, &t, &name, "GET", "/stats", None).await? {
         return Ok(r);
     }
     let m = a.s.manager.clone();
@@ -1175,7 +1190,7 @@ async fn instances_counters(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
-    if let Some(r) = forward(&a, &t, &name, "GET", "/counters", None).await? {
+    if let Some(r) = forward(&a, &h, &t, &name, "GET", "/counters", None).await? {
         return Ok(r);
     }
     let m = a.s.manager.clone();
@@ -1498,6 +1513,14 @@ impl App {
                 let t = v.to_str().unwrap_or("");
                 crate::audit::token_id(&digest(t.strip_prefix("Bearer ").unwrap_or("").trim()))
             }
+            // A forwarded call: the token its node recorded.
+            None if self.s.cluster.as_ref().is_some_and(|c| c.is_node(h)) => h
+                .get(crate::cluster::TOKEN_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .filter(|t| {
+                    t.len() <= 16 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                })
+                .map_or_else(|| "-".to_string(), str::to_string),
             None if self.unix => "unix-socket".to_string(),
             None => "-".to_string(),
         };
