@@ -276,7 +276,7 @@ impl Cluster {
             etcd: etcd.clone(),
             node: c.node.clone(),
             reg: reg.clone(),
-            converging: Arc::new(Mutex::new(())),
+            converging: Arc::new(Mutex::new(HashMap::new())),
         };
         {
             let mut conv = conv.clone();
@@ -728,10 +728,12 @@ struct ManagerConverge {
     etcd: Arc<Etcd>,
     node: String,
     reg: Arc<Registration>,
-    /// Held while an instance is converged on its stored spec: the
-    /// follower of assignments and the follower of specs take turns, so
-    /// that a spec read earlier is never applied after one read later.
-    converging: Arc<Mutex<()>>,
+    /// Held while an instance is converged on its stored spec (or
+    /// stopped): the follower of assignments and the follower of specs
+    /// take turns, so that a spec read earlier is never applied after one
+    /// read later. It holds, by name, the revision of the spec each
+    /// instance took (reported again with its state after a renewal).
+    converging: Arc<Mutex<HashMap<String, i64>>>,
 }
 
 impl ManagerConverge {
@@ -780,8 +782,10 @@ impl ManagerConverge {
             let Some(m) = self.manager.upgrade() else {
                 return;
             };
+            let taken = self.converging.lock().unwrap_or_else(|e| e.into_inner());
             for i in m.list(None) {
-                self.report(&i.name, &state_text(&i), None, None);
+                let rev = taken.get(&i.name).copied();
+                self.report(&i.name, &state_text(&i), None, rev);
             }
         }
     }
@@ -800,7 +804,7 @@ impl ManagerConverge {
         let Some(m) = self.manager.upgrade() else {
             return;
         };
-        let _turn = self.converging.lock().unwrap_or_else(|e| e.into_inner());
+        let mut taken = self.converging.lock().unwrap_or_else(|e| e.into_inner());
         let (spec, rev) = match self.etcd.get(&scheduler::instance_key(name)) {
             Ok(Some(kv)) => match serde_json::from_slice::<InstanceSpec>(&kv.value) {
                 Ok(s) if s.name == name => (s, kv.mod_revision),
@@ -860,10 +864,14 @@ impl ManagerConverge {
                     eprintln!("prontod: cluster: instance `{name}`: {e}");
                 }
                 self.report(name, &state_text(&v), error.as_ref(), Some(rev));
+                taken.insert(name.to_string(), rev);
             }
             None if only_if_running => {}
             None => match m.create(spec) {
-                Ok(v) => self.report(name, &state_text(&v), None, Some(rev)),
+                Ok(v) => {
+                    self.report(name, &state_text(&v), None, Some(rev));
+                    taken.insert(name.to_string(), rev);
+                }
                 Err(e) => {
                     eprintln!("prontod: cluster: instance `{name}`: {e}");
                     self.report(name, "failed", Some(&e), Some(rev));
@@ -917,6 +925,8 @@ impl Converge for ManagerConverge {
         let Some(m) = self.manager.upgrade() else {
             return;
         };
+        let mut taken = self.converging.lock().unwrap_or_else(|e| e.into_inner());
+        taken.remove(name);
         for i in m.list(None).into_iter().filter(|i| i.name == name) {
             if let Err(e) = m.remove(&i.tenant, name) {
                 eprintln!("prontod: cluster: removing instance `{name}`: {e}");
