@@ -16,135 +16,37 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pronto_cluster::{node, scheduler, testing, Etcd};
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// `pronto ARGS --socket DIR/sock`: (success, stdout, stderr).
-fn cli(dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .args(args)
-        .arg("--socket")
-        .arg(dir.join("sock"))
-        .output()
-        .expect("pronto runs");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let (good, out, err) = cli(dir, args);
-    assert!(good, "pronto {args:?}: {err}");
-    out
-}
-
-fn ls(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&ok(dir, &["ls", "--json"])).expect("JSON")
-}
-
-/// Instance `name`'s counter as read through node `dir`'s API, if the
-/// node runs it.
-fn count(dir: &Path, name: &str, handler: &str) -> Option<u64> {
-    let (good, out, _) = cli(dir, &["read", name, handler]);
-    good.then(|| out.trim().parse().ok()).flatten()
-}
-
-struct Node {
-    name: String,
-    dir: PathBuf,
-    daemon: Option<common::Daemon>,
-}
-
-fn start(dir: &Path, name: &str, etcd: &str) -> common::Daemon {
-    common::start_daemon_with(
-        dir,
-        &[
-            "--cluster",
-            etcd,
-            "--node",
-            name,
-            "--cluster-ttl",
-            "2",
-            "--warm",
-            "0",
-        ],
-    )
-}
+use common::cluster::{
+    can_run, cli, count, cpu_file_for, cpu_weight_file, ls, ok, ports, req, wait_until, Cluster,
+};
+use pronto_cluster::scheduler;
 
 const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
 const COUNTING_D: &str = "d :: Counter; TimedSource(0.005s) -> d -> Discard;\n";
+const FROM_ETH0: &str = "FromDevice(eth0) -> c :: Counter -> Discard;\n";
 
 #[test]
 fn instances_run_where_placed_and_move_when_their_node_dies() {
-    if !rustix::process::geteuid().is_root() {
-        println!(
-            "SKIPPED instances_run_where_placed_and_move_when_their_node_dies: sandboxes need root"
-        );
+    if !can_run("instances_run_where_placed_and_move_when_their_node_dies") {
         return;
     }
-    if !testing::have_etcd() {
-        return;
-    }
-    let members = testing::Members::start(1).expect("etcd starts");
-    let url = members.endpoints();
-    let etcd = Etcd::new(&url).expect("endpoint");
-    let scratch = common::scratch("cluster-daemon");
-    let config = scratch.join("c.click");
+    let mut cl = Cluster::start("cluster-daemon", &["n1", "n2", "n3"]);
+    let config = cl.scratch.join("c.click");
     std::fs::write(&config, COUNTING).expect("write");
-    let config_d = scratch.join("d.click");
+    let config_d = cl.scratch.join("d.click");
     std::fs::write(&config_d, COUNTING_D).expect("write");
     let cfg = config.to_str().expect("path");
-
-    let mut nodes: Vec<Node> = ["n1", "n2", "n3"]
-        .iter()
-        .map(|n| {
-            let dir = scratch.join(n);
-            std::fs::create_dir_all(&dir).expect("dir");
-            let daemon = Some(start(&dir, n, &url));
-            Node {
-                name: n.to_string(),
-                dir,
-                daemon,
-            }
-        })
-        .collect();
-    let dir_of = |nodes: &[Node], n: &str| -> PathBuf {
-        nodes
-            .iter()
-            .find(|x| x.name == n)
-            .expect("a node")
-            .dir
-            .clone()
-    };
-    let live = || -> BTreeSet<String> {
-        node::nodes(&etcd)
-            .expect("nodes")
-            .into_iter()
-            .map(|n| n.name)
-            .collect()
-    };
-    assert_eq!(live().len(), 3);
+    let dirs = cl.dirs();
+    assert_eq!(cl.live().len(), 3);
 
     // Six instances created through n1: each runs on the node placed.
     let names: Vec<String> = (1..=6).map(|i| format!("fw{i}")).collect();
     for n in &names {
-        let out = ok(
-            &nodes[0].dir,
-            &["create", n, "--config", cfg, "--mem", "16M"],
-        );
+        let out = ok(&dirs[0], &["create", n, "--config", cfg, "--mem", "16M"]);
         assert!(
             out.starts_with(&format!("created {n} (tenant default) on node n")),
             "{out}"
@@ -153,31 +55,32 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
     }
     // A configuration that does not build: its node's diagnostics, and
     // nothing left in the cluster.
-    let bad = scratch.join("bad.click");
+    let bad = cl.scratch.join("bad.click");
     std::fs::write(&bad, "c :: Counter; Nope -> c;\n").expect("write");
     let (made, _, err) = cli(
-        &nodes[1].dir,
+        &dirs[1],
         &["create", "bad", "--config", bad.to_str().expect("path")],
     );
     assert!(!made);
     assert!(err.contains("unknown element class 'Nope'"), "{err}");
     assert!(err.contains("config:1:15"), "{err}");
     wait_until("nothing left of a failed create", || {
-        etcd.get(&scheduler::instance_key("bad"))
+        cl.etcd
+            .get(&scheduler::instance_key("bad"))
             .expect("get")
             .is_none()
-            && !scheduler::placements(&etcd)
+            && !scheduler::placements(&cl.etcd)
                 .expect("placements")
                 .contains_key("bad")
     });
-    let (dup, _, err) = cli(&nodes[1].dir, &["create", "fw1", "--config", cfg]);
+    let (dup, _, err) = cli(&dirs[1], &["create", "fw1", "--config", cfg]);
     assert!(!dup);
     assert_eq!(
         err,
         "pronto create: instance `fw1` already exists in the cluster (instance names are \
          unique across the cluster's tenants)\n"
     );
-    let placed: BTreeMap<String, String> = scheduler::placements(&etcd)
+    let placed: BTreeMap<String, String> = scheduler::placements(&cl.etcd)
         .expect("placements")
         .into_iter()
         .collect();
@@ -186,15 +89,15 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
     let used: BTreeSet<&String> = placed.values().collect();
     assert_eq!(used.len(), 3, "{placed:?}");
     for (n, at) in &placed {
-        let d = dir_of(&nodes, at);
+        let d = cl.dir_of(at);
         wait_until(&format!("{n} counts on {at}"), || {
             count(&d, n, "c.count").is_some_and(|c| c > 0)
         });
-        for other in nodes.iter().filter(|x| &x.name != at) {
+        for other in cl.nodes.iter().filter(|x| &x.name != at) {
             // Not run there (no report under its name)...
             let key = format!("/pronto/v1/status/{}/{n}", other.name);
             assert_eq!(
-                etcd.get(key.as_bytes()).expect("etcd"),
+                cl.etcd.get(key.as_bytes()).expect("etcd"),
                 None,
                 "{n} also on {}",
                 other.name
@@ -208,7 +111,7 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
         }
     }
     // Any node lists every instance with its node.
-    let v = ls(&nodes[1].dir);
+    let v = ls(&dirs[1]);
     let listed: BTreeMap<String, String> = v
         .as_array()
         .expect("array")
@@ -222,13 +125,13 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
         })
         .collect();
     assert_eq!(listed, placed);
-    let table = ok(&nodes[2].dir, &["ls"]);
+    let table = ok(&dirs[2], &["ls"]);
     assert!(table.starts_with("NAME  TENANT   STATE    NODE"), "{table}");
 
     // Health says which node answers, and that etcd does.
     let o = Command::new("curl")
         .args(["-s", "--unix-socket"])
-        .arg(nodes[1].dir.join("sock"))
+        .arg(dirs[1].join("sock"))
         .arg("http://localhost/v1/health")
         .output()
         .expect("curl");
@@ -240,34 +143,34 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
     );
 
     // kill -9 a node: its instances come up on the others.
-    let victim = nodes[2].name.clone();
+    let victim = cl.nodes[2].name.clone();
     let moved: Vec<String> = placed
         .iter()
         .filter(|(_, at)| **at == victim)
         .map(|(n, _)| n.clone())
         .collect();
     assert!(!moved.is_empty());
-    nodes[2].daemon.take().expect("running").kill9();
+    cl.kill9(2);
     wait_until("the killed node's lease expires", || {
-        !live().contains(&victim)
+        !cl.live().contains(&victim)
     });
     for n in &moved {
         let mut at = String::new();
         wait_until(&format!("{n} placed again"), || {
-            at = scheduler::placements(&etcd)
+            at = scheduler::placements(&cl.etcd)
                 .expect("placements")
                 .get(n)
                 .cloned()
                 .unwrap_or_default();
             !at.is_empty() && at != victim
         });
-        let d = dir_of(&nodes, &at);
+        let d = cl.dir_of(&at);
         wait_until(&format!("{n} counts on {at}"), || {
             count(&d, n, "c.count").is_some_and(|c| c > 0)
         });
     }
     // What did not run on the dead node did not move.
-    let after = scheduler::placements(&etcd).expect("placements");
+    let after = scheduler::placements(&cl.etcd).expect("placements");
     for (n, at) in &placed {
         if *at != victim {
             assert_eq!(after.get(n), Some(at), "{n} moved");
@@ -276,53 +179,52 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
 
     // The killed node comes back under its name: it runs none of what
     // moved away (its local store is not followed), then takes new work.
-    nodes[2].daemon = Some(start(&nodes[2].dir, &victim, &url));
-    wait_until("the node registers again", || live().contains(&victim));
+    cl.restart(2);
+    wait_until("the node registers again", || cl.live().contains(&victim));
     std::thread::sleep(Duration::from_millis(500));
     for n in &names {
         let key = format!("/pronto/v1/status/{victim}/{n}");
         assert_eq!(
-            etcd.get(key.as_bytes()).expect("etcd"),
+            cl.etcd.get(key.as_bytes()).expect("etcd"),
             None,
             "{n} runs twice"
         );
     }
-    assert_eq!(scheduler::placements(&etcd).expect("placements"), after);
-    let out = ok(&nodes[0].dir, &["create", "fw7", "--config", cfg]);
+    assert_eq!(scheduler::placements(&cl.etcd).expect("placements"), after);
+    let out = ok(&dirs[0], &["create", "fw7", "--config", cfg]);
     assert!(
         out.starts_with(&format!("created fw7 (tenant default) on node {victim}")),
         "{out}"
     );
     wait_until("fw7 counts on the node that came back", || {
-        count(&nodes[2].dir, "fw7", "c.count").is_some_and(|c| c > 0)
+        count(&dirs[2], "fw7", "c.count").is_some_and(|c| c > 0)
     });
 
     // A reconfiguration and a delete through n2 reach the node that runs
     // the instance.
     let at = after.get("fw1").expect("fw1 placed").clone();
-    let d = dir_of(&nodes, &at);
+    let d = cl.dir_of(&at);
     ok(
-        &nodes[1].dir,
+        &dirs[1],
         &["config", "fw1", config_d.to_str().expect("path")],
     );
     wait_until("fw1 takes its new configuration", || {
         count(&d, "fw1", "d.count").is_some_and(|c| c > 0)
     });
-    ok(&nodes[1].dir, &["rm", "fw1"]);
+    ok(&dirs[1], &["rm", "fw1"]);
     wait_until("fw1 stops on its node", || {
         count(&d, "fw1", "d.count").is_none()
     });
-    assert!(!scheduler::placements(&etcd)
+    assert!(!scheduler::placements(&cl.etcd)
         .expect("placements")
         .contains_key("fw1"));
-    let (gone, _, err) = cli(&nodes[0].dir, &["rm", "fw1"]);
+    let (gone, _, err) = cli(&dirs[0], &["rm", "fw1"]);
     assert!(!gone);
     assert_eq!(err, "pronto rm: no instance `fw1`\n");
 
     // etcd gone: every node keeps running what it runs, refuses changes,
     // and says so.
-    let mut members = members;
-    members.kill(0);
+    cl.members.kill(0);
     let health = |dir: &Path| -> serde_json::Value {
         let o = Command::new("curl")
             .args(["-s", "--unix-socket"])
@@ -333,9 +235,9 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
         serde_json::from_slice(&o.stdout).expect("JSON")
     };
     wait_until("health says etcd is unreachable", || {
-        health(&nodes[0].dir)["cluster"]["etcd"] == "unreachable"
+        health(&dirs[0])["cluster"]["etcd"] == "unreachable"
     });
-    let (made, _, err) = cli(&nodes[0].dir, &["create", "fw8", "--config", cfg]);
+    let (made, _, err) = cli(&dirs[0], &["create", "fw8", "--config", cfg]);
     assert!(!made);
     assert!(
         err.starts_with(
@@ -349,13 +251,181 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
     );
     for (n, at) in &after {
         if n != "fw1" {
-            let d = dir_of(&nodes, at);
+            let d = cl.dir_of(at);
             let c0 = count(&d, n, "c.count").expect("still running");
             wait_until(&format!("{n} still counts on {at}"), || {
                 count(&d, n, "c.count").is_some_and(|c| c > c0)
             });
         }
     }
+}
+
+/// An instance's weight and rate limit are desired state: set through a
+/// node that does not run the instance, they are stored in etcd, applied
+/// by the node that runs it to the running sandbox (its cgroup's CPU
+/// weight, its switch port's weight and rate limit; the same process),
+/// shown by every node, and applied again by the node the instance moves
+/// to when its node dies. A tenant's cap (weight 100) holds on every node.
+#[test]
+fn weight_and_rate_limit_are_desired_state_applied_by_the_node_that_runs_it() {
+    if !can_run("weight_and_rate_limit_are_desired_state_applied_by_the_node_that_runs_it") {
+        return;
+    }
+    let mut cl = Cluster::start("cluster-weight", &["n1", "n2", "n3"]);
+    let dirs = cl.dirs();
+    let r = req(&dirs[0], None, "POST", "/v1/tenants", r#"{"name":"tl"}"#);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let token = r.json()["token"].as_str().expect("token").to_string();
+    for d in &dirs {
+        wait_until("the token works on every node", || {
+            req(d, Some(&token), "GET", "/v1/instances", "").status == 200
+        });
+    }
+    let body = serde_json::json!({"name": "fw", "config": FROM_ETH0,
+        "interfaces": [{"name": "eth0"}]});
+    let r = req(
+        &dirs[0],
+        Some(&token),
+        "POST",
+        "/v1/instances",
+        &body.to_string(),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let owner = r.json()["node"].as_str().expect("its node").to_string();
+    let b = cl.index(&owner);
+    let (a, c) = match b {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
+    };
+    let on_owner = |dir: &Path| req(dir, Some(&token), "GET", "/v1/instances/fw", "").json();
+    let pid = on_owner(&dirs[b])["pid"].as_u64().expect("pid");
+    assert_eq!(cpu_weight_file(pid), cpu_file_for(100));
+    let key = scheduler::instance_key("fw");
+    let stored = || -> serde_json::Value {
+        let kv = cl.etcd.get(&key).expect("etcd").expect("stored");
+        serde_json::from_slice(&kv.value).expect("JSON")
+    };
+
+    // A tenant may not raise its instance's weight past 100, through any
+    // node; nothing is stored.
+    for d in &dirs {
+        let msg = req(
+            d,
+            Some(&token),
+            "PUT",
+            "/v1/instances/fw/weight",
+            r#"{"weight": 300}"#,
+        )
+        .error(403, Some("weight"));
+        assert_eq!(
+            msg,
+            "weight: 300 is more than a tenant may give its own instances (100, the default); \
+             tenant `tl` may lower its instances' weight, the admin raises it"
+        );
+    }
+    assert!(stored()["weight"].is_null(), "{}", stored());
+
+    // The tenant lowers it through a node that does not run it: stored,
+    // and applied by the owner (same process) before the answer.
+    let r = req(
+        &dirs[a],
+        Some(&token),
+        "PUT",
+        "/v1/instances/fw/weight",
+        r#"{"weight": 40}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        (r.json()["weight"].clone(), r.json()["node"].clone()),
+        (40.into(), owner.clone().into())
+    );
+    assert_eq!(stored()["weight"], 40);
+    assert_eq!(cpu_weight_file(pid), cpu_file_for(40));
+    assert_eq!(ports(&dirs[b])["tl/fw/eth0"]["weight"], 40);
+
+    // The admin raises it through another; and limits its rate.
+    let r = req(
+        &dirs[c],
+        None,
+        "PUT",
+        "/v1/instances/fw/weight?tenant=tl",
+        r#"{"weight": 700}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["weight"], 700);
+    let r = req(
+        &dirs[a],
+        None,
+        "PUT",
+        "/v1/instances/fw/rate_limit?tenant=tl",
+        r#"{"rate_limit": "100kpps"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["rate_limit"], serde_json::json!({"pps": 100_000}));
+    let v = on_owner(&dirs[b]);
+    assert_eq!(
+        (v["pid"].as_u64(), v["weight"].as_u64()),
+        (Some(pid), Some(700))
+    );
+    assert_eq!(cpu_weight_file(pid), cpu_file_for(700));
+    let p = &ports(&dirs[b])["tl/fw/eth0"];
+    assert_eq!(
+        (p["weight"].clone(), p["rate_limit"].clone()),
+        (700.into(), serde_json::json!({"pps": 100_000}))
+    );
+    // Every node shows them.
+    for d in &dirs {
+        let v = on_owner(d);
+        assert_eq!(
+            (v["node"].as_str(), v["weight"].as_u64()),
+            (Some(owner.as_str()), Some(700)),
+            "{v}"
+        );
+        assert_eq!(v["rate_limit"], serde_json::json!({"pps": 100_000}), "{v}");
+    }
+    // A tenant may not lift its rate limit, on any node.
+    let r = req(
+        &dirs[a],
+        Some(&token),
+        "PUT",
+        "/v1/instances/fw/rate_limit",
+        r#"{"rate_limit": null}"#,
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+
+    // The owner killed: the node the instance moves to starts it with
+    // the same weight and rate limit.
+    cl.kill9(b);
+    let mut to = String::new();
+    wait_until("fw runs on another node", || {
+        to = scheduler::placements(&cl.etcd)
+            .expect("placements")
+            .get("fw")
+            .cloned()
+            .unwrap_or_default();
+        !to.is_empty()
+            && to != owner
+            && on_owner(&cl.dir_of(&to))["pid"]
+                .as_u64()
+                .is_some_and(|p| p != 0)
+    });
+    let d = cl.dir_of(&to);
+    let v = on_owner(&d);
+    assert_eq!(
+        (v["state"].as_str(), v["weight"].as_u64()),
+        (Some("running"), Some(700)),
+        "{v}"
+    );
+    assert_eq!(
+        cpu_weight_file(v["pid"].as_u64().expect("pid")),
+        cpu_file_for(700)
+    );
+    let p = &ports(&d)["tl/fw/eth0"];
+    assert_eq!(
+        (p["weight"].clone(), p["rate_limit"].clone()),
+        (700.into(), serde_json::json!({"pps": 100_000}))
+    );
 }
 
 /// The failover time, measured (docs/benchmarks.md, the cluster
@@ -367,56 +437,32 @@ fn instances_run_where_placed_and_move_when_their_node_dies() {
 #[test]
 #[ignore = "a measurement: run with --ignored --nocapture"]
 fn failover_time() {
-    if !rustix::process::geteuid().is_root() || !testing::have_etcd() {
-        println!("SKIPPED failover_time: needs root and etcd");
+    if !can_run("failover_time") {
         return;
     }
     let trials: usize = std::env::var("TRIALS")
         .ok()
         .and_then(|t| t.parse().ok())
         .unwrap_or(10);
-    let members = testing::Members::start(1).expect("etcd starts");
-    let url = members.endpoints();
-    let etcd = Etcd::new(&url).expect("endpoint");
-    let scratch = common::scratch("cluster-failover");
-    let config = scratch.join("c.click");
+    let mut cl = Cluster::start("cluster-failover", &["n1", "n2", "n3"]);
+    let config = cl.scratch.join("c.click");
     std::fs::write(&config, COUNTING).expect("write");
-    let mut nodes: Vec<Node> = ["n1", "n2", "n3"]
-        .iter()
-        .map(|n| {
-            let dir = scratch.join(n);
-            std::fs::create_dir_all(&dir).expect("dir");
-            let daemon = Some(start(&dir, n, &url));
-            Node {
-                name: n.to_string(),
-                dir,
-                daemon,
-            }
-        })
-        .collect();
-    let live = || -> BTreeSet<String> {
-        node::nodes(&etcd)
-            .expect("nodes")
-            .into_iter()
-            .map(|n| n.name)
-            .collect()
-    };
     ok(
-        &nodes[0].dir,
+        &cl.nodes[0].dir,
         &["create", "fw", "--config", config.to_str().expect("path")],
     );
     let mut took = Vec::new();
     for _ in 0..trials {
-        let at = scheduler::placements(&etcd).expect("placements")["fw"].clone();
-        let i = nodes.iter().position(|n| n.name == at).expect("a node");
+        let at = scheduler::placements(&cl.etcd).expect("placements")["fw"].clone();
+        let i = cl.index(&at);
         let t0 = Instant::now();
-        nodes[i].daemon.take().expect("running").kill9();
+        cl.kill9(i);
         let mut to = None;
         while to.is_none() {
-            let now = scheduler::placements(&etcd).expect("placements");
+            let now = scheduler::placements(&cl.etcd).expect("placements");
             if let Some(n) = now.get("fw").filter(|n| **n != at) {
-                let d = &nodes.iter().find(|x| &x.name == n).expect("a node").dir;
-                if count(d, "fw", "c.count").is_some() {
+                let d = cl.dir_of(n);
+                if count(&d, "fw", "c.count").is_some() {
                     to = Some(n.clone());
                 }
             }
@@ -428,8 +474,8 @@ fn failover_time() {
             to.expect("node")
         );
         took.push(ms);
-        nodes[i].daemon = Some(start(&nodes[i].dir, &at, &url));
-        wait_until("the node registers again", || live().contains(&at));
+        cl.restart(i);
+        wait_until("the node registers again", || cl.live().contains(&at));
     }
     took.sort_by(f64::total_cmp);
     println!(
@@ -437,5 +483,4 @@ fn failover_time() {
         took[took.len() / 2],
         took[took.len() - 1]
     );
-    drop(members);
 }

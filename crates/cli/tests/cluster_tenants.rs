@@ -7,77 +7,19 @@
 
 mod common;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
-
-use common::api::{call_with, Reply, To};
-use pronto_cluster::{testing, Etcd};
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn start(dir: &Path, name: &str, etcd: &str) -> common::Daemon {
-    common::start_daemon_with(
-        dir,
-        &[
-            "--cluster",
-            etcd,
-            "--node",
-            name,
-            "--cluster-ttl",
-            "2",
-            "--warm",
-            "0",
-        ],
-    )
-}
-
-/// `method path` on node `dir`'s socket, as the admin (`token` None) or
-/// with a token.
-fn req(dir: &Path, token: Option<&str>, method: &str, path: &str, body: &str) -> Reply {
-    let sock = dir.join("sock");
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let headers: Vec<(&str, &str)> = auth
-        .as_deref()
-        .map(|a| vec![("Authorization", a)])
-        .unwrap_or_default();
-    call_with(&To::Unix(&sock), method, path, &headers, body.as_bytes())
-}
+use common::api::{call_with, To};
+use common::cluster::{can_run, req, wait_until, Cluster};
 
 const COUNTING: &str = "c :: Counter; TimedSource(0.005s) -> c -> Discard;\n";
 const NAMED: &str = "c :: Counter; s :: TimedSource(0.005s) -> c -> Discard;\n";
 
 #[test]
 fn tenants_tokens_and_quotas_hold_across_the_cluster() {
-    if !rustix::process::geteuid().is_root() {
-        println!("SKIPPED tenants_tokens_and_quotas_hold_across_the_cluster: sandboxes need root");
+    if !can_run("tenants_tokens_and_quotas_hold_across_the_cluster") {
         return;
     }
-    if !testing::have_etcd() {
-        return;
-    }
-    let members = testing::Members::start(1).expect("etcd starts");
-    let url = members.endpoints();
-    let etcd = Etcd::new(&url).expect("endpoint");
-    let scratch = common::scratch("cluster-tenants");
-    let dirs: Vec<_> = ["n1", "n2", "n3"]
-        .iter()
-        .map(|n| {
-            let d = scratch.join(n);
-            std::fs::create_dir_all(&d).expect("dir");
-            d
-        })
-        .collect();
-    let _daemons: Vec<_> = ["n1", "n2", "n3"]
-        .iter()
-        .zip(&dirs)
-        .map(|(n, d)| start(d, n, &url))
-        .collect();
+    let cl = Cluster::start("cluster-tenants", &["n1", "n2", "n3"]);
+    let (etcd, dirs) = (&cl.etcd, cl.dirs());
     let (a, b, c) = (&dirs[0], &dirs[1], &dirs[2]);
 
     // Created through n1: stored in etcd with the token's digest, not the
@@ -170,32 +112,12 @@ fn tenants_tokens_and_quotas_hold_across_the_cluster() {
 /// credential); with that node killed, a clear 503 names it.
 #[test]
 fn handler_calls_reach_the_node_that_runs_the_instance() {
-    if !rustix::process::geteuid().is_root() {
-        println!(
-            "SKIPPED handler_calls_reach_the_node_that_runs_the_instance: sandboxes need root"
-        );
+    if !can_run("handler_calls_reach_the_node_that_runs_the_instance") {
         return;
     }
-    if !testing::have_etcd() {
-        return;
-    }
-    let members = testing::Members::start(1).expect("etcd starts");
-    let url = members.endpoints();
-    let scratch = common::scratch("cluster-forward");
     let names = ["n1", "n2", "n3"];
-    let dirs: Vec<_> = names
-        .iter()
-        .map(|n| {
-            let d = scratch.join(n);
-            std::fs::create_dir_all(&d).expect("dir");
-            d
-        })
-        .collect();
-    let mut daemons: Vec<_> = names
-        .iter()
-        .zip(&dirs)
-        .map(|(n, d)| Some(start(d, n, &url)))
-        .collect();
+    let mut cl = Cluster::start("cluster-forward", &names);
+    let dirs = cl.dirs();
 
     let body = serde_json::json!({"name": "h1", "config": NAMED}).to_string();
     let r = req(&dirs[0], None, "POST", "/v1/instances", &body);
@@ -264,7 +186,7 @@ fn handler_calls_reach_the_node_that_runs_the_instance() {
 
     // Its node killed: through the others, a 503 naming that node (until
     // the scheduler has moved the instance).
-    daemons[at].take().expect("daemon").kill9();
+    cl.kill9(at);
     let r = req(
         &dirs[others[0]],
         None,
@@ -280,4 +202,105 @@ fn handler_calls_reach_the_node_that_runs_the_instance() {
         // new node, where it started afresh.
         println!("the instance moved before the call; status {}", r.status);
     }
+}
+
+/// A tenant's write forwarded to the node that runs the instance is
+/// audited there as that tenant, with its token's id, as on the node that
+/// took it (not as the admin the cluster's secret would make it). The
+/// caller header counts only with the secret: sent without it, or with a
+/// wrong one, it is ignored.
+#[test]
+fn forwarded_writes_are_audited_as_the_caller() {
+    if !can_run("forwarded_writes_are_audited_as_the_caller") {
+        return;
+    }
+    let cl = Cluster::start("cluster-audit", &["n1", "n2", "n3"]);
+    let dirs = cl.dirs();
+    let r = req(&dirs[0], None, "POST", "/v1/tenants", r#"{"name":"acme"}"#);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let token = r.json()["token"].as_str().expect("token").to_string();
+    let id = pronto_daemon::audit::token_id(&pronto_daemon::api::digest(&token));
+    for d in &dirs {
+        wait_until("the token works on every node", || {
+            req(d, Some(&token), "GET", "/v1/instances", "").status == 200
+        });
+    }
+    let body = serde_json::json!({"name": "h2", "config": NAMED}).to_string();
+    let r = req(&dirs[0], Some(&token), "POST", "/v1/instances", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let owner = r.json()["node"].as_str().expect("its node").to_string();
+    let at = cl.index(&owner);
+    let other = (at + 1) % 3;
+    let path = "/v1/instances/h2/handlers/s.data";
+
+    // The newest audit entry of `PUT path` on node `i`.
+    let last_put = |i: usize| -> serde_json::Value {
+        let r = req(&dirs[i], None, "GET", "/v1/audit", "");
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()
+            .as_array()
+            .expect("entries")
+            .iter()
+            .rev()
+            .find(|e| e["method"] == "PUT" && e["path"] == path)
+            .cloned()
+            .unwrap_or_else(|| panic!("no PUT {path} audited on {}", cl.nodes[i].name))
+    };
+    let fields = |e: &serde_json::Value| {
+        (
+            e["who"].clone(),
+            e["token"].clone(),
+            e["tenant"].clone(),
+            e["status"].clone(),
+            e["summary"].clone(),
+        )
+    };
+    let acme = |summary: &str| {
+        (
+            "acme".into(),
+            id.clone().into(),
+            "acme".into(),
+            200.into(),
+            summary.into(),
+        )
+    };
+
+    // Through a node that does not run it: forwarded, and audited on both
+    // nodes as acme's, with its token's id.
+    let r = req(&dirs[other], Some(&token), "PUT", path, "hello");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(fields(&last_put(other)), acme("value=hello"));
+    assert_eq!(fields(&last_put(at)), acme("value=hello"));
+
+    // Straight to the owner's TCP API with acme's token: a caller header
+    // naming someone else, without the secret or with a wrong one, is
+    // ignored (the call is acme's).
+    let tcp = cl.nodes[at].daemon.as_ref().expect("running").tcp.clone();
+    for headers in [
+        vec![("X-Pronto-Cluster-Caller", "mallory")],
+        vec![
+            ("X-Pronto-Cluster-Caller", "mallory"),
+            ("X-Pronto-Cluster-Secret", "not-the-secret"),
+            ("X-Pronto-Cluster-Token", "000000000000"),
+        ],
+    ] {
+        let r = call_with(
+            &To::Tcp(&tcp, Some(&token)),
+            "PUT",
+            path,
+            &headers,
+            b"direct",
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(fields(&last_put(at)), acme("value=direct"));
+    }
+    // Without a token, the header makes no one: 401.
+    let r = call_with(
+        &To::Tcp(&tcp, None),
+        "PUT",
+        path,
+        &[("X-Pronto-Cluster-Caller", "acme")],
+        b"nobody",
+    );
+    assert_eq!(r.status, 401, "{}", r.text());
 }

@@ -7,13 +7,11 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::etcd::{Error, Etcd, Event};
+use crate::etcd::{Etcd, Event};
 use crate::node::{self, Leader, Registration, ROOT};
 use crate::placement::Plan;
 use crate::scheduler::{self, ScheduleError};
-
-/// How long a failed call waits before it is tried again.
-const RETRY: Duration = Duration::from_millis(200);
+use crate::watch::{self, Seen, RETRY};
 
 /// What a node does with its placements.
 pub trait Converge {
@@ -26,73 +24,37 @@ pub trait Converge {
 
 /// Follows node `me`'s placements until `stop` is set: runs every instance
 /// placed on `me` (those already there first), stops every one that
-/// leaves. A watch that ends (its member went) is made again from the
-/// revision after the last change seen, through whichever member answers;
-/// a watch from a compacted revision lists the placements again. `stop`
-/// is looked at between changes.
+/// leaves. The loop is [`watch::follow_prefix`]'s: a watch that ends (its
+/// member went) is made again from the revision after the last change
+/// seen, through whichever member answers; a watch from a compacted
+/// revision lists the placements again (and stops what left meanwhile).
+/// `stop` is looked at between changes.
 pub fn follow(etcd: &Etcd, me: &str, c: &mut dyn Converge, stop: &AtomicBool) {
     let prefix = scheduler::assigned_key(me, "");
     let name = |key: &[u8]| String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
     let mut have: HashSet<String> = HashSet::new();
-    let mut from = None;
-    while !stop.load(Ordering::Relaxed) {
-        let rev = match from {
-            Some(r) => r,
-            None => match etcd.range_prefix(&prefix) {
-                Ok(r) => {
-                    let now: HashSet<String> = r.kvs.iter().map(|kv| name(&kv.key)).collect();
-                    for gone in have.difference(&now) {
-                        c.stop(gone);
-                    }
-                    for kv in &r.kvs {
-                        c.run(&name(&kv.key), &kv.value);
-                    }
-                    have = now;
-                    r.revision + 1
-                }
-                Err(_) => {
-                    std::thread::sleep(RETRY);
-                    continue;
-                }
-            },
-        };
-        from = Some(rev);
-        let mut w = match etcd.watch_prefix(&prefix, rev) {
-            Ok(w) => w,
-            Err(Error::Compacted(_)) => {
-                from = None;
-                continue;
+    watch::follow_prefix(etcd, &prefix, stop, &mut |seen| match seen {
+        Seen::All(r) => {
+            let now: HashSet<String> = r.kvs.iter().map(|kv| name(&kv.key)).collect();
+            for gone in have.difference(&now) {
+                c.stop(gone);
             }
-            Err(_) => {
-                std::thread::sleep(RETRY);
-                continue;
+            for kv in &r.kvs {
+                c.run(&name(&kv.key), &kv.value);
             }
-        };
-        while !stop.load(Ordering::Relaxed) {
-            match w.next_event() {
-                Ok(Some(e)) => {
-                    from = Some(e.kv().mod_revision + 1);
-                    let n = name(&e.kv().key);
-                    match e {
-                        Event::Put(kv) => {
-                            c.run(&n, &kv.value);
-                            have.insert(n);
-                        }
-                        Event::Delete(_) => {
-                            c.stop(&n);
-                            have.remove(&n);
-                        }
-                    }
-                }
-                Ok(None) => break,
-                Err(Error::Compacted(_)) => {
-                    from = None;
-                    break;
-                }
-                Err(_) => break,
-            }
+            have = now;
         }
-    }
+        Seen::Change(Event::Put(kv)) => {
+            let n = name(&kv.key);
+            c.run(&n, &kv.value);
+            have.insert(n);
+        }
+        Seen::Change(Event::Delete(kv)) => {
+            let n = name(&kv.key);
+            c.stop(&n);
+            have.remove(&n);
+        }
+    });
 }
 
 /// What the scheduling loop reports after each pass.

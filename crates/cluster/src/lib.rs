@@ -11,7 +11,8 @@
 //! honoured); [`scheduler`], the scheduler's pass over etcd, its writes
 //! fenced by its leadership; [`agent`], what runs on every node: following
 //! its own placements, and the scheduling loop on the elected one;
-//! [`testing`], real etcd members started for tests and experiments.
+//! [`watch`], the one loop that follows a prefix (list, then watch from
+//! the list's revision, list again after a compaction); [`testing`], real etcd members started for tests and experiments.
 
 pub mod agent;
 pub mod etcd;
@@ -19,6 +20,7 @@ pub mod node;
 pub mod placement;
 pub mod scheduler;
 pub mod testing;
+pub mod watch;
 
 pub use etcd::{Compare, Etcd, Event, KeyValue, Op, Range, Watch};
 pub use node::{Leader, Node, Registration};

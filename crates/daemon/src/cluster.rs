@@ -21,9 +21,10 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use pronto_cluster::agent::{self, Converge};
-use pronto_cluster::etcd::Error as EtcdError;
 use pronto_cluster::node::{Node, RegisterError, ROOT};
+use pronto_cluster::watch::{self, Seen};
 use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
+use pronto_switch::switch::DEFAULT_WEIGHT;
 use serde_json::{json, Value};
 
 use crate::failure::Failure;
@@ -68,6 +69,16 @@ pub struct Cluster {
 
 /// The header a node sends the cluster's secret in when it forwards a call.
 pub const SECRET_HEADER: &str = "x-pronto-cluster-secret";
+
+/// The header a forwarded call names its caller in: the tenant's name
+/// (none: the admin). Trusted only on a call that carries the cluster's
+/// secret ([`SECRET_HEADER`]); ignored on any other.
+pub const CALLER_HEADER: &str = "x-pronto-cluster-caller";
+
+/// The header a forwarded call names its caller's token in, as the audit
+/// log records it (the first 12 hex digits of its SHA-256, `unix-socket`,
+/// or `-`); trusted as [`CALLER_HEADER`] is.
+pub const TOKEN_HEADER: &str = "x-pronto-cluster-token";
 
 /// The cluster's shared secret (`secret`): created once by the first node
 /// (create-if-absent), read by the others.
@@ -130,67 +141,29 @@ fn follow_tenants(
             }
         }
     };
-    let mut from = None;
-    while !stop.load(Ordering::Relaxed) {
-        let rev = match from {
-            Some(r) => r,
-            None => match etcd.range_prefix(&prefix) {
-                Ok(r) => {
-                    let mut map = HashMap::new();
-                    for kv in &r.kvs {
-                        apply(kv, &mut map);
-                    }
-                    *cache.write().unwrap_or_else(|e| e.into_inner()) = map;
-                    let _ = ready.send(());
-                    r.revision + 1
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
-                }
-            },
-        };
-        from = Some(rev);
-        let mut w = match etcd.watch_prefix(&prefix, rev) {
-            Ok(w) => w,
-            Err(EtcdError::Compacted(_)) => {
-                from = None;
-                continue;
+    watch::follow_prefix(etcd, &prefix, stop, &mut |seen| match seen {
+        Seen::All(r) => {
+            let mut map = HashMap::new();
+            for kv in &r.kvs {
+                apply(kv, &mut map);
             }
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(200));
-                continue;
-            }
-        };
-        while !stop.load(Ordering::Relaxed) {
-            match w.next_event() {
-                Ok(Some(e)) => {
-                    from = Some(e.kv().mod_revision + 1);
-                    let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
-                    match &e {
-                        Event::Put(kv) => apply(kv, &mut map),
-                        Event::Delete(kv) => {
-                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
-                            map.retain(|_, n| *n != name);
-                            if let Some(m) = manager.upgrade() {
-                                m.forget_tenant(&name);
-                            }
-                        }
+            *cache.write().unwrap_or_else(|e| e.into_inner()) = map;
+            let _ = ready.send(());
+        }
+        Seen::Change(e) => {
+            let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
+            match &e {
+                Event::Put(kv) => apply(kv, &mut map),
+                Event::Delete(kv) => {
+                    let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
+                    map.retain(|_, n| *n != name);
+                    if let Some(m) = manager.upgrade() {
+                        m.forget_tenant(&name);
                     }
-                }
-                // The member ended the stream: watch again.
-                Ok(None) => break,
-                Err(EtcdError::Compacted(_)) => {
-                    from = None;
-                    break;
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(200));
-                    break;
                 }
             }
         }
-    }
+    });
 }
 
 fn etcd_failure(e: impl std::fmt::Display) -> Failure {
@@ -298,13 +271,15 @@ impl Cluster {
                 })
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
+        let conv = ManagerConverge {
+            manager: Arc::downgrade(manager),
+            etcd: etcd.clone(),
+            node: c.node.clone(),
+            reg: reg.clone(),
+            converging: Arc::new(Mutex::new(HashMap::new())),
+        };
         {
-            let mut conv = ManagerConverge {
-                manager: Arc::downgrade(manager),
-                etcd: etcd.clone(),
-                node: c.node.clone(),
-                reg: reg.clone(),
-            };
+            let mut conv = conv.clone();
             let (etcd, me, stop) = (etcd.clone(), c.node.clone(), c.stop.clone());
             std::thread::Builder::new()
                 .name("cluster-follow".into())
@@ -312,12 +287,7 @@ impl Cluster {
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
         {
-            let conv = ManagerConverge {
-                manager: Arc::downgrade(manager),
-                etcd: etcd.clone(),
-                node: c.node.clone(),
-                reg: reg.clone(),
-            };
+            let conv = conv.clone();
             let stop = c.stop.clone();
             std::thread::Builder::new()
                 .name("cluster-configs".into())
@@ -327,12 +297,6 @@ impl Cluster {
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
         {
-            let conv = ManagerConverge {
-                manager: Arc::downgrade(manager),
-                etcd,
-                node: c.node.clone(),
-                reg,
-            };
             let stop = c.stop.clone();
             std::thread::Builder::new()
                 .name("cluster-report".into())
@@ -472,13 +436,20 @@ impl Cluster {
         Ok(())
     }
 
-    /// Replaces instance `name`'s configuration in the desired state (the
-    /// node that runs it takes it).
-    pub fn reconfigure(&self, tenant: &str, name: &str, config: &str) -> Result<(), Failure> {
+    /// Rewrites stored instance `name` of `tenant` with `change` made to
+    /// its spec, in a transaction under a compare of the revision read (a
+    /// 409 if it changed meanwhile); the revision it was stored at. The
+    /// node that runs the instance takes the change from its watch.
+    fn update(
+        &self,
+        tenant: &str,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> Result<i64, Failure> {
         let (mut v, rev) = self.stored(tenant, name)?;
-        v["config"] = json!(config);
+        change(&mut v);
         let key = scheduler::instance_key(name);
-        let (ok, _) = self
+        let (ok, at) = self
             .etcd
             .txn(
                 &[Compare::ModRevision(key.clone(), rev)],
@@ -496,7 +467,32 @@ impl Cluster {
                 None,
             ));
         }
-        Ok(())
+        Ok(at)
+    }
+
+    /// Replaces instance `name`'s configuration in the desired state (the
+    /// node that runs it takes it); the revision stored at.
+    pub fn reconfigure(&self, tenant: &str, name: &str, config: &str) -> Result<i64, Failure> {
+        self.update(tenant, name, |v| v["config"] = json!(config))
+    }
+
+    /// Sets instance `name`'s weight in the desired state (the node that
+    /// runs it applies it to its sandbox and ports without a restart; a
+    /// node it moves to starts it with it); the revision stored at. The
+    /// caller checked the range and the tenant's cap.
+    pub fn set_weight(&self, tenant: &str, name: &str, weight: u32) -> Result<i64, Failure> {
+        self.update(tenant, name, |v| v["weight"] = json!(weight))
+    }
+
+    /// Sets (or, with `None`, lifts) instance `name`'s rate limit in the
+    /// desired state, as [`Cluster::set_weight`] its weight.
+    pub fn set_rate_limit(
+        &self,
+        tenant: &str,
+        name: &str,
+        limit: Option<crate::store::RateLimitSpec>,
+    ) -> Result<i64, Failure> {
+        self.update(tenant, name, |v| v["rate_limit"] = json!(limit))
     }
 
     /// The tenant whose token has digest `d`, as the watched cache has it.
@@ -709,6 +705,8 @@ impl Cluster {
                 "state": state,
                 "config": v["config"],
                 "node": node,
+                "weight": v["weight"].as_u64().unwrap_or(u64::from(DEFAULT_WEIGHT)),
+                "rate_limit": v["rate_limit"],
                 "interfaces": v["interfaces"].as_array().map_or(Vec::new(), |a| {
                     a.iter().map(|f| json!({"name": f["name"], "mac": f["mac"]})).collect()
                 }),
@@ -724,16 +722,29 @@ impl Cluster {
 
 /// Converges this node's instances on its assignments, through the
 /// manager.
+#[derive(Clone)]
 struct ManagerConverge {
     manager: Weak<Manager>,
     etcd: Arc<Etcd>,
     node: String,
     reg: Arc<Registration>,
+    /// Held while an instance is converged on its stored spec (or
+    /// stopped): the follower of assignments and the follower of specs
+    /// take turns, so that a spec read earlier is never applied after one
+    /// read later. It holds, by name, the revision of the spec each
+    /// instance took (reported again with its state after a renewal).
+    converging: Arc<Mutex<HashMap<String, i64>>>,
 }
 
 impl ManagerConverge {
-    fn report(&self, name: &str, state: &str, error: Option<&Failure>) {
+    /// Reports instance `name`'s `state` (and `error`) under
+    /// `status/NODE/NAME`; `revision`: the revision of its stored spec
+    /// it has taken (what an API call that changed the spec waits for).
+    fn report(&self, name: &str, state: &str, error: Option<&Failure>, revision: Option<i64>) {
         let mut v = json!({"node": self.node, "state": state});
+        if let Some(r) = revision {
+            v["revision"] = json!(r);
+        }
         if let Some(e) = error {
             // The kind and the field, so that the API that took the
             // create can answer as a single node would.
@@ -771,8 +782,10 @@ impl ManagerConverge {
             let Some(m) = self.manager.upgrade() else {
                 return;
             };
+            let taken = self.converging.lock().unwrap_or_else(|e| e.into_inner());
             for i in m.list(None) {
-                self.report(&i.name, &state_text(&i), None);
+                let rev = taken.get(&i.name).copied();
+                self.report(&i.name, &state_text(&i), None, rev);
             }
         }
     }
@@ -784,14 +797,17 @@ impl ManagerConverge {
             .is_some_and(|m| m.list(None).iter().any(|i| i.name == name))
     }
 
-    /// Runs `name` as stored, or takes its stored configuration if it runs.
+    /// Runs `name` as stored, or, if it runs, takes what changed in its
+    /// stored spec without restarting it (its configuration, weight, rate
+    /// limit); reports the revision of the spec taken.
     fn converge(&self, name: &str, only_if_running: bool) {
         let Some(m) = self.manager.upgrade() else {
             return;
         };
-        let spec = match self.etcd.get(&scheduler::instance_key(name)) {
+        let mut taken = self.converging.lock().unwrap_or_else(|e| e.into_inner());
+        let (spec, rev) = match self.etcd.get(&scheduler::instance_key(name)) {
             Ok(Some(kv)) => match serde_json::from_slice::<InstanceSpec>(&kv.value) {
-                Ok(s) if s.name == name => s,
+                Ok(s) if s.name == name => (s, kv.mod_revision),
                 Ok(_) | Err(_) => {
                     self.report(
                         name,
@@ -800,6 +816,7 @@ impl ManagerConverge {
                             "its stored spec is not an instance".into(),
                             None,
                         )),
+                        Some(kv.mod_revision),
                     );
                     return;
                 }
@@ -816,93 +833,79 @@ impl ManagerConverge {
             .into_iter()
             .find(|i| i.name == name);
         match running {
-            Some(v) if v.config != spec.config => {
-                match m.reconfigure(&spec.tenant, name, &spec.config) {
-                    Ok(v) => self.report(name, &state_text(&v), None),
-                    Err(e) => self.report(
-                        name,
-                        "running",
-                        Some(&match e {
-                            Failure::BadRequest(m, f) => {
-                                Failure::BadRequest(format!("reconfiguration refused: {m}"), f)
-                            }
-                            e => e,
-                        }),
-                    ),
+            Some(mut v) => {
+                let mut error = None;
+                if v.config != spec.config {
+                    match m.reconfigure(&spec.tenant, name, &spec.config) {
+                        Ok(now) => v = now,
+                        Err(Failure::BadRequest(m, f)) => {
+                            error = Some(Failure::BadRequest(
+                                format!("reconfiguration refused: {m}"),
+                                f,
+                            ))
+                        }
+                        Err(e) => error = Some(e),
+                    }
                 }
+                let weight = spec.weight.unwrap_or(DEFAULT_WEIGHT);
+                if v.weight != weight {
+                    match m.set_weight(&spec.tenant, name, weight) {
+                        Ok(now) => v = now,
+                        Err(e) => error = error.or(Some(e)),
+                    }
+                }
+                if v.rate_limit != spec.rate_limit {
+                    match m.set_rate_limit(&spec.tenant, name, spec.rate_limit) {
+                        Ok(now) => v = now,
+                        Err(e) => error = error.or(Some(e)),
+                    }
+                }
+                if let Some(e) = &error {
+                    eprintln!("prontod: cluster: instance `{name}`: {e}");
+                }
+                self.report(name, &state_text(&v), error.as_ref(), Some(rev));
+                taken.insert(name.to_string(), rev);
             }
-            Some(_) => {}
             None if only_if_running => {}
             None => match m.create(spec) {
-                Ok(v) => self.report(name, &state_text(&v), None),
+                Ok(v) => {
+                    self.report(name, &state_text(&v), None, Some(rev));
+                    taken.insert(name.to_string(), rev);
+                }
                 Err(e) => {
                     eprintln!("prontod: cluster: instance `{name}`: {e}");
-                    self.report(name, "failed", Some(&e));
+                    self.report(name, "failed", Some(&e), Some(rev));
                 }
             },
         }
     }
 
-    /// Takes configurations changed in etcd for the instances this node
-    /// runs, until `stop` is set.
+    /// Takes specs changed in etcd (configuration, weight, rate limit) for
+    /// the instances this node runs, until `stop` is set.
     fn follow_configs(&self, stop: &AtomicBool) {
         let prefix = scheduler::instance_key("");
-        let mut from = None;
-        while !stop.load(Ordering::Relaxed) {
-            let rev = match from {
-                Some(r) => r,
-                // At the start, and after a compaction hid changes: every
-                // instance running here takes what is stored now.
-                None => match self.etcd.range_prefix(&prefix) {
-                    Ok(r) => {
-                        for kv in &r.kvs {
-                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
-                            if self.runs(&name) {
-                                self.converge(&name, true);
-                            }
-                        }
-                        r.revision + 1
+        let name = |key: &[u8]| String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+        watch::follow_prefix(&self.etcd, &prefix, stop, &mut |seen| match seen {
+            // At the start, and after a compaction hid changes: every
+            // instance running here takes what is stored now.
+            Seen::All(r) => {
+                for kv in &r.kvs {
+                    let name = name(&kv.key);
+                    if self.runs(&name) {
+                        self.converge(&name, true);
                     }
-                    Err(_) => {
-                        std::thread::sleep(Duration::from_millis(200));
-                        continue;
-                    }
-                },
-            };
-            from = Some(rev);
-            let mut w = match self.etcd.watch_prefix(&prefix, rev) {
-                Ok(w) => w,
-                Err(EtcdError::Compacted(_)) => {
-                    from = None;
-                    continue;
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
-                }
-            };
-            while !stop.load(Ordering::Relaxed) {
-                match w.next_event() {
-                    Ok(Some(e)) => {
-                        from = Some(e.kv().mod_revision + 1);
-                        if let Event::Put(kv) = e {
-                            let name = String::from_utf8_lossy(&kv.key[prefix.len()..]);
-                            // Only what runs here: no etcd read for the
-                            // others' instances.
-                            if self.runs(&name) {
-                                self.converge(&name, true);
-                            }
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(EtcdError::Compacted(_)) => {
-                        from = None;
-                        break;
-                    }
-                    Err(_) => break,
                 }
             }
-        }
+            Seen::Change(Event::Put(kv)) => {
+                let name = name(&kv.key);
+                // Only what runs here: no etcd read for the others'
+                // instances.
+                if self.runs(&name) {
+                    self.converge(&name, true);
+                }
+            }
+            Seen::Change(Event::Delete(_)) => {}
+        });
     }
 }
 
@@ -922,6 +925,8 @@ impl Converge for ManagerConverge {
         let Some(m) = self.manager.upgrade() else {
             return;
         };
+        let mut taken = self.converging.lock().unwrap_or_else(|e| e.into_inner());
+        taken.remove(name);
         for i in m.list(None).into_iter().filter(|i| i.name == name) {
             if let Err(e) = m.remove(&i.tenant, name) {
                 eprintln!("prontod: cluster: removing instance `{name}`: {e}");

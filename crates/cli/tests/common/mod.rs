@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod api;
+pub mod cluster;
 pub mod netns;
 
 use std::path::{Path, PathBuf};

@@ -198,10 +198,14 @@ enum Caller {
 
 impl App {
     fn caller(&self, h: &HeaderMap) -> Result<Caller, ApiError> {
-        // A call another node forwarded: it authenticated the caller and
-        // names the tenant in `?tenant=` (docs/cluster.md).
+        // A call another node forwarded: it authenticated the caller,
+        // names the tenant in `?tenant=` and a tenant caller in its
+        // caller header, believed only with the secret (docs/cluster.md).
         if self.s.cluster.as_ref().is_some_and(|c| c.is_node(h)) {
-            return Ok(Caller::Admin);
+            let tenant = h
+                .get(crate::cluster::CALLER_HEADER)
+                .and_then(|v| v.to_str().ok());
+            return Ok(tenant.map_or(Caller::Admin, |t| Caller::Tenant(t.to_string())));
         }
         let auth = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let Some(auth) = auth else {
@@ -762,8 +766,46 @@ fn cluster_create(
     ))
 }
 
-/// `PUT /v1/instances/NAME/config` in cluster mode: stored in etcd; the
-/// node that runs the instance takes it.
+/// Waits (up to 20 s) until the node instance `name` is placed on has
+/// taken its stored spec of revision `rev` or later (its report's
+/// `revision`): the listing's entry, with that node's error if it refused
+/// the change. An instance placed on no node answers at once (the node it
+/// goes to starts it as stored).
+fn cluster_wait_taken(
+    c: &crate::cluster::Cluster,
+    m: &Manager,
+    tenant: &str,
+    name: &str,
+    rev: i64,
+) -> Result<Value, ApiError> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut v = cluster_list(c, m, Some(tenant))?
+            .into_iter()
+            .find(|i| i["name"] == name)
+            .ok_or_else(|| Failure::NotFound(format!("no instance `{name}`")))?;
+        let report = v["node"].as_str().and_then(|n| c.report_of(n, name));
+        let taken = match (&v["node"], &report) {
+            (Value::Null, _) => true,
+            (_, Some(r)) => r["revision"].as_i64().is_some_and(|r| r >= rev),
+            (_, None) => false,
+        };
+        if taken || t0.elapsed() > CLUSTER_WAIT {
+            if let Some(e) = report
+                .as_ref()
+                .and_then(|r| r.get("error"))
+                .filter(|_| taken)
+            {
+                v["error"] = e.clone();
+            }
+            return Ok(v);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `PUT /v1/instances/NAME/config` in cluster mode: stored in etcd;
+/// answered once the node that runs the instance has taken it.
 fn cluster_reconfigure(
     c: &crate::cluster::Cluster,
     m: &Manager,
@@ -771,8 +813,8 @@ fn cluster_reconfigure(
     name: &str,
     config: &str,
 ) -> Result<Value, ApiError> {
-    c.reconfigure(tenant, name, config)?;
-    cluster_wait(c, m, tenant, name, |v| v["config"] == config)
+    let rev = c.reconfigure(tenant, name, config)?;
+    cluster_wait_taken(c, m, tenant, name, rev)
 }
 
 /// The instances of the cluster (of `tenant`, or all): those this node
@@ -911,6 +953,14 @@ async fn instances_rate_limit(
     let v: Option<Value> = f.opt("rate_limit")?;
     let limit = rate_limit_of(Some(&v.unwrap_or(Value::Null)))?;
     let m = a.s.manager.clone();
+    if let Some(c) = a.s.cluster.clone() {
+        let v = blocking(move || {
+            let rev = c.set_rate_limit(&t, &name, limit)?;
+            cluster_wait_taken(&c, &m, &t, &name, rev)
+        })
+        .await?;
+        return Ok(Json(v).into_response());
+    }
     let v = blocking(move || Ok(m.set_rate_limit(&t, &name, limit)?)).await?;
     Ok(Json(v).into_response())
 }
@@ -934,6 +984,14 @@ async fn instances_weight(
     check_weight(Some(weight))?;
     check_tenant_weight(&caller, Some(weight))?;
     let m = a.s.manager.clone();
+    if let Some(c) = a.s.cluster.clone() {
+        let v = blocking(move || {
+            let rev = c.set_weight(&t, &name, weight)?;
+            cluster_wait_taken(&c, &m, &t, &name, rev)
+        })
+        .await?;
+        return Ok(Json(v).into_response());
+    }
     let v = blocking(move || Ok(m.set_weight(&t, &name, weight)?)).await?;
     Ok(Json(v).into_response())
 }
@@ -967,10 +1025,13 @@ fn encode(s: &str) -> String {
 
 /// In cluster mode, a call to instance `name` of tenant `t` that another
 /// node runs is sent to that node's API (`tail`: the path after
-/// `/v1/instances/NAME`) with the cluster's secret, and its answer is
+/// `/v1/instances/NAME`) with the cluster's secret and the caller (of
+/// headers `h`: a tenant by name, and its token's id, so that the owner
+/// authorizes and audits the call as the caller's), and its answer is
 /// this one's; `None`: answer here.
 async fn forward(
     a: &App,
+    h: &HeaderMap,
     t: &str,
     name: &str,
     method: &'static str,
@@ -983,6 +1044,8 @@ async fn forward(
     if a.s.manager.list(Some(t)).iter().any(|i| i.name == name) {
         return Ok(None);
     }
+    let caller = a.caller(h)?;
+    let (_, token) = a.who(h);
     let (t, name, tail) = (t.to_string(), name.to_string(), tail.to_string());
     blocking(move || {
         let Some((node, api)) = c.owner_api(&t, &name)? else {
@@ -1006,7 +1069,12 @@ async fn forward(
             .timeout(std::time::Duration::from_secs(30))
             .build()
             .request(method, &url)
-            .set(crate::cluster::SECRET_HEADER, c.secret());
+            .set(crate::cluster::SECRET_HEADER, c.secret())
+            .set(crate::cluster::TOKEN_HEADER, &token);
+        let req = match &caller {
+            Caller::Tenant(n) => req.set(crate::cluster::CALLER_HEADER, n),
+            Caller::Admin => req,
+        };
         let r = match body {
             Some(b) => req.send_bytes(&b),
             None => req.call(),
@@ -1051,7 +1119,7 @@ async fn handler_read(
     let t = a.tenant(&h, &q)?;
     check_handler(&handler)?;
     let tail = format!("/handlers/{}", encode(&handler));
-    if let Some(r) = forward(&a, &t, &name, "GET", &tail, None).await? {
+    if let Some(r) = forward(&a, &h, &t, &name, "GET", &tail, None).await? {
         return Ok(r);
     }
     let m = a.s.manager.clone();
@@ -1074,6 +1142,7 @@ async fn handler_write(
     let tail = format!("/handlers/{}", encode(&handler));
     if let Some(r) = forward(
         &a,
+        &h,
         &t,
         &name,
         "PUT",
@@ -1096,7 +1165,7 @@ async fn instances_stats(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
-    if let Some(r) = forward(&a, &t, &name, "GET", "/stats", None).await? {
+    if let Some(r) = forward(&a, &h, &t, &name, "GET", "/stats", None).await? {
         return Ok(r);
     }
     let m = a.s.manager.clone();
@@ -1121,7 +1190,7 @@ async fn instances_counters(
     Query(q): Query<TenantQuery>,
 ) -> Result<Response, ApiError> {
     let t = a.tenant(&h, &q)?;
-    if let Some(r) = forward(&a, &t, &name, "GET", "/counters", None).await? {
+    if let Some(r) = forward(&a, &h, &t, &name, "GET", "/counters", None).await? {
         return Ok(r);
     }
     let m = a.s.manager.clone();
@@ -1444,6 +1513,14 @@ impl App {
                 let t = v.to_str().unwrap_or("");
                 crate::audit::token_id(&digest(t.strip_prefix("Bearer ").unwrap_or("").trim()))
             }
+            // A forwarded call: the token its node recorded.
+            None if self.s.cluster.as_ref().is_some_and(|c| c.is_node(h)) => h
+                .get(crate::cluster::TOKEN_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .filter(|t| {
+                    t.len() <= 16 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                })
+                .map_or_else(|| "-".to_string(), str::to_string),
             None if self.unix => "unix-socket".to_string(),
             None => "-".to_string(),
         };

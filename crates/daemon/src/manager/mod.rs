@@ -630,22 +630,18 @@ impl Manager {
         name: &str,
         limit: Option<crate::store::RateLimitSpec>,
     ) -> Result<InstanceView, Failure> {
-        let key = crate::store::key(tenant, name);
-        let _held = self.names.lock(&key);
-        let inst = self.get(tenant, name)?;
-        let mut next = lock(&inst.spec).clone();
-        next.rate_limit = limit;
-        self.store
-            .put_instance(&next)
-            .map_err(|e| Failure::Internal(e.to_string()))?;
-        let l = limit.map(|l| l.limit()).unwrap_or_default();
-        for i in &next.interfaces {
-            if let Some(id) = self.port_named(&format!("{tenant}/{name}/{}", i.name)) {
-                self.switch.set_rate_limit(id, l);
-            }
-        }
-        *lock(&inst.spec) = next;
-        Ok(self.view_inst(&inst, None))
+        self.update_spec(
+            tenant,
+            name,
+            |spec| spec.rate_limit = limit,
+            |_, ports| {
+                let l = limit.map(|l| l.limit()).unwrap_or_default();
+                for id in ports {
+                    self.switch.set_rate_limit(id, l);
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Sets an instance's weight while it runs: its sandbox's CPU weight
@@ -657,33 +653,59 @@ impl Manager {
         name: &str,
         weight: u32,
     ) -> Result<InstanceView, Failure> {
+        self.update_spec(
+            tenant,
+            name,
+            |spec| spec.weight = Some(weight),
+            |inst, ports| {
+                let live = lock(&inst.live).clone();
+                if let Some(sb) = live {
+                    if let Some(cg) = lock(&sb).cgroup() {
+                        let only_weight = pronto_sandbox::Limits {
+                            memory_bytes: None,
+                            cpu: None,
+                            pids: None,
+                            cpu_weight: Some(weight),
+                            ..pronto_sandbox::Limits::default()
+                        };
+                        cg.update(&only_weight)
+                            .map_err(|e| Failure::Internal(format!("instance `{name}`: {e}")))?;
+                    }
+                }
+                for id in ports {
+                    self.switch.set_weight(id, weight);
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Changes a field of a running instance's spec without restarting
+    /// it, one operation at a time per name: `change` edits a copy of the
+    /// spec, which is stored (for the next start), then `apply` gives it
+    /// to the running instance (`inst`, and the switch ports of its
+    /// interfaces attached now); the copy becomes the instance's spec once
+    /// `apply` succeeded.
+    fn update_spec(
+        &self,
+        tenant: &str,
+        name: &str,
+        change: impl FnOnce(&mut crate::store::InstanceSpec),
+        apply: impl FnOnce(&Instance, &mut dyn Iterator<Item = u16>) -> Result<(), Failure>,
+    ) -> Result<InstanceView, Failure> {
         let key = crate::store::key(tenant, name);
         let _held = self.names.lock(&key);
         let inst = self.get(tenant, name)?;
         let mut next = lock(&inst.spec).clone();
-        next.weight = Some(weight);
+        change(&mut next);
         self.store
             .put_instance(&next)
             .map_err(|e| Failure::Internal(e.to_string()))?;
-        let live = lock(&inst.live).clone();
-        if let Some(sb) = live {
-            if let Some(cg) = lock(&sb).cgroup() {
-                let only_weight = pronto_sandbox::Limits {
-                    memory_bytes: None,
-                    cpu: None,
-                    pids: None,
-                    cpu_weight: Some(weight),
-                    ..pronto_sandbox::Limits::default()
-                };
-                cg.update(&only_weight)
-                    .map_err(|e| Failure::Internal(format!("instance `{name}`: {e}")))?;
-            }
-        }
-        for i in &next.interfaces {
-            if let Some(id) = self.port_named(&format!("{tenant}/{name}/{}", i.name)) {
-                self.switch.set_weight(id, weight);
-            }
-        }
+        let mut ports = next
+            .interfaces
+            .iter()
+            .filter_map(|i| self.port_named(&format!("{tenant}/{name}/{}", i.name)));
+        apply(&inst, &mut ports)?;
         *lock(&inst.spec) = next;
         Ok(self.view_inst(&inst, None))
     }
