@@ -113,34 +113,21 @@ fn session(auth: &str, tag: &str, python: &str, with_iperf: bool) {
     let acct = dir.0.join("acct.log");
     let ctl = dir.0.join("ctl");
     let log_path = dir.0.join("pronto.log");
-    let router = t
-        .exec(
-            1,
-            &[
-                env!("CARGO_BIN_EXE_pronto"),
-                "run",
-                &format!("{root}/examples/bras.click"),
-                &format!("A={a}"),
-                &format!("B={b}"),
-                &format!("AMAC={amac}"),
-                &format!("BMAC={bmac}"),
-                &format!("AUTH={auth}"),
-                &format!("SUBS={root}/examples/bras-subscribers.txt"),
-                &format!("ACCT={}", acct.display()),
-                &format!("CONTROL={}", ctl.display()),
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path).expect("log"))
-        .spawn()
-        .expect("pronto runs");
-    t.children.push(router);
-    let said = || {
-        format!(
-            "pronto's standard error:\n{}",
-            std::fs::read_to_string(&log_path).unwrap_or_default()
-        )
-    };
+    let said = t.spawn_pronto(
+        1,
+        &[
+            &format!("{root}/examples/bras.click"),
+            &format!("A={a}"),
+            &format!("B={b}"),
+            &format!("AMAC={amac}"),
+            &format!("BMAC={bmac}"),
+            &format!("AUTH={auth}"),
+            &format!("SUBS={root}/examples/bras-subscribers.txt"),
+            &format!("ACCT={}", acct.display()),
+            &format!("CONTROL={}", ctl.display()),
+        ],
+        &log_path,
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     while !ctl.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));

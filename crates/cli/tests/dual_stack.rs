@@ -17,8 +17,6 @@
 
 mod common;
 
-use std::process::Stdio;
-
 use common::netns::{
     address_dual_stack_hosts, dual_stack_clients_get_through, mac_of, missing_prerequisite, Routed,
 };
@@ -39,29 +37,17 @@ fn real_clients_cross_the_dual_stack_router_over_ipv4_and_ipv6() {
         env!("CARGO_MANIFEST_DIR")
     );
     let log_path = std::env::temp_dir().join(format!("pronto-dual-stack-{pid}.log"));
-    let log = std::fs::File::create(&log_path).expect("log file");
-    let router = t
-        .exec(
-            1,
-            &[
-                env!("CARGO_BIN_EXE_pronto"),
-                "run",
-                &config,
-                &format!("A={a}"),
-                &format!("B={b}"),
-                &format!("AMAC={amac}"),
-                &format!("BMAC={bmac}"),
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("pronto runs");
-    t.children.push(router);
-    let pronto_said = || {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        format!("pronto's standard error:\n{text}")
-    };
+    let pronto_said = t.spawn_pronto(
+        1,
+        &[
+            &config,
+            &format!("A={a}"),
+            &format!("B={b}"),
+            &format!("AMAC={amac}"),
+            &format!("BMAC={bmac}"),
+        ],
+        &log_path,
+    );
 
     dual_stack_clients_get_through(&mut t, &amac, &pronto_said);
     drop(t);

@@ -22,7 +22,6 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::netns::{mac_of, missing_prerequisite, must, Routed};
@@ -179,29 +178,17 @@ fn exercise(example: &str, tag: &str, check: impl FnOnce(&Path, u16)) {
     let config = config.display().to_string();
     let log_path = tmp.join(format!("pronto-{example}-{pid}.log"));
     let web_log_path = tmp.join(format!("pronto-{example}-web-{pid}.log"));
-    let log = std::fs::File::create(&log_path).expect("log file");
-    let router = t
-        .exec(
-            1,
-            &[
-                env!("CARGO_BIN_EXE_pronto"),
-                "run",
-                &config,
-                &format!("A={a}"),
-                &format!("B={b}"),
-                &format!("AMAC={amac}"),
-                &format!("BMAC={bmac}"),
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("pronto runs");
-    t.children.push(router);
-    let pronto_said = || {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        format!("pronto's standard error:\n{text}")
-    };
+    let pronto_said = t.spawn_pronto(
+        1,
+        &[
+            &config,
+            &format!("A={a}"),
+            &format!("B={b}"),
+            &format!("AMAC={amac}"),
+            &format!("BMAC={bmac}"),
+        ],
+        &log_path,
+    );
 
     // ICMPv6 echo to the server's IPv4-embedded address becomes ICMP echo
     // and back: Neighbor Discovery and ARP answered by pronto.

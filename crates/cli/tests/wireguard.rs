@@ -162,32 +162,19 @@ fn wireguard_go_peer_pings_and_iperf3_through_pronto_with_a_rekey() {
         "{}/../../examples/wireguard.click",
         env!("CARGO_MANIFEST_DIR")
     );
-    let router = t
-        .exec(
-            1,
-            &[
-                env!("CARGO_BIN_EXE_pronto"),
-                "run",
-                &config,
-                &format!("OUT={out_if}"),
-                &format!("IN={in_if}"),
-                &format!("OUTMAC={omac}"),
-                &format!("INMAC={imac}"),
-                &format!("KEYS={}", keys.display()),
-                &format!("CTL={}", ctl_path.display()),
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path).expect("log"))
-        .spawn()
-        .expect("pronto runs");
-    t.children.push(router);
-    let said = || {
-        format!(
-            "pronto's standard error:\n{}",
-            std::fs::read_to_string(&log_path).unwrap_or_default()
-        )
-    };
+    let said = t.spawn_pronto(
+        1,
+        &[
+            &config,
+            &format!("OUT={out_if}"),
+            &format!("IN={in_if}"),
+            &format!("OUTMAC={omac}"),
+            &format!("INMAC={imac}"),
+            &format!("KEYS={}", keys.display()),
+            &format!("CTL={}", ctl_path.display()),
+        ],
+        &log_path,
+    );
     let mut ctl = Ctl::connect(&ctl_path);
     assert_eq!(ctl.read("wg.public_key"), gw_pub, "{}", said());
 

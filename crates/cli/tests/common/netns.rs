@@ -9,6 +9,7 @@
 //! 10.N.0.1/24                                        10.N.0.2/24
 //! ```
 
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -248,6 +249,31 @@ impl Routed {
             .spawn()
             .unwrap_or_else(|e| panic!("{args:?}: {e}"));
         self.children.push(child);
+    }
+
+    /// Starts `pronto run ARGS...` (the binary under test) in namespace
+    /// `which`, its standard error to the file `log`; returns what to add
+    /// to a failed assertion: what pronto said there so far.
+    pub fn spawn_pronto(
+        &mut self,
+        which: usize,
+        args: &[&str],
+        log: &Path,
+    ) -> impl Fn() -> String + use<> {
+        let mut all = vec![env!("CARGO_BIN_EXE_pronto"), "run"];
+        all.extend_from_slice(args);
+        self.spawn(
+            which,
+            &all,
+            std::fs::File::create(log).expect("pronto's log file"),
+        );
+        let log = log.to_path_buf();
+        move || {
+            format!(
+                "pronto's standard error:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        }
     }
 
     /// Runs `args` in namespace `which`: success, stdout and stderr.
