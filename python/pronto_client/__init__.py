@@ -428,7 +428,8 @@ class Client:
                weight: Optional[int] = None,
                rate_limit: Union[str, Dict[str, int], None] = None,
                port_slots: Optional[int] = None,
-               port_ring: Optional[int] = None) -> Instance:
+               port_ring: Optional[int] = None,
+               node: Optional[str] = None) -> Instance:
         """Creates and starts an instance; raises BadRequest (field
         ``config``, message with line:column) if its configuration does
         not build, and nothing is created. ``weight`` (1 to 10,000, 100
@@ -437,8 +438,11 @@ class Client:
         ``{"pps": 100000}``) caps each interface, each way;
         ``port_slots`` and ``port_ring`` (both or neither) size its switch
         ports' pools and rings (the daemon's defaults otherwise; the ports
-        must fit in its memory)."""
+        must fit in its memory); ``node`` (cluster mode) pins it to that
+        node: placed there or nowhere."""
         body: Dict[str, Any] = {"name": name, "config": config}
+        if node is not None:
+            body["node"] = node
         if memory is not None:
             body["memory"] = memory
         if cpu is not None:

@@ -536,6 +536,10 @@ pub struct CreateArgs {
     /// take more frames per wake-up.
     #[arg(long, value_name = "N")]
     pub port_ring: Option<String>,
+    /// (cluster) The node it must run on: placed there or nowhere (it
+    /// waits while that node is not live).
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
     /// An interface, a port on the switch, with its MAC if given, the
     /// IPv4 or IPv6 address the instance uses on it, which the switch then
     /// answers ARP or Neighbor Solicitations for itself, and
@@ -764,7 +768,8 @@ impl CtlCmd {
                     .flag("--weight", &a.weight)
                     .flag("--rate-limit", &a.rate_limit)
                     .flag("--port-slots", &a.port_slots)
-                    .flag("--port-ring", &a.port_ring);
+                    .flag("--port-ring", &a.port_ring)
+                    .flag("--node", &a.node);
                 for i in a.iface {
                     c.flags.push(("--iface".into(), i));
                 }

@@ -158,6 +158,9 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                 body["port_geometry"] =
                     json!({"slots": n("--port-slots", &slots)?, "ring": n("--port-ring", &ring)?});
             }
+            if let Some(n) = flag(&["--node"]).pop() {
+                body["node"] = json!(n);
+            }
             if let Some(r) = flag(&["--rate-limit"]).pop() {
                 let l = pronto_switch::RateLimit::parse(&r)
                     .map_err(|e| format!("--rate-limit: {e}"))?;

@@ -82,6 +82,9 @@ pub struct DaemonArgs {
     /// Seconds the cluster waits for this node's keep-alives before it takes the node for dead and moves its instances (default 3).
     #[arg(long, value_name = "SECONDS")]
     cluster_ttl: Option<String>,
+    /// The API over TLS at ADDR:PORT, an address the other nodes (machines) reach: calls for instances this node runs are forwarded there, the certificate pinned by its fingerprint in etcd (port 0 picks one; needs --cluster).
+    #[arg(long, value_name = "ADDR:PORT")]
+    cluster_listen: Option<String>,
 }
 
 /// The API socket used when none is given.
@@ -222,7 +225,7 @@ fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
         };
     }
     o.cluster = match (&a.cluster, &a.node) {
-        (None, None) if a.cluster_ttl.is_none() => None,
+        (None, None) if a.cluster_ttl.is_none() && a.cluster_listen.is_none() => None,
         (Some(endpoints), Some(node)) => {
             let ttl = match &a.cluster_ttl {
                 None => pronto_daemon::cluster::DEFAULT_TTL,
@@ -239,10 +242,22 @@ fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
                 endpoints: endpoints.clone(),
                 node: node.clone(),
                 ttl,
+                listen: match &a.cluster_listen {
+                    None => None,
+                    Some(v) => Some(v.parse().map_err(|_| {
+                        format!(
+                            "--cluster-listen: expected ADDR:PORT (10.0.0.11:7118), found `{v}`"
+                        )
+                    })?),
+                },
             })
         }
         (Some(_), None) => return Err("--cluster needs --node NAME (this node's name)".into()),
-        _ => return Err("--node and --cluster-ttl need --cluster ENDPOINTS".into()),
+        _ => {
+            return Err(
+                "--node, --cluster-ttl and --cluster-listen need --cluster ENDPOINTS".into(),
+            )
+        }
     };
     let g = o.manager.geometry;
     Geometry::new(g.slots, g.ring).map_err(|e| format!("bad port geometry: {e}"))?;
@@ -254,6 +269,12 @@ fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
             .map(|a| format!(" and http://{a}"))
             .unwrap_or_default();
         eprintln!("prontod: listening on unix {}{tcp}", d.socket.display());
+        if let Some(p) = &d.peer {
+            eprintln!(
+                "prontod: cluster API on https://{} (certificate SHA-256 {})",
+                p.addr, p.sha256
+            );
+        }
         match &d.shared.cluster {
             Some(c) => eprintln!(
                 "prontod: node {} of the cluster at {}",

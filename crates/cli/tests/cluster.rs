@@ -35,6 +35,7 @@ fn nodes_and_status_read_the_cluster_from_etcd() {
             slots,
             tunnel: tunnel.map(str::to_string),
             api: None,
+            peer: None,
         };
         Registration::start(etcd.clone(), n, 30).expect("registers")
     };

@@ -51,6 +51,18 @@ pub struct Node {
     /// Its REST API's address (`IP:PORT`), where the other nodes forward
     /// calls to the instances it runs; `None` if it serves none on TCP.
     pub api: Option<String>,
+    /// Its API for other machines (`--cluster-listen`): TLS on `addr`,
+    /// with the certificate whose SHA-256 is `sha256`.
+    pub peer: Option<PeerApi>,
+}
+
+/// A node's API over TLS: where, and the fingerprint the other nodes pin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerApi {
+    /// `IP:PORT`.
+    pub addr: String,
+    /// SHA-256 of its certificate (DER), lower-case hex.
+    pub sha256: String,
 }
 
 impl Node {
@@ -63,6 +75,7 @@ impl Node {
             "slots": self.slots,
             "tunnel": self.tunnel,
             "api": self.api,
+            "peer_api": self.peer.as_ref().map(|p| json!({"addr": p.addr, "sha256": p.sha256})),
         })
         .to_string()
         .into_bytes()
@@ -78,6 +91,16 @@ impl Node {
             slots: u32::try_from(v["slots"].as_u64()?).ok()?,
             tunnel: v["tunnel"].as_str().map(str::to_string),
             api: v["api"].as_str().map(str::to_string),
+            peer: match (
+                v["peer_api"]["addr"].as_str(),
+                v["peer_api"]["sha256"].as_str(),
+            ) {
+                (Some(a), Some(h)) => Some(PeerApi {
+                    addr: a.to_string(),
+                    sha256: h.to_string(),
+                }),
+                _ => None,
+            },
         })
     }
 }
@@ -297,12 +320,17 @@ mod tests {
             slots: 1000,
             tunnel: Some("10.0.0.1:4789".into()),
             api: Some("127.0.0.1:7117".into()),
+            peer: Some(PeerApi {
+                addr: "10.0.0.1:7118".into(),
+                sha256: "ab".repeat(32),
+            }),
         };
         let v: serde_json::Value = serde_json::from_slice(&n.to_json()).expect("json");
         assert_eq!(
             v,
             json!({"name": "n1", "memory_mib": 16384, "cpus": 8, "slots": 1000,
-                   "tunnel": "10.0.0.1:4789", "api": "127.0.0.1:7117"})
+                   "tunnel": "10.0.0.1:4789", "api": "127.0.0.1:7117",
+                   "peer_api": {"addr": "10.0.0.1:7118", "sha256": "ab".repeat(32)}})
         );
         assert_eq!(Node::from_json(&n.to_json()), Some(n));
         assert_eq!(Node::from_json(b"{}"), None);

@@ -45,6 +45,12 @@ impl Members {
     /// Starts `n` members and waits (at most 30 s) until a write goes
     /// through (a leader is elected).
     pub fn start(n: usize) -> Result<Members, String> {
+        Members::start_on(n, "127.0.0.1")
+    }
+
+    /// [`Members::start`] with every member listening on address `host`
+    /// (an address other network namespaces reach, for nodes in them).
+    pub fn start_on(n: usize, host: &str) -> Result<Members, String> {
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "pronto-etcd-{}-{}",
@@ -60,7 +66,7 @@ impl Members {
         let cluster: Vec<String> = ports
             .iter()
             .enumerate()
-            .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
+            .map(|(i, (_, peer))| format!("m{i}=http://{host}:{peer}"))
             .collect();
         let mut m = Members {
             children: Vec::new(),
@@ -68,8 +74,8 @@ impl Members {
             dir,
         };
         for (i, (client, peer)) in ports.iter().enumerate() {
-            let c = format!("http://127.0.0.1:{client}");
-            let p = format!("http://127.0.0.1:{peer}");
+            let c = format!("http://{host}:{client}");
+            let p = format!("http://{host}:{peer}");
             let child = Command::new("etcd")
                 .args(["--name", &format!("m{i}")])
                 .arg("--data-dir")

@@ -233,6 +233,7 @@ fn a_node_registers_under_a_lease_that_ends_with_it_and_one_scheduler_is_elected
         slots: 100,
         tunnel: None,
         api: None,
+        peer: None,
     };
     let a = Registration::start(etcd.clone(), node("a"), 2).expect("a registers");
     let b = Registration::start(etcd.clone(), node("b"), 2).expect("b registers");
@@ -316,6 +317,7 @@ fn the_scheduler_places_moves_a_dead_nodes_instances_and_stops_when_deposed() {
             slots: 4,
             tunnel: None,
             api: None,
+            peer: None,
         };
         Registration::start(etcd.clone(), n, 2).expect("registers")
     };
@@ -455,6 +457,7 @@ fn nodes_follow_their_placements_and_a_dead_nodes_instances_run_elsewhere() {
             slots: 20,
             tunnel: None,
             api: None,
+            peer: None,
         };
         let reg = Registration::start(etcd.clone(), n, 2).expect("registers");
         let own_stop = Arc::new(AtomicBool::new(false));

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use pronto_cluster::agent::{self, Converge};
-use pronto_cluster::node::{Node, RegisterError, ROOT};
+use pronto_cluster::node::{Node, PeerApi, RegisterError, ROOT};
 use pronto_cluster::watch::{self, Seen};
 use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
 use pronto_switch::switch::DEFAULT_WEIGHT;
@@ -41,6 +41,18 @@ pub struct ClusterOptions {
     /// The lease's time to live, seconds (a dead node's instances move
     /// after it).
     pub ttl: i64,
+    /// `--cluster-listen`: the API over TLS on an address the other
+    /// machines reach (forwarded calls go there; `api::tls`).
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// Where another node's API answers.
+pub enum OwnerApi {
+    /// Plain HTTP on its loopback `--listen` address (a node of this
+    /// machine).
+    Plain(String),
+    /// TLS on its `--cluster-listen` address, its certificate pinned.
+    Tls(PeerApi),
 }
 
 /// The default lease time to live, seconds.
@@ -174,7 +186,13 @@ fn etcd_failure(e: impl std::fmt::Display) -> Failure {
 
 /// The node's capacity: the machine's memory and CPUs; as many instance
 /// slots as instances of the default memory limit fit in the memory.
-fn capacity(name: &str, default_memory: u64, tunnel: Option<String>, api: Option<String>) -> Node {
+fn capacity(
+    name: &str,
+    default_memory: u64,
+    tunnel: Option<String>,
+    api: Option<String>,
+    peer: Option<PeerApi>,
+) -> Node {
     let memory_mib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -193,6 +211,7 @@ fn capacity(name: &str, default_memory: u64, tunnel: Option<String>, api: Option
         slots,
         tunnel,
         api,
+        peer,
     }
 }
 
@@ -205,9 +224,10 @@ impl Cluster {
         manager: &Arc<Manager>,
         tunnel: Option<String>,
         api: Option<String>,
+        peer: Option<PeerApi>,
     ) -> Result<Arc<Cluster>, String> {
         let etcd = Arc::new(Etcd::new(&opts.endpoints).map_err(|e| format!("--cluster: {e}"))?);
-        let node = capacity(&opts.node, manager.default_memory(), tunnel, api);
+        let node = capacity(&opts.node, manager.default_memory(), tunnel, api, peer);
         let secret = cluster_secret(&etcd).map_err(|e| format!("--cluster: {e}"))?;
         let deadline = Instant::now() + Duration::from_secs(opts.ttl.max(2) as u64 * 2 + 5);
         let reg = loop {
@@ -335,8 +355,19 @@ impl Cluster {
     /// stores the new one also rewrites `tenants/TENANT` under a compare
     /// of that key's revision, so two creates of one tenant racing on two
     /// nodes cannot both pass the count (the loser counts again).
-    pub fn create(&self, spec: &InstanceSpec, memory: u64, quota: u32) -> Result<(), Failure> {
+    pub fn create(
+        &self,
+        spec: &InstanceSpec,
+        memory: u64,
+        quota: u32,
+        pin: Option<&str>,
+    ) -> Result<(), Failure> {
         let mut v = serde_json::to_value(spec).map_err(|e| Failure::Internal(e.to_string()))?;
+        if let Some(n) = pin {
+            // The scheduler places it there or nowhere (`waiting` while
+            // that node is not live).
+            v["node"] = json!(n);
+        }
         v["memory_mib"] = json!(memory.div_ceil(1 << 20));
         v["millicpus"] = json!(spec.cpu.map_or(0, |c| (c * 1000.0).ceil() as u64));
         let key = scheduler::instance_key(&spec.name);
@@ -629,7 +660,11 @@ impl Cluster {
     /// node runs it (or should: answered here), else the API address of
     /// the node it is placed on. 404 if the tenant has no such instance;
     /// 503 naming the node if that node is gone or serves no API.
-    pub fn owner_api(&self, tenant: &str, name: &str) -> Result<Option<(String, String)>, Failure> {
+    pub fn owner_api(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Option<(String, OwnerApi)>, Failure> {
         let (spec, _) = self.stored(tenant, name)?;
         let placed = scheduler::placements(&self.etcd).map_err(etcd_failure)?;
         let Some(node) = placed.get(name) else {
@@ -652,10 +687,13 @@ impl Cluster {
                 "instance `{name}` is placed on node `{node}`, which is not live (its                  registration is gone): the scheduler moves it to another node; try again"
             )));
         };
-        match n.api {
-            Some(a) => Ok(Some((node.clone(), a))),
-            None => Err(Failure::Unavailable(format!(
-                "instance `{name}` runs on node `{node}`, which serves no TCP API (start it                  with --listen): ask that node"
+        // Its TLS API where it has one (it may be on another machine), else
+        // its loopback one (a node of this machine).
+        match (n.peer, n.api) {
+            (Some(p), _) => Ok(Some((node.clone(), OwnerApi::Tls(p)))),
+            (None, Some(a)) => Ok(Some((node.clone(), OwnerApi::Plain(a)))),
+            (None, None) => Err(Failure::Unavailable(format!(
+                "instance `{name}` runs on node `{node}`, which serves no TCP API (start it                  with --cluster-listen, or --listen for nodes of one machine): ask that node"
             ))),
         }
     }

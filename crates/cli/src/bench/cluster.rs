@@ -89,6 +89,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 slots,
                 tunnel: None,
                 api: None,
+                peer: None,
             },
             ttl,
         )

@@ -15,6 +15,7 @@
 //! known, and never beyond its endpoint's limit ([`body`]).
 
 pub(crate) mod body;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -500,6 +501,7 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
                     "weight",
                     "rate_limit",
                     "port_geometry",
+                    "node",
                 ],
             )
             .map_err(msg)?;
@@ -515,6 +517,8 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             let rate: Option<Value> = f.opt("rate_limit").map_err(msg)?;
             rate_limit_of(rate.as_ref()).map_err(msg)?;
             port_geometry_of(&mut f).map_err(msg)?;
+            let pin: Option<String> = f.opt("node").map_err(msg)?;
+            check_pin(pin.as_deref()).map_err(msg)?;
             let interfaces: Vec<IfaceSpec> = f.opt("interfaces").map_err(msg)?.unwrap_or_default();
             crate::manager::check_name(&name).map_err(|e| e.to_string())?;
             if let Some(t) = &tenant {
@@ -632,6 +636,7 @@ async fn instances_create(
             "weight",
             "rate_limit",
             "port_geometry",
+            "node",
         ],
     )?;
     let name: String = f.need("name")?;
@@ -648,6 +653,14 @@ async fn instances_create(
     let rate: Option<Value> = f.opt("rate_limit")?;
     let rate_limit = rate_limit_of(rate.as_ref())?;
     let port_geometry = port_geometry_of(&mut f)?;
+    let pin: Option<String> = f.opt("node")?;
+    check_pin(pin.as_deref())?;
+    if pin.is_some() && a.s.cluster.is_none() {
+        return Err(bad(
+            "node: a pin to a node needs cluster mode (this daemon runs without --cluster)",
+            Some("node"),
+        ));
+    }
     let tenant = match (&caller, asked) {
         (Caller::Admin, t) => t.unwrap_or_else(|| DEFAULT_TENANT.into()),
         (Caller::Tenant(own), Some(t)) if &t != own => {
@@ -686,7 +699,7 @@ async fn instances_create(
     };
     if let Some(c) = a.s.cluster.clone() {
         let m = a.s.manager.clone();
-        let v = blocking(move || cluster_create(&c, &m, spec)).await?;
+        let v = blocking(move || cluster_create(&c, &m, spec, pin)).await?;
         return Ok((StatusCode::CREATED, Json(v)).into_response());
     }
     let m = a.s.manager.clone();
@@ -737,10 +750,16 @@ fn cluster_create(
     c: &crate::cluster::Cluster,
     m: &Manager,
     mut spec: InstanceSpec,
+    pin: Option<String>,
 ) -> Result<Value, ApiError> {
     Manager::validate(&mut spec)?;
     spec.created_unix_ms = crate::manager::now_ms();
-    c.create(&spec, m.memory_of(&spec), m.quota(&spec.tenant).instances)?;
+    c.create(
+        &spec,
+        m.memory_of(&spec),
+        m.quota(&spec.tenant).instances,
+        pin.as_deref(),
+    )?;
     let v = cluster_wait(c, m, &spec.tenant, &spec.name, |_| true)?;
     if v["state"] != "failed" {
         return Ok(v);
@@ -996,6 +1015,25 @@ async fn instances_weight(
     Ok(Json(v).into_response())
 }
 
+/// A create's `node` (a pin): a node's name as `--node` takes it.
+fn check_pin(pin: Option<&str>) -> Result<(), ApiError> {
+    match pin {
+        Some(n)
+            if n.is_empty()
+                || n.len() > 63
+                || !n
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            Err(bad(
+                format!("node: `{n}` is not a node name (1 to 63 letters, digits, `-`, `_`)"),
+                Some("node"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn check_handler(handler: &str) -> Result<(), ApiError> {
     if handler.is_empty() || handler.contains(char::is_whitespace) {
         return Err(bad(
@@ -1051,8 +1089,16 @@ async fn forward(
         let Some((node, api)) = c.owner_api(&t, &name)? else {
             return Ok(None);
         };
+        let (scheme, api, agent) = match api {
+            crate::cluster::OwnerApi::Plain(a) => ("http", a, ureq::AgentBuilder::new()),
+            crate::cluster::OwnerApi::Tls(p) => (
+                "https",
+                p.addr,
+                ureq::AgentBuilder::new().tls_config(tls::pinned_client(&p.sha256)),
+            ),
+        };
         let url = format!(
-            "http://{api}/v1/instances/{}{tail}?tenant={}",
+            "{scheme}://{api}/v1/instances/{}{tail}?tenant={}",
             encode(&name),
             encode(&t)
         );
@@ -1065,7 +1111,7 @@ async fn forward(
                 ),
             )
         };
-        let req = ureq::AgentBuilder::new()
+        let req = agent
             .timeout(std::time::Duration::from_secs(30))
             .build()
             .request(method, &url)
@@ -1698,6 +1744,9 @@ pub struct Daemon {
     pub socket: PathBuf,
     /// The bound TCP address, if any.
     pub tcp: Option<SocketAddr>,
+    /// The cluster API over TLS (`--cluster-listen`): its bound address
+    /// and certificate fingerprint.
+    pub peer: Option<pronto_cluster::node::PeerApi>,
     /// The admin token.
     pub admin_token: String,
     rt: Option<tokio::runtime::Runtime>,
@@ -1803,6 +1852,37 @@ impl Daemon {
             }
         };
         let tcp_addr = tcp.as_ref().and_then(|l| l.local_addr().ok());
+        // The API for the other machines of the cluster: TLS, its
+        // certificate's fingerprint published with the node.
+        let peer = match opts.cluster.as_ref().and_then(|c| c.listen.map(|a| (c, a))) {
+            None => None,
+            Some((c, addr)) => {
+                if addr.ip().is_unspecified() {
+                    return Err(format!(
+                        "--cluster-listen {addr}: give the address the other nodes reach this \
+                         one at (it is published to them), not {}",
+                        addr.ip()
+                    ));
+                }
+                let l = rt
+                    .block_on(tokio::net::TcpListener::bind(addr))
+                    .map_err(|e| format!("--cluster-listen: binding {addr}: {e}"))?;
+                let bound = l.local_addr().map_err(|e| e.to_string())?;
+                let id = tls::Identity::generate(&c.node)?;
+                let listener = {
+                    let _g = rt.enter();
+                    tls::TlsListener::start(l, &id)?
+                };
+                Some((
+                    listener,
+                    pronto_cluster::node::PeerApi {
+                        addr: bound.to_string(),
+                        sha256: id.fingerprint.clone(),
+                    },
+                ))
+            }
+        };
+        let peer_api = peer.as_ref().map(|(_, p)| p.clone());
         let mut mopts = opts.manager.clone();
         if mopts.control_dir.as_os_str().is_empty() {
             mopts.control_dir = opts.state_dir.join("control");
@@ -1835,7 +1915,7 @@ impl Daemon {
             Some(c) => {
                 let tunnel = opts.vxlan.as_ref().map(|v| v.local.to_string());
                 let api = tcp_addr.map(|a| a.to_string());
-                match crate::cluster::Cluster::join(c, &manager, tunnel, api) {
+                match crate::cluster::Cluster::join(c, &manager, tunnel, api, peer_api.clone()) {
                     Ok(c) => Some(c),
                     Err(e) => {
                         manager.shutdown();
@@ -1860,6 +1940,17 @@ impl Daemon {
                 })
                 .await;
         });
+        if let Some((l, _)) = peer {
+            let r = router(shared.clone(), false);
+            let mut s3 = stop_rx.clone();
+            rt.spawn(async move {
+                let _ = axum::serve(l, r)
+                    .with_graceful_shutdown(async move {
+                        let _ = s3.wait_for(|v| *v).await;
+                    })
+                    .await;
+            });
+        }
         if let Some(l) = tcp {
             let r = router(shared.clone(), false);
             let mut s2 = stop_rx;
@@ -1875,6 +1966,7 @@ impl Daemon {
             shared,
             socket: opts.socket,
             tcp: tcp_addr,
+            peer: peer_api,
             admin_token: admin,
             rt: Some(rt),
             stop: Some(stop_tx),
