@@ -3,7 +3,8 @@
 //! its own loopback address (127.0.0.11, .12, .13; VNI 42). Each node
 //! announces the static MACs of the instances it runs under `macs/`, and
 //! every node's remote table follows them: an instance pinging one on
-//! another node gets its replies without a frame flooded, and when the
+//! another node gets its replies without a frame flooded (its ARP request
+//! answered by its own node's switch), and when the
 //! target's node is killed with `kill -9`, the target's MAC moves to the
 //! node it runs on next in every table and the replies come back.
 
@@ -38,16 +39,20 @@ fn vxlan_args(name: &str) -> Vec<String> {
     a
 }
 
-/// Pings the target every 20 ms with fixed addresses (no ARP), and counts
-/// the echo replies in `r`.
+/// Pings the target every 20 ms and counts the echo replies in `r`. It
+/// finds the target's MAC by ARP (`ARPQuerier`): the request is a
+/// broadcast, answered by the pinger's node's switch for the remote
+/// address (none crosses the uplink).
 fn pinger_config() -> String {
     format!(
         "ICMPPingSource({PINGER_IP}, {TARGET_IP}, INTERVAL 0.02, VERBOSE false) \
-         -> EtherEncap(0x0800, {PINGER_MAC}, {TARGET_MAC}) -> Queue(64) -> ToDevice(eth0);\n\
-         FromDevice(eth0) -> c :: Classifier(12/0800, -);\n\
-         c[0] -> Strip(14) -> CheckIPHeader -> IPClassifier(icmp type echo-reply) \
+         -> GetIPAddress(16) -> arpq :: ARPQuerier({PINGER_IP}, {PINGER_MAC}) \
+         -> Queue(64) -> ToDevice(eth0);\n\
+         FromDevice(eth0) -> c :: Classifier(12/0806 20/0002, 12/0800, -);\n\
+         c[0] -> [1]arpq;\n\
+         c[1] -> Strip(14) -> CheckIPHeader -> IPClassifier(icmp type echo-reply) \
          -> r :: Counter -> Discard;\n\
-         c[1] -> Discard;\n"
+         c[2] -> Discard;\n"
     )
 }
 
@@ -171,6 +176,9 @@ fn pings_cross_nodes_by_the_cluster_s_macs_and_follow_a_failover() {
     let (p0, t0, r0) = (vxlan(&pd), vxlan(&td), replies(&dirs[0]));
     wait_until("replies grow", || replies(&dirs[0]) >= r0 + 20);
     let (p1, t1) = (vxlan(&pd), vxlan(&td));
+    // One ARP request, answered by the pinger's node's switch.
+    assert_eq!(count(&pd, "pinger", "arpq.queries"), Some(1));
+    assert_eq!(count(&pd, "pinger", "arpq.responses"), Some(1));
     for (before, after) in [(&p0, &p1), (&t0, &t1)] {
         assert_eq!(after["flooded"], 0, "{after}");
         assert_eq!(
