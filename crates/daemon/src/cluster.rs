@@ -99,6 +99,8 @@ struct Macs {
     /// This node's instances' announcements, by instance (claimed before
     /// the instance starts).
     local: Mutex<HashMap<String, Announced>>,
+    /// Instances whose announcement etcd did not take (tried again).
+    failed: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Macs {
@@ -145,15 +147,30 @@ impl Macs {
         self.sync();
     }
 
-    /// Writes instance `name`'s claimed MACs under this node's lease.
+    /// Writes instance `name`'s claimed MACs under this node's lease; if
+    /// etcd did not take them, they are tried again each second
+    /// ([`Macs::announce_failed`]).
     fn announce(&self, name: &str) {
         let mine = lock(&self.local).get(name).cloned().unwrap_or_default();
         for (mac, v) in mine {
             if let Err(e) = self.etcd.put(&mac_key(&mac), &v, self.reg.lease()) {
                 eprintln!(
-                    "prontod: cluster: announcing {} of instance `{name}`: {e}",
+                    "prontod: cluster: announcing {} of instance `{name}` (tried again in 1 s): {e}",
                     vxlan::mac_text(&mac)
                 );
+                lock(&self.failed).insert(name.to_string());
+                return;
+            }
+        }
+        lock(&self.failed).remove(name);
+    }
+
+    /// Announces again what etcd did not take (instances still claimed).
+    fn announce_failed(&self) {
+        let names: Vec<String> = lock(&self.failed).drain().collect();
+        for n in names {
+            if lock(&self.local).contains_key(&n) {
+                self.announce(&n);
             }
         }
     }
@@ -470,6 +487,7 @@ impl Cluster {
             manager: Arc::downgrade(manager),
             seen: Mutex::new(HashMap::new()),
             local: Mutex::new(HashMap::new()),
+            failed: Mutex::new(std::collections::HashSet::new()),
         });
         if manager.vxlan().is_some() {
             // The remote table's cluster part, from every node's MACs.
@@ -985,6 +1003,12 @@ impl ManagerConverge {
         let mut seen = self.reg.renewals();
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_secs(1));
+            {
+                // In turn with starts and stops: a stopped instance's
+                // MACs are never announced after their release.
+                let _turn = lock(&self.converging);
+                self.macs.announce_failed();
+            }
             let now = self.reg.renewals();
             if now == seen {
                 continue;
@@ -993,8 +1017,8 @@ impl ManagerConverge {
             let Some(m) = self.manager.upgrade() else {
                 return;
             };
-            self.macs.announce_again();
             let taken = self.converging.lock().unwrap_or_else(|e| e.into_inner());
+            self.macs.announce_again();
             for i in m.list(None) {
                 let rev = taken.get(&i.name).copied();
                 self.report(&i.name, &state_text(&i), None, rev);
