@@ -218,6 +218,8 @@ impl Macs {
         let remote = v["vtep"]
             .as_str()
             .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            // A node bound to a wildcard address is no VTEP to send to.
+            .filter(|a| !a.ip().is_unspecified())
             .map(|vtep| vxlan::Remote {
                 mac,
                 vtep,
