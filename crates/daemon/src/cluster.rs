@@ -205,30 +205,10 @@ impl Macs {
 
     /// Takes one announcement into `seen` (a value that does not parse is
     /// ignored).
-    fn take(&self, seen: &mut Announcements, kv: &KeyValue) {
-        let Some(mac) = mac_of(&kv.key) else {
-            return;
-        };
-        let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
-            return;
-        };
-        let Some(node) = v["node"].as_str() else {
-            return;
-        };
-        let remote = v["vtep"]
-            .as_str()
-            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            // A node bound to a wildcard address is no VTEP to send to.
-            .filter(|a| !a.ip().is_unspecified())
-            .map(|vtep| vxlan::Remote {
-                mac,
-                vtep,
-                ips: v["ips"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|i| i.as_str()?.parse().ok()).collect())
-                    .unwrap_or_default(),
-            });
-        seen.insert(mac, (node.to_string(), remote));
+    fn take(seen: &mut Announcements, kv: &KeyValue) {
+        if let Some((mac, node, remote)) = announcement(kv) {
+            seen.insert(mac, (node, remote));
+        }
     }
 
     /// Follows `macs/` into the remote table until `stop`.
@@ -241,10 +221,10 @@ impl Macs {
                     Seen::All(r) => {
                         all.clear();
                         for kv in &r.kvs {
-                            self.take(&mut all, kv);
+                            Macs::take(&mut all, kv);
                         }
                     }
-                    Seen::Change(Event::Put(kv)) => self.take(&mut all, &kv),
+                    Seen::Change(Event::Put(kv)) => Macs::take(&mut all, &kv),
                     Seen::Change(Event::Delete(kv)) => {
                         if let Some(mac) = mac_of(&kv.key) {
                             all.remove(&mac);
@@ -255,6 +235,29 @@ impl Macs {
             self.sync();
         });
     }
+}
+
+/// What a `macs/` key says: its MAC, the node that announced it, and the
+/// remote entry it makes (none without a VTEP, or with a wildcard one); a
+/// key or value that does not parse says nothing.
+fn announcement(kv: &KeyValue) -> Option<([u8; 6], String, Option<vxlan::Remote>)> {
+    let mac = mac_of(&kv.key)?;
+    let v = serde_json::from_slice::<Value>(&kv.value).ok()?;
+    let node = v["node"].as_str()?;
+    let remote = v["vtep"]
+        .as_str()
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        // A node bound to a wildcard address is no VTEP to send to.
+        .filter(|a| !a.ip().is_unspecified())
+        .map(|vtep| vxlan::Remote {
+            mac,
+            vtep,
+            ips: v["ips"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|i| i.as_str()?.parse().ok()).collect())
+                .unwrap_or_default(),
+        });
+    Some((mac, node.to_string(), remote))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1177,5 +1180,57 @@ impl Converge for ManagerConverge {
         }
         self.macs.release(name);
         let _ = self.etcd.delete(&status_key(&self.node, name));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(key: &str, value: &str) -> KeyValue {
+        KeyValue {
+            key: format!("{ROOT}macs/{key}").into_bytes(),
+            value: value.as_bytes().to_vec(),
+            create_revision: 1,
+            mod_revision: 1,
+            version: 1,
+            lease: 7,
+        }
+    }
+
+    #[test]
+    fn an_announcement_makes_a_remote_entry_only_with_a_usable_vtep() {
+        let mac = [2, 0, 0, 0x2a, 0, 2];
+        assert_eq!(
+            mac_key(&mac),
+            format!("{ROOT}macs/02:00:00:2a:00:02").into_bytes()
+        );
+        let v = r#"{"node": "n2", "vtep": "10.0.0.12:4789", "instance": "t",
+                    "interface": "eth0", "ips": ["10.42.0.2", "nope"]}"#;
+        assert_eq!(
+            announcement(&kv("02:00:00:2a:00:02", v)),
+            Some((
+                mac,
+                "n2".to_string(),
+                Some(vxlan::Remote {
+                    mac,
+                    vtep: "10.0.0.12:4789".parse().expect("addr"),
+                    ips: vec!["10.42.0.2".parse().expect("ip")],
+                })
+            ))
+        );
+        // A node without --vxlan, or bound to a wildcard address: where
+        // the MAC is, but no entry.
+        for vtep in ["null", r#""0.0.0.0:4789""#, r#""[::]:4789""#] {
+            let v = format!(r#"{{"node": "n3", "vtep": {vtep}, "ips": []}}"#);
+            assert_eq!(
+                announcement(&kv("02:00:00:2a:00:02", &v)),
+                Some((mac, "n3".to_string(), None)),
+                "{vtep}"
+            );
+        }
+        assert_eq!(announcement(&kv("not-a-mac", v)), None);
+        assert_eq!(announcement(&kv("02:00:00:2a:00:02", "{}")), None);
+        assert_eq!(announcement(&kv("02:00:00:2a:00:02", "[")), None);
     }
 }
