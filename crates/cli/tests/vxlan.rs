@@ -334,7 +334,8 @@ fn linux_vxlan_device_pings_an_instance_through_the_vxlan_uplink() {
     assert_eq!(v["local"], "10.213.42.1:4789");
     assert_eq!(
         v["remotes"],
-        serde_json::json!([{"mac": VX_MAC, "vtep": "10.213.42.2:4789", "ips": []}])
+        serde_json::json!([{"mac": VX_MAC, "vtep": "10.213.42.2:4789", "ips": [],
+                            "origin": "operator"}])
     );
     assert_eq!(v["flood"], serde_json::json!([]));
     assert_eq!(v["strict"], true);

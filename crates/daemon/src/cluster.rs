@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use pronto_cluster::agent::{self, Converge};
+use pronto_cluster::etcd::KeyValue;
 use pronto_cluster::node::{Node, PeerApi, RegisterError, ROOT};
 use pronto_cluster::watch::{self, Seen};
 use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
@@ -28,7 +29,7 @@ use pronto_switch::switch::DEFAULT_WEIGHT;
 use serde_json::{json, Value};
 
 use crate::failure::Failure;
-use crate::manager::Manager;
+use crate::manager::{vxlan, Manager};
 use crate::store::InstanceSpec;
 
 /// How to join a cluster.
@@ -61,6 +62,218 @@ pub const DEFAULT_TTL: i64 = 3;
 /// An instance's status key under the node that runs it.
 pub fn status_key(node: &str, name: &str) -> Vec<u8> {
     format!("{ROOT}status/{node}/{name}").into_bytes()
+}
+
+/// A MAC's key: `macs/MAC` (lower-case, `02:00:00:00:2a:01`).
+pub fn mac_key(mac: &[u8; 6]) -> Vec<u8> {
+    format!("{ROOT}macs/{}", vxlan::mac_text(mac)).into_bytes()
+}
+
+/// The prefix of the MACs' keys.
+fn macs_prefix() -> Vec<u8> {
+    format!("{ROOT}macs/").into_bytes()
+}
+
+/// The MAC a `macs/` key names.
+fn mac_of(key: &[u8]) -> Option<[u8; 6]> {
+    key.strip_prefix(macs_prefix().as_slice())
+        .and_then(|m| std::str::from_utf8(m).ok())
+        .and_then(pronto_switch::control::parse_mac)
+}
+
+/// Every node's announcements seen, by MAC: the announcing node and the
+/// remote entry (none without a VTEP).
+type Announcements = HashMap<[u8; 6], (String, Option<vxlan::Remote>)>;
+
+/// What a node announces of one instance: each MAC and the value written.
+type Announced = Vec<([u8; 6], Vec<u8>)>;
+
+/// Where the MACs of the cluster's instances are (`macs/`): what this node
+/// announces of its own instances, and what it has seen of every node's,
+/// which fills the cluster's part of its VXLAN remote table.
+///
+/// A node announces an instance's interfaces that have a static MAC when
+/// it runs the instance (`macs/MAC` → `{"node", "vtep", "instance",
+/// "interface", "ips"}`, attached to its lease, so that a dead node's MACs
+/// vanish with it) and deletes them when it stops it (only if they are
+/// still its own: a compare on the value it wrote). Every node follows
+/// `macs/`; the MACs of instances on other nodes that have a tunnel
+/// address become remote entries pointing at that node's VTEP.
+struct Macs {
+    etcd: Arc<Etcd>,
+    node: String,
+    /// This node's VTEP (`--vxlan`'s address), in what it announces.
+    tunnel: Option<String>,
+    reg: Arc<Registration>,
+    manager: Weak<Manager>,
+    /// Every node's announcements seen.
+    seen: Mutex<Announcements>,
+    /// This node's instances' announcements, by instance (claimed before
+    /// the instance starts).
+    local: Mutex<HashMap<String, Announced>>,
+    /// Instances whose announcement etcd did not take (tried again).
+    failed: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Macs {
+    /// The remote table's cluster part: MACs other nodes announced with a
+    /// VTEP, none of them a MAC this node's instances claim.
+    fn sync(&self) {
+        let Some(m) = self.manager.upgrade() else {
+            return;
+        };
+        let local: std::collections::HashSet<[u8; 6]> = lock(&self.local)
+            .values()
+            .flat_map(|v| v.iter().map(|(mac, _)| *mac))
+            .collect();
+        let remotes = lock(&self.seen)
+            .iter()
+            .filter(|(mac, (node, _))| *node != self.node && !local.contains(*mac))
+            .filter_map(|(_, (_, r))| r.clone())
+            .collect();
+        m.set_vxlan_cluster(remotes);
+    }
+
+    /// Claims `spec`'s MACs for this node before the instance starts: any
+    /// remote entry for them leaves the switch first (the instance's port
+    /// then takes the MAC and its address).
+    fn claim(&self, spec: &InstanceSpec) {
+        let mut mine = Vec::new();
+        for f in &spec.interfaces {
+            let Some(mac) = f.mac.as_deref().and_then(pronto_switch::control::parse_mac) else {
+                continue;
+            };
+            let v = json!({
+                "node": self.node,
+                "vtep": self.tunnel,
+                "instance": spec.name,
+                "interface": f.name,
+                "ips": f.ip.iter().collect::<Vec<_>>(),
+            });
+            mine.push((mac, v.to_string().into_bytes()));
+        }
+        if mine.is_empty() {
+            return;
+        }
+        lock(&self.local).insert(spec.name.clone(), mine);
+        self.sync();
+    }
+
+    /// Writes instance `name`'s claimed MACs under this node's lease; if
+    /// etcd did not take them, they are tried again each second
+    /// ([`Macs::announce_failed`]).
+    fn announce(&self, name: &str) {
+        let mine = lock(&self.local).get(name).cloned().unwrap_or_default();
+        for (mac, v) in mine {
+            if let Err(e) = self.etcd.put(&mac_key(&mac), &v, self.reg.lease()) {
+                eprintln!(
+                    "prontod: cluster: announcing {} of instance `{name}` (tried again in 1 s): {e}",
+                    vxlan::mac_text(&mac)
+                );
+                lock(&self.failed).insert(name.to_string());
+                return;
+            }
+        }
+        lock(&self.failed).remove(name);
+    }
+
+    /// Announces again what etcd did not take (instances still claimed).
+    fn announce_failed(&self) {
+        let names: Vec<String> = lock(&self.failed).drain().collect();
+        for n in names {
+            if lock(&self.local).contains_key(&n) {
+                self.announce(&n);
+            }
+        }
+    }
+
+    /// Announces again what this node runs and is still assigned (after
+    /// its lease was renewed: the keys went with the old lease).
+    fn announce_again(&self) {
+        let names: Vec<String> = lock(&self.local).keys().cloned().collect();
+        for n in names {
+            let assigned = scheduler::assigned_key(&self.node, &n);
+            if matches!(self.etcd.get(&assigned), Ok(Some(_))) {
+                self.announce(&n);
+            }
+        }
+    }
+
+    /// Gives up instance `name`'s MACs (stopped, or its start failed):
+    /// its keys are deleted if they still hold what this node wrote, and
+    /// other nodes' entries for them may fill the table again.
+    fn release(&self, name: &str) {
+        let Some(mine) = lock(&self.local).remove(name) else {
+            return;
+        };
+        for (mac, v) in mine {
+            let key = mac_key(&mac);
+            let _ = self
+                .etcd
+                .txn(&[Compare::Value(key.clone(), v)], &[Op::Delete(key)], &[]);
+        }
+        self.sync();
+    }
+
+    /// Takes one announcement into `seen` (a value that does not parse is
+    /// ignored).
+    fn take(seen: &mut Announcements, kv: &KeyValue) {
+        if let Some((mac, node, remote)) = announcement(kv) {
+            seen.insert(mac, (node, remote));
+        }
+    }
+
+    /// Follows `macs/` into the remote table until `stop`.
+    fn follow(&self, stop: &AtomicBool) {
+        let prefix = macs_prefix();
+        watch::follow_prefix(&self.etcd, &prefix, stop, &mut |seen| {
+            {
+                let mut all = lock(&self.seen);
+                match seen {
+                    Seen::All(r) => {
+                        all.clear();
+                        for kv in &r.kvs {
+                            Macs::take(&mut all, kv);
+                        }
+                    }
+                    Seen::Change(Event::Put(kv)) => Macs::take(&mut all, &kv),
+                    Seen::Change(Event::Delete(kv)) => {
+                        if let Some(mac) = mac_of(&kv.key) {
+                            all.remove(&mac);
+                        }
+                    }
+                }
+            }
+            self.sync();
+        });
+    }
+}
+
+/// What a `macs/` key says: its MAC, the node that announced it, and the
+/// remote entry it makes (none without a VTEP, or with a wildcard one); a
+/// key or value that does not parse says nothing.
+fn announcement(kv: &KeyValue) -> Option<([u8; 6], String, Option<vxlan::Remote>)> {
+    let mac = mac_of(&kv.key)?;
+    let v = serde_json::from_slice::<Value>(&kv.value).ok()?;
+    let node = v["node"].as_str()?;
+    let remote = v["vtep"]
+        .as_str()
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        // A node bound to a wildcard address is no VTEP to send to.
+        .filter(|a| !a.ip().is_unspecified())
+        .map(|vtep| vxlan::Remote {
+            mac,
+            vtep,
+            ips: v["ips"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|i| i.as_str()?.parse().ok()).collect())
+                .unwrap_or_default(),
+        });
+    Some((mac, node.to_string(), remote))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// This node in the cluster.
@@ -227,7 +440,13 @@ impl Cluster {
         peer: Option<PeerApi>,
     ) -> Result<Arc<Cluster>, String> {
         let etcd = Arc::new(Etcd::new(&opts.endpoints).map_err(|e| format!("--cluster: {e}"))?);
-        let node = capacity(&opts.node, manager.default_memory(), tunnel, api, peer);
+        let node = capacity(
+            &opts.node,
+            manager.default_memory(),
+            tunnel.clone(),
+            api,
+            peer,
+        );
         let secret = cluster_secret(&etcd).map_err(|e| format!("--cluster: {e}"))?;
         let deadline = Instant::now() + Duration::from_secs(opts.ttl.max(2) as u64 * 2 + 5);
         let reg = loop {
@@ -291,12 +510,31 @@ impl Cluster {
                 })
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
+        let macs = Arc::new(Macs {
+            etcd: etcd.clone(),
+            node: c.node.clone(),
+            tunnel,
+            reg: reg.clone(),
+            manager: Arc::downgrade(manager),
+            seen: Mutex::new(HashMap::new()),
+            local: Mutex::new(HashMap::new()),
+            failed: Mutex::new(std::collections::HashSet::new()),
+        });
+        if manager.vxlan().is_some() {
+            // The remote table's cluster part, from every node's MACs.
+            let (macs, stop) = (macs.clone(), c.stop.clone());
+            std::thread::Builder::new()
+                .name("cluster-macs".into())
+                .spawn(move || macs.follow(&stop))
+                .map_err(|e| format!("cluster thread: {e}"))?;
+        }
         let conv = ManagerConverge {
             manager: Arc::downgrade(manager),
             etcd: etcd.clone(),
             node: c.node.clone(),
             reg: reg.clone(),
             converging: Arc::new(Mutex::new(HashMap::new())),
+            macs,
         };
         {
             let mut conv = conv.clone();
@@ -772,6 +1010,8 @@ struct ManagerConverge {
     /// read later. It holds, by name, the revision of the spec each
     /// instance took (reported again with its state after a renewal).
     converging: Arc<Mutex<HashMap<String, i64>>>,
+    /// The MACs of what this node runs, announced under `macs/`.
+    macs: Arc<Macs>,
 }
 
 impl ManagerConverge {
@@ -812,6 +1052,12 @@ impl ManagerConverge {
         let mut seen = self.reg.renewals();
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_secs(1));
+            {
+                // In turn with starts and stops: a stopped instance's
+                // MACs are never announced after their release.
+                let _turn = lock(&self.converging);
+                self.macs.announce_failed();
+            }
             let now = self.reg.renewals();
             if now == seen {
                 continue;
@@ -821,6 +1067,7 @@ impl ManagerConverge {
                 return;
             };
             let taken = self.converging.lock().unwrap_or_else(|e| e.into_inner());
+            self.macs.announce_again();
             for i in m.list(None) {
                 let rev = taken.get(&i.name).copied();
                 self.report(&i.name, &state_text(&i), None, rev);
@@ -905,16 +1152,21 @@ impl ManagerConverge {
                 taken.insert(name.to_string(), rev);
             }
             None if only_if_running => {}
-            None => match m.create(spec) {
-                Ok(v) => {
-                    self.report(name, &state_text(&v), None, Some(rev));
-                    taken.insert(name.to_string(), rev);
+            None => {
+                self.macs.claim(&spec);
+                match m.create(spec) {
+                    Ok(v) => {
+                        self.macs.announce(name);
+                        self.report(name, &state_text(&v), None, Some(rev));
+                        taken.insert(name.to_string(), rev);
+                    }
+                    Err(e) => {
+                        self.macs.release(name);
+                        eprintln!("prontod: cluster: instance `{name}`: {e}");
+                        self.report(name, "failed", Some(&e), Some(rev));
+                    }
                 }
-                Err(e) => {
-                    eprintln!("prontod: cluster: instance `{name}`: {e}");
-                    self.report(name, "failed", Some(&e), Some(rev));
-                }
-            },
+            }
         }
     }
 
@@ -970,6 +1222,59 @@ impl Converge for ManagerConverge {
                 eprintln!("prontod: cluster: removing instance `{name}`: {e}");
             }
         }
+        self.macs.release(name);
         let _ = self.etcd.delete(&status_key(&self.node, name));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(key: &str, value: &str) -> KeyValue {
+        KeyValue {
+            key: format!("{ROOT}macs/{key}").into_bytes(),
+            value: value.as_bytes().to_vec(),
+            create_revision: 1,
+            mod_revision: 1,
+            version: 1,
+            lease: 7,
+        }
+    }
+
+    #[test]
+    fn an_announcement_makes_a_remote_entry_only_with_a_usable_vtep() {
+        let mac = [2, 0, 0, 0x2a, 0, 2];
+        assert_eq!(
+            mac_key(&mac),
+            format!("{ROOT}macs/02:00:00:2a:00:02").into_bytes()
+        );
+        let v = r#"{"node": "n2", "vtep": "10.0.0.12:4789", "instance": "t",
+                    "interface": "eth0", "ips": ["10.42.0.2", "nope"]}"#;
+        assert_eq!(
+            announcement(&kv("02:00:00:2a:00:02", v)),
+            Some((
+                mac,
+                "n2".to_string(),
+                Some(vxlan::Remote {
+                    mac,
+                    vtep: "10.0.0.12:4789".parse().expect("addr"),
+                    ips: vec!["10.42.0.2".parse().expect("ip")],
+                })
+            ))
+        );
+        // A node without --vxlan, or bound to a wildcard address: where
+        // the MAC is, but no entry.
+        for vtep in ["null", r#""0.0.0.0:4789""#, r#""[::]:4789""#] {
+            let v = format!(r#"{{"node": "n3", "vtep": {vtep}, "ips": []}}"#);
+            assert_eq!(
+                announcement(&kv("02:00:00:2a:00:02", &v)),
+                Some((mac, "n3".to_string(), None)),
+                "{vtep}"
+            );
+        }
+        assert_eq!(announcement(&kv("not-a-mac", v)), None);
+        assert_eq!(announcement(&kv("02:00:00:2a:00:02", "{}")), None);
+        assert_eq!(announcement(&kv("02:00:00:2a:00:02", "[")), None);
     }
 }

@@ -1812,6 +1812,32 @@ impl SwitchHandle {
         Ok(write(&self.fabric).table.add_static(mac(&m), port))
     }
 
+    /// Removes the static entry for `m` if it points at `port` (false if
+    /// none does: another port's entry for `m` stays).
+    pub fn remove_static(&self, m: [u8; 6], port: u16) -> bool {
+        write(&self.fabric).table.remove_static(mac(&m), port)
+    }
+
+    /// Stops answering ARP for `ip` if port `port` registered it (false
+    /// otherwise: another port's answer stays).
+    pub fn remove_arp(&self, ip: [u8; 4], port: u16) -> bool {
+        let mut f = write(&self.fabric);
+        match f.arp.get(&ip) {
+            Some(&(_, p)) if p == port => f.arp.remove(&ip).is_some(),
+            _ => false,
+        }
+    }
+
+    /// Stops answering Neighbor Solicitations for `ip` if port `port`
+    /// registered it, as [`SwitchHandle::remove_arp`].
+    pub fn remove_nd(&self, ip: [u8; 16], port: u16) -> bool {
+        let mut f = write(&self.fabric);
+        match f.nd.get(&ip) {
+            Some(&(_, p)) if p == port => f.nd.remove(&ip).is_some(),
+            _ => false,
+        }
+    }
+
     /// Counters of port `id` (kept after a detach, frozen).
     pub fn counters(&self, id: u16) -> Option<PortCounters> {
         self.placement().stats.get(&id).map(|s| s.get())

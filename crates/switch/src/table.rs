@@ -72,6 +72,18 @@ impl MacTable {
         true
     }
 
+    /// Removes the static entry for `m` if it points at `port`; false if
+    /// there is none (an entry another port holds, or a learned one, stays).
+    pub fn remove_static(&mut self, m: Mac, port: u16) -> bool {
+        match self.map.get(&m) {
+            Some(e) if e.fixed && e.port == port => {
+                self.map.remove(&m);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Records that `m` was seen on `port` at `now_ms`.
     #[inline]
     pub fn learn(&mut self, m: Mac, port: u16, now_ms: u32) {
@@ -190,5 +202,21 @@ mod tests {
         assert_eq!(t.len(), 1);
         t.remove_port(7);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_static_entry_is_removed_only_by_its_port() {
+        let mut t = MacTable::new(4, 100);
+        let a = mac(&[2, 0, 0, 0, 0, 1]);
+        let b = mac(&[2, 0, 0, 0, 0, 2]);
+        assert!(t.add_static(a, 7));
+        assert!(!t.remove_static(a, 8), "another port's entry stays");
+        assert_eq!(t.lookup(a, 0), Some(7));
+        t.learn(b, 8, 0);
+        assert!(!t.remove_static(b, 8), "a learned entry is not static");
+        assert_eq!(t.lookup(b, 0), Some(8));
+        assert!(t.remove_static(a, 7));
+        assert_eq!(t.lookup(a, 0), None);
+        assert!(!t.remove_static(a, 7), "already gone");
     }
 }

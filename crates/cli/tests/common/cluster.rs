@@ -36,19 +36,23 @@ pub fn can_run(test: &str) -> bool {
 /// Starts node `name`'s daemon in `dir` against etcd at `etcd` (lease TTL
 /// 2 s, no pre-started sandboxes).
 pub fn start_node(dir: &Path, name: &str, etcd: &str) -> super::Daemon {
-    super::start_daemon_with(
-        dir,
-        &[
-            "--cluster",
-            etcd,
-            "--node",
-            name,
-            "--cluster-ttl",
-            "2",
-            "--warm",
-            "0",
-        ],
-    )
+    start_node_with(dir, name, etcd, &[])
+}
+
+/// [`start_node`] with `extra` daemon arguments (`--vxlan ...`).
+pub fn start_node_with(dir: &Path, name: &str, etcd: &str, extra: &[String]) -> super::Daemon {
+    let mut args = vec![
+        "--cluster",
+        etcd,
+        "--node",
+        name,
+        "--cluster-ttl",
+        "2",
+        "--warm",
+        "0",
+    ];
+    args.extend(extra.iter().map(String::as_str));
+    super::start_daemon_with(dir, &args)
 }
 
 /// One node of a test's cluster.
@@ -59,6 +63,8 @@ pub struct Node {
     pub dir: PathBuf,
     /// Its daemon, while it runs.
     pub daemon: Option<super::Daemon>,
+    /// Its daemon's arguments beyond the cluster's (kept for a restart).
+    pub extra: Vec<String>,
 }
 
 /// A one-member etcd and a daemon per node, all ended when dropped (the
@@ -79,6 +85,12 @@ pub struct Cluster {
 impl Cluster {
     /// Starts etcd and nodes `names` (in a scratch directory tagged `tag`).
     pub fn start(tag: &str, names: &[&str]) -> Cluster {
+        Cluster::start_with(tag, names, |_| Vec::new())
+    }
+
+    /// [`Cluster::start`], each node's daemon with the arguments `extra`
+    /// gives for its name.
+    pub fn start_with(tag: &str, names: &[&str], extra: impl Fn(&str) -> Vec<String>) -> Cluster {
         let members = testing::Members::start(1).expect("etcd starts");
         let url = members.endpoints();
         let etcd = Etcd::new(&url).expect("endpoint");
@@ -88,11 +100,13 @@ impl Cluster {
             .map(|n| {
                 let dir = scratch.join(n);
                 std::fs::create_dir_all(&dir).expect("dir");
-                let daemon = Some(start_node(&dir, n, &url));
+                let extra = extra(n);
+                let daemon = Some(start_node_with(&dir, n, &url, &extra));
                 Node {
                     name: n.to_string(),
                     dir,
                     daemon,
+                    extra,
                 }
             })
             .collect();
@@ -140,7 +154,7 @@ impl Cluster {
     /// Starts node `i`'s daemon again (same name, same directory).
     pub fn restart(&mut self, i: usize) {
         let n = &mut self.nodes[i];
-        n.daemon = Some(start_node(&n.dir, &n.name, &self.url));
+        n.daemon = Some(start_node_with(&n.dir, &n.name, &self.url, &n.extra));
     }
 }
 

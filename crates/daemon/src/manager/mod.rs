@@ -1060,6 +1060,62 @@ impl Manager {
         lock(&self.vxlan).as_ref().map(vxlan::Vxlan::view)
     }
 
+    /// The VXLAN remote table's entries from the cluster (none without an
+    /// uplink).
+    pub fn vxlan_cluster(&self) -> Vec<vxlan::Remote> {
+        lock(&self.vxlan)
+            .as_ref()
+            .map_or_else(Vec::new, vxlan::Vxlan::cluster)
+    }
+
+    /// Replaces the VXLAN remote table's cluster part with `remotes` (see
+    /// [`vxlan::Vxlan::set_cluster`]): the static entries and address
+    /// answers of entries gone leave the switch (those pointing at the
+    /// uplink's port only: a local instance that took a MAC or an address
+    /// keeps it), those of new entries come. False without an uplink.
+    pub fn set_vxlan_cluster(&self, remotes: Vec<vxlan::Remote>) -> bool {
+        let held = lock(&self.vxlan);
+        let Some(v) = held.as_ref() else {
+            return false;
+        };
+        let id = v.port;
+        let change = v.set_cluster(remotes);
+        for r in &change.gone {
+            let _ = self.switch.remove_static(r.mac, id);
+            for ip in &r.ips {
+                match ip {
+                    std::net::IpAddr::V4(ip) => {
+                        let _ = self.switch.remove_arp(ip.octets(), id);
+                    }
+                    std::net::IpAddr::V6(ip) => {
+                        let _ = self.switch.remove_nd(ip.octets(), id);
+                    }
+                }
+            }
+        }
+        for r in &change.came {
+            if !self.switch.add_static(r.mac, id).unwrap_or(false) {
+                eprintln!(
+                    "prontod: vxlan/{}: the switch's MAC table is full: frames for the \
+                     cluster's remote {} are not sent to the uplink",
+                    v.vni,
+                    vxlan::mac_text(&r.mac)
+                );
+            }
+            for ip in &r.ips {
+                match ip {
+                    std::net::IpAddr::V4(ip) => {
+                        let _ = self.switch.add_arp(ip.octets(), r.mac, id);
+                    }
+                    std::net::IpAddr::V6(ip) => {
+                        let _ = self.switch.add_nd(ip.octets(), r.mac, id);
+                    }
+                }
+            }
+        }
+        true
+    }
+
     /// The uplinks and their counters.
     pub fn uplinks(&self) -> Vec<uplink::UplinkView> {
         lock(&self.uplinks)

@@ -26,6 +26,11 @@
 //! so frames for them are switched there and never flooded; their IP
 //! addresses, when given, are answered by the switch itself (ARP and
 //! Neighbor Solicitations, `add_arp`/`add_nd`), as for local instances.
+//! The table has two parts ([`Origin`]): the operator's (`--vxlan-remote`,
+//! fixed at start-up) and, in a cluster, the cluster's (the instances of
+//! other nodes, from etcd's `macs/`), replaced at run time
+//! ([`Vxlan::set_cluster`]); an operator's entry wins over the cluster's
+//! for the same MAC.
 //!
 //! Every frame either crosses or is counted by reason ([`Reason`]), in
 //! `GET /metrics` as `pronto_vxlan_dropped_total{vxlan,reason}`.
@@ -155,6 +160,16 @@ pub fn flow_hash(frame: &[u8]) -> u32 {
     h
 }
 
+/// Where a remote entry came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// `--vxlan-remote`, given at start-up.
+    Operator,
+    /// The cluster's store: an instance running on another node.
+    Cluster,
+}
+
 /// One remote MAC: the VTEP that owns it and, optionally, its addresses
 /// (answered by the switch for ARP / Neighbor Solicitations).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,6 +254,14 @@ impl VxlanSpec {
     }
 }
 
+/// A MAC as text, `02:00:00:00:2a:01`.
+pub fn mac_text(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 /// `IP`, `IPV4:PORT` or `[IPV6]:PORT`.
 fn parse_vtep(s: &str, port: u16) -> Result<SocketAddr, String> {
     if let Ok(a) = s.parse::<SocketAddr>() {
@@ -253,8 +276,10 @@ fn parse_vtep(s: &str, port: u16) -> Result<SocketAddr, String> {
 /// known VTEPs. Replaced whole, never changed in place.
 #[derive(Debug, Default)]
 pub struct Remotes {
-    /// The remotes as given (for the API).
+    /// The operator's remotes, as given (for the API).
     remotes: Vec<Remote>,
+    /// The cluster's remotes, by MAC (for the API and the next change).
+    cluster: Vec<Remote>,
     by_mac: HashMap<[u8; 6], SocketAddr>,
     flood: Vec<SocketAddr>,
     known: HashSet<IpAddr>,
@@ -263,19 +288,51 @@ pub struct Remotes {
 impl Remotes {
     /// The table of `spec`'s remotes and flood list.
     pub fn new(remotes: &[Remote], flood: &[SocketAddr]) -> Remotes {
-        let by_mac = remotes.iter().map(|r| (r.mac, r.vtep)).collect();
+        Remotes::with_cluster(remotes, Vec::new(), flood)
+    }
+
+    /// The table of the operator's `remotes`, the cluster's `cluster` (an
+    /// operator's entry wins for the same MAC) and the flood list.
+    fn with_cluster(remotes: &[Remote], mut cluster: Vec<Remote>, flood: &[SocketAddr]) -> Remotes {
+        cluster.sort_by_key(|r| r.mac);
+        cluster.dedup_by_key(|r| r.mac);
+        let by_mac = cluster
+            .iter()
+            .chain(remotes)
+            .map(|r| (r.mac, r.vtep))
+            .collect();
         let known = remotes
             .iter()
+            .chain(&cluster)
             .map(|r| r.vtep.ip())
             .chain(flood.iter().map(|a| a.ip()))
             .collect();
         Remotes {
             remotes: remotes.to_vec(),
+            cluster,
             by_mac,
             flood: flood.to_vec(),
             known,
         }
     }
+
+    /// Whether the operator gave an entry for `mac`.
+    fn operator_has(&self, mac: &[u8; 6]) -> bool {
+        self.remotes.iter().any(|r| r.mac == *mac)
+    }
+}
+
+/// What the switch must change when the cluster's part of the table
+/// changes ([`Vxlan::set_cluster`]): entries whose static MAC and
+/// addresses go (`gone`: removed, or changed and given again in `came`),
+/// and entries to add. MACs the operator gave are in neither (their switch
+/// entries are the operator's).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ClusterChange {
+    /// Entries no longer the cluster's as they were.
+    pub gone: Vec<Remote>,
+    /// Entries new or changed.
+    pub came: Vec<Remote>,
 }
 
 /// What the uplink moved and dropped.
@@ -316,7 +373,8 @@ pub struct VxlanView {
     pub flooded: u64,
     /// Drops by reason label.
     pub dropped: Vec<(&'static str, u64)>,
-    /// The remote table: MAC, VTEP and addresses.
+    /// The remote table: MAC, VTEP, addresses and origin (the
+    /// operator's entries first, then the cluster's, by MAC).
     pub remotes: Vec<RemoteView>,
     /// The flood list.
     pub flood: Vec<String>,
@@ -333,6 +391,8 @@ pub struct RemoteView {
     pub vtep: String,
     /// Its IP addresses (answered by the switch).
     pub ips: Vec<String>,
+    /// Where the entry came from: `operator` or `cluster`.
+    pub origin: Origin,
 }
 
 /// A running VXLAN uplink; stops (and its thread ends) when dropped.
@@ -342,7 +402,7 @@ pub(crate) struct Vxlan {
     pub(crate) port: u16,
     strict: bool,
     counters: Arc<VxlanCounters>,
-    pub(crate) table: Arc<RwLock<Arc<Remotes>>>,
+    table: Arc<RwLock<Arc<Remotes>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -404,20 +464,18 @@ impl Vxlan {
             Ok(t) => t.clone(),
             Err(p) => p.into_inner().clone(),
         };
-        let mac = |m: &[u8; 6]| {
-            m.iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(":")
-        };
+        let mac = mac_text;
         VxlanView {
             remotes: t
                 .remotes
                 .iter()
-                .map(|r| RemoteView {
+                .map(|r| (r, Origin::Operator))
+                .chain(t.cluster.iter().map(|r| (r, Origin::Cluster)))
+                .map(|(r, origin)| RemoteView {
                     mac: mac(&r.mac),
                     vtep: r.vtep.to_string(),
                     ips: r.ips.iter().map(|i| i.to_string()).collect(),
+                    origin,
                 })
                 .collect(),
             flood: t.flood.iter().map(|a| a.to_string()).collect(),
@@ -435,6 +493,56 @@ impl Vxlan {
                 .collect(),
         }
     }
+}
+
+impl Vxlan {
+    fn table(&self) -> Arc<Remotes> {
+        match self.table.read() {
+            Ok(t) => t.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// The cluster's entries now, by MAC.
+    pub(crate) fn cluster(&self) -> Vec<Remote> {
+        self.table().cluster.clone()
+    }
+
+    /// Replaces the cluster's part of the table with `cluster` (one entry
+    /// per MAC: the first given wins); the moving thread takes the new
+    /// table at its next pass. Returns what the switch must change.
+    pub(crate) fn set_cluster(&self, cluster: Vec<Remote>) -> ClusterChange {
+        let mut w = match self.table.write() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        let next = Remotes::with_cluster(&w.remotes, cluster, &w.flood);
+        let change = cluster_change(&w, &next);
+        *w = Arc::new(next);
+        change
+    }
+}
+
+/// What the switch must change from table `old` to table `next` (their
+/// cluster parts; the operator's are the same).
+fn cluster_change(old: &Remotes, next: &Remotes) -> ClusterChange {
+    let mut change = ClusterChange::default();
+    let same = |a: &Remote, t: &Remotes| {
+        t.cluster
+            .binary_search_by_key(&a.mac, |r| r.mac)
+            .is_ok_and(|i| t.cluster[i] == *a)
+    };
+    for o in old.cluster.iter().filter(|r| !next.operator_has(&r.mac)) {
+        if !same(o, next) {
+            change.gone.push(o.clone());
+        }
+    }
+    for n in next.cluster.iter().filter(|r| !next.operator_has(&r.mac)) {
+        if !same(n, old) {
+            change.came.push(n.clone());
+        }
+    }
+    change
 }
 
 impl Drop for Vxlan {
@@ -650,6 +758,55 @@ mod tests {
         assert_eq!(flow_hash(&a), flow_hash(&b));
         b[11] = 9; // the source MAC
         assert_ne!(flow_hash(&a), flow_hash(&b));
+    }
+
+    fn remote(last: u8, vtep: &str, ip: &str) -> Remote {
+        Remote {
+            mac: [2, 0, 0, 0, 0, last],
+            vtep: vtep.parse().expect("vtep"),
+            ips: vec![ip.parse().expect("ip")],
+        }
+    }
+
+    #[test]
+    fn the_cluster_part_changes_only_what_moved_and_never_the_operators() {
+        let op = remote(1, "10.0.0.9:4789", "192.168.0.1");
+        let t0 = Remotes::new(std::slice::from_ref(&op), &[]);
+        let (a, b) = (
+            remote(2, "10.0.0.2:4789", "192.168.0.2"),
+            remote(3, "10.0.0.3:4789", "192.168.0.3"),
+        );
+        // The operator's MAC given by the cluster too: the operator's wins.
+        let shadow = remote(1, "10.0.0.3:4789", "192.168.0.1");
+        let t1 = Remotes::with_cluster(
+            std::slice::from_ref(&op),
+            vec![b.clone(), a.clone(), shadow],
+            &[],
+        );
+        assert_eq!(t1.by_mac[&op.mac], op.vtep);
+        assert_eq!(t1.cluster.len(), 3, "sorted by MAC");
+        assert_eq!(t1.cluster[1], a);
+        assert!(t1.known.contains(&b.vtep.ip()));
+        assert_eq!(
+            cluster_change(&t0, &t1),
+            ClusterChange {
+                gone: vec![],
+                came: vec![a.clone(), b.clone()]
+            }
+        );
+        // `a` moves to another VTEP, `b` goes.
+        let moved = remote(2, "10.0.0.4:4789", "192.168.0.2");
+        let t2 = Remotes::with_cluster(std::slice::from_ref(&op), vec![moved.clone()], &[]);
+        assert_eq!(t2.by_mac[&moved.mac], moved.vtep);
+        assert!(!t2.by_mac.contains_key(&b.mac));
+        assert_eq!(
+            cluster_change(&t1, &t2),
+            ClusterChange {
+                gone: vec![a, b],
+                came: vec![moved]
+            }
+        );
+        assert_eq!(cluster_change(&t2, &t2), ClusterChange::default());
     }
 
     #[test]
