@@ -360,37 +360,16 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
         }
         "capture" => {
             need(1, "PORT or NAME:IFACE")?;
-            let port = match pos[0].split_once(':') {
-                None => pos[0].clone(),
-                Some((name, iface)) => {
-                    let v = c.json("GET", &c.q(&format!("/v1/instances/{name}")), None)?;
-                    let found = v["interfaces"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .find(|i| i["name"] == iface);
-                    match found.map(|i| &i["port"]) {
-                        Some(Value::Number(n)) => n.to_string(),
-                        Some(_) => {
-                            return Err(format!(
-                                "{name}:{iface} has no switch port now (is {name} running? \
-                                 `pronto show {name}`)"
-                            ))
-                        }
-                        None => {
-                            let names: Vec<String> = v["interfaces"]
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .filter_map(|i| i["name"].as_str().map(str::to_string))
-                                .collect();
-                            return Err(format!(
-                                "{name} has no interface `{iface}` (it has: {})",
-                                names.join(", ")
-                            ));
-                        }
-                    }
-                }
+            // An instance's interface by name (answered, in a cluster, by
+            // the node that runs it), or a switch port of this daemon by
+            // number.
+            let base = match pos[0].split_once(':') {
+                None => format!("/v1/switch/ports/{}/capture", pos[0]),
+                Some((name, iface)) => c.q(&format!(
+                    "/v1/instances/{}/interfaces/{}/capture",
+                    crate::ctl::percent(name),
+                    crate::ctl::percent(iface)
+                )),
             };
             let mut query = Vec::new();
             for (f, k) in [
@@ -404,7 +383,8 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                     query.push(format!("{k}={}", crate::ctl::percent(&v)));
                 }
             }
-            let path = format!("/v1/switch/ports/{port}/capture?{}", query.join("&"));
+            let sep = if base.contains('?') { '&' } else { '?' };
+            let path = format!("{base}{sep}{}", query.join("&"));
             let file = flag(&["--write"]).pop().unwrap_or_else(|| "-".into());
             let token = c.token.clone();
             if file == "-" {

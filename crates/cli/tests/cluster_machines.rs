@@ -197,6 +197,22 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
     let body = serde_json::json!({"name": "h1", "config": NAMED, "node": "n2"}).to_string();
     let r = req(&dirs[0], None, "POST", "/v1/instances", &body);
     assert_eq!(r.status, 201, "{}", r.text());
+    // It set no memory limit: the node that took the create stored its
+    // default (32 MiB), so that any node runs it with the limit it was
+    // placed by.
+    let kv = etcd
+        .get(&pronto_cluster::scheduler::instance_key("h1"))
+        .expect("etcd")
+        .expect("h1 stored");
+    let spec: serde_json::Value = serde_json::from_slice(&kv.value).expect("JSON");
+    assert_eq!(
+        (
+            spec["memory"].as_u64(),
+            spec["memory_mib"].as_u64(),
+            spec["node"].as_str()
+        ),
+        (Some(32 << 20), Some(32), Some("n2"))
+    );
     wait_until("h1 runs on n2", || {
         running(&dirs[0]).get("h1").map(String::as_str) == Some("n2")
     });
@@ -216,6 +232,44 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
         "",
     );
     assert_eq!((r.status, r.text().as_str()), (200, "hello"));
+
+    // A capture of an instance's interface on n2, asked of n1: streamed
+    // from n2 through n1 (over TLS) into the file, pcapng tcpdump reads.
+    let body = serde_json::json!({"name": "cap1", "node": "n2",
+        "config": "FromDevice(eth0) -> Discard; TimedSource(0.01s) -> Queue(8) -> ToDevice(eth0);",
+        "interfaces": [{"name": "eth0", "mac": "02:00:00:00:0c:01"}]})
+    .to_string();
+    let r = req(&dirs[0], None, "POST", "/v1/instances", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let file = scratch.join("cap1.pcapng");
+    let f = file.to_str().expect("path");
+    let (took, _, err) = common::cluster::cli(
+        &dirs[0],
+        &[
+            "capture",
+            "cap1:eth0",
+            "-w",
+            f,
+            "--count",
+            "3",
+            "--direction",
+            "out",
+        ],
+    );
+    assert!(took, "{err}");
+    assert_eq!(err, format!("3 frames written to {f}\n"));
+    if let Some(text) = common::tcpdump(&file) {
+        // One line per frame (TimedSource's text is no protocol tcpdump
+        // knows: it adds the bytes in hex, indented).
+        let frames = text.lines().filter(|l| !l.starts_with(char::is_whitespace));
+        assert_eq!(frames.count(), 3, "{text}");
+    }
+    let (took, _, err) = common::cluster::cli(&dirs[2], &["capture", "cap1:eth9", "-w", f]);
+    assert!(!took);
+    assert_eq!(
+        err,
+        "pronto capture: cap1 has no interface `eth9` (it has: eth0)\n"
+    );
 
     // 300 instances of one tenant through the three nodes in turn.
     let r = req(&dirs[0], None, "POST", "/v1/tenants", r#"{"name":"acme"}"#);
@@ -242,7 +296,7 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
             });
         }
     });
-    settle("301 instances running", || running(&dirs[1]).len() == 301);
+    settle("302 instances running", || running(&dirs[1]).len() == 302);
     println!(
         "300 instances created and running in {:.1} s",
         t.elapsed().as_secs_f64()
@@ -264,7 +318,7 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
     daemons[2].take().expect("n3 runs").kill9();
     settle("n3's instances running on n1 and n2", || {
         let now = running(&dirs[0]);
-        now.len() == 301 && now.values().all(|n| n != "n3")
+        now.len() == 302 && now.values().all(|n| n != "n3")
     });
     println!(
         "{} instances of the killed node running elsewhere {:.1} s after kill -9 (lease 2 s)",

@@ -754,6 +754,10 @@ fn cluster_create(
 ) -> Result<Value, ApiError> {
     Manager::validate(&mut spec)?;
     spec.created_unix_ms = crate::manager::now_ms();
+    // One limit wherever it runs: the node that takes the create fills in
+    // its default (`--memory`), which the scheduler also placed it by (a
+    // node with another default would otherwise run it with its own).
+    spec.memory = Some(m.memory_of(&spec));
     c.create(
         &spec,
         m.memory_of(&spec),
@@ -1076,59 +1080,15 @@ async fn forward(
     tail: &str,
     body: Option<Vec<u8>>,
 ) -> Result<Option<Response>, ApiError> {
-    let Some(c) = a.s.cluster.clone() else {
+    let Some(to) = owner_call(a, h, t, name, method, tail, "")? else {
         return Ok(None);
     };
-    if a.s.manager.list(Some(t)).iter().any(|i| i.name == name) {
-        return Ok(None);
-    }
-    let caller = a.caller(h)?;
-    let (_, token) = a.who(h);
-    let (t, name, tail) = (t.to_string(), name.to_string(), tail.to_string());
     blocking(move || {
-        let Some((node, api)) = c.owner_api(&t, &name)? else {
+        let Some(call) = to.resolve()? else {
             return Ok(None);
         };
-        let (scheme, api, agent) = match api {
-            crate::cluster::OwnerApi::Plain(a) => ("http", a, ureq::AgentBuilder::new()),
-            crate::cluster::OwnerApi::Tls(p) => (
-                "https",
-                p.addr,
-                ureq::AgentBuilder::new().tls_config(tls::pinned_client(&p.sha256)),
-            ),
-        };
-        let url = format!(
-            "{scheme}://{api}/v1/instances/{}{tail}?tenant={}",
-            encode(&name),
-            encode(&t)
-        );
-        let gone = |e: &dyn std::fmt::Display| {
-            status(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "instance `{name}` runs on node `{node}`, whose API ({api}) did not answer: \
-                     {e}; if the node is lost, the scheduler moves the instance; try again"
-                ),
-            )
-        };
-        let req = agent
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .request(method, &url)
-            .set(crate::cluster::SECRET_HEADER, c.secret())
-            .set(crate::cluster::TOKEN_HEADER, &token);
-        let req = match &caller {
-            Caller::Tenant(n) => req.set(crate::cluster::CALLER_HEADER, n),
-            Caller::Admin => req,
-        };
-        let r = match body {
-            Some(b) => req.send_bytes(&b),
-            None => req.call(),
-        };
-        let resp = match r {
-            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => return Err(gone(&e)),
-        };
+        let (node, name) = (call.node.clone(), call.name.clone());
+        let resp = call.send(body)?;
         let code = StatusCode::from_u16(resp.status()).unwrap_or(StatusCode::BAD_GATEWAY);
         let ctype = resp.header("content-type").map(str::to_string);
         let mut buf = Vec::new();
@@ -1136,7 +1096,7 @@ async fn forward(
         resp.into_reader()
             .take(MAX_FORWARDED_ANSWER + 1)
             .read_to_end(&mut buf)
-            .map_err(|e| gone(&e))?;
+            .map_err(|e| call_gone(&node, &name, "", &e))?;
         if buf.len() as u64 > MAX_FORWARDED_ANSWER {
             return Err(status(
                 StatusCode::BAD_GATEWAY,
@@ -1154,6 +1114,189 @@ async fn forward(
         Ok(Some(out))
     })
     .await
+}
+
+/// [`forward`] for a `GET` whose answer is a stream (a capture): passed on
+/// as it arrives, a chunk at a time, never buffered whole.
+async fn forward_stream(
+    a: &App,
+    h: &HeaderMap,
+    t: &str,
+    name: &str,
+    tail: &str,
+    query: &str,
+) -> Result<Option<Response>, ApiError> {
+    let Some(to) = owner_call(a, h, t, name, "GET", tail, query)? else {
+        return Ok(None);
+    };
+    let Some((code, ctype, reader)) = blocking(move || {
+        let Some(call) = to.resolve()? else {
+            return Ok(None);
+        };
+        let resp = call.send(None)?;
+        let code = StatusCode::from_u16(resp.status()).unwrap_or(StatusCode::BAD_GATEWAY);
+        let ctype = resp.header("content-type").map(str::to_string);
+        Ok(Some((code, ctype, resp.into_reader())))
+    })
+    .await?
+    else {
+        return Ok(None);
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    std::thread::Builder::new()
+        .name("forward-stream".into())
+        .spawn(move || {
+            use std::io::Read as _;
+            let mut reader = reader;
+            loop {
+                let mut chunk = vec![0u8; 64 << 10];
+                match reader.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        chunk.truncate(n);
+                        // The client went away: stop reading (the owner's
+                        // capture ends when its connection closes).
+                        if tx.blocking_send(chunk).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        })
+        .map_err(internal)?;
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
+    });
+    let mut out = (code, Body::from_stream(stream)).into_response();
+    if let Some(ct) = ctype.and_then(|v| header::HeaderValue::from_str(&v).ok()) {
+        out.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    Ok(Some(out))
+}
+
+/// What a forwarded call needs before its owner is known.
+struct OwnerCall {
+    c: Arc<crate::cluster::Cluster>,
+    caller: Caller,
+    token: String,
+    t: String,
+    name: String,
+    method: &'static str,
+    tail: String,
+    query: String,
+}
+
+/// A forwarded call addressed to the node that runs the instance.
+struct Addressed {
+    node: String,
+    name: String,
+    api: String,
+    req: ureq::Request,
+}
+
+/// The call `method tail?query` for instance `name` of `t`, to forward if
+/// another node runs it; `None` outside cluster mode or when this node
+/// runs it.
+fn owner_call(
+    a: &App,
+    h: &HeaderMap,
+    t: &str,
+    name: &str,
+    method: &'static str,
+    tail: &str,
+    query: &str,
+) -> Result<Option<OwnerCall>, ApiError> {
+    let Some(c) = a.s.cluster.clone() else {
+        return Ok(None);
+    };
+    if a.s.manager.list(Some(t)).iter().any(|i| i.name == name) {
+        return Ok(None);
+    }
+    let caller = a.caller(h)?;
+    let (_, token) = a.who(h);
+    Ok(Some(OwnerCall {
+        c,
+        caller,
+        token,
+        t: t.to_string(),
+        name: name.to_string(),
+        method,
+        tail: tail.to_string(),
+        query: query.to_string(),
+    }))
+}
+
+impl OwnerCall {
+    /// Looks up the owner (etcd; blocking): the request to send it, or
+    /// `None` if this node runs the instance after all.
+    fn resolve(self) -> Result<Option<Addressed>, ApiError> {
+        let Some((node, api)) = self.c.owner_api(&self.t, &self.name)? else {
+            return Ok(None);
+        };
+        let (scheme, api, agent) = match api {
+            crate::cluster::OwnerApi::Plain(a) => ("http", a, ureq::AgentBuilder::new()),
+            crate::cluster::OwnerApi::Tls(p) => (
+                "https",
+                p.addr,
+                ureq::AgentBuilder::new().tls_config(tls::pinned_client(&p.sha256)),
+            ),
+        };
+        let url = format!(
+            "{scheme}://{api}/v1/instances/{}{}?tenant={}{}",
+            encode(&self.name),
+            self.tail,
+            encode(&self.t),
+            self.query
+        );
+        let req = agent
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .request(self.method, &url)
+            .set(crate::cluster::SECRET_HEADER, self.c.secret())
+            .set(crate::cluster::TOKEN_HEADER, &self.token);
+        let req = match &self.caller {
+            Caller::Tenant(n) => req.set(crate::cluster::CALLER_HEADER, n),
+            Caller::Admin => req,
+        };
+        Ok(Some(Addressed {
+            node,
+            name: self.name,
+            api,
+            req,
+        }))
+    }
+}
+
+impl Addressed {
+    /// Sends it (with `body`): the owner's answer, whatever its status.
+    fn send(self, body: Option<Vec<u8>>) -> Result<ureq::Response, ApiError> {
+        let r = match body {
+            Some(b) => self.req.send_bytes(&b),
+            None => self.req.call(),
+        };
+        match r {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => Ok(r),
+            Err(e) => Err(call_gone(&self.node, &self.name, &self.api, &e)),
+        }
+    }
+}
+
+/// The 503 of a forwarded call whose owner did not answer.
+fn call_gone(node: &str, name: &str, api: &str, e: &dyn std::fmt::Display) -> ApiError {
+    let at = if api.is_empty() {
+        String::new()
+    } else {
+        format!(" ({api})")
+    };
+    status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "instance `{name}` runs on node `{node}`, whose API{at} did not answer: {e}; if the \
+             node is lost, the scheduler moves the instance; try again"
+        ),
+    )
 }
 
 async fn handler_read(
@@ -1323,7 +1466,6 @@ async fn switch_port_capture(
     Path(port): Path<String>,
     Query(q): Query<CaptureQuery>,
 ) -> Result<Response, ApiError> {
-    use crate::capture::{MAX_COUNT, MAX_SECONDS, QUEUE};
     let tenant = match a.caller(&h)? {
         Caller::Admin => None,
         Caller::Tenant(t) => Some(t),
@@ -1334,6 +1476,18 @@ async fn switch_port_capture(
             Some("port"),
         )
     })?;
+    capture_port(&a, tenant.as_deref(), id, &q)
+}
+
+/// A capture of switch port `id` (of `tenant`'s instances, or any for
+/// the admin) streamed as pcapng, as `q` asks.
+fn capture_port(
+    a: &App,
+    tenant: Option<&str>,
+    id: u16,
+    q: &CaptureQuery,
+) -> Result<Response, ApiError> {
+    use crate::capture::{MAX_COUNT, MAX_SECONDS, QUEUE};
     let count = q.count.unwrap_or(100);
     if !(1..=MAX_COUNT).contains(&count) {
         return Err(bad(
@@ -1376,7 +1530,7 @@ async fn switch_port_capture(
         to_port,
         queue: QUEUE,
     };
-    let (name, cap) = a.s.manager.capture(tenant.as_deref(), id, spec)?;
+    let (name, cap) = a.s.manager.capture(tenant, id, spec)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
     let head = crate::capture::header(&name, snaplen);
     std::thread::Builder::new()
@@ -1403,6 +1557,79 @@ async fn switch_port_capture(
         Body::from_stream(stream),
     )
         .into_response())
+}
+
+/// `GET /v1/instances/NAME/interfaces/IFACE/capture`: what instance
+/// NAME's interface IFACE sends and receives, as pcapng (the query of a
+/// port's capture, and `tenant` for the admin); in cluster mode answered by
+/// the node that runs it, streamed through this one.
+#[derive(Deserialize)]
+struct InstanceCaptureQuery {
+    tenant: Option<String>,
+    count: Option<u64>,
+    seconds: Option<f64>,
+    snaplen: Option<u32>,
+    filter: Option<String>,
+    direction: Option<String>,
+}
+
+async fn instance_capture(
+    State(a): State<App>,
+    h: HeaderMap,
+    Path((name, iface)): Path<(String, String)>,
+    Query(q): Query<InstanceCaptureQuery>,
+) -> Result<Response, ApiError> {
+    let t = a.tenant(
+        &h,
+        &TenantQuery {
+            tenant: q.tenant.clone(),
+        },
+    )?;
+    let cq = CaptureQuery {
+        count: q.count,
+        seconds: q.seconds,
+        snaplen: q.snaplen,
+        filter: q.filter,
+        direction: q.direction,
+    };
+    let mut query = String::new();
+    for (k, v) in [
+        ("count", cq.count.map(|v| v.to_string())),
+        ("seconds", cq.seconds.map(|v| v.to_string())),
+        ("snaplen", cq.snaplen.map(|v| v.to_string())),
+        ("filter", cq.filter.clone()),
+        ("direction", cq.direction.clone()),
+    ] {
+        if let Some(v) = v {
+            query.push_str(&format!("&{k}={}", encode(&v)));
+        }
+    }
+    let tail = format!("/interfaces/{}/capture", encode(&iface));
+    if let Some(r) = forward_stream(&a, &h, &t, &name, &tail, &query).await? {
+        return Ok(r);
+    }
+    let m = a.s.manager.clone();
+    let (t2, n2) = (t.clone(), name.clone());
+    let v = blocking(move || Ok(m.view(&t2, &n2, false)?)).await?;
+    let Some(i) = v.interfaces.iter().find(|i| i.name == iface) else {
+        let names: Vec<&str> = v.interfaces.iter().map(|i| i.name.as_str()).collect();
+        return Err(status(
+            StatusCode::NOT_FOUND,
+            format!(
+                "{name} has no interface `{iface}` (it has: {})",
+                names.join(", ")
+            ),
+        ));
+    };
+    let Some(id) = i.port else {
+        return Err(status(
+            StatusCode::CONFLICT,
+            format!(
+                "{name}:{iface} has no switch port now (is `{name}` running? `pronto show {name}`)"
+            ),
+        ));
+    };
+    capture_port(&a, Some(&t), id, &cq)
 }
 
 async fn switch_threads(State(a): State<App>, h: HeaderMap) -> Result<Response, ApiError> {
@@ -1715,6 +1942,10 @@ fn router(s: Arc<Shared>, unix: bool) -> Router {
         .route("/v1/stats", get(stats))
         .route("/v1/switch/ports", get(switch_ports))
         .route("/v1/switch/ports/{port}/capture", get(switch_port_capture))
+        .route(
+            "/v1/instances/{name}/interfaces/{iface}/capture",
+            get(instance_capture),
+        )
         .route("/v1/switch/threads", get(switch_threads))
         .route(
             "/v1/switch/threads/{thread}/restart",
@@ -2107,7 +2338,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ops.len(), 31, "{ops:?}");
+        assert_eq!(ops.len(), 32, "{ops:?}");
         let dir = std::env::temp_dir().join(format!("pronto-openapi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
