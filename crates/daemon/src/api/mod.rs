@@ -1984,6 +1984,25 @@ pub struct Daemon {
     stop: Option<tokio::sync::watch::Sender<bool>>,
 }
 
+/// Serves `r` on `l` (in `rt`) until `stop` turns true.
+fn serve_until<L>(
+    rt: &tokio::runtime::Runtime,
+    l: L,
+    r: Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    rt.spawn(async move {
+        let _ = axum::serve(l, r)
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|v| *v).await;
+            })
+            .await;
+    });
+}
+
 /// Makes the state directory (mode 0700: the store, the admin token and
 /// the control sockets are the daemon's user's alone), or makes an
 /// existing one private.
@@ -2162,36 +2181,12 @@ impl Daemon {
             cluster,
         });
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let r = router(shared.clone(), true);
-        let mut s1 = stop_rx.clone();
-        rt.spawn(async move {
-            let _ = axum::serve(unix, r)
-                .with_graceful_shutdown(async move {
-                    let _ = s1.wait_for(|v| *v).await;
-                })
-                .await;
-        });
+        serve_until(&rt, unix, router(shared.clone(), true), stop_rx.clone());
         if let Some((l, _)) = peer {
-            let r = router(shared.clone(), false);
-            let mut s3 = stop_rx.clone();
-            rt.spawn(async move {
-                let _ = axum::serve(l, r)
-                    .with_graceful_shutdown(async move {
-                        let _ = s3.wait_for(|v| *v).await;
-                    })
-                    .await;
-            });
+            serve_until(&rt, l, router(shared.clone(), false), stop_rx.clone());
         }
         if let Some(l) = tcp {
-            let r = router(shared.clone(), false);
-            let mut s2 = stop_rx;
-            rt.spawn(async move {
-                let _ = axum::serve(l, r)
-                    .with_graceful_shutdown(async move {
-                        let _ = s2.wait_for(|v| *v).await;
-                    })
-                    .await;
-            });
+            serve_until(&rt, l, router(shared.clone(), false), stop_rx);
         }
         Ok(Daemon {
             shared,

@@ -1039,20 +1039,26 @@ impl Manager {
                     "the switch's MAC table is full: no room for the VXLAN remotes".into(),
                 ));
             }
-            for ip in &r.ips {
-                match ip {
-                    std::net::IpAddr::V4(ip) => {
-                        let _ = self.switch.add_arp(ip.octets(), r.mac, id);
-                    }
-                    std::net::IpAddr::V6(ip) => {
-                        let _ = self.switch.add_nd(ip.octets(), r.mac, id);
-                    }
-                }
-            }
+            self.answer_for(r, id);
         }
         self.switch.set_broadcast(id, !spec.flood.is_empty());
         *held = Some(v);
         Ok(id)
+    }
+
+    /// The switch answers ARP and Neighbor Solicitations for remote `r`'s
+    /// addresses (behind port `id`, the VXLAN uplink).
+    fn answer_for(&self, r: &vxlan::Remote, id: u16) {
+        for ip in &r.ips {
+            match ip {
+                std::net::IpAddr::V4(ip) => {
+                    let _ = self.switch.add_arp(ip.octets(), r.mac, id);
+                }
+                std::net::IpAddr::V6(ip) => {
+                    let _ = self.switch.add_nd(ip.octets(), r.mac, id);
+                }
+            }
+        }
     }
 
     /// The VXLAN uplink's counters, if there is one.
@@ -1102,16 +1108,7 @@ impl Manager {
                     vxlan::mac_text(&r.mac)
                 );
             }
-            for ip in &r.ips {
-                match ip {
-                    std::net::IpAddr::V4(ip) => {
-                        let _ = self.switch.add_arp(ip.octets(), r.mac, id);
-                    }
-                    std::net::IpAddr::V6(ip) => {
-                        let _ = self.switch.add_nd(ip.octets(), r.mac, id);
-                    }
-                }
-            }
+            self.answer_for(r, id);
         }
         true
     }
