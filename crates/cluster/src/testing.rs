@@ -51,6 +51,21 @@ impl Members {
     /// [`Members::start`] with every member listening on address `host`
     /// (an address other network namespaces reach, for nodes in them).
     pub fn start_on(n: usize, host: &str) -> Result<Members, String> {
+        // A member can lose its port between `free_port` and etcd binding
+        // it (tests start members in parallel); the cluster then runs with
+        // one member fewer and loses quorum sooner than the test means.
+        // Such a start is made again with fresh ports.
+        let mut last = String::new();
+        for _ in 0..3 {
+            match Members::try_start_on(n, host) {
+                Ok(m) => return Ok(m),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn try_start_on(n: usize, host: &str) -> Result<Members, String> {
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "pronto-etcd-{}-{}",
@@ -109,6 +124,16 @@ impl Members {
                 return Err("etcd did not start within 30 s".into());
             }
             std::thread::sleep(Duration::from_millis(100));
+        }
+        // Every member up, each answering on its own.
+        for c in &m.clients {
+            let one = Etcd::new(c).map_err(|e| e.to_string())?;
+            while one.get(b"/ready").is_err() {
+                if t.elapsed() > Duration::from_secs(30) {
+                    return Err(format!("etcd member {c} did not answer within 30 s"));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         Ok(m)
     }
