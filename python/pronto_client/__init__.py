@@ -1,7 +1,10 @@
 """Client for prontod, pronto's daemon (REST API, ``docs/openapi.yaml``).
 
-Talks to the daemon over its unix socket (as the admin, no token needed)
-or over loopback TCP with an API token::
+Talks to the daemon over its unix socket (as the admin, no token needed),
+over loopback TCP with an API token, or over TLS to a cluster node's
+``--cluster-listen`` address from another machine, its certificate pinned
+by fingerprint (``Client(url="https://10.0.0.11:7118", token=T,
+fingerprint=SHA256)``; ``pronto cluster nodes`` shows each node's)::
 
     from pronto_client import Client
 
@@ -18,10 +21,12 @@ Only the standard library is used.
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import os
 import socket
+import ssl
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, urlencode
@@ -41,6 +46,7 @@ __all__ = [
     "Conflict",
     "TooLarge",
     "Unavailable",
+    "WrongCertificate",
     "Quota",
     "default_socket",
 ]
@@ -290,6 +296,36 @@ def default_socket() -> str:
     return os.path.join(os.environ.get("TMPDIR", "/tmp"), "prontod-%d.sock" % os.geteuid())
 
 
+class WrongCertificate(Exception):
+    """The node's TLS certificate is not the one ``fingerprint`` names
+    (nothing was sent to it)."""
+
+
+class _PinnedConnection(http.client.HTTPSConnection):
+    """TLS to a node, accepting exactly the certificate whose SHA-256 is
+    ``fingerprint`` (nodes' certificates are self-signed: pinned, not
+    checked against a certificate authority)."""
+
+    def __init__(self, host: str, port: int, fingerprint: str, timeout: float) -> None:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        super().__init__(host, port, timeout=timeout, context=ctx)
+        self._fingerprint = fingerprint
+
+    def connect(self) -> None:
+        super().connect()
+        der = self.sock.getpeercert(binary_form=True) or b""
+        got = hashlib.sha256(der).hexdigest()
+        if got != self._fingerprint:
+            self.sock.close()
+            self.sock = None
+            raise WrongCertificate(
+                "the node's certificate (SHA-256 %s) is not the one fingerprint names (%s): "
+                "check the address, and the node's fingerprint (`pronto cluster nodes`)"
+                % (got, self._fingerprint))
+
+
 class _UnixConnection(http.client.HTTPConnection):
     def __init__(self, path: str, timeout: float) -> None:
         super().__init__("localhost", timeout=timeout)
@@ -311,29 +347,50 @@ class Client:
 
     ``socket``: the unix socket (default: :func:`default_socket`);
     ``url``: ``http://127.0.0.1:7117`` to use TCP instead (then a
-    ``token`` is needed; default ``$PRONTO_URL`` / ``$PRONTO_TOKEN``);
+    ``token`` is needed; default ``$PRONTO_URL`` / ``$PRONTO_TOKEN``), or
+    ``https://HOST:PORT``, a cluster node's ``--cluster-listen`` address,
+    with ``fingerprint``, its certificate's SHA-256 (default
+    ``$PRONTO_FINGERPRINT``);
     ``tenant``: as the admin, address this tenant's instances.
     """
 
     def __init__(self, socket: Optional[str] = None, url: Optional[str] = None,
                  token: Optional[str] = None, tenant: Optional[str] = None,
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, fingerprint: Optional[str] = None) -> None:
         self.url = url if url is not None else (None if socket else os.environ.get("PRONTO_URL"))
         self.socket = socket or default_socket()
         self.token = token if token is not None else os.environ.get("PRONTO_TOKEN")
         self.tenant = tenant
         self.timeout = timeout
+        self.fingerprint = None
+        if self.url and self.url.startswith("https://"):
+            f = fingerprint if fingerprint is not None else os.environ.get("PRONTO_FINGERPRINT")
+            if not f:
+                raise ValueError(
+                    "url %s: give the node's certificate fingerprint (fingerprint=SHA256 or "
+                    "PRONTO_FINGERPRINT; `pronto cluster nodes` shows it)" % self.url)
+            f = f.replace(":", "").lower()
+            if len(f) != 64 or any(ch not in "0123456789abcdef" for ch in f):
+                raise ValueError(
+                    "fingerprint: expected the certificate's SHA-256 as 64 hex digits, found %r"
+                    % f)
+            self.fingerprint = f
 
     # ---- transport ------------------------------------------------------
 
     def _conn(self) -> http.client.HTTPConnection:
         if self.url:
             u = self.url
-            for p in ("http://",):
+            for p in ("http://", "https://"):
                 if u.startswith(p):
                     u = u[len(p):]
             u = u.rstrip("/")
-            host, _, port = u.partition(":")
+            host, _, port = u.rpartition(":")
+            if not host:
+                host, port = port, ""
+            host = host.strip("[]")
+            if self.fingerprint:
+                return _PinnedConnection(host, int(port or 443), self.fingerprint, self.timeout)
             return http.client.HTTPConnection(host, int(port or 80), timeout=self.timeout)
         return _UnixConnection(self.socket, self.timeout)
 

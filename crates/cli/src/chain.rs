@@ -15,7 +15,7 @@ The subcommands, in more words:
   pronto chain profile FILE.click [--elements]
         what the configuration's NF reads and writes of a packet (from its
         elements' declared profiles); --elements: each element's part
-  pronto chain plan FILE.nfp [--dot OUT.dot] [--socket PATH | --url HOST:PORT --token T]
+  pronto chain plan FILE.nfp [--dot OUT.dot] [--socket PATH | --url URL --token T]
         compile the policy: the service graph, the pairwise analysis, the
         forwarding and merge tables; --dot writes the graph for Graphviz;
         instance(\"NAME\") NFs get their profiles from the daemon's instances
@@ -29,7 +29,7 @@ The subcommands, in more words:
 
   pronto chain apply FILE.nfp --out MAC [--name PREFIX] [--chain N] [--mergers N]
                   [--pin CPUS] [--merge-timeout T] [--dry-run]
-                  [--socket PATH | --url HOST:PORT --token T]
+                  [--socket PATH | --url URL --token T]
         deploy the compiled graph through the daemon: an instance for the entry
         (classifier), each NF and each merger, on the switch; packets sent to the
         entry's MAC (printed) leave for MAC; --mergers N: N merger instances per
@@ -168,6 +168,7 @@ struct Opts {
     dry_run: bool,
     socket: Option<String>,
     url: Option<String>,
+    fingerprint: Option<String>,
     token: Option<String>,
     dot: Option<PathBuf>,
     trace: Option<PathBuf>,
@@ -189,6 +190,7 @@ fn opts(c: ChainCmd, g: &crate::cli::Global) -> Result<(&'static str, Opts), Str
         dry_run: false,
         socket: g.socket.clone(),
         url: g.url.clone().or_else(|| std::env::var("PRONTO_URL").ok()),
+        fingerprint: g.fingerprint.clone(),
         token: g
             .token
             .clone()
@@ -344,8 +346,12 @@ fn run(cmd: &str, o: &Opts) -> Result<(), String> {
 }
 
 /// The daemon's endpoint from `--socket` / `--url` (or the defaults).
-fn endpoint(o: &Opts) -> crate::http::Endpoint {
-    crate::http::Endpoint::choose(o.socket.as_deref(), o.url.as_deref())
+fn endpoint(o: &Opts) -> Result<crate::http::Endpoint, String> {
+    crate::http::Endpoint::choose(
+        o.socket.as_deref(),
+        o.url.as_deref(),
+        o.fingerprint.as_deref(),
+    )
 }
 
 /// Loads and compiles a policy; `instance(...)` NFs get their profiles
@@ -374,7 +380,7 @@ fn resolve_running(policy: &mut Policy, o: &Opts) -> Result<RunningNfs, String> 
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
-    let ep = endpoint(o);
+    let ep = endpoint(o)?;
     let mut found: RunningNfs = Vec::new();
     policy
         .resolve_instances(|name| {
@@ -622,7 +628,7 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
         }
         return Ok(());
     }
-    let ep = endpoint(o);
+    let ep = endpoint(o)?;
     let call = |method: &str, path: &str, body: &str| {
         crate::http::request(
             &ep,

@@ -28,13 +28,23 @@ pub struct Global {
     )]
     pub socket: Option<String>,
     /// The daemon's TCP address instead of its socket (default $PRONTO_URL); needs a token.
+    /// `https://HOST:PORT`: a cluster node's --cluster-listen address, with --fingerprint.
     #[arg(
         long,
         global = true,
         help_heading = "Global options",
-        value_name = "HOST:PORT"
+        value_name = "URL"
     )]
     pub url: Option<String>,
+    /// With --url https://...: the node's certificate SHA-256 (default $PRONTO_FINGERPRINT;
+    /// `pronto cluster nodes` shows it).
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "SHA256"
+    )]
+    pub fingerprint: Option<String>,
     /// API token (default $PRONTO_TOKEN); tenants see only their own instances.
     #[arg(
         long,

@@ -73,6 +73,8 @@ fn run(cmd: ClusterCmd, json: bool) -> Result<String, String> {
                         "name": n.name, "slots": n.slots, "memory_mib": n.memory_mib,
                         "cpus": n.cpus, "tunnel": n.tunnel,
                         "instances": per_node.get(n.name.as_str()).copied().unwrap_or(0),
+                        "api": n.peer.as_ref().map(|p| format!("https://{}", p.addr)),
+                        "sha256": n.peer.as_ref().map(|p| p.sha256.clone()),
                     })
                 })
                 .collect();
@@ -85,6 +87,8 @@ fn run(cmd: ClusterCmd, json: bool) -> Result<String, String> {
             ("MEMORY_MIB", Align::Right),
             ("CPUS", Align::Right),
             ("TUNNEL", Align::Left),
+            ("API", Align::Left),
+            ("CERTIFICATE SHA-256", Align::Left),
         ]);
         for n in &nodes {
             t.row([
@@ -98,6 +102,12 @@ fn run(cmd: ClusterCmd, json: bool) -> Result<String, String> {
                 n.memory_mib.to_string(),
                 n.cpus.to_string(),
                 n.tunnel.clone().unwrap_or_else(|| "-".into()),
+                n.peer
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |p| format!("https://{}", p.addr)),
+                n.peer
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |p| p.sha256.clone()),
             ]);
         }
         return Ok(t.render());

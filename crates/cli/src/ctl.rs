@@ -88,7 +88,7 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
         .or_else(|| std::env::var("PRONTO_TOKEN").ok());
     let tenant = g.tenant.clone();
     let json = g.json;
-    let ep = Endpoint::choose(socket.as_deref(), url.as_deref());
+    let ep = Endpoint::choose(socket.as_deref(), url.as_deref(), g.fingerprint.as_deref())?;
     let c = Ctx {
         ep,
         token,

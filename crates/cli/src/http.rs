@@ -1,5 +1,6 @@
 //! A small blocking HTTP/1.1 client for the daemon's API, over its unix
-//! socket or loopback TCP. (The CLI makes one request per run; a full HTTP
+//! socket, loopback TCP, or TLS to a cluster node's `--cluster-listen`
+//! address (its certificate pinned by fingerprint). (The CLI makes one request per run; a full HTTP
 //! stack and an async runtime would cost more start-up than the request.)
 
 use std::io::{Read, Write};
@@ -14,6 +15,13 @@ pub enum Endpoint {
     Unix(PathBuf),
     /// `host:port` on loopback.
     Tcp(String),
+    /// `host:port` over TLS, the certificate whose SHA-256 is `sha256`.
+    Tls {
+        /// `host:port`.
+        addr: String,
+        /// The pinned fingerprint (hex).
+        sha256: String,
+    },
 }
 
 /// A response.
@@ -26,16 +34,76 @@ pub struct Response {
 
 impl Endpoint {
     /// The daemon as `--socket PATH` or `--url HOST:PORT` name it, else
-    /// its default socket.
-    pub fn choose(socket: Option<&str>, url: Option<&str>) -> Endpoint {
-        match (socket, url) {
-            (Some(s), _) => Endpoint::Unix(s.into()),
-            (None, Some(u)) => Endpoint::Tcp(
+    /// its default socket; `--url https://HOST:PORT` with the node's
+    /// certificate fingerprint (`--fingerprint`, else $PRONTO_FINGERPRINT).
+    pub fn choose(
+        socket: Option<&str>,
+        url: Option<&str>,
+        fingerprint: Option<&str>,
+    ) -> Result<Endpoint, String> {
+        let Some(u) = url.filter(|_| socket.is_none()) else {
+            return Ok(Endpoint::Unix(
+                socket.map_or_else(crate::daemon::default_socket, PathBuf::from),
+            ));
+        };
+        let Some(addr) = u.strip_prefix("https://") else {
+            return Ok(Endpoint::Tcp(
                 u.trim_start_matches("http://")
                     .trim_end_matches('/')
                     .to_string(),
-            ),
-            (None, None) => Endpoint::Unix(crate::daemon::default_socket()),
+            ));
+        };
+        let addr = addr.trim_end_matches('/').to_string();
+        let env = std::env::var("PRONTO_FINGERPRINT").ok();
+        let Some(f) = fingerprint.or(env.as_deref()) else {
+            return Err(format!(
+                "--url https://{addr}: give the node's certificate fingerprint with \
+                 --fingerprint SHA256 (or PRONTO_FINGERPRINT): `pronto cluster nodes --etcd ...` \
+                 shows each node's, and the daemon prints its own when it starts"
+            ));
+        };
+        let f = f.replace(':', "").to_ascii_lowercase();
+        if f.len() != 64 || !f.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "--fingerprint: expected the certificate's SHA-256 as 64 hex digits, found `{f}`"
+            ));
+        }
+        Ok(Endpoint::Tls { addr, sha256: f })
+    }
+
+    /// The connection a request is sent on.
+    fn connect(&self, timeout: Option<Duration>) -> Result<Box<dyn Stream>, String> {
+        Ok(match self {
+            Endpoint::Unix(p) => {
+                let s = UnixStream::connect(p).map_err(|e| {
+                    format!(
+                        "cannot reach the daemon at {}: {e} (start it with `pronto daemon`, or \
+                         point --socket / PRONTO_SOCKET at its socket)",
+                        p.display()
+                    )
+                })?;
+                let _ = s.set_read_timeout(timeout);
+                Box::new(s)
+            }
+            Endpoint::Tcp(a) => {
+                let s = std::net::TcpStream::connect(a)
+                    .map_err(|e| format!("cannot reach the daemon at {a}: {e}"))?;
+                let _ = s.set_read_timeout(timeout);
+                Box::new(s)
+            }
+            Endpoint::Tls { addr, sha256 } => {
+                let s = pronto_daemon::api::tls::connect_pinned(addr, sha256)?;
+                let _ = s.sock.set_read_timeout(timeout);
+                Box::new(s)
+            }
+        })
+    }
+
+    /// The `Host` header's value.
+    fn host(&self) -> &str {
+        match self {
+            Endpoint::Unix(_) => "localhost",
+            Endpoint::Tcp(a) | Endpoint::Tls { addr: a, .. } => a,
         }
     }
 }
@@ -94,36 +162,20 @@ pub fn request(
     path: &str,
     body: Option<(&str, &[u8])>,
 ) -> Result<Response, String> {
-    let mut s: Box<dyn Stream> = match ep {
-        Endpoint::Unix(p) => {
-            let s = UnixStream::connect(p).map_err(|e| {
-                format!(
-                    "cannot reach the daemon at {}: {e} (start it with `pronto daemon`, or point \
-                     --socket / PRONTO_SOCKET at its socket)",
-                    p.display()
-                )
-            })?;
-            let _ = s.set_read_timeout(Some(Duration::from_secs(120)));
-            Box::new(s)
-        }
-        Endpoint::Tcp(a) => {
-            let s = std::net::TcpStream::connect(a)
-                .map_err(|e| format!("cannot reach the daemon at {a}: {e}"))?;
-            let _ = s.set_read_timeout(Some(Duration::from_secs(120)));
-            Box::new(s)
-        }
-    };
-    let host = match ep {
-        Endpoint::Unix(_) => "localhost",
-        Endpoint::Tcp(a) => a.as_str(),
-    };
+    let mut s = ep.connect(Some(Duration::from_secs(120)))?;
+    let host = ep.host();
     let req = head(method, path, host, token, true, body);
     let bytes = body.map_or(&b""[..], |b| b.1);
     let io = |e: std::io::Error| format!("talking to the daemon: {e}");
     s.write_all(req.as_bytes()).map_err(io)?;
     s.write_all(bytes).map_err(io)?;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).map_err(io)?;
+    match s.read_to_end(&mut raw) {
+        // A TLS peer that closes without close_notify after a whole
+        // response: the response is judged by its own framing below.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        r => drop(r.map_err(io)?),
+    }
     parse(&raw)
 }
 
@@ -138,23 +190,8 @@ pub fn stream_to(
     path: &str,
     open: &mut dyn FnMut() -> Result<Box<dyn Write>, String>,
 ) -> Result<(), String> {
-    let s: Box<dyn Stream> = match ep {
-        Endpoint::Unix(p) => Box::new(UnixStream::connect(p).map_err(|e| {
-            format!(
-                "cannot reach the daemon at {}: {e} (start it with `pronto daemon`, or point \
-                 --socket / PRONTO_SOCKET at its socket)",
-                p.display()
-            )
-        })?),
-        Endpoint::Tcp(a) => Box::new(
-            std::net::TcpStream::connect(a)
-                .map_err(|e| format!("cannot reach the daemon at {a}: {e}"))?,
-        ),
-    };
-    let host = match ep {
-        Endpoint::Unix(_) => "localhost",
-        Endpoint::Tcp(a) => a.as_str(),
-    };
+    let s = ep.connect(None)?;
+    let host = ep.host();
     let mut s = std::io::BufReader::new(s);
     let io = |e: std::io::Error| format!("talking to the daemon: {e}");
     s.get_mut()
@@ -194,6 +231,8 @@ pub fn stream_to(
     // quietly, as a closed pipe ends other command-line tools.
     let quiet = |r: std::io::Result<()>| match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        // A TLS peer that closes without close_notify.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
         Err(e) => Err(write(e)),
         Ok(()) => Ok(true),
     };
@@ -291,13 +330,15 @@ fn parse(raw: &[u8]) -> Result<Response, String> {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|c| c.parse().ok())
         .ok_or_else(bad)?;
-    let mut chunked = false;
+    let (mut chunked, mut length) = (false, None);
     for l in lines {
         if let Some((k, v)) = l.split_once(':') {
             if k.eq_ignore_ascii_case("transfer-encoding")
                 && v.trim().eq_ignore_ascii_case("chunked")
             {
                 chunked = true;
+            } else if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse::<usize>().ok();
             }
         }
     }
@@ -305,7 +346,16 @@ fn parse(raw: &[u8]) -> Result<Response, String> {
     let body = if chunked {
         unchunk(rest).ok_or_else(bad)?
     } else {
-        rest.to_vec()
+        match length {
+            Some(n) if rest.len() < n => {
+                return Err(format!(
+                    "the daemon's response was cut short ({} of {n} bytes)",
+                    rest.len()
+                ))
+            }
+            Some(n) => rest[..n].to_vec(),
+            None => rest.to_vec(),
+        }
     };
     Ok(Response { status, body })
 }
@@ -337,5 +387,10 @@ mod tests {
         .expect("r");
         assert_eq!((r.status, r.text()), (200, "abcde".to_string()));
         assert!(super::parse(b"garbage").is_err());
+        // A connection that ended early (a TLS peer gone mid-body).
+        let e = super::parse(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nab")
+            .err()
+            .expect("cut short");
+        assert_eq!(e, "the daemon's response was cut short (2 of 5 bytes)");
     }
 }

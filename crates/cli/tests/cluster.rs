@@ -35,7 +35,11 @@ fn nodes_and_status_read_the_cluster_from_etcd() {
             slots,
             tunnel: tunnel.map(str::to_string),
             api: None,
-            peer: None,
+            // n1 serves the API to other machines.
+            peer: tunnel.map(|_| node::PeerApi {
+                addr: "10.0.0.1:7118".into(),
+                sha256: "ab".repeat(32),
+            }),
         };
         Registration::start(etcd.clone(), n, 30).expect("registers")
     };
@@ -64,9 +68,13 @@ fn nodes_and_status_read_the_cluster_from_etcd() {
     assert_eq!((rc, err.as_str()), (0, ""));
     assert_eq!(
         out,
-        "NODE  INSTANCES  SLOTS  MEMORY_MIB  CPUS  TUNNEL\n\
-         n1            1     10        4096     2  10.0.0.1:4789\n\
-         n2            0     20        4096     2  -\n"
+        format!(
+            "NODE  INSTANCES  SLOTS  MEMORY_MIB  CPUS  TUNNEL         API                    \
+             CERTIFICATE SHA-256\n\
+             n1            1     10        4096     2  10.0.0.1:4789  https://10.0.0.1:7118  {}\n\
+             n2            0     20        4096     2  -              -                      -\n",
+            "ab".repeat(32)
+        )
     );
     let (rc, out, _) = pronto(&["cluster", "status", "--etcd", &url]);
     assert_eq!(rc, 0);

@@ -913,7 +913,8 @@ impl Cluster {
                 )));
             }
             return Err(Failure::Unavailable(format!(
-                "instance `{name}` is not placed on any node yet (pending): try again when                  `pronto ls` shows its node"
+                "instance `{name}` is not placed on any node yet (pending): try again when \
+                 `pronto ls` shows its node"
             )));
         };
         if *node == self.node {
@@ -922,7 +923,8 @@ impl Cluster {
         let live = pronto_cluster::node::nodes(&self.etcd).map_err(etcd_failure)?;
         let Some(n) = live.into_iter().find(|n| &n.name == node) else {
             return Err(Failure::Unavailable(format!(
-                "instance `{name}` is placed on node `{node}`, which is not live (its                  registration is gone): the scheduler moves it to another node; try again"
+                "instance `{name}` is placed on node `{node}`, which is not live (its \
+                 registration is gone): the scheduler moves it to another node; try again"
             )));
         };
         // Its TLS API where it has one (it may be on another machine), else
@@ -931,7 +933,8 @@ impl Cluster {
             (Some(p), _) => Ok(Some((node.clone(), OwnerApi::Tls(p)))),
             (None, Some(a)) => Ok(Some((node.clone(), OwnerApi::Plain(a)))),
             (None, None) => Err(Failure::Unavailable(format!(
-                "instance `{name}` runs on node `{node}`, which serves no TCP API (start it                  with --cluster-listen, or --listen for nodes of one machine): ask that node"
+                "instance `{name}` runs on node `{node}`, which serves no TCP API (start it \
+                 with --cluster-listen, or --listen for nodes of one machine): ask that node"
             ))),
         }
     }

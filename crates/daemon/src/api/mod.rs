@@ -2118,7 +2118,7 @@ impl Daemon {
                     .block_on(tokio::net::TcpListener::bind(addr))
                     .map_err(|e| format!("--cluster-listen: binding {addr}: {e}"))?;
                 let bound = l.local_addr().map_err(|e| e.to_string())?;
-                let id = tls::Identity::generate(&c.node)?;
+                let id = tls::Identity::load_or_generate(&opts.state_dir, &c.node)?;
                 let listener = {
                     let _g = rt.enter();
                     tls::TlsListener::start(l, &id)?
