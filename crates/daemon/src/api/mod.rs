@@ -827,19 +827,6 @@ fn cluster_wait_taken(
     }
 }
 
-/// `PUT /v1/instances/NAME/config` in cluster mode: stored in etcd;
-/// answered once the node that runs the instance has taken it.
-fn cluster_reconfigure(
-    c: &crate::cluster::Cluster,
-    m: &Manager,
-    tenant: &str,
-    name: &str,
-    config: &str,
-) -> Result<Value, ApiError> {
-    let rev = c.reconfigure(tenant, name, config)?;
-    cluster_wait_taken(c, m, tenant, name, rev)
-}
-
 /// The instances of the cluster (of `tenant`, or all): those this node
 /// runs as it sees them, the others as etcd has them; each with its
 /// `node`.
@@ -942,12 +929,41 @@ async fn instances_config(
     let t = a.tenant(&h, &q)?;
     let body = body::read(&h, body, MAX_CONFIG_BODY).await?;
     let config: String = Fields::parse(&body, &["config"])?.need("config")?;
+    let cfg = config.clone();
+    spec_write(
+        &a,
+        t,
+        name,
+        move |c, t, n| c.reconfigure(t, n, &cfg),
+        move |m, t, n| m.reconfigure(t, n, &config),
+    )
+    .await
+}
+
+/// A change to an instance's spec (`config`, `weight`, `rate_limit`): in
+/// cluster mode `store` writes it to etcd (its revision returned) and the
+/// answer waits until the node that runs the instance has taken it; else
+/// `apply` makes it through this node's manager. Answered with the
+/// instance as it is then.
+async fn spec_write(
+    a: &App,
+    t: String,
+    name: String,
+    store: impl FnOnce(&crate::cluster::Cluster, &str, &str) -> Result<i64, Failure> + Send + 'static,
+    apply: impl FnOnce(&Manager, &str, &str) -> Result<crate::manager::InstanceView, Failure>
+        + Send
+        + 'static,
+) -> Result<Response, ApiError> {
     let m = a.s.manager.clone();
     if let Some(c) = a.s.cluster.clone() {
-        let v = blocking(move || cluster_reconfigure(&c, &m, &t, &name, &config)).await?;
+        let v = blocking(move || {
+            let rev = store(&c, &t, &name)?;
+            cluster_wait_taken(&c, &m, &t, &name, rev)
+        })
+        .await?;
         return Ok(Json(v).into_response());
     }
-    let v = blocking(move || Ok(m.reconfigure(&t, &name, &config)?)).await?;
+    let v = blocking(move || Ok(apply(&m, &t, &name)?)).await?;
     Ok(Json(v).into_response())
 }
 
@@ -975,17 +991,14 @@ async fn instances_rate_limit(
     }
     let v: Option<Value> = f.opt("rate_limit")?;
     let limit = rate_limit_of(Some(&v.unwrap_or(Value::Null)))?;
-    let m = a.s.manager.clone();
-    if let Some(c) = a.s.cluster.clone() {
-        let v = blocking(move || {
-            let rev = c.set_rate_limit(&t, &name, limit)?;
-            cluster_wait_taken(&c, &m, &t, &name, rev)
-        })
-        .await?;
-        return Ok(Json(v).into_response());
-    }
-    let v = blocking(move || Ok(m.set_rate_limit(&t, &name, limit)?)).await?;
-    Ok(Json(v).into_response())
+    spec_write(
+        &a,
+        t,
+        name,
+        move |c, t, n| c.set_rate_limit(t, n, limit),
+        move |m, t, n| m.set_rate_limit(t, n, limit),
+    )
+    .await
 }
 
 /// `PUT /v1/instances/NAME/weight` (`{"weight": 300}`): its share under
@@ -1006,17 +1019,14 @@ async fn instances_weight(
     let weight: u32 = Fields::parse(&body, &["weight"])?.need("weight")?;
     check_weight(Some(weight))?;
     check_tenant_weight(&caller, Some(weight))?;
-    let m = a.s.manager.clone();
-    if let Some(c) = a.s.cluster.clone() {
-        let v = blocking(move || {
-            let rev = c.set_weight(&t, &name, weight)?;
-            cluster_wait_taken(&c, &m, &t, &name, rev)
-        })
-        .await?;
-        return Ok(Json(v).into_response());
-    }
-    let v = blocking(move || Ok(m.set_weight(&t, &name, weight)?)).await?;
-    Ok(Json(v).into_response())
+    spec_write(
+        &a,
+        t,
+        name,
+        move |c, t, n| c.set_weight(t, n, weight),
+        move |m, t, n| m.set_weight(t, n, weight),
+    )
+    .await
 }
 
 /// A create's `node` (a pin): a node's name as `--node` takes it.
