@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::ctl as cli;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,20 +23,6 @@ fn start(dir: &Path) -> common::Daemon {
 }
 
 /// Runs a CLI command against the daemon in `dir`; (success, stdout, stderr).
-fn cli(dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let o = pronto()
-        .args(args)
-        .arg("--socket")
-        .arg(dir.join("sock"))
-        .output()
-        .expect("pronto runs");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
 fn ok(dir: &Path, args: &[&str]) -> String {
     let (good, out, err) = cli(dir, args);
     assert!(good, "pronto {args:?}: {err}");

@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pronto_cluster::{node, testing, Etcd};
@@ -158,20 +157,7 @@ impl Cluster {
     }
 }
 
-/// `pronto ARGS --socket DIR/sock`: (success, stdout, stderr).
-pub fn cli(dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_pronto"))
-        .args(args)
-        .arg("--socket")
-        .arg(dir.join("sock"))
-        .output()
-        .expect("pronto runs");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+pub use super::ctl as cli;
 
 /// [`cli`] that must succeed: its standard output.
 pub fn ok(dir: &Path, args: &[&str]) -> String {
