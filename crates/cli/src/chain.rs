@@ -441,13 +441,21 @@ fn compound_body(policy: &Policy, nf: &str, path: &str) -> Result<String, String
 }
 
 /// The `POST /v1/instances` body that creates chain instance `i` (its one
-/// port `eth0`), on CPU `cpu` if given.
-pub fn create_body(i: &pronto_policy::deploy::Instance, cpu: Option<usize>) -> serde_json::Value {
+/// port `eth0`), on CPU `cpu` if given, a member of group `group` (the
+/// chain's name) if given.
+pub fn create_body(
+    i: &pronto_policy::deploy::Instance,
+    cpu: Option<usize>,
+    group: Option<&str>,
+) -> serde_json::Value {
     let mut body = serde_json::json!({
         "name": i.name,
         "config": i.config,
         "interfaces": [{"name": "eth0", "mac": i.mac}],
     });
+    if let Some(g) = group {
+        body["group"] = serde_json::json!(g);
+    }
     if let Some(cpu) = cpu {
         body["cpus"] = serde_json::json!([cpu]);
     }
@@ -654,7 +662,11 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             let body = serde_json::json!({ "config": i.config }).to_string();
             call("PUT", &format!("/v1/instances/{}/config", i.name), &body)
         } else {
-            call("POST", "/v1/instances", &create_body(i, cpu).to_string())
+            call(
+                "POST",
+                "/v1/instances",
+                &create_body(i, cpu, Some(&prefix)).to_string(),
+            )
         };
         if let Err(e) = r {
             // Leave nothing half made: give the rewired instances their

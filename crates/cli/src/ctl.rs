@@ -161,6 +161,9 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
             if let Some(n) = flag(&["--node"]).pop() {
                 body["node"] = json!(n);
             }
+            if let Some(g) = flag(&["--group"]).pop() {
+                body["group"] = json!(g);
+            }
             if let Some(r) = flag(&["--rate-limit"]).pop() {
                 let l = pronto_switch::RateLimit::parse(&r)
                     .map_err(|e| format!("--rate-limit: {e}"))?;

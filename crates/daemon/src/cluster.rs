@@ -990,6 +990,9 @@ impl Cluster {
             if let Some(e) = s.and_then(|s| s.get("error")) {
                 o["error"] = e.clone();
             }
+            if let Some(g) = v.get("group").filter(|g| g.is_string()) {
+                o["group"] = g.clone();
+            }
             out.push(o);
         }
         Ok(out)

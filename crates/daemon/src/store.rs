@@ -102,6 +102,12 @@ pub struct InstanceSpec {
     /// traffic, the default for the many that idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port_geometry: Option<PortGeometrySpec>,
+    /// The group it belongs to (a chain's name, as `pronto chain apply`
+    /// gives its instances): in a cluster, the scheduler keeps a group's
+    /// members on one node where they fit (fewer tunnel crossings); a
+    /// single daemon stores and shows it, nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// When it was created (Unix milliseconds).
     pub created_unix_ms: u64,
 }
@@ -504,6 +510,7 @@ mod tests {
             cpus: Some(vec![0]),
             weight: None,
             port_geometry: None,
+            group: None,
             rate_limit: None,
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),

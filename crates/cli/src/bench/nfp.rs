@@ -186,7 +186,7 @@ fn measure(
         .collect();
     // The entry last, so that nothing enters before every hop exists.
     for (i, cpu) in insts.iter().zip(&cpus).rev() {
-        let body = crate::chain::create_body(i, *cpu);
+        let body = crate::chain::create_body(i, *cpu, None);
         s.call(
             "POST",
             "/v1/instances",

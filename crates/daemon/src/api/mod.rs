@@ -502,6 +502,7 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
                     "rate_limit",
                     "port_geometry",
                     "node",
+                    "group",
                 ],
             )
             .map_err(msg)?;
@@ -519,6 +520,10 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             port_geometry_of(&mut f).map_err(msg)?;
             let pin: Option<String> = f.opt("node").map_err(msg)?;
             check_pin(pin.as_deref()).map_err(msg)?;
+            let group: Option<String> = f.opt("group").map_err(msg)?;
+            if let Some(g) = &group {
+                crate::manager::check_group(g).map_err(|e| e.to_string())?;
+            }
             let interfaces: Vec<IfaceSpec> = f.opt("interfaces").map_err(msg)?.unwrap_or_default();
             crate::manager::check_name(&name).map_err(|e| e.to_string())?;
             if let Some(t) = &tenant {
@@ -637,6 +642,7 @@ async fn instances_create(
             "rate_limit",
             "port_geometry",
             "node",
+            "group",
         ],
     )?;
     let name: String = f.need("name")?;
@@ -655,6 +661,7 @@ async fn instances_create(
     let port_geometry = port_geometry_of(&mut f)?;
     let pin: Option<String> = f.opt("node")?;
     check_pin(pin.as_deref())?;
+    let group: Option<String> = f.opt("group")?;
     if pin.is_some() && a.s.cluster.is_none() {
         return Err(bad(
             "node: a pin to a node needs cluster mode (this daemon runs without --cluster)",
@@ -695,6 +702,7 @@ async fn instances_create(
         weight,
         rate_limit,
         port_geometry,
+        group,
         created_unix_ms: 0,
     };
     if let Some(c) = a.s.cluster.clone() {

@@ -89,6 +89,9 @@ pub struct InstanceView {
     /// Its interfaces' switch ports: pool slots and ring size (the
     /// daemon's default unless the instance names one).
     pub port_geometry: crate::store::PortGeometrySpec,
+    /// Its group (a chain's name), if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// Interfaces.
     pub interfaces: Vec<IfaceView>,
     /// Sandbox process id (host's view).
@@ -211,6 +214,7 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, applied: Applied) -> In
         weight: spec.weight.unwrap_or(pronto_switch::switch::DEFAULT_WEIGHT),
         rate_limit: spec.rate_limit,
         port_geometry: geometry,
+        group: spec.group,
         interfaces,
         pid: st.pid,
         boot_ms: st.boot_ms,
@@ -278,6 +282,7 @@ mod tests {
             weight: None,
             rate_limit: None,
             port_geometry: None,
+            group: None,
             interfaces: vec![crate::store::IfaceSpec {
                 name: "eth0".into(),
                 mac: None,
