@@ -161,6 +161,8 @@ class Instance:
     #: Its group (a chain's name, as ``pronto chain apply`` gives its
     #: instances), if it has one.
     group: Optional[str] = None
+    #: Cluster mode: the node it is placed on first, if it names one.
+    prefer_node: Optional[str] = None
 
     @staticmethod
     def from_json(v: Dict[str, Any]) -> "Instance":
@@ -192,6 +194,7 @@ class Instance:
             took_state=list(v.get("took_state", [])),
             node=v.get("node"),
             group=v.get("group"),
+            prefer_node=v.get("prefer_node"),
         )
 
 
@@ -434,7 +437,8 @@ class Client:
                port_slots: Optional[int] = None,
                port_ring: Optional[int] = None,
                node: Optional[str] = None,
-               group: Optional[str] = None) -> Instance:
+               group: Optional[str] = None,
+               prefer_node: Optional[str] = None) -> Instance:
         """Creates and starts an instance; raises BadRequest (field
         ``config``, message with line:column) if its configuration does
         not build, and nothing is created. ``weight`` (1 to 10,000, 100
@@ -446,12 +450,17 @@ class Client:
         must fit in its memory); ``node`` (cluster mode) pins it to that
         node: placed there or nowhere; ``group`` (a chain's name, named as
         an instance is) makes it a member of that group, whose members a
-        cluster's scheduler keeps on one node where they fit."""
+        cluster's scheduler keeps on one node where they fit;
+        ``prefer_node`` (cluster mode) places it on that node first, while
+        that node is live and has room (unlike ``node``, it moves when that
+        node dies)."""
         body: Dict[str, Any] = {"name": name, "config": config}
         if node is not None:
             body["node"] = node
         if group is not None:
             body["group"] = group
+        if prefer_node is not None:
+            body["prefer_node"] = prefer_node
         if memory is not None:
             body["memory"] = memory
         if cpu is not None:

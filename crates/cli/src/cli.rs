@@ -544,6 +544,11 @@ pub struct CreateArgs {
     /// group's members on one node where they fit.
     #[arg(long, value_name = "NAME")]
     pub group: Option<String>,
+    /// (cluster) The node it is placed on first, while that node is live
+    /// and has room: a preference, unlike --node it moves when that node
+    /// dies.
+    #[arg(long, value_name = "NODE")]
+    pub prefer_node: Option<String>,
     /// An interface, a port on the switch, with its MAC if given, the
     /// IPv4 or IPv6 address the instance uses on it, which the switch then
     /// answers ARP or Neighbor Solicitations for itself, and
@@ -774,7 +779,8 @@ impl CtlCmd {
                     .flag("--port-slots", &a.port_slots)
                     .flag("--port-ring", &a.port_ring)
                     .flag("--node", &a.node)
-                    .flag("--group", &a.group);
+                    .flag("--group", &a.group)
+                    .flag("--prefer-node", &a.prefer_node);
                 for i in a.iface {
                     c.flags.push(("--iface".into(), i));
                 }

@@ -164,6 +164,9 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
             if let Some(g) = flag(&["--group"]).pop() {
                 body["group"] = json!(g);
             }
+            if let Some(n) = flag(&["--prefer-node"]).pop() {
+                body["prefer_node"] = json!(n);
+            }
             if let Some(r) = flag(&["--rate-limit"]).pop() {
                 let l = pronto_switch::RateLimit::parse(&r)
                     .map_err(|e| format!("--rate-limit: {e}"))?;

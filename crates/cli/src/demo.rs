@@ -199,6 +199,7 @@ fn run(secs: f64) -> Result<(), String> {
             rate_limit: None,
             port_geometry: None,
             group: None,
+            prefer_node: None,
             interfaces: vec![
                 IfaceSpec {
                     name: "eth0".into(),

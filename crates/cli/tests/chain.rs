@@ -418,6 +418,45 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     );
     let (ok, _, _) = ctl(&dir, &["rm", "grouped"]);
     assert!(ok);
+    // --nodes needs a cluster: refused, nothing created.
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "chain",
+            "apply",
+            "examples/chains/tunnel.nfp",
+            "--out",
+            "02:00:00:00:99:05",
+            "--name",
+            "spread",
+            "--chain",
+            "5",
+            "--nodes",
+            "n1,n2",
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("prefer_node: a preferred node needs cluster mode"),
+        "{err}"
+    );
+    let (_, listed, _) = ctl(&dir, &["ls"]);
+    assert!(!listed.contains("spread-"), "{listed}");
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "chain",
+            "apply",
+            "examples/chains/tunnel.nfp",
+            "--out",
+            "02:00:00:00:99:05",
+            "--nodes",
+            "n1,",
+            "--dry-run",
+        ],
+    );
+    assert!(!ok);
+    assert!(err.contains("--nodes: `` is not a node name"), "{err}");
     source(
         "src2",
         "02:00:00:00:98:02",

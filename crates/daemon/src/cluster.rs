@@ -990,8 +990,10 @@ impl Cluster {
             if let Some(e) = s.and_then(|s| s.get("error")) {
                 o["error"] = e.clone();
             }
-            if let Some(g) = v.get("group").filter(|g| g.is_string()) {
-                o["group"] = g.clone();
+            for k in ["group", "prefer_node"] {
+                if let Some(g) = v.get(k).filter(|g| g.is_string()) {
+                    o[k] = g.clone();
+                }
             }
             out.push(o);
         }

@@ -108,6 +108,11 @@ pub struct InstanceSpec {
     /// single daemon stores and shows it, nothing more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// (cluster) The node it is placed on first if that node is live and
+    /// has room: a preference, not a pin (`node`), so that it moves like
+    /// any instance when that node dies (`pronto chain apply --nodes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefer_node: Option<String>,
     /// When it was created (Unix milliseconds).
     pub created_unix_ms: u64,
 }
@@ -511,6 +516,7 @@ mod tests {
             weight: None,
             port_geometry: None,
             group: None,
+            prefer_node: None,
             rate_limit: None,
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),

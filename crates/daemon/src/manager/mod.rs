@@ -1247,6 +1247,7 @@ mod tests {
                 rate_limit: None,
                 port_geometry: None,
                 group: None,
+                prefer_node: None,
                 interfaces: Vec::new(),
                 created_unix_ms: 0,
             };
@@ -1289,6 +1290,7 @@ mod tests {
                 rate_limit: None,
                 port_geometry: None,
                 group: None,
+                prefer_node: None,
                 interfaces: vec![crate::store::IfaceSpec {
                     name: "eth0".into(),
                     mac: Some("02:00:00:00:00:0d".into()),

@@ -92,6 +92,9 @@ pub struct InstanceView {
     /// Its group (a chain's name), if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// (cluster) The node it is placed on first when it is live, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefer_node: Option<String>,
     /// Interfaces.
     pub interfaces: Vec<IfaceView>,
     /// Sandbox process id (host's view).
@@ -215,6 +218,7 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, applied: Applied) -> In
         rate_limit: spec.rate_limit,
         port_geometry: geometry,
         group: spec.group,
+        prefer_node: spec.prefer_node,
         interfaces,
         pid: st.pid,
         boot_ms: st.boot_ms,
@@ -283,6 +287,7 @@ mod tests {
             rate_limit: None,
             port_geometry: None,
             group: None,
+            prefer_node: None,
             interfaces: vec![crate::store::IfaceSpec {
                 name: "eth0".into(),
                 mac: None,
