@@ -335,13 +335,16 @@ pub fn dropped(v: &Value, reason: &str) -> u64 {
 /// frames cross n1 -> n2 -> n1 -> n3 over VXLAN, nothing flooded, no
 /// frame without a remote. Then `kill_n2` kills n2's daemon: b runs on
 /// n1 (where its chain is) and the sink counts again. The sink's counts
-/// when the frames were first seen crossing, and at the end.
+/// when the frames were first seen crossing, and at the end; and the time
+/// from the kill to the sink counting again (20 frames more; polled
+/// every 100 ms through the CLI, so some 100-200 ms coarse). Last, a
+/// second chain applied without `--nodes` lands whole on one node.
 pub fn chain_across_nodes(
     etcd: &Etcd,
     scratch: &Path,
     dirs: &[PathBuf],
     kill_n2: impl FnOnce(),
-) -> (u64, u64) {
+) -> (u64, u64, Duration) {
     let n1 = &dirs[0];
     create_on(
         n1,
@@ -453,8 +456,13 @@ pub fn chain_across_nodes(
     assert!(count(n1, "xc-b", "nf/c.count").expect("xc-b answers") > 0);
 
     // n2, which runs b, dies: b runs on n1, where its chain is, and the
-    // sink counts again.
+    // sink counts again. Meanwhile the merger settles a's versions by its
+    // bounded wait (drops): the sink counts nothing until b runs again.
+    let s_kill = sink();
+    let t0 = Instant::now();
     kill_n2();
+    wait_until("the sink counts again", || sink() > s_kill + 20);
+    let took = t0.elapsed();
     wait_until("b placed on n1", || {
         scheduler::placements(etcd)
             .expect("placements")
@@ -473,5 +481,26 @@ pub fn chain_across_nodes(
     let (v1, v3) = (vxlan(n1), vxlan(&dirs[2]));
     assert_eq!(v1["flooded"], 0, "{v1}");
     assert_eq!(v3["flooded"], 0, "{v3}");
-    (s0, sink())
+    // A chain without --nodes: its instances (one group) on one node.
+    let out = ok(
+        n1,
+        &[
+            "chain",
+            "apply",
+            policy.to_str().expect("path"),
+            "--out",
+            SINK_MAC,
+            "--name",
+            "yc",
+            "--chain",
+            "2",
+        ],
+    );
+    let placed = scheduler::placements(etcd).expect("placements");
+    let on: Vec<&String> = ["yc-in", "yc-a", "yc-b", "yc-merge0"]
+        .iter()
+        .map(|i| &placed[*i])
+        .collect();
+    assert!(on.iter().all(|n| *n == on[0]), "{on:?}\n{out}");
+    (s0, sink(), took)
 }
