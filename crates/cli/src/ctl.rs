@@ -812,6 +812,12 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
         let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
         crate::outln!("cpus:       {}", list.join(","));
     }
+    if let Some(g) = v["group"].as_str() {
+        crate::outln!("group:      {g}");
+    }
+    if let Some(n) = v["prefer_node"].as_str() {
+        crate::outln!("prefers:    node {n}");
+    }
     crate::outln!("restarts:   {}", v["restarts"]);
     if let Some(cr) = v["last_crash"].as_object() {
         crate::outln!("last crash: {}", s(&cr["reason"]));

@@ -401,6 +401,8 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     );
     assert!(ok, "{err}");
     assert_eq!(shown("grouped")["group"], "g.1");
+    let (_, text, _) = ctl(&dir, &["show", "grouped"]);
+    assert!(text.contains("\ngroup:      g.1\n"), "{text}");
     let r = common::cluster::req(
         &dir,
         None,
