@@ -164,6 +164,11 @@ class Instance:
     #: is placed on (None while no node has room for it, and on a daemon
     #: that is not in a cluster).
     node: Optional[str] = None
+    #: Its group (a chain's name, as ``pronto chain apply`` gives its
+    #: instances), if it has one.
+    group: Optional[str] = None
+    #: Cluster mode: the node it is placed on first, if it names one.
+    prefer_node: Optional[str] = None
 
     @staticmethod
     def from_json(v: Dict[str, Any]) -> "Instance":
@@ -194,6 +199,8 @@ class Instance:
             control_sockets=list(v.get("control_sockets", [])),
             took_state=list(v.get("took_state", [])),
             node=v.get("node"),
+            group=v.get("group"),
+            prefer_node=v.get("prefer_node"),
         )
 
 
@@ -486,7 +493,9 @@ class Client:
                rate_limit: Union[str, Dict[str, int], None] = None,
                port_slots: Optional[int] = None,
                port_ring: Optional[int] = None,
-               node: Optional[str] = None) -> Instance:
+               node: Optional[str] = None,
+               group: Optional[str] = None,
+               prefer_node: Optional[str] = None) -> Instance:
         """Creates and starts an instance; raises BadRequest (field
         ``config``, message with line:column) if its configuration does
         not build, and nothing is created. ``weight`` (1 to 10,000, 100
@@ -496,10 +505,19 @@ class Client:
         ``port_slots`` and ``port_ring`` (both or neither) size its switch
         ports' pools and rings (the daemon's defaults otherwise; the ports
         must fit in its memory); ``node`` (cluster mode) pins it to that
-        node: placed there or nowhere."""
+        node: placed there or nowhere; ``group`` (a chain's name, named as
+        an instance is) makes it a member of that group, whose members a
+        cluster's scheduler keeps on one node where they fit;
+        ``prefer_node`` (cluster mode) places it on that node first, while
+        that node is live and has room (unlike ``node``, it moves when that
+        node dies)."""
         body: Dict[str, Any] = {"name": name, "config": config}
         if node is not None:
             body["node"] = node
+        if group is not None:
+            body["group"] = group
+        if prefer_node is not None:
+            body["prefer_node"] = prefer_node
         if memory is not None:
             body["memory"] = memory
         if cpu is not None:

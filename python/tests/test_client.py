@@ -60,11 +60,21 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(e.exception.field, "rate_limit")
         self.assertIn("`10 mbit` is not a rate", e.exception.message)
 
+        with self.assertRaises(BadRequest) as e:
+            c.create("py-grouped", COUNTING, group="-chain")
+        self.assertEqual(e.exception.field, "group")
+
+        with self.assertRaises(BadRequest) as e:
+            c.create("py-far-node", COUNTING, prefer_node="n2")
+        self.assertEqual(e.exception.field, "prefer_node")
+
         i = c.create("py-fw", COUNTING, memory="16M", cpus=[0], weight=250,
                      rate_limit="1Gbps,100kpps", port_slots=512, port_ring=256,
-                     interfaces=[("eth0", "02:00:00:00:0a:01")])
+                     interfaces=[("eth0", "02:00:00:00:0a:01")], group="py-chain")
         try:
             self.assertEqual(i.state, "running")
+            self.assertEqual(i.group, "py-chain")
+            self.assertIsNone(i.prefer_node)
             self.assertEqual(i.memory, 16 << 20)
             self.assertEqual(i.cpus, [0])
             self.assertEqual(i.weight, 250)

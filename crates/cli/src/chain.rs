@@ -28,7 +28,7 @@ The subcommands, in more words:
         every counter
 
   pronto chain apply FILE.nfp --out MAC [--name PREFIX] [--chain N] [--mergers N]
-                  [--pin CPUS] [--merge-timeout T] [--dry-run]
+                  [--pin CPUS] [--nodes N1,N2,...] [--merge-timeout T] [--dry-run]
                   [--socket PATH | --url URL --token T]
         deploy the compiled graph through the daemon: an instance for the entry
         (classifier), each NF and each merger, on the switch; packets sent to the
@@ -38,7 +38,12 @@ The subcommands, in more words:
         branch's backlog, or versions come late and count as drops);
         --pin 0-3: each new NF instance runs
         on one of these CPUs, in turn (parallel branches on different cores, as
-        NFP gives each NF its own); --dry-run prints the configurations;
+        NFP gives each NF its own); --nodes n1,n2 (a cluster): each new NF
+        instance is placed on one of these nodes, in turn, the entry and the
+        mergers on the first (a preference: an instance whose node dies moves
+        like any other, to where its chain runs); without it the cluster keeps
+        the chain (its instances' group: PREFIX) on one node where it fits;
+        --dry-run prints the configurations;
         remove the instances with `pronto rm PREFIX-...`. An instance(\"NAME\") NF
         (one interface, with a fixed MAC) is rewired in place: its configuration
         gets the chain's tag handling around FromDevice/ToDevice, and its elements
@@ -120,6 +125,10 @@ pub enum ChainCmd {
         /// Each new NF instance runs on one of these CPUs, in turn (0-3).
         #[arg(long, value_name = "CPUS")]
         pin: Option<String>,
+        /// (cluster) Each new NF instance is placed on one of these nodes, in
+        /// turn; the entry and the mergers on the first.
+        #[arg(long, value_name = "N1,N2,...")]
+        nodes: Option<String>,
         /// How long a merger waits for a packet's last version (default 10ms).
         #[arg(long, value_name = "T")]
         merge_timeout: Option<String>,
@@ -164,6 +173,7 @@ struct Opts {
     chain: u8,
     mergers: usize,
     pin: Option<Vec<usize>>,
+    nodes: Option<Vec<String>>,
     merge_timeout: String,
     dry_run: bool,
     socket: Option<String>,
@@ -186,6 +196,7 @@ fn opts(c: ChainCmd, g: &crate::cli::Global) -> Result<(&'static str, Opts), Str
         chain: 1,
         mergers: 1,
         pin: None,
+        nodes: None,
         merge_timeout: "10ms".into(),
         dry_run: false,
         socket: g.socket.clone(),
@@ -245,6 +256,7 @@ fn opts(c: ChainCmd, g: &crate::cli::Global) -> Result<(&'static str, Opts), Str
             chain,
             mergers,
             pin,
+            nodes,
             merge_timeout: t,
             dry_run,
         } => {
@@ -275,6 +287,9 @@ fn opts(c: ChainCmd, g: &crate::cli::Global) -> Result<(&'static str, Opts), Str
             }
             if let Some(v) = pin {
                 o.pin = Some(crate::ctl::parse_cpu_list(&v).map_err(|e| format!("--pin: {e}"))?);
+            }
+            if let Some(v) = nodes {
+                o.nodes = Some(parse_nodes(&v)?);
             }
             merge_timeout(&mut o, t)?;
             o.dry_run = dry_run;
@@ -446,14 +461,54 @@ fn compound_body(policy: &Policy, nf: &str, path: &str) -> Result<String, String
     Ok(text)
 }
 
+/// `--nodes`' list: node names (as `--node` takes them), comma-separated.
+fn parse_nodes(v: &str) -> Result<Vec<String>, String> {
+    v.split(',')
+        .map(|n| {
+            let n = n.trim();
+            let ok = !n.is_empty()
+                && n.len() <= 63
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if ok {
+                Ok(n.to_string())
+            } else {
+                Err(format!(
+                    "--nodes: `{n}` is not a node name (1 to 63 letters, digits, `-`, `_`; \
+                     the list: n1,n2)"
+                ))
+            }
+        })
+        .collect()
+}
+
+/// Where a chain's instance goes: its CPU, its group (the chain's name)
+/// and its preferred node, each if given.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Placing<'a> {
+    /// The CPU it runs on (`--pin`).
+    pub cpu: Option<usize>,
+    /// Its group: the chain's prefix.
+    pub group: Option<&'a str>,
+    /// The node it is placed on first (`--nodes`).
+    pub node: Option<&'a str>,
+}
+
 /// The `POST /v1/instances` body that creates chain instance `i` (its one
-/// port `eth0`), on CPU `cpu` if given.
-pub fn create_body(i: &pronto_policy::deploy::Instance, cpu: Option<usize>) -> serde_json::Value {
+/// port `eth0`), placed as `at` says.
+pub fn create_body(i: &pronto_policy::deploy::Instance, at: Placing<'_>) -> serde_json::Value {
+    let Placing { cpu, group, node } = at;
     let mut body = serde_json::json!({
         "name": i.name,
         "config": i.config,
         "interfaces": [{"name": "eth0", "mac": i.mac}],
     });
+    if let Some(g) = group {
+        body["group"] = serde_json::json!(g);
+    }
+    if let Some(n) = node {
+        body["prefer_node"] = serde_json::json!(n);
+    }
     if let Some(cpu) = cpu {
         body["cpus"] = serde_json::json!([cpu]);
     }
@@ -647,8 +702,24 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
     };
     let mut made: Vec<String> = Vec::new();
     let mut rewired: Vec<(String, String)> = Vec::new();
-    // The CPU each new NF instance runs on (with --pin), in turn.
+    // The CPU and the node each new NF instance runs on (with --pin,
+    // --nodes), in turn: NFs in the plan's order, so that with --nodes n1,n2
+    // the first NF goes to n1, the second to n2. The entry and the mergers
+    // go to the first node.
     let mut next_cpu = o.pin.iter().flatten().copied().cycle();
+    let mut next_node = o.nodes.iter().flatten().map(String::as_str).cycle();
+    let mut nf_node: Vec<Option<&str>> = insts
+        .iter()
+        .map(|i| {
+            if i.existing {
+                None
+            } else if i.role.starts_with("nf ") {
+                next_node.next()
+            } else {
+                o.nodes.as_ref().and_then(|n| n.first()).map(String::as_str)
+            }
+        })
+        .collect();
     // The entry last, so that nothing enters before every hop exists.
     for i in insts.iter().rev() {
         let cpu = if !i.existing && i.role.starts_with("nf ") {
@@ -656,53 +727,69 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
         } else {
             None
         };
+        let node = nf_node.pop().flatten();
         let r = if i.existing {
             let body = serde_json::json!({ "config": i.config }).to_string();
             call("PUT", &format!("/v1/instances/{}/config", i.name), &body)
         } else {
-            call("POST", "/v1/instances", &create_body(i, cpu).to_string())
+            call(
+                "POST",
+                "/v1/instances",
+                &create_body(
+                    i,
+                    Placing {
+                        cpu,
+                        group: Some(&prefix),
+                        node,
+                    },
+                )
+                .to_string(),
+            )
         };
-        if let Err(e) = r {
-            // Leave nothing half made: give the rewired instances their
-            // own configurations back first (nothing of the chain sends
-            // to them then), remove what was created, and say what could
-            // not be undone.
-            let mut left = Vec::new();
-            for (n, old) in &rewired {
-                let body = serde_json::json!({ "config": old }).to_string();
-                if let Err(e) = call("PUT", &format!("/v1/instances/{n}/config"), &body) {
-                    left.push(format!(
-                        "{n} keeps the chain's configuration ({e}; `pronto config {n} FILE` \
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                // Leave nothing half made: give the rewired instances their
+                // own configurations back first (nothing of the chain sends
+                // to them then), remove what was created, and say what could
+                // not be undone.
+                let mut left = Vec::new();
+                for (n, old) in &rewired {
+                    let body = serde_json::json!({ "config": old }).to_string();
+                    if let Err(e) = call("PUT", &format!("/v1/instances/{n}/config"), &body) {
+                        left.push(format!(
+                            "{n} keeps the chain's configuration ({e}; `pronto config {n} FILE` \
                          gives it its own back)"
-                    ));
-                }
-            }
-            for n in &made {
-                let r = crate::http::request(
-                    &ep,
-                    o.token.as_deref(),
-                    "DELETE",
-                    &format!("/v1/instances/{n}"),
-                    None,
-                );
-                if let Err(e) = r.and_then(|r| {
-                    if r.status >= 400 {
-                        Err(r.error())
-                    } else {
-                        Ok(r)
+                        ));
                     }
-                }) {
-                    left.push(format!("{n} is still there ({e}; `pronto rm {n}`)"));
                 }
+                for n in &made {
+                    let r = crate::http::request(
+                        &ep,
+                        o.token.as_deref(),
+                        "DELETE",
+                        &format!("/v1/instances/{n}"),
+                        None,
+                    );
+                    if let Err(e) = r.and_then(|r| {
+                        if r.status >= 400 {
+                            Err(r.error())
+                        } else {
+                            Ok(r)
+                        }
+                    }) {
+                        left.push(format!("{n} is still there ({e}; `pronto rm {n}`)"));
+                    }
+                }
+                let what = if i.existing { "rewiring" } else { "creating" };
+                let mut msg = format!("{what} {} ({}): {e}", i.name, i.role);
+                if !left.is_empty() {
+                    msg.push_str("; not undone: ");
+                    msg.push_str(&left.join("; "));
+                }
+                return Err(msg);
             }
-            let what = if i.existing { "rewiring" } else { "creating" };
-            let mut msg = format!("{what} {} ({}): {e}", i.name, i.role);
-            if !left.is_empty() {
-                msg.push_str("; not undone: ");
-                msg.push_str(&left.join("; "));
-            }
-            return Err(msg);
-        }
+        };
         if i.existing {
             let old = bodies.iter().find_map(|b| match b {
                 NfBody::Running { name, config, .. } if *name == i.name => Some(config.clone()),
@@ -712,7 +799,14 @@ fn apply(path: &str, o: &Opts) -> Result<(), String> {
             crate::outln!("rewired {} ({}, MAC {})", i.name, i.role, i.mac);
         } else {
             made.push(i.name.clone());
-            let on = cpu.map(|c| format!(", CPU {c}")).unwrap_or_default();
+            let mut on = cpu.map(|c| format!(", CPU {c}")).unwrap_or_default();
+            // In a cluster: the node it was placed on.
+            let placed = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v["node"].as_str().map(str::to_string));
+            if let Some(n) = placed {
+                on.push_str(&format!(", node {n}"));
+            }
             crate::outln!("created {} ({}, eth0 {}{on})", i.name, i.role, i.mac);
         }
     }

@@ -550,6 +550,15 @@ pub struct CreateArgs {
     /// waits while that node is not live).
     #[arg(long, value_name = "NODE")]
     pub node: Option<String>,
+    /// Its group (a chain's name): in a cluster, the scheduler keeps a
+    /// group's members on one node where they fit.
+    #[arg(long, value_name = "NAME")]
+    pub group: Option<String>,
+    /// (cluster) The node it is placed on first, while that node is live
+    /// and has room: a preference, unlike --node it moves when that node
+    /// dies.
+    #[arg(long, value_name = "NODE")]
+    pub prefer_node: Option<String>,
     /// An interface, a port on the switch, with its MAC if given, the
     /// IPv4 or IPv6 address the instance uses on it, which the switch then
     /// answers ARP or Neighbor Solicitations for itself, and
@@ -779,7 +788,9 @@ impl CtlCmd {
                     .flag("--rate-limit", &a.rate_limit)
                     .flag("--port-slots", &a.port_slots)
                     .flag("--port-ring", &a.port_ring)
-                    .flag("--node", &a.node);
+                    .flag("--node", &a.node)
+                    .flag("--group", &a.group)
+                    .flag("--prefer-node", &a.prefer_node);
                 for i in a.iface {
                     c.flags.push(("--iface".into(), i));
                 }

@@ -161,6 +161,12 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
             if let Some(n) = flag(&["--node"]).pop() {
                 body["node"] = json!(n);
             }
+            if let Some(g) = flag(&["--group"]).pop() {
+                body["group"] = json!(g);
+            }
+            if let Some(n) = flag(&["--prefer-node"]).pop() {
+                body["prefer_node"] = json!(n);
+            }
             if let Some(r) = flag(&["--rate-limit"]).pop() {
                 let l = pronto_switch::RateLimit::parse(&r)
                     .map_err(|e| format!("--rate-limit: {e}"))?;
@@ -805,6 +811,12 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
     if let Some(cpus) = v["cpus"].as_array() {
         let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
         crate::outln!("cpus:       {}", list.join(","));
+    }
+    if let Some(g) = v["group"].as_str() {
+        crate::outln!("group:      {g}");
+    }
+    if let Some(n) = v["prefer_node"].as_str() {
+        crate::outln!("prefers:    node {n}");
     }
     crate::outln!("restarts:   {}", v["restarts"]);
     if let Some(cr) = v["last_crash"].as_object() {

@@ -198,6 +198,8 @@ fn run(secs: f64) -> Result<(), String> {
             weight: None,
             rate_limit: None,
             port_geometry: None,
+            group: None,
+            prefer_node: None,
             interfaces: vec![
                 IfaceSpec {
                     name: "eth0".into(),

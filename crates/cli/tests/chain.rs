@@ -383,6 +383,82 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
     };
     assert_eq!(cpus("tunnel-count"), serde_json::json!([0]));
     assert_eq!(cpus("tunnel-merge0"), serde_json::Value::Null);
+    // Every instance the chain created is in its group (the prefix),
+    // stored and shown; one created without a group shows none.
+    let shown = |inst: &str| -> serde_json::Value {
+        let (_, shown, _) = ctl(&dir, &["show", inst, "--json"]);
+        serde_json::from_str(&shown).expect("JSON")
+    };
+    for inst in ["tunnel-count", "tunnel-merge0", "tunnel-monitor"] {
+        assert_eq!(shown(inst)["group"], "tunnel", "{inst}");
+    }
+    assert_eq!(shown("sink2").get("group"), None);
+    // `pronto create --group`; a bad group is refused naming the field.
+    let cfg = file("idle.click", "Idle -> Discard;\n");
+    let (ok, _, err) = ctl(
+        &dir,
+        &["create", "grouped", "--config", &cfg, "--group", "g.1"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(shown("grouped")["group"], "g.1");
+    let (_, text, _) = ctl(&dir, &["show", "grouped"]);
+    assert!(text.contains("\ngroup:      g.1\n"), "{text}");
+    let r = common::cluster::req(
+        &dir,
+        None,
+        "POST",
+        "/v1/instances",
+        &serde_json::json!({"name": "bad", "config": "Idle -> Discard;", "group": "-x"})
+            .to_string(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["field"], "group", "{}", r.text());
+    assert!(
+        r.text().contains("group `-x`: use 1 to 32 of"),
+        "{}",
+        r.text()
+    );
+    let (ok, _, _) = ctl(&dir, &["rm", "grouped"]);
+    assert!(ok);
+    // --nodes needs a cluster: refused, nothing created.
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "chain",
+            "apply",
+            "examples/chains/tunnel.nfp",
+            "--out",
+            "02:00:00:00:99:05",
+            "--name",
+            "spread",
+            "--chain",
+            "5",
+            "--nodes",
+            "n1,n2",
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("prefer_node: a preferred node needs cluster mode"),
+        "{err}"
+    );
+    let (_, listed, _) = ctl(&dir, &["ls"]);
+    assert!(!listed.contains("spread-"), "{listed}");
+    let (ok, _, err) = ctl(
+        &dir,
+        &[
+            "chain",
+            "apply",
+            "examples/chains/tunnel.nfp",
+            "--out",
+            "02:00:00:00:99:05",
+            "--nodes",
+            "n1,",
+            "--dry-run",
+        ],
+    );
+    assert!(!ok);
+    assert!(err.contains("--nodes: `` is not a node name"), "{err}");
     source(
         "src2",
         "02:00:00:00:98:02",

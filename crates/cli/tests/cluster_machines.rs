@@ -6,7 +6,10 @@
 //! `--cluster-listen` address, the certificate pinned by the fingerprint
 //! the node published in etcd. Then 300 instances created through all
 //! three nodes, a node killed with `kill -9`, and its instances running
-//! again on the two left; and a forged fingerprint refused.
+//! again on the two left; and a forged fingerprint refused. Then, in
+//! three namespaces of their own, nodes whose switches have VXLAN uplinks
+//! on the bridge: a service chain across them, before and after a node's
+//! death.
 //!
 //! ```text
 //!   root ns: bridge 10.231.0.1/24, etcd members m0-m2 on it
@@ -42,19 +45,29 @@ struct Machines {
 }
 
 impl Machines {
-    fn new(n: usize) -> Machines {
+    /// `n` namespaces on a bridge of network 10.`net`.0.0/24 (the bridge
+    /// .1, namespace i .(i + 2)); `tag` (3 letters) names the bridge and
+    /// the namespaces, so that two tests of one run keep apart.
+    fn new(n: usize, tag: &str, net: u8) -> Machines {
         let pid = std::process::id();
-        let bridge = format!("pcm{}", pid % 100_000);
+        let bridge = format!("{tag}{}", pid % 100_000);
         let _ = sh(&["ip", "link", "del", &bridge]);
         must(&["ip", "link", "add", &bridge, "type", "bridge"]);
-        must(&["ip", "addr", "add", "10.231.0.1/24", "dev", &bridge]);
+        must(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("10.{net}.0.1/24"),
+            "dev",
+            &bridge,
+        ]);
         must(&["ip", "link", "set", &bridge, "up"]);
         let mut m = Machines {
             bridge,
             ns: Vec::new(),
         };
         for i in 0..n {
-            let ns = format!("pcm{pid}-{i}");
+            let ns = format!("{tag}{pid}-{i}");
             let host = format!("{}v{i}", m.bridge);
             let _ = sh(&["ip", "netns", "del", &ns]);
             must(&["ip", "netns", "add", &ns]);
@@ -63,7 +76,7 @@ impl Machines {
                 "ip", "link", "add", &host, "type", "veth", "peer", "name", "e0", "netns", &ns,
             ]);
             must(&["ip", "link", "set", &host, "master", &m.bridge, "up"]);
-            let addr = format!("10.231.0.{}/24", i + 2);
+            let addr = format!("10.{net}.0.{}/24", i + 2);
             must(&["ip", "-n", &ns, "addr", "add", &addr, "dev", "e0"]);
             must(&["ip", "-n", &ns, "link", "set", "e0", "up"]);
             must(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
@@ -137,7 +150,7 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
         println!("SKIPPED {test}: nsenter (util-linux) not installed");
         return;
     }
-    let machines = Machines::new(3);
+    let machines = Machines::new(3, "pcm", 231);
     let members = Members::start_on(3, "10.231.0.1").expect("a three-member etcd starts");
     let url = members.endpoints();
     let etcd = Etcd::new(&url).expect("endpoints");
@@ -350,6 +363,70 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
     assert!(
         msg.contains("node `n2`") && msg.contains("is not the one it published in etcd"),
         "{msg}"
+    );
+    drop(daemons);
+    drop(members);
+    drop(machines);
+}
+
+/// A service chain across the three namespaces
+/// ([`common::cluster::chain_across_nodes`]): each node's switch has a
+/// VXLAN uplink on its namespace's address on the bridge, the chain
+/// applied through n1 with `--nodes n1,n2`, a source on n1, a sink on n3;
+/// frames cross the bridge between namespaces, nothing flooded, and again
+/// after n2, which runs one of the NFs, is killed.
+#[test]
+fn a_chain_across_three_namespaces_forwards_over_vxlan_and_follows_a_failover() {
+    let test = "a_chain_across_three_namespaces_forwards_over_vxlan_and_follows_a_failover";
+    if !can_run(test) {
+        return;
+    }
+    if !have("nsenter") {
+        println!("SKIPPED {test}: nsenter (util-linux) not installed");
+        return;
+    }
+    let machines = Machines::new(3, "pcx", 232);
+    let members = Members::start_on(3, "10.232.0.1").expect("a three-member etcd starts");
+    let url = members.endpoints();
+    let etcd = Etcd::new(&url).expect("endpoints");
+    let scratch = common::scratch("cluster-machines-chain");
+    let mut daemons = Vec::new();
+    let mut dirs = Vec::new();
+    for (i, n) in ["n1", "n2", "n3"].iter().enumerate() {
+        let dir = scratch.join(n);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let at = format!("10.232.0.{}", i + 2);
+        let d = common::start_daemon_program(
+            &dir,
+            &machines.wrapper(i, &dir),
+            &[
+                "--cluster",
+                &url,
+                "--node",
+                n,
+                "--cluster-ttl",
+                "2",
+                "--warm",
+                "0",
+                "--cluster-listen",
+                &format!("{at}:0"),
+                "--vxlan",
+                &format!("{at},vni=42"),
+            ],
+        );
+        daemons.push(Some(d));
+        dirs.push(dir);
+    }
+    wait_until("three nodes registered", || {
+        node::nodes(&etcd).expect("nodes").len() == 3
+    });
+    let (before, after, took) = common::cluster::chain_across_nodes(&etcd, &scratch, &dirs, || {
+        daemons[1].take().expect("n2 runs").kill9()
+    });
+    println!(
+        "chain across namespaces n1 and n2, sink on n3: {before} frames before, {after} after \
+         b moved to n1; the sink counted again {} ms after kill -9 (lease 2 s)",
+        took.as_millis()
     );
     drop(daemons);
     drop(members);

@@ -6,14 +6,19 @@
 //! another node gets its replies without a frame flooded (its ARP request
 //! answered by its own node's switch), and when the
 //! target's node is killed with `kill -9`, the target's MAC moves to the
-//! node it runs on next in every table and the replies come back.
+//! node it runs on next in every table and the replies come back. A
+//! service chain applied across nodes (`pronto chain apply --nodes`)
+//! carries frames from a source on one node to a sink on another, before
+//! and after the node running one of its NFs is killed.
 
 mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::cluster::{can_run, count, req, wait_until, Cluster};
+use common::cluster::{
+    can_run, chain_across_nodes, count, dropped, req, vxlan, wait_until, Cluster,
+};
 use pronto_cluster::scheduler;
 use serde_json::{json, Value};
 
@@ -25,7 +30,8 @@ const PINGER_IP: &str = "10.42.0.1";
 /// whatever the cluster does.
 const OPERATOR_MAC: &str = "02:00:00:2a:00:99";
 
-/// Node `name`'s VTEP: its own loopback address.
+/// Node `name`'s VTEP: its own loopback address (the chain test's are
+/// 127.0.0.21-23).
 fn vtep(name: &str) -> String {
     format!("127.0.0.1{}:4789", &name[1..])
 }
@@ -84,13 +90,6 @@ fn create(dir: &Path, name: &str, config: &str, mac: &str, ip: &str) -> String {
     v["node"].as_str().expect("node").to_string()
 }
 
-/// Node `dir`'s VXLAN uplink (`GET /v1/switch/vxlan`).
-fn vxlan(dir: &Path) -> Value {
-    let r = req(dir, None, "GET", "/v1/switch/vxlan", "");
-    assert_eq!(r.status, 200, "{}", r.text());
-    r.json()
-}
-
 /// The entry for `mac` in a VXLAN view's remote table.
 fn remote(v: &Value, mac: &str) -> Option<Value> {
     v["remotes"]
@@ -99,17 +98,6 @@ fn remote(v: &Value, mac: &str) -> Option<Value> {
         .iter()
         .find(|r| r["mac"] == mac)
         .cloned()
-}
-
-/// A drop counter of a VXLAN view.
-fn dropped(v: &Value, reason: &str) -> u64 {
-    v["dropped"]
-        .as_array()
-        .expect("dropped")
-        .iter()
-        .find(|d| d[0] == reason)
-        .and_then(|d| d[1].as_u64())
-        .expect("a reason")
 }
 
 /// Waits until node `dir`'s table has `mac` from the cluster at `at`'s
@@ -237,6 +225,30 @@ fn pings_cross_nodes_by_the_cluster_s_macs_and_follow_a_failover() {
                 .expect("etcd")
                 .is_none()
     });
+}
+
+/// A service chain across nodes ([`common::cluster::chain_across_nodes`]):
+/// `pronto chain apply --nodes n1,n2` through n1, a source on n1 and a
+/// sink on n3; frames cross the nodes over VXLAN, nothing flooded, and
+/// again after n2, which runs one of the NFs, is killed.
+#[test]
+fn a_chain_across_nodes_forwards_and_follows_a_failover() {
+    if !can_run("a_chain_across_nodes_forwards_and_follows_a_failover") {
+        return;
+    }
+    // VTEPs of their own (127.0.0.21-23): the ping test runs beside it.
+    let mut cl = Cluster::start_with("cluster-chain", &["n1", "n2", "n3"], |name| {
+        vec!["--vxlan".into(), format!("127.0.0.2{},vni=42", &name[1..])]
+    });
+    let etcd = pronto_cluster::Etcd::new(&cl.url).expect("endpoint");
+    let scratch = cl.scratch.to_path_buf();
+    let (dirs, n2) = (cl.dirs(), cl.index("n2"));
+    let (before, after, took) = chain_across_nodes(&etcd, &scratch, &dirs, || cl.kill9(n2));
+    println!(
+        "chain across n1 and n2, sink on n3: {before} frames before, {after} after b moved to \
+         n1; the sink counted again {} ms after kill -9 (lease 2 s)",
+        took.as_millis()
+    );
 }
 
 /// From `kill -9` of the target's node to the pinger's first reply from

@@ -6,7 +6,11 @@
 //!    stable: a new node or a new instance moves nothing that runs).
 //! 2. A pinned instance (`--node`) goes to its node or nowhere (and says
 //!    why).
-//! 3. Otherwise it goes to a node with room (a free slot, the memory and
+//! 3. An instance with a preferred node (`prefer_node`, `pronto chain
+//!    apply --nodes`) goes there if that node is live and has room;
+//!    otherwise (its node dead or full) it is placed as any other (4): a
+//!    preference, unlike a pin, does not keep it from failing over.
+//! 4. Otherwise it goes to a node with room (a free slot, the memory and
 //!    the CPUs it asks for), preferring, in order: a node already running
 //!    instances of its group (a chain's NFs kept together: fewer tunnel
 //!    crossings), a node running none of its tenant's instances (a
@@ -48,6 +52,8 @@ pub struct Demand {
     pub pin: Option<String>,
     /// Its group (a chain): members are kept on one node where they fit.
     pub group: Option<String>,
+    /// The node it goes to first, if live with room (not a pin).
+    pub prefer: Option<String>,
 }
 
 /// One pass's result.
@@ -132,26 +138,33 @@ pub fn place(nodes: &[Capacity], demands: &[Demand], current: &HashMap<String, S
                 Some(r) if !r.fits(d) => Err(format!("pinned to node `{p}`, which has no room")),
                 Some(_) => Ok(p.clone()),
             },
-            None => rooms
-                .iter()
-                .filter(|(_, r)| r.fits(d))
-                .max_by_key(|(name, r)| {
-                    let group = d
-                        .group
-                        .as_ref()
-                        .map_or(0, |g| r.groups.get(g).copied().unwrap_or(0));
-                    let tenant = r.tenants.get(&d.tenant).copied().unwrap_or(0);
-                    // Max: most group members, fewest of the tenant's,
-                    // most free slots, then the first name.
-                    (
-                        group,
-                        std::cmp::Reverse(tenant),
-                        r.slots,
-                        std::cmp::Reverse(*name),
-                    )
-                })
-                .map(|(name, _)| (*name).to_string())
-                .ok_or_else(|| "no live node has room (slots, memory, CPUs)".to_string()),
+            None => match d
+                .prefer
+                .as_deref()
+                .filter(|p| rooms.get(*p).is_some_and(|r| r.fits(d)))
+            {
+                Some(p) => Ok(p.to_string()),
+                None => rooms
+                    .iter()
+                    .filter(|(_, r)| r.fits(d))
+                    .max_by_key(|(name, r)| {
+                        let group = d
+                            .group
+                            .as_ref()
+                            .map_or(0, |g| r.groups.get(g).copied().unwrap_or(0));
+                        let tenant = r.tenants.get(&d.tenant).copied().unwrap_or(0);
+                        // Max: most group members, fewest of the tenant's,
+                        // most free slots, then the first name.
+                        (
+                            group,
+                            std::cmp::Reverse(tenant),
+                            r.slots,
+                            std::cmp::Reverse(*name),
+                        )
+                    })
+                    .map(|(name, _)| (*name).to_string())
+                    .ok_or_else(|| "no live node has room (slots, memory, CPUs)".to_string()),
+            },
         };
         match choice {
             Ok(n) => {
@@ -245,6 +258,44 @@ mod tests {
             .collect();
         assert!(chain.iter().all(|n| *n == chain[0]), "{chain:?}");
         assert!(p.unplaced.is_empty());
+    }
+
+    #[test]
+    fn a_preferred_node_is_taken_while_live_and_a_group_follows_when_it_dies() {
+        // A chain of three: the entry prefers n1, the NF n2 (as `chain
+        // apply --nodes n1,n2` asks), the last member has no preference.
+        let mut d = Vec::new();
+        for (n, p) in [
+            ("c-entry", Some("n1")),
+            ("c-nf", Some("n2")),
+            ("c-out", None),
+        ] {
+            let mut x = inst(n, "t");
+            x.group = Some("c".into());
+            x.prefer = p.map(str::to_string);
+            d.push(x);
+        }
+        let nodes = [node("n1", 10), node("n2", 10), node("n3", 10)];
+        let p = place(&nodes, &d, &HashMap::new());
+        assert_eq!(p.placed["c-entry"], "n1");
+        assert_eq!(p.placed["c-nf"], "n2");
+        // The member without a preference joins its group.
+        assert!(["n1", "n2"].contains(&p.placed["c-out"].as_str()));
+        // n2 dies: the NF is not stuck (as a pinned one would be), it
+        // goes where its group runs.
+        let current: HashMap<String, String> = p.placed.clone().into_iter().collect();
+        let p2 = place(&[node("n1", 10), node("n3", 10)], &d, &current);
+        assert_eq!(p2.changed["c-nf"], "n1");
+        assert!(p2.unplaced.is_empty());
+        // n2 back: nothing moves back (placements are stable).
+        let current: HashMap<String, String> = p2.placed.clone().into_iter().collect();
+        let p3 = place(&nodes, &d, &current);
+        assert!(p3.changed.is_empty(), "{:?}", p3.changed);
+        // A preferred node without room: placed elsewhere, not refused.
+        let mut big = inst("big", "u");
+        big.prefer = Some("n1".into());
+        let p4 = place(&[node("n1", 0), node("n2", 1)], &[big], &HashMap::new());
+        assert_eq!(p4.placed["big"], "n2");
     }
 
     #[test]

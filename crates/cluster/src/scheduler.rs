@@ -5,7 +5,7 @@
 //!
 //! Keys (under [`crate::node::ROOT`]; docs/cluster.md):
 //! - `instances/NAME`: the desired instance, JSON; the scheduler reads
-//!   `tenant`, `memory_mib`, `millicpus`, `node` (a pin) and `group` (a
+//!   `tenant`, `memory_mib`, `millicpus`, `node` (a pin), `prefer_node` (a preference) and `group` (a
 //!   chain) and leaves the rest to the node that runs it;
 //! - `placements/NAME`: `{"node": NODE, "token": T}`, where `T` is the
 //!   leadership token of the scheduler that wrote it;
@@ -68,6 +68,7 @@ pub fn demand(name: &str, v: &Value) -> Demand {
         millicpus: v["millicpus"].as_u64().unwrap_or(0),
         pin: v["node"].as_str().map(str::to_string),
         group: v["group"].as_str().map(str::to_string),
+        prefer: v["prefer_node"].as_str().map(str::to_string),
     }
 }
 

@@ -993,6 +993,11 @@ impl Cluster {
             if let Some(e) = s.and_then(|s| s.get("error")) {
                 o["error"] = e.clone();
             }
+            for k in ["group", "prefer_node"] {
+                if let Some(g) = v.get(k).filter(|g| g.is_string()) {
+                    o[k] = g.clone();
+                }
+            }
             out.push(o);
         }
         Ok(out)

@@ -102,6 +102,17 @@ pub struct InstanceSpec {
     /// traffic, the default for the many that idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port_geometry: Option<PortGeometrySpec>,
+    /// The group it belongs to (a chain's name, as `pronto chain apply`
+    /// gives its instances): in a cluster, the scheduler keeps a group's
+    /// members on one node where they fit (fewer tunnel crossings); a
+    /// single daemon stores and shows it, nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// (cluster) The node it is placed on first if that node is live and
+    /// has room: a preference, not a pin (`node`), so that it moves like
+    /// any instance when that node dies (`pronto chain apply --nodes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefer_node: Option<String>,
     /// When it was created (Unix milliseconds).
     pub created_unix_ms: u64,
 }
@@ -504,6 +515,8 @@ mod tests {
             cpus: Some(vec![0]),
             weight: None,
             port_geometry: None,
+            group: None,
+            prefer_node: None,
             rate_limit: None,
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),

@@ -186,7 +186,13 @@ fn measure(
         .collect();
     // The entry last, so that nothing enters before every hop exists.
     for (i, cpu) in insts.iter().zip(&cpus).rev() {
-        let body = crate::chain::create_body(i, *cpu);
+        let body = crate::chain::create_body(
+            i,
+            crate::chain::Placing {
+                cpu: *cpu,
+                ..Default::default()
+            },
+        );
         s.call(
             "POST",
             "/v1/instances",

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use pronto_cluster::{node, testing, Etcd};
+use pronto_cluster::{node, scheduler, testing, Etcd};
+use serde_json::{json, Value};
 
 use super::api::{call_with, Reply, To};
 
@@ -234,4 +235,258 @@ pub fn cpu_file_for(w: u64) -> u64 {
 
 fn cgroup_v2() -> bool {
     Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+}
+
+pub const SINK_MAC: &str = "02:00:00:00:99:01";
+pub const SOURCE_MAC: &str = "02:00:00:00:98:01";
+/// The chain's entry (`pronto chain apply` prints it: chain 1's classifier).
+pub const ENTRY_MAC: [u8; 6] = [0x02, 0x4e, 0x01, 0, 0, 0];
+
+fn sum(data: &[u8]) -> u32 {
+    data.chunks(2)
+        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
+        .sum()
+}
+
+fn fold(mut a: u32) -> u16 {
+    while a >> 16 != 0 {
+        a = (a & 0xffff) + (a >> 16);
+    }
+    a as u16
+}
+
+/// An Ethernet/IPv4/UDP frame from the source to `dst_mac`, 10.0.0.1:1000
+/// -> 192.168.1.1:53, hex.
+pub fn udp_frame(dst_mac: [u8; 6]) -> String {
+    let mut f = dst_mac.to_vec();
+    f.extend_from_slice(&[2, 0, 0, 0, 0x98, 1, 8, 0]);
+    let mut ip = vec![
+        0x45, 0, 0, 36, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 192, 168, 1, 1,
+    ];
+    let c = !fold(sum(&ip));
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut u = vec![0x03, 0xe8, 0, 53, 0, 16, 0, 0];
+    u.extend_from_slice(b"chain in");
+    let pseudo = [10, 0, 0, 1, 192, 168, 1, 1, 0, 17, 0, 16];
+    let c = !fold(sum(&u) + sum(&pseudo));
+    u[6..8].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&u);
+    f.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Creates instance `name` pinned to node `node` (eth0 at `mac`, no
+/// address) through node `dir`.
+pub fn create_on(dir: &Path, name: &str, config: &str, mac: &str, node: &str) {
+    let body = json!({
+        "name": name,
+        "config": config,
+        "memory": "16M",
+        "node": node,
+        "interfaces": [{"name": "eth0", "mac": mac}],
+    });
+    let r = req(dir, None, "POST", "/v1/instances", &body.to_string());
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["node"], node, "{}", r.text());
+}
+
+/// A frame counter of a VXLAN view (`to_switch`, `to_vteps`, `flooded`).
+pub fn frames(v: &Value, what: &str) -> u64 {
+    v[what].as_u64().unwrap_or_else(|| panic!("{what} in {v}"))
+}
+
+/// Node `dir`'s VXLAN uplink (`GET /v1/switch/vxlan`).
+pub fn vxlan(dir: &Path) -> Value {
+    let r = req(dir, None, "GET", "/v1/switch/vxlan", "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+/// A drop counter of a VXLAN view.
+pub fn dropped(v: &Value, reason: &str) -> u64 {
+    v["dropped"]
+        .as_array()
+        .expect("dropped")
+        .iter()
+        .find(|d| d[0] == reason)
+        .and_then(|d| d[1].as_u64())
+        .expect("a reason")
+}
+
+/// A service chain across nodes, for the cluster tests whose three nodes
+/// (`dirs`: n1, n2, n3) have VXLAN uplinks: `pronto chain apply --nodes
+/// n1,n2` through n1 of two counting NFs in parallel (read-only, so
+/// joined by a merger): the entry, NF a and the merger on n1, NF b on n2.
+/// A source on n1 sends to the entry, a sink on n3 is the chain's exit:
+/// frames cross n1 -> n2 -> n1 -> n3 over VXLAN, nothing flooded, no
+/// frame without a remote. Then `kill_n2` kills n2's daemon: b runs on
+/// n1 (where its chain is) and the sink counts again. The sink's counts
+/// when the frames were first seen crossing, and at the end; and the time
+/// from the kill to the sink counting again (20 frames more; polled
+/// every 100 ms through the CLI, so some 100-200 ms coarse). Last, a
+/// second chain applied without `--nodes` lands whole on one node.
+pub fn chain_across_nodes(
+    etcd: &Etcd,
+    scratch: &Path,
+    dirs: &[PathBuf],
+    kill_n2: impl FnOnce(),
+) -> (u64, u64, Duration) {
+    let n1 = &dirs[0];
+    create_on(
+        n1,
+        "sink",
+        "FromDevice(eth0) -> c :: Counter -> Discard;\n",
+        SINK_MAC,
+        "n3",
+    );
+    // Two counters: read-only, so the chain runs them in parallel, joined
+    // by a merger.
+    let policy = scratch.join("two.nfp");
+    let nf = super::root().join("examples/chains/nf/count.click");
+    std::fs::write(
+        &policy,
+        format!(
+            "nf a = click(\"{0}\")\nnf b = click(\"{0}\")\norder(a, before, b)\n",
+            nf.display()
+        ),
+    )
+    .expect("policy");
+    let out = ok(
+        n1,
+        &[
+            "chain",
+            "apply",
+            policy.to_str().expect("path"),
+            "--out",
+            SINK_MAC,
+            "--name",
+            "xc",
+            "--nodes",
+            "n1,n2",
+            "--merge-timeout",
+            "500ms",
+        ],
+    );
+    assert!(
+        out.contains("created xc-b (nf b, eth0 02:4e:01:01:00:01, node n2)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("created xc-in (classifier, eth0 02:4e:01:00:00:00, node n1)"),
+        "{out}"
+    );
+    let placed = scheduler::placements(etcd).expect("placements");
+    for (inst, node) in [
+        ("xc-in", "n1"),
+        ("xc-a", "n1"),
+        ("xc-b", "n2"),
+        ("xc-merge0", "n1"),
+    ] {
+        assert_eq!(placed[inst], node, "{inst}: {placed:?}");
+    }
+    // Every instance of the chain is in its group, shown by any node.
+    let r = req(n1, None, "GET", "/v1/instances/xc-b", "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(
+        (&v["group"], &v["prefer_node"], &v["node"]),
+        (&json!("xc"), &json!("n2"), &json!("n2")),
+        "{v}"
+    );
+    let r = req(&dirs[1], None, "GET", "/v1/instances/xc-b", "");
+    assert_eq!(r.json()["group"], "xc", "{}", r.text());
+
+    // The source on n1 sends to the entry.
+    create_on(
+        n1,
+        "source",
+        &format!(
+            "RatedSource(DATA \\<{}>, RATE 200, LIMIT -1, STOP false) -> Queue -> ToDevice(eth0);\n",
+            udp_frame(ENTRY_MAC)
+        ),
+        SOURCE_MAC,
+        "n1",
+    );
+    let sink = || count(n1, "sink", "c.count").unwrap_or(0);
+    wait_until("frames at the sink", || sink() > 0);
+    let views = || -> Vec<Value> { dirs.iter().map(|d| vxlan(d)).collect() };
+    let (before, s0) = (views(), sink());
+    wait_until("the sink counts 100 more", || sink() >= s0 + 100);
+    let after = views();
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        assert_eq!(a["flooded"], 0, "n{}: {a}", i + 1);
+        assert_eq!(
+            dropped(a, "no_remote"),
+            dropped(b, "no_remote"),
+            "n{}: {a}",
+            i + 1
+        );
+        // n1 sends to n2 (b's version) and n3 (the exit); n2 back to n1
+        // (the merger); n3 only takes.
+        assert!(
+            frames(a, "to_switch") > frames(b, "to_switch"),
+            "n{}: {a}",
+            i + 1
+        );
+        if i < 2 {
+            assert!(
+                frames(a, "to_vteps") > frames(b, "to_vteps"),
+                "n{}: {a}",
+                i + 1
+            );
+        }
+    }
+    assert_eq!(frames(&after[2], "to_vteps"), 0, "n3: {}", after[2]);
+    let merged = count(n1, "xc-merge0", "nfp_merge.merged").expect("the merger answers");
+    assert!(merged >= s0 + 100, "merged {merged}, sink {s0}");
+    assert!(count(n1, "xc-b", "nf/c.count").expect("xc-b answers") > 0);
+
+    // n2, which runs b, dies: b runs on n1, where its chain is, and the
+    // sink counts again. Meanwhile the merger settles a's versions by its
+    // bounded wait (drops): the sink counts nothing until b runs again.
+    let s_kill = sink();
+    let t0 = Instant::now();
+    kill_n2();
+    wait_until("the sink counts again", || sink() > s_kill + 20);
+    let took = t0.elapsed();
+    wait_until("b placed on n1", || {
+        scheduler::placements(etcd)
+            .expect("placements")
+            .get("xc-b")
+            .is_some_and(|n| n == "n1")
+    });
+    wait_until("b running on n1", || {
+        let r = req(n1, None, "GET", "/v1/instances/xc-b", "");
+        r.status == 200 && r.json()["state"] == "running"
+    });
+    let s1 = sink();
+    wait_until("the sink counts 100 more after the failover", || {
+        sink() >= s1 + 100
+    });
+    assert!(count(n1, "xc-b", "nf/c.count").expect("xc-b answers") > 0);
+    let (v1, v3) = (vxlan(n1), vxlan(&dirs[2]));
+    assert_eq!(v1["flooded"], 0, "{v1}");
+    assert_eq!(v3["flooded"], 0, "{v3}");
+    // A chain without --nodes: its instances (one group) on one node.
+    let out = ok(
+        n1,
+        &[
+            "chain",
+            "apply",
+            policy.to_str().expect("path"),
+            "--out",
+            SINK_MAC,
+            "--name",
+            "yc",
+            "--chain",
+            "2",
+        ],
+    );
+    let placed = scheduler::placements(etcd).expect("placements");
+    let on: Vec<&String> = ["yc-in", "yc-a", "yc-b", "yc-merge0"]
+        .iter()
+        .map(|i| &placed[*i])
+        .collect();
+    assert!(on.iter().all(|n| *n == on[0]), "{on:?}\n{out}");
+    (s0, sink(), took)
 }

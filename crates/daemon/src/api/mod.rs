@@ -502,6 +502,8 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
                     "rate_limit",
                     "port_geometry",
                     "node",
+                    "group",
+                    "prefer_node",
                 ],
             )
             .map_err(msg)?;
@@ -519,6 +521,12 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             port_geometry_of(&mut f).map_err(msg)?;
             let pin: Option<String> = f.opt("node").map_err(msg)?;
             check_pin(pin.as_deref()).map_err(msg)?;
+            let prefer: Option<String> = f.opt("prefer_node").map_err(msg)?;
+            check_node_name("prefer_node", prefer.as_deref()).map_err(msg)?;
+            let group: Option<String> = f.opt("group").map_err(msg)?;
+            if let Some(g) = &group {
+                crate::manager::check_group(g).map_err(|e| e.to_string())?;
+            }
             let interfaces: Vec<IfaceSpec> = f.opt("interfaces").map_err(msg)?.unwrap_or_default();
             crate::manager::check_name(&name).map_err(|e| e.to_string())?;
             if let Some(t) = &tenant {
@@ -637,6 +645,8 @@ async fn instances_create(
             "rate_limit",
             "port_geometry",
             "node",
+            "group",
+            "prefer_node",
         ],
     )?;
     let name: String = f.need("name")?;
@@ -655,10 +665,20 @@ async fn instances_create(
     let port_geometry = port_geometry_of(&mut f)?;
     let pin: Option<String> = f.opt("node")?;
     check_pin(pin.as_deref())?;
+    let group: Option<String> = f.opt("group")?;
+    let prefer_node: Option<String> = f.opt("prefer_node")?;
+    check_node_name("prefer_node", prefer_node.as_deref())?;
     if pin.is_some() && a.s.cluster.is_none() {
         return Err(bad(
             "node: a pin to a node needs cluster mode (this daemon runs without --cluster)",
             Some("node"),
+        ));
+    }
+    if prefer_node.is_some() && a.s.cluster.is_none() {
+        return Err(bad(
+            "prefer_node: a preferred node needs cluster mode (this daemon runs without \
+             --cluster)",
+            Some("prefer_node"),
         ));
     }
     let tenant = match (&caller, asked) {
@@ -695,6 +715,8 @@ async fn instances_create(
         weight,
         rate_limit,
         port_geometry,
+        group,
+        prefer_node,
         created_unix_ms: 0,
     };
     if let Some(c) = a.s.cluster.clone() {
@@ -1031,7 +1053,12 @@ async fn instances_weight(
 
 /// A create's `node` (a pin): a node's name as `--node` takes it.
 fn check_pin(pin: Option<&str>) -> Result<(), ApiError> {
-    match pin {
+    check_node_name("node", pin)
+}
+
+/// A node's name as `--node` takes it, in field `field` of a create.
+fn check_node_name(field: &'static str, node: Option<&str>) -> Result<(), ApiError> {
+    match node {
         Some(n)
             if n.is_empty()
                 || n.len() > 63
@@ -1040,8 +1067,8 @@ fn check_pin(pin: Option<&str>) -> Result<(), ApiError> {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
         {
             Err(bad(
-                format!("node: `{n}` is not a node name (1 to 63 letters, digits, `-`, `_`)"),
-                Some("node"),
+                format!("{field}: `{n}` is not a node name (1 to 63 letters, digits, `-`, `_`)"),
+                Some(field),
             ))
         }
         _ => Ok(()),

@@ -43,7 +43,7 @@ pub use crate::failure::Failure;
 use crate::quota::{Ask, PortRange, Quota, Usage};
 use crate::store::{InstanceSpec, Store};
 pub use cpus::cpu_list;
-pub use names::{check_name, check_tenant};
+pub use names::{check_group, check_name, check_tenant};
 use supervisor::Req;
 pub use view::{Crash, ElementStats, IfaceView, InstanceView, State};
 
@@ -318,6 +318,9 @@ impl Manager {
     pub(crate) fn validate(spec: &mut InstanceSpec) -> Result<(), Failure> {
         check_tenant(&spec.tenant)?;
         check_name(&spec.name)?;
+        if let Some(g) = &spec.group {
+            check_group(g)?;
+        }
         names::check_ifaces(&spec.interfaces)?;
         if let Some(c) = spec.cpu {
             if !(c > 0.0 && c <= crate::quota::MAX_CPU) {
@@ -1243,6 +1246,8 @@ mod tests {
                 weight: None,
                 rate_limit: None,
                 port_geometry: None,
+                group: None,
+                prefer_node: None,
                 interfaces: Vec::new(),
                 created_unix_ms: 0,
             };
@@ -1284,6 +1289,8 @@ mod tests {
                 weight: None,
                 rate_limit: None,
                 port_geometry: None,
+                group: None,
+                prefer_node: None,
                 interfaces: vec![crate::store::IfaceSpec {
                     name: "eth0".into(),
                     mac: Some("02:00:00:00:00:0d".into()),

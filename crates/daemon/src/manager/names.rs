@@ -50,6 +50,20 @@ pub fn check_name(name: &str) -> Result<(), Failure> {
     }
 }
 
+/// A valid group (a chain's name): what an instance name may be, the
+/// error naming the field `group`.
+pub fn check_group(group: &str) -> Result<(), Failure> {
+    check_name(group).map_err(|_| {
+        Failure::BadRequest(
+            format!(
+                "group `{group}`: use 1 to 32 of A-Z, a-z, 0-9, `_`, `.` and `-`, not starting \
+                 with `.` or `-` (a chain's name, as an instance name)"
+            ),
+            Some("group"),
+        )
+    })
+}
+
 /// Valid interfaces: names of 1 to 15 of `A-Z a-z 0-9 _ -`, each once,
 /// MACs written as MACs.
 pub fn check_ifaces(list: &[IfaceSpec]) -> Result<(), Failure> {

@@ -89,6 +89,12 @@ pub struct InstanceView {
     /// Its interfaces' switch ports: pool slots and ring size (the
     /// daemon's default unless the instance names one).
     pub port_geometry: crate::store::PortGeometrySpec,
+    /// Its group (a chain's name), if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// (cluster) The node it is placed on first when it is live, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefer_node: Option<String>,
     /// Interfaces.
     pub interfaces: Vec<IfaceView>,
     /// Sandbox process id (host's view).
@@ -211,6 +217,8 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, applied: Applied) -> In
         weight: spec.weight.unwrap_or(pronto_switch::switch::DEFAULT_WEIGHT),
         rate_limit: spec.rate_limit,
         port_geometry: geometry,
+        group: spec.group,
+        prefer_node: spec.prefer_node,
         interfaces,
         pid: st.pid,
         boot_ms: st.boot_ms,
@@ -278,6 +286,8 @@ mod tests {
             weight: None,
             rate_limit: None,
             port_geometry: None,
+            group: None,
+            prefer_node: None,
             interfaces: vec![crate::store::IfaceSpec {
                 name: "eth0".into(),
                 mac: None,
