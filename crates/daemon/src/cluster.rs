@@ -28,8 +28,10 @@ use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
 use pronto_switch::switch::DEFAULT_WEIGHT;
 use serde_json::{json, Value};
 
+use crate::api::DEFAULT_TENANT;
 use crate::failure::Failure;
 use crate::manager::{vxlan, Manager};
+use crate::quota::{Ask, Quota, Usage};
 use crate::store::InstanceSpec;
 
 /// How to join a cluster.
@@ -310,14 +312,10 @@ pub const TOKEN_HEADER: &str = "x-pronto-cluster-token";
 fn cluster_secret(etcd: &Etcd) -> Result<String, String> {
     let key = format!("{ROOT}secret").into_bytes();
     let fresh = crate::api::new_token()?;
-    etcd.txn(
+    put_if(
+        etcd,
         &[Compare::CreateRevision(key.clone(), 0)],
-        &[Op::Put {
-            key: key.clone(),
-            value: fresh.into_bytes(),
-            lease: 0,
-        }],
-        &[],
+        vec![(key.clone(), fresh.into_bytes())],
     )
     .map_err(|e| e.to_string())?;
     let kv = etcd
@@ -348,11 +346,16 @@ fn follow_tenants(
         let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
             return;
         };
-        let Some(d) = v["digest"].as_str() else {
-            return;
-        };
-        map.retain(|_, n| *n != name);
-        map.insert(d.to_string(), name.clone());
+        match v["digest"].as_str() {
+            Some(d) => {
+                map.retain(|_, n| *n != name);
+                map.insert(d.to_string(), name.clone());
+            }
+            // The default tenant's key has no token, only its quota (see
+            // `Cluster::create`).
+            None if name == DEFAULT_TENANT => {}
+            None => return,
+        }
         if let (Some(m), Some(q)) = (manager.upgrade(), v["quota"].as_object()) {
             // Each create rewrites the key (see `create`): only a change
             // of the quota is stored again.
@@ -389,6 +392,51 @@ fn follow_tenants(
             }
         }
     });
+}
+
+/// Puts each `(key, value)` of `puts` (no lease) in one transaction that
+/// holds only if every compare of `when` does: the revision stored at, or
+/// `None` if a compare failed (nothing written).
+fn put_if(
+    etcd: &Etcd,
+    when: &[Compare],
+    puts: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<Option<i64>, Failure> {
+    let ops: Vec<Op> = puts
+        .into_iter()
+        .map(|(key, value)| Op::Put {
+            key,
+            value,
+            lease: 0,
+        })
+        .collect();
+    let (done, at) = etcd.txn(when, &ops, &[]).map_err(etcd_failure)?;
+    Ok(done.then_some(at))
+}
+
+/// What `tenant`'s stored instances (`instances/` keys) count against its
+/// quota, as a node counts its own (`Manager::usage`): each one's memory
+/// limit (stored at create), CPU share (one CPU if it names none) and
+/// interfaces. Control connections are each node's own (not counted).
+fn usage_of(kvs: &[KeyValue], tenant: &str) -> Usage {
+    let mut u = Usage::default();
+    for kv in kvs {
+        let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
+            continue;
+        };
+        if v["tenant"] != tenant {
+            continue;
+        }
+        u.instances += 1;
+        let memory = v["memory"]
+            .as_u64()
+            .or_else(|| v["memory_mib"].as_u64().map(|m| m << 20))
+            .unwrap_or(0);
+        u.memory = u.memory.saturating_add(memory);
+        u.cpu += v["cpu"].as_f64().unwrap_or(1.0);
+        u.interfaces += v["interfaces"].as_array().map_or(0, |a| a.len() as u32);
+    }
+    u
 }
 
 fn etcd_failure(e: impl std::fmt::Display) -> Failure {
@@ -588,16 +636,20 @@ impl Cluster {
     /// Stores a new instance (its spec, and what the scheduler reads:
     /// `memory_mib`, `millicpus`); refused if the name exists.
     ///
-    /// The tenant's `instances` quota holds across the cluster: its
-    /// instances under `instances/` are counted, and the transaction that
-    /// stores the new one also rewrites `tenants/TENANT` under a compare
-    /// of that key's revision, so two creates of one tenant racing on two
-    /// nodes cannot both pass the count (the loser counts again).
+    /// The tenant's quota holds across the cluster: its instances under
+    /// `instances/` are counted (their number, memory, CPUs and
+    /// interfaces, [`usage_of`]) and `ask` checked against `quota`; the
+    /// transaction that stores the new one also rewrites `tenants/TENANT`
+    /// under a compare of that key's revision, so two creates of one
+    /// tenant racing on two nodes cannot both pass the count (the loser
+    /// counts again). The default tenant's key (`{"quota": {}}`, no token)
+    /// is written on its first create, so that its creates serialize in
+    /// the same way.
     pub fn create(
         &self,
         spec: &InstanceSpec,
-        memory: u64,
-        quota: u32,
+        quota: &Quota,
+        ask: &Ask,
         pin: Option<&str>,
     ) -> Result<(), Failure> {
         let mut v = serde_json::to_value(spec).map_err(|e| Failure::Internal(e.to_string()))?;
@@ -606,55 +658,44 @@ impl Cluster {
             // that node is not live).
             v["node"] = json!(n);
         }
-        v["memory_mib"] = json!(memory.div_ceil(1 << 20));
+        v["memory_mib"] = json!(ask.memory.div_ceil(1 << 20));
         v["millicpus"] = json!(spec.cpu.map_or(0, |c| (c * 1000.0).ceil() as u64));
+        let value = v.to_string().into_bytes();
         let key = scheduler::instance_key(&spec.name);
         let tkey = tenant_key(&spec.tenant);
+        let prefix = scheduler::instance_key("");
         for _ in 0..20 {
-            // The default tenant has no key: its quota is each node's.
-            let tenant = self.etcd.get(&tkey).map_err(etcd_failure)?;
-            let mut cmp = vec![Compare::CreateRevision(key.clone(), 0)];
-            let mut ops = vec![Op::Put {
-                key: key.clone(),
-                value: v.to_string().into_bytes(),
-                lease: 0,
-            }];
-            if let Some(t) = &tenant {
-                let prefix = scheduler::instance_key("");
-                let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
-                let n = r
-                    .kvs
-                    .iter()
-                    .filter(|kv| {
-                        serde_json::from_slice::<Value>(&kv.value)
-                            .is_ok_and(|v| v["tenant"] == spec.tenant.as_str())
-                    })
-                    .count();
-                if n as u64 >= u64::from(quota) {
-                    return Err(Failure::OverQuota(
-                        format!(
-                            "tenant `{}` has {n} instance{} in the cluster, as many as its quota \
-                             allows; remove one or ask the admin to raise it",
-                            spec.tenant,
-                            if n == 1 { "" } else { "s" }
-                        ),
-                        "instances",
-                    ));
+            let Some(t) = self.etcd.get(&tkey).map_err(etcd_failure)? else {
+                if spec.tenant != DEFAULT_TENANT {
+                    return Err(Failure::NotFound(format!(
+                        "no tenant `{}` (create it with POST /v1/tenants)",
+                        spec.tenant
+                    )));
                 }
-                cmp.push(Compare::ModRevision(tkey.clone(), t.mod_revision));
-                ops.push(Op::Put {
-                    key: tkey.clone(),
-                    value: t.value.clone(),
-                    lease: 0,
-                });
-            }
-            let (done, _) = self.etcd.txn(&cmp, &ops, &[]).map_err(etcd_failure)?;
-            if done {
+                put_if(
+                    &self.etcd,
+                    &[Compare::CreateRevision(tkey.clone(), 0)],
+                    vec![(tkey.clone(), json!({"quota": {}}).to_string().into_bytes())],
+                )?;
+                continue;
+            };
+            let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
+            let used = usage_of(&r.kvs, &spec.tenant);
+            crate::quota::check_in(&spec.tenant, quota, &used, ask, " in the cluster")
+                .map_err(|(m, f)| Failure::OverQuota(m, f))?;
+            let done = put_if(
+                &self.etcd,
+                &[
+                    Compare::CreateRevision(key.clone(), 0),
+                    Compare::ModRevision(tkey.clone(), t.mod_revision),
+                ],
+                vec![(key.clone(), value.clone()), (tkey.clone(), t.value)],
+            )?;
+            if done.is_some() {
                 return Ok(());
             }
-            // The name is taken, or (with no tenant key to race on) it
-            // was taken between the two reads.
-            if tenant.is_none() || self.etcd.get(&key).map_err(etcd_failure)?.is_some() {
+            // The name is taken, or the tenant changed: count again.
+            if self.etcd.get(&key).map_err(etcd_failure)?.is_some() {
                 return Err(Failure::Conflict(
                     format!(
                         "instance `{}` already exists in the cluster (instance names are unique \
@@ -669,6 +710,16 @@ impl Cluster {
             format!("tenant `{}` changed meanwhile: try again", spec.tenant),
             None,
         ))
+    }
+
+    /// What tenant `tenant`'s instances in the cluster count against its
+    /// quota (control connections: this node's, `local`'s).
+    pub fn usage(&self, tenant: &str, local: &Usage) -> Result<Usage, Failure> {
+        let prefix = scheduler::instance_key("");
+        let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
+        let mut u = usage_of(&r.kvs, tenant);
+        u.control_connections = local.control_connections;
+        Ok(u)
     }
 
     /// The stored instance `name` of `tenant`, and its revision.
@@ -718,25 +769,17 @@ impl Cluster {
         let (mut v, rev) = self.stored(tenant, name)?;
         change(&mut v);
         let key = scheduler::instance_key(name);
-        let (ok, at) = self
-            .etcd
-            .txn(
-                &[Compare::ModRevision(key.clone(), rev)],
-                &[Op::Put {
-                    key,
-                    value: v.to_string().into_bytes(),
-                    lease: 0,
-                }],
-                &[],
-            )
-            .map_err(etcd_failure)?;
-        if !ok {
-            return Err(Failure::Conflict(
+        put_if(
+            &self.etcd,
+            &[Compare::ModRevision(key.clone(), rev)],
+            vec![(key, v.to_string().into_bytes())],
+        )?
+        .ok_or_else(|| {
+            Failure::Conflict(
                 format!("instance `{name}` changed meanwhile: try again"),
                 None,
-            ));
-        }
-        Ok(at)
+            )
+        })
     }
 
     /// Replaces instance `name`'s configuration in the desired state (the
@@ -784,19 +827,12 @@ impl Cluster {
     pub fn create_tenant(&self, name: &str, digest: &str) -> Result<(), Failure> {
         let key = tenant_key(name);
         let v = json!({"digest": digest, "quota": {}});
-        let (ok, _) = self
-            .etcd
-            .txn(
-                &[Compare::CreateRevision(key.clone(), 0)],
-                &[Op::Put {
-                    key,
-                    value: v.to_string().into_bytes(),
-                    lease: 0,
-                }],
-                &[],
-            )
-            .map_err(etcd_failure)?;
-        if !ok {
+        let done = put_if(
+            &self.etcd,
+            &[Compare::CreateRevision(key.clone(), 0)],
+            vec![(key, v.to_string().into_bytes())],
+        )?;
+        if done.is_none() {
             return Err(Failure::Conflict(
                 format!("tenant `{name}` already exists"),
                 Some("name"),
@@ -813,7 +849,13 @@ impl Cluster {
     /// a compare of its revision: a create of the tenant's racing with it
     /// rewrites the key (see `create`), and the delete fails.
     pub fn delete_tenant(&self, name: &str) -> Result<(), Failure> {
-        let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
+        // The default tenant's key holds no token (see `create`): not a
+        // tenant to delete, as on one node.
+        let kv = match name {
+            DEFAULT_TENANT => None,
+            _ => self.etcd.get(&tenant_key(name)).map_err(etcd_failure)?,
+        };
+        let Some(kv) = kv else {
             return Err(Failure::NotFound(format!("no tenant `{name}`")));
         };
         if !self.instances(Some(name))?.is_empty() {
@@ -848,31 +890,35 @@ impl Cluster {
         name: &str,
         patch: &serde_json::Map<String, Value>,
     ) -> Result<(), Failure> {
+        let key = tenant_key(name);
         for _ in 0..20 {
-            let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
-                return Err(Failure::NotFound(format!("no tenant `{name}`")));
+            let (mut v, when) = match self.etcd.get(&key).map_err(etcd_failure)? {
+                Some(kv) => (
+                    serde_json::from_slice::<Value>(&kv.value).map_err(|e| {
+                        Failure::Internal(format!("tenant `{name}`'s stored value: {e}"))
+                    })?,
+                    Compare::ModRevision(key.clone(), kv.mod_revision),
+                ),
+                // The default tenant's key may not be written yet.
+                None if name == DEFAULT_TENANT => (
+                    json!({"quota": {}}),
+                    Compare::CreateRevision(key.clone(), 0),
+                ),
+                None => return Err(Failure::NotFound(format!("no tenant `{name}`"))),
             };
-            let mut v: Value = serde_json::from_slice(&kv.value)
-                .map_err(|e| Failure::Internal(format!("tenant `{name}`'s stored value: {e}")))?;
             if !v["quota"].is_object() {
                 v["quota"] = json!({});
             }
             for (k, x) in patch {
                 v["quota"][k] = x.clone();
             }
-            let (ok, _) = self
-                .etcd
-                .txn(
-                    &[Compare::ModRevision(kv.key.clone(), kv.mod_revision)],
-                    &[Op::Put {
-                        key: kv.key,
-                        value: v.to_string().into_bytes(),
-                        lease: 0,
-                    }],
-                    &[],
-                )
-                .map_err(etcd_failure)?;
-            if ok {
+            if put_if(
+                &self.etcd,
+                &[when],
+                vec![(key.clone(), v.to_string().into_bytes())],
+            )?
+            .is_some()
+            {
                 return Ok(());
             }
         }
