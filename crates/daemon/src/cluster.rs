@@ -115,6 +115,9 @@ struct Macs {
     local: Mutex<HashMap<String, Announced>>,
     /// Instances whose announcement etcd did not take (tried again).
     failed: Mutex<std::collections::HashSet<String>>,
+    /// The operator's static MACs on this node's ports (`PUT
+    /// /v1/switch/macs/MAC`) it announces, by MAC: the port's name.
+    statics: Mutex<HashMap<[u8; 6], String>>,
 }
 
 impl Macs {
@@ -189,9 +192,110 @@ impl Macs {
         }
     }
 
+    /// What this node announces of the operator's static MAC on its port
+    /// `port`: no instance, `origin` `operator`.
+    fn static_value(&self, port: &str) -> Vec<u8> {
+        json!({
+            "node": self.node,
+            "vtep": self.tunnel,
+            "instance": null,
+            "interface": null,
+            "port": port,
+            "ips": [],
+            "origin": "operator",
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// Announces the operator's static MAC `mac` on this node's port
+    /// `port` under this node's lease (the other nodes' remote tables
+    /// point it here); refused (409, naming the node) while another node
+    /// announces it. Announced again after a renewal of the lease.
+    fn announce_static(&self, mac: [u8; 6], port: &str) -> Result<(), Failure> {
+        let key = mac_key(&mac);
+        let value = self.static_value(port);
+        for _ in 0..20 {
+            let when = match self.etcd.get(&key).map_err(etcd_failure)? {
+                None => Compare::CreateRevision(key.clone(), 0),
+                Some(kv) => {
+                    if let Some((_, node, _)) = announcement(&kv).filter(|a| a.1 != self.node) {
+                        let v: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+                        let what = match (v["instance"].as_str(), v["interface"].as_str()) {
+                            (Some(i), Some(f)) => format!("for its instance `{i}` ({f})"),
+                            _ => "as a static entry of its switch".to_string(),
+                        };
+                        return Err(Failure::Conflict(
+                            format!(
+                                "{} is announced by node `{node}` {what}: a MAC has one place \
+                                 in the cluster; remove it there first",
+                                vxlan::mac_text(&mac)
+                            ),
+                            None,
+                        ));
+                    }
+                    Compare::ModRevision(key.clone(), kv.mod_revision)
+                }
+            };
+            let put = Op::Put {
+                key: key.clone(),
+                value: value.clone(),
+                lease: self.reg.lease(),
+            };
+            let (done, _) = self.etcd.txn(&[when], &[put], &[]).map_err(etcd_failure)?;
+            if done {
+                lock(&self.statics).insert(mac, port.to_string());
+                return Ok(());
+            }
+        }
+        Err(Failure::Conflict(
+            format!(
+                "{} changed meanwhile in the cluster: try again",
+                vxlan::mac_text(&mac)
+            ),
+            None,
+        ))
+    }
+
+    /// Withdraws the operator's static MAC `mac` (its key deleted if it
+    /// still holds what this node wrote).
+    fn withdraw_static(&self, mac: [u8; 6]) -> Result<(), Failure> {
+        let key = mac_key(&mac);
+        if let Some(port) = lock(&self.statics).get(&mac).cloned() {
+            self.etcd
+                .txn(
+                    &[Compare::Value(key.clone(), self.static_value(&port))],
+                    &[Op::Delete(key)],
+                    &[],
+                )
+                .map_err(etcd_failure)?;
+        }
+        lock(&self.statics).remove(&mac);
+        Ok(())
+    }
+
+    /// Announces the operator's static MACs `macs` (text, port name), as
+    /// the node's store keeps them: at the start and after a renewal of
+    /// the lease; one another node holds is said on standard error.
+    fn announce_statics(&self, macs: &[(String, String)]) {
+        for (text, port) in macs {
+            let Some(mac) = pronto_switch::control::parse_mac(text) else {
+                continue;
+            };
+            if let Err(e) = self.announce_static(mac, port) {
+                eprintln!("prontod: cluster: the static entry {text} (port {port}): {e}");
+            }
+        }
+    }
+
     /// Announces again what this node runs and is still assigned (after
     /// its lease was renewed: the keys went with the old lease).
     fn announce_again(&self) {
+        let statics: Vec<(String, String)> = lock(&self.statics)
+            .iter()
+            .map(|(m, p)| (vxlan::mac_text(m), p.clone()))
+            .collect();
+        self.announce_statics(&statics);
         let names: Vec<String> = lock(&self.local).keys().cloned().collect();
         for n in names {
             let assigned = scheduler::assigned_key(&self.node, &n);
@@ -292,6 +396,8 @@ pub struct Cluster {
     /// The secret the nodes share (`secret`), sent with forwarded calls.
     secret: String,
     secret_digest: String,
+    /// Where the cluster's MACs are (`macs/`).
+    macs: Arc<Macs>,
 }
 
 /// The header a node sends the cluster's secret in when it forwards a call.
@@ -506,8 +612,23 @@ impl Cluster {
                 Err(e) => return Err(format!("--node: {e}")),
             }
         };
+        let macs = Arc::new(Macs {
+            etcd: etcd.clone(),
+            node: opts.node.clone(),
+            tunnel,
+            reg: reg.clone(),
+            manager: Arc::downgrade(manager),
+            seen: Mutex::new(HashMap::new()),
+            local: Mutex::new(HashMap::new()),
+            failed: Mutex::new(std::collections::HashSet::new()),
+            statics: Mutex::new(HashMap::new()),
+        });
+        // The operator's static MACs this node keeps (its own ports'),
+        // announced to the others.
+        macs.announce_statics(&manager.store().macs().unwrap_or_default());
         let c = Arc::new(Cluster {
             etcd: etcd.clone(),
+            macs: macs.clone(),
             node: opts.node.clone(),
             reg: Mutex::new(Some(reg.clone())),
             stop: Arc::new(AtomicBool::new(false)),
@@ -558,16 +679,6 @@ impl Cluster {
                 })
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
-        let macs = Arc::new(Macs {
-            etcd: etcd.clone(),
-            node: c.node.clone(),
-            tunnel,
-            reg: reg.clone(),
-            manager: Arc::downgrade(manager),
-            seen: Mutex::new(HashMap::new()),
-            local: Mutex::new(HashMap::new()),
-            failed: Mutex::new(std::collections::HashSet::new()),
-        });
         if manager.vxlan().is_some() {
             // The remote table's cluster part, from every node's MACs.
             let (macs, stop) = (macs.clone(), c.stop.clone());
@@ -805,6 +916,20 @@ impl Cluster {
         limit: Option<crate::store::RateLimitSpec>,
     ) -> Result<i64, Failure> {
         self.update(tenant, name, |v| v["rate_limit"] = json!(limit))
+    }
+
+    /// Announces the operator's static MAC `mac` on this node's port named
+    /// `port` (`PUT /v1/switch/macs/MAC`) to the cluster: every other
+    /// node's VXLAN remote table points it at this node. A 409 naming the
+    /// node while another node announces it.
+    pub fn announce_static(&self, mac: [u8; 6], port: &str) -> Result<(), Failure> {
+        self.macs.announce_static(mac, port)
+    }
+
+    /// Withdraws the operator's static MAC `mac` from the cluster (`DELETE
+    /// /v1/switch/macs/MAC`).
+    pub fn withdraw_static(&self, mac: [u8; 6]) -> Result<(), Failure> {
+        self.macs.withdraw_static(mac)
     }
 
     /// The tenant whose token has digest `d`, as the watched cache has it.

@@ -1736,6 +1736,13 @@ async fn macs_put(
             Some("port".into()),
         )
     })?;
+    if let Some(c) = a.s.cluster.clone() {
+        // The entry stays this node's (the port is), announced under
+        // `macs/MAC` so that the other nodes' VXLAN remote tables point
+        // it here; a 409 if another node has it.
+        let n = name.clone();
+        blocking(move || Ok(c.announce_static(m, &n)?)).await?;
+    }
     mgr.store().put_mac(&text, &name).map_err(internal)?;
     mgr.switch().add_static(m, port).map_err(internal)?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -1747,7 +1754,13 @@ async fn macs_delete(
     Path(mac): Path<String>,
 ) -> Result<Response, ApiError> {
     a.admin(&h)?;
-    let (_, text) = norm_mac(&mac)?;
+    let (m, text) = norm_mac(&mac)?;
+    if let Some(c) = a.s.cluster.clone() {
+        let stored = a.s.manager.store().macs().map_err(internal)?;
+        if stored.iter().any(|(t, _)| *t == text) {
+            blocking(move || Ok(c.withdraw_static(m)?)).await?;
+        }
+    }
     if !a.s.manager.store().remove_mac(&text).map_err(internal)? {
         return Err(status(
             StatusCode::NOT_FOUND,
