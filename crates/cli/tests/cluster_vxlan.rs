@@ -450,3 +450,98 @@ fn an_operators_static_mac_is_reached_from_other_nodes() {
                 .all(|d| remote(&vxlan(d), STATIC_MAC).is_none())
     });
 }
+
+/// A burst of announcements: 200 MACs of a node `n9` (written straight
+/// into etcd: 100 in one transaction, 100 one by one) reach n1's and n2's
+/// remote tables whole, and leave them whole when deleted (two
+/// transactions). What one watch response delivers is taken whole and
+/// the table rebuilt once for it (or once with what came during an
+/// earlier rebuild): a transaction's 100 MACs, one rebuild.
+#[test]
+fn a_burst_of_macs_ends_with_the_right_table() {
+    if !can_run("a_burst_of_macs_ends_with_the_right_table") {
+        return;
+    }
+    // Loopback addresses of its own (127.0.0.31, .32): it runs beside the
+    // other tests.
+    let args = |name: &str| vec!["--vxlan".into(), format!("127.0.0.3{},vni=42", &name[1..])];
+    let cl = Cluster::start_with("cluster-vxlan-burst", &["n1", "n2"], args);
+    let dirs = cl.dirs();
+    let macs: Vec<String> = (0..200)
+        .map(|i| format!("02:00:00:2b:{:02x}:{:02x}", i / 256, i % 256))
+        .collect();
+    let key = |m: &str| format!("/pronto/v1/macs/{m}").into_bytes();
+    let value = |i: usize| {
+        json!({"node": "n9", "vtep": "127.0.0.99:4789", "instance": format!("i{i}"),
+               "interface": "eth0", "ips": [format!("10.43.{}.{}", i / 250, i % 250 + 1)]})
+        .to_string()
+        .into_bytes()
+    };
+    let rebuilds = |d: &Path| vxlan(d)["cluster_rebuilds"].as_u64().expect("rebuilds");
+    // The cluster's entries of node `d`'s table, by MAC.
+    let table = |d: &Path| -> std::collections::BTreeMap<String, Value> {
+        vxlan(d)["remotes"]
+            .as_array()
+            .expect("remotes")
+            .iter()
+            .filter(|r| r["origin"] == "cluster")
+            .map(|r| (r["mac"].as_str().expect("mac").to_string(), r.clone()))
+            .collect()
+    };
+    for d in &dirs {
+        wait_until("the first list taken", || rebuilds(d) >= 1);
+    }
+    let before: Vec<u64> = dirs.iter().map(|d| rebuilds(d)).collect();
+
+    // 100 in one transaction: one rebuild each.
+    let puts: Vec<pronto_cluster::Op> = (0..100)
+        .map(|i| pronto_cluster::Op::Put {
+            key: key(&macs[i]),
+            value: value(i),
+            lease: 0,
+        })
+        .collect();
+    assert!(cl.etcd.txn(&[], &puts, &[]).expect("txn").0);
+    for (d, b) in dirs.iter().zip(&before) {
+        wait_until("100 MACs in the table", || table(d).len() == 100);
+        assert_eq!(rebuilds(d), b + 1, "one rebuild for one transaction");
+    }
+    // 100 more one by one.
+    for (i, m) in macs.iter().enumerate().skip(100) {
+        cl.etcd.put(&key(m), &value(i), 0).expect("put");
+    }
+    for (d, b) in dirs.iter().zip(&before) {
+        wait_until("200 MACs in the table", || table(d).len() == 200);
+        let t = table(d);
+        for (i, m) in macs.iter().enumerate() {
+            assert_eq!(
+                t.get(m),
+                Some(&json!({"mac": m, "vtep": "127.0.0.99:4789",
+                             "ips": [format!("10.43.{}.{}", i / 250, i % 250 + 1)],
+                             "origin": "cluster"})),
+                "{m}"
+            );
+        }
+        println!(
+            "{}: {} rebuilds for 200 MACs (100 in one transaction, 100 one by one)",
+            d.display(),
+            rebuilds(d) - b
+        );
+    }
+    // All deleted, in two transactions: two rebuilds, an empty table.
+    let after: Vec<u64> = dirs.iter().map(|d| rebuilds(d)).collect();
+    for half in macs.chunks(100) {
+        let deletes: Vec<pronto_cluster::Op> = half
+            .iter()
+            .map(|m| pronto_cluster::Op::Delete(key(m)))
+            .collect();
+        assert!(cl.etcd.txn(&[], &deletes, &[]).expect("txn").0);
+    }
+    for (d, a) in dirs.iter().zip(&after) {
+        wait_until("the MACs gone", || table(d).is_empty());
+        // One each, or one for both when the second came during the
+        // first's rebuild.
+        let n = rebuilds(d) - a;
+        assert!((1..=2).contains(&n), "{n} rebuilds for two transactions");
+    }
+}

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use pronto_cluster::agent::{self, Converge};
 use pronto_cluster::etcd::KeyValue;
 use pronto_cluster::node::{Node, PeerApi, RegisterError, ROOT};
-use pronto_cluster::watch::{self, Seen};
+use pronto_cluster::watch::{self, Batch, Seen};
 use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
 use pronto_switch::switch::DEFAULT_WEIGHT;
 use serde_json::{json, Value};
@@ -118,15 +118,24 @@ struct Macs {
     /// The operator's static MACs on this node's ports (`PUT
     /// /v1/switch/macs/MAC`) it announces, by MAC: the port's name.
     statics: Mutex<HashMap<[u8; 6], String>>,
+    /// Held while the table is rebuilt ([`Macs::sync`]).
+    syncing: Mutex<()>,
+    /// Set when `seen` changed since the table was last rebuilt; the
+    /// rebuilding thread waits on `wake` for it.
+    dirty: Mutex<bool>,
+    wake: std::sync::Condvar,
 }
 
 impl Macs {
     /// The remote table's cluster part: MACs other nodes announced with a
-    /// VTEP, none of them a MAC this node's instances claim.
+    /// VTEP, none of them a MAC this node's instances claim. One rebuild
+    /// at a time, so that a table computed earlier never replaces one
+    /// computed later.
     fn sync(&self) {
         let Some(m) = self.manager.upgrade() else {
             return;
         };
+        let _one = lock(&self.syncing);
         let local: std::collections::HashSet<[u8; 6]> = lock(&self.local)
             .values()
             .flat_map(|v| v.iter().map(|(mac, _)| *mac))
@@ -329,28 +338,61 @@ impl Macs {
         }
     }
 
-    /// Follows `macs/` into the remote table until `stop`.
+    /// Rebuilds the table whenever `seen` changed, until `stop`: changes
+    /// that arrive while a rebuild runs are taken together by the next
+    /// one (a burst costs as many rebuilds as the node has time for, not
+    /// one per MAC).
+    fn rebuild(&self, stop: &AtomicBool) {
+        while !stop.load(Ordering::Relaxed) {
+            {
+                let mut dirty = lock(&self.dirty);
+                if !*dirty {
+                    // Woken by a change, or once a second to look at `stop`.
+                    dirty = self
+                        .wake
+                        .wait_timeout(dirty, Duration::from_secs(1))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                if !std::mem::take(&mut *dirty) {
+                    continue;
+                }
+            }
+            self.sync();
+        }
+    }
+
+    /// Follows `macs/` into `seen` until `stop`: what one watch response
+    /// delivers (a burst of announcements etcd sends together) is taken
+    /// whole, then the rebuilding thread ([`Macs::rebuild`]) woken once.
     fn follow(&self, stop: &AtomicBool) {
         let prefix = macs_prefix();
-        watch::follow_prefix(&self.etcd, &prefix, stop, &mut |seen| {
+        watch::follow_prefix_batches(&self.etcd, &prefix, stop, &mut |batch| {
             {
                 let mut all = lock(&self.seen);
-                match seen {
-                    Seen::All(r) => {
+                match batch {
+                    Batch::All(r) => {
                         all.clear();
                         for kv in &r.kvs {
                             Macs::take(&mut all, kv);
                         }
                     }
-                    Seen::Change(Event::Put(kv)) => Macs::take(&mut all, &kv),
-                    Seen::Change(Event::Delete(kv)) => {
-                        if let Some(mac) = mac_of(&kv.key) {
-                            all.remove(&mac);
+                    Batch::Changes(changes) => {
+                        for e in changes {
+                            match e {
+                                Event::Put(kv) => Macs::take(&mut all, &kv),
+                                Event::Delete(kv) => {
+                                    if let Some(mac) = mac_of(&kv.key) {
+                                        all.remove(&mac);
+                                    }
+                                }
+                            }
                         }
                     }
                 }
             }
-            self.sync();
+            *lock(&self.dirty) = true;
+            self.wake.notify_one();
         });
     }
 }
@@ -622,6 +664,9 @@ impl Cluster {
             local: Mutex::new(HashMap::new()),
             failed: Mutex::new(std::collections::HashSet::new()),
             statics: Mutex::new(HashMap::new()),
+            syncing: Mutex::new(()),
+            dirty: Mutex::new(false),
+            wake: std::sync::Condvar::new(),
         });
         // The operator's static MACs this node keeps (its own ports'),
         // announced to the others.
@@ -681,10 +726,16 @@ impl Cluster {
         }
         if manager.vxlan().is_some() {
             // The remote table's cluster part, from every node's MACs.
-            let (macs, stop) = (macs.clone(), c.stop.clone());
+            let (follower, stop) = (macs.clone(), c.stop.clone());
             std::thread::Builder::new()
                 .name("cluster-macs".into())
-                .spawn(move || macs.follow(&stop))
+                .spawn(move || follower.follow(&stop))
+                .map_err(|e| format!("cluster thread: {e}"))?;
+            // The table rebuilt from them, as often as it can be.
+            let (rebuilder, stop) = (macs.clone(), c.stop.clone());
+            std::thread::Builder::new()
+                .name("cluster-remotes".into())
+                .spawn(move || rebuilder.rebuild(&stop))
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
         let conv = ManagerConverge {
