@@ -376,6 +376,17 @@ fn every_quota_is_counted_over_the_cluster() {
         .get(b"/pronto/v1/instances/m3")
         .expect("etcd")
         .is_none());
+    // Each instance's share, stored with it: what a create counts.
+    let share = |key: &str| -> Option<serde_json::Value> {
+        etcd.get(key.as_bytes())
+            .expect("etcd")
+            .map(|kv| serde_json::from_slice(&kv.value).expect("JSON"))
+    };
+    assert_eq!(
+        share("/pronto/v1/usage/big/m1"),
+        Some(serde_json::json!({"memory": 16 << 20, "cpu": 0.5, "interfaces": 1}))
+    );
+    assert_eq!(share("/pronto/v1/usage/big/m3"), None);
     // Through any node, the usage is the cluster's.
     let q = req(c, Some(&token), "GET", "/v1/tenants/big/quota", "").json();
     assert_eq!(
@@ -481,6 +492,7 @@ fn every_quota_is_counted_over_the_cluster() {
     // Room for one more: two creates racing through n2 and n3, one passes.
     let r = req(b, None, "DELETE", "/v1/instances/d2", "");
     assert!(r.status == 204 || r.status == 200, "{}", r.text());
+    assert_eq!(share("/pronto/v1/usage/default/d2"), None);
     let (rb, rc) = std::thread::scope(|s| {
         let tb = s.spawn(|| admin(b, "d4", None));
         let tc = s.spawn(|| admin(c, "d5", None));

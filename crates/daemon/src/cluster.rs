@@ -562,27 +562,35 @@ fn put_if(
     Ok(done.then_some(at))
 }
 
-/// What `tenant`'s stored instances (`instances/` keys) count against its
-/// quota, as a node counts its own (`Manager::usage`): each one's memory
-/// limit (stored at create), CPU share (one CPU if it names none) and
+/// Instance `name`'s share of tenant `tenant`'s quota:
+/// `usage/TENANT/NAME` → `{"memory", "cpu", "interfaces"}`, written and
+/// deleted in the transactions that store and delete `instances/NAME`, so
+/// that a create counts one tenant's keys, not every instance's spec.
+pub fn usage_key(tenant: &str, name: &str) -> Vec<u8> {
+    format!("{ROOT}usage/{tenant}/{name}").into_bytes()
+}
+
+/// What an instance asking `ask` stores under its [`usage_key`].
+fn usage_value(ask: &Ask) -> Vec<u8> {
+    json!({"memory": ask.memory, "cpu": ask.cpu, "interfaces": ask.interfaces})
+        .to_string()
+        .into_bytes()
+}
+
+/// What a tenant's instances count against its quota, from their
+/// `usage/TENANT/` keys, as a node counts its own (`Manager::usage`):
+/// each one's memory limit, CPU share (one CPU if it names none) and
 /// interfaces. Control connections are each node's own (not counted).
-fn usage_of(kvs: &[KeyValue], tenant: &str) -> Usage {
+fn usage_of(kvs: &[KeyValue]) -> Usage {
     let mut u = Usage::default();
     for kv in kvs {
         let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
             continue;
         };
-        if v["tenant"] != tenant {
-            continue;
-        }
         u.instances += 1;
-        let memory = v["memory"]
-            .as_u64()
-            .or_else(|| v["memory_mib"].as_u64().map(|m| m << 20))
-            .unwrap_or(0);
-        u.memory = u.memory.saturating_add(memory);
+        u.memory = u.memory.saturating_add(v["memory"].as_u64().unwrap_or(0));
         u.cpu += v["cpu"].as_f64().unwrap_or(1.0);
-        u.interfaces += v["interfaces"].as_array().map_or(0, |a| a.len() as u32);
+        u.interfaces += v["interfaces"].as_u64().unwrap_or(0) as u32;
     }
     u
 }
@@ -798,10 +806,11 @@ impl Cluster {
     /// Stores a new instance (its spec, and what the scheduler reads:
     /// `memory_mib`, `millicpus`); refused if the name exists.
     ///
-    /// The tenant's quota holds across the cluster: its instances under
-    /// `instances/` are counted (their number, memory, CPUs and
-    /// interfaces, [`usage_of`]) and `ask` checked against `quota`; the
-    /// transaction that stores the new one also rewrites `tenants/TENANT`
+    /// The tenant's quota holds across the cluster: its instances'
+    /// shares under `usage/TENANT/` are counted (their number, memory,
+    /// CPUs and interfaces, [`usage_of`]) and `ask` checked against
+    /// `quota`; the transaction that stores the new one (and its share)
+    /// also rewrites `tenants/TENANT`
     /// under a compare of that key's revision, so two creates of one
     /// tenant racing on two nodes cannot both pass the count (the loser
     /// counts again). The default tenant's key (`{"quota": {}}`, no token)
@@ -825,7 +834,7 @@ impl Cluster {
         let value = v.to_string().into_bytes();
         let key = scheduler::instance_key(&spec.name);
         let tkey = tenant_key(&spec.tenant);
-        let prefix = scheduler::instance_key("");
+        let prefix = usage_key(&spec.tenant, "");
         for _ in 0..20 {
             let Some(t) = self.etcd.get(&tkey).map_err(etcd_failure)? else {
                 if spec.tenant != DEFAULT_TENANT {
@@ -842,7 +851,7 @@ impl Cluster {
                 continue;
             };
             let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
-            let used = usage_of(&r.kvs, &spec.tenant);
+            let used = usage_of(&r.kvs);
             crate::quota::check_in(&spec.tenant, quota, &used, ask, " in the cluster")
                 .map_err(|(m, f)| Failure::OverQuota(m, f))?;
             let done = put_if(
@@ -851,7 +860,11 @@ impl Cluster {
                     Compare::CreateRevision(key.clone(), 0),
                     Compare::ModRevision(tkey.clone(), t.mod_revision),
                 ],
-                vec![(key.clone(), value.clone()), (tkey.clone(), t.value)],
+                vec![
+                    (key.clone(), value.clone()),
+                    (usage_key(&spec.tenant, &spec.name), usage_value(ask)),
+                    (tkey.clone(), t.value),
+                ],
             )?;
             if done.is_some() {
                 return Ok(());
@@ -877,9 +890,11 @@ impl Cluster {
     /// What tenant `tenant`'s instances in the cluster count against its
     /// quota (control connections: this node's, `local`'s).
     pub fn usage(&self, tenant: &str, local: &Usage) -> Result<Usage, Failure> {
-        let prefix = scheduler::instance_key("");
-        let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
-        let mut u = usage_of(&r.kvs, tenant);
+        let r = self
+            .etcd
+            .range_prefix(&usage_key(tenant, ""))
+            .map_err(etcd_failure)?;
+        let mut u = usage_of(&r.kvs);
         u.control_connections = local.control_connections;
         Ok(u)
     }
@@ -905,7 +920,7 @@ impl Cluster {
             .etcd
             .txn(
                 &[Compare::ModRevision(key.clone(), rev)],
-                &[Op::Delete(key)],
+                &[Op::Delete(key), Op::Delete(usage_key(tenant, name))],
                 &[],
             )
             .map_err(etcd_failure)?;
