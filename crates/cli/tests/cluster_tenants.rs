@@ -304,3 +304,217 @@ fn forwarded_writes_are_audited_as_the_caller() {
     );
     assert_eq!(r.status, 401, "{}", r.text());
 }
+
+/// Every quota holds across the cluster, the default tenant's too: a
+/// tenant's memory, CPUs and interfaces are counted over its instances on
+/// every node, so that an instance through a third node is refused when
+/// two on two other nodes use the quota up, naming the field and saying
+/// "in the cluster"; two creates of the default tenant racing through two
+/// nodes cannot both pass.
+#[test]
+fn every_quota_is_counted_over_the_cluster() {
+    if !can_run("every_quota_is_counted_over_the_cluster") {
+        return;
+    }
+    let cl = Cluster::start("cluster-quotas", &["n1", "n2", "n3"]);
+    let (etcd, dirs) = (&cl.etcd, cl.dirs());
+    let (a, b, c) = (&dirs[0], &dirs[1], &dirs[2]);
+    let r = req(a, None, "POST", "/v1/tenants", r#"{"name":"big"}"#);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let token = r.json()["token"].as_str().expect("token").to_string();
+    let r = req(
+        b,
+        None,
+        "PUT",
+        "/v1/tenants/big/quota",
+        r#"{"memory":"32M","cpu":2,"interfaces":3}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    for d in [a, b, c] {
+        wait_until("every node has big's quota", || {
+            let q = req(d, Some(&token), "GET", "/v1/tenants/big/quota", "").json();
+            q["quota"]["memory"] == 32 << 20 && q["quota"]["interfaces"] == 3
+        });
+    }
+    let body = |name: &str, node: Option<&str>, memory: &str, cpu: f64, ifaces: usize| {
+        let interfaces: Vec<_> = (0..ifaces)
+            .map(|i| serde_json::json!({"name": format!("eth{i}")}))
+            .collect();
+        let mut v = serde_json::json!({"name": name, "config": COUNTING, "memory": memory,
+                                       "cpu": cpu, "interfaces": interfaces});
+        if let Some(n) = node {
+            v["node"] = n.into();
+        }
+        v.to_string()
+    };
+    // One on n1, one on n2: the memory quota used up.
+    for (name, node) in [("m1", "n1"), ("m2", "n2")] {
+        let r = req(
+            a,
+            Some(&token),
+            "POST",
+            "/v1/instances",
+            &body(name, Some(node), "16M", 0.5, 1),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.json()["node"], node);
+    }
+    let msg = req(
+        c,
+        Some(&token),
+        "POST",
+        "/v1/instances",
+        &body("m3", None, "16M", 0.5, 1),
+    )
+    .error(403, Some("memory"));
+    assert_eq!(
+        msg,
+        "memory: 16777216 bytes would take tenant `big` over its memory quota of 33554432 bytes \
+         (33554432 in use in the cluster); ask the admin to raise it"
+    );
+    assert!(etcd
+        .get(b"/pronto/v1/instances/m3")
+        .expect("etcd")
+        .is_none());
+    // Each instance's share, stored with it: what a create counts.
+    let share = |key: &str| -> Option<serde_json::Value> {
+        etcd.get(key.as_bytes())
+            .expect("etcd")
+            .map(|kv| serde_json::from_slice(&kv.value).expect("JSON"))
+    };
+    assert_eq!(
+        share("/pronto/v1/usage/big/m1"),
+        Some(serde_json::json!({"memory": 16 << 20, "cpu": 0.5, "interfaces": 1}))
+    );
+    assert_eq!(share("/pronto/v1/usage/big/m3"), None);
+    // Through any node, the usage is the cluster's.
+    let q = req(c, Some(&token), "GET", "/v1/tenants/big/quota", "").json();
+    assert_eq!(
+        (
+            &q["usage"]["instances"],
+            &q["usage"]["memory"],
+            &q["usage"]["cpu"],
+            &q["usage"]["interfaces"]
+        ),
+        (&2.into(), &(32u64 << 20).into(), &1.0.into(), &2.into())
+    );
+
+    // More memory: then the CPUs, then the interfaces are what is short.
+    let r = req(
+        b,
+        None,
+        "PUT",
+        "/v1/tenants/big/quota",
+        r#"{"memory":"1G"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_until("n3 has the new memory quota", || {
+        req(c, Some(&token), "GET", "/v1/tenants/big/quota", "").json()["quota"]["memory"]
+            == 1 << 30
+    });
+    let msg = req(
+        c,
+        Some(&token),
+        "POST",
+        "/v1/instances",
+        &body("m3", None, "16M", 1.5, 1),
+    )
+    .error(403, Some("cpu"));
+    assert_eq!(
+        msg,
+        "cpu: 1.5 CPUs would take tenant `big` over its CPU quota of 2 (1 in use in the \
+         cluster); ask the admin to raise it"
+    );
+    let msg = req(
+        c,
+        Some(&token),
+        "POST",
+        "/v1/instances",
+        &body("m3", None, "16M", 0.5, 2),
+    )
+    .error(403, Some("interfaces"));
+    assert_eq!(
+        msg,
+        "interfaces: 2 more would take tenant `big` over its quota of 3 switch ports (2 in use \
+         in the cluster); ask the admin to raise it"
+    );
+    let r = req(
+        c,
+        Some(&token),
+        "POST",
+        "/v1/instances",
+        &body("m3", None, "16M", 1.0, 1),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    // The default tenant: its quota set through n1 is every node's, and
+    // counted over the cluster as another tenant's.
+    let r = req(
+        a,
+        None,
+        "PUT",
+        "/v1/tenants/default/quota",
+        r#"{"memory":"32M"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let kv = etcd
+        .get(b"/pronto/v1/tenants/default")
+        .expect("etcd")
+        .expect("tenants/default is stored");
+    let stored: serde_json::Value = serde_json::from_slice(&kv.value).expect("JSON");
+    assert_eq!(stored, serde_json::json!({"quota": {"memory": "32M"}}));
+    for d in [a, b, c] {
+        wait_until("every node has the default tenant's quota", || {
+            req(d, None, "GET", "/v1/tenants/default/quota", "").json()["quota"]["memory"]
+                == 32 << 20
+        });
+    }
+    let admin = |d: &std::path::Path, name: &str, node: Option<&str>| {
+        req(
+            d,
+            None,
+            "POST",
+            "/v1/instances",
+            &body(name, node, "16M", 0.5, 0),
+        )
+    };
+    for (name, node) in [("d1", "n1"), ("d2", "n2")] {
+        let r = admin(a, name, Some(node));
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.json()["tenant"], "default");
+    }
+    let msg = admin(c, "d3", None).error(403, Some("memory"));
+    assert_eq!(
+        msg,
+        "memory: 16777216 bytes would take tenant `default` over its memory quota of 33554432 \
+         bytes (33554432 in use in the cluster); ask the admin to raise it"
+    );
+    // Room for one more: two creates racing through n2 and n3, one passes.
+    let r = req(b, None, "DELETE", "/v1/instances/d2", "");
+    assert!(r.status == 204 || r.status == 200, "{}", r.text());
+    assert_eq!(share("/pronto/v1/usage/default/d2"), None);
+    let (rb, rc) = std::thread::scope(|s| {
+        let tb = s.spawn(|| admin(b, "d4", None));
+        let tc = s.spawn(|| admin(c, "d5", None));
+        (
+            tb.join().expect("n2's create"),
+            tc.join().expect("n3's create"),
+        )
+    });
+    let mut statuses = [rb.status, rc.status];
+    statuses.sort();
+    assert_eq!(statuses, [201, 403], "{} / {}", rb.text(), rc.text());
+    let listed = req(a, None, "GET", "/v1/instances?tenant=default", "").json();
+    assert_eq!(listed.as_array().expect("a list").len(), 2, "{listed}");
+    // Its key is no tenant of its own: not listed twice, not deleted.
+    let names = req(a, None, "GET", "/v1/tenants", "").json();
+    let names: Vec<&str> = names
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["big", "default"]);
+    let msg = req(c, None, "DELETE", "/v1/tenants/default", "").error(404, None);
+    assert_eq!(msg, "no tenant `default`");
+}

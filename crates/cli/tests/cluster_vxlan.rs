@@ -30,8 +30,9 @@ const PINGER_IP: &str = "10.42.0.1";
 /// whatever the cluster does.
 const OPERATOR_MAC: &str = "02:00:00:2a:00:99";
 
-/// Node `name`'s VTEP: its own loopback address (the chain test's are
-/// 127.0.0.21-23).
+/// Node `name`'s VTEP: its own loopback address (the other tests here
+/// have theirs: the chain's 127.0.0.21-23, the burst's .31-.32, the static
+/// MAC's .41-.43).
 fn vtep(name: &str) -> String {
     format!("127.0.0.1{}:4789", &name[1..])
 }
@@ -316,4 +317,252 @@ fn failover_measured_by_forwarding() {
         took[took.len() / 2],
         took[took.len() - 1]
     );
+}
+
+/// A MAC the operator makes static on n1 (`PUT /v1/switch/macs/MAC`).
+const STATIC_MAC: &str = "02:00:00:2a:00:77";
+
+/// Node `name`'s VTEP in the static MAC test: loopback addresses of its
+/// own (127.0.0.41, .42, .43), so that it runs beside the other tests.
+fn static_vtep(name: &str) -> String {
+    format!("127.0.0.4{}:4789", &name[1..])
+}
+
+fn static_args(name: &str) -> Vec<String> {
+    vec!["--vxlan".into(), format!("127.0.0.4{},vni=42", &name[1..])]
+}
+
+/// An operator's static MAC in a cluster: set on a port of n1's switch
+/// (an instance's), it stays n1's entry and is announced under `macs/`
+/// (node n1, no instance, origin `operator`); every other node's remote
+/// table points it at n1, so that an instance on n2 reaches it without a
+/// frame flooded (its frames addressed to the MAC by `EtherEncap`). The
+/// same MAC through n2 is refused naming n1; it leaves the other nodes'
+/// tables on DELETE, and with n1's lease when n1 is killed.
+#[test]
+fn an_operators_static_mac_is_reached_from_other_nodes() {
+    if !can_run("an_operators_static_mac_is_reached_from_other_nodes") {
+        return;
+    }
+    let mut cl = Cluster::start_with("cluster-vxlan-static", &["n1", "n2", "n3"], static_args);
+    let dirs = cl.dirs();
+    // On n1, an instance that answers pings to TARGET_IP; its interface
+    // has no MAC of its own: the operator's entry gives it one.
+    let host = format!(
+        "FromDevice(eth0) -> c :: Classifier(12/0800, -);\n\
+         q :: Queue(64) -> ToDevice(eth0);\n\
+         c[0] -> Strip(14) -> CheckIPHeader -> IPClassifier(icmp type echo and dst host {TARGET_IP}) \
+         -> ICMPPingResponder -> Unstrip(14) -> EtherMirror -> q;\n\
+         c[1] -> Discard;\n"
+    );
+    let body = json!({"name": "host", "config": host, "memory": "16M", "node": "n1",
+                      "interfaces": [{"name": "eth0"}]});
+    let r = req(&dirs[0], None, "POST", "/v1/instances", &body.to_string());
+    assert_eq!(r.status, 201, "{}", r.text());
+    let port = r.json()["interfaces"][0]["port"]
+        .as_u64()
+        .expect("its port");
+    let path = format!("/v1/switch/macs/{STATIC_MAC}");
+    let put = |d: &Path, port: u64| req(d, None, "PUT", &path, &json!({"port": port}).to_string());
+    let r = put(&dirs[0], port);
+    assert_eq!(r.status, 204, "{}", r.text());
+    let listed = req(&dirs[0], None, "GET", "/v1/switch/macs", "").json();
+    let name = listed
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|m| m["mac"] == STATIC_MAC)
+        .and_then(|m| m["name"].as_str())
+        .expect("n1 lists its entry")
+        .to_string();
+    let key = format!("/pronto/v1/macs/{STATIC_MAC}");
+    let stored = |cl: &Cluster| -> Option<Value> {
+        cl.etcd
+            .get(key.as_bytes())
+            .expect("etcd")
+            .map(|kv| serde_json::from_slice(&kv.value).expect("JSON"))
+    };
+    assert_eq!(
+        stored(&cl),
+        Some(
+            json!({"node": "n1", "vtep": static_vtep("n1"), "instance": null, "interface": null,
+                    "port": name, "ips": [], "origin": "operator"})
+        )
+    );
+    let want =
+        json!({"mac": STATIC_MAC, "vtep": static_vtep("n1"), "ips": [], "origin": "cluster"});
+    for d in &dirs[1..] {
+        wait_until("the static MAC in the other nodes' tables", || {
+            remote(&vxlan(d), STATIC_MAC) == Some(want.clone())
+        });
+    }
+    assert_eq!(remote(&vxlan(&dirs[0]), STATIC_MAC), None);
+
+    // An instance on n2 pings it: its frames go to n1's VTEP, the replies
+    // come back to its own announced MAC, nothing flooded.
+    let pinger = format!(
+        "ICMPPingSource({PINGER_IP}, {TARGET_IP}, INTERVAL 0.02, VERBOSE false) \
+         -> EtherEncap(0x0800, {PINGER_MAC}, {STATIC_MAC}) -> Queue(64) -> ToDevice(eth0);\n\
+         FromDevice(eth0) -> c :: Classifier(12/0800, -);\n\
+         c[0] -> Strip(14) -> CheckIPHeader -> IPClassifier(icmp type echo-reply) \
+         -> r :: Counter -> Discard;\n\
+         c[1] -> Discard;\n"
+    );
+    let body = json!({"name": "pinger", "config": pinger, "memory": "16M", "node": "n2",
+                      "interfaces": [{"name": "eth0", "mac": PINGER_MAC, "ip": PINGER_IP}]});
+    let r = req(&dirs[1], None, "POST", "/v1/instances", &body.to_string());
+    assert_eq!(r.status, 201, "{}", r.text());
+    let pinger_entry = json!({"mac": PINGER_MAC, "vtep": static_vtep("n2"), "ips": [PINGER_IP],
+                              "origin": "cluster"});
+    wait_until("the pinger's MAC in n1's table", || {
+        remote(&vxlan(&dirs[0]), PINGER_MAC) == Some(pinger_entry.clone())
+    });
+    // (Replies sent before n1 learnt where the pinger's MAC is are
+    // dropped there, `no_remote`: counted from the first one that came.)
+    wait_until("replies from n1's static MAC", || replies(&dirs[1]) > 0);
+    let (before, r0): (Vec<Value>, u64) = (
+        dirs[..2].iter().map(|d| vxlan(d)).collect(),
+        replies(&dirs[1]),
+    );
+    wait_until("replies grow", || replies(&dirs[1]) >= r0 + 20);
+    for (d, b) in dirs[..2].iter().zip(&before) {
+        let v = vxlan(d);
+        assert_eq!(v["flooded"], 0, "{v}");
+        assert_eq!(dropped(&v, "no_remote"), dropped(b, "no_remote"), "{v}");
+        assert!(v["to_vteps"].as_u64() > b["to_vteps"].as_u64(), "{v}");
+    }
+
+    // Through n2, on a port of its own: refused, naming n1.
+    let ports = common::cluster::ports(&dirs[1]);
+    let uplink = ports["vxlan/42"]["port"]
+        .as_u64()
+        .expect("n2's uplink port");
+    let msg = put(&dirs[1], uplink).error(409, None);
+    assert_eq!(
+        msg,
+        format!(
+            "{STATIC_MAC} is announced by node `n1` as a static entry of its switch: a MAC has \
+             one place in the cluster; remove it there first"
+        )
+    );
+
+    // Deleted on n1: gone from etcd and the other nodes' tables.
+    let r = req(&dirs[0], None, "DELETE", &path, "");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(stored(&cl), None);
+    for d in &dirs[1..] {
+        wait_until("the static MAC out of the other nodes' tables", || {
+            remote(&vxlan(d), STATIC_MAC).is_none()
+        });
+    }
+
+    // Set again, then n1 killed: its lease takes the key, and the entry
+    // leaves the others' tables.
+    let r = put(&dirs[0], port);
+    assert_eq!(r.status, 204, "{}", r.text());
+    wait_until("the static MAC back in n3's table", || {
+        remote(&vxlan(&dirs[2]), STATIC_MAC) == Some(want.clone())
+    });
+    cl.kill9(0);
+    wait_until("the dead node's static MAC gone", || {
+        stored(&cl).is_none()
+            && dirs[1..]
+                .iter()
+                .all(|d| remote(&vxlan(d), STATIC_MAC).is_none())
+    });
+}
+
+/// A burst of announcements: 200 MACs of a node `n9` (written straight
+/// into etcd: 100 in one transaction, 100 one by one) reach n1's and n2's
+/// remote tables whole, and leave them whole when deleted (two
+/// transactions). What one watch response delivers is taken whole and
+/// the table rebuilt once for it (or once with what came during an
+/// earlier rebuild): a transaction's 100 MACs, one rebuild.
+#[test]
+fn a_burst_of_macs_ends_with_the_right_table() {
+    if !can_run("a_burst_of_macs_ends_with_the_right_table") {
+        return;
+    }
+    // Loopback addresses of its own (127.0.0.31, .32): it runs beside the
+    // other tests.
+    let args = |name: &str| vec!["--vxlan".into(), format!("127.0.0.3{},vni=42", &name[1..])];
+    let cl = Cluster::start_with("cluster-vxlan-burst", &["n1", "n2"], args);
+    let dirs = cl.dirs();
+    let macs: Vec<String> = (0..200)
+        .map(|i| format!("02:00:00:2b:{:02x}:{:02x}", i / 256, i % 256))
+        .collect();
+    let key = |m: &str| format!("/pronto/v1/macs/{m}").into_bytes();
+    let value = |i: usize| {
+        json!({"node": "n9", "vtep": "127.0.0.99:4789", "instance": format!("i{i}"),
+               "interface": "eth0", "ips": [format!("10.43.{}.{}", i / 250, i % 250 + 1)]})
+        .to_string()
+        .into_bytes()
+    };
+    let rebuilds = |d: &Path| vxlan(d)["cluster_rebuilds"].as_u64().expect("rebuilds");
+    // The cluster's entries of node `d`'s table, by MAC.
+    let table = |d: &Path| -> std::collections::BTreeMap<String, Value> {
+        vxlan(d)["remotes"]
+            .as_array()
+            .expect("remotes")
+            .iter()
+            .filter(|r| r["origin"] == "cluster")
+            .map(|r| (r["mac"].as_str().expect("mac").to_string(), r.clone()))
+            .collect()
+    };
+    for d in &dirs {
+        wait_until("the first list taken", || rebuilds(d) >= 1);
+    }
+    let before: Vec<u64> = dirs.iter().map(|d| rebuilds(d)).collect();
+
+    // 100 in one transaction: one rebuild each.
+    let puts: Vec<pronto_cluster::Op> = (0..100)
+        .map(|i| pronto_cluster::Op::Put {
+            key: key(&macs[i]),
+            value: value(i),
+            lease: 0,
+        })
+        .collect();
+    assert!(cl.etcd.txn(&[], &puts, &[]).expect("txn").0);
+    for (d, b) in dirs.iter().zip(&before) {
+        wait_until("100 MACs in the table", || table(d).len() == 100);
+        assert_eq!(rebuilds(d), b + 1, "one rebuild for one transaction");
+    }
+    // 100 more one by one.
+    for (i, m) in macs.iter().enumerate().skip(100) {
+        cl.etcd.put(&key(m), &value(i), 0).expect("put");
+    }
+    for (d, b) in dirs.iter().zip(&before) {
+        wait_until("200 MACs in the table", || table(d).len() == 200);
+        let t = table(d);
+        for (i, m) in macs.iter().enumerate() {
+            assert_eq!(
+                t.get(m),
+                Some(&json!({"mac": m, "vtep": "127.0.0.99:4789",
+                             "ips": [format!("10.43.{}.{}", i / 250, i % 250 + 1)],
+                             "origin": "cluster"})),
+                "{m}"
+            );
+        }
+        println!(
+            "{}: {} rebuilds for 200 MACs (100 in one transaction, 100 one by one)",
+            d.display(),
+            rebuilds(d) - b
+        );
+    }
+    // All deleted, in two transactions: two rebuilds, an empty table.
+    let after: Vec<u64> = dirs.iter().map(|d| rebuilds(d)).collect();
+    for half in macs.chunks(100) {
+        let deletes: Vec<pronto_cluster::Op> = half
+            .iter()
+            .map(|m| pronto_cluster::Op::Delete(key(m)))
+            .collect();
+        assert!(cl.etcd.txn(&[], &deletes, &[]).expect("txn").0);
+    }
+    for (d, a) in dirs.iter().zip(&after) {
+        wait_until("the MACs gone", || table(d).is_empty());
+        // One each, or one for both when the second came during the
+        // first's rebuild.
+        let n = rebuilds(d) - a;
+        assert!((1..=2).contains(&n), "{n} rebuilds for two transactions");
+    }
 }

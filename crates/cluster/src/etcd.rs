@@ -445,6 +445,24 @@ impl Watch {
         }
     }
 
+    /// The changes of the next message the member sent (one or more, in
+    /// order: what one revision changed, or, for a watch catching up, up
+    /// to the many revisions etcd sends in one response); blocks until
+    /// there are some. `Ok(None)` as [`Watch::next_event`]. Changes of a
+    /// message [`Watch::next_event`] has begun are the rest of it.
+    pub fn next_batch(&mut self) -> Result<Option<Vec<Event>>, Error> {
+        loop {
+            if !self.pending.is_empty() {
+                let mut batch: Vec<Event> = self.pending.drain(..).collect();
+                batch.reverse();
+                return Ok(Some(batch));
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
     /// Reads the next message into `pending`; false at the end.
     fn fill(&mut self) -> Result<bool, Error> {
         let what = "watch";

@@ -2,7 +2,10 @@
 //! revision; list again when the watch reports the revision it would
 //! start from compacted away. Every follower of the cluster (a node's
 //! assignments, the tenants, the instances' specs) is this one loop
-//! ([`follow_prefix`]) with its own reaction to what it sees ([`Seen`]).
+//! ([`follow_prefix`]) with its own reaction to what it sees ([`Seen`]);
+//! one that would rather take what a watch response delivers together as
+//! one change (the VXLAN remote table: one rebuild per batch, not per
+//! MAC) follows it by [`follow_prefix_batches`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -24,9 +27,35 @@ pub enum Seen {
     Change(Event),
 }
 
+/// What a follower of batches is told.
+#[derive(Debug)]
+pub enum Batch {
+    /// As [`Seen::All`].
+    All(Range),
+    /// The changes one watch response delivered (at least one), in order.
+    Changes(Vec<Event>),
+}
+
 /// Follows every key under `prefix` until `stop` is set, telling `on`
 /// what it sees: the keys listed ([`Seen::All`]), then each change from
-/// the revision after the list's ([`Seen::Change`]).
+/// the revision after the list's ([`Seen::Change`]). The loop is
+/// [`follow_prefix_batches`]', each batch told change by change.
+pub fn follow_prefix(etcd: &Etcd, prefix: &[u8], stop: &AtomicBool, on: &mut dyn FnMut(Seen)) {
+    follow_prefix_batches(etcd, prefix, stop, &mut |b| match b {
+        Batch::All(r) => on(Seen::All(r)),
+        Batch::Changes(changes) => {
+            for e in changes {
+                on(Seen::Change(e));
+            }
+        }
+    });
+}
+
+/// Follows every key under `prefix` until `stop` is set, telling `on`
+/// the keys listed ([`Batch::All`]), then the changes from the revision
+/// after the list's, as the watch's responses deliver them
+/// ([`Batch::Changes`]: one revision's, or many when etcd sends a
+/// watcher that fell behind what it missed in one response).
 ///
 /// A list that fails is tried again after [`RETRY`] (etcd unreachable:
 /// every [`RETRY`], until it answers). A watch that ends (its member went)
@@ -34,9 +63,14 @@ pub enum Seen {
 /// whichever member answers; one that cannot be made, or fails
 /// mid-stream, is tried again after [`RETRY`]. A watch from a compacted
 /// revision lists again. `stop` is looked at before each list or watch
-/// and between changes (a watch with no change blocks until one comes or
+/// and between batches (a watch with no change blocks until one comes or
 /// its member ends it).
-pub fn follow_prefix(etcd: &Etcd, prefix: &[u8], stop: &AtomicBool, on: &mut dyn FnMut(Seen)) {
+pub fn follow_prefix_batches(
+    etcd: &Etcd,
+    prefix: &[u8],
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Batch),
+) {
     let mut from = None;
     while !stop.load(Ordering::Relaxed) {
         let rev = match from {
@@ -44,7 +78,7 @@ pub fn follow_prefix(etcd: &Etcd, prefix: &[u8], stop: &AtomicBool, on: &mut dyn
             None => match etcd.range_prefix(prefix) {
                 Ok(r) => {
                     let rev = r.revision + 1;
-                    on(Seen::All(r));
+                    on(Batch::All(r));
                     rev
                 }
                 Err(_) => {
@@ -66,10 +100,12 @@ pub fn follow_prefix(etcd: &Etcd, prefix: &[u8], stop: &AtomicBool, on: &mut dyn
             }
         };
         while !stop.load(Ordering::Relaxed) {
-            match w.next_event() {
-                Ok(Some(e)) => {
-                    from = Some(e.kv().mod_revision + 1);
-                    on(Seen::Change(e));
+            match w.next_batch() {
+                Ok(Some(changes)) => {
+                    if let Some(last) = changes.last() {
+                        from = Some(last.kv().mod_revision + 1);
+                    }
+                    on(Batch::Changes(changes));
                 }
                 // The member ended the stream: watch again.
                 Ok(None) => break,

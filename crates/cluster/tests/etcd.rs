@@ -563,3 +563,68 @@ fn nodes_follow_their_placements_and_a_dead_nodes_instances_run_elsewhere() {
         a.stop.store(true, Ordering::Relaxed);
     }
 }
+
+/// A follower of batches is told the keys listed, then what each watch
+/// response delivers as one batch: a transaction's 100 puts (one
+/// revision) together, in order, its 100 deletes together, a lone put
+/// alone.
+#[test]
+fn a_follower_of_batches_takes_a_transaction_as_one() {
+    if !have_etcd() {
+        return;
+    }
+    use pronto_cluster::watch::{follow_prefix_batches, Batch};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+
+    let m = Members::start(1);
+    let etcd = m.client();
+    etcd.put(b"/pronto/b/first", b"x", 0).expect("put");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let follower = {
+        let (etcd, stop) = (m.client(), stop.clone());
+        std::thread::spawn(move || {
+            follow_prefix_batches(&etcd, b"/pronto/b/", &stop, &mut |b| {
+                let told = match b {
+                    Batch::All(r) => ("all", r.kvs.into_iter().map(|kv| kv.key).collect()),
+                    Batch::Changes(c) => (
+                        if c.iter().all(|e| matches!(e, Event::Put(_))) {
+                            "puts"
+                        } else {
+                            "deletes"
+                        },
+                        c.into_iter()
+                            .map(|e| e.kv().key.clone())
+                            .collect::<Vec<_>>(),
+                    ),
+                };
+                let _ = tx.send(told);
+            })
+        })
+    };
+    let next = || rx.recv_timeout(Duration::from_secs(10)).expect("told");
+    assert_eq!(next(), ("all", vec![b"/pronto/b/first".to_vec()]));
+    let keys: Vec<Vec<u8>> = (0..100)
+        .map(|i| format!("/pronto/b/k{i:03}").into_bytes())
+        .collect();
+    let puts: Vec<Op> = keys
+        .iter()
+        .map(|k| Op::Put {
+            key: k.clone(),
+            value: b"v".to_vec(),
+            lease: 0,
+        })
+        .collect();
+    assert!(etcd.txn(&[], &puts, &[]).expect("txn").0);
+    assert_eq!(next(), ("puts", keys.clone()));
+    let deletes: Vec<Op> = keys.iter().map(|k| Op::Delete(k.clone())).collect();
+    assert!(etcd.txn(&[], &deletes, &[]).expect("txn").0);
+    assert_eq!(next(), ("deletes", keys));
+    etcd.put(b"/pronto/b/last", b"x", 0).expect("put");
+    assert_eq!(next(), ("puts", vec![b"/pronto/b/last".to_vec()]));
+    stop.store(true, Ordering::Relaxed);
+    // The watch blocks until a change: one more ends it.
+    etcd.put(b"/pronto/b/wake", b"x", 0).expect("put");
+    follower.join().expect("the follower ends");
+}

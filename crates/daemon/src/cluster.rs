@@ -23,13 +23,15 @@ use std::time::{Duration, Instant};
 use pronto_cluster::agent::{self, Converge};
 use pronto_cluster::etcd::KeyValue;
 use pronto_cluster::node::{Node, PeerApi, RegisterError, ROOT};
-use pronto_cluster::watch::{self, Seen};
+use pronto_cluster::watch::{self, Batch, Seen};
 use pronto_cluster::{scheduler, Compare, Etcd, Event, Op, Registration};
 use pronto_switch::switch::DEFAULT_WEIGHT;
 use serde_json::{json, Value};
 
+use crate::api::DEFAULT_TENANT;
 use crate::failure::Failure;
 use crate::manager::{vxlan, Manager};
+use crate::quota::{Ask, Quota, Usage};
 use crate::store::InstanceSpec;
 
 /// How to join a cluster.
@@ -113,15 +115,27 @@ struct Macs {
     local: Mutex<HashMap<String, Announced>>,
     /// Instances whose announcement etcd did not take (tried again).
     failed: Mutex<std::collections::HashSet<String>>,
+    /// The operator's static MACs on this node's ports (`PUT
+    /// /v1/switch/macs/MAC`) it announces, by MAC: the port's name.
+    statics: Mutex<HashMap<[u8; 6], String>>,
+    /// Held while the table is rebuilt ([`Macs::sync`]).
+    syncing: Mutex<()>,
+    /// Set when `seen` changed since the table was last rebuilt; the
+    /// rebuilding thread waits on `wake` for it.
+    dirty: Mutex<bool>,
+    wake: std::sync::Condvar,
 }
 
 impl Macs {
     /// The remote table's cluster part: MACs other nodes announced with a
-    /// VTEP, none of them a MAC this node's instances claim.
+    /// VTEP, none of them a MAC this node's instances claim. One rebuild
+    /// at a time, so that a table computed earlier never replaces one
+    /// computed later.
     fn sync(&self) {
         let Some(m) = self.manager.upgrade() else {
             return;
         };
+        let _one = lock(&self.syncing);
         let local: std::collections::HashSet<[u8; 6]> = lock(&self.local)
             .values()
             .flat_map(|v| v.iter().map(|(mac, _)| *mac))
@@ -187,9 +201,110 @@ impl Macs {
         }
     }
 
+    /// What this node announces of the operator's static MAC on its port
+    /// `port`: no instance, `origin` `operator`.
+    fn static_value(&self, port: &str) -> Vec<u8> {
+        json!({
+            "node": self.node,
+            "vtep": self.tunnel,
+            "instance": null,
+            "interface": null,
+            "port": port,
+            "ips": [],
+            "origin": "operator",
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// Announces the operator's static MAC `mac` on this node's port
+    /// `port` under this node's lease (the other nodes' remote tables
+    /// point it here); refused (409, naming the node) while another node
+    /// announces it. Announced again after a renewal of the lease.
+    fn announce_static(&self, mac: [u8; 6], port: &str) -> Result<(), Failure> {
+        let key = mac_key(&mac);
+        let value = self.static_value(port);
+        for _ in 0..20 {
+            let when = match self.etcd.get(&key).map_err(etcd_failure)? {
+                None => Compare::CreateRevision(key.clone(), 0),
+                Some(kv) => {
+                    if let Some((_, node, _)) = announcement(&kv).filter(|a| a.1 != self.node) {
+                        let v: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+                        let what = match (v["instance"].as_str(), v["interface"].as_str()) {
+                            (Some(i), Some(f)) => format!("for its instance `{i}` ({f})"),
+                            _ => "as a static entry of its switch".to_string(),
+                        };
+                        return Err(Failure::Conflict(
+                            format!(
+                                "{} is announced by node `{node}` {what}: a MAC has one place \
+                                 in the cluster; remove it there first",
+                                vxlan::mac_text(&mac)
+                            ),
+                            None,
+                        ));
+                    }
+                    Compare::ModRevision(key.clone(), kv.mod_revision)
+                }
+            };
+            let put = Op::Put {
+                key: key.clone(),
+                value: value.clone(),
+                lease: self.reg.lease(),
+            };
+            let (done, _) = self.etcd.txn(&[when], &[put], &[]).map_err(etcd_failure)?;
+            if done {
+                lock(&self.statics).insert(mac, port.to_string());
+                return Ok(());
+            }
+        }
+        Err(Failure::Conflict(
+            format!(
+                "{} changed meanwhile in the cluster: try again",
+                vxlan::mac_text(&mac)
+            ),
+            None,
+        ))
+    }
+
+    /// Withdraws the operator's static MAC `mac` (its key deleted if it
+    /// still holds what this node wrote).
+    fn withdraw_static(&self, mac: [u8; 6]) -> Result<(), Failure> {
+        let key = mac_key(&mac);
+        if let Some(port) = lock(&self.statics).get(&mac).cloned() {
+            self.etcd
+                .txn(
+                    &[Compare::Value(key.clone(), self.static_value(&port))],
+                    &[Op::Delete(key)],
+                    &[],
+                )
+                .map_err(etcd_failure)?;
+        }
+        lock(&self.statics).remove(&mac);
+        Ok(())
+    }
+
+    /// Announces the operator's static MACs `macs` (text, port name), as
+    /// the node's store keeps them: at the start and after a renewal of
+    /// the lease; one another node holds is said on standard error.
+    fn announce_statics(&self, macs: &[(String, String)]) {
+        for (text, port) in macs {
+            let Some(mac) = pronto_switch::control::parse_mac(text) else {
+                continue;
+            };
+            if let Err(e) = self.announce_static(mac, port) {
+                eprintln!("prontod: cluster: the static entry {text} (port {port}): {e}");
+            }
+        }
+    }
+
     /// Announces again what this node runs and is still assigned (after
     /// its lease was renewed: the keys went with the old lease).
     fn announce_again(&self) {
+        let statics: Vec<(String, String)> = lock(&self.statics)
+            .iter()
+            .map(|(m, p)| (vxlan::mac_text(m), p.clone()))
+            .collect();
+        self.announce_statics(&statics);
         let names: Vec<String> = lock(&self.local).keys().cloned().collect();
         for n in names {
             let assigned = scheduler::assigned_key(&self.node, &n);
@@ -223,28 +338,61 @@ impl Macs {
         }
     }
 
-    /// Follows `macs/` into the remote table until `stop`.
+    /// Rebuilds the table whenever `seen` changed, until `stop`: changes
+    /// that arrive while a rebuild runs are taken together by the next
+    /// one (a burst costs as many rebuilds as the node has time for, not
+    /// one per MAC).
+    fn rebuild(&self, stop: &AtomicBool) {
+        while !stop.load(Ordering::Relaxed) {
+            {
+                let mut dirty = lock(&self.dirty);
+                if !*dirty {
+                    // Woken by a change, or once a second to look at `stop`.
+                    dirty = self
+                        .wake
+                        .wait_timeout(dirty, Duration::from_secs(1))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                if !std::mem::take(&mut *dirty) {
+                    continue;
+                }
+            }
+            self.sync();
+        }
+    }
+
+    /// Follows `macs/` into `seen` until `stop`: what one watch response
+    /// delivers (a burst of announcements etcd sends together) is taken
+    /// whole, then the rebuilding thread ([`Macs::rebuild`]) woken once.
     fn follow(&self, stop: &AtomicBool) {
         let prefix = macs_prefix();
-        watch::follow_prefix(&self.etcd, &prefix, stop, &mut |seen| {
+        watch::follow_prefix_batches(&self.etcd, &prefix, stop, &mut |batch| {
             {
                 let mut all = lock(&self.seen);
-                match seen {
-                    Seen::All(r) => {
+                match batch {
+                    Batch::All(r) => {
                         all.clear();
                         for kv in &r.kvs {
                             Macs::take(&mut all, kv);
                         }
                     }
-                    Seen::Change(Event::Put(kv)) => Macs::take(&mut all, &kv),
-                    Seen::Change(Event::Delete(kv)) => {
-                        if let Some(mac) = mac_of(&kv.key) {
-                            all.remove(&mac);
+                    Batch::Changes(changes) => {
+                        for e in changes {
+                            match e {
+                                Event::Put(kv) => Macs::take(&mut all, &kv),
+                                Event::Delete(kv) => {
+                                    if let Some(mac) = mac_of(&kv.key) {
+                                        all.remove(&mac);
+                                    }
+                                }
+                            }
                         }
                     }
                 }
             }
-            self.sync();
+            *lock(&self.dirty) = true;
+            self.wake.notify_one();
         });
     }
 }
@@ -290,6 +438,8 @@ pub struct Cluster {
     /// The secret the nodes share (`secret`), sent with forwarded calls.
     secret: String,
     secret_digest: String,
+    /// Where the cluster's MACs are (`macs/`).
+    macs: Arc<Macs>,
 }
 
 /// The header a node sends the cluster's secret in when it forwards a call.
@@ -310,14 +460,10 @@ pub const TOKEN_HEADER: &str = "x-pronto-cluster-token";
 fn cluster_secret(etcd: &Etcd) -> Result<String, String> {
     let key = format!("{ROOT}secret").into_bytes();
     let fresh = crate::api::new_token()?;
-    etcd.txn(
+    put_if(
+        etcd,
         &[Compare::CreateRevision(key.clone(), 0)],
-        &[Op::Put {
-            key: key.clone(),
-            value: fresh.into_bytes(),
-            lease: 0,
-        }],
-        &[],
+        vec![(key.clone(), fresh.into_bytes())],
     )
     .map_err(|e| e.to_string())?;
     let kv = etcd
@@ -348,11 +494,16 @@ fn follow_tenants(
         let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
             return;
         };
-        let Some(d) = v["digest"].as_str() else {
-            return;
-        };
-        map.retain(|_, n| *n != name);
-        map.insert(d.to_string(), name.clone());
+        match v["digest"].as_str() {
+            Some(d) => {
+                map.retain(|_, n| *n != name);
+                map.insert(d.to_string(), name.clone());
+            }
+            // The default tenant's key has no token, only its quota (see
+            // `Cluster::create`).
+            None if name == DEFAULT_TENANT => {}
+            None => return,
+        }
         if let (Some(m), Some(q)) = (manager.upgrade(), v["quota"].as_object()) {
             // Each create rewrites the key (see `create`): only a change
             // of the quota is stored again.
@@ -389,6 +540,59 @@ fn follow_tenants(
             }
         }
     });
+}
+
+/// Puts each `(key, value)` of `puts` (no lease) in one transaction that
+/// holds only if every compare of `when` does: the revision stored at, or
+/// `None` if a compare failed (nothing written).
+fn put_if(
+    etcd: &Etcd,
+    when: &[Compare],
+    puts: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<Option<i64>, Failure> {
+    let ops: Vec<Op> = puts
+        .into_iter()
+        .map(|(key, value)| Op::Put {
+            key,
+            value,
+            lease: 0,
+        })
+        .collect();
+    let (done, at) = etcd.txn(when, &ops, &[]).map_err(etcd_failure)?;
+    Ok(done.then_some(at))
+}
+
+/// Instance `name`'s share of tenant `tenant`'s quota:
+/// `usage/TENANT/NAME` → `{"memory", "cpu", "interfaces"}`, written and
+/// deleted in the transactions that store and delete `instances/NAME`, so
+/// that a create counts one tenant's keys, not every instance's spec.
+pub fn usage_key(tenant: &str, name: &str) -> Vec<u8> {
+    format!("{ROOT}usage/{tenant}/{name}").into_bytes()
+}
+
+/// What an instance asking `ask` stores under its [`usage_key`].
+fn usage_value(ask: &Ask) -> Vec<u8> {
+    json!({"memory": ask.memory, "cpu": ask.cpu, "interfaces": ask.interfaces})
+        .to_string()
+        .into_bytes()
+}
+
+/// What a tenant's instances count against its quota, from their
+/// `usage/TENANT/` keys, as a node counts its own (`Manager::usage`):
+/// each one's memory limit, CPU share (one CPU if it names none) and
+/// interfaces. Control connections are each node's own (not counted).
+fn usage_of(kvs: &[KeyValue]) -> Usage {
+    let mut u = Usage::default();
+    for kv in kvs {
+        let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
+            continue;
+        };
+        u.instances += 1;
+        u.memory = u.memory.saturating_add(v["memory"].as_u64().unwrap_or(0));
+        u.cpu += v["cpu"].as_f64().unwrap_or(1.0);
+        u.interfaces += v["interfaces"].as_u64().unwrap_or(0) as u32;
+    }
+    u
 }
 
 fn etcd_failure(e: impl std::fmt::Display) -> Failure {
@@ -458,8 +662,26 @@ impl Cluster {
                 Err(e) => return Err(format!("--node: {e}")),
             }
         };
+        let macs = Arc::new(Macs {
+            etcd: etcd.clone(),
+            node: opts.node.clone(),
+            tunnel,
+            reg: reg.clone(),
+            manager: Arc::downgrade(manager),
+            seen: Mutex::new(HashMap::new()),
+            local: Mutex::new(HashMap::new()),
+            failed: Mutex::new(std::collections::HashSet::new()),
+            statics: Mutex::new(HashMap::new()),
+            syncing: Mutex::new(()),
+            dirty: Mutex::new(false),
+            wake: std::sync::Condvar::new(),
+        });
+        // The operator's static MACs this node keeps (its own ports'),
+        // announced to the others.
+        macs.announce_statics(&manager.store().macs().unwrap_or_default());
         let c = Arc::new(Cluster {
             etcd: etcd.clone(),
+            macs: macs.clone(),
             node: opts.node.clone(),
             reg: Mutex::new(Some(reg.clone())),
             stop: Arc::new(AtomicBool::new(false)),
@@ -510,22 +732,18 @@ impl Cluster {
                 })
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
-        let macs = Arc::new(Macs {
-            etcd: etcd.clone(),
-            node: c.node.clone(),
-            tunnel,
-            reg: reg.clone(),
-            manager: Arc::downgrade(manager),
-            seen: Mutex::new(HashMap::new()),
-            local: Mutex::new(HashMap::new()),
-            failed: Mutex::new(std::collections::HashSet::new()),
-        });
         if manager.vxlan().is_some() {
             // The remote table's cluster part, from every node's MACs.
-            let (macs, stop) = (macs.clone(), c.stop.clone());
+            let (follower, stop) = (macs.clone(), c.stop.clone());
             std::thread::Builder::new()
                 .name("cluster-macs".into())
-                .spawn(move || macs.follow(&stop))
+                .spawn(move || follower.follow(&stop))
+                .map_err(|e| format!("cluster thread: {e}"))?;
+            // The table rebuilt from them, as often as it can be.
+            let (rebuilder, stop) = (macs.clone(), c.stop.clone());
+            std::thread::Builder::new()
+                .name("cluster-remotes".into())
+                .spawn(move || rebuilder.rebuild(&stop))
                 .map_err(|e| format!("cluster thread: {e}"))?;
         }
         let conv = ManagerConverge {
@@ -588,16 +806,21 @@ impl Cluster {
     /// Stores a new instance (its spec, and what the scheduler reads:
     /// `memory_mib`, `millicpus`); refused if the name exists.
     ///
-    /// The tenant's `instances` quota holds across the cluster: its
-    /// instances under `instances/` are counted, and the transaction that
-    /// stores the new one also rewrites `tenants/TENANT` under a compare
-    /// of that key's revision, so two creates of one tenant racing on two
-    /// nodes cannot both pass the count (the loser counts again).
+    /// The tenant's quota holds across the cluster: its instances'
+    /// shares under `usage/TENANT/` are counted (their number, memory,
+    /// CPUs and interfaces, [`usage_of`]) and `ask` checked against
+    /// `quota`; the transaction that stores the new one (and its share)
+    /// also rewrites `tenants/TENANT`
+    /// under a compare of that key's revision, so two creates of one
+    /// tenant racing on two nodes cannot both pass the count (the loser
+    /// counts again). The default tenant's key (`{"quota": {}}`, no token)
+    /// is written on its first create, so that its creates serialize in
+    /// the same way.
     pub fn create(
         &self,
         spec: &InstanceSpec,
-        memory: u64,
-        quota: u32,
+        quota: &Quota,
+        ask: &Ask,
         pin: Option<&str>,
     ) -> Result<(), Failure> {
         let mut v = serde_json::to_value(spec).map_err(|e| Failure::Internal(e.to_string()))?;
@@ -606,55 +829,48 @@ impl Cluster {
             // that node is not live).
             v["node"] = json!(n);
         }
-        v["memory_mib"] = json!(memory.div_ceil(1 << 20));
+        v["memory_mib"] = json!(ask.memory.div_ceil(1 << 20));
         v["millicpus"] = json!(spec.cpu.map_or(0, |c| (c * 1000.0).ceil() as u64));
+        let value = v.to_string().into_bytes();
         let key = scheduler::instance_key(&spec.name);
         let tkey = tenant_key(&spec.tenant);
+        let prefix = usage_key(&spec.tenant, "");
         for _ in 0..20 {
-            // The default tenant has no key: its quota is each node's.
-            let tenant = self.etcd.get(&tkey).map_err(etcd_failure)?;
-            let mut cmp = vec![Compare::CreateRevision(key.clone(), 0)];
-            let mut ops = vec![Op::Put {
-                key: key.clone(),
-                value: v.to_string().into_bytes(),
-                lease: 0,
-            }];
-            if let Some(t) = &tenant {
-                let prefix = scheduler::instance_key("");
-                let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
-                let n = r
-                    .kvs
-                    .iter()
-                    .filter(|kv| {
-                        serde_json::from_slice::<Value>(&kv.value)
-                            .is_ok_and(|v| v["tenant"] == spec.tenant.as_str())
-                    })
-                    .count();
-                if n as u64 >= u64::from(quota) {
-                    return Err(Failure::OverQuota(
-                        format!(
-                            "tenant `{}` has {n} instance{} in the cluster, as many as its quota \
-                             allows; remove one or ask the admin to raise it",
-                            spec.tenant,
-                            if n == 1 { "" } else { "s" }
-                        ),
-                        "instances",
-                    ));
+            let Some(t) = self.etcd.get(&tkey).map_err(etcd_failure)? else {
+                if spec.tenant != DEFAULT_TENANT {
+                    return Err(Failure::NotFound(format!(
+                        "no tenant `{}` (create it with POST /v1/tenants)",
+                        spec.tenant
+                    )));
                 }
-                cmp.push(Compare::ModRevision(tkey.clone(), t.mod_revision));
-                ops.push(Op::Put {
-                    key: tkey.clone(),
-                    value: t.value.clone(),
-                    lease: 0,
-                });
-            }
-            let (done, _) = self.etcd.txn(&cmp, &ops, &[]).map_err(etcd_failure)?;
-            if done {
+                put_if(
+                    &self.etcd,
+                    &[Compare::CreateRevision(tkey.clone(), 0)],
+                    vec![(tkey.clone(), json!({"quota": {}}).to_string().into_bytes())],
+                )?;
+                continue;
+            };
+            let r = self.etcd.range_prefix(&prefix).map_err(etcd_failure)?;
+            let used = usage_of(&r.kvs);
+            crate::quota::check_in(&spec.tenant, quota, &used, ask, " in the cluster")
+                .map_err(|(m, f)| Failure::OverQuota(m, f))?;
+            let done = put_if(
+                &self.etcd,
+                &[
+                    Compare::CreateRevision(key.clone(), 0),
+                    Compare::ModRevision(tkey.clone(), t.mod_revision),
+                ],
+                vec![
+                    (key.clone(), value.clone()),
+                    (usage_key(&spec.tenant, &spec.name), usage_value(ask)),
+                    (tkey.clone(), t.value),
+                ],
+            )?;
+            if done.is_some() {
                 return Ok(());
             }
-            // The name is taken, or (with no tenant key to race on) it
-            // was taken between the two reads.
-            if tenant.is_none() || self.etcd.get(&key).map_err(etcd_failure)?.is_some() {
+            // The name is taken, or the tenant changed: count again.
+            if self.etcd.get(&key).map_err(etcd_failure)?.is_some() {
                 return Err(Failure::Conflict(
                     format!(
                         "instance `{}` already exists in the cluster (instance names are unique \
@@ -669,6 +885,18 @@ impl Cluster {
             format!("tenant `{}` changed meanwhile: try again", spec.tenant),
             None,
         ))
+    }
+
+    /// What tenant `tenant`'s instances in the cluster count against its
+    /// quota (control connections: this node's, `local`'s).
+    pub fn usage(&self, tenant: &str, local: &Usage) -> Result<Usage, Failure> {
+        let r = self
+            .etcd
+            .range_prefix(&usage_key(tenant, ""))
+            .map_err(etcd_failure)?;
+        let mut u = usage_of(&r.kvs);
+        u.control_connections = local.control_connections;
+        Ok(u)
     }
 
     /// The stored instance `name` of `tenant`, and its revision.
@@ -692,7 +920,7 @@ impl Cluster {
             .etcd
             .txn(
                 &[Compare::ModRevision(key.clone(), rev)],
-                &[Op::Delete(key)],
+                &[Op::Delete(key), Op::Delete(usage_key(tenant, name))],
                 &[],
             )
             .map_err(etcd_failure)?;
@@ -718,25 +946,17 @@ impl Cluster {
         let (mut v, rev) = self.stored(tenant, name)?;
         change(&mut v);
         let key = scheduler::instance_key(name);
-        let (ok, at) = self
-            .etcd
-            .txn(
-                &[Compare::ModRevision(key.clone(), rev)],
-                &[Op::Put {
-                    key,
-                    value: v.to_string().into_bytes(),
-                    lease: 0,
-                }],
-                &[],
-            )
-            .map_err(etcd_failure)?;
-        if !ok {
-            return Err(Failure::Conflict(
+        put_if(
+            &self.etcd,
+            &[Compare::ModRevision(key.clone(), rev)],
+            vec![(key, v.to_string().into_bytes())],
+        )?
+        .ok_or_else(|| {
+            Failure::Conflict(
                 format!("instance `{name}` changed meanwhile: try again"),
                 None,
-            ));
-        }
-        Ok(at)
+            )
+        })
     }
 
     /// Replaces instance `name`'s configuration in the desired state (the
@@ -764,6 +984,20 @@ impl Cluster {
         self.update(tenant, name, |v| v["rate_limit"] = json!(limit))
     }
 
+    /// Announces the operator's static MAC `mac` on this node's port named
+    /// `port` (`PUT /v1/switch/macs/MAC`) to the cluster: every other
+    /// node's VXLAN remote table points it at this node. A 409 naming the
+    /// node while another node announces it.
+    pub fn announce_static(&self, mac: [u8; 6], port: &str) -> Result<(), Failure> {
+        self.macs.announce_static(mac, port)
+    }
+
+    /// Withdraws the operator's static MAC `mac` from the cluster (`DELETE
+    /// /v1/switch/macs/MAC`).
+    pub fn withdraw_static(&self, mac: [u8; 6]) -> Result<(), Failure> {
+        self.macs.withdraw_static(mac)
+    }
+
     /// The tenant whose token has digest `d`, as the watched cache has it.
     pub fn tenant_of(&self, d: &str) -> Option<String> {
         self.tenants
@@ -784,19 +1018,12 @@ impl Cluster {
     pub fn create_tenant(&self, name: &str, digest: &str) -> Result<(), Failure> {
         let key = tenant_key(name);
         let v = json!({"digest": digest, "quota": {}});
-        let (ok, _) = self
-            .etcd
-            .txn(
-                &[Compare::CreateRevision(key.clone(), 0)],
-                &[Op::Put {
-                    key,
-                    value: v.to_string().into_bytes(),
-                    lease: 0,
-                }],
-                &[],
-            )
-            .map_err(etcd_failure)?;
-        if !ok {
+        let done = put_if(
+            &self.etcd,
+            &[Compare::CreateRevision(key.clone(), 0)],
+            vec![(key, v.to_string().into_bytes())],
+        )?;
+        if done.is_none() {
             return Err(Failure::Conflict(
                 format!("tenant `{name}` already exists"),
                 Some("name"),
@@ -813,7 +1040,13 @@ impl Cluster {
     /// a compare of its revision: a create of the tenant's racing with it
     /// rewrites the key (see `create`), and the delete fails.
     pub fn delete_tenant(&self, name: &str) -> Result<(), Failure> {
-        let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
+        // The default tenant's key holds no token (see `create`): not a
+        // tenant to delete, as on one node.
+        let kv = match name {
+            DEFAULT_TENANT => None,
+            _ => self.etcd.get(&tenant_key(name)).map_err(etcd_failure)?,
+        };
+        let Some(kv) = kv else {
             return Err(Failure::NotFound(format!("no tenant `{name}`")));
         };
         if !self.instances(Some(name))?.is_empty() {
@@ -848,31 +1081,35 @@ impl Cluster {
         name: &str,
         patch: &serde_json::Map<String, Value>,
     ) -> Result<(), Failure> {
+        let key = tenant_key(name);
         for _ in 0..20 {
-            let Some(kv) = self.etcd.get(&tenant_key(name)).map_err(etcd_failure)? else {
-                return Err(Failure::NotFound(format!("no tenant `{name}`")));
+            let (mut v, when) = match self.etcd.get(&key).map_err(etcd_failure)? {
+                Some(kv) => (
+                    serde_json::from_slice::<Value>(&kv.value).map_err(|e| {
+                        Failure::Internal(format!("tenant `{name}`'s stored value: {e}"))
+                    })?,
+                    Compare::ModRevision(key.clone(), kv.mod_revision),
+                ),
+                // The default tenant's key may not be written yet.
+                None if name == DEFAULT_TENANT => (
+                    json!({"quota": {}}),
+                    Compare::CreateRevision(key.clone(), 0),
+                ),
+                None => return Err(Failure::NotFound(format!("no tenant `{name}`"))),
             };
-            let mut v: Value = serde_json::from_slice(&kv.value)
-                .map_err(|e| Failure::Internal(format!("tenant `{name}`'s stored value: {e}")))?;
             if !v["quota"].is_object() {
                 v["quota"] = json!({});
             }
             for (k, x) in patch {
                 v["quota"][k] = x.clone();
             }
-            let (ok, _) = self
-                .etcd
-                .txn(
-                    &[Compare::ModRevision(kv.key.clone(), kv.mod_revision)],
-                    &[Op::Put {
-                        key: kv.key,
-                        value: v.to_string().into_bytes(),
-                        lease: 0,
-                    }],
-                    &[],
-                )
-                .map_err(etcd_failure)?;
-            if ok {
+            if put_if(
+                &self.etcd,
+                &[when],
+                vec![(key.clone(), v.to_string().into_bytes())],
+            )?
+            .is_some()
+            {
                 return Ok(());
             }
         }

@@ -229,13 +229,26 @@ pub fn check(
     used: &Usage,
     ask: &Ask,
 ) -> Result<(), (String, &'static str)> {
+    check_in(tenant, quota, used, ask, "")
+}
+
+/// [`check`] of a usage counted over `scope` (` in the cluster`: every
+/// node's instances of the tenant), which the refusal says after what is
+/// in use.
+pub fn check_in(
+    tenant: &str,
+    quota: &Quota,
+    used: &Usage,
+    ask: &Ask,
+    scope: &str,
+) -> Result<(), (String, &'static str)> {
     let raise = "ask the admin to raise it";
     if used.instances >= quota.instances {
         let n = used.instances;
         return Err((
             format!(
-                "tenant `{tenant}` has {n} instance{}, as many as its quota allows; remove one \
-                 or {raise}",
+                "tenant `{tenant}` has {n} instance{}{scope}, as many as its quota allows; \
+                 remove one or {raise}",
                 if n == 1 { "" } else { "s" }
             ),
             "instances",
@@ -245,7 +258,7 @@ pub fn check(
         return Err((
             format!(
                 "memory: {} bytes would take tenant `{tenant}` over its memory quota of {} bytes \
-                 ({} in use); {raise}",
+                 ({} in use{scope}); {raise}",
                 ask.memory, quota.memory, used.memory
             ),
             "memory",
@@ -264,8 +277,8 @@ pub fn check(
     if used.cpu + ask.cpu > quota.cpu + 1e-9 {
         return Err((
             format!(
-                "cpu: {} CPUs would take tenant `{tenant}` over its CPU quota of {} ({} in use); \
-                 {raise}",
+                "cpu: {} CPUs would take tenant `{tenant}` over its CPU quota of {} ({} in \
+                 use{scope}); {raise}",
                 num(ask.cpu),
                 num(quota.cpu),
                 num(used.cpu)
@@ -277,7 +290,7 @@ pub fn check(
         return Err((
             format!(
                 "interfaces: {} more would take tenant `{tenant}` over its quota of {} switch \
-                 ports ({} in use); {raise}",
+                 ports ({} in use{scope}); {raise}",
                 ask.interfaces, quota.interfaces, used.interfaces
             ),
             "interfaces",

@@ -401,9 +401,17 @@ async fn tenants_delete(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// A tenant's quota and usage, as the API shows them.
-fn quota_view(m: &Manager, t: &str) -> Value {
-    json!({"tenant": t, "quota": m.quota(t), "usage": m.usage(t)})
+/// A tenant's quota and usage, as the API shows them: in cluster mode the
+/// usage of its instances on every node (control connections: this
+/// node's).
+async fn quota_view(a: &App, t: &str) -> Result<Value, ApiError> {
+    let m = a.s.manager.clone();
+    let mut usage = m.usage(t);
+    if let Some(c) = a.s.cluster.clone() {
+        let n = t.to_string();
+        usage = blocking(move || Ok(c.usage(&n, &usage)?)).await?;
+    }
+    Ok(json!({"tenant": t, "quota": m.quota(t), "usage": usage}))
 }
 
 async fn quota_show(
@@ -419,7 +427,7 @@ async fn quota_show(
     if !visible {
         return Err(status(StatusCode::NOT_FOUND, format!("no tenant `{name}`")));
     }
-    Ok(Json(quota_view(&a.s.manager, &name)).into_response())
+    Ok(Json(quota_view(&a, &name).await?).into_response())
 }
 
 async fn quota_set(
@@ -455,7 +463,7 @@ async fn quota_set(
         blocking(move || Ok(c.set_tenant_quota(&n, &p)?)).await?;
     }
     a.s.manager.set_quota(&name, &patch)?;
-    Ok(Json(quota_view(&a.s.manager, &name)).into_response())
+    Ok(Json(quota_view(&a, &name).await?).into_response())
 }
 
 /// The request bodies of the API (for [`parse_request_body`]).
@@ -780,10 +788,12 @@ fn cluster_create(
     // its default (`--memory`), which the scheduler also placed it by (a
     // node with another default would otherwise run it with its own).
     spec.memory = Some(m.memory_of(&spec));
+    // The tenant's quota as this node has it (every node takes it from
+    // `tenants/`), checked against its instances in the whole cluster.
     c.create(
         &spec,
-        m.memory_of(&spec),
-        m.quota(&spec.tenant).instances,
+        &m.quota(&spec.tenant),
+        &m.ask_of(&spec),
         pin.as_deref(),
     )?;
     let v = cluster_wait(c, m, &spec.tenant, &spec.name, |_| true)?;
@@ -1763,6 +1773,13 @@ async fn macs_put(
             Some("port".into()),
         )
     })?;
+    if let Some(c) = a.s.cluster.clone() {
+        // The entry stays this node's (the port is), announced under
+        // `macs/MAC` so that the other nodes' VXLAN remote tables point
+        // it here; a 409 if another node has it.
+        let n = name.clone();
+        blocking(move || Ok(c.announce_static(m, &n)?)).await?;
+    }
     mgr.store().put_mac(&text, &name).map_err(internal)?;
     mgr.switch().add_static(m, port).map_err(internal)?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -1774,7 +1791,13 @@ async fn macs_delete(
     Path(mac): Path<String>,
 ) -> Result<Response, ApiError> {
     a.admin(&h)?;
-    let (_, text) = norm_mac(&mac)?;
+    let (m, text) = norm_mac(&mac)?;
+    if let Some(c) = a.s.cluster.clone() {
+        let stored = a.s.manager.store().macs().map_err(internal)?;
+        if stored.iter().any(|(t, _)| *t == text) {
+            blocking(move || Ok(c.withdraw_static(m)?)).await?;
+        }
+    }
     if !a.s.manager.store().remove_mac(&text).map_err(internal)? {
         return Err(status(
             StatusCode::NOT_FOUND,

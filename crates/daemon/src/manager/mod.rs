@@ -289,6 +289,17 @@ impl Manager {
         spec.pids.unwrap_or(DEFAULT_PIDS)
     }
 
+    /// What an instance of `spec` counts against its tenant's quota (an
+    /// instance that names no CPU share counts as one CPU).
+    pub(crate) fn ask_of(&self, spec: &InstanceSpec) -> Ask {
+        Ask {
+            memory: self.memory_of(spec),
+            cpu: spec.cpu.unwrap_or(1.0),
+            pids: self.pids_of(spec),
+            interfaces: spec.interfaces.len() as u32,
+        }
+    }
+
     /// The limits pre-started sandboxes get (an instance's defaults).
     fn standard_limits(&self) -> Limits {
         Limits {
@@ -398,12 +409,7 @@ impl Manager {
                     Some("name"),
                 ));
             }
-            let ask = Ask {
-                memory: self.memory_of(&spec),
-                cpu: spec.cpu.unwrap_or(1.0),
-                pids: self.pids_of(&spec),
-                interfaces: spec.interfaces.len() as u32,
-            };
+            let ask = self.ask_of(&spec);
             let used = self.usage_in(&all, &spec.tenant);
             let quota = self.quota(&spec.tenant);
             crate::quota::check(&spec.tenant, &quota, &used, &ask)

@@ -380,6 +380,9 @@ pub struct VxlanView {
     pub flood: Vec<String>,
     /// Whether datagrams are taken from known VTEPs only.
     pub strict: bool,
+    /// How many times the cluster's part of the table was replaced (in
+    /// a cluster: once per batch of `macs/` changes a watch delivered).
+    pub cluster_rebuilds: u64,
 }
 
 /// One remote MAC, for the API.
@@ -403,6 +406,8 @@ pub(crate) struct Vxlan {
     strict: bool,
     counters: Arc<VxlanCounters>,
     table: Arc<RwLock<Arc<Remotes>>>,
+    /// Replacements of the table's cluster part.
+    rebuilds: AtomicU64,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -451,6 +456,7 @@ impl Vxlan {
             strict: spec.strict,
             counters,
             table,
+            rebuilds: AtomicU64::new(0),
             stop,
             thread: Some(thread),
         })
@@ -480,6 +486,7 @@ impl Vxlan {
                 .collect(),
             flood: t.flood.iter().map(|a| a.to_string()).collect(),
             strict: self.strict,
+            cluster_rebuilds: l(&self.rebuilds),
             vni: self.vni,
             local: self.local.to_string(),
             port: self.port,
@@ -519,6 +526,7 @@ impl Vxlan {
         let next = Remotes::with_cluster(&w.remotes, cluster, &w.flood);
         let change = cluster_change(&w, &next);
         *w = Arc::new(next);
+        self.rebuilds.fetch_add(1, Ordering::Relaxed);
         change
     }
 }
