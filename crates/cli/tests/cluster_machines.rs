@@ -139,33 +139,44 @@ fn settle(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_instances() {
-    let test =
-        "nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_instances";
-    if !can_run(test) {
-        return;
-    }
-    if !have("nsenter") {
-        println!("SKIPPED {test}: nsenter (util-linux) not installed");
-        return;
-    }
-    let machines = Machines::new(3, "pcm", 231);
-    let members = Members::start_on(3, "10.231.0.1").expect("a three-member etcd starts");
-    let url = members.endpoints();
-    let etcd = Etcd::new(&url).expect("endpoints");
-    let scratch = common::scratch("cluster-machines");
-    let names = ["n1", "n2", "n3"];
-    let mut daemons = Vec::new();
-    let mut dirs = Vec::new();
-    for (i, n) in names.iter().enumerate() {
-        let dir = scratch.join(n);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let listen = format!("10.231.0.{}:0", i + 2);
-        let d = common::start_daemon_program(
-            &dir,
-            &machines.wrapper(i, &dir),
-            &[
+/// Three namespaces on a bridge of network 10.`net`.0.0/24, a
+/// three-member etcd on the bridge, and a node's daemon in each namespace
+/// (`--cluster-listen` on its address; with `vxlan`, its switch's VXLAN
+/// uplink there too). Dropped in that order reversed: the daemons, etcd,
+/// the namespaces.
+struct Site {
+    daemons: Vec<Option<common::Daemon>>,
+    dirs: Vec<PathBuf>,
+    etcd: Etcd,
+    scratch: common::Scratch,
+    _members: Members,
+    _machines: Machines,
+}
+
+impl Site {
+    /// Starts it, or says why `test` cannot run here (`None`).
+    fn start(test: &str, tag: &str, net: u8, vxlan: bool) -> Option<Site> {
+        if !can_run(test) {
+            return None;
+        }
+        if !have("nsenter") {
+            println!("SKIPPED {test}: nsenter (util-linux) not installed");
+            return None;
+        }
+        let machines = Machines::new(3, tag, net);
+        let members =
+            Members::start_on(3, &format!("10.{net}.0.1")).expect("a three-member etcd starts");
+        let url = members.endpoints();
+        let etcd = Etcd::new(&url).expect("endpoints");
+        let scratch = common::scratch(&format!("cluster-machines-{tag}"));
+        let (mut daemons, mut dirs) = (Vec::new(), Vec::new());
+        for (i, n) in ["n1", "n2", "n3"].iter().enumerate() {
+            let dir = scratch.join(n);
+            std::fs::create_dir_all(&dir).expect("dir");
+            let at = format!("10.{net}.0.{}", i + 2);
+            let listen = format!("{at}:0");
+            let tunnel = format!("{at},vni=42");
+            let mut args = vec![
                 "--cluster",
                 &url,
                 "--node",
@@ -176,18 +187,44 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
                 "0",
                 "--cluster-listen",
                 &listen,
-            ],
-        );
-        daemons.push(Some(d));
-        dirs.push(dir);
+            ];
+            if vxlan {
+                args.extend(["--vxlan", &tunnel]);
+            }
+            let d = common::start_daemon_program(&dir, &machines.wrapper(i, &dir), &args);
+            daemons.push(Some(d));
+            dirs.push(dir);
+        }
+        wait_until("three nodes registered", || {
+            node::nodes(&etcd).expect("nodes").len() == 3
+        });
+        Some(Site {
+            daemons,
+            dirs,
+            etcd,
+            scratch,
+            _members: members,
+            _machines: machines,
+        })
     }
+}
+
+#[test]
+fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_instances() {
+    let Some(mut site) = Site::start(
+        "nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_instances",
+        "pcm",
+        231,
+        false,
+    ) else {
+        return;
+    };
+    let (etcd, scratch, dirs) = (&site.etcd, &site.scratch, site.dirs.clone());
+    let names = ["n1", "n2", "n3"];
 
     // Each node published its TLS API on its namespace's address, with a
     // fingerprint; its plain API is on a loopback the others do not share.
-    wait_until("three nodes registered", || {
-        node::nodes(&etcd).expect("nodes").len() == 3
-    });
-    let nodes: BTreeMap<String, node::Node> = node::nodes(&etcd)
+    let nodes: BTreeMap<String, node::Node> = node::nodes(etcd)
         .expect("nodes")
         .into_iter()
         .map(|n| (n.name.clone(), n))
@@ -328,7 +365,7 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
 
     // n3 killed: its instances run again on n1 and n2.
     let t = Instant::now();
-    daemons[2].take().expect("n3 runs").kill9();
+    site.daemons[2].take().expect("n3 runs").kill9();
     settle("n3's instances running on n1 and n2", || {
         let now = running(&dirs[0]);
         now.len() == 302 && now.values().all(|n| n != "n3")
@@ -364,9 +401,6 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
         msg.contains("node `n2`") && msg.contains("is not the one it published in etcd"),
         "{msg}"
     );
-    drop(daemons);
-    drop(members);
-    drop(machines);
 }
 
 /// A service chain across the three namespaces
@@ -377,58 +411,21 @@ fn nodes_in_three_namespaces_forward_over_tls_and_take_over_a_dead_nodes_300_ins
 /// after n2, which runs one of the NFs, is killed.
 #[test]
 fn a_chain_across_three_namespaces_forwards_over_vxlan_and_follows_a_failover() {
-    let test = "a_chain_across_three_namespaces_forwards_over_vxlan_and_follows_a_failover";
-    if !can_run(test) {
+    let Some(mut site) = Site::start(
+        "a_chain_across_three_namespaces_forwards_over_vxlan_and_follows_a_failover",
+        "pcx",
+        232,
+        true,
+    ) else {
         return;
-    }
-    if !have("nsenter") {
-        println!("SKIPPED {test}: nsenter (util-linux) not installed");
-        return;
-    }
-    let machines = Machines::new(3, "pcx", 232);
-    let members = Members::start_on(3, "10.232.0.1").expect("a three-member etcd starts");
-    let url = members.endpoints();
-    let etcd = Etcd::new(&url).expect("endpoints");
-    let scratch = common::scratch("cluster-machines-chain");
-    let mut daemons = Vec::new();
-    let mut dirs = Vec::new();
-    for (i, n) in ["n1", "n2", "n3"].iter().enumerate() {
-        let dir = scratch.join(n);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let at = format!("10.232.0.{}", i + 2);
-        let d = common::start_daemon_program(
-            &dir,
-            &machines.wrapper(i, &dir),
-            &[
-                "--cluster",
-                &url,
-                "--node",
-                n,
-                "--cluster-ttl",
-                "2",
-                "--warm",
-                "0",
-                "--cluster-listen",
-                &format!("{at}:0"),
-                "--vxlan",
-                &format!("{at},vni=42"),
-            ],
-        );
-        daemons.push(Some(d));
-        dirs.push(dir);
-    }
-    wait_until("three nodes registered", || {
-        node::nodes(&etcd).expect("nodes").len() == 3
-    });
-    let (before, after, took) = common::cluster::chain_across_nodes(&etcd, &scratch, &dirs, || {
-        daemons[1].take().expect("n2 runs").kill9()
+    };
+    let (etcd, scratch, dirs) = (&site.etcd, &site.scratch, site.dirs.clone());
+    let (before, after, took) = common::cluster::chain_across_nodes(etcd, scratch, &dirs, || {
+        site.daemons[1].take().expect("n2 runs").kill9()
     });
     println!(
         "chain across namespaces n1 and n2, sink on n3: {before} frames before, {after} after \
          b moved to n1; the sink counted again {} ms after kill -9 (lease 2 s)",
         took.as_millis()
     );
-    drop(daemons);
-    drop(members);
-    drop(machines);
 }
