@@ -181,38 +181,6 @@ fn a_tunnel_beside_its_readers_gives_the_sequential_packets() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn sum(data: &[u8]) -> u32 {
-    data.chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
-        .sum()
-}
-
-fn fold(mut a: u32) -> u16 {
-    while a >> 16 != 0 {
-        a = (a & 0xffff) + (a >> 16);
-    }
-    a as u16
-}
-
-/// An Ethernet/IPv4/UDP frame to `dst_mac`, 10.0.0.1:1000 -> 192.168.1.1:`dport`.
-fn udp_frame(dst_mac: [u8; 6], dport: u16) -> String {
-    let mut f = dst_mac.to_vec();
-    f.extend_from_slice(&[2, 0, 0, 0, 0x98, 1, 8, 0]);
-    let mut ip = vec![
-        0x45, 0, 0, 36, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 192, 168, 1, 1,
-    ];
-    let c = !fold(sum(&ip));
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let mut u = vec![0x03, 0xe8, (dport >> 8) as u8, dport as u8, 0, 16, 0, 0];
-    u.extend_from_slice(b"chain in");
-    let pseudo = [10, 0, 0, 1, 192, 168, 1, 1, 0, 17, 0, 16];
-    let c = !fold(sum(&u) + sum(&pseudo));
-    u[6..8].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&u);
-    f.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The example chain deployed as sandboxed instances on the daemon's
 /// switch: a source instance sends to the chain's entry, a sink instance
 /// at the exit counts what comes out.
@@ -253,7 +221,7 @@ fn a_chain_applied_through_the_daemon_carries_traffic() {
             };
             text.push_str(&format!(
                 "RatedSource(DATA \\<{}>, RATE 1000, LIMIT {n}, STOP false) -> {to};\n",
-                udp_frame(entry, dport)
+                common::udp_frame(entry, dport)
             ));
         }
         instance(name, &text, mac);

@@ -242,39 +242,6 @@ pub const SOURCE_MAC: &str = "02:00:00:00:98:01";
 /// The chain's entry (`pronto chain apply` prints it: chain 1's classifier).
 pub const ENTRY_MAC: [u8; 6] = [0x02, 0x4e, 0x01, 0, 0, 0];
 
-fn sum(data: &[u8]) -> u32 {
-    data.chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
-        .sum()
-}
-
-fn fold(mut a: u32) -> u16 {
-    while a >> 16 != 0 {
-        a = (a & 0xffff) + (a >> 16);
-    }
-    a as u16
-}
-
-/// An Ethernet/IPv4/UDP frame from the source to `dst_mac`, 10.0.0.1:1000
-/// -> 192.168.1.1:53, hex.
-pub fn udp_frame(dst_mac: [u8; 6]) -> String {
-    let mut f = dst_mac.to_vec();
-    f.extend_from_slice(&[2, 0, 0, 0, 0x98, 1, 8, 0]);
-    let mut ip = vec![
-        0x45, 0, 0, 36, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 192, 168, 1, 1,
-    ];
-    let c = !fold(sum(&ip));
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let mut u = vec![0x03, 0xe8, 0, 53, 0, 16, 0, 0];
-    u.extend_from_slice(b"chain in");
-    let pseudo = [10, 0, 0, 1, 192, 168, 1, 1, 0, 17, 0, 16];
-    let c = !fold(sum(&u) + sum(&pseudo));
-    u[6..8].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&u);
-    f.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Creates instance `name` pinned to node `node` (eth0 at `mac`, no
 /// address) through node `dir`.
 pub fn create_on(dir: &Path, name: &str, config: &str, mac: &str, node: &str) {
@@ -402,7 +369,7 @@ pub fn chain_across_nodes(
         "source",
         &format!(
             "RatedSource(DATA \\<{}>, RATE 200, LIMIT -1, STOP false) -> Queue -> ToDevice(eth0);\n",
-            udp_frame(ENTRY_MAC)
+            super::udp_frame(ENTRY_MAC, 53)
         ),
         SOURCE_MAC,
         "n1",

@@ -125,6 +125,27 @@ pub fn cksum(data: &[u8]) -> [u8; 2] {
     (!sum16(data)).to_be_bytes()
 }
 
+/// An Ethernet/IPv4/UDP frame from 02:00:00:00:98:01 to `dst_mac`,
+/// 10.0.0.1:1000 -> 192.168.1.1:`dport`, 8 bytes of data, checksums
+/// right; hex (as `InfiniteSource`'s `DATA \<...>` takes it).
+pub fn udp_frame(dst_mac: [u8; 6], dport: u16) -> String {
+    let mut f = dst_mac.to_vec();
+    f.extend_from_slice(&[2, 0, 0, 0, 0x98, 1, 8, 0]);
+    let mut ip = vec![
+        0x45, 0, 0, 36, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 192, 168, 1, 1,
+    ];
+    let c = cksum(&ip);
+    ip[10..12].copy_from_slice(&c);
+    let mut pseudo = vec![10, 0, 0, 1, 192, 168, 1, 1, 0, 17, 0, 16];
+    let mut u = vec![0x03, 0xe8, (dport >> 8) as u8, dport as u8, 0, 16, 0, 0];
+    u.extend_from_slice(b"chain in");
+    pseudo.extend_from_slice(&u);
+    u[6..8].copy_from_slice(&cksum(&pseudo));
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&u);
+    f.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A frame's IPv4 packet (after the 14-byte Ethernet header, without
 /// link padding).
 pub fn ip_of(f: &[u8]) -> &[u8] {
