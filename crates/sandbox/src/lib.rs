@@ -747,6 +747,14 @@ impl Sandbox {
         let (go_r, go_w) = sys::pipe().map_err(io("creating the start pipe"))?;
         let (err_r, err_w) = sys::pipe().map_err(io("creating the error pipe"))?;
 
+        // On cgroup v1 the child starts in its cgroups: this thread enters
+        // them for the clone and leaves after (far cheaper than moving
+        // the child by pid, see `Cgroup::enter`); on v2 the child is
+        // moved by pid below.
+        let entered = match &cgroup {
+            Some(cg) => cg.enter(&spec.limits)?,
+            None => None,
+        };
         let pid = sys::clone_child(&plan, go_r.as_raw_fd(), go_w.as_raw_fd(), err_w.as_raw_fd())
             .map_err(|e| {
                 let hint = match e.raw_os_error() {
@@ -762,6 +770,10 @@ impl Sandbox {
                 SandboxError::Clone { source: e, hint }
             })?;
         let mut guard = ChildGuard(Some(pid));
+        let started_inside = entered.is_some();
+        if let Some(e) = entered {
+            e.leave()?;
+        }
         drop(go_r);
         drop(err_w);
         drop(child_end);
@@ -776,7 +788,7 @@ impl Sandbox {
                 source,
             })?;
         }
-        if let Some(cg) = &cgroup {
+        if let Some(cg) = cgroup.as_ref().filter(|_| !started_inside) {
             cg.join(pid as u32)?;
         }
         rustix::io::write(&go_w, &[1]).map_err(|e| SandboxError::Io {
