@@ -1,8 +1,8 @@
 //! One supervisor thread per instance: it owns the instance's sandbox. It
 //! starts the sandbox (from the warm pool or cold), creates the instance's
 //! switch ports and hands their memory over (`PORT`, descriptors by
-//! `SCM_RIGHTS`), sends the configuration, opens its control sockets and
-//! sends `RUN`; then it serves reconfigurations and the stop, one at a
+//! `SCM_RIGHTS`), sends the configuration, `SOCKETS` and `RUN` (one
+//! pipeline, answered in order), opens its control sockets; then it serves reconfigurations and the stop, one at a
 //! time. The reaper tells it when the sandbox's socket hangs up (its
 //! process ended, or closed the socket); it records
 //! the crash and starts it again after a back-off (0.1 s doubling to 30 s,
@@ -430,7 +430,7 @@ impl Manager {
         Ok(run)
     }
 
-    /// Ports, configuration, control sockets, `RUN`; the ports' names, and
+    /// Ports, configuration, `RUN`, control sockets; the ports' names, and
     /// why the control sockets could not be opened when that is not an
     /// error (`strict` false).
     fn bring_up(
