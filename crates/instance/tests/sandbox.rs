@@ -328,8 +328,13 @@ fn cgroup_limits_are_written_and_removed_on_drop() {
     let s = spec("cg");
     let v1 = pronto_sandbox::cgroup::detect(Path::new("/sys/fs/cgroup"))
         == pronto_sandbox::cgroup::Version::V1;
+    let own = || std::fs::read_to_string("/proc/thread-self/cgroup").expect("own cgroups");
+    let before = own();
     let mut sb = spawn(&s);
     sb.ping().expect("ping");
+    // On v1 the spawning thread entered the sandbox's cgroups for the
+    // clone: it is back in its own, and only the child is in them.
+    assert_eq!(own(), before);
     let dirs: Vec<PathBuf> = sb.cgroup().expect("cgroup").dirs().to_vec();
     let read = |p: PathBuf| {
         std::fs::read_to_string(p)

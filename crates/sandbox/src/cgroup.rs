@@ -43,10 +43,16 @@ pub fn detect(root: &Path) -> Version {
     }
 }
 
+/// The v1 controllers a sandbox's cgroup has, in the order of its
+/// directories.
+const V1_CONTROLLERS: [&str; 3] = ["memory", "cpu", "pids"];
+
 /// A sandbox's cgroup directories (removed on drop).
 #[derive(Debug)]
 pub struct Cgroup {
     version: Version,
+    /// The cgroup file system root it was made under.
+    root: PathBuf,
     /// Directories made for this sandbox, one per v1 controller or the one
     /// v2 directory.
     dirs: Vec<PathBuf>,
@@ -117,6 +123,7 @@ impl Cgroup {
         let version = detect(root);
         let mut cg = Cgroup {
             version,
+            root: root.to_path_buf(),
             dirs: Vec::new(),
         };
         match version {
@@ -133,7 +140,7 @@ impl Cgroup {
         name: &str,
         limits: &Limits,
     ) -> Result<(), SandboxError> {
-        for controller in ["memory", "cpu", "pids"] {
+        for controller in V1_CONTROLLERS {
             let mount = root.join(controller);
             if !mount.join("cgroup.procs").exists() {
                 return Err(SandboxError::CgroupMissing {
@@ -414,6 +421,50 @@ impl Cgroup {
         Ok(())
     }
 
+    /// Moves the calling thread, and only it (`tasks`, `0`), into this
+    /// sandbox's v1 cgroups, so that a process it clones starts in them;
+    /// [`Entered`] moves it back. Moving a process by its pid
+    /// (`cgroup.procs`, [`Cgroup::join`]) takes the kernel's global
+    /// threadgroup lock, whose writer waits for an RCU grace period:
+    /// 12-15 ms measured on every cold start, against 0.3 ms for a thread
+    /// that moves itself. `None` (the caller joins the child by pid
+    /// instead): cgroup v2, a pids limit below 2 (the thread and its child
+    /// count against it while both are in), or a thread whose own cgroups
+    /// are not found under this root.
+    pub fn enter(&self, limits: &Limits) -> Result<Option<Entered>, SandboxError> {
+        if self.version != Version::V1 || limits.pids.is_some_and(|p| p < 2) {
+            return Ok(None);
+        }
+        let own_file = Path::new("/proc/thread-self/cgroup");
+        let own = std::fs::read_to_string(own_file)
+            .map_err(|e| io_err("reading the spawning thread's cgroups", own_file, None, e))?;
+        let mut back = Vec::new();
+        for controller in V1_CONTROLLERS {
+            let Some(from) = own_path(&own, controller) else {
+                return Ok(None);
+            };
+            let tasks = self
+                .root
+                .join(controller)
+                .join(from.trim_start_matches('/'))
+                .join("tasks");
+            if !tasks.exists() {
+                return Ok(None);
+            }
+            back.push(tasks);
+        }
+        let mut entered = Entered { back: Vec::new() };
+        for (dir, from) in self.dirs.iter().zip(back) {
+            write(
+                &dir.join("tasks"),
+                "0",
+                "moving the spawning thread into the sandbox's cgroup",
+            )?;
+            entered.back.push(from);
+        }
+        Ok(Some(entered))
+    }
+
     /// How many times the kernel's OOM killer killed a process of this
     /// cgroup (v1 `memory.oom_control`, v2 `memory.events`, `oom_kill`).
     pub fn oom_kills(&self) -> Option<u64> {
@@ -544,6 +595,55 @@ pub fn cpu_quota_us(cpu: f64) -> u64 {
     ((cpu * CPU_PERIOD_US as f64).round() as u64).max(1000)
 }
 
+/// The path of `controller`'s cgroup in a `/proc/.../cgroup` table
+/// (`ID:CONTROLLERS:PATH` lines, v1 hierarchies naming their controllers).
+fn own_path<'a>(table: &'a str, controller: &str) -> Option<&'a str> {
+    table.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let _id = f.next()?;
+        let controllers = f.next()?;
+        let path = f.next()?;
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then_some(path)
+    })
+}
+
+/// The spawning thread inside a sandbox's v1 cgroups ([`Cgroup::enter`]):
+/// [`Entered::leave`] (or dropping it) moves it back where it was.
+#[derive(Debug)]
+pub struct Entered {
+    /// The `tasks` file of each hierarchy the thread came from.
+    back: Vec<PathBuf>,
+}
+
+impl Entered {
+    /// Moves the thread back into its own cgroups.
+    pub fn leave(mut self) -> Result<(), SandboxError> {
+        self.go_back()
+    }
+
+    fn go_back(&mut self) -> Result<(), SandboxError> {
+        let mut done = Ok(());
+        for tasks in self.back.drain(..).rev() {
+            let r = write(&tasks, "0", "moving the spawning thread back to its cgroup");
+            if done.is_ok() {
+                done = r;
+            }
+        }
+        done
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if let Err(e) = self.go_back() {
+            eprintln!("pronto-sandbox: {e}");
+        }
+    }
+}
+
 impl Drop for Cgroup {
     fn drop(&mut self) {
         for d in self.dirs.iter().rev() {
@@ -568,6 +668,17 @@ impl Drop for Cgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threads_own_cgroup_is_read_per_controller() {
+        let t =
+            "9:name=systemd:/\n4:memory:/process_api/eb52\n2:cpu,cpuacct:/a/b\n8:pids:/\n0::/\n";
+        assert_eq!(own_path(t, "memory"), Some("/process_api/eb52"));
+        assert_eq!(own_path(t, "cpu"), Some("/a/b"));
+        assert_eq!(own_path(t, "cpuacct"), Some("/a/b"));
+        assert_eq!(own_path(t, "pids"), Some("/"));
+        assert_eq!(own_path(t, "blkio"), None);
+    }
 
     #[test]
     fn memory_in_use_is_anonymous_and_shared_memory() {

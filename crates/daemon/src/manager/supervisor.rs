@@ -1,8 +1,8 @@
 //! One supervisor thread per instance: it owns the instance's sandbox. It
 //! starts the sandbox (from the warm pool or cold), creates the instance's
 //! switch ports and hands their memory over (`PORT`, descriptors by
-//! `SCM_RIGHTS`), sends the configuration, opens its control sockets and
-//! sends `RUN`; then it serves reconfigurations and the stop, one at a
+//! `SCM_RIGHTS`), sends the configuration, `SOCKETS` and `RUN` (one
+//! pipeline, answered in order), opens its control sockets; then it serves reconfigurations and the stop, one at a
 //! time. The reaper tells it when the sandbox's socket hangs up (its
 //! process ended, or closed the socket); it records
 //! the crash and starts it again after a back-off (0.1 s doubling to 30 s,
@@ -13,8 +13,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use pronto_sandbox::proto::Request;
 use pronto_sandbox::{Limits, Sandbox, SandboxError};
-use pronto_switch::{Geometry, PortShm};
+use pronto_switch::PortShm;
 
 use super::view::{took_state, Crash, State};
 use super::{lock, now_ms, Instance, Manager, REQUEST_TIMEOUT};
@@ -429,7 +430,7 @@ impl Manager {
         Ok(run)
     }
 
-    /// Ports, configuration, control sockets, `RUN`; the ports' names, and
+    /// Ports, configuration, `RUN`, control sockets; the ports' names, and
     /// why the control sockets could not be opened when that is not an
     /// error (`strict` false).
     fn bring_up(
@@ -441,6 +442,7 @@ impl Manager {
     ) -> Result<(PortNames, Option<String>), Failure> {
         let g = self.geometry_of(spec);
         let mut names = Vec::new();
+        let mut shms = Vec::new();
         // The switch wakes the instance's ports with a signal, not through
         // a descriptor per port.
         let wake = lock(&run.sb).wake_bell();
@@ -465,26 +467,58 @@ impl Manager {
                 self.switch.set_rate_limit(id, r.limit());
             }
             run.ports.push(id);
-            give_port(&mut lock(&run.sb), &i.name, g, &shm)
-                .map_err(|e| Failure::Internal(format!("handing port {pname} over: {e}")))?;
-            // The daemon keeps no descriptor of the port: the switch's
-            // mapping keeps the memory, the instance's doorbell descriptor
-            // keeps the switch's epoll registration.
-            shm.handed_over();
+            let fds = shm.fds().map_err(|e| {
+                Failure::Internal(format!(
+                    "handing port {pname} over: the port's descriptors: {e}"
+                ))
+            })?;
+            shms.push((pname, shm, fds));
             names.push((i.name.clone(), id));
         }
+        // Ports, pool limit, configuration, control sockets and run sent
+        // together, answered in order (`Sandbox::pipeline`): one wake-up of
+        // the instance, not one round trip each.
+        let borrowed: Vec<Vec<_>> = shms
+            .iter()
+            .map(|(_, _, fds)| fds.iter().map(|f| f.as_fd()).collect())
+            .collect();
+        let list_sockets = lock(&inst.control).is_empty();
+        let mut reqs = Vec::with_capacity(shms.len() + 4);
+        for (i, fds) in spec.interfaces.iter().zip(&borrowed) {
+            reqs.push((Request::Port(&i.name, g.slots, g.ring), fds.as_slice()));
+        }
+        let first = reqs.len();
+        reqs.push((Request::Pool(self.pool_limit_of(spec)), &[]));
+        reqs.push((Request::Config(&spec.config), &[]));
+        if list_sockets {
+            reqs.push((Request::Sockets, &[]));
+        }
+        reqs.push((Request::Run, &[]));
         let limit = self.memory_of(spec);
-        lock(&run.sb)
-            .set_pool_limit(self.pool_limit_of(spec))
-            .map_err(|e| start_failure(e, limit))?;
-        let configured = lock(&run.sb).configure(&spec.config);
-        configured.map_err(|e| start_failure(e, limit))?;
+        let answers = lock(&run.sb).pipeline(&reqs).map_err(|(at, e)| {
+            if at < first {
+                let pname = &shms[at].0;
+                Failure::Internal(format!("handing port {pname} over: {e}"))
+            } else if at < first + 2 {
+                start_failure(e, limit)
+            } else if list_sockets && at == first + 2 {
+                Failure::Internal(format!("listing the control sockets: {e}"))
+            } else {
+                Failure::Internal(format!("running the configuration: {e}"))
+            }
+        })?;
+        // The daemon keeps no descriptor of the port: the switch's
+        // mapping keeps the memory, the instance's doorbell descriptor
+        // keeps the switch's epoll registration.
+        drop(borrowed);
+        for (_, shm, fds) in shms {
+            drop(fds);
+            shm.handed_over();
+        }
         let mut trouble = None;
-        if lock(&inst.control).is_empty() {
-            let listed = lock(&run.sb).sockets();
-            let opened = listed
-                .map_err(|e| Failure::Internal(format!("listing the control sockets: {e}")))
-                .and_then(|text| crate::control::parse_sockets(&text))
+        if list_sockets {
+            let listed = answers.get(first + 2).cloned().unwrap_or_default();
+            let opened = crate::control::parse_sockets(&listed)
                 .and_then(|wanted| self.open_controls(&spec.tenant, &spec.name, &wanted, &[]));
             match opened {
                 Ok(c) => *lock(&inst.control) = c,
@@ -492,8 +526,6 @@ impl Manager {
                 Err(e) => trouble = Some(crate::failure::scrub_paths(&e.to_string())),
             }
         }
-        let ran = lock(&run.sb).run();
-        ran.map_err(|e| Failure::Internal(format!("running the configuration: {e}")))?;
         Ok((names, trouble))
     }
 
@@ -525,20 +557,6 @@ impl Manager {
             ..Limits::default()
         }
     }
-}
-
-/// Hands a port's memory and doorbell to the instance (`PORT`).
-fn give_port(
-    sb: &mut Sandbox,
-    iface: &str,
-    g: Geometry,
-    shm: &PortShm,
-) -> Result<(), SandboxError> {
-    let fds = shm
-        .fds()
-        .map_err(|e| SandboxError::Protocol(format!("the port's descriptors: {e}")))?;
-    let fds: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
-    sb.give_port(iface, (g.slots, g.ring), &fds)
 }
 
 #[cfg(test)]
