@@ -180,6 +180,12 @@ pub const RUN_OPTIONS: &[(Option<char>, &str, Option<&str>, &str)] = &[
     (None, "busy-poll", None, "never sleep while idle"),
     (
         None,
+        "poll-window",
+        Some("TIME"),
+        "keep polling TIME after packets moved before sleeping",
+    ),
+    (
+        None,
         "pool-limit",
         Some("N"),
         "the most packets a router holds at once",
@@ -331,6 +337,10 @@ Options:
       --threads N               run on N threads (1 to 64, default 1); see StaticThreadSched
       --busy-poll               never sleep while idle: poll devices and ports continuously
                                 (lowest latency; one core busy all the time)
+      --poll-window TIME        after packets moved, keep polling (yielding the CPU) for TIME
+                                before sleeping again, e.g. `100us` (default 0: sleep at
+                                once), so that a reply or the rest of a burst finds the router
+                                awake: at most TIME of CPU per burst, nothing while idle
       --pool-limit N            the most packets a router holds at once (default 1048576): its
                                 packet pool grows to it; a configuration whose queues can hold
                                 more is refused, and allocations refused at the limit are counted

@@ -23,6 +23,8 @@ struct RunOpts {
     defines: Vec<(String, String)>,
     /// `--busy-poll`: never sleep while idle.
     busy_poll: bool,
+    /// `--poll-window TIME`: keep polling this long (ns) after work.
+    poll_window_ns: i64,
     /// `--switch SOCKET`: interfaces are ports of this switch.
     switch: Option<String>,
     /// `--name NAME`: this middlebox's name on the switch.
@@ -67,8 +69,38 @@ impl Routers {
     }
 }
 
+/// `pronto run`'s poll window unless `--poll-window` says otherwise: off.
+/// Measured on a shared 2-vCPU guest (docs/benchmarks.md, OUVR), a window
+/// left ping unchanged (its reply crosses pronto inside the request's own
+/// `sendto`) and gained UDP request/response little against the noise, so
+/// it is opt-in.
+pub const DEFAULT_POLL_WINDOW_NS: i64 = 0;
+
+/// The longest `--poll-window` (a second: longer is `--busy-poll`).
+const MAX_POLL_WINDOW_NS: i64 = 1_000_000_000;
+
+/// `--poll-window`'s value: a time with a unit (`ns`, `us`, `µs`, `ms`),
+/// or a bare number of microseconds; 0 turns the window off.
+fn parse_poll_window(v: &str) -> Result<i64, String> {
+    let t = v.trim();
+    let (num, scale) = [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6)]
+        .iter()
+        .find_map(|(u, k)| t.strip_suffix(u).map(|n| (n, *k)))
+        .unwrap_or((t, 1e3));
+    match num.trim().parse::<f64>() {
+        Ok(n) if n >= 0.0 && n * scale <= MAX_POLL_WINDOW_NS as f64 => Ok((n * scale) as i64),
+        _ => Err(format!(
+            "--poll-window: expected a time from 0 to 1000ms such as `50us` or `0` (off), \
+             found `{v}`"
+        )),
+    }
+}
+
 fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
-    let mut o = RunOpts::default();
+    let mut o = RunOpts {
+        poll_window_ns: DEFAULT_POLL_WINDOW_NS,
+        ..RunOpts::default()
+    };
     let mut i = 0;
     let mut positional_done = false;
     let value = |i: &mut usize, flag: &str, inline: Option<&str>| -> Result<String, String> {
@@ -111,6 +143,7 @@ fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
             }
             "--switch" => o.switch = Some(value(&mut i, flag, inline)?),
             "--busy-poll" => o.busy_poll = true,
+            "--poll-window" => o.poll_window_ns = parse_poll_window(&value(&mut i, flag, inline)?)?,
             "--pool-limit" => {
                 let v = value(&mut i, flag, inline)?;
                 o.pool_limit = match v.parse::<usize>() {
@@ -330,6 +363,7 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
             None => Clock::Real,
         },
         busy_poll: o.busy_poll,
+        poll_window_ns: o.poll_window_ns,
         pool_limit: o.pool_limit.unwrap_or(pronto_runtime::DEFAULT_POOL_LIMIT),
         ..RouterOptions::default()
     };

@@ -325,6 +325,46 @@ fn simtime_makes_time_deterministic() {
     assert!(stderr(&o).contains("--simtime: expected seconds, found `x`"));
 }
 
+#[test]
+fn poll_window_is_an_option_of_run_read_back_by_the_idle_handler() {
+    let conf = "Idle -> Discard";
+    for (arg, ns) in [
+        (None, "0"),
+        (Some("--poll-window=0"), "0"),
+        (Some("--poll-window=200us"), "200000"),
+        (Some("--poll-window=1.5ms"), "1500000"),
+        (Some("--poll-window=75"), "75000"),
+    ] {
+        let mut cmd = pronto();
+        cmd.arg("run");
+        cmd.args(arg);
+        let o = run(cmd.args(["-q", "-h", "idle", "-e", conf]));
+        assert!(o.status.success(), "{arg:?}: {}", stderr(&o));
+        assert_eq!(
+            stdout(&o),
+            format!("poll_window_ns {ns}\npolls 0\nsleeps 0\n"),
+            "{arg:?}"
+        );
+    }
+    for bad in [
+        "--poll-window=-1us",
+        "--poll-window=2s",
+        "--poll-window=fast",
+    ] {
+        let o = run(pronto().args(["run", bad, "-q", "-e", conf]));
+        assert_eq!(o.status.code(), Some(1), "{bad}");
+        let v = bad.split_once('=').expect("=").1;
+        assert!(
+            stderr(&o).contains(&format!(
+                "--poll-window: expected a time from 0 to 1000ms such as `50us` or `0` (off), \
+                 found `{v}`"
+            )),
+            "{bad}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 /// The README's first command: the bundled firewall runs end to end, prints
 /// its report, and writes a pcap that tcpdump reads back.
 #[test]

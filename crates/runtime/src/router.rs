@@ -48,6 +48,15 @@ pub struct RouterOptions {
     /// Never block or sleep while idle: poll tasks continuously (lowest
     /// latency, one core busy all the time; `pronto run --busy-poll`).
     pub busy_poll: bool,
+    /// After a round that moved packets, keep polling (yielding the CPU
+    /// between rounds) for this long (ns) before blocking in `poll`
+    /// again, so that a frame that follows soon (a reply that crosses
+    /// back, the rest of a burst) finds the thread awake instead of
+    /// paying a wake-up. Polling happens only right after work: an idle
+    /// router costs nothing more, a router at a low rate about this much
+    /// CPU per burst. 0 (the default): sleep as soon as a round finds
+    /// nothing (`pronto run --poll-window`).
+    pub poll_window_ns: i64,
 }
 
 impl Default for RouterOptions {
@@ -58,6 +67,7 @@ impl Default for RouterOptions {
             pool_limit: DEFAULT_POOL_LIMIT,
             clock: Clock::Real,
             busy_poll: false,
+            poll_window_ns: 0,
         }
     }
 }
@@ -144,6 +154,13 @@ const FD_WAIT_MAX_NS: i64 = 60_000_000_000;
 /// element that releases packets by time.
 const TIMED_PULL_WAIT_NS: i64 = 1_000_000;
 
+/// Whether an idle round polls again at once instead of sleeping: while
+/// `window` ns have not passed since the last round that moved packets
+/// (`last_work`, `i64::MIN` before any).
+fn within_poll_window(now: i64, last_work: i64, window: i64) -> bool {
+    window > 0 && last_work != i64::MIN && now.saturating_sub(last_work) < window
+}
+
 /// When every idle task can be waited for and at least one waits on a
 /// descriptor: how long to block in `poll` (ns), given the next timer.
 fn idle_poll_timeout(waits: &[IdleWait], now: i64, next_wake: i64) -> Option<i64> {
@@ -176,6 +193,14 @@ pub struct Router {
     ctrl: Control,
     clock: Clock,
     busy_poll: bool,
+    /// See [`RouterOptions::poll_window_ns`].
+    poll_window_ns: i64,
+    /// When a task last moved packets (real time, ns; `i64::MIN`: never).
+    last_work: i64,
+    /// Idle rounds that polled again within the window, and idle rounds
+    /// that slept or blocked (`idle_polls` / `idle_sleeps` handlers).
+    idle_polls: u64,
+    idle_sleeps: u64,
     sim_now: i64,
     /// How far simulated time last crept while tasks polled with nothing
     /// due (doubles while they stay stuck, back to zero on work).
@@ -797,6 +822,10 @@ impl Router {
             ctrl: Control::default(),
             clock: opts.clock,
             busy_poll: opts.busy_poll,
+            poll_window_ns: opts.poll_window_ns.max(0),
+            last_work: i64::MIN,
+            idle_polls: 0,
+            idle_sleeps: 0,
             sim_now,
             sim_creep: 0,
             run_now: 0,
@@ -1597,6 +1626,8 @@ impl Router {
         // timer phase, after the tasks' first run.
         let mut scripts_started = false;
         let mut rounds_busy: u32 = 0;
+        // A task moved packets since the last idle round.
+        let mut worked = false;
         while !self.stopped {
             // The clock is read once per round, and while the router is
             // busy only every 16th round: a clock read costs more than
@@ -1669,6 +1700,7 @@ impl Router {
                 match status {
                     TaskStatus::Busy => {
                         busy = true;
+                        worked = true;
                         task.idle_rounds = 0;
                         task.wake_at = i64::MIN;
                     }
@@ -1734,6 +1766,10 @@ impl Router {
             }
             rounds_busy = 0;
             let now = self.now();
+            if worked {
+                worked = false;
+                self.last_work = now;
+            }
             let any_idle = self
                 .tasks
                 .iter()
@@ -1775,17 +1811,32 @@ impl Router {
                         // Poll again at once: a frame is picked up within a
                         // round, not after a wake-up.
                         std::hint::spin_loop();
+                    } else if any_idle
+                        && within_poll_window(now, self.last_work, self.poll_window_ns)
+                    {
+                        // Packets moved a moment ago: more are likely
+                        // soon (a reply, the rest of a burst). Poll again
+                        // rather than pay a wake-up for them, but yield
+                        // the CPU to whatever else is runnable on it (on
+                        // a small machine that is often the process that
+                        // makes the reply: a plain spin delayed it by the
+                        // whole window).
+                        self.idle_polls += 1;
+                        std::thread::yield_now();
                     } else if self.wait_on_fds(now, next_wake) {
                         // Blocked until a descriptor was ready or a timer
                         // was due.
+                        self.idle_sleeps += 1;
                     } else if next_wake == i64::MAX && !any_idle {
                         // Click would idle forever; so do we, cheaply.
+                        self.idle_sleeps += 1;
                         self.idle_sleep(self.real_ns(FD_WAIT_MAX_NS));
                     } else {
                         let now = self.now();
                         let until = if any_idle { now + 20_000 } else { next_wake };
                         let d = (until - now).clamp(0, IDLE_SLEEP_MAX_NS);
                         if d > 0 {
+                            self.idle_sleeps += 1;
                             self.idle_sleep(self.real_ns(d));
                         }
                     }
@@ -2661,6 +2712,10 @@ impl Router {
                 .map(|e| format!("{}\n", e.spec.name))
                 .collect()),
             "now" => Ok(crate::script::click_timestamp(self.now())),
+            "idle" => Ok(format!(
+                "poll_window_ns {}\npolls {}\nsleeps {}\n",
+                self.poll_window_ns, self.idle_polls, self.idle_sleeps
+            )),
             "pool" => {
                 let c = self.pool.counters();
                 Ok(format!(
@@ -2934,5 +2989,17 @@ mod tests {
             idle_poll_timeout(&[Fd, OthersOrTime], now, i64::MAX),
             Some(TIMED_PULL_WAIT_NS)
         );
+    }
+
+    #[test]
+    fn the_poll_window_counts_from_the_last_work() {
+        // No work yet, or no window: sleep.
+        assert!(!within_poll_window(5_000, i64::MIN, 100_000));
+        assert!(!within_poll_window(5_000, 5_000, 0));
+        // Within the window: poll again; at its end and after: sleep.
+        assert!(within_poll_window(5_000, 5_000, 100_000));
+        assert!(within_poll_window(104_999, 5_000, 100_000));
+        assert!(!within_poll_window(105_000, 5_000, 100_000));
+        assert!(!within_poll_window(i64::MAX, 5_000, 100_000));
     }
 }

@@ -581,6 +581,7 @@ impl Threads {
                 pool_limit: opts.pool_limit,
                 clock: opts.clock,
                 busy_poll: opts.busy_poll,
+                poll_window_ns: opts.poll_window_ns,
             };
             let built_tx = built_tx.clone();
             let done_tx = done_tx.clone();

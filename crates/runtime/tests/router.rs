@@ -413,3 +413,61 @@ fn shared_capacity_errors() {
         "{e:?}"
     );
 }
+
+/// Runs `Socket(UNIX_DGRAM) -> c :: Counter -> Discard` in real time with
+/// `window` ns of poll window, one datagram waiting before it starts, and
+/// a script that stops it after `wait`; returns the `idle` handler's polls
+/// and sleeps.
+fn idle_rounds_after_one_datagram(window: i64, wait: &str) -> (u64, u64) {
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("pronto-idle-{}-{n}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let text = format!(
+        "Socket(UNIX_DGRAM, {}) -> c :: Counter -> Discard;\nScript(wait {wait}, stop);",
+        path.display()
+    );
+    let mut sm = SourceMap::new();
+    let file = sm.add("test.click", &text);
+    let opts = pronto_lang::Options {
+        defines: &[],
+        is_primitive: &pronto_runtime::is_known_class,
+    };
+    let (flat, _) = pronto_lang::parse_flat(&sm, file, &opts).expect("parses");
+    let ropts = RouterOptions {
+        poll_window_ns: window,
+        ..Default::default()
+    };
+    let mut r = Router::build(&flat, &sm, &ropts).expect("builds");
+    let tx = std::os::unix::net::UnixDatagram::unbound().expect("socket");
+    tx.send_to(b"one frame's worth", &path).expect("send");
+    r.run().expect("runs");
+    assert_eq!(r.read_handler("c.count", "").expect("count"), "1");
+    let idle = r.read_handler("idle", "").expect("idle");
+    let field = |name: &str| -> u64 {
+        idle.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{name}` in {idle:?}"))
+    };
+    assert_eq!(field("poll_window_ns"), window as u64);
+    drop(r);
+    let _ = std::fs::remove_file(&path);
+    (field("polls"), field("sleeps"))
+}
+
+#[test]
+fn an_idle_router_polls_within_its_window_after_work_and_sleeps_after_it() {
+    // No window: the first idle round sleeps (blocks on the socket).
+    let (polls, sleeps) = idle_rounds_after_one_datagram(0, "0.05");
+    assert_eq!(polls, 0);
+    assert!(sleeps >= 1, "sleeps {sleeps}");
+    // A window longer than the run: every idle round after the datagram
+    // polls again, none sleeps.
+    let (polls, sleeps) = idle_rounds_after_one_datagram(60_000_000_000, "0.05");
+    assert!(polls >= 1, "polls {polls}");
+    assert_eq!(sleeps, 0);
+    // A 1 ms window in a 200 ms run: polls first, then sleeps.
+    let (polls, sleeps) = idle_rounds_after_one_datagram(1_000_000, "0.2");
+    assert!(polls >= 1, "polls {polls}");
+    assert!(sleeps >= 1, "sleeps {sleeps}");
+}
