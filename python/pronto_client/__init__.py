@@ -146,6 +146,9 @@ class Instance:
     #: Its switch ports' geometry: ``{"slots": N, "ring": N}`` (the
     #: daemon's default unless the instance was created with its own).
     port_geometry: Optional[Dict[str, int]] = None
+    #: Microseconds its routers keep polling after packets moved before
+    #: they sleep (None: they sleep at once).
+    poll_window_us: Optional[int] = None
     interfaces: List[Interface] = field(default_factory=list)
     pid: Optional[int] = None
     boot_ms: Optional[float] = None
@@ -186,6 +189,7 @@ class Instance:
             weight=v.get("weight", 100),
             rate_limit=v.get("rate_limit"),
             port_geometry=v.get("port_geometry"),
+            poll_window_us=v.get("poll_window_us"),
             interfaces=[Interface(i["name"], i.get("mac"), i.get("port"), i.get("ip"),
                                   i.get("broadcast"))
                         for i in v.get("interfaces", [])],
@@ -493,6 +497,7 @@ class Client:
                rate_limit: Union[str, Dict[str, int], None] = None,
                port_slots: Optional[int] = None,
                port_ring: Optional[int] = None,
+               poll_window_us: Optional[int] = None,
                node: Optional[str] = None,
                group: Optional[str] = None,
                prefer_node: Optional[str] = None) -> Instance:
@@ -504,7 +509,9 @@ class Client:
         ``{"pps": 100000}``) caps each interface, each way;
         ``port_slots`` and ``port_ring`` (both or neither) size its switch
         ports' pools and rings (the daemon's defaults otherwise; the ports
-        must fit in its memory); ``node`` (cluster mode) pins it to that
+        must fit in its memory); ``poll_window_us`` (0 to 1,000,000)
+        keeps its routers polling that long after packets moved before
+        they sleep (for an instance with ``cpus`` of its own); ``node`` (cluster mode) pins it to that
         node: placed there or nowhere; ``group`` (a chain's name, named as
         an instance is) makes it a member of that group, whose members a
         cluster's scheduler keeps on one node where they fit;
@@ -534,6 +541,8 @@ class Client:
             raise ValueError("port_slots and port_ring go together")
         if port_slots is not None:
             body["port_geometry"] = {"slots": port_slots, "ring": port_ring}
+        if poll_window_us is not None:
+            body["poll_window_us"] = poll_window_us
         if interfaces:
             ifs = []
             for i in interfaces:

@@ -68,9 +68,13 @@ class ClientTest(unittest.TestCase):
             c.create("py-far-node", COUNTING, prefer_node="n2")
         self.assertEqual(e.exception.field, "prefer_node")
 
+        with self.assertRaises(BadRequest) as e:
+            c.create("py-spinning", COUNTING, poll_window_us=2_000_000)
+        self.assertEqual(e.exception.field, "poll_window_us")
+
         i = c.create("py-fw", COUNTING, memory="16M", cpus=[0], weight=250,
                      rate_limit="1Gbps,100kpps", port_slots=512, port_ring=256,
-                     interfaces=[("eth0", "02:00:00:00:0a:01")], group="py-chain")
+                     poll_window_us=150, interfaces=[("eth0", "02:00:00:00:0a:01")], group="py-chain")
         try:
             self.assertEqual(i.state, "running")
             self.assertEqual(i.group, "py-chain")
@@ -80,6 +84,8 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(i.weight, 250)
             self.assertEqual(i.rate_limit, {"pps": 100000, "bps": 1000000000})
             self.assertEqual(i.port_geometry, {"slots": 512, "ring": 256})
+            self.assertEqual(i.poll_window_us, 150)
+            self.assertTrue(c.read("py-fw", "idle").startswith("poll_window_ns 150000\n"))
             self.assertEqual(i.interfaces[0].name, "eth0")
             self.assertIsNotNone(i.interfaces[0].port)
             self.assertIn("py-fw", [x.name for x in c.list()])

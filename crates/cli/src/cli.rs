@@ -556,6 +556,12 @@ pub struct CreateArgs {
     /// take more frames per wake-up.
     #[arg(long, value_name = "N")]
     pub port_ring: Option<String>,
+    /// After packets moved, its routers keep polling (yielding the CPU)
+    /// for TIME before they sleep, e.g. `200us` (default 0: sleep at
+    /// once): for an instance with CPUs of its own (--cpus), where a
+    /// wake-up per ring of frames costs more than polling.
+    #[arg(long, value_name = "TIME")]
+    pub poll_window: Option<String>,
     /// (cluster) The node it must run on: placed there or nowhere (it
     /// waits while that node is not live).
     #[arg(long, value_name = "NODE")]
@@ -798,6 +804,7 @@ impl CtlCmd {
                     .flag("--rate-limit", &a.rate_limit)
                     .flag("--port-slots", &a.port_slots)
                     .flag("--port-ring", &a.port_ring)
+                    .flag("--poll-window", &a.poll_window)
                     .flag("--node", &a.node)
                     .flag("--group", &a.group)
                     .flag("--prefer-node", &a.prefer_node);

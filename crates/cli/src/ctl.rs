@@ -158,6 +158,9 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
                 body["port_geometry"] =
                     json!({"slots": n("--port-slots", &slots)?, "ring": n("--port-ring", &ring)?});
             }
+            if let Some(w) = flag(&["--poll-window"]).pop() {
+                body["poll_window_us"] = json!(crate::run::parse_poll_window(&w)? / 1_000);
+            }
             if let Some(n) = flag(&["--node"]).pop() {
                 body["node"] = json!(n);
             }
@@ -811,6 +814,9 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
     if let Some(cpus) = v["cpus"].as_array() {
         let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
         crate::outln!("cpus:       {}", list.join(","));
+    }
+    if let Some(us) = v["poll_window_us"].as_u64() {
+        crate::outln!("polls:      {us} µs after packets moved, before it sleeps");
     }
     if let Some(g) = v["group"].as_str() {
         crate::outln!("group:      {g}");

@@ -35,6 +35,11 @@ pub struct DaemonArgs {
     /// Switching threads (default 1).
     #[arg(long, value_name = "N")]
     switch_threads: Option<String>,
+    /// Pin the switching threads to CPUs N, N+1, ... (default: any CPU); with
+    /// `pronto create --cpus` on the others, a busy middlebox and the switch
+    /// do not take turns on one CPU.
+    #[arg(long, value_name = "N")]
+    switch_cpu: Option<String>,
     /// Packet slots of each instance interface's switch port (default 256).
     #[arg(long, value_name = "N")]
     slots: Option<String>,
@@ -116,6 +121,7 @@ pub fn default_options() -> Result<Options, String> {
             use_cgroup: true,
             geometry: Geometry::new(256, 128).map_err(|e| e.to_string())?,
             switch_threads: 1,
+            switch_cpu: None,
             default_memory: 32 << 20,
             pool_slots: 512,
             warm: 2,
@@ -191,6 +197,9 @@ fn run(a: &DaemonArgs, socket: Option<&str>) -> Result<(), String> {
     }
     if let Some(v) = &a.switch_threads {
         o.manager.switch_threads = num("--switch-threads", v)? as usize;
+    }
+    if let Some(v) = &a.switch_cpu {
+        o.manager.switch_cpu = Some(num("--switch-cpu", v)? as usize);
     }
     if let Some(v) = &a.slots {
         o.manager.geometry.slots = num("--slots", v)?;

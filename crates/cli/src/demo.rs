@@ -198,6 +198,7 @@ fn run(secs: f64) -> Result<(), String> {
             weight: None,
             rate_limit: None,
             port_geometry: None,
+            poll_window_us: None,
             group: None,
             prefer_node: None,
             interfaces: vec![

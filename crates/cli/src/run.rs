@@ -81,7 +81,7 @@ const MAX_POLL_WINDOW_NS: i64 = 1_000_000_000;
 
 /// `--poll-window`'s value: a time with a unit (`ns`, `us`, `µs`, `ms`),
 /// or a bare number of microseconds; 0 turns the window off.
-fn parse_poll_window(v: &str) -> Result<i64, String> {
+pub(crate) fn parse_poll_window(v: &str) -> Result<i64, String> {
     let t = v.trim();
     let (num, scale) = [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6)]
         .iter()

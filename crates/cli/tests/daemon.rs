@@ -740,6 +740,123 @@ fn an_instance_gets_ports_of_its_own_geometry_within_its_memory() {
 }
 
 #[test]
+fn the_switch_runs_on_the_cpu_the_daemon_is_given() {
+    if !is_root() {
+        eprintln!("SKIPPED the_switch_runs_on_the_cpu_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-switchcpu");
+    let (started, _, err) = common::pronto(&["daemon", "--switch-cpu", "x"]);
+    assert!(!started);
+    assert_eq!(err, "prontod: --switch-cpu: expected a number, found `x`\n");
+    let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+    let d = common::start_daemon_with(&dir, &["--switch-cpu", &cpu.to_string()]);
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", d.pid())).expect("tasks");
+    let allowed: Vec<String> = tasks
+        .filter_map(|t| {
+            let t = t.ok()?.path();
+            let comm = std::fs::read_to_string(t.join("comm")).ok()?;
+            let status = std::fs::read_to_string(t.join("status")).ok()?;
+            comm.starts_with("pronto-switch").then(|| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            })
+        })
+        .collect();
+    assert_eq!(allowed, [cpu.to_string()]);
+    drop(d);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_instance_polls_for_its_window_after_packets_moved() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED an_instance_polls_for_its_window_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-pollwindow");
+    let _d = start(&dir);
+    let sock = dir.join("sock");
+    let unix = To::Unix(&sock);
+    let config = "FromDevice(eth0) -> c :: Counter -> ToDevice(eth0);";
+    // Longer than a second: refused, with the field and the bound.
+    let r = api::call(
+        &unix,
+        "POST",
+        "/v1/instances",
+        serde_json::json!({"name": "long", "config": config, "poll_window_us": 2_000_000,
+            "interfaces": [{"name": "eth0"}]})
+        .to_string()
+        .as_bytes(),
+    );
+    assert_eq!(
+        r.error(400, Some("poll_window_us")),
+        "poll_window_us: 2000000 is more than the longest poll window, 1000000 (one second); 0 \
+         or leaving it out makes the instance sleep as soon as it finds no packets"
+    );
+    // From the command line: stored, shown, and the instance's router
+    // polls that long (its `idle` handler).
+    let file = write(&dir, "c.click", config);
+    let f = file.to_str().expect("path");
+    let (made, _, err) = cli(&dir, &["create", "x", "--config", f, "--poll-window", "2s"]);
+    assert!(!made);
+    assert_eq!(
+        err,
+        "pronto create: --poll-window: expected a time from 0 to 1000ms such as `50us` or `0` \
+         (off), found `2s`\n"
+    );
+    ok(
+        &dir,
+        &[
+            "create",
+            "busy",
+            "--config",
+            f,
+            "--iface",
+            "eth0",
+            "--poll-window",
+            "150us",
+        ],
+    );
+    ok(&dir, &["create", "calm", "--config", f, "--iface", "eth0"]);
+    assert!(ok(&dir, &["show", "busy"])
+        .contains("polls:      150 µs after packets moved, before it sleeps\n"));
+    assert!(!ok(&dir, &["show", "calm"]).contains("polls:"));
+    let got = |name: &str| {
+        api::call(&unix, "GET", &format!("/v1/instances/{name}"), b"").json()["poll_window_us"]
+            .clone()
+    };
+    assert_eq!(got("busy"), serde_json::json!(150));
+    assert_eq!(got("calm"), serde_json::Value::Null);
+    let window = |name: &str| {
+        ok(&dir, &["read", name, "idle"])
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(window("busy"), "poll_window_ns 150000");
+    assert_eq!(window("calm"), "poll_window_ns 0");
+    // A new configuration keeps it.
+    let r = api::call(
+        &unix,
+        "PUT",
+        "/v1/instances/busy/config",
+        serde_json::json!({"config": "FromDevice(eth0) -> Discard;"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(window("busy"), "poll_window_ns 150000");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn an_instances_rate_limit_drops_and_counts_the_excess_at_the_switch() {
     use common::api::{self, To};
     if !is_root() {

@@ -102,6 +102,12 @@ pub struct InstanceSpec {
     /// traffic, the default for the many that idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port_geometry: Option<PortGeometrySpec>,
+    /// After packets moved, its routers keep polling (yielding the CPU)
+    /// this many microseconds before they sleep (none or 0: sleep at
+    /// once): for an instance with CPUs of its own (`cpus`), where a
+    /// wake-up per ring of frames costs more than polling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_window_us: Option<u64>,
     /// The group it belongs to (a chain's name, as `pronto chain apply`
     /// gives its instances): in a cluster, the scheduler keeps a group's
     /// members on one node where they fit (fewer tunnel crossings); a
@@ -515,6 +521,7 @@ mod tests {
             cpus: Some(vec![0]),
             weight: None,
             port_geometry: None,
+            poll_window_us: None,
             group: None,
             prefer_node: None,
             rate_limit: None,

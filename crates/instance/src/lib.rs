@@ -45,11 +45,21 @@ const EXIT_SOCKET: u8 = 2;
 const EXIT_SECCOMP: u8 = 3;
 
 /// What the request thread asks of the router thread.
+/// What the daemon set for the routers built from now on (`POOL`,
+/// `POLL`).
+#[derive(Clone, Copy)]
+struct Limits {
+    /// The most packets a configuration's pool may hold.
+    pool_limit: usize,
+    /// After packets moved, poll this long before sleeping.
+    poll_window_ns: i64,
+}
+
 enum Job {
     /// Build a configuration (replacing the current router on success,
     /// after the new one took the old one's state: Click's hot-swap).
-    /// With the packet pool's limit.
-    Build(String, usize, mpsc::Sender<Result<Built, String>>),
+    /// With the packet pool's limit and how it waits.
+    Build(String, Limits, mpsc::Sender<Result<Built, String>>),
     /// Call a handler of the current router while it is not running.
     Call(bool, String, String, mpsc::Sender<Result<String, String>>),
     /// Run the current router; the result goes to the sender when the
@@ -82,9 +92,9 @@ struct Instance {
     /// pre-started instance).
     filters: Option<[seccompiler::BpfProgram; 2]>,
     pool_slots: usize,
-    /// The most packets a configuration's pool may hold (`POOL`; the
-    /// daemon sets it from the instance's memory limit).
-    pool_limit: usize,
+    /// The pool limit (`POOL`; the daemon sets it from the instance's
+    /// memory limit) and poll window (`POLL`).
+    limits: Limits,
 }
 
 enum Next {
@@ -163,7 +173,10 @@ pub fn main() -> ExitCode {
         locked: false,
         filters: None,
         pool_slots,
-        pool_limit: pronto_runtime::DEFAULT_POOL_LIMIT,
+        limits: Limits {
+            pool_limit: pronto_runtime::DEFAULT_POOL_LIMIT,
+            poll_window_ns: 0,
+        },
     };
     match crate::seccomp::programs() {
         Ok(p) => inst.filters = Some(p),
@@ -215,9 +228,9 @@ fn router_thread(jobs: mpsc::Receiver<Job>, pool_slots: usize) {
         pronto_packet::Pool::growable(pool_slots, pronto_runtime::DEFAULT_POOL_LIMIT).ok();
     while let Ok(job) = jobs.recv() {
         match job {
-            Job::Build(text, pool_limit, reply) => {
+            Job::Build(text, limits, reply) => {
                 let pool = first_pool.take();
-                let r = build(&text, pool_slots, pool_limit, pool).and_then(|(mut r, sockets)| {
+                let r = build(&text, pool_slots, limits, pool).and_then(|(mut r, sockets)| {
                     let remote = r
                         .remote()
                         .map_err(|e| format!("cannot make the router's doorbell: {e}"))?;
@@ -278,7 +291,7 @@ const NO_CONFIG: &str = "no configuration: send CONFIG first";
 fn build(
     text: &str,
     pool_slots: usize,
-    pool_limit: usize,
+    limits: Limits,
     pool: Option<pronto_packet::Pool>,
 ) -> Result<(Router, Vec<(String, SocketSpec)>), String> {
     let mut sm = SourceMap::new();
@@ -298,7 +311,8 @@ fn build(
     let ropts = RouterOptions {
         base_dir: "/".into(),
         pool_slots,
-        pool_limit,
+        pool_limit: limits.pool_limit,
+        poll_window_ns: limits.poll_window_ns,
         ..RouterOptions::default()
     };
     let sockets = SocketSpec::of_config(&flat);
@@ -425,9 +439,13 @@ impl Instance {
             }
             Request::Sockets => ok(&socket_lines(&self.sockets)),
             Request::Pool(n) => {
-                self.pool_limit = usize::try_from(n)
+                self.limits.pool_limit = usize::try_from(n)
                     .unwrap_or(usize::MAX)
                     .min(u32::MAX as usize);
+                ok("")
+            }
+            Request::Poll(ns) => {
+                self.limits.poll_window_ns = i64::try_from(ns).unwrap_or(i64::MAX);
                 ok("")
             }
             Request::Write(h, v) => match self.call(false, h, v) {
@@ -485,10 +503,10 @@ impl Instance {
     fn configure(&mut self, text: &str) -> Result<(usize, Vec<String>), String> {
         let was_running = self.running.is_some();
         if was_running {
-            drop(build(text, self.pool_slots, self.pool_limit, None)?);
+            drop(build(text, self.pool_slots, self.limits, None)?);
             self.halt();
         }
-        let limit = self.pool_limit;
+        let limit = self.limits;
         let built = self.ask(|tx| Job::Build(text.to_string(), limit, tx))?;
         match built {
             Ok(b) => {

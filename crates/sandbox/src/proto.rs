@@ -63,6 +63,10 @@ pub enum Request<'a> {
     /// `POOL <slots>`: the most packets the configurations built from now
     /// on may hold (their packet pool's limit).
     Pool(u64),
+    /// `POLL <nanoseconds>`: after packets moved, the routers built from
+    /// now on keep polling (yielding their CPU) this long before they
+    /// sleep (0: sleep at once, the default).
+    Poll(u64),
     /// `STOP`.
     Stop,
 }
@@ -81,6 +85,7 @@ impl<'a> Request<'a> {
             Request::Port(i, s, r) => format!("PORT {i} {s} {r}").into_bytes(),
             Request::Sockets => b"SOCKETS".to_vec(),
             Request::Pool(n) => format!("POOL {n}").into_bytes(),
+            Request::Poll(ns) => format!("POLL {ns}").into_bytes(),
             Request::Stop => b"STOP".to_vec(),
         }
     }
@@ -133,6 +138,12 @@ impl<'a> Request<'a> {
                         format!("POOL: expected a positive number of slots, found `{a}`")
                     })
             }
+            "POLL" => {
+                let a = need("NANOSECONDS")?;
+                a.parse()
+                    .map(Request::Poll)
+                    .map_err(|_| format!("POLL: expected a number of nanoseconds, found `{a}`"))
+            }
             "CONFIG" => Ok(Request::Config(arg.unwrap_or(""))),
             "READ" => Ok(Request::Read(need("ELEMENT.HANDLER")?)),
             "WRITE" => {
@@ -144,8 +155,8 @@ impl<'a> Request<'a> {
                 Ok(Request::Write(h, v))
             }
             _ => Err(format!(
-                "unknown request `{}`: expected PING, PORT, POOL, CONFIG, READ, WRITE, RUN, WAIT, \
-                 SOCKETS or STOP",
+                "unknown request `{}`: expected PING, PORT, POOL, POLL, CONFIG, READ, WRITE, RUN, \
+                 WAIT, SOCKETS or STOP",
                 verb.chars().take(32).collect::<String>()
             )),
         }
@@ -287,6 +298,8 @@ mod tests {
             Request::Port("eth0", 256, 128),
             Request::Sockets,
             Request::Pool(11565),
+            Request::Poll(200_000),
+            Request::Poll(0),
             Request::Stop,
         ] {
             let enc = r.encode();
@@ -312,6 +325,10 @@ mod tests {
         assert_eq!(
             Request::parse(b"PORT eth0 12").expect_err("short"),
             "PORT: expected INTERFACE SLOTS RING, found `eth0 12`"
+        );
+        assert_eq!(
+            Request::parse(b"POLL 2ms").expect_err("not a number"),
+            "POLL: expected a number of nanoseconds, found `2ms`"
         );
     }
 

@@ -57,14 +57,16 @@ impl Drop for Scratch {
 }
 
 pub(super) fn start(tag: &str, pool_slots: usize) -> Result<Scratch, String> {
-    start_with(tag, pool_slots, None)
+    start_with(tag, pool_slots, None, None)
 }
 
-/// As [`start`], with the switch ports' geometry (slots, ring) if given.
+/// As [`start`], with the switch ports' geometry (slots, ring) and the
+/// switching thread's CPU if given.
 pub(super) fn start_with(
     tag: &str,
     pool_slots: usize,
     geometry: Option<(u32, u32)>,
+    switch_cpu: Option<usize>,
 ) -> Result<Scratch, String> {
     let dir = std::env::temp_dir().join(format!("pronto-bench-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -77,6 +79,7 @@ pub(super) fn start_with(
     o.state_dir = dir.join("state");
     o.listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     o.manager.pool_slots = pool_slots;
+    o.manager.switch_cpu = switch_cpu;
     let d = Daemon::start(o)?;
     // The experiments run thousands of instances in the default tenant.
     let room = serde_json::json!({
@@ -412,10 +415,12 @@ pub(super) fn drive(
             sent = got;
             progress = Instant::now();
         }
+        let mut k = 0;
         if sent < got + window {
             // A batch, but never past the window.
             let room = (got + window - sent).min(32) as usize;
-            sent += gen.send_written(len, room) as u64;
+            k = gen.send_written(len, room) as u64;
+            sent += k;
         } else {
             sink.wait(Some(Duration::from_micros(500)));
         }
@@ -423,6 +428,10 @@ pub(super) fn drive(
         if n > 0 {
             got += n;
             progress = Instant::now();
+        } else if k == 0 && sent < got + window {
+            // The port's ring is full and nothing came back: give the
+            // CPU to the switch (which may share it) rather than spin.
+            std::thread::yield_now();
         }
     }
     got as f64 / t0.elapsed().as_secs_f64()
@@ -450,32 +459,96 @@ pub(super) fn udp_frame(dst: [u8; 6], size: usize) -> Vec<u8> {
     f
 }
 
+/// The benchmark's firewall, from the Ethernet header in to the rewritten
+/// frame out: `CheckIPHeader -> IPFilter -> EtherRewrite` to `next`.
+fn firewall(me: [u8; 6], next: [u8; 6]) -> String {
+    format!(
+        "Classifier(12/0800) -> Strip(14) -> CheckIPHeader -> IPFilter(allow udp, deny all) \
+         -> Unstrip(14) -> EtherRewrite({}, {})",
+        mac_str(&me),
+        mac_str(&next)
+    )
+}
+
+const SINK: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
+
+fn hop(k: usize) -> [u8; 6] {
+    [2, 2, 0, 0, k as u8, 1]
+}
+
+/// Frames per second through the same firewall in one process, for
+/// `dur`: an `InfiniteSource` of the benchmark's frame into it and a
+/// counter after it (the baseline a sandboxed instance is measured
+/// against), on a thread of its own, pinned to `cpu` if given (the
+/// sandboxed firewall's CPU).
+fn in_process_rate(size: usize, dur: Duration, cpu: Option<usize>) -> Result<f64, String> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(c) = cpu {
+                pronto_switch::pin_current_thread(c)
+                    .map_err(|e| format!("cannot pin the one-process firewall to CPU {c}: {e}"))?;
+            }
+            in_process_run(size, dur)
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the one-process firewall's thread panicked".into()))
+    })
+}
+
+fn in_process_run(size: usize, dur: Duration) -> Result<f64, String> {
+    let frame = udp_frame(hop(0), size);
+    let hex: Vec<String> = frame.iter().map(|b| format!("{b:02x}")).collect();
+    let text = format!(
+        "InfiniteSource(DATA \\<{}>, LIMIT -1, BURST 32) -> {} -> c :: Counter -> Discard;\n\
+         Script(wait {}ms, stop);",
+        hex.join(" "),
+        firewall(hop(0), SINK),
+        dur.as_millis().max(1)
+    );
+    let mut r = super::gen::build(&text)?;
+    let t0 = Instant::now();
+    r.run()?;
+    let secs = t0.elapsed().as_secs_f64();
+    let n: u64 = r
+        .read_handler("c.count", "")
+        .map_err(|e| format!("reading c.count: {e}"))?
+        .trim()
+        .parse()
+        .map_err(|e| format!("c.count: {e}"))?;
+    Ok(n as f64 / secs.max(1e-9))
+}
+
+/// How `pronto bench chain --pin` places the parties on a machine of two
+/// or more CPUs: the switch and the benchmark's generator and sink (the
+/// side a NIC would be on) on CPU 0, each sandboxed firewall on CPU 1,
+/// polling for a while after packets moved instead of sleeping at once.
+const PIN_POLL_WINDOW_US: u64 = 200;
+
 /// Frames per second through a chain of `n` sandboxed firewalls at `size`
 /// bytes (generator and sink ports in this process).
-fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration) -> Result<f64, String> {
+fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration, pin: bool) -> Result<f64, String> {
     let m = s.d().manager().clone();
     let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
     let (sink_id, sink_shm) = m.attach_port("bench/sink").map_err(|e| e.to_string())?;
-    const SINK: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
     let _ = m.switch().add_static(SINK, sink_id);
-    let hop = |k: usize| [2, 2, 0, 0, k as u8, 1];
     let mut names = Vec::new();
     for k in 0..n {
         let next = if k + 1 == n { SINK } else { hop(k + 1) };
         let config = format!(
-            "FromDevice(eth0, BURST 32) -> Classifier(12/0800) -> Strip(14) -> CheckIPHeader \
-             -> IPFilter(allow udp, deny all) -> Unstrip(14) \
-             -> EtherRewrite({}, {}) -> Queue(1024) -> ToDevice(eth0, BURST 32);",
-            mac_str(&hop(k)),
-            mac_str(&next)
+            "FromDevice(eth0, BURST 32) -> {} -> Queue(1024) -> ToDevice(eth0, BURST 32);",
+            firewall(hop(k), next)
         );
         let name = format!("fw{k}");
-        let body = json!({
+        let mut body = json!({
             "name": name,
             "config": config,
             "interfaces": [{"name": "eth0", "mac": mac_str(&hop(k))}],
-        })
-        .to_string();
+        });
+        if pin {
+            body["cpus"] = json!([1]);
+            body["poll_window_us"] = json!(PIN_POLL_WINDOW_US);
+        }
+        let body = body.to_string();
         s.call(
             "POST",
             "/v1/instances",
@@ -511,20 +584,54 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
     if let Some((slots, ring)) = geometry {
         crate::outln!("instance ports: {slots} slots, rings of {ring}");
     }
-    let s = start_with("chain", 2048, geometry)?;
-    let dur = Duration::from_secs_f64(secs);
-    let mut csv = Csv::new(&["size", "one_kpps"]);
-    crate::outln!("switch + one sandboxed firewall, by frame size");
-    crate::outln!("| frame | kpps | Gb/s |");
-    crate::outln!("|---:|---:|---:|");
-    for size in [64usize, 128, 256, 512, 1024, 1500] {
-        let r = chain_rate(&s, 1, size, dur)?;
+    let pin = c.flag("--pin");
+    if pin {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpus < 2 {
+            return Err(format!(
+                "--pin puts the switch on CPU 0 and the firewalls on CPU 1; this machine \
+                 lets the benchmark use {cpus} CPU"
+            ));
+        }
         crate::outln!(
-            "| {size} | {:.0} | {:.2} |",
-            r / 1e3,
-            r * (size as f64 + 24.0) * 8.0 / 1e9
+            "pinned: switch, generator and sink on CPU 0; each firewall on CPU 1, polling \
+             {PIN_POLL_WINDOW_US} µs after packets moved"
         );
-        csv.row(&[size.to_string(), format!("{:.1}", r / 1e3)]);
+    }
+    let s = start_with("chain", 2048, geometry, pin.then_some(0))?;
+    if pin {
+        // The generator and sink share the switch's CPU, as a NIC served
+        // by the switching thread would (pinned after the daemon started,
+        // whose threads keep every CPU).
+        pronto_switch::pin_current_thread(0)
+            .map_err(|e| format!("--pin: cannot pin the generator to CPU 0: {e}"))?;
+    }
+    let dur = Duration::from_secs_f64(secs);
+    let mut csv = Csv::new(&["size", "one_kpps", "in_process_kpps", "of_one_process"]);
+    crate::outln!(
+        "switch + one sandboxed firewall, by frame size, against the same firewall in one process"
+    );
+    crate::outln!("| frame | kpps | Gb/s | one process, kpps | of one process |");
+    crate::outln!("|---:|---:|---:|---:|---:|");
+    for size in [64usize, 128, 256, 512, 1024, 1500] {
+        let r = chain_rate(&s, 1, size, dur, pin)?;
+        // Let the last instance's removal and the pool's refill finish
+        // before the baseline takes its CPU.
+        std::thread::sleep(Duration::from_millis(500));
+        let base = in_process_rate(size, dur, pin.then_some(1))?;
+        crate::outln!(
+            "| {size} | {:.0} | {:.2} | {:.0} | {:.2} |",
+            r / 1e3,
+            r * (size as f64 + 24.0) * 8.0 / 1e9,
+            base / 1e3,
+            r / base
+        );
+        csv.row(&[
+            size.to_string(),
+            format!("{:.1}", r / 1e3),
+            format!("{:.1}", base / 1e3),
+            format!("{:.3}", r / base),
+        ]);
     }
     let path = c.out.join("chain_sizes.csv");
     csv.write(&path)?;
@@ -535,7 +642,10 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
             title: "pronto: switch + one sandboxed firewall",
             x: ("size", "frame size (bytes)"),
             ylabel: "kpps",
-            ys: &["one_kpps:forwarded"],
+            ys: &[
+                "one_kpps:sandboxed, through the switch",
+                "in_process_kpps:in one process",
+            ],
         },
     )?;
     let mut csv = Csv::new(&["chain", "kpps", "of_one"]);
@@ -544,7 +654,7 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
     crate::outln!("|---:|---:|---:|");
     let mut one = 0.0;
     for n in 1..=5 {
-        let r = chain_rate(&s, n, 64, dur)?;
+        let r = chain_rate(&s, n, 64, dur, pin)?;
         if n == 1 {
             one = r;
         }

@@ -70,7 +70,7 @@ fn run(
     limit: Option<RateLimit>,
     size: usize,
 ) -> Result<(), String> {
-    let s = start_with("flood", 2048, None)?;
+    let s = start_with("flood", 2048, None, None)?;
     let m = s.d().manager().clone();
     let mut tenants = Vec::new();
     for (t, name) in NAMES.iter().enumerate() {

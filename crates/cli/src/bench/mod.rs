@@ -94,7 +94,8 @@ Options by subcommand (the defaults in brackets):
   handlers               --runs N [200] round trips per size
   consolidate            --count N [10000]
   chain                  --duration SECONDS [1] per point, --slots N [256] and
-                         --ring N [128]: the instances' switch port geometry
+                         --ring N [128]: the instances' switch port geometry,
+                         --pin: switch + generator on CPU 0, firewalls on CPU 1
   flood                  --duration SECONDS [3] per phase, --share F [0.3],
                          --limit RATE [the quiet tenant's rate, in pps],
                          --size BYTES [64]

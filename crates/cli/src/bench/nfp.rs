@@ -290,7 +290,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         (None, None) => None,
         (slots, ring) => Some((slots.unwrap_or(256), ring.unwrap_or(128))),
     };
-    let s = super::daemon::start_with("nfp", 1024, geometry)?;
+    let s = super::daemon::start_with("nfp", 1024, geometry, None)?;
     let dir = std::env::temp_dir().join(format!("pronto-bench-nfp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut csv = Csv::new(&[

@@ -509,6 +509,7 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
                     "weight",
                     "rate_limit",
                     "port_geometry",
+                    "poll_window_us",
                     "node",
                     "group",
                     "prefer_node",
@@ -527,6 +528,7 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             let rate: Option<Value> = f.opt("rate_limit").map_err(msg)?;
             rate_limit_of(rate.as_ref()).map_err(msg)?;
             port_geometry_of(&mut f).map_err(msg)?;
+            poll_window_of(&mut f).map_err(msg)?;
             let pin: Option<String> = f.opt("node").map_err(msg)?;
             check_pin(pin.as_deref()).map_err(msg)?;
             let prefer: Option<String> = f.opt("prefer_node").map_err(msg)?;
@@ -554,6 +556,15 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             .map(|_| ())
             .map_err(msg),
     }
+}
+
+/// An instance's `poll_window_us`, if given, checked.
+fn poll_window_of(f: &mut Fields) -> Result<Option<u64>, ApiError> {
+    let w: Option<u64> = f.opt("poll_window_us")?;
+    if let Some(w) = w {
+        crate::manager::check_poll_window(w).map_err(|m| bad(m, Some("poll_window_us")))?;
+    }
+    Ok(w)
 }
 
 /// An instance's `port_geometry` (`{"slots": 1024, "ring": 512}`), if
@@ -652,6 +663,7 @@ async fn instances_create(
             "weight",
             "rate_limit",
             "port_geometry",
+            "poll_window_us",
             "node",
             "group",
             "prefer_node",
@@ -671,6 +683,7 @@ async fn instances_create(
     let rate: Option<Value> = f.opt("rate_limit")?;
     let rate_limit = rate_limit_of(rate.as_ref())?;
     let port_geometry = port_geometry_of(&mut f)?;
+    let poll_window_us = poll_window_of(&mut f)?;
     let pin: Option<String> = f.opt("node")?;
     check_pin(pin.as_deref())?;
     let group: Option<String> = f.opt("group")?;
@@ -723,6 +736,7 @@ async fn instances_create(
         weight,
         rate_limit,
         port_geometry,
+        poll_window_us,
         group,
         prefer_node,
         created_unix_ms: 0,
@@ -2405,6 +2419,7 @@ mod tests {
                 use_cgroup: false,
                 geometry: pronto_switch::Geometry::new(64, 32).expect("g"),
                 switch_threads: 1,
+                switch_cpu: None,
                 default_memory: 32 << 20,
                 warm: 0,
                 pool_slots: 64,

@@ -44,6 +44,22 @@ use crate::quota::{Ask, PortRange, Quota, Usage};
 use crate::store::{InstanceSpec, Store};
 pub use cpus::cpu_list;
 pub use names::{check_group, check_name, check_tenant};
+
+/// The longest poll window an instance may ask for (one second, as
+/// `pronto run --poll-window`).
+pub const MAX_POLL_WINDOW_US: u64 = 1_000_000;
+
+/// Checks an instance's `poll_window_us`.
+pub fn check_poll_window(us: u64) -> Result<(), String> {
+    if us > MAX_POLL_WINDOW_US {
+        return Err(format!(
+            "poll_window_us: {us} is more than the longest poll window, \
+             {MAX_POLL_WINDOW_US} (one second); 0 or leaving it out makes the instance \
+             sleep as soon as it finds no packets"
+        ));
+    }
+    Ok(())
+}
 use supervisor::Req;
 pub use view::{Crash, ElementStats, IfaceView, InstanceView, State};
 
@@ -69,6 +85,8 @@ pub struct ManagerOptions {
     pub geometry: Geometry,
     /// Switching threads.
     pub switch_threads: usize,
+    /// Pin switching thread `i` to CPU `switch_cpu + i` (none: any CPU).
+    pub switch_cpu: Option<usize>,
     /// Memory limit of instances that name none.
     pub default_memory: u64,
     /// Sandboxes kept started ahead of demand (0: start each on request).
@@ -168,6 +186,7 @@ impl Manager {
     pub fn start(opts: ManagerOptions, store: Store) -> Result<Arc<Manager>, String> {
         let switch = SwitchHandle::spawn(pronto_switch::Config {
             threads: opts.switch_threads,
+            cpu: opts.switch_cpu,
             ..pronto_switch::Config::default()
         })
         .map_err(|e| format!("starting the switch: {e}"))?;
@@ -359,6 +378,9 @@ impl Manager {
         if let Some(g) = &spec.port_geometry {
             g.geometry()
                 .map_err(|m| Failure::BadRequest(m, Some("port_geometry")))?;
+        }
+        if let Some(w) = spec.poll_window_us {
+            check_poll_window(w).map_err(|m| Failure::BadRequest(m, Some("poll_window_us")))?;
         }
         Ok(())
     }
@@ -1217,6 +1239,7 @@ mod tests {
             use_cgroup: false,
             geometry: Geometry::new(64, 32).expect("geometry"),
             switch_threads: 1,
+            switch_cpu: None,
             default_memory: 32 << 20,
             warm: 0,
             pool_slots: 64,
@@ -1252,6 +1275,7 @@ mod tests {
                 weight: None,
                 rate_limit: None,
                 port_geometry: None,
+                poll_window_us: None,
                 group: None,
                 prefer_node: None,
                 interfaces: Vec::new(),
@@ -1295,6 +1319,7 @@ mod tests {
                 weight: None,
                 rate_limit: None,
                 port_geometry: None,
+                poll_window_us: None,
                 group: None,
                 prefer_node: None,
                 interfaces: vec![crate::store::IfaceSpec {

@@ -489,7 +489,12 @@ impl Manager {
         }
         let first = reqs.len();
         reqs.push((Request::Pool(self.pool_limit_of(spec)), &[]));
+        if let Some(us) = spec.poll_window_us.filter(|&us| us > 0) {
+            reqs.push((Request::Poll(us * 1_000), &[]));
+        }
         reqs.push((Request::Config(&spec.config), &[]));
+        // Where the SOCKETS answer is (the one after CONFIG's).
+        let sockets_at = reqs.len();
         if list_sockets {
             reqs.push((Request::Sockets, &[]));
         }
@@ -499,9 +504,9 @@ impl Manager {
             if at < first {
                 let pname = &shms[at].0;
                 Failure::Internal(format!("handing port {pname} over: {e}"))
-            } else if at < first + 2 {
+            } else if at < sockets_at {
                 start_failure(e, limit)
-            } else if list_sockets && at == first + 2 {
+            } else if list_sockets && at == sockets_at {
                 Failure::Internal(format!("listing the control sockets: {e}"))
             } else {
                 Failure::Internal(format!("running the configuration: {e}"))
@@ -517,7 +522,7 @@ impl Manager {
         }
         let mut trouble = None;
         if list_sockets {
-            let listed = answers.get(first + 2).cloned().unwrap_or_default();
+            let listed = answers.get(sockets_at).cloned().unwrap_or_default();
             let opened = crate::control::parse_sockets(&listed)
                 .and_then(|wanted| self.open_controls(&spec.tenant, &spec.name, &wanted, &[]));
             match opened {

@@ -89,6 +89,10 @@ pub struct InstanceView {
     /// Its interfaces' switch ports: pool slots and ring size (the
     /// daemon's default unless the instance names one).
     pub port_geometry: crate::store::PortGeometrySpec,
+    /// Microseconds its routers poll after packets moved before they
+    /// sleep (none: they sleep at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poll_window_us: Option<u64>,
     /// Its group (a chain's name), if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
@@ -217,6 +221,7 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, applied: Applied) -> In
         weight: spec.weight.unwrap_or(pronto_switch::switch::DEFAULT_WEIGHT),
         rate_limit: spec.rate_limit,
         port_geometry: geometry,
+        poll_window_us: spec.poll_window_us.filter(|&us| us > 0),
         group: spec.group,
         prefer_node: spec.prefer_node,
         interfaces,
@@ -286,6 +291,7 @@ mod tests {
             weight: None,
             rate_limit: None,
             port_geometry: None,
+            poll_window_us: None,
             group: None,
             prefer_node: None,
             interfaces: vec![crate::store::IfaceSpec {
