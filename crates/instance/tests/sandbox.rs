@@ -200,6 +200,60 @@ fn instance_is_pid_1_without_network_ids_or_capabilities() {
     assert_eq!(line("Max core file size"), "Max core file size 0 0 bytes");
 }
 
+/// The calling thread's signal mask (SigBlk of /proc/thread-self/status).
+fn own_signal_mask() -> String {
+    let text = std::fs::read_to_string("/proc/thread-self/status").expect("status");
+    text.lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .expect("SigBlk")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn sandboxes_started_from_many_threads_at_once_each_get_their_own_ids() {
+    if !root_or_skip("sandboxes_started_from_many_threads_at_once_each_get_their_own_ids") {
+        return;
+    }
+    // Each spawn's child shares the caller's memory until it executes the
+    // instance, and another thread writes its id maps: spawns from four
+    // threads at once must each come up as pid 1 of their own namespaces,
+    // mapped to their own host ids, and leave the caller's mask as it was.
+    // (Checked by the spawning thread: an instance dies with it.)
+    let started: u32 = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4u32)
+            .map(|t| {
+                s.spawn(move || {
+                    let before = own_signal_mask();
+                    let mut got = Vec::new();
+                    for i in 0..3u32 {
+                        let mut sp = spec(&format!("many{t}-{i}"));
+                        let id = 60000 + t * 10 + i;
+                        sp.host_uid = id;
+                        sp.host_gid = id;
+                        got.push((spawn(&sp), id));
+                        assert_eq!(own_signal_mask(), before, "the caller's mask");
+                    }
+                    for (sb, id) in &mut got {
+                        sb.ping().expect("ping");
+                        let pid = sb.pid();
+                        assert_eq!(proc_field(pid, "status", "NSpid:"), format!("{pid}\t1"));
+                        let ids = format!("{id}\t{id}\t{id}\t{id}");
+                        assert_eq!(proc_field(pid, "status", "Uid:"), ids);
+                        assert_eq!(proc_field(pid, "status", "Gid:"), ids);
+                    }
+                    got.len() as u32
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("spawning thread"))
+            .sum()
+    });
+    assert_eq!(started, 12);
+}
+
 #[test]
 fn host_files_are_not_visible() {
     if !root_or_skip("host_files_are_not_visible") {

@@ -628,6 +628,85 @@ fn describe_failure(
     }
 }
 
+/// The start thread of [`Sandbox::spawn`]: reads the child's pid from the
+/// hello pipe, writes its id maps, moves it into its cgroups unless the
+/// cloning thread started it there, and releases it (the start pipe).
+/// Kills it should it not have executed the program within
+/// [`SETUP_TIMEOUT`] of its release. End of file on the hello pipe (the
+/// clone failed, or the child failed before it could say its pid) is not
+/// this thread's error: the cloning thread reports it.
+fn release_child(
+    spec: &SandboxSpec,
+    cgroup: Option<&Cgroup>,
+    hello_r: std::os::fd::OwnedFd,
+    go_w: std::os::fd::OwnedFd,
+    entered: std::sync::mpsc::Receiver<bool>,
+    done: std::sync::mpsc::Receiver<()>,
+) -> Result<(), SandboxError> {
+    let Ok(started_inside) = entered.recv() else {
+        return Ok(()); // the cloning thread failed before the clone
+    };
+    let mut word = [0u8; 4];
+    let mut got = 0;
+    let mut hello = std::fs::File::from(hello_r);
+    while got < word.len() {
+        let mut pfd = [rustix::event::PollFd::new(
+            &hello,
+            rustix::event::PollFlags::IN,
+        )];
+        let timeout = rustix::event::Timespec {
+            tv_sec: SETUP_TIMEOUT.as_secs() as _,
+            tv_nsec: 0,
+        };
+        match rustix::event::poll(&mut pfd, Some(&timeout)) {
+            // The child waits for the start no longer than this, then
+            // exits and reports.
+            Ok(0) => return Ok(()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(io("waiting on the hello pipe")(e.into())),
+        }
+        match hello.read(&mut word[got..]) {
+            Ok(0) => return Ok(()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io("reading the hello pipe")(e)),
+        }
+    }
+    let pid = libc::pid_t::from_ne_bytes(word);
+    for (file, host) in [("uid_map", spec.host_uid), ("gid_map", spec.host_gid)] {
+        let path = PathBuf::from(format!("/proc/{pid}/{file}"));
+        let value = format!("0 {host} 1");
+        std::fs::write(&path, &value).map_err(|source| SandboxError::IdMap {
+            path,
+            value,
+            source,
+        })?;
+    }
+    if let Some(cg) = cgroup.filter(|_| !started_inside) {
+        cg.join(pid as u32)?;
+    }
+    rustix::io::write(&go_w, &[1]).map_err(|e| SandboxError::Io {
+        what: "releasing the child".into(),
+        source: e.into(),
+    })?;
+    drop(go_w);
+    match done.recv_timeout(SETUP_TIMEOUT) {
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            // The cloning thread sleeps until the child executes or exits.
+            let _ = sys::signal(pid, libc::SIGKILL);
+            Err(SandboxError::Io {
+                what: format!(
+                    "sandbox set-up of `{}` did not finish within {} s; the child was killed",
+                    spec.name,
+                    SETUP_TIMEOUT.as_secs()
+                ),
+                source: std::io::ErrorKind::TimedOut.into(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Kills and reaps a child unless disarmed (start-up failures).
 struct ChildGuard(Option<libc::pid_t>);
 
@@ -746,56 +825,82 @@ impl Sandbox {
         ];
         let (go_r, go_w) = sys::pipe().map_err(io("creating the start pipe"))?;
         let (err_r, err_w) = sys::pipe().map_err(io("creating the error pipe"))?;
+        let (hello_r, hello_w) = sys::pipe().map_err(io("creating the hello pipe"))?;
 
-        // On cgroup v1 the child starts in its cgroups: this thread enters
-        // them for the clone and leaves after (far cheaper than moving
-        // the child by pid, see `Cgroup::enter`); on v2 the child is
-        // moved by pid below.
-        let entered = match &cgroup {
-            Some(cg) => cg.enter(&spec.limits)?,
-            None => None,
-        };
-        let pid = sys::clone_child(&plan, go_r.as_raw_fd(), go_w.as_raw_fd(), err_w.as_raw_fd())
-            .map_err(|e| {
-                let hint = match e.raw_os_error() {
-                    Some(libc::ENOSPC) => "; /proc/sys/user/max_user_namespaces (or another \
-                                           namespace limit) is reached"
-                        .to_string(),
-                    Some(libc::EPERM) => "; creating user namespaces needs root or \
-                                          kernel.unprivileged_userns_clone"
-                        .to_string(),
-                    Some(libc::EAGAIN) => "; pid_max or RLIMIT_NPROC is reached".to_string(),
-                    _ => String::new(),
+        // The calling thread sleeps in `clone` until the child has executed
+        // the program (see `sys`): the child's id maps are written, and it
+        // is released, by a thread of its own, started before this thread
+        // may enter the sandbox's cgroups (a thread starts in its maker's).
+        let go_w_raw = go_w.as_raw_fd();
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel::<bool>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let cgroup_ref = cgroup.as_ref();
+        let (cloned, released) = std::thread::scope(|s| {
+            let releaser = std::thread::Builder::new()
+                .name("sandbox-start".into())
+                .spawn_scoped(s, move || {
+                    release_child(spec, cgroup_ref, hello_r, go_w, entered_rx, done_rx)
+                });
+            let releaser = match releaser {
+                Ok(r) => r,
+                Err(e) => return (Err(io("starting the sandbox's start thread")(e)), Ok(())),
+            };
+            // On cgroup v1 the child starts in its cgroups: this thread
+            // enters them for the clone and leaves after (far cheaper than
+            // moving the child by pid, see `Cgroup::enter`); on v2 the
+            // start thread moves the child by pid.
+            let cloned = (|| {
+                let entered = match cgroup_ref {
+                    Some(cg) => cg.enter(&spec.limits)?,
+                    None => None,
                 };
-                SandboxError::Clone { source: e, hint }
-            })?;
+                let _ = entered_tx.send(entered.is_some());
+                let pid = sys::clone_child(
+                    &plan,
+                    go_r.as_raw_fd(),
+                    go_w_raw,
+                    err_w.as_raw_fd(),
+                    hello_w.as_raw_fd(),
+                );
+                // The child has executed or exited: a start thread still
+                // waiting for its pid gets end of file.
+                drop(hello_w);
+                let left = entered.map_or(Ok(()), |e| e.leave());
+                let pid = pid.map_err(|e| {
+                    let hint = match e.raw_os_error() {
+                        Some(libc::ENOSPC) => "; /proc/sys/user/max_user_namespaces (or another \
+                                               namespace limit) is reached"
+                            .to_string(),
+                        Some(libc::EPERM) => "; creating user namespaces needs root or \
+                                              kernel.unprivileged_userns_clone"
+                            .to_string(),
+                        Some(libc::EAGAIN) => "; pid_max or RLIMIT_NPROC is reached".to_string(),
+                        _ => String::new(),
+                    };
+                    SandboxError::Clone { source: e, hint }
+                })?;
+                if let Err(e) = left {
+                    drop(ChildGuard(Some(pid))); // kills and reaps it
+                    return Err(e);
+                }
+                Ok(pid)
+            })();
+            drop(entered_tx);
+            let _ = done_tx.send(());
+            let released = releaser.join().unwrap_or_else(|_| {
+                Err(SandboxError::Protocol(
+                    "the sandbox's start thread panicked".into(),
+                ))
+            });
+            (cloned, released)
+        });
+        let pid = cloned?;
         let mut guard = ChildGuard(Some(pid));
-        let started_inside = entered.is_some();
-        if let Some(e) = entered {
-            e.leave()?;
-        }
+        released?;
         drop(go_r);
         drop(err_w);
         drop(child_end);
         drop(null);
-
-        for (file, host) in [("uid_map", spec.host_uid), ("gid_map", spec.host_gid)] {
-            let path = PathBuf::from(format!("/proc/{pid}/{file}"));
-            let value = format!("0 {host} 1");
-            std::fs::write(&path, &value).map_err(|source| SandboxError::IdMap {
-                path,
-                value,
-                source,
-            })?;
-        }
-        if let Some(cg) = cgroup.as_ref().filter(|_| !started_inside) {
-            cg.join(pid as u32)?;
-        }
-        rustix::io::write(&go_w, &[1]).map_err(|e| SandboxError::Io {
-            what: "releasing the child".into(),
-            source: e.into(),
-        })?;
-        drop(go_w);
         // End of file: the program was executed. A record: a step failed.
         let mut rec = [0u8; sys::REPORT_LEN];
         let mut got = 0;

@@ -2,15 +2,23 @@
 //! child's set-up up to `execve`, and waiting for and signalling it. All of
 //! this crate's `unsafe` is here.
 //!
-//! The child is made by a raw `clone` without `CLONE_VM` (a fork that
-//! enters six new namespaces at once). The parent may have other threads,
-//! so between `clone` and `execve` the child does only what is safe after a
-//! fork: plain system calls on data the parent prepared ([`ChildPlan`]), no
-//! allocation, no locks, no panics. A failing step writes a fixed-size
-//! record (step, plan index, errno) to the error pipe and exits; the parent
-//! turns it into an error that names the step and its path. A successful
-//! `execve` closes the error pipe (close-on-exec), which the parent reads
-//! as "started".
+//! The child is made the way `posix_spawn` makes one: `clone` with
+//! `CLONE_VM | CLONE_VFORK` on a stack of its own, entering six new
+//! namespaces at once. It shares the parent's memory (nothing is copied,
+//! however large the daemon has grown: a fork-like clone copies every page
+//! table, and its cost grew with each instance the daemon supervised), and
+//! the calling thread sleeps until the child has executed the program or
+//! exited. So between `clone` and `execve` the child does only plain
+//! system calls on data the parent prepared ([`ChildPlan`]): no
+//! allocation, no locks, no panics, every signal blocked and every handler
+//! reset before the mask is cleared. Its errno is the sleeping calling
+//! thread's, which reads it only when `clone` itself failed. The child
+//! tells another thread its pid (the hello pipe); that thread writes the
+//! id maps and releases it (the start pipe). A failing step writes a
+//! fixed-size record (step, plan index, errno) to the error pipe and
+//! exits; the parent turns it into an error that names the step and its
+//! path. A successful `execve` closes the error pipe (close-on-exec), which
+//! the parent reads as "started".
 
 use std::ffi::CString;
 use std::io;
@@ -180,17 +188,91 @@ impl ChildFailure {
     }
 }
 
-/// Starts the child in new namespaces. In the parent, returns its pid; the
-/// child never returns from this function.
+/// Bytes of the child's stack (above a guard page): `child_main` keeps a
+/// few hundred bytes of locals and calls thin libc wrappers.
+const CHILD_STACK: usize = 64 * 1024;
+
+/// What the child's entry point gets: everything lives in the calling
+/// thread's frame, which sleeps until the child has executed or exited.
+struct ChildArgs<'a> {
+    plan: &'a ChildPlan,
+    argv: &'a [*const libc::c_char],
+    envp: &'a [*const libc::c_char],
+    go_r: RawFd,
+    go_w: RawFd,
+    err_w: RawFd,
+    hello_w: RawFd,
+    /// Where the kernel stores the child's pid (`CLONE_PARENT_SETTID`)
+    /// before the child first runs.
+    pid: *const libc::pid_t,
+}
+
+/// An anonymous mapping for the child's stack, its lowest page
+/// inaccessible (an overflow faults instead of writing the parent's
+/// memory).
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    fn map() -> io::Result<ChildStack> {
+        let len = CHILD_STACK + 4096;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // touched.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the first page of the mapping made above.
+        if unsafe { libc::mprotect(base, 4096, libc::PROT_NONE) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// The initial stack pointer (the stack grows down), 16-byte aligned.
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping, which is page-aligned.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`; no one runs on it any more
+        // (the child has executed or exited: CLONE_VFORK).
+        unsafe {
+            libc::munmap(self.base, self.len);
+        }
+    }
+}
+
+/// Starts the child in new namespaces and returns its pid once it has
+/// executed the program or exited (a failing step reports on the error
+/// pipe). The child first writes its pid (4 bytes, native order) to
+/// `hello_w`, then waits for a byte on the start pipe: another thread
+/// must read the one and write the other (the calling thread sleeps).
 ///
-/// `go_r` is the read end of the pipe on which the parent releases the
-/// child (`go_w` is closed in the child, so a parent that dies first gives
-/// end-of-file); `err_w` is the close-on-exec write end of the error pipe.
+/// `go_r` is the read end of the start pipe (`go_w` is closed in the
+/// child, so a releasing thread that gives up gives end-of-file);
+/// `err_w` is the close-on-exec write end of the error pipe.
 pub(crate) fn clone_child(
     plan: &ChildPlan,
     go_r: RawFd,
     go_w: RawFd,
     err_w: RawFd,
+    hello_w: RawFd,
 ) -> io::Result<libc::pid_t> {
     // Pointer arrays for execve, built before the clone (no allocation in
     // the child).
@@ -206,21 +288,62 @@ pub(crate) fn clone_child(
         .map(|a| a.as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect();
-    let flags = (NAMESPACES | libc::SIGCHLD) as libc::c_ulong;
-    // SAFETY: a raw clone without CLONE_VM behaves like fork: the child
-    // gets a copy of this address space and continues on its copy of this
-    // stack (stack argument 0). No pid/tid pointers are passed. In the
-    // child only `child_main` runs, which makes plain system calls on
-    // memory prepared here and never returns.
-    let ret = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
+    let stack = ChildStack::map()?;
+    let mut pid: libc::pid_t = 0;
+    let args = ChildArgs {
+        plan,
+        argv: &argv,
+        envp: &envp,
+        go_r,
+        go_w,
+        err_w,
+        hello_w,
+        pid: &raw const pid,
+    };
+    let flags =
+        NAMESPACES | libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PARENT_SETTID | libc::SIGCHLD;
+    // SAFETY: a sigset_t is plain bits; all zero is the empty set.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: signal masks are plain values; the calling thread's own
+    // mask is saved and restored below. The child starts with every
+    // signal blocked, so no handler of the parent runs on its stack.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
     }
-    if ret == 0 {
-        let (step, index, errno) = child_main(plan, &argv, &envp, go_r, go_w, err_w);
-        report_and_exit(err_w, step, index, errno);
+    // SAFETY: glibc's `clone` runs `child_entry` on the mapped stack in a
+    // child that shares this address space (CLONE_VM); CLONE_VFORK keeps
+    // this thread asleep, and so `args`, the plan and the stack alive and
+    // untouched, until the child has executed or exited. The kernel
+    // writes the child's pid to `pid` before the child runs.
+    let ret = unsafe {
+        libc::clone(
+            child_entry,
+            stack.top(),
+            flags,
+            (&raw const args).cast_mut().cast(),
+            &raw mut pid,
+        )
+    };
+    let clone_err = io::Error::last_os_error();
+    // SAFETY: restores the mask saved above.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+    drop(stack);
+    if ret < 0 {
+        return Err(clone_err);
     }
     Ok(ret as libc::pid_t)
+}
+
+extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `clone_child` passes a `ChildArgs` that outlives the child's
+    // use of it (see there).
+    let a = unsafe { &*arg.cast::<ChildArgs<'_>>() };
+    let (step, index, errno) = child_main(a);
+    report_and_exit(a.err_w, step, index, errno);
 }
 
 fn errno() -> i32 {
@@ -253,21 +376,30 @@ macro_rules! check {
 
 /// The child, from `clone` to `execve`. Returns only on failure: the step,
 /// its index and errno.
-fn child_main(
-    plan: &ChildPlan,
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
-    go_r: RawFd,
-    go_w: RawFd,
-    err_w: RawFd,
-) -> (Step, u32, i32) {
+fn child_main(a: &ChildArgs<'_>) -> (Step, u32, i32) {
+    let (plan, argv, envp, go_r) = (a.plan, a.argv, a.envp, a.go_r);
     let null = std::ptr::null::<libc::c_char>();
-    // SAFETY: each call below is a plain system call on
-    // NUL-terminated strings and arrays owned by `plan` (alive: the child
-    // has a copy of the parent's memory), or on integers; none allocates,
-    // takes a lock or touches state shared with the parent's other threads.
+    // SAFETY: each call below is a plain system call (or a thin libc
+    // wrapper of one) on NUL-terminated strings and arrays owned by
+    // `plan`, in the calling thread's frame, asleep until this child has
+    // executed or exited; or on integers and this stack's locals. None
+    // allocates or takes a lock.
     unsafe {
-        libc::close(go_w);
+        // Handlers of the parent would run on this stack in the parent's
+        // memory: back to the default before any signal is let through
+        // (what execve would do anyway). Ignored signals stay ignored.
+        for sig in 1..=64 {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_DFL
+                && old.sa_sigaction != libc::SIG_IGN
+            {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            }
+        }
+        libc::close(a.go_w);
         // Until `execve` this child holds copies of every descriptor the
         // parent had when it was cloned, the write ends of other children's
         // start pipes among them: should the parent die now, children
@@ -285,6 +417,18 @@ fn child_main(
                 0,
             );
         }
+        // Our pid as the parent sees it (inside we are 1), for the thread
+        // that writes the id maps.
+        let pid = std::ptr::read_volatile(a.pid).to_ne_bytes();
+        let n = libc::write(a.hello_w, pid.as_ptr().cast(), pid.len());
+        if n != pid.len() as isize {
+            return (
+                Step::WaitParent,
+                1,
+                if n < 0 { errno() } else { libc::EPIPE },
+            );
+        }
+        libc::close(a.hello_w);
         let mut pfd = libc::pollfd {
             fd: go_r,
             events: libc::POLLIN,
@@ -514,7 +658,7 @@ fn child_main(
         }
         // Everything from 4 up except the error pipe, which close-on-exec
         // closes (and which reports a failing execve).
-        let e = err_w as u32;
+        let e = a.err_w as u32;
         let ranges = [(4u32, e.saturating_sub(1)), (e.saturating_add(1), u32::MAX)];
         for (lo, hi) in ranges {
             if lo > hi {
