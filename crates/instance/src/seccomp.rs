@@ -244,6 +244,18 @@ mod tests {
         assert!(!nrs.contains(&libc::SYS_socket));
         assert!(!nrs.contains(&libc::SYS_execve));
         assert!(!nrs.contains(&libc::SYS_clone));
+        // What leaving the sandbox's chroot would take (docs/threat-model.md).
+        for nr in [
+            libc::SYS_chroot,
+            libc::SYS_mount,
+            libc::SYS_umount2,
+            libc::SYS_unshare,
+            libc::SYS_pivot_root,
+            libc::SYS_setns,
+            libc::SYS_fchdir,
+        ] {
+            assert!(!nrs.contains(&nr), "system call {nr} is allowed");
+        }
         let [allow, deny] = super::programs().expect("compiles");
         assert!(!allow.is_empty() && !deny.is_empty());
     }

@@ -234,6 +234,20 @@ fn sandboxes_started_from_many_threads_at_once_each_get_their_own_ids() {
                         got.push((spawn(&sp), id));
                         assert_eq!(own_signal_mask(), before, "the caller's mask");
                     }
+                    // Their sockets live high in the descriptor table,
+                    // out of the low end each start copies (where the
+                    // limit reaches that far).
+                    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+                        .current
+                        .unwrap_or(u64::MAX);
+                    if soft > 1100 {
+                        let high = std::fs::read_dir("/proc/self/fd")
+                            .expect("fd")
+                            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                            .filter(|&fd| fd >= 1024)
+                            .count();
+                        assert!(high >= 3, "{high} descriptors at 1024 and up");
+                    }
                     for (sb, id) in &mut got {
                         sb.ping().expect("ping");
                         let pid = sb.pid();

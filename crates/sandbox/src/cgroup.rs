@@ -71,6 +71,17 @@ fn write(path: &Path, value: &str, step: &str) -> Result<(), SandboxError> {
     std::fs::write(path, value).map_err(|e| io_err(step, path, Some(value), e))
 }
 
+/// Writes `value` unless the file holds it already. For the CPU bandwidth
+/// files: each write of one makes the kernel check the quota of every
+/// cgroup on the machine (`tg_set_cfs_bandwidth`), a cost that grows with
+/// each sandbox; a read is cheap.
+fn write_if_changed(path: &Path, value: &str, step: &str) -> Result<(), SandboxError> {
+    if std::fs::read_to_string(path).is_ok_and(|now| now.trim() == value) {
+        return Ok(());
+    }
+    write(path, value, step)
+}
+
 fn mkdir(path: &Path) -> Result<(), SandboxError> {
     match std::fs::create_dir(path) {
         Ok(()) => Ok(()),
@@ -184,12 +195,12 @@ impl Cgroup {
                         )?;
                     }
                     if let Some(c) = limits.cpu {
-                        write(
+                        write_if_changed(
                             &dir.join("cpu.cfs_period_us"),
                             &CPU_PERIOD_US.to_string(),
                             "setting the CPU period",
                         )?;
-                        write(
+                        write_if_changed(
                             &dir.join("cpu.cfs_quota_us"),
                             &cpu_quota_us(c).to_string(),
                             "setting the CPU quota",
@@ -371,18 +382,18 @@ impl Cgroup {
         if let Some(c) = limits.cpu {
             match self.version {
                 Version::V1 => {
-                    write(
+                    write_if_changed(
                         &file("cpu", "cpu.cfs_period_us"),
                         &CPU_PERIOD_US.to_string(),
                         "setting the CPU period",
                     )?;
-                    write(
+                    write_if_changed(
                         &file("cpu", "cpu.cfs_quota_us"),
                         &cpu_quota_us(c).to_string(),
                         "setting the CPU quota",
                     )?;
                 }
-                Version::V2 => write(
+                Version::V2 => write_if_changed(
                     &file("cpu", "cpu.max"),
                     &format!("{} {CPU_PERIOD_US}", cpu_quota_us(c)),
                     "setting the CPU quota",

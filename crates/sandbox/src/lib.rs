@@ -21,7 +21,9 @@
 //!   ([`SandboxSpec::lib_dirs`]: `/lib`, `/lib64`, `/usr/lib`, `/usr/lib64`
 //!   as present, symlinks kept as symlinks), any extra
 //!   [`SandboxSpec::ro_paths`], and the program itself at `/pronto`; then
-//!   `pivot_root`, the old root detached, and the root remounted read-only.
+//!   that root moved over `/` and entered (`chroot`: `pivot_root` would
+//!   visit every thread on the machine per start), and remounted
+//!   read-only.
 //!   There is no `/proc`, `/sys`, `/dev`, `/etc` or `/tmp`; descriptors 0-2
 //!   are set up before the switch (stdin is `/dev/null`);
 //! - **cgroup limits** on memory, CPU (a fraction of a core) and number of
@@ -523,6 +525,10 @@ fn describe_failure(
     match f.step {
         None => ("an unknown step".into(), String::new()),
         Some(Step::WaitParent) => ("waiting for the parent".into(), String::new()),
+        Some(Step::Files) => (
+            "taking a descriptor table of its own (unshare CLONE_FILES)".into(),
+            String::new(),
+        ),
         Some(Step::SetGroups) => ("setgroups(0, NULL)".into(), String::new()),
         Some(Step::SetGid) => (
             format!("setresgid(0) (gid 0 mapped to host gid {})", spec.host_gid),
@@ -566,11 +572,11 @@ fn describe_failure(
             None => ("a read-only remount".into(), String::new()),
         },
         Some(Step::Chdir) => (format!("chdir into {}", lossy(&plan.root)), String::new()),
-        Some(Step::PivotRoot) => (
-            format!("pivot_root into {}", lossy(&plan.root)),
+        Some(Step::MoveRoot) => (
+            format!("moving {} over / (MS_MOVE)", lossy(&plan.root)),
             String::new(),
         ),
-        Some(Step::UmountOld) => ("detaching the old root".into(), String::new()),
+        Some(Step::Chroot) => (format!("chroot into {}", lossy(&plan.root)), String::new()),
         Some(Step::RemountRoot) => ("remounting the new root read-only".into(), String::new()),
         Some(Step::Rlimit) => {
             let v = plan.rlimits.get(f.index as usize).map(|r| r.1).unwrap_or(0);
@@ -802,6 +808,9 @@ impl Sandbox {
 
         let (sock, child_end) =
             pronto_ring::fdpass::socket_pair().map_err(io("creating the socket pair"))?;
+        // Kept for the instance's life: out of the low end of the table,
+        // which each start copies (see `sys`).
+        let sock = sys::move_up(sock);
         let child_end = sys::dup_high(child_end.as_fd()).map_err(io("duplicating the socket"))?;
         let null = std::fs::OpenOptions::new()
             .read(true)

@@ -4,9 +4,10 @@
 //!
 //! The child is made the way `posix_spawn` makes one: `clone` with
 //! `CLONE_VM | CLONE_VFORK` on a stack of its own, entering six new
-//! namespaces at once. It shares the parent's memory (nothing is copied,
-//! however large the daemon has grown: a fork-like clone copies every page
-//! table, and its cost grew with each instance the daemon supervised), and
+//! namespaces at once. It shares the parent's memory and, until its first
+//! step, its descriptor table (nothing is copied, however large the daemon
+//! has grown: a fork-like clone copies every page table and descriptor,
+//! and its cost grew with each instance the daemon supervised), and
 //! the calling thread sleeps until the child has executed the program or
 //! exited. So between `clone` and `execve` the child does only plain
 //! system calls on data the parent prepared ([`ChildPlan`]): no
@@ -46,6 +47,9 @@ const SECBIT_KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
 pub(crate) enum Step {
     /// Waiting for the parent to write the id maps and join the cgroups.
     WaitParent = 1,
+    /// Taking a descriptor table of its own (the parent's is shared until
+    /// then).
+    Files,
     /// `setgroups(0, NULL)`.
     SetGroups,
     /// `setresgid(0, 0, 0)`.
@@ -64,10 +68,10 @@ pub(crate) enum Step {
     RemountRo,
     /// `chdir` into the new root.
     Chdir,
-    /// `pivot_root`.
-    PivotRoot,
-    /// Detaching the old root.
-    UmountOld,
+    /// Moving the new root over the old one (`MS_MOVE`).
+    MoveRoot,
+    /// `chroot` into the moved root.
+    Chroot,
     /// Read-only remount of the new root.
     RemountRoot,
     /// `setrlimit` (index into the rlimit list).
@@ -93,6 +97,7 @@ impl Step {
         use Step::*;
         [
             WaitParent,
+            Files,
             SetGroups,
             SetGid,
             SetUid,
@@ -102,8 +107,8 @@ impl Step {
             Plan,
             RemountRo,
             Chdir,
-            PivotRoot,
-            UmountOld,
+            MoveRoot,
+            Chroot,
             RemountRoot,
             Rlimit,
             Setsid,
@@ -202,6 +207,9 @@ struct ChildArgs<'a> {
     go_w: RawFd,
     err_w: RawFd,
     hello_w: RawFd,
+    /// The child's own descriptor table keeps only those below this (the
+    /// highest it uses, plus one).
+    keep_below: RawFd,
     /// Where the kernel stores the child's pid (`CLONE_PARENT_SETTID`)
     /// before the child first runs.
     pid: *const libc::pid_t,
@@ -290,6 +298,12 @@ pub(crate) fn clone_child(
         .collect();
     let stack = ChildStack::map()?;
     let mut pid: libc::pid_t = 0;
+    let keep_below = [go_r, go_w, err_w, hello_w]
+        .into_iter()
+        .chain(plan.fds.iter().flatten().copied())
+        .max()
+        .unwrap_or(0)
+        + 1;
     let args = ChildArgs {
         plan,
         argv: &argv,
@@ -298,10 +312,17 @@ pub(crate) fn clone_child(
         go_w,
         err_w,
         hello_w,
+        keep_below,
         pid: &raw const pid,
     };
-    let flags =
-        NAMESPACES | libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PARENT_SETTID | libc::SIGCHLD;
+    // CLONE_FILES: the descriptor table is not copied at the clone either;
+    // the child takes a copy of only its low end (`keep_below`) first.
+    let flags = NAMESPACES
+        | libc::CLONE_VM
+        | libc::CLONE_VFORK
+        | libc::CLONE_FILES
+        | libc::CLONE_PARENT_SETTID
+        | libc::SIGCHLD;
     // SAFETY: a sigset_t is plain bits; all zero is the empty set.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: signal masks are plain values; the calling thread's own
@@ -398,6 +419,20 @@ fn child_main(a: &ChildArgs<'_>) -> (Step, u32, i32) {
                 dfl.sa_sigaction = libc::SIG_DFL;
                 libc::sigaction(sig, &dfl, std::ptr::null_mut());
             }
+        }
+        // A descriptor table of its own before any descriptor is touched
+        // (it shares the parent's, whose other threads go on using it):
+        // a copy of the descriptors below `keep_below` only, so that a
+        // daemon holding one descriptor per instance, high up, does not
+        // copy and then close thousands of them per start.
+        if libc::syscall(
+            libc::SYS_close_range,
+            a.keep_below as u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_UNSHARE,
+        ) < 0
+        {
+            check!(libc::unshare(libc::CLONE_FILES), Step::Files, 0);
         }
         libc::close(a.go_w);
         // Until `execve` this child holds copies of every descriptor the
@@ -554,17 +589,28 @@ fn child_main(a: &ChildArgs<'_>) -> (Step, u32, i32) {
                 }
             }
         }
+        // The new root is moved over the old one and entered with
+        // `chroot`, not `pivot_root`: `pivot_root` visits every thread on
+        // the machine (it moves the roots of those that had the old one),
+        // a cost that grew with each instance the daemon supervised. The
+        // old tree stays in this mount namespace, under the new root and
+        // out of reach: leaving a chroot needs CAP_SYS_CHROOT, which the
+        // instance never holds (an empty bounding set, no_new_privs), and
+        // the kernel refuses a new user namespace (where it could get it
+        // back) to a chrooted process.
         check!(libc::chdir(plan.root.as_ptr()), Step::Chdir, 0);
         check!(
-            libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()),
-            Step::PivotRoot,
+            libc::mount(
+                c".".as_ptr(),
+                c"/".as_ptr(),
+                null,
+                libc::MS_MOVE,
+                std::ptr::null()
+            ),
+            Step::MoveRoot,
             0
         );
-        check!(
-            libc::umount2(c".".as_ptr(), libc::MNT_DETACH),
-            Step::UmountOld,
-            0
-        );
+        check!(libc::chroot(c".".as_ptr()), Step::Chroot, 0);
         check!(libc::chdir(c"/".as_ptr()), Step::Chdir, 1);
         check!(
             libc::mount(
@@ -781,6 +827,22 @@ pub(crate) fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>
 /// that placing descriptors at 0-3 in the child cannot overwrite it).
 pub(crate) fn dup_high(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<std::os::fd::OwnedFd> {
     Ok(rustix::io::fcntl_dupfd_cloexec(fd, 10)?)
+}
+
+/// Where a daemon's long-lived per-instance descriptors go
+/// ([`move_up`]): above the few it holds otherwise, so that a sandbox's
+/// start copies only the low end of the descriptor table.
+pub(crate) const HIGH_FDS: RawFd = 1024;
+
+/// Moves `fd` to a descriptor numbered [`HIGH_FDS`] or above,
+/// close-on-exec; keeps it where it is when the descriptor limit does not
+/// reach that far.
+pub(crate) fn move_up(fd: std::os::fd::OwnedFd) -> std::os::fd::OwnedFd {
+    use std::os::fd::{AsFd, AsRawFd};
+    if fd.as_raw_fd() >= HIGH_FDS {
+        return fd;
+    }
+    rustix::io::fcntl_dupfd_cloexec(fd.as_fd(), HIGH_FDS).unwrap_or(fd)
 }
 
 /// Starts `program` as a plain child (no namespaces) with `fd` at
