@@ -634,6 +634,39 @@ fn describe_failure(
     }
 }
 
+/// Reads from `pipe` until `buf` is full or the writers are gone, waiting
+/// at most [`SETUP_TIMEOUT`] for each read: `Some(bytes read)`, or `None`
+/// when the wait ran out. `what` names the pipe in errors.
+fn read_pipe_within(
+    pipe: &mut std::fs::File,
+    buf: &mut [u8],
+    what: &str,
+) -> Result<Option<usize>, SandboxError> {
+    let mut got = 0;
+    while got < buf.len() {
+        let mut pfd = [rustix::event::PollFd::new(
+            &*pipe,
+            rustix::event::PollFlags::IN,
+        )];
+        let timeout = rustix::event::Timespec {
+            tv_sec: SETUP_TIMEOUT.as_secs() as _,
+            tv_nsec: 0,
+        };
+        match rustix::event::poll(&mut pfd, Some(&timeout)) {
+            Ok(0) => return Ok(None),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(io(format!("waiting on the {what}"))(e.into())),
+        }
+        match pipe.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(format!("reading the {what}"))(e)),
+        }
+    }
+    Ok(Some(got))
+}
+
 /// The start thread of [`Sandbox::spawn`]: reads the child's pid from the
 /// hello pipe, writes its id maps, moves it into its cgroups unless the
 /// cloning thread started it there, and releases it (the start pipe).
@@ -653,30 +686,11 @@ fn release_child(
         return Ok(()); // the cloning thread failed before the clone
     };
     let mut word = [0u8; 4];
-    let mut got = 0;
     let mut hello = std::fs::File::from(hello_r);
-    while got < word.len() {
-        let mut pfd = [rustix::event::PollFd::new(
-            &hello,
-            rustix::event::PollFlags::IN,
-        )];
-        let timeout = rustix::event::Timespec {
-            tv_sec: SETUP_TIMEOUT.as_secs() as _,
-            tv_nsec: 0,
-        };
-        match rustix::event::poll(&mut pfd, Some(&timeout)) {
-            // The child waits for the start no longer than this, then
-            // exits and reports.
-            Ok(0) => return Ok(()),
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(io("waiting on the hello pipe")(e.into())),
-        }
-        match hello.read(&mut word[got..]) {
-            Ok(0) => return Ok(()),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io("reading the hello pipe")(e)),
-        }
+    // Nothing in time (the child waits for the start no longer than this,
+    // then exits and reports), or end of file: the cloning thread reports.
+    if read_pipe_within(&mut hello, &mut word, "hello pipe")? != Some(word.len()) {
+        return Ok(());
     }
     let pid = libc::pid_t::from_ne_bytes(word);
     for (file, host) in [("uid_map", spec.host_uid), ("gid_map", spec.host_gid)] {
@@ -912,40 +926,19 @@ impl Sandbox {
         drop(null);
         // End of file: the program was executed. A record: a step failed.
         let mut rec = [0u8; sys::REPORT_LEN];
-        let mut got = 0;
         let mut err_r = std::fs::File::from(err_r);
-        while got < rec.len() {
-            // A child stuck in set-up (it should take a millisecond) is
-            // killed by the guard rather than blocking the caller forever.
-            let mut pfd = [rustix::event::PollFd::new(
-                &err_r,
-                rustix::event::PollFlags::IN,
-            )];
-            let timeout = rustix::event::Timespec {
-                tv_sec: SETUP_TIMEOUT.as_secs() as _,
-                tv_nsec: 0,
-            };
-            match rustix::event::poll(&mut pfd, Some(&timeout)) {
-                Ok(0) => {
-                    return Err(SandboxError::Io {
-                        what: format!(
-                        "sandbox set-up of `{}` did not finish within {} s; the child was killed",
-                        spec.name,
-                        SETUP_TIMEOUT.as_secs()
-                    ),
-                        source: std::io::ErrorKind::TimedOut.into(),
-                    })
-                }
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(io("waiting on the error pipe")(e.into())),
-            }
-            match err_r.read(&mut rec[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io("reading the error pipe")(e)),
-            }
-        }
+        // A child stuck in set-up (it should take a millisecond) is killed
+        // by the guard rather than blocking the caller forever.
+        let Some(got) = read_pipe_within(&mut err_r, &mut rec, "error pipe")? else {
+            return Err(SandboxError::Io {
+                what: format!(
+                    "sandbox set-up of `{}` did not finish within {} s; the child was killed",
+                    spec.name,
+                    SETUP_TIMEOUT.as_secs()
+                ),
+                source: std::io::ErrorKind::TimedOut.into(),
+            });
+        };
         if got == rec.len() {
             let f = sys::ChildFailure::parse(&rec);
             let (step, hint) = describe_failure(f, &plan, spec);
