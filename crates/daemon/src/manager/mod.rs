@@ -21,6 +21,7 @@ pub mod cpus;
 pub mod names;
 mod ports;
 mod reaper;
+mod registry;
 mod supervisor;
 pub mod uplink;
 pub mod view;
@@ -166,7 +167,7 @@ pub struct Manager {
     opts: ManagerOptions,
     switch: SwitchHandle,
     store: Store,
-    instances: Mutex<HashMap<String, Arc<Instance>>>,
+    instances: Mutex<registry::Registry>,
     names: names::NameLocks,
     tenants: Mutex<HashMap<String, Tenant>>,
     ports: Mutex<ports::PortNumbers>,
@@ -201,7 +202,7 @@ impl Manager {
             opts,
             switch,
             store,
-            instances: Mutex::new(HashMap::new()),
+            instances: Mutex::new(registry::Registry::default()),
             names: names::NameLocks::default(),
             tenants: Mutex::new(HashMap::new()),
             ports: Mutex::new(ports::PortNumbers::new(
@@ -239,7 +240,11 @@ impl Manager {
         for (key, inst, rx) in restored {
             // Restored instances start in the background; a failure shows
             // in their status. Quotas are not checked again.
-            lock(&m.instances).insert(key.clone(), inst.clone());
+            let (tenant, ask) = {
+                let s = lock(&inst.spec);
+                (s.tenant.clone(), m.ask_of(&s))
+            };
+            lock(&m.instances).insert(key.clone(), inst.clone(), &tenant, &ask);
             if let Err(e) = m.supervise(inst, rx, None) {
                 lock(&m.instances).remove(&key);
                 return Err(e.to_string());
@@ -432,12 +437,12 @@ impl Manager {
                 ));
             }
             let ask = self.ask_of(&spec);
-            let used = self.usage_in(&all, &spec.tenant);
+            let used = all.usage(&spec.tenant);
             let quota = self.quota(&spec.tenant);
             crate::quota::check(&spec.tenant, &quota, &used, &ask)
                 .map_err(|(m, f)| Failure::OverQuota(m, f))?;
             // Counted from now on by other creates of this tenant.
-            all.insert(key.clone(), inst.clone());
+            all.insert(key.clone(), inst.clone(), &spec.tenant, &ask);
         }
         let (tx, first) = mpsc::sync_channel(1);
         let started = self.supervise(inst.clone(), rx, Some(tx)).and_then(|()| {
@@ -824,23 +829,8 @@ impl Manager {
 
     /// What tenant `t`'s instances have now.
     pub fn usage(&self, t: &str) -> Usage {
-        let mut u = self.usage_in(&lock(&self.instances), t);
+        let mut u = lock(&self.instances).usage(t);
         u.control_connections = self.connections(t).open();
-        u
-    }
-
-    fn usage_in(&self, all: &HashMap<String, Arc<Instance>>, t: &str) -> Usage {
-        let mut u = Usage::default();
-        for i in all.values() {
-            let s = lock(&i.spec);
-            if s.tenant != t {
-                continue;
-            }
-            u.instances += 1;
-            u.memory = u.memory.saturating_add(self.memory_of(&s));
-            u.cpu += s.cpu.unwrap_or(1.0);
-            u.interfaces += s.interfaces.len() as u32;
-        }
         u
     }
 
@@ -979,7 +969,7 @@ impl Manager {
         // Every supervisor is told at once and stops its sandbox in
         // parallel (a sandbox's end includes removing its cgroups, which
         // the kernel makes slow); then all are waited for.
-        let all: Vec<Arc<Instance>> = lock(&self.instances).drain().map(|(_, i)| i).collect();
+        let all: Vec<Arc<Instance>> = lock(&self.instances).drain();
         let mut waits = Vec::with_capacity(all.len());
         for inst in &all {
             lock(&inst.control).clear();
