@@ -459,10 +459,23 @@ impl Cgroup {
                 .join(controller)
                 .join(from.trim_start_matches('/'))
                 .join("tasks");
-            if !tasks.exists() {
-                return Ok(None);
-            }
-            back.push(tasks);
+            // Opened now, before the thread moves: going back then needs
+            // no new descriptor, so it cannot fail for want of one (the
+            // daemon's thread would otherwise stay in a tenant's cgroup,
+            // under its limits, and keep that cgroup from being removed).
+            let file = match std::fs::OpenOptions::new().write(true).open(&tasks) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => {
+                    return Err(io_err(
+                        "opening the spawning thread's own cgroup to come back to",
+                        &tasks,
+                        None,
+                        e,
+                    ))
+                }
+            };
+            back.push((tasks, file));
         }
         let mut entered = Entered { back: Vec::new() };
         for (dir, from) in self.dirs.iter().zip(back) {
@@ -625,8 +638,8 @@ fn own_path<'a>(table: &'a str, controller: &str) -> Option<&'a str> {
 /// [`Entered::leave`] (or dropping it) moves it back where it was.
 #[derive(Debug)]
 pub struct Entered {
-    /// The `tasks` file of each hierarchy the thread came from.
-    back: Vec<PathBuf>,
+    /// The `tasks` file of each hierarchy the thread came from, open.
+    back: Vec<(PathBuf, std::fs::File)>,
 }
 
 impl Entered {
@@ -637,8 +650,10 @@ impl Entered {
 
     fn go_back(&mut self) -> Result<(), SandboxError> {
         let mut done = Ok(());
-        for tasks in self.back.drain(..).rev() {
-            let r = write(&tasks, "0", "moving the spawning thread back to its cgroup");
+        for (tasks, mut file) in self.back.drain(..).rev() {
+            let step = "moving the spawning thread back to its cgroup";
+            let r = std::io::Write::write_all(&mut file, b"0")
+                .map_err(|e| io_err(step, &tasks, Some("0"), e));
             if done.is_ok() {
                 done = r;
             }
