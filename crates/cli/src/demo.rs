@@ -188,19 +188,7 @@ fn run(secs: f64) -> Result<(), String> {
     println!("\ncreating 3 tenants' middleboxes, each in its own sandbox:");
     for b in &boxes {
         let spec = InstanceSpec {
-            name: b.name.into(),
-            tenant: b.tenant.into(),
-            config: b.config.clone(),
             memory: Some(32 << 20),
-            cpu: None,
-            pids: None,
-            cpus: None,
-            weight: None,
-            rate_limit: None,
-            port_geometry: None,
-            poll_window_us: None,
-            group: None,
-            prefer_node: None,
             interfaces: vec![
                 IfaceSpec {
                     name: "eth0".into(),
@@ -215,7 +203,7 @@ fn run(secs: f64) -> Result<(), String> {
                     broadcast: None,
                 },
             ],
-            created_unix_ms: 0,
+            ..InstanceSpec::new(b.tenant, b.name, &b.config)
         };
         ensure_tenant(&d, b.tenant)?;
         let v = m

@@ -219,6 +219,28 @@ impl std::fmt::Display for RateLimitSpec {
 }
 
 impl InstanceSpec {
+    /// An instance of `tenant` named `name` running `config`, with no
+    /// interfaces and every limit and option at the daemon's default.
+    pub fn new(tenant: &str, name: &str, config: &str) -> InstanceSpec {
+        InstanceSpec {
+            name: name.into(),
+            tenant: tenant.into(),
+            config: config.into(),
+            memory: None,
+            cpu: None,
+            pids: None,
+            cpus: None,
+            interfaces: Vec::new(),
+            weight: None,
+            rate_limit: None,
+            port_geometry: None,
+            poll_window_us: None,
+            group: None,
+            prefer_node: None,
+            created_unix_ms: 0,
+        }
+    }
+
     /// The store key, `TENANT.NAME` (tenant names hold no `.`).
     pub fn key(&self) -> String {
         key(&self.tenant, &self.name)
@@ -512,19 +534,9 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let path = dir.join("state.redb");
         let spec = InstanceSpec {
-            name: "fw1".into(),
-            tenant: "acme".into(),
-            config: "Idle -> Discard;".into(),
             memory: Some(8 << 20),
             cpu: Some(0.5),
-            pids: None,
             cpus: Some(vec![0]),
-            weight: None,
-            port_geometry: None,
-            poll_window_us: None,
-            group: None,
-            prefer_node: None,
-            rate_limit: None,
             interfaces: vec![IfaceSpec {
                 name: "eth0".into(),
                 mac: Some("02:00:00:00:00:01".into()),
@@ -532,6 +544,7 @@ mod tests {
                 broadcast: None,
             }],
             created_unix_ms: 1,
+            ..InstanceSpec::new("acme", "fw1", "Idle -> Discard;")
         };
         {
             let s = Store::open(&path).expect("open");

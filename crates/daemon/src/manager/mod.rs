@@ -1254,23 +1254,7 @@ mod tests {
             assert_eq!((q.control_connections, q.instances), (3, 0));
             assert_eq!(m.connections("acme").limit(), 3);
             // Over the quota: refused, nothing kept, nothing stored.
-            let spec = InstanceSpec {
-                name: "a".into(),
-                tenant: "acme".into(),
-                config: "Idle -> Discard;".into(),
-                memory: None,
-                cpu: None,
-                pids: None,
-                cpus: None,
-                weight: None,
-                rate_limit: None,
-                port_geometry: None,
-                poll_window_us: None,
-                group: None,
-                prefer_node: None,
-                interfaces: Vec::new(),
-                created_unix_ms: 0,
-            };
+            let spec = InstanceSpec::new("acme", "a", "Idle -> Discard;");
             match m.create(spec) {
                 Err(Failure::OverQuota(_, "instances")) => {}
                 other => panic!("not refused: {other:?}"),
@@ -1299,26 +1283,13 @@ mod tests {
         // program does not exist): it restarts, with back-off, forever.
         store
             .put_instance(&InstanceSpec {
-                name: "down".into(),
-                tenant: "acme".into(),
-                config: "FromDevice(eth0) -> Discard;".into(),
-                memory: None,
-                cpu: None,
-                pids: None,
-                cpus: None,
-                weight: None,
-                rate_limit: None,
-                port_geometry: None,
-                poll_window_us: None,
-                group: None,
-                prefer_node: None,
                 interfaces: vec![crate::store::IfaceSpec {
                     name: "eth0".into(),
                     mac: Some("02:00:00:00:00:0d".into()),
                     ip: None,
                     broadcast: None,
                 }],
-                created_unix_ms: 0,
+                ..InstanceSpec::new("acme", "down", "FromDevice(eth0) -> Discard;")
             })
             .expect("stored");
         let m = Manager::start(options(&dir), store).expect("manager");

@@ -113,23 +113,7 @@ mod tests {
     use crate::store::InstanceSpec;
 
     fn inst(tenant: &str, name: &str) -> Arc<Instance> {
-        let spec = InstanceSpec {
-            name: name.into(),
-            tenant: tenant.into(),
-            config: "Idle -> Discard;".into(),
-            memory: None,
-            cpu: None,
-            pids: None,
-            cpus: None,
-            weight: None,
-            rate_limit: None,
-            port_geometry: None,
-            poll_window_us: None,
-            group: None,
-            prefer_node: None,
-            interfaces: Vec::new(),
-            created_unix_ms: 0,
-        };
+        let spec = InstanceSpec::new(tenant, name, "Idle -> Discard;");
         Instance::new(spec).0
     }
 

@@ -281,19 +281,6 @@ mod tests {
     #[test]
     fn the_view_shows_the_limits_that_apply() {
         let spec = crate::store::InstanceSpec {
-            name: "a".into(),
-            tenant: "t".into(),
-            config: "Idle -> Discard;".into(),
-            memory: None,
-            cpu: None,
-            pids: None,
-            cpus: None,
-            weight: None,
-            rate_limit: None,
-            port_geometry: None,
-            poll_window_us: None,
-            group: None,
-            prefer_node: None,
             interfaces: vec![crate::store::IfaceSpec {
                 name: "eth0".into(),
                 mac: None,
@@ -301,6 +288,7 @@ mod tests {
                 broadcast: None,
             }],
             created_unix_ms: 7,
+            ..crate::store::InstanceSpec::new("t", "a", "Idle -> Discard;")
         };
         let (inst, _rx) = Instance::new(spec);
         lock(&inst.status).ports = vec![("eth0".into(), 4)];
