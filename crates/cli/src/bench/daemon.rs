@@ -270,6 +270,59 @@ fn cpu_self() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
+/// How long consolidation waits after its last create before it measures
+/// idle CPU, and for how long it measures.
+const IDLE_SETTLE_S: u64 = 10;
+const IDLE_WINDOW_S: u64 = 10;
+
+/// CPU seconds of this process's threads but the calling one (utime +
+/// stime, from /proc/self/task), summed by thread name without its
+/// trailing digits. The caller is left out: it only sleeps between two
+/// readings, and its reading itself is not the daemon's idle cost.
+fn cpu_by_thread() -> std::collections::BTreeMap<String, f64> {
+    let mut by = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return by;
+    };
+    let me = rustix::thread::gettid().as_raw_nonzero().get().to_string();
+    for t in tasks.flatten() {
+        if t.file_name().to_str() == Some(me.as_str()) {
+            continue;
+        }
+        let Ok(s) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (s.find('('), s.rfind(')')) else {
+            continue;
+        };
+        let name = s[open + 1..close].trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+        let f: Vec<&str> = s[close + 1..].split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        *by.entry(name.to_string()).or_insert(0.0) += (ticks(11) + ticks(12)) / 100.0;
+    }
+    by
+}
+
+/// The threads (by name) that used CPU between two readings, busiest
+/// first, as "name 0.40%, ..." of a core over `secs`.
+fn busiest_threads(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+    secs: f64,
+) -> String {
+    let mut used: Vec<(&String, f64)> = after
+        .iter()
+        .map(|(n, a)| (n, a - before.get(n).copied().unwrap_or(0.0)))
+        .filter(|(_, d)| *d > 0.0)
+        .collect();
+    used.sort_by(|a, b| b.1.total_cmp(&a.1));
+    used.iter()
+        .take(6)
+        .map(|(n, d)| format!("{n} {:.2}%", 100.0 * d / secs))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// CPU seconds of these processes (utime + stime), from /proc.
 fn cpu_of(pids: &[u32]) -> f64 {
     let tick = 100.0;
@@ -862,16 +915,27 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
         );
     }
     let pids: Vec<u32> = m.list(None).iter().filter_map(|v| v.pid).collect();
-    std::thread::sleep(Duration::from_secs(1));
-    let (self0, kids0) = (cpu_self(), cpu_of(&pids));
-    let t0 = Instant::now();
-    std::thread::sleep(Duration::from_secs(5));
-    let el = t0.elapsed().as_secs_f64();
+    // Settle first: the pool's refill and the last instances' start-up
+    // are not idle time.
+    std::thread::sleep(Duration::from_secs(IDLE_SETTLE_S));
+    // Reading /proc for 10,000 processes and threads takes a good part of
+    // a second: done outside this process's measured window (its own CPU
+    // clock is read last before and first after).
+    let (kids0, threads0) = (cpu_of(&pids), cpu_by_thread());
+    let (self0, t0) = (cpu_self(), Instant::now());
+    std::thread::sleep(Duration::from_secs(IDLE_WINDOW_S));
+    let (self1, el) = (cpu_self(), t0.elapsed().as_secs_f64());
+    let (threads1, kids1) = (cpu_by_thread(), cpu_of(&pids));
     crate::outln!(
-        "idle with {reached} instances: daemon + switch {:.2}% of a core, all instances together {:.2}%",
-        100.0 * (cpu_self() - self0) / el,
-        100.0 * (cpu_of(&pids) - kids0) / el
+        "idle with {reached} instances ({IDLE_WINDOW_S} s, {IDLE_SETTLE_S} s after the last create): \
+         daemon + switch {:.2}% of a core, all instances together {:.2}%",
+        100.0 * (self1 - self0) / el,
+        100.0 * (kids1 - kids0) / el
     );
+    let busiest = busiest_threads(&threads0, &threads1, el);
+    if !busiest.is_empty() {
+        crate::outln!("  daemon + switch threads, busiest first: {busiest}");
+    }
     let path = c.out.join("consolidate.csv");
     csv.write(&path)?;
     plot(
@@ -892,4 +956,49 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
         d.shutdown();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_busiest_threads_come_first_and_idle_ones_are_left_out() {
+        let before = [("switch".to_string(), 1.0), ("pool".to_string(), 2.0)].into();
+        let after = [
+            ("switch".to_string(), 1.5),
+            ("pool".to_string(), 2.0),
+            ("reaper".to_string(), 0.1),
+        ]
+        .into();
+        assert_eq!(
+            busiest_threads(&before, &after, 10.0),
+            "switch 5.00%, reaper 1.00%"
+        );
+    }
+
+    #[test]
+    fn this_process_threads_are_read_by_name_but_the_caller() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (up_tx, up) = std::sync::mpsc::channel::<()>();
+        let probe = std::thread::Builder::new()
+            .name("idle-probe-17".into())
+            .spawn(move || {
+                // Named by now (a thread names itself when it starts).
+                let _ = up_tx.send(());
+                rx.recv()
+            })
+            .expect("a thread");
+        up.recv().expect("the probe started");
+        // The caller, renamed so that it can be looked for.
+        let me = std::fs::write("/proc/thread-self/comm", "idle-caller");
+        let by = cpu_by_thread();
+        drop(tx);
+        let _ = probe.join();
+        assert!(by.contains_key("idle-probe"), "{by:?}");
+        assert!(!by.keys().any(|n| n.ends_with(|c: char| c.is_ascii_digit())));
+        if me.is_ok() {
+            assert!(!by.contains_key("idle-caller"), "{by:?}");
+        }
+    }
 }
