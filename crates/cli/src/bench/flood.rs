@@ -52,7 +52,25 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .map(|l| RateLimit::parse(&l).map_err(|e| format!("--limit: {e}")))
         .transpose()?;
     let size: usize = c.opt("--size")?.unwrap_or(64);
-    run(&c, Duration::from_secs_f64(secs), share, limit, size)
+    // The ports' geometry (`pronto daemon --slots/--ring`; the daemon's
+    // default unless given): a sandbox that waits for a CPU holds up to a
+    // ring of frames before its port drops, so the ring decides what a
+    // scheduling delay costs the quiet tenant.
+    let geometry = match (c.opt::<u32>("--slots")?, c.opt::<u32>("--ring")?) {
+        (None, None) => None,
+        (slots, ring) => Some((slots.unwrap_or(256), ring.unwrap_or(128))),
+    };
+    if let Some((slots, ring)) = geometry {
+        crate::outln!("ports: {slots} slots, rings of {ring}");
+    }
+    run(
+        &c,
+        Duration::from_secs_f64(secs),
+        share,
+        limit,
+        size,
+        geometry,
+    )
 }
 
 fn hop(t: usize) -> [u8; 6] {
@@ -69,8 +87,9 @@ fn run(
     share: f64,
     limit: Option<RateLimit>,
     size: usize,
+    geometry: Option<(u32, u32)>,
 ) -> Result<(), String> {
-    let s = start_with("flood", 2048, None, None)?;
+    let s = start_with("flood", 2048, geometry, None)?;
     let m = s.d().manager().clone();
     let mut tenants = Vec::new();
     for (t, name) in NAMES.iter().enumerate() {
