@@ -380,3 +380,41 @@ fn the_store_is_readable_by_the_daemon_alone() {
     assert!(r.text().contains("acme"), "{}", r.text());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sigterm_stops_instances_started_from_the_pool_without_killing_them_first() {
+    // A pre-started sandbox dies with the thread that started it (its
+    // parent-death signal follows the thread): the pool's thread must
+    // outlive the instances that took its sandboxes, or a shutdown kills
+    // them, their supervisors restart them, and then stop them.
+    let test = "sigterm_stops_instances_started_from_the_pool_without_killing_them_first";
+    if !is_root(test) {
+        return;
+    }
+    let dir = common::scratch("crash-pool-stop");
+    let sock = dir.join("sock");
+    let d = common::start_daemon_with(&dir, &["--warm", "1"]);
+    let mine = daemon_cgroups(d.pid());
+    for i in 0..3 {
+        wait_until("a pre-started sandbox", || {
+            mine.iter()
+                .all(|d| children(d).iter().any(|c| c.starts_with("warm")))
+        });
+        let body = json!({"name": format!("p{i}"), "config": "Idle -> Discard;"});
+        let r = api::call(
+            &To::Unix(&sock),
+            "POST",
+            "/v1/instances",
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let log = d.log.clone();
+    let status = d.term();
+    assert!(status.success(), "{status:?}");
+    // The daemon's standard error is read to its end by another thread.
+    std::thread::sleep(Duration::from_millis(300));
+    let log = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(!log.contains("ended unexpectedly"), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

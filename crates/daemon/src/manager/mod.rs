@@ -954,7 +954,9 @@ impl Manager {
     /// Stops every instance (daemon shutdown; the store keeps them), the
     /// warm pool, and removes the daemon's cgroup directory.
     pub fn shutdown(&self) {
-        self.warm.stop();
+        // No more pre-starts; the thread that made them stays until the
+        // instances started from them are stopped (they die with it).
+        self.warm.halt();
         let uplinks: Vec<_> = lock(&self.uplinks).drain(..).collect();
         for u in uplinks {
             let port = u.port;
@@ -981,6 +983,7 @@ impl Manager {
         for rx in waits {
             let _ = rx.recv();
         }
+        self.warm.stop();
         if self.opts.use_cgroup {
             let root = SandboxSpec::new("x", "x").cgroup_root;
             if let Err(e) = pronto_sandbox::cgroup::remove_tree(&root, &self.cgroup_parent) {

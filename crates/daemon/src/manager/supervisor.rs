@@ -165,18 +165,29 @@ fn run_instance(
                 return;
             }
             End::Crashed(reason) => {
+                let wait = backoff.wait();
+                let who = {
+                    let spec = lock(&inst.spec);
+                    format!("{}/{}", spec.tenant, spec.name)
+                };
                 {
                     let mut st = lock(&inst.status);
                     st.state = Some(State::Crashed);
                     st.pid = None;
                     st.restarts += 1;
+                    let reason = crate::failure::scrub_paths(&reason);
+                    eprintln!(
+                        "prontod: instance {who} ended unexpectedly ({reason}); restart {} in {} ms",
+                        st.restarts,
+                        wait.as_millis()
+                    );
                     st.last_crash = Some(Crash {
                         at_unix_ms: now_ms(),
-                        reason: crate::failure::scrub_paths(&reason),
+                        reason,
                     });
                 }
                 // Wait out the back-off, answering meanwhile.
-                let until = Instant::now() + backoff.wait();
+                let until = Instant::now() + wait;
                 loop {
                     let left = until.saturating_duration_since(Instant::now());
                     if left.is_zero() {

@@ -39,7 +39,13 @@ pub(crate) struct Warm {
     /// [`MAX_WARM`] kept).
     takes: Mutex<VecDeque<Instant>>,
     wake: Condvar,
+    /// No more refills (set by [`Warm::halt`]).
     stop: AtomicBool,
+    /// The refill thread may end (set by [`Warm::stop`]). Until then it
+    /// stays, refilling nothing: the sandboxes it started die with it
+    /// (`PR_SET_PDEATHSIG` follows the thread), and those taken by
+    /// instances must outlive it until their supervisors stop them.
+    exit: Mutex<bool>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -83,11 +89,25 @@ impl Warm {
         Some(sb)
     }
 
-    /// Stops the refill thread, waits for it, and ends every pre-started
-    /// sandbox (their cgroups removed).
-    pub(crate) fn stop(&self) {
+    /// Stops refilling; the refill thread stays until [`Warm::stop`] (the
+    /// instances it started die when it ends).
+    pub(crate) fn halt(&self) {
         self.stop.store(true, Ordering::Relaxed);
         self.wake.notify_all();
+    }
+
+    /// Ends the refill thread, waits for it, and ends every pre-started
+    /// sandbox (their cgroups removed). Every instance started from the
+    /// pool must be stopped by now: it is killed with the thread.
+    pub(crate) fn stop(&self) {
+        self.halt();
+        *lock(&self.exit) = true;
+        {
+            // Taken so that the wake-up cannot fall between the thread's
+            // check of `exit` and its wait.
+            let _pool = lock(&self.pool);
+            self.wake.notify_all();
+        }
         let t = lock(&self.thread).take();
         if let Some(t) = t {
             let _ = t.join();
@@ -99,6 +119,21 @@ impl Warm {
 
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Whether [`Warm::stop`] lets the refill thread end, waiting up to
+    /// `most` for it.
+    fn wait_for_exit(&self, most: Duration) -> bool {
+        let pool = lock(&self.pool);
+        if *lock(&self.exit) {
+            return true;
+        }
+        drop(
+            self.wake
+                .wait_timeout(pool, most)
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        *lock(&self.exit)
     }
 
     /// Sandboxes taken in the last [`DEMAND_WINDOW`].
@@ -149,6 +184,14 @@ fn refill(me: Weak<Manager>) {
                     .unwrap_or_else(|e| e.into_inner().0);
             }
             if m.warm.stopping() {
+                drop(pool);
+                drop(m);
+                // Not holding the manager meanwhile (it may be dropped).
+                while let Some(m) = me.upgrade() {
+                    if m.warm.wait_for_exit(Duration::from_secs(1)) {
+                        break;
+                    }
+                }
                 return;
             }
             busy = m.warm.back_to_back();
