@@ -218,12 +218,8 @@ fn boot(c: &Common, count: u32, pause: Duration) -> Result<(), String> {
         }
     }
     let pids: Vec<u32> = m.list(None).iter().filter_map(|v| v.pid).collect();
-    let (self0, kids0) = (cpu_self(), cpu_of(&pids));
-    let t0 = Instant::now();
-    std::thread::sleep(Duration::from_secs(2));
-    let el = t0.elapsed().as_secs_f64();
-    let daemon_cpu = 100.0 * (cpu_self() - self0) / el;
-    let inst_cpu = 100.0 * (cpu_of(&pids) - kids0) / el;
+    let idle = idle_cpu(&pids, Duration::from_secs(2), Duration::from_secs(2));
+    let (daemon_cpu, inst_cpu) = (idle.daemon, idle.instances);
     let path = c.out.join("boot.csv");
     csv.write(&path)?;
     let n = boots.len();
@@ -268,6 +264,33 @@ fn boot(c: &Common, count: u32, pause: Duration) -> Result<(), String> {
 fn cpu_self() -> f64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// Idle CPU, in % of a core: this process (daemon and switch) and the
+/// instances', and this process's busiest threads.
+struct Idle {
+    daemon: f64,
+    instances: f64,
+    busiest: String,
+}
+
+/// Measures idle CPU for `window` after waiting `settle` (the pool's
+/// refill and the last instances' start-up are not idle time). Reading
+/// /proc for 10,000 processes and threads takes a good part of a second:
+/// done outside this process's measured window (its own CPU clock is read
+/// last before and first after).
+fn idle_cpu(pids: &[u32], settle: Duration, window: Duration) -> Idle {
+    std::thread::sleep(settle);
+    let (kids0, threads0) = (cpu_of(pids), cpu_by_thread());
+    let (self0, t0) = (cpu_self(), Instant::now());
+    std::thread::sleep(window);
+    let (self1, el) = (cpu_self(), t0.elapsed().as_secs_f64());
+    let (threads1, kids1) = (cpu_by_thread(), cpu_of(pids));
+    Idle {
+        daemon: 100.0 * (self1 - self0) / el,
+        instances: 100.0 * (kids1 - kids0) / el,
+        busiest: busiest_threads(&threads0, &threads1, el),
+    }
 }
 
 /// How long consolidation waits after its last create before it measures
@@ -915,24 +938,18 @@ fn consolidate(c: &Common, count: u32) -> Result<(), String> {
         );
     }
     let pids: Vec<u32> = m.list(None).iter().filter_map(|v| v.pid).collect();
-    // Settle first: the pool's refill and the last instances' start-up
-    // are not idle time.
-    std::thread::sleep(Duration::from_secs(IDLE_SETTLE_S));
-    // Reading /proc for 10,000 processes and threads takes a good part of
-    // a second: done outside this process's measured window (its own CPU
-    // clock is read last before and first after).
-    let (kids0, threads0) = (cpu_of(&pids), cpu_by_thread());
-    let (self0, t0) = (cpu_self(), Instant::now());
-    std::thread::sleep(Duration::from_secs(IDLE_WINDOW_S));
-    let (self1, el) = (cpu_self(), t0.elapsed().as_secs_f64());
-    let (threads1, kids1) = (cpu_by_thread(), cpu_of(&pids));
+    let idle = idle_cpu(
+        &pids,
+        Duration::from_secs(IDLE_SETTLE_S),
+        Duration::from_secs(IDLE_WINDOW_S),
+    );
     crate::outln!(
         "idle with {reached} instances ({IDLE_WINDOW_S} s, {IDLE_SETTLE_S} s after the last create): \
          daemon + switch {:.2}% of a core, all instances together {:.2}%",
-        100.0 * (self1 - self0) / el,
-        100.0 * (kids1 - kids0) / el
+        idle.daemon,
+        idle.instances
     );
-    let busiest = busiest_threads(&threads0, &threads1, el);
+    let busiest = idle.busiest;
     if !busiest.is_empty() {
         crate::outln!("  daemon + switch threads, busiest first: {busiest}");
     }
