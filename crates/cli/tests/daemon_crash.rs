@@ -305,6 +305,19 @@ fn a_daemon_killed_under_concurrent_creates_and_deletes_restores_what_it_acknowl
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Creates instance `name` running `Idle -> Discard;` through the
+/// daemon at `sock`.
+fn create_idle(sock: &Path, name: &str) {
+    let body = json!({"name": name, "config": "Idle -> Discard;"});
+    let r = api::call(
+        &To::Unix(sock),
+        "POST",
+        "/v1/instances",
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
 #[test]
 fn sigterm_leaves_no_cgroup_behind() {
     if !is_root("sigterm_leaves_no_cgroup_behind") {
@@ -318,14 +331,7 @@ fn sigterm_leaves_no_cgroup_behind() {
         let mine = daemon_cgroups(pid);
         if round > 0 {
             // Taking a pre-started sandbox starts its replacement at once.
-            let body = json!({"name": format!("t{round}"), "config": "Idle -> Discard;"});
-            let r = api::call(
-                &To::Unix(&sock),
-                "POST",
-                "/v1/instances",
-                body.to_string().as_bytes(),
-            );
-            assert_eq!(r.status, 201, "{}", r.text());
+            create_idle(&sock, &format!("t{round}"));
         }
         wait_until("pre-started sandboxes in the daemon's cgroup", || {
             mine.iter()
@@ -400,14 +406,7 @@ fn sigterm_stops_instances_started_from_the_pool_without_killing_them_first() {
             mine.iter()
                 .all(|d| children(d).iter().any(|c| c.starts_with("warm")))
         });
-        let body = json!({"name": format!("p{i}"), "config": "Idle -> Discard;"});
-        let r = api::call(
-            &To::Unix(&sock),
-            "POST",
-            "/v1/instances",
-            body.to_string().as_bytes(),
-        );
-        assert_eq!(r.status, 201, "{}", r.text());
+        create_idle(&sock, &format!("p{i}"));
     }
     let log = d.log.clone();
     let status = d.term();
