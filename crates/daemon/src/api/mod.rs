@@ -437,7 +437,10 @@ async fn quota_set(
     body: Body,
 ) -> Result<Response, ApiError> {
     a.admin(&h)?;
-    if !a.s.has_tenant(&name) {
+    // In a cluster, etcd says whether the tenant exists (its store answers
+    // "no tenant" below): this node's copy, from a watch, may not have a
+    // tenant just created through another node yet.
+    if a.s.cluster.is_none() && !a.s.has_tenant(&name) {
         return Err(status(StatusCode::NOT_FOUND, format!("no tenant `{name}`")));
     }
     let body = body::read(&h, body, MAX_SMALL_BODY).await?;
