@@ -315,13 +315,11 @@ fn cpu_by_thread() -> std::collections::BTreeMap<String, f64> {
         let Ok(s) = std::fs::read_to_string(t.path().join("stat")) else {
             continue;
         };
-        let (Some(open), Some(close)) = (s.find('('), s.rfind(')')) else {
+        let Some((name, cpu)) = stat_cpu(&s) else {
             continue;
         };
-        let name = s[open + 1..close].trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
-        let f: Vec<&str> = s[close + 1..].split_whitespace().collect();
-        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        *by.entry(name.to_string()).or_insert(0.0) += (ticks(11) + ticks(12)) / 100.0;
+        let name = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+        *by.entry(name.to_string()).or_insert(0.0) += cpu;
     }
     by
 }
@@ -348,17 +346,31 @@ fn busiest_threads(
 
 /// CPU seconds of these processes (utime + stime), from /proc.
 fn cpu_of(pids: &[u32]) -> f64 {
-    let tick = 100.0;
     pids.iter()
         .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
-        .filter_map(|s| {
-            let rest = s.rsplit(')').next()?.to_string();
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let u: f64 = f.get(11)?.parse().ok()?;
-            let k: f64 = f.get(12)?.parse().ok()?;
-            Some((u + k) / tick)
-        })
+        .filter_map(|s| stat_cpu(&s).map(|(_, cpu)| cpu))
         .sum()
+}
+
+/// A `/proc/.../stat` line's name (`comm`) and CPU seconds (utime +
+/// stime, in 10 ms ticks).
+fn stat_cpu(s: &str) -> Option<(&str, f64)> {
+    let (open, close) = (s.find('(')?, s.rfind(')')?);
+    let f: Vec<&str> = s[close + 1..].split_whitespace().collect();
+    let u: f64 = f.get(11)?.parse().ok()?;
+    let k: f64 = f.get(12)?.parse().ok()?;
+    Some((&s[open + 1..close], (u + k) / 100.0))
+}
+
+/// The instances' switch port geometry from `--slots` and `--ring`, the
+/// daemon's default for what is not given (None: neither given).
+pub(super) fn port_geometry(c: &Common) -> Result<Option<(u32, u32)>, String> {
+    let (slots, ring) = (c.opt::<u32>("--slots")?, c.opt::<u32>("--ring")?);
+    if slots.is_none() && ring.is_none() {
+        return Ok(None);
+    }
+    let d = crate::daemon::default_options()?.manager.geometry;
+    Ok(Some((slots.unwrap_or(d.slots), ring.unwrap_or(d.ring))))
 }
 
 fn handlers(c: &Common, runs: usize) -> Result<(), String> {
@@ -653,10 +665,7 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
     // daemon's default unless given. A sandboxed middlebox under load
     // takes up to a ring of frames per wake-up, so the ring bounds its
     // rate on machines where it shares a core (docs/benchmarks.md).
-    let geometry = match (c.opt::<u32>("--slots")?, c.opt::<u32>("--ring")?) {
-        (None, None) => None,
-        (slots, ring) => Some((slots.unwrap_or(256), ring.unwrap_or(128))),
-    };
+    let geometry = port_geometry(c)?;
     if let Some((slots, ring)) = geometry {
         crate::outln!("instance ports: {slots} slots, rings of {ring}");
     }

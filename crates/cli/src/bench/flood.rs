@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use pronto_switch::{Peer, RateLimit};
 use serde_json::json;
 
-use super::daemon::{mac_str, start_with, udp_frame, Scratch};
+use super::daemon::{mac_str, port_geometry, start_with, udp_frame, Scratch};
 use super::{plot, Common, Csv, PlotSpec};
 
 const QUIET: usize = 0;
@@ -56,10 +56,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     // default unless given): a sandbox that waits for a CPU holds up to a
     // ring of frames before its port drops, so the ring decides what a
     // scheduling delay costs the quiet tenant.
-    let geometry = match (c.opt::<u32>("--slots")?, c.opt::<u32>("--ring")?) {
-        (None, None) => None,
-        (slots, ring) => Some((slots.unwrap_or(256), ring.unwrap_or(128))),
-    };
+    let geometry = port_geometry(&c)?;
     if let Some((slots, ring)) = geometry {
         crate::outln!("ports: {slots} slots, rings of {ring}");
     }
