@@ -51,7 +51,7 @@ pub use layout::{Geometry, PeerBell, PortError, PortShm};
 pub use peer::Peer;
 pub use police::RateLimit;
 pub use switch::{
-    Config, PortCounters, PortStats, Revived, Switch, SwitchError, SwitchHandle, ThreadInfo,
+    Config, Local, PortCounters, PortStats, Revived, Switch, SwitchError, SwitchHandle, ThreadInfo,
 };
 
 /// Pins the calling thread to CPU `cpu` (benchmarks; `pronto switch

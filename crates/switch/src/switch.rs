@@ -427,6 +427,10 @@ impl TxSide {
         for i in 0..k {
             let d = self.fill_cache[i];
             if d.slot < slots {
+                // The peer read this slot last, on its CPU: the copy into
+                // it will find its first line sooner.
+                let at = self.geometry.slot_offset(d.slot) + RX_OFFSET as usize;
+                self.shm.region.prefetch(at);
                 self.fill_cache[n] = d;
                 n += 1;
             } else {
@@ -742,10 +746,26 @@ enum Cmd {
         Arc<PortStats>,
         mpsc::SyncSender<Result<(), SwitchError>>,
     ),
+    /// Move a device's frames in this thread's loop.
+    Local(Box<dyn Local>),
     Stop,
     /// Panic the thread (the tests' stand-in for a bug).
     #[cfg(test)]
     Crash,
+}
+
+/// A device whose frames a switching thread moves itself, in its own
+/// loop, once per round: the side a NIC served by the switching thread
+/// would be on (`pronto bench chain`'s generator and sink), so that no
+/// other thread hands the switch frames a few at a time through a ring
+/// whose indices bounce between two CPUs. It reaches the switch through
+/// the peer ends of ports ([`crate::Peer`]), like any other party. While
+/// a thread serves one, it sleeps at most a millisecond at a time (a
+/// device has no doorbell).
+pub trait Local: Send {
+    /// Moves what it can now: `Some(frames moved)`, or `None` once it is
+    /// done (the thread drops it).
+    fn poll(&mut self) -> Option<usize>;
 }
 
 /// Loop counters shared with the handle.
@@ -784,6 +804,8 @@ pub struct Switch {
     /// Frames moved since the thread last slept.
     since_sleep: u32,
     control: Option<(mpsc::Receiver<Cmd>, Arc<Doorbell>)>,
+    /// Devices this thread moves frames for ([`Local`]).
+    locals: Vec<Box<dyn Local>>,
     loop_stats: Arc<LoopStats>,
     stop: bool,
 }
@@ -832,6 +854,7 @@ impl Switch {
             empty: 0,
             since_sleep: 0,
             control: None,
+            locals: Vec::new(),
             loop_stats: Arc::new(LoopStats::default()),
             stop: false,
         })
@@ -1068,6 +1091,12 @@ impl Switch {
         let g = src.geometry;
         let src_id = src.id;
         let region = &src.shm.region;
+        // The peer wrote these frames on its CPU: ask for every header
+        // before reading the first (the region ignores an offset outside
+        // it; the descriptors are checked below).
+        for d in &descs[..n] {
+            region.prefetch(g.slot_offset(d.slot.min(g.slots)) + d.off as usize);
+        }
         let tap = src.stats.tap.get();
         let police_now = match src.police {
             Some(_) => crate::police::units_since(*start),
@@ -1432,12 +1461,30 @@ impl Switch {
                 Cmd::Adopt(id, shm, stats, reply) => {
                     let _ = reply.send(self.adopt(id, shm, stats));
                 }
+                Cmd::Local(l) => self.locals.push(l),
                 Cmd::Stop => self.stop = true,
                 #[cfg(test)]
                 Cmd::Crash => panic!("injected"),
             }
         }
         self.control = Some((rx, bell));
+    }
+
+    /// Polls the devices this thread serves (dropping those that are
+    /// done); frames they moved.
+    fn poll_locals(&mut self) -> usize {
+        if self.locals.is_empty() {
+            return 0;
+        }
+        let mut moved = 0;
+        self.locals.retain_mut(|l| match l.poll() {
+            Some(n) => {
+                moved += n;
+                true
+            }
+            None => false,
+        });
+        moved
     }
 
     /// Runs until stopped through the control channel: polls while busy,
@@ -1448,11 +1495,22 @@ impl Switch {
         // buffer lives on the switch thread's stack frame.
         let mut events = Vec::with_capacity(EVENTS);
         while !self.stop {
-            let moved = self.poll_once();
+            let local = self.poll_locals();
+            let moved = self.poll_once() + local;
             if self.hot.is_empty() {
+                if local > 0 {
+                    // A device sent to a parked port (which rang): take
+                    // the port back without sleeping.
+                    self.events(&mut events, Some(Duration::ZERO))?;
+                    continue;
+                }
                 self.since_sleep = 0;
                 self.empty = 0;
-                let timeout = (self.ages && self.cfg.learning).then_some(Duration::from_secs(1));
+                let timeout = if !self.locals.is_empty() {
+                    Some(Duration::from_millis(1))
+                } else {
+                    (self.ages && self.cfg.learning).then_some(Duration::from_secs(1))
+                };
                 self.loop_stats.sleeps.fetch_add(1, Ordering::Relaxed);
                 self.events(&mut events, timeout)?;
                 self.tick();
@@ -1739,6 +1797,17 @@ impl SwitchHandle {
         p.load[t] += 1;
         p.stats.insert(id, stats);
         p.shms.insert(id, shm_copy);
+        Ok(t)
+    }
+
+    /// Has the switching thread that serves port `port` move `local`'s
+    /// frames in its own loop ([`Local`]) until it reports itself done;
+    /// returns that thread. A device is not carried over to a restarted
+    /// thread.
+    pub fn serve_local(&self, port: u16, local: Box<dyn Local>) -> Result<usize, SwitchError> {
+        let p = self.placement();
+        let t = *p.owner.get(&port).ok_or(SwitchError::NoPort(port))?;
+        self.send(t, Cmd::Local(local))?;
         Ok(t)
     }
 

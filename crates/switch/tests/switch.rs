@@ -640,3 +640,136 @@ fn restarted_switching_threads_take_over_their_ports_under_traffic() {
     let e = sw.restart_thread(2).expect_err("no thread 2");
     assert_eq!(e.to_string(), "switching thread 2 does not exist (0 to 1)");
 }
+
+/// A device the switching thread serves itself: sends `n` frames to
+/// `mac(2)` from its port (never more than 64 ahead of those that came
+/// back, fewer than the other side lends), checks every frame that comes
+/// back, and reports itself done once `n` came back.
+struct Echoed {
+    p: Peer,
+    sent: u32,
+    got: u32,
+    n: u32,
+    seen: Arc<AtomicU64>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl pronto_switch::Local for Echoed {
+    fn poll(&mut self) -> Option<usize> {
+        if self.got == self.n {
+            return None;
+        }
+        let mut buf = [0u8; 2048];
+        let mut moved = 0;
+        while self.sent < self.n && self.sent < self.got + 64 {
+            let len = frame(mac(2), mac(1), self.sent, &mut buf);
+            if self.p.send(&[&buf[..len]]) == 0 {
+                break;
+            }
+            self.sent += 1;
+            moved += 1;
+        }
+        let (mut got, mut want) = (self.got, [0u8; 2048]);
+        moved += self.p.recv(|f| {
+            let len = frame(mac(1), mac(2), got, &mut want);
+            assert_eq!(f, &want[..len], "frame {got} came back changed");
+            got += 1;
+        });
+        self.got = got;
+        self.seen.store(got as u64, Ordering::Release);
+        Some(moved)
+    }
+}
+
+impl Drop for Echoed {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::Release);
+    }
+}
+
+#[test]
+fn a_device_served_by_the_switching_thread_exchanges_frames_and_is_dropped_when_done() {
+    let sw = SwitchHandle::spawn(Config {
+        learning: false,
+        threads: 2,
+        ..Config::default()
+    })
+    .expect("switch");
+    let (a, b) = (port("a"), port("b"));
+    assert_eq!(sw.attach(1, a.clone()).expect("attach a"), 0);
+    assert_eq!(sw.attach(2, b.clone()).expect("attach b"), 1);
+    sw.add_static(mac(1), 1).expect("static");
+    sw.add_static(mac(2), 2).expect("static");
+    let err = sw
+        .serve_local(9, Box::new(NoDevice))
+        .expect_err("no port 9");
+    assert_eq!(
+        err.to_string(),
+        pronto_switch::SwitchError::NoPort(9).to_string()
+    );
+    const N: u32 = 20_000;
+    let (seen, dropped) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let dev = Echoed {
+        p: Peer::new(a, 128).expect("peer a"),
+        sent: 0,
+        got: 0,
+        n: N,
+        seen: seen.clone(),
+        dropped: dropped.clone(),
+    };
+    // Served by the thread that serves its port.
+    assert_eq!(sw.serve_local(1, Box::new(dev)).expect("serve"), 0);
+    // The other side echoes every frame back, swapping the addresses and
+    // leaving the rest as it came.
+    let mut pb = Peer::new(b, 128).expect("peer b");
+    let mut want = [0u8; 2048];
+    let (mut echoed, t0) = (0u32, Instant::now());
+    while echoed < N {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "echoed {echoed} of {N}"
+        );
+        let mut back = Vec::new();
+        pb.recv(|f| {
+            let len = frame(mac(2), mac(1), echoed + back.len() as u32, &mut want);
+            assert_eq!(f, &want[..len], "frame {echoed} differs");
+            let mut g = f.to_vec();
+            g[..6].copy_from_slice(&mac(1));
+            g[6..12].copy_from_slice(&mac(2));
+            back.push(g);
+        });
+        for g in &back {
+            while pb.send(&[g]) == 0 {
+                assert!(t0.elapsed() < Duration::from_secs(20), "cannot send back");
+                std::thread::yield_now();
+            }
+        }
+        echoed += back.len() as u32;
+        if back.is_empty() {
+            pb.wait(Some(Duration::from_micros(200)));
+        }
+    }
+    wait_until("every frame back at the device", || {
+        seen.load(Ordering::Acquire) == N as u64
+    });
+    wait_until("the device dropped once done", || {
+        dropped.load(Ordering::Acquire)
+    });
+    for id in [1, 2] {
+        let c = sw.counters(id).expect("counters");
+        assert_eq!((c.rx_packets, c.tx_packets), (N as u64, N as u64), "{c:?}");
+        assert_eq!(c.drops(), 0, "{c:?}");
+    }
+    sw.stop().expect("stop");
+}
+
+struct NoDevice;
+
+impl pronto_switch::Local for NoDevice {
+    fn poll(&mut self) -> Option<usize> {
+        None
+    }
+}
