@@ -1,7 +1,9 @@
 //! `pronto bench chain` at its shortest: sandboxed firewalls through the
 //! switch, measured against the same firewall in one process in the same
 //! run, written as CSV (with the ratio) and PNG; `--pin` places the
-//! switch and the firewalls on CPUs of their own.
+//! switch and the firewalls on CPUs of their own; `--gen` puts the
+//! generator and sink in the switching thread's loop (the default) or on
+//! a thread of their own.
 
 use std::process::Command;
 
@@ -77,6 +79,13 @@ fn a_sandboxed_firewall_is_measured_against_one_process() {
         "{stdout}"
     );
     assert!(!stdout.contains("pinned:"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "generator and sink: in the switching thread's loop (a NIC served by the switch)"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("firewalls poll"), "{stdout}");
     check_sizes(dir.path());
 }
 
@@ -92,11 +101,49 @@ fn pinned_the_switch_and_the_firewalls_have_a_cpu_each() {
     }
     let (stdout, dir) = chain(&["--pin"]);
     assert!(
-        stdout.contains(
-            "pinned: switch, generator and sink on CPU 0; each firewall on CPU 1, polling \
-             200 µs after packets moved"
-        ),
+        stdout.contains("pinned: switch, generator and sink on CPU 0; each firewall on CPU 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("firewalls poll 200 µs after packets moved before they sleep"),
         "{stdout}"
     );
     check_sizes(dir.path());
+}
+
+#[test]
+fn the_generator_on_a_thread_of_its_own_hands_frames_through_a_port() {
+    if !is_root() {
+        eprintln!("SKIPPED the_generator_on_a_thread_of_its_own_...: sandboxes need root");
+        return;
+    }
+    let (stdout, dir) = chain(&["--gen", "thread", "--poll-window", "50"]);
+    assert!(
+        stdout.contains("generator and sink: on a thread of their own, through a port's rings"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("firewalls poll 50 µs after packets moved before they sleep"),
+        "{stdout}"
+    );
+    check_sizes(dir.path());
+}
+
+#[test]
+fn a_generator_placed_nowhere_known_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = Command::new(env!("CARGO_BIN_EXE_pronto"))
+        .args(["bench", "chain", "--gen", "nic", "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("pronto runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let want = if is_root() {
+        "--gen: `nic` is not a place for the generator; give `switch` (in the switching \
+         thread's loop, as a NIC it serves) or `thread` (a thread of its own)"
+    } else {
+        "sandboxes need root"
+    };
+    assert!(stderr.contains(want), "{stderr}");
 }

@@ -13,6 +13,8 @@
 //!   middleboxes in a chain, at the six frame sizes for one.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pronto_daemon::api::Daemon;
@@ -612,9 +614,90 @@ fn in_process_run(size: usize, dur: Duration) -> Result<f64, String> {
 /// polling for a while after packets moved instead of sleeping at once.
 const PIN_POLL_WINDOW_US: u64 = 200;
 
+/// How `pronto bench chain` runs its chains.
+struct ChainHow {
+    /// `--pin`: the switch on CPU 0, the firewalls on CPU 1.
+    pin: bool,
+    /// `--gen`.
+    gen: Gen,
+    /// `--poll-window`: how long the firewalls' routers keep polling after
+    /// packets moved (µs; 0: they sleep at once).
+    poll_window_us: u64,
+}
+
+/// Where `pronto bench chain`'s generator and sink run (`--gen`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gen {
+    /// In the switching thread's own loop, as a NIC served by the switch
+    /// would be (the default).
+    Switch,
+    /// On a thread of their own, handing frames to the switch through a
+    /// port's rings like any other party.
+    Thread,
+}
+
+/// The generator and sink as a device the switching thread serves itself
+/// ([`pronto_switch::Local`]): each round it takes what came out of the
+/// chain and sends a batch more, never more than `window` in flight (frames
+/// the chain lost leave the window after `stall` without one coming out).
+struct OnSwitch {
+    gen: Peer,
+    sink: Peer,
+    len: u16,
+    window: u64,
+    stall: Duration,
+    sent: u64,
+    got: u64,
+    idle_polls: u32,
+    idle_since: Instant,
+    shared: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    done: std::sync::mpsc::SyncSender<()>,
+}
+
+impl pronto_switch::Local for OnSwitch {
+    fn poll(&mut self) -> Option<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            let _ = self.done.try_send(());
+            return None;
+        }
+        let n = self.sink.recv_discard() as u64;
+        if n > 0 {
+            self.got += n;
+            self.shared.store(self.got, Ordering::Relaxed);
+            self.idle_polls = 0;
+        } else {
+            // The clock is read only while nothing comes out.
+            self.idle_polls += 1;
+            if self.idle_polls == 1 {
+                self.idle_since = Instant::now();
+            } else if self.idle_polls.is_multiple_of(256) && self.idle_since.elapsed() > self.stall
+            {
+                self.sent = self.got;
+                self.idle_polls = 0;
+            }
+        }
+        let mut k = 0;
+        if self.sent < self.got + self.window {
+            let room = (self.got + self.window - self.sent).min(32) as usize;
+            k = self.gen.send_written(self.len, room) as u64;
+            self.sent += k;
+        }
+        Some((n + k) as usize)
+    }
+}
+
 /// Frames per second through a chain of `n` sandboxed firewalls at `size`
-/// bytes (generator and sink ports in this process).
-fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration, pin: bool) -> Result<f64, String> {
+/// bytes (generator and sink ports in this process, driven where `where_`
+/// says).
+fn chain_rate(
+    s: &Scratch,
+    n: usize,
+    size: usize,
+    dur: Duration,
+    how: &ChainHow,
+) -> Result<f64, String> {
+    let (pin, where_) = (how.pin, how.gen);
     let m = s.d().manager().clone();
     let (gen_id, gen_shm) = m.attach_port("bench/gen").map_err(|e| e.to_string())?;
     let (sink_id, sink_shm) = m.attach_port("bench/sink").map_err(|e| e.to_string())?;
@@ -634,7 +717,9 @@ fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration, pin: bool) -> R
         });
         if pin {
             body["cpus"] = json!([1]);
-            body["poll_window_us"] = json!(PIN_POLL_WINDOW_US);
+        }
+        if how.poll_window_us > 0 {
+            body["poll_window_us"] = json!(how.poll_window_us);
         }
         let body = body.to_string();
         s.call(
@@ -650,8 +735,42 @@ fn chain_rate(s: &Scratch, n: usize, size: usize, dur: Duration, pin: bool) -> R
     gen.prefill(&f);
     // Keep at most 2,048 frames in flight: the chain sets the pace.
     let stall = Duration::from_millis(2);
-    drive(&mut gen, &mut sink, size as u16, 2048, stall, dur / 4);
-    let r = drive(&mut gen, &mut sink, size as u16, 2048, stall, dur);
+    let r = match where_ {
+        Gen::Thread => {
+            drive(&mut gen, &mut sink, size as u16, 2048, stall, dur / 4);
+            drive(&mut gen, &mut sink, size as u16, 2048, stall, dur)
+        }
+        Gen::Switch => {
+            let got = Arc::new(AtomicU64::new(0));
+            let stop = Arc::new(AtomicBool::new(false));
+            let (done_tx, done) = std::sync::mpsc::sync_channel(1);
+            let dev = OnSwitch {
+                gen,
+                sink,
+                len: size as u16,
+                window: 2048,
+                stall,
+                sent: 0,
+                got: 0,
+                idle_polls: 0,
+                idle_since: Instant::now(),
+                shared: got.clone(),
+                stop: stop.clone(),
+                done: done_tx,
+            };
+            m.switch()
+                .serve_local(gen_id, Box::new(dev))
+                .map_err(|e| format!("the generator on the switching thread: {e}"))?;
+            std::thread::sleep(dur / 4);
+            let (g0, t0) = (got.load(Ordering::Relaxed), Instant::now());
+            std::thread::sleep(dur);
+            let (g1, t1) = (got.load(Ordering::Relaxed), Instant::now());
+            stop.store(true, Ordering::Relaxed);
+            // The switching thread drops the device in its next round.
+            let _ = done.recv_timeout(Duration::from_secs(5));
+            (g1 - g0) as f64 / (t1 - t0).as_secs_f64()
+        }
+    };
     for name in names {
         let _ = m.remove("default", &name);
     }
@@ -669,6 +788,23 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
     if let Some((slots, ring)) = geometry {
         crate::outln!("instance ports: {slots} slots, rings of {ring}");
     }
+    let where_ = match c.opt::<String>("--gen")?.as_deref() {
+        None | Some("switch") => Gen::Switch,
+        Some("thread") => Gen::Thread,
+        Some(other) => {
+            return Err(format!(
+                "--gen: `{other}` is not a place for the generator; give `switch` (in the \
+                 switching thread's loop, as a NIC it serves) or `thread` (a thread of its own)"
+            ))
+        }
+    };
+    crate::outln!(
+        "generator and sink: {}",
+        match where_ {
+            Gen::Switch => "in the switching thread's loop (a NIC served by the switch)",
+            Gen::Thread => "on a thread of their own, through a port's rings",
+        }
+    );
     let pin = c.flag("--pin");
     if pin {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -678,11 +814,19 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
                  lets the benchmark use {cpus} CPU"
             ));
         }
-        crate::outln!(
-            "pinned: switch, generator and sink on CPU 0; each firewall on CPU 1, polling \
-             {PIN_POLL_WINDOW_US} µs after packets moved"
-        );
+        crate::outln!("pinned: switch, generator and sink on CPU 0; each firewall on CPU 1");
     }
+    let poll_window_us =
+        c.opt::<u64>("--poll-window")?
+            .unwrap_or(if pin { PIN_POLL_WINDOW_US } else { 0 });
+    if poll_window_us > 0 {
+        crate::outln!("firewalls poll {poll_window_us} µs after packets moved before they sleep");
+    }
+    let how = ChainHow {
+        pin,
+        gen: where_,
+        poll_window_us,
+    };
     let s = start_with("chain", 2048, geometry, pin.then_some(0))?;
     if pin {
         // The generator and sink share the switch's CPU, as a NIC served
@@ -699,7 +843,7 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
     crate::outln!("| frame | kpps | Gb/s | one process, kpps | of one process |");
     crate::outln!("|---:|---:|---:|---:|---:|");
     for size in [64usize, 128, 256, 512, 1024, 1500] {
-        let r = chain_rate(&s, 1, size, dur, pin)?;
+        let r = chain_rate(&s, 1, size, dur, &how)?;
         // Let the last instance's removal and the pool's refill finish
         // before the baseline takes its CPU.
         std::thread::sleep(Duration::from_millis(500));
@@ -739,7 +883,7 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
     crate::outln!("|---:|---:|---:|");
     let mut one = 0.0;
     for n in 1..=5 {
-        let r = chain_rate(&s, n, 64, dur, pin)?;
+        let r = chain_rate(&s, n, 64, dur, &how)?;
         if n == 1 {
             one = r;
         }

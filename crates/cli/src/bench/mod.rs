@@ -95,7 +95,11 @@ Options by subcommand (the defaults in brackets):
   consolidate            --count N [10000]
   chain                  --duration SECONDS [1] per point, --slots N [256] and
                          --ring N [128]: the instances' switch port geometry,
-                         --pin: switch + generator on CPU 0, firewalls on CPU 1
+                         --pin: switch + generator on CPU 0, firewalls on CPU 1,
+                         --gen switch|thread [switch]: generator and sink in the
+                         switching thread's loop (a NIC it serves) or a thread,
+                         --poll-window US [0; --pin: 200]: firewalls poll that
+                         long after packets moved before they sleep
   flood                  --duration SECONDS [3] per phase, --share F [0.3],
                          --limit RATE [the quiet tenant's rate, in pps],
                          --size BYTES [64], --slots N [256] and --ring N [128]:
