@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use pronto_netdev::{RxDevice, RxStats, Sent, TxDevice};
-use pronto_packet::{Batch, Pool};
+use pronto_packet::{Batch, Packet, Pool};
 use pronto_switch::Peer;
 
 /// Where a process's interfaces attach, when they are switch ports.
@@ -381,6 +381,45 @@ impl TxBackend {
                 } else {
                     Sent::Failed
                 }
+            }
+        }
+    }
+
+    /// Sends every packet of `batch`, in order (a frame that finds the
+    /// ring full has it handed over and is tried once more), then hands
+    /// them over; `done` gets each packet and whether it went. A switch
+    /// port is locked once for the batch, not once a frame: a locked
+    /// instruction waits for the stores before it, so one per frame would
+    /// make each frame's copy wait for the one before.
+    pub fn send_batch(&mut self, batch: &mut Batch, mut done: impl FnMut(Packet, bool)) {
+        match self {
+            TxBackend::Dev(d) => {
+                for p in batch.drain() {
+                    let mut r = d.send(p.data());
+                    if r == Sent::Full {
+                        d.flush();
+                        r = d.send(p.data());
+                    }
+                    done(p, r == Sent::Ok);
+                }
+                d.flush();
+            }
+            TxBackend::Switch(t) => {
+                let mut port = lock(&t.port);
+                for p in batch.drain() {
+                    let mut ok = port.peer.queue(p.data());
+                    let len = p.data().len();
+                    if !ok
+                        && (pronto_switch::layout::MIN_FRAME as usize
+                            ..=pronto_switch::layout::MAX_FRAME as usize)
+                            .contains(&len)
+                    {
+                        port.peer.flush();
+                        ok = port.peer.queue(p.data());
+                    }
+                    done(p, ok);
+                }
+                port.peer.flush();
             }
         }
     }

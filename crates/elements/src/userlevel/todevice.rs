@@ -1,6 +1,6 @@
 //! `ToDevice`: sends packets out of a Linux network interface.
 
-use pronto_netdev::{Method, Sent, TxDevice};
+use pronto_netdev::{Method, TxDevice};
 
 use super::swport::TxBackend;
 use pronto_packet::Batch;
@@ -93,26 +93,20 @@ impl ToDevice {
     }
 
     fn send_batch(&mut self, batch: &mut Batch, out: &mut Out<'_>) {
-        for p in batch.drain() {
-            let mut r = self.dev.send(p.data());
-            if r == Sent::Full {
-                // Hand the ring to the kernel and try once more.
-                self.dev.flush();
-                r = self.dev.send(p.data());
-            }
-            if r == Sent::Ok {
-                self.count += 1;
-                if self.noutputs > 0 {
+        let (count, drops, noutputs) = (&mut self.count, &mut self.drops, self.noutputs);
+        self.dev.send_batch(batch, |p, sent| {
+            if sent {
+                *count += 1;
+                if noutputs > 0 {
                     out.emit(0, p);
                 }
             } else {
-                self.drops += 1;
-                if self.noutputs > 1 {
+                *drops += 1;
+                if noutputs > 1 {
                     out.emit(1, p);
                 }
             }
-        }
-        self.dev.flush();
+        });
         let (errors, last) = self.dev.errors();
         if errors > self.reported_errors {
             if self.reported_errors == 0 {
