@@ -323,19 +323,39 @@ fn interrupted_experiment_removes_its_namespaces() {
 
 #[test]
 fn flood_experiment_writes_its_table() {
+    flood(
+        &[],
+        "generators and sinks: on the benchmark's thread, through their ports' rings",
+    );
+}
+
+#[test]
+fn flood_experiment_with_the_generators_on_the_switching_thread() {
+    flood(
+        &["--gen", "switch"],
+        "generators and sinks: in the switching thread's loop (NICs served by the switch)",
+    );
+}
+
+/// Runs `pronto bench flood` with `extra` and checks its table, its plot
+/// and the line that says where the generators ran (`place`).
+fn flood(extra: &[&str], place: &str) {
     if let Some(why) = missing(&[]) {
         eprintln!("SKIPPED bench_net flood test: {why} (sandboxes). CI runs it as root.");
         return;
     }
-    let out = OutDir::new("flood");
+    let out = OutDir::new(&format!("flood{}", extra.len()));
     let dir = out.0.to_string_lossy().into_owned();
-    let (o, _) = bench(&["flood", "--duration", "0.3", "--out", &dir]);
+    let mut args = vec!["flood", "--duration", "0.3", "--out", &dir];
+    args.extend_from_slice(extra);
+    let (o, _) = bench(&args);
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         o.status.success(),
         "pronto bench flood failed:\n{stdout}\n{stderr}"
     );
+    assert!(stdout.contains(place), "{stdout}");
     let rows = read_csv(
         &out.0.join("flood.csv"),
         "phase,quiet_offered_kpps,quiet_kpps,flooded_offered_kpps,flooded_kpps,quiet_of_alone",

@@ -614,6 +614,19 @@ fn in_process_run(size: usize, dur: Duration) -> Result<f64, String> {
 /// polling for a while after packets moved instead of sleeping at once.
 const PIN_POLL_WINDOW_US: u64 = 200;
 
+/// `--gen switch|thread`, `default` if not given.
+pub(super) fn gen_place(c: &Common, default: Gen) -> Result<Gen, String> {
+    match c.opt::<String>("--gen")?.as_deref() {
+        None => Ok(default),
+        Some("switch") => Ok(Gen::Switch),
+        Some("thread") => Ok(Gen::Thread),
+        Some(other) => Err(format!(
+            "--gen: `{other}` is not a place for the generator; give `switch` (in the \
+             switching thread's loop, as a NIC it serves) or `thread` (a thread of its own)"
+        )),
+    }
+}
+
 /// How `pronto bench chain` runs its chains.
 struct ChainHow {
     /// `--pin`: the switch on CPU 0, the firewalls on CPU 1.
@@ -625,9 +638,10 @@ struct ChainHow {
     poll_window_us: u64,
 }
 
-/// Where `pronto bench chain`'s generator and sink run (`--gen`).
+/// Where the generators and sinks of `pronto bench chain` and `flood`
+/// run (`--gen`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Gen {
+pub(super) enum Gen {
     /// In the switching thread's own loop, as a NIC served by the switch
     /// would be (the default).
     Switch,
@@ -788,16 +802,7 @@ fn chain(c: &Common, secs: f64) -> Result<(), String> {
     if let Some((slots, ring)) = geometry {
         crate::outln!("instance ports: {slots} slots, rings of {ring}");
     }
-    let where_ = match c.opt::<String>("--gen")?.as_deref() {
-        None | Some("switch") => Gen::Switch,
-        Some("thread") => Gen::Thread,
-        Some(other) => {
-            return Err(format!(
-                "--gen: `{other}` is not a place for the generator; give `switch` (in the \
-                 switching thread's loop, as a NIC it serves) or `thread` (a thread of its own)"
-            ))
-        }
-    };
+    let where_ = gen_place(c, Gen::Switch)?;
     crate::outln!(
         "generator and sink: {}",
         match where_ {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use pronto_switch::{Peer, RateLimit};
 use serde_json::json;
 
-use super::daemon::{mac_str, port_geometry, start_with, udp_frame, Scratch};
+use super::daemon::{gen_place, mac_str, port_geometry, start_with, udp_frame, Gen, Scratch};
 use super::{plot, Common, Csv, PlotSpec};
 
 const QUIET: usize = 0;
@@ -60,6 +60,18 @@ pub fn main(args: &[String]) -> Result<(), String> {
     if let Some((slots, ring)) = geometry {
         crate::outln!("ports: {slots} slots, rings of {ring}");
     }
+    // On the benchmark's thread by default: with both generators in the
+    // switching thread's loop the flood reaches 14-20 Mpps, and on two
+    // vCPUs the two sandboxes then share the one the switch leaves
+    // (docs/benchmarks.md, "What is left").
+    let gen = gen_place(&c, Gen::Thread)?;
+    crate::outln!(
+        "generators and sinks: {}",
+        match gen {
+            Gen::Switch => "in the switching thread's loop (NICs served by the switch)",
+            Gen::Thread => "on the benchmark's thread, through their ports' rings",
+        }
+    );
     run(
         &c,
         Duration::from_secs_f64(secs),
@@ -67,6 +79,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         limit,
         size,
         geometry,
+        gen,
     )
 }
 
@@ -85,6 +98,7 @@ fn run(
     limit: Option<RateLimit>,
     size: usize,
     geometry: Option<(u32, u32)>,
+    gen: Gen,
 ) -> Result<(), String> {
     let s = start_with("flood", 2048, geometry, None)?;
     let m = s.d().manager().clone();
@@ -128,7 +142,8 @@ fn run(
             sink_id,
         });
     }
-    let r = phases(&s, &mut tenants, dur, share, limit, size, c);
+    let traffic = Traffic { gen, dur, size };
+    let r = phases(&s, &mut tenants, &traffic, share, limit, c);
     for name in NAMES {
         let _ = m.remove("default", name);
     }
@@ -146,59 +161,155 @@ struct Phase {
     got: [f64; 2],
 }
 
-/// Drives the quiet tenant at `rate` frames per second (0: as fast as its
-/// port takes them) and, if `flood`, the other tenant as fast as its port
-/// takes them, for `d`.
-fn drive(ts: &mut [Tenant], rate: f64, flood: bool, size: usize, d: Duration) -> Phase {
-    let len = size as u16;
-    let (mut sent, mut got) = ([0u64; 2], [0u64; 2]);
-    let t0 = Instant::now();
-    loop {
-        let el = t0.elapsed();
-        if el >= d {
-            break;
+/// One phase's traffic: the quiet tenant at `rate` frames per second (0:
+/// as fast as its port takes them) and, if `flood`, the other tenant as
+/// fast as its port takes them, for `d`; then 20 ms for what is still in
+/// flight.
+struct Run {
+    rate: f64,
+    flood: bool,
+    len: u16,
+    d: Duration,
+    t0: Instant,
+    sent: [u64; 2],
+    got: [u64; 2],
+    /// When the phase's time was up (the settling started).
+    ended: Option<Duration>,
+}
+
+impl Run {
+    fn new(rate: f64, flood: bool, size: usize, d: Duration) -> Run {
+        Run {
+            rate,
+            flood,
+            len: size as u16,
+            d,
+            t0: Instant::now(),
+            sent: [0; 2],
+            got: [0; 2],
+            ended: None,
         }
-        let due = if rate > 0.0 {
-            ((rate * el.as_secs_f64()) as u64).saturating_sub(sent[QUIET])
+    }
+
+    /// One round: a batch more where due, what came out taken. False once
+    /// the phase and its settling are over.
+    fn step(&mut self, ts: &mut [Tenant]) -> bool {
+        let el = self.t0.elapsed();
+        if self.ended.is_none() && el >= self.d {
+            self.ended = Some(el);
+        }
+        if let Some(end) = self.ended {
+            if el >= end + Duration::from_millis(20) {
+                return false;
+            }
         } else {
-            32
-        };
-        if due > 0 {
-            sent[QUIET] += ts[QUIET].gen.send_written(len, due.min(32) as usize) as u64;
-        }
-        if flood {
-            sent[FLOOD] += ts[FLOOD].gen.send_written(len, 32) as u64;
+            let due = if self.rate > 0.0 {
+                ((self.rate * el.as_secs_f64()) as u64).saturating_sub(self.sent[QUIET])
+            } else {
+                32
+            };
+            if due > 0 {
+                self.sent[QUIET] +=
+                    ts[QUIET].gen.send_written(self.len, due.min(32) as usize) as u64;
+            }
+            if self.flood {
+                self.sent[FLOOD] += ts[FLOOD].gen.send_written(self.len, 32) as u64;
+            }
         }
         for (i, t) in ts.iter_mut().enumerate() {
-            got[i] += t.sink.recv_discard() as u64;
+            self.got[i] += t.sink.recv_discard() as u64;
+        }
+        true
+    }
+
+    fn phase(&self) -> Phase {
+        let el = self
+            .ended
+            .unwrap_or_else(|| self.t0.elapsed())
+            .as_secs_f64();
+        Phase {
+            offered: [self.sent[0] as f64 / el, self.sent[1] as f64 / el],
+            got: [self.got[0] as f64 / el, self.got[1] as f64 / el],
         }
     }
-    let el = t0.elapsed().as_secs_f64();
-    // What is still in flight arrives within a few milliseconds.
-    let settle = Instant::now();
-    while settle.elapsed() < Duration::from_millis(20) {
-        for (i, t) in ts.iter_mut().enumerate() {
-            got[i] += t.sink.recv_discard() as u64;
+}
+
+/// The generators and sinks as a device of the switching thread (`--gen
+/// switch`): it runs one phase, then hands the tenants' ports back.
+struct OnSwitch {
+    ts: Option<Vec<Tenant>>,
+    run: Run,
+    back: std::sync::mpsc::SyncSender<(Vec<Tenant>, Phase)>,
+}
+
+impl pronto_switch::Local for OnSwitch {
+    fn poll(&mut self) -> Option<usize> {
+        let ts = self.ts.as_mut()?;
+        let before: u64 = self.run.sent.iter().chain(&self.run.got).sum();
+        if self.run.step(ts) {
+            let after: u64 = self.run.sent.iter().chain(&self.run.got).sum();
+            return Some((after - before) as usize);
         }
+        let ts = self.ts.take()?;
+        let _ = self.back.send((ts, self.run.phase()));
+        None
     }
-    Phase {
-        offered: [sent[0] as f64 / el, sent[1] as f64 / el],
-        got: [got[0] as f64 / el, got[1] as f64 / el],
+}
+
+/// Runs one phase (see [`Run`]) where `gen` says: on this thread, or in
+/// the switching thread's loop.
+fn drive(
+    m: &pronto_daemon::manager::Manager,
+    gen: Gen,
+    ts: &mut Vec<Tenant>,
+    rate: f64,
+    flood: bool,
+    size: usize,
+    d: Duration,
+) -> Result<Phase, String> {
+    let mut run = Run::new(rate, flood, size, d);
+    if gen == Gen::Thread {
+        while run.step(ts) {}
+        return Ok(run.phase());
     }
+    let port = ts[QUIET].gen_id;
+    let (back, from) = std::sync::mpsc::sync_channel(1);
+    let dev = OnSwitch {
+        ts: Some(std::mem::take(ts)),
+        run,
+        back,
+    };
+    m.switch()
+        .serve_local(port, Box::new(dev))
+        .map_err(|e| format!("the generators on the switching thread: {e}"))?;
+    let (taken, phase) = from
+        .recv_timeout(d + Duration::from_secs(10))
+        .map_err(|_| "the switching thread did not end the phase".to_string())?;
+    *ts = taken;
+    Ok(phase)
+}
+
+/// How every phase sends: where the generators run, for how long, frames
+/// of what size.
+struct Traffic {
+    gen: Gen,
+    dur: Duration,
+    size: usize,
 }
 
 fn phases(
     s: &Scratch,
-    ts: &mut [Tenant],
-    dur: Duration,
+    ts: &mut Vec<Tenant>,
+    t: &Traffic,
     share: f64,
     limit: Option<RateLimit>,
-    size: usize,
     c: &Common,
 ) -> Result<(), String> {
+    let (gen, dur, size) = (t.gen, t.dur, t.size);
+    let m = s.d().manager().clone();
     // Warm up, then what the quiet tenant forwards alone at full speed.
-    drive(ts, 0.0, false, size, dur / 4);
-    let full = drive(ts, 0.0, false, size, dur).got[QUIET];
+    drive(&m, gen, ts, 0.0, false, size, dur / 4)?;
+    let full = drive(&m, gen, ts, 0.0, false, size, dur)?.got[QUIET];
     // Rounded to 100 frames a second, so that the default limit reads well.
     let rate = ((full * share / 100.0).round() * 100.0).max(1_000.0);
     let limit = limit.unwrap_or(RateLimit {
@@ -211,8 +322,8 @@ fn phases(
         rate / 1e3,
         share * 100.0
     );
-    let alone = drive(ts, rate, false, size, dur);
-    let beside = drive(ts, rate, true, size, dur);
+    let alone = drive(&m, gen, ts, rate, false, size, dur)?;
+    let beside = drive(&m, gen, ts, rate, true, size, dur)?;
     s.call(
         "PUT",
         "/v1/instances/flooded/rate_limit",
@@ -223,7 +334,7 @@ fn phases(
                 .as_bytes(),
         )),
     )?;
-    let limited = drive(ts, rate, true, size, dur);
+    let limited = drive(&m, gen, ts, rate, true, size, dur)?;
     let mut csv = Csv::new(&[
         "phase",
         "quiet_offered_kpps",

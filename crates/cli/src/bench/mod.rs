@@ -103,7 +103,7 @@ Options by subcommand (the defaults in brackets):
   flood                  --duration SECONDS [3] per phase, --share F [0.3],
                          --limit RATE [the quiet tenant's rate, in pps],
                          --size BYTES [64], --slots N [256] and --ring N [128]:
-                         the switch ports' geometry
+                         the switch ports' geometry, --gen switch|thread [thread]
   cluster                --nodes N [100], --instances N [10000], --trials N [5],
                          --ttl SECONDS [2]
   nfp                    --duration, --max, --dc, --rising, --work, --no-pin,
