@@ -1111,11 +1111,6 @@ impl Switch {
         let mut reply_len = [0u8; BATCH];
         let mut replies_n = 0;
         let mut groups = 0u64;
-        // A batch is usually one sender's frames to one destination: the
-        // table is looked up again only when an address changes (an
-        // address wider than 48 bits matches none).
-        let mut checked_src: Mac = u64::MAX;
-        let mut last_dst: (Mac, Option<u16>) = (u64::MAX, None);
         for (i, d) in descs[..n].iter().enumerate() {
             target[i] = TO_NOBODY;
             if d.len < MIN_FRAME
@@ -1141,14 +1136,13 @@ impl Switch {
             }
             let dst_mac = mac(&[hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]]);
             let src_mac = mac(&[hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]]);
-            if cfg.learning && src_mac != checked_src && !is_group(src_mac) {
-                checked_src = src_mac;
-                if (learn_n == 0 || learn[learn_n - 1] != src_mac)
-                    && f.table.needs_learn(src_mac, src_id, now)
-                {
-                    learn[learn_n] = src_mac;
-                    learn_n += 1;
-                }
+            if cfg.learning
+                && !is_group(src_mac)
+                && (learn_n == 0 || learn[learn_n - 1] != src_mac)
+                && f.table.needs_learn(src_mac, src_id, now)
+            {
+                learn[learn_n] = src_mac;
+                learn_n += 1;
             }
             let to = if is_group(dst_mac) {
                 if answers_arp && dst_mac == BROADCAST && d.len >= 42 {
@@ -1178,12 +1172,8 @@ impl Switch {
                 groups += 1;
                 flood = true;
                 continue;
-            } else if dst_mac == last_dst.0 {
-                last_dst.1
             } else {
-                let to = f.table.lookup(dst_mac, now);
-                last_dst = (dst_mac, to);
-                to
+                f.table.lookup(dst_mac, now)
             };
             match to {
                 Some(t) if t != src_id && f.tx[t as usize].is_some() => target[i] = t as u32,
