@@ -1007,6 +1007,20 @@ impl Cluster {
             .cloned()
     }
 
+    /// Whether tenant `name` exists: the watched cache, and etcd when the
+    /// cache does not have it (a tenant just created through another node
+    /// reaches this node's cache only with its watch).
+    pub fn tenant_exists(&self, name: &str) -> Result<bool, Failure> {
+        if name == DEFAULT_TENANT || self.tenant_names().iter().any(|x| x == name) {
+            return Ok(true);
+        }
+        Ok(self
+            .etcd
+            .get(&tenant_key(name))
+            .map_err(etcd_failure)?
+            .is_some())
+    }
+
     /// The cluster's tenants' names (the watched cache).
     pub fn tenant_names(&self) -> Vec<String> {
         let t = self.tenants.read().unwrap_or_else(|e| e.into_inner());

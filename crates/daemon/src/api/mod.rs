@@ -314,8 +314,24 @@ async fn tenants_list(State(a): State<App>, h: HeaderMap) -> Result<Response, Ap
     Ok(Json(v).into_response())
 }
 
+/// Whether tenant `t` exists; in a cluster, etcd is asked when this
+/// node's copy (from a watch) does not have it yet.
+async fn tenant_exists(a: &App, t: &str) -> Result<bool, ApiError> {
+    if a.s.has_tenant(t) {
+        return Ok(true);
+    }
+    match a.s.cluster.clone() {
+        Some(c) => {
+            let t = t.to_string();
+            blocking(move || Ok(c.tenant_exists(&t)?)).await
+        }
+        None => Ok(false),
+    }
+}
+
 impl Shared {
-    /// Whether tenant `t` exists.
+    /// Whether tenant `t` exists (in a cluster, as this node's copy has
+    /// it: see [`tenant_exists`]).
     fn has_tenant(&self, t: &str) -> bool {
         if let Some(c) = &self.cluster {
             return t == DEFAULT_TENANT || c.tenant_names().iter().any(|x| x == t);
@@ -420,7 +436,7 @@ async fn quota_show(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     let visible = match a.caller(&h)? {
-        Caller::Admin => a.s.has_tenant(&name),
+        Caller::Admin => tenant_exists(&a, &name).await?,
         // Another tenant's is "not found", as if it did not exist.
         Caller::Tenant(own) => own == name,
     };
@@ -716,7 +732,7 @@ async fn instances_create(
         }
         (Caller::Tenant(own), _) => own.clone(),
     };
-    if !a.s.has_tenant(&tenant) {
+    if !tenant_exists(&a, &tenant).await? {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no tenant `{tenant}` (create it with POST /v1/tenants)"),
