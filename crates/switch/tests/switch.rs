@@ -720,11 +720,13 @@ fn a_device_served_by_the_switching_thread_exchanges_frames_and_is_dropped_when_
         seen: seen.clone(),
         dropped: dropped.clone(),
     };
+    // The other side lends its slots before the first frame comes (the
+    // switch drops, and counts, a frame for a port with none lent), and
+    // echoes every frame back, swapping the addresses and leaving the
+    // rest as it came.
+    let mut pb = Peer::new(b, 128).expect("peer b");
     // Served by the thread that serves its port.
     assert_eq!(sw.serve_local(1, Box::new(dev)).expect("serve"), 0);
-    // The other side echoes every frame back, swapping the addresses and
-    // leaving the rest as it came.
-    let mut pb = Peer::new(b, 128).expect("peer b");
     let mut want = [0u8; 2048];
     let (mut echoed, t0) = (0u32, Instant::now());
     while echoed < N {
