@@ -7,6 +7,7 @@ mod cluster;
 mod daemon;
 mod flood;
 mod gen;
+mod middleboxes;
 mod netns;
 mod nfp;
 pub mod plot;
@@ -46,6 +47,10 @@ Subcommands:
   handlers   handler write/read round trips through the REST API, 1 B to 64 KB
   consolidate  --count N (10,000) instances at once answering ARP and ping; memory, idle CPU
   chain      switch + sandboxed firewalls: by frame size, and chains of 1 to 5
+  middleboxes  each example middlebox (firewall, stateful firewall, NAT, CGNAT,
+             load balancer, router, IDS) as a sandboxed instance on its own trace,
+             every frame at least --size B, against the same configuration in one
+             process and the 10 Gb/s line rate
   flood      two tenants' sandboxed firewalls: what a neighbour offered a steady
              rate (--share of what it forwards alone) keeps beside a tenant
              flooded at full speed, and with that tenant rate-limited (--limit)
@@ -100,6 +105,10 @@ Options by subcommand (the defaults in brackets):
                          switching thread's loop (a NIC it serves) or a thread,
                          --poll-window US [0; --pin: 200]: firewalls poll that
                          long after packets moved before they sleep
+  middleboxes            --duration SECONDS [2] per middlebox, --size BYTES [128]
+                         (on the wire), --runs N [3] one-process runs,
+                         --packets N [1000000] per one-process run,
+                         --print-config: both forms of each example, then stop
   flood                  --duration SECONDS [3] per phase, --share F [0.3],
                          --limit RATE [the quiet tenant's rate, in pps],
                          --size BYTES [64], --slots N [256] and --ring N [128]:
@@ -134,6 +143,7 @@ pub fn main(args: &[String]) -> ExitCode {
         "boot" | "handlers" | "chain" | "consolidate" => daemon::main(sub, rest),
         "nfp" => nfp::main(rest),
         "flood" => flood::main(rest),
+        "middleboxes" => middleboxes::main(rest),
         "chaos" => chaos::main(rest),
         "cluster" => cluster::main(rest),
         "soak" => soak::main(rest),
