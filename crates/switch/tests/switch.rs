@@ -41,19 +41,44 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 /// Sends `n` frames to `peer_mac` (never more than `window` ahead of what
 /// the other side counted) and receives `n`, checking each byte.
 fn exchange(
-    mut p: Peer,
+    p: Peer,
     me: [u8; 6],
     them: [u8; 6],
     n: u32,
     mine: Arc<AtomicU64>,
     theirs: Arc<AtomicU64>,
 ) -> Peer {
+    exchange_gated(p, me, them, n, mine, theirs, None)
+}
+
+/// Holds a sender before frame `at` until `count` reaches `min` (it
+/// goes on receiving meanwhile).
+struct Gate {
+    at: u32,
+    count: Arc<AtomicU64>,
+    min: u64,
+}
+
+/// [`exchange`], held at `gate` if given.
+fn exchange_gated(
+    mut p: Peer,
+    me: [u8; 6],
+    them: [u8; 6],
+    n: u32,
+    mine: Arc<AtomicU64>,
+    theirs: Arc<AtomicU64>,
+    gate: Option<Gate>,
+) -> Peer {
+    let held = |sent: u32| {
+        gate.as_ref()
+            .is_some_and(|g| sent == g.at && g.count.load(Ordering::Acquire) < g.min)
+    };
     let mut buf = [0u8; 2048];
     let mut want = [0u8; 2048];
     let (mut sent, mut got) = (0u32, 0u32);
     while sent < n || got < n {
         let mut progress = false;
-        while sent < n && (sent as u64) < theirs.load(Ordering::Acquire) + 32 {
+        while sent < n && (sent as u64) < theirs.load(Ordering::Acquire) + 32 && !held(sent) {
             let len = frame(them, me, sent, &mut buf);
             if p.send(&[&buf[..len]]) == 0 {
                 break;
@@ -605,7 +630,15 @@ fn restarted_switching_threads_take_over_their_ports_under_traffic() {
     let pb = Peer::new(b, 128).expect("peer b");
     let (x, y) = (ca.clone(), cb.clone());
     let done = Arc::new(AtomicBool::new(false));
-    let ta = std::thread::spawn(move || exchange(pa, mac(1), mac(2), N, x, y));
+    // Peer a sends its second half only after two restarts, so that the
+    // restarts fall inside the exchange however fast it runs.
+    let restarted = Arc::new(AtomicU64::new(0));
+    let gate = Gate {
+        at: N / 2,
+        count: restarted.clone(),
+        min: 2,
+    };
+    let ta = std::thread::spawn(move || exchange_gated(pa, mac(1), mac(2), N, x, y, Some(gate)));
     let tb = std::thread::spawn(move || exchange(pb, mac(2), mac(1), N, cb, ca));
     let (sw2, done2) = (sw.clone(), done.clone());
     let restarter = std::thread::spawn(move || {
@@ -615,6 +648,7 @@ fn restarted_switching_threads_take_over_their_ports_under_traffic() {
             assert_eq!((r.thread, r.ports), ((n % 2) as usize, 1));
             assert_eq!(r.reason, "running");
             n += 1;
+            restarted.store(n, Ordering::Release);
             std::thread::sleep(Duration::from_millis(2));
         }
         n
