@@ -72,6 +72,22 @@ class ClientTest(unittest.TestCase):
             c.create("py-spinning", COUNTING, poll_window_us=2_000_000)
         self.assertEqual(e.exception.field, "poll_window_us")
 
+        with self.assertRaises(BadRequest) as e:
+            c.create("py-nosy", COUNTING, files={"../etc/shadow": "x"})
+        self.assertEqual(e.exception.field, "files")
+        self.assertIn("has a `..` component", e.exception.message)
+
+        # A file its configuration reads, given with it.
+        routes = "10.0.0.0/8 1\n"
+        r = c.create("py-routes", "rt :: RadixIPLookup(ROUTES conf/routes.txt, 0.0.0.0/0 0);\n"
+                     "Idle -> rt; rt[0] -> Discard; rt[1] -> Discard;\n",
+                     files={"conf/routes.txt": routes})
+        try:
+            self.assertEqual(r.state, "running")
+            self.assertIn("10.0.0.0/8", c.read("py-routes", "rt.table"))
+        finally:
+            c.remove("py-routes")
+
         i = c.create("py-fw", COUNTING, memory="16M", cpus=[0], weight=250,
                      rate_limit="1Gbps,100kpps", port_slots=512, port_ring=256,
                      poll_window_us=150, interfaces=[("eth0", "02:00:00:00:0a:01")], group="py-chain")

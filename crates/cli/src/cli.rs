@@ -588,6 +588,12 @@ pub struct CreateArgs {
     /// multicasts (repeatable).
     #[arg(long, value_name = "IFACE[=MAC[,IP][,nobroadcast]]")]
     pub iface: Vec<String>,
+    /// A file its configuration reads (IDS rules, routes, subscribers,
+    /// keys), handed to its sandbox, which sees no file of this machine:
+    /// PATH as the configuration names it, read from LOCAL (default:
+    /// PATH) (repeatable; 64 files, 1 MiB in all).
+    #[arg(long, value_name = "PATH[=LOCAL]")]
+    pub file: Vec<String>,
 }
 
 /// An instance's name.
@@ -816,6 +822,9 @@ impl CtlCmd {
                     .flag("--prefer-node", &a.prefer_node);
                 for i in a.iface {
                     c.flags.push(("--iface".into(), i));
+                }
+                for f in a.file {
+                    c.flags.push(("--file".into(), f));
                 }
                 c
             }

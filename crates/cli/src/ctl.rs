@@ -196,6 +196,16 @@ fn run(call: CtlCall, g: &Global) -> Result<(), String> {
             if !ifaces.is_empty() {
                 body["interfaces"] = json!(ifaces);
             }
+            let mut files = serde_json::Map::new();
+            for f in flag(&["--file"]) {
+                let (path, local) = f.split_once('=').unwrap_or((&f, &f));
+                let text = std::fs::read_to_string(local)
+                    .map_err(|e| format!("--file {f}: cannot read {local}: {e}"))?;
+                files.insert(path.to_string(), json!(text));
+            }
+            if !files.is_empty() {
+                body["files"] = Value::Object(files);
+            }
             if let Some(t) = &c.tenant {
                 body["tenant"] = json!(t);
             }
@@ -823,6 +833,9 @@ fn print_instance(c: &Ctx, v: &Value, created: bool) {
     }
     if let Some(n) = v["prefer_node"].as_str() {
         crate::outln!("prefers:    node {n}");
+    }
+    for (path, bytes) in v["files"].as_object().into_iter().flatten() {
+        crate::outln!("file:       {path} ({bytes} bytes)");
     }
     crate::outln!("restarts:   {}", v["restarts"]);
     if let Some(cr) = v["last_crash"].as_object() {

@@ -1603,3 +1603,102 @@ fn the_daemon_holds_one_descriptor_per_instance() {
         "all but the first removed: {before:?} -> {removed:?} descriptors"
     );
 }
+
+#[test]
+fn an_instance_reads_the_files_it_was_given_and_says_how_to_give_a_missing_one() {
+    use common::api::{self, To};
+    if !is_root() {
+        eprintln!("SKIPPED an_instance_reads_the_files_it_was_given_...: sandboxes need root");
+        return;
+    }
+    let dir = common::scratch("daemon-files");
+    let _d = start(&dir);
+    let sock = dir.join("sock");
+    let unix = To::Unix(&sock);
+    let config =
+        "FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> ids :: IDSMatcher(rules/my.rules);\n\
+                  ids[0] -> Discard; ids[1] -> Discard;";
+    let post = |body: serde_json::Value| {
+        api::call(&unix, "POST", "/v1/instances", body.to_string().as_bytes())
+    };
+    // A path that climbs out, or too many bytes: refused, with the field.
+    let r = post(serde_json::json!({"name": "bad", "config": config,
+        "files": {"../etc/passwd": "x"}}));
+    assert_eq!(
+        r.error(400, Some("files")),
+        "files: the path `../etc/passwd` has a `..` component"
+    );
+    let big = "#".repeat(600 << 10);
+    let r = post(serde_json::json!({"name": "bad", "config": config,
+        "files": {"a": big, "b": big}}));
+    assert_eq!(
+        r.error(400, Some("files")),
+        "files: 1228800 bytes in all, at most 1048576 (1 MiB)"
+    );
+    // Without the file the sandbox cannot read it, and says how to give it.
+    let file = write(&dir, "ids.click", config);
+    let f = file.to_str().expect("path");
+    let (made, _, err) = cli(&dir, &["create", "blind", "--config", f, "--iface", "eth0"]);
+    assert!(!made);
+    assert!(
+        err.contains(
+            "cannot read rules file /rules/my.rules: No such file or directory (os error 2); a \
+             sandboxed instance reads only the files given with it (`files` in its spec, \
+             `pronto create --file`)"
+        ),
+        "{err}"
+    );
+    // Given from the command line (the path as the configuration names it,
+    // the text from a local file): read, shown, and kept for a new
+    // configuration.
+    let rules = write(
+        &dir,
+        "local.rules",
+        "alert tcp any any -> any 80 (msg:\"a\"; content:\"attack\"; sid:1;)\n\
+         alert udp any any -> any 53 (msg:\"b\"; content:\"evil\"; sid:2;)\n",
+    );
+    let given = format!("rules/my.rules={}", rules.display());
+    ok(
+        &dir,
+        &[
+            "create", "ids", "--config", f, "--iface", "eth0", "--file", &given,
+        ],
+    );
+    assert_eq!(ok(&dir, &["read", "ids", "ids.rules"]).trim(), "2");
+    let shown = ok(&dir, &["show", "ids"]);
+    assert!(
+        shown.contains("file:       rules/my.rules (126 bytes)\n"),
+        "{shown}"
+    );
+    let v = api::call(&unix, "GET", "/v1/instances/ids", b"").json();
+    assert_eq!(v["files"], serde_json::json!({"rules/my.rules": 126}));
+    let r = api::call(
+        &unix,
+        "PUT",
+        "/v1/instances/ids/config",
+        serde_json::json!({"config": config.replace("IDSMatcher(rules/my.rules)",
+            "IDSMatcher(./rules/my.rules, HOME_NET 10.0.0.0/8)")})
+        .to_string()
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(ok(&dir, &["read", "ids", "ids.rules"]).trim(), "2");
+    let (made, _, err) = cli(
+        &dir,
+        &[
+            "create",
+            "x",
+            "--config",
+            f,
+            "--file",
+            "rules/my.rules=/nonexistent/r",
+        ],
+    );
+    assert!(!made);
+    assert_eq!(
+        err,
+        "pronto create: --file rules/my.rules=/nonexistent/r: cannot read /nonexistent/r: No \
+         such file or directory (os error 2)\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -119,6 +119,12 @@ pub struct InstanceSpec {
     /// any instance when that node dies (`pronto chain apply --nodes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefer_node: Option<String>,
+    /// Files its configuration reads (IDS rules, routes, subscribers,
+    /// keys), by the path the configuration names: handed to the sandbox
+    /// before the configuration, which reads them as if on disk
+    /// (`pronto_elements::files`). At most 64, 1 MiB in all.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub files: std::collections::BTreeMap<String, String>,
     /// When it was created (Unix milliseconds).
     pub created_unix_ms: u64,
 }
@@ -237,6 +243,7 @@ impl InstanceSpec {
             poll_window_us: None,
             group: None,
             prefer_node: None,
+            files: Default::default(),
             created_unix_ms: 0,
         }
     }
@@ -543,6 +550,11 @@ mod tests {
                 ip: None,
                 broadcast: None,
             }],
+            files: [(
+                "rules/a.rules".to_string(),
+                "alert ip any any -> any any (sid:1;)".to_string(),
+            )]
+            .into(),
             created_unix_ms: 1,
             ..InstanceSpec::new("acme", "fw1", "Idle -> Discard;")
         };

@@ -12,6 +12,7 @@
 mod args;
 pub mod chatter;
 mod element;
+pub mod files;
 pub mod random;
 pub mod registry;
 pub mod util;

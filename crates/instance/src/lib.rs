@@ -448,6 +448,12 @@ impl Instance {
                 self.limits.poll_window_ns = i64::try_from(ns).unwrap_or(i64::MAX);
                 ok("")
             }
+            Request::File(path, text) => match pronto_sandbox::proto::check_file_path(path)
+                .and_then(|()| pronto_elements::files::give(path, text))
+            {
+                Ok(()) => ok(""),
+                Err(e) => err(format!("FILE: {e}")),
+            },
             Request::Write(h, v) => match self.call(false, h, v) {
                 Ok(_) => ok(""),
                 Err(e) => err(e),

@@ -1172,6 +1172,12 @@ impl Sandbox {
         self.request(&Request::Pool(slots))
     }
 
+    /// `FILE path text`: configurations built from now on read `text`
+    /// when they read a file named `path`.
+    pub fn give_file(&mut self, path: &str, text: &str) -> Result<String, SandboxError> {
+        self.request(&Request::File(path, text))
+    }
+
     /// `READ element.handler`.
     pub fn read(&mut self, handler: &str) -> Result<String, SandboxError> {
         self.request(&Request::Read(handler))

@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | `PING` | liveness | `OK pronto-instance` |
 //! | `PORT <iface> <slots> <ring>` + 3 descriptors | interface `iface` is this switch port: its memfd and its two doorbells (to the switch, to the instance), in that order; configurations then name only given interfaces in `FromDevice`/`ToDevice` | `OK` |
+//! | `FILE <path> <text>` | the file `path` (no spaces) holds `text`: configurations built from now on that read a file by that path (IDS rules, routes, subscribers, keys) read this one; bounded in number and size (`pronto_elements::files`) | `OK`, or `ERR <why>` |
 //! | `CONFIG <text>` | parse and build a Click configuration, replacing the current one. While one runs, the new one is built and checked first: a bad one is refused and the old one keeps running; a good one takes the old one's state (Click's hot-swap: elements of the same name and class hand over queued packets, flows, ARP entries) and runs at once. The first accepted configuration locks the instance down (seccomp) before the reply | `OK <N> elements`, with `; took state: ELEMENT (WHAT), ...` when state moved, or `ERR <diagnostics>` (rendered rustc-style, file name `config`) |
 //! | `READ <element>.<handler> [<args>]` | call a read handler (also while running), with arguments for those that take them | `OK <value>` |
 //! | `WRITE <element>.<handler>[ <value>]` | call a write handler (value: the rest of the frame, may be empty or contain spaces; also while running) | `OK` |
@@ -41,6 +42,41 @@ pub const MAX_MESSAGE: usize = 16 << 20;
 /// How much of a frame is read (and buffered) at a time.
 const CHUNK: usize = 64 << 10;
 
+/// The longest path a file given with `FILE` may have.
+pub const MAX_FILE_PATH: usize = 255;
+
+/// Whether `path` may name a file given with `FILE`: not empty, at most [`MAX_FILE_PATH`]
+/// bytes, no whitespace or control characters, no `..` component, not a
+/// directory (a trailing `/`). The error says which rule it breaks.
+pub fn check_file_path(path: &str) -> Result<(), String> {
+    if path.trim_start_matches("./").is_empty() {
+        return Err("a file's path is empty".into());
+    }
+    if path.len() > MAX_FILE_PATH {
+        return Err(format!(
+            "a file's path is longer than {MAX_FILE_PATH} bytes"
+        ));
+    }
+    if let Some(c) = path.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "the path `{}` has a {} in it",
+            path.escape_debug(),
+            if c.is_control() {
+                "control character"
+            } else {
+                "space"
+            }
+        ));
+    }
+    if path.split('/').any(|c| c == "..") {
+        return Err(format!("the path `{path}` has a `..` component"));
+    }
+    if path.ends_with('/') {
+        return Err(format!("the path `{path}` names a directory"));
+    }
+    Ok(())
+}
+
 /// A request to an instance.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request<'a> {
@@ -67,6 +103,9 @@ pub enum Request<'a> {
     /// now on keep polling (yielding their CPU) this long before they
     /// sleep (0: sleep at once, the default).
     Poll(u64),
+    /// `FILE <path> <text>`: the file `path` (no spaces in it) holds
+    /// `text`, for configurations built from now on that read it.
+    File(&'a str, &'a str),
     /// `STOP`.
     Stop,
 }
@@ -86,6 +125,7 @@ impl<'a> Request<'a> {
             Request::Sockets => b"SOCKETS".to_vec(),
             Request::Pool(n) => format!("POOL {n}").into_bytes(),
             Request::Poll(ns) => format!("POLL {ns}").into_bytes(),
+            Request::File(p, t) => format!("FILE {p} {t}").into_bytes(),
             Request::Stop => b"STOP".to_vec(),
         }
     }
@@ -145,6 +185,14 @@ impl<'a> Request<'a> {
                     .map_err(|_| format!("POLL: expected a number of nanoseconds, found `{a}`"))
             }
             "CONFIG" => Ok(Request::Config(arg.unwrap_or(""))),
+            "FILE" => {
+                let rest = need("PATH TEXT")?;
+                let (p, t) = rest.split_once(' ').unwrap_or((rest, ""));
+                if p.is_empty() {
+                    return Err("FILE: expected a path before the text".into());
+                }
+                Ok(Request::File(p, t))
+            }
             "READ" => Ok(Request::Read(need("ELEMENT.HANDLER")?)),
             "WRITE" => {
                 let rest = need("ELEMENT.HANDLER [VALUE]")?;
@@ -155,8 +203,8 @@ impl<'a> Request<'a> {
                 Ok(Request::Write(h, v))
             }
             _ => Err(format!(
-                "unknown request `{}`: expected PING, PORT, POOL, POLL, CONFIG, READ, WRITE, RUN, \
-                 WAIT, SOCKETS or STOP",
+                "unknown request `{}`: expected PING, PORT, POOL, POLL, FILE, CONFIG, READ, WRITE, \
+                 RUN, WAIT, SOCKETS or STOP",
                 verb.chars().take(32).collect::<String>()
             )),
         }
@@ -300,6 +348,11 @@ mod tests {
             Request::Pool(11565),
             Request::Poll(200_000),
             Request::Poll(0),
+            Request::File(
+                "examples/ids.rules",
+                "alert tcp any any -> any 80 (sid:1;)\nx y",
+            ),
+            Request::File("empty", ""),
             Request::Stop,
         ] {
             let enc = r.encode();
@@ -308,6 +361,37 @@ mod tests {
         assert_eq!(
             Request::parse(b"READ").expect_err("no handler"),
             "READ: expected ELEMENT.HANDLER"
+        );
+        assert_eq!(check_file_path("").unwrap_err(), "a file's path is empty");
+        assert_eq!(check_file_path("./").unwrap_err(), "a file's path is empty");
+        assert_eq!(
+            check_file_path("a/../../etc/passwd").unwrap_err(),
+            "the path `a/../../etc/passwd` has a `..` component"
+        );
+        assert_eq!(
+            check_file_path("a b").unwrap_err(),
+            "the path `a b` has a space in it"
+        );
+        assert_eq!(
+            check_file_path("a\nb").unwrap_err(),
+            "the path `a\\nb` has a control character in it"
+        );
+        assert_eq!(
+            check_file_path("dir/").unwrap_err(),
+            "the path `dir/` names a directory"
+        );
+        assert_eq!(
+            check_file_path(&"x".repeat(256)).unwrap_err(),
+            "a file's path is longer than 255 bytes"
+        );
+        assert!(check_file_path("/etc/pronto/ids.rules").is_ok());
+        assert_eq!(
+            Request::parse(b"FILE").expect_err("no path"),
+            "FILE: expected PATH TEXT"
+        );
+        assert_eq!(
+            Request::parse(b"FILE  text").expect_err("empty path"),
+            "FILE: expected a path before the text"
         );
         assert_eq!(
             Request::parse(b"PING x").expect_err("argument"),

@@ -23,14 +23,14 @@
 //!   and one of its first third (configuration excluded), the median of
 //!   `--runs`.
 //!
-//! Files an element reads or writes are a limit of the sandboxed form: an
-//! instance is given a configuration, not files. Logs (the CGNAT's
-//! allocation log, the IDS's alert log) go to `/dev/null` in one process
-//! and are left out in a sandbox. `--print-config` prints both forms of
-//! each example and stops. The router's routes are written into
-//! its `RadixIPLookup` (the element takes the same entries inline); the
-//! IDS's rules have no inline form, so it runs in one process only and its
-//! row says why.
+//! The files the examples read (the IDS's rules, the router's routes)
+//! are given to the sandboxed instance with it (its `files`), under the
+//! paths the examples name; in one process they are written to a scratch
+//! directory. The IDS logs no alerts in either form (`QUIET true`: a
+//! line per alert is not what is measured); the CGNAT's allocation log
+//! goes to `/dev/null` in one process and is left out in a sandbox: an
+//! instance has files to read, not to write. `--print-config` prints both
+//! forms of each example and stops.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -107,17 +107,22 @@ enum Ends<'a> {
     OneProcess(&'a Path, Option<f64>),
 }
 
-/// `text` with its ends replaced as [`Ends`] says (module docs); `routes`
-/// are the router's routes, written inline; `rules` the path of the IDS
-/// rules (one process only). Errors name the example's problem.
-fn convert(text: &str, ends: &Ends, rules: Option<&Path>) -> Result<String, String> {
+/// The files the examples read, by the paths they name.
+const FILES: &[(&str, &str)] = &[
+    ("examples/ids.rules", IDS_RULES),
+    ("examples/router-routes.txt", ROUTES),
+];
+
+/// `text` with its ends replaced as [`Ends`] says (module docs); in one
+/// process the files it reads are under `files` ([`FILES`] written
+/// there). Errors name the example's problem.
+fn convert(text: &str, ends: &Ends, files: Option<&Path>) -> Result<String, String> {
     let mut sm = SourceMap::new();
     let file = sm.add("<example>".to_string(), text.to_string());
     let mut defines = vec![
         ("OUT".to_string(), "/dev/null".to_string()),
         ("ALERTS".to_string(), "/dev/null".to_string()),
         ("LOG".to_string(), "@LOG@".to_string()),
-        ("ROUTES".to_string(), "@ROUTES@".to_string()),
     ];
     if let Ends::OneProcess(t, _) = ends {
         defines.push(("TRACE".to_string(), t.display().to_string()));
@@ -132,12 +137,6 @@ fn convert(text: &str, ends: &Ends, rules: Option<&Path>) -> Result<String, Stri
             .collect::<Vec<_>>()
             .join("\n")
     })?;
-    let inline_routes: Vec<String> = ROUTES
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect();
     let mut keep = Vec::with_capacity(flat.elements.len());
     let mut elements: Vec<FlatElement> = Vec::new();
     let mut outs = Vec::new();
@@ -181,23 +180,14 @@ fn convert(text: &str, ends: &Ends, rules: Option<&Path>) -> Result<String, Stri
                 e.config = format!("{}, {}", mac_str(&MB_MAC), mac_str(&SINK_MAC));
                 outs.push(elements.len());
             }
-            "IDSMatcher" => match rules {
-                Some(p) => {
-                    e.config = e
-                        .config
-                        .replacen("examples/ids.rules", &p.to_string_lossy(), 1)
-                }
-                None => {
-                    return Err("IDSMatcher reads its rules from a file, and a sandboxed \
-                                instance is given a configuration, not files"
-                        .into())
-                }
-            },
             _ => {}
         }
-        // Logs (the CGNAT's allocation log, the IDS's alerts) go to
-        // /dev/null in one process and are left out in a sandbox: an
-        // instance has no file to write them to.
+        // The IDS logs no alerts; the CGNAT's allocation log goes to
+        // /dev/null in one process and is left out in a sandbox: an
+        // instance has no file to write it to.
+        if e.class == "IDSMatcher" {
+            e.config = e.config.replace("LOG @LOG@", "QUIET true");
+        }
         match ends {
             Ends::Port => {
                 for pat in [", LOG @LOG@", "LOG @LOG@, ", "LOG @LOG@"] {
@@ -206,10 +196,11 @@ fn convert(text: &str, ends: &Ends, rules: Option<&Path>) -> Result<String, Stri
             }
             Ends::OneProcess(..) => e.config = e.config.replace("@LOG@", "/dev/null"),
         }
-        if e.config.contains("ROUTES @ROUTES@") {
-            e.config = e
-                .config
-                .replace("ROUTES @ROUTES@", &inline_routes.join(", "));
+        if let Some(dir) = files {
+            for (path, _) in FILES {
+                let here = dir.join(Path::new(path).file_name().unwrap_or_default());
+                e.config = e.config.replace(path, &here.to_string_lossy());
+            }
         }
         keep.push(Some(elements.len()));
         elements.push(e);
@@ -417,10 +408,16 @@ fn sandboxed(
 ) -> Result<Sandboxed, String> {
     let m = s.d().manager().clone();
     let name = format!("mb-{}", ex.name);
+    let files: serde_json::Map<String, serde_json::Value> = FILES
+        .iter()
+        .filter(|(path, _)| config.contains(path))
+        .map(|(path, text)| (path.to_string(), json!(text)))
+        .collect();
     let body = json!({
         "name": name,
         "config": config,
         "interfaces": [{"name": "eth0", "mac": mac_str(&MB_MAC)}],
+        "files": files,
     })
     .to_string();
     s.call(
@@ -515,14 +512,15 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let work = std::env::temp_dir().join(format!("pronto-bench-mb-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let _cleanup = RemoveDir(work.clone());
-    let rules = work.join("ids.rules");
-    std::fs::write(&rules, IDS_RULES)
-        .map_err(|e| format!("cannot write {}: {e}", rules.display()))?;
+    for (path, text) in FILES {
+        let here = work.join(Path::new(path).file_name().unwrap_or_default());
+        std::fs::write(&here, text).map_err(|e| format!("cannot write {}: {e}", here.display()))?;
+    }
     if c.flag("--print-config") {
         let trace = work.join("TRACE.pcap");
         for ex in EXAMPLES {
             crate::outln!("// {}, in one process\n", ex.name);
-            let one = convert(ex.config, &Ends::OneProcess(&trace, None), Some(&rules));
+            let one = convert(ex.config, &Ends::OneProcess(&trace, None), Some(&work));
             crate::outln!("{}", one.map_err(|e| format!("{}: {e}", ex.name))?);
             crate::outln!("// {}, sandboxed\n", ex.name);
             match convert(ex.config, &Ends::Port, None) {
@@ -565,7 +563,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         let trace = work.join(format!("{}.pcap", ex.name));
         write_trace(&trace, &frames, 3 * packets)?;
         let conv = |end| {
-            convert(ex.config, &Ends::OneProcess(&trace, end), Some(&rules))
+            convert(ex.config, &Ends::OneProcess(&trace, end), Some(&work))
                 .map_err(|e| format!("{}: {e}", ex.name))
         };
         // Stamps are 1 µs apart: the first third ends after `packets` µs.
@@ -674,47 +672,56 @@ mod tests {
                 "{}: {one}",
                 ex.name
             );
-            let short = convert(ex.config, &Ends::OneProcess(t, Some(0.5)), None);
-            if ex.name != "ids" {
-                let short = short.unwrap_or_else(|e| panic!("{}: {e}", ex.name));
-                assert!(short.contains("STOP true, END_AFTER 0.500000s)"), "{short}");
-            }
+            let short = convert(ex.config, &Ends::OneProcess(t, Some(0.5)), None)
+                .unwrap_or_else(|e| panic!("{}: {e}", ex.name));
+            assert!(short.contains("STOP true, END_AFTER 0.500000s)"), "{short}");
             assert!(
                 !one.contains(":: ToDump") && !one.contains(":: DriverManager"),
                 "{one}"
             );
             assert_eq!(one.matches(":: FromDump").count(), 1, "{}: {one}", ex.name);
-            match convert(ex.config, &Ends::Port, None) {
-                Ok(p) => {
-                    assert!(p.contains("FromDevice(eth0, BURST 32)"), "{p}");
-                    assert!(p.contains("bench_tx :: ToDevice(eth0, BURST 32)"), "{p}");
-                    assert!(
-                        p.contains("EtherRewrite(02:00:00:00:0b:01, 02:00:00:00:0b:fe)"),
-                        "{p}"
-                    );
-                    assert!(
-                        !p.contains(":: FromDump") && !p.contains(":: ToDump"),
-                        "{p}"
-                    );
-                    assert!(!p.contains("LOG"), "{p}");
-                }
-                Err(e) => {
-                    assert_eq!(ex.name, "ids", "{}: {e}", ex.name);
-                    assert!(e.contains("rules from a file"), "{e}");
-                }
-            }
+            let p = convert(ex.config, &Ends::Port, None)
+                .unwrap_or_else(|e| panic!("{}: {e}", ex.name));
+            assert!(p.contains("FromDevice(eth0, BURST 32)"), "{p}");
+            assert!(p.contains("bench_tx :: ToDevice(eth0, BURST 32)"), "{p}");
+            assert!(
+                p.contains("EtherRewrite(02:00:00:00:0b:01, 02:00:00:00:0b:fe)"),
+                "{p}"
+            );
+            assert!(
+                !p.contains(":: FromDump") && !p.contains(":: ToDump"),
+                "{p}"
+            );
+            assert!(!p.contains("LOG"), "{p}");
         }
     }
 
     #[test]
-    fn the_router_gets_its_routes_inline() {
-        let ex = EXAMPLES
-            .iter()
-            .find(|e| e.name == "router")
-            .expect("router");
-        let p = convert(ex.config, &Ends::Port, None).expect("router");
-        assert!(p.contains("198.51.100.0/24 10.0.0.2 1"), "{p}");
-        assert!(!p.contains("ROUTES"), "{p}");
+    fn the_files_read_are_the_given_ones_sandboxed_and_the_written_ones_in_one_process() {
+        for (name, path, here) in [
+            (
+                "router",
+                "ROUTES examples/router-routes.txt",
+                "ROUTES /tmp/r/router-routes.txt",
+            ),
+            (
+                "ids",
+                "IDSMatcher(examples/ids.rules",
+                "IDSMatcher(/tmp/r/ids.rules",
+            ),
+        ] {
+            let ex = EXAMPLES.iter().find(|e| e.name == name).expect(name);
+            let p = convert(ex.config, &Ends::Port, None).expect(name);
+            assert!(p.contains(path), "{p}");
+            let t = Path::new("/tmp/x.pcap");
+            let one = convert(
+                ex.config,
+                &Ends::OneProcess(t, None),
+                Some(Path::new("/tmp/r")),
+            )
+            .expect(name);
+            assert!(one.contains(here), "{one}");
+        }
     }
 
     #[test]

@@ -532,9 +532,11 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
                     "node",
                     "group",
                     "prefer_node",
+                    "files",
                 ],
             )
             .map_err(msg)?;
+            files_of(&mut f).map_err(msg)?;
             let name: String = f.need("name").map_err(msg)?;
             let _: String = f.need("config").map_err(msg)?;
             let tenant: Option<String> = f.opt("tenant").map_err(msg)?;
@@ -575,6 +577,36 @@ pub fn parse_request_body(kind: BodyKind, body: &[u8]) -> Result<(), String> {
             .map(|_| ())
             .map_err(msg),
     }
+}
+
+/// The most files an instance may be given, and their total size.
+pub const MAX_FILES: usize = 64;
+/// See [`MAX_FILES`].
+pub const MAX_FILES_BYTES: usize = 1 << 20;
+
+/// An instance's `files` (`{"PATH": "TEXT", ...}`), if given, checked:
+/// each path as the sandbox takes it, at most [`MAX_FILES`] files and
+/// [`MAX_FILES_BYTES`] in all.
+fn files_of(f: &mut Fields) -> Result<std::collections::BTreeMap<String, String>, ApiError> {
+    let files: std::collections::BTreeMap<String, String> = f.opt("files")?.unwrap_or_default();
+    if files.len() > MAX_FILES {
+        return Err(bad(
+            format!("files: {} files, at most {MAX_FILES}", files.len()),
+            Some("files"),
+        ));
+    }
+    let total: usize = files.values().map(String::len).sum();
+    if total > MAX_FILES_BYTES {
+        return Err(bad(
+            format!("files: {total} bytes in all, at most {MAX_FILES_BYTES} (1 MiB)"),
+            Some("files"),
+        ));
+    }
+    for p in files.keys() {
+        pronto_sandbox::proto::check_file_path(p)
+            .map_err(|e| bad(format!("files: {e}"), Some("files")))?;
+    }
+    Ok(files)
 }
 
 /// An instance's `poll_window_us`, if given, checked.
@@ -686,8 +718,10 @@ async fn instances_create(
             "node",
             "group",
             "prefer_node",
+            "files",
         ],
     )?;
+    let files = files_of(&mut f)?;
     let name: String = f.need("name")?;
     let config: String = f.need("config")?;
     let asked: Option<String> = f.opt("tenant")?;
@@ -758,6 +792,7 @@ async fn instances_create(
         poll_window_us,
         group,
         prefer_node,
+        files,
         created_unix_ms: 0,
     };
     if let Some(c) = a.s.cluster.clone() {

@@ -124,6 +124,14 @@ impl Manager {
         }
         sb.set_pool_limit(self.pool_limit_of(spec))
             .map_err(internal)?;
+        for (path, text) in &spec.files {
+            sb.give_file(path, text).map_err(|e| match e {
+                SandboxError::Remote(t) => {
+                    Failure::BadRequest(format!("files: {t}"), Some("files"))
+                }
+                e => internal(e),
+            })?;
+        }
         match sb.configure(config) {
             Ok(_) => {}
             Err(SandboxError::Remote(t)) => return Err(Failure::BadRequest(t, Some("config"))),

@@ -503,6 +503,10 @@ impl Manager {
         if let Some(us) = spec.poll_window_us.filter(|&us| us > 0) {
             reqs.push((Request::Poll(us * 1_000), &[]));
         }
+        // The files its configuration reads, before the configuration.
+        for (path, text) in &spec.files {
+            reqs.push((Request::File(path, text), &[]));
+        }
         reqs.push((Request::Config(&spec.config), &[]));
         // Where the SOCKETS answer is (the one after CONFIG's).
         let sockets_at = reqs.len();

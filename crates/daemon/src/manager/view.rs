@@ -99,6 +99,9 @@ pub struct InstanceView {
     /// (cluster) The node it is placed on first when it is live, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefer_node: Option<String>,
+    /// The files it was given, by path: their sizes in bytes.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub files: std::collections::BTreeMap<String, usize>,
     /// Interfaces.
     pub interfaces: Vec<IfaceView>,
     /// Sandbox process id (host's view).
@@ -224,6 +227,11 @@ pub(crate) fn view_of(inst: &Instance, pss: Option<u64>, applied: Applied) -> In
         poll_window_us: spec.poll_window_us.filter(|&us| us > 0),
         group: spec.group,
         prefer_node: spec.prefer_node,
+        files: spec
+            .files
+            .iter()
+            .map(|(p, t)| (p.clone(), t.len()))
+            .collect(),
         interfaces,
         pid: st.pid,
         boot_ms: st.boot_ms,

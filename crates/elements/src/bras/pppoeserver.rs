@@ -530,7 +530,7 @@ impl PPPoEServer {
             ]));
         }
         let path = ctx.path(&subs);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = crate::files::read_to_string(&path).map_err(|e| {
             ConfigError::new(format!("SUBSCRIBERS: cannot read {}: {e}", path.display()))
         })?;
         let file = SubscriberFile::parse(&path.display().to_string(), &text)

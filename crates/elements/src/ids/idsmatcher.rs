@@ -66,7 +66,7 @@ fn load(
     path: &std::path::Path,
     vars: &[(String, String)],
 ) -> Result<(Engine, Vec<String>), String> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_to_string(path)
         .map_err(|e| format!("cannot read rules file {}: {e}", path.display()))?;
     let shown = path.display().to_string();
     let set = rules::parse(&text, &shown, vars).map_err(|errs| {

@@ -130,7 +130,7 @@ impl LookupIP6Route {
             if let Some(file) = routes_file_arg(arg) {
                 let file = pronto_lang::args::unquote(file);
                 let path = ctx.path(&file);
-                let text = std::fs::read_to_string(&path)
+                let text = crate::files::read_to_string(&path)
                     .map_err(|e| cfg_err(format!("ROUTES: {}: {e}", path.display())))?;
                 for (n, line) in text.lines().enumerate() {
                     let line = line.split_once('#').map_or(line, |(a, _)| a).trim();

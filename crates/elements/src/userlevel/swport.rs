@@ -66,6 +66,11 @@ pub fn set_sandboxed() {
     SANDBOXED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether this process is a sandboxed instance ([`set_sandboxed`]).
+pub fn sandboxed() -> bool {
+    SANDBOXED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Whether interfaces are switch ports in this process (`pronto run
 /// --switch`, or a sandboxed instance).
 pub fn ports_in_use() -> bool {

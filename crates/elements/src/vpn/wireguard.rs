@@ -233,7 +233,7 @@ impl WireGuard {
             )));
         }
         let path = ctx.path(&file);
-        let text = std::fs::read_to_string(&path)
+        let text = crate::files::read_to_string(&path)
             .map_err(|e| ConfigError::new(format!("CONFIG: cannot read `{file}`: {e}")))?;
         let conf =
             WgConf::parse(&file, &text).map_err(|e| ConfigError::new(format!("CONFIG: {e}")))?;
