@@ -223,12 +223,7 @@ struct Opts {
 
 /// Runs `pronto bench chaos`.
 pub fn main(args: &[String]) -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("sandboxes need root (namespaces, cgroups)".into());
-    }
-    let c = Common::parse(args)?;
-    pronto_switch::raise_fd_limit()
-        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    let c = Common::for_sandboxes(args)?;
     let o = Opts {
         duration: Duration::from_secs_f64(c.opt("--duration")?.unwrap_or(30.0)),
         rate: c.opt("--rate")?.unwrap_or(500),

@@ -26,12 +26,7 @@ use crate::http::{request, Endpoint};
 
 /// Runs `pronto bench boot|handlers|chain`.
 pub fn main(sub: &str, args: &[String]) -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("sandboxes need root (namespaces, cgroups)".into());
-    }
-    let c = Common::parse(args)?;
-    pronto_switch::raise_fd_limit()
-        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    let c = Common::for_sandboxes(args)?;
     match sub {
         "boot" => boot(
             &c,

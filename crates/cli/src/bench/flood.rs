@@ -36,12 +36,7 @@ struct Tenant {
 
 /// Runs `pronto bench flood`.
 pub fn main(args: &[String]) -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("sandboxes need root (namespaces, cgroups)".into());
-    }
-    let c = Common::parse(args)?;
-    pronto_switch::raise_fd_limit()
-        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    let c = Common::for_sandboxes(args)?;
     let secs: f64 = c.opt("--duration")?.unwrap_or(3.0);
     let share: f64 = c.opt("--share")?.unwrap_or(0.3);
     if !(0.01..=1.0).contains(&share) {

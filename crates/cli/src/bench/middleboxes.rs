@@ -493,12 +493,7 @@ fn sandboxed(
 
 /// Runs `pronto bench middleboxes`.
 pub fn main(args: &[String]) -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("sandboxes need root (namespaces, cgroups)".into());
-    }
-    let c = Common::parse(args)?;
-    pronto_switch::raise_fd_limit()
-        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    let c = Common::for_sandboxes(args)?;
     let dur = Duration::from_secs_f64(c.opt("--duration")?.unwrap_or(2.0));
     let runs: usize = c.opt("--runs")?.unwrap_or(3).max(1);
     let size: usize = c.opt("--size")?.unwrap_or(128);

@@ -193,6 +193,19 @@ impl Common {
         Ok(Common { out, rest })
     }
 
+    /// [`Common::parse`] for an experiment that runs sandboxes: refused
+    /// without root, and the open-file limit raised (an instance holds
+    /// descriptors in the daemon).
+    pub fn for_sandboxes(args: &[String]) -> Result<Common, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("sandboxes need root (namespaces, cgroups)".into());
+        }
+        let c = Common::parse(args)?;
+        pronto_switch::raise_fd_limit()
+            .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+        Ok(c)
+    }
+
     /// The value after `--name` in the rest, parsed.
     pub fn opt<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, String> {
         match self.rest.iter().position(|a| a == name) {

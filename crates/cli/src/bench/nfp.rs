@@ -278,12 +278,7 @@ fn measure(
 
 /// Runs `pronto bench nfp`.
 pub fn main(args: &[String]) -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("sandboxes need root (namespaces, cgroups)".into());
-    }
-    let c = Common::parse(args)?;
-    pronto_switch::raise_fd_limit()
-        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    let c = Common::for_sandboxes(args)?;
     let max: usize = c.opt("--max")?.unwrap_or(5);
     let dur = Duration::from_secs_f64(c.opt("--duration")?.unwrap_or(1.0));
     let geometry = match (c.opt::<u32>("--slots")?, c.opt::<u32>("--ring")?) {

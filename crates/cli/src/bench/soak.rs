@@ -79,12 +79,7 @@ fn slope(xs: &[f64], ys: &[f64]) -> f64 {
 
 /// Runs `pronto bench soak`.
 pub fn main(args: &[String]) -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("sandboxes need root (namespaces, cgroups)".into());
-    }
-    let c = Common::parse(args)?;
-    pronto_switch::raise_fd_limit()
-        .map_err(|e| format!("cannot raise the open-file limit: {e}"))?;
+    let c = Common::for_sandboxes(args)?;
     let duration = Duration::from_secs_f64(c.opt("--duration")?.unwrap_or(3600.0));
     let n: usize = c.opt("--instances")?.unwrap_or(100);
     let churn: f64 = c.opt("--churn")?.unwrap_or(1.0);
