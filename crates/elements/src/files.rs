@@ -130,10 +130,13 @@ mod tests {
 
     #[test]
     fn sizes_are_bounded() {
-        assert_eq!(give("./", "x").unwrap_err(), "a file's path is empty");
+        assert_eq!(
+            give("./", "x").expect_err("empty"),
+            "a file's path is empty"
+        );
         let big = "x".repeat(MAX_BYTES + 1);
         assert_eq!(
-            give("tests-files/big", &big).unwrap_err(),
+            give("tests-files/big", &big).expect_err("too big"),
             "tests-files/big: the files given would hold more than 4 MiB"
         );
     }

@@ -362,26 +362,32 @@ mod tests {
             Request::parse(b"READ").expect_err("no handler"),
             "READ: expected ELEMENT.HANDLER"
         );
-        assert_eq!(check_file_path("").unwrap_err(), "a file's path is empty");
-        assert_eq!(check_file_path("./").unwrap_err(), "a file's path is empty");
         assert_eq!(
-            check_file_path("a/../../etc/passwd").unwrap_err(),
+            check_file_path("").expect_err("refused"),
+            "a file's path is empty"
+        );
+        assert_eq!(
+            check_file_path("./").expect_err("refused"),
+            "a file's path is empty"
+        );
+        assert_eq!(
+            check_file_path("a/../../etc/passwd").expect_err("refused"),
             "the path `a/../../etc/passwd` has a `..` component"
         );
         assert_eq!(
-            check_file_path("a b").unwrap_err(),
+            check_file_path("a b").expect_err("refused"),
             "the path `a b` has a space in it"
         );
         assert_eq!(
-            check_file_path("a\nb").unwrap_err(),
+            check_file_path("a\nb").expect_err("refused"),
             "the path `a\\nb` has a control character in it"
         );
         assert_eq!(
-            check_file_path("dir/").unwrap_err(),
+            check_file_path("dir/").expect_err("refused"),
             "the path `dir/` names a directory"
         );
         assert_eq!(
-            check_file_path(&"x".repeat(256)).unwrap_err(),
+            check_file_path(&"x".repeat(256)).expect_err("refused"),
             "a file's path is longer than 255 bytes"
         );
         assert!(check_file_path("/etc/pronto/ids.rules").is_ok());
