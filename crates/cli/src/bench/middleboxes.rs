@@ -599,7 +599,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 Some(_) => "not met".to_string(),
             }
         );
-        let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{:.3}", v / 1e6));
+        let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{:.4}", v / 1e6));
         csv.row(&[
             (i + 1).to_string(),
             ex.name.to_string(),
@@ -607,7 +607,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
             f(taken),
             f(sb.as_ref().map(|r| r.out)),
             f(sb.as_ref().map(|r| r.no_buffer)),
-            format!("{:.3}", base / 1e6),
+            format!("{:.4}", base / 1e6),
             taken.map_or(String::new(), |t| format!("{:.3}", t / base)),
             format!("{:.3}", line_rate / 1e6),
         ]);
