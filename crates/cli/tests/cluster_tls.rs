@@ -65,21 +65,22 @@ fn operators_reach_a_node_over_tls_with_its_certificate_pinned() {
         .expect("n1 publishes its TLS API");
     let url = format!("https://{}", peer.addr);
     // What the operator reads: the daemon's first lines and the node list.
-    let log = cl.nodes[0]
-        .daemon
-        .as_ref()
-        .expect("running")
-        .log
-        .lock()
-        .expect("log")
-        .clone();
-    assert!(
-        log.contains(&format!(
-            "cluster API on {url} (certificate SHA-256 {})",
-            peer.sha256
-        )),
-        "{log}"
-    );
+    // The node is in etcd once it serves, which can be before the daemon's
+    // line has reached the log the test reads: wait for the line.
+    let line = format!("cluster API on {url} (certificate SHA-256 {})", peer.sha256);
+    let daemon_log = || {
+        cl.nodes[0]
+            .daemon
+            .as_ref()
+            .expect("running")
+            .log
+            .lock()
+            .expect("log")
+            .clone()
+    };
+    common::cluster::wait_until(&format!("the daemon's log says `{line}`"), || {
+        daemon_log().contains(&line)
+    });
     let (good, out, err) = pronto(&["--json", "cluster", "nodes", "--etcd", &cl.url]);
     assert!(good, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
