@@ -180,6 +180,12 @@ pub const RUN_OPTIONS: &[(Option<char>, &str, Option<&str>, &str)] = &[
     (None, "busy-poll", None, "never sleep while idle"),
     (
         None,
+        "order",
+        Some("MODE"),
+        "how Click's packet order is kept: merge or per-packet",
+    ),
+    (
+        None,
         "poll-window",
         Some("TIME"),
         "keep polling TIME after packets moved before sleeping",
@@ -347,6 +353,10 @@ Options:
                                 before sleeping again, e.g. `100us` (default 0: sleep at
                                 once), so that a reply or the rest of a burst finds the router
                                 awake: at most TIME of CPU per burst, nothing while idle
+      --order MODE              how Click's packet order is kept across splits that merge
+                                again: `merge` (default: whole batches, sorted back at the merge
+                                points where the elements allow) or `per-packet` (one packet at a
+                                time through the split); the same packets in the same order
       --pool-limit N            the most packets a router holds at once (default 1048576): its
                                 packet pool grows to it; a configuration whose queues can hold
                                 more is refused, and allocations refused at the limit are counted

@@ -25,6 +25,8 @@ struct RunOpts {
     busy_poll: bool,
     /// `--poll-window TIME`: keep polling this long (ns) after work.
     poll_window_ns: i64,
+    /// `--order per-packet`: no merge-point ordering.
+    order_per_packet: bool,
     /// `--switch SOCKET`: interfaces are ports of this switch.
     switch: Option<String>,
     /// `--name NAME`: this middlebox's name on the switch.
@@ -143,6 +145,18 @@ fn parse_opts(args: &[String]) -> Result<RunOpts, String> {
             }
             "--switch" => o.switch = Some(value(&mut i, flag, inline)?),
             "--busy-poll" => o.busy_poll = true,
+            "--order" => {
+                let v = value(&mut i, flag, inline)?;
+                o.order_per_packet = match v.as_str() {
+                    "per-packet" => true,
+                    "merge" => false,
+                    _ => {
+                        return Err(format!(
+                            "--order: expected `per-packet` or `merge` (the default), found `{v}`"
+                        ))
+                    }
+                }
+            }
             "--poll-window" => o.poll_window_ns = parse_poll_window(&value(&mut i, flag, inline)?)?,
             "--pool-limit" => {
                 let v = value(&mut i, flag, inline)?;
@@ -364,6 +378,7 @@ fn build(o: &RunOpts) -> Result<(Routers, SourceMap), ExitCode> {
         },
         busy_poll: o.busy_poll,
         poll_window_ns: o.poll_window_ns,
+        order_per_packet: o.order_per_packet,
         pool_limit: o.pool_limit.unwrap_or(pronto_runtime::DEFAULT_POOL_LIMIT),
         ..RouterOptions::default()
     };

@@ -1239,6 +1239,18 @@ pub trait Element: std::any::Any {
         None
     }
 
+    /// Whether a push is one for one: each packet pushed in leaves on at
+    /// most one output (or is dropped) during the same push, as the same
+    /// packet (never a clone or a replacement), the element makes no
+    /// packets, a packet it keeps leaves only when pulled (a queue), and it
+    /// calls no handlers while pushed. Where every element after a split says so,
+    /// the runtime keeps Click's packet order at the points where the
+    /// split paths meet again instead of sending packets through one at a
+    /// time. `false` (the default) is always safe.
+    fn one_for_one(&self) -> bool {
+        false
+    }
+
     /// The object this element shares with elements that name it (see
     /// [`Shared`]); `None` for most elements.
     fn shared(&self) -> Option<Shared> {

@@ -121,7 +121,10 @@ pub(crate) struct SlotHeader {
     pub(crate) nh_off: u16,
     pub(crate) th_off: u16,
     pub(crate) mac_off: u16,
-    pub(crate) _pad: u16,
+    /// The runtime's order tag: a packet's place in the batch of the
+    /// element that split it, while the runtime keeps Click's order at the
+    /// points where the split paths meet again. Elements leave it alone.
+    pub(crate) order: u16,
     pub(crate) anno: Anno,
 }
 
@@ -135,7 +138,7 @@ impl SlotHeader {
             nh_off: NO_HEADER,
             th_off: NO_HEADER,
             mac_off: NO_HEADER,
-            _pad: 0,
+            order: 0,
             anno: Anno::default(),
         }
     }
@@ -209,6 +212,20 @@ impl Packet {
     fn buffer_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in buffer(), and we own the slot exclusively.
         unsafe { std::slice::from_raw_parts_mut(self.buf_ptr(), BUFFER_SIZE) }
+    }
+
+    /// The runtime's order tag (see the runtime's merge-point ordering);
+    /// kept while the packet moves between elements, whatever they do to
+    /// its data and annotations.
+    #[inline(always)]
+    pub fn order_tag(&self) -> u16 {
+        self.hdr().order
+    }
+
+    /// Sets the runtime's order tag.
+    #[inline(always)]
+    pub fn set_order_tag(&mut self, tag: u16) {
+        self.hdr_mut().order = tag;
     }
 
     /// Index of this packet's slot in its pool.

@@ -495,3 +495,112 @@ fn merging_nodes(g: &Graph) -> Vec<bool> {
     }
     ordered
 }
+
+/// A split that merges again, ordered at its merge points (see
+/// [`order_regions`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Region {
+    /// The elements where the split paths meet (two or more connections
+    /// into them from the region), in topological order.
+    pub(crate) merges: Vec<usize>,
+}
+
+/// For each ordered element (see [`ordered_nodes`]) whose split can be
+/// ordered where its paths meet again instead of one packet at a time:
+/// the element, every element downstream of it ([`Element::one_for_one`]
+/// in `one_for_one`: the same packet in and out, nothing made or held
+/// back), no printer among them, no cycle, and no state shared among them
+/// (`refs`: (element, element it looked up while configuring); an element
+/// of the region that another one of it names, or an outside one that two
+/// of it name, would see its packets in another order than Click's).
+/// Returns, per element, the index of the region it starts
+/// (`u32::MAX`: none), and the regions.
+///
+/// [`Element::one_for_one`]: pronto_elements::Element::one_for_one
+pub(crate) fn order_regions(
+    g: &Graph,
+    ordered: &[bool],
+    one_for_one: &[bool],
+    refs: &[(usize, usize)],
+) -> (Vec<u32>, Vec<Region>) {
+    let n = g.nodes.len();
+    let mut region_of = vec![u32::MAX; n];
+    let mut regions = Vec::new();
+    let succ = |x: usize| g.out_conn[x].iter().flatten().map(|&(t, _)| t as usize);
+    for s in 0..n {
+        if !ordered[s] || !one_for_one[s] || g.nodes[s].class.prints {
+            continue;
+        }
+        // The region: `s` and everything its pushes reach.
+        let mut inside = vec![false; n];
+        inside[s] = true;
+        let mut stack: Vec<usize> = succ(s).collect();
+        let mut cyclic = false;
+        while let Some(x) = stack.pop() {
+            if x == s {
+                cyclic = true;
+                break;
+            }
+            if !inside[x] {
+                inside[x] = true;
+                stack.extend(succ(x));
+            }
+        }
+        let members: Vec<usize> = (0..n).filter(|&x| inside[x]).collect();
+        if cyclic
+            || members
+                .iter()
+                .any(|&x| !one_for_one[x] || g.nodes[x].class.prints)
+        {
+            continue;
+        }
+        // No state shared within the region.
+        let mut askers = vec![0u32; n];
+        let mut shared = false;
+        let mut seen: Vec<(usize, usize)> = Vec::new();
+        for &(a, b) in refs {
+            if !inside[a] || a == b || seen.contains(&(a, b)) {
+                continue;
+            }
+            seen.push((a, b));
+            askers[b] += 1;
+            if inside[b] || askers[b] >= 2 {
+                shared = true;
+                break;
+            }
+        }
+        if shared {
+            continue;
+        }
+        // Connections into each element from the region, and a
+        // topological order (Kahn's); a cycle below `s` disqualifies.
+        let mut indeg = vec![0u32; n];
+        for &x in &members {
+            for t in succ(x) {
+                indeg[t] += 1;
+            }
+        }
+        let merges_at: Vec<bool> = (0..n).map(|x| x != s && indeg[x] >= 2).collect();
+        let mut ready = vec![s];
+        let mut topo = Vec::with_capacity(members.len());
+        while let Some(x) = ready.pop() {
+            topo.push(x);
+            for t in succ(x) {
+                indeg[t] -= 1;
+                if indeg[t] == 0 {
+                    ready.push(t);
+                }
+            }
+        }
+        if topo.len() != members.len() {
+            continue;
+        }
+        let merges: Vec<usize> = topo.into_iter().filter(|&x| merges_at[x]).collect();
+        if merges.is_empty() {
+            continue;
+        }
+        region_of[s] = regions.len() as u32;
+        regions.push(Region { merges });
+    }
+    (region_of, regions)
+}

@@ -57,6 +57,12 @@ pub struct RouterOptions {
     /// CPU per burst. 0 (the default): sleep as soon as a round finds
     /// nothing (`pronto run --poll-window`).
     pub poll_window_ns: i64,
+    /// Keep Click's packet order across every split that merges again by
+    /// sending packets through it one at a time, even where the order can
+    /// be kept at the merge points instead (`pronto run --order
+    /// per-packet`; for comparison: both give the same packets in the same
+    /// order).
+    pub order_per_packet: bool,
 }
 
 impl Default for RouterOptions {
@@ -68,6 +74,7 @@ impl Default for RouterOptions {
             clock: Clock::Real,
             busy_poll: false,
             poll_window_ns: 0,
+            order_per_packet: false,
         }
     }
 }
@@ -181,6 +188,18 @@ pub struct Router {
     // dropped before the pool they come from.
     elems: Vec<Box<dyn Element>>,
     outbufs: Vec<Option<Box<OutBufs>>>,
+    /// Per element that is a merge point of a region: the packets that
+    /// reached it while the region ran, at their order tag (input,
+    /// packet); emptied before the region's run ends. Empty for the
+    /// others.
+    collected: Vec<Vec<Option<(u16, Packet)>>>,
+    /// Packets that reached a merge point at a tag already taken there
+    /// (an element that broke its one-for-one promise): (element, input,
+    /// packet), sent on after that element's tagged packets, never lost.
+    collected_extra: Vec<(usize, u16, Packet)>,
+    /// The number of packets the running region's batch had (its tags are
+    /// below it).
+    region_len: usize,
     /// Spare batches, boxed so that taking one moves a pointer, not 2 KiB.
     #[allow(clippy::vec_box)]
     scratch: Vec<Box<Batch>>,
@@ -188,6 +207,21 @@ pub struct Router {
     ordered: Vec<bool>,
     /// Whether any node is in `ordered` (most configurations: none).
     any_ordered: bool,
+    /// Per element: the region it starts (an index into `regions`), or
+    /// `u32::MAX`: its split is ordered one packet at a time.
+    region_of: Vec<u32>,
+    regions: Vec<graph::Region>,
+    /// While a region runs: its merge points not yet reached in its
+    /// topological order, which collect what arrives instead of running.
+    collecting: Vec<bool>,
+    region_active: bool,
+    /// What the regions were computed from: each element's
+    /// [`Element::one_for_one`] then, and the lookups made while
+    /// configuring (a handler write that changes the first, a counter
+    /// given a call, computes them again).
+    one_for_one: Vec<bool>,
+    refs: Vec<(usize, usize)>,
+    order_per_packet: bool,
     tasks: Vec<Task>,
     scripts: Vec<usize>,
     ctrl: Control,
@@ -527,6 +561,11 @@ struct ConfiguredPeers<'g> {
     by_name: &'g HashMap<&'g str, usize>,
     slots: &'g [Option<Box<dyn Element>>],
     asking: &'g str,
+    /// The asking element's index, and where each lookup is recorded
+    /// (asker, element looked up): state shared between elements, which
+    /// merge-point ordering must respect.
+    asking_node: usize,
+    refs: &'g std::cell::RefCell<Vec<(usize, usize)>>,
 }
 
 impl ConfiguredPeers<'_> {
@@ -569,7 +608,9 @@ impl ConfiguredPeers<'_> {
 
 impl Peers for ConfiguredPeers<'_> {
     fn lookup(&self, name: &str) -> Option<Peer> {
-        self.resolve(name).and_then(|i| self.peer(i))
+        let i = self.resolve(name)?;
+        self.refs.borrow_mut().push((self.asking_node, i));
+        self.peer(i)
     }
 
     fn declared(&self, name: &str) -> bool {
@@ -580,7 +621,10 @@ impl Peers for ConfiguredPeers<'_> {
     fn of_class(&self, class: &str) -> Vec<Peer> {
         (0..self.graph.nodes.len())
             .filter(|&i| self.graph.nodes[i].class.name == class)
-            .filter_map(|i| self.peer(i))
+            .filter_map(|i| {
+                self.refs.borrow_mut().push((self.asking_node, i));
+                self.peer(i)
+            })
             .collect()
     }
 }
@@ -628,6 +672,7 @@ impl Router {
             .collect();
         let mut slots: Vec<Option<Box<dyn Element>>> =
             (0..graph.nodes.len()).map(|_| None).collect();
+        let refs = std::cell::RefCell::new(Vec::new());
         // AddressInfo names live for the configuration pass only.
         pronto_lang::names::clear();
         // Elements that name one configured later (`ConfigError::later`)
@@ -648,6 +693,8 @@ impl Router {
                     by_name: &by_name,
                     slots: &slots,
                     asking: &node.name,
+                    asking_node: i,
+                    refs: &refs,
                 };
                 let ctx = ConfigCtx {
                     name: &node.name,
@@ -752,6 +799,20 @@ impl Router {
                 .map_err(|e| vec![Diagnostic::error(e.to_string(), None)])?,
         };
         let ordered = graph::ordered_nodes(&graph);
+        let one_for_one: Vec<bool> = elems.iter().map(|e| e.one_for_one()).collect();
+        let refs = refs.into_inner();
+        let (region_of, regions) = if opts.order_per_packet {
+            (vec![u32::MAX; graph.nodes.len()], Vec::new())
+        } else {
+            graph::order_regions(&graph, &ordered, &one_for_one, &refs)
+        };
+        let mut collected: Vec<Vec<Option<(u16, Packet)>>> =
+            (0..graph.nodes.len()).map(|_| Vec::new()).collect();
+        for r in &regions {
+            for &m in &r.merges {
+                collected[m].resize_with(pronto_packet::BATCH_MAX, || None);
+            }
+        }
         let outbufs = graph
             .nodes
             .iter()
@@ -813,10 +874,20 @@ impl Router {
         Ok(Router {
             elems,
             outbufs,
+            collected,
+            collected_extra: Vec::new(),
+            region_len: 0,
             scratch: (0..4).map(|_| Box::new(Batch::new())).collect(),
             graph,
             any_ordered: ordered.iter().any(|&o| o),
+            collecting: vec![false; ordered.len()],
             ordered,
+            region_of,
+            regions,
+            region_active: false,
+            one_for_one,
+            refs,
+            order_per_packet: opts.order_per_packet,
             tasks,
             scripts,
             ctrl: Control::default(),
@@ -963,9 +1034,16 @@ impl Router {
     /// elements is a loop, not a recursion.)
     fn push(&mut self, mut node: usize, mut port: usize, batch: &mut Batch) {
         loop {
-            if self.any_ordered && self.ordered[node] && batch.len() > 1 {
-                self.push_ordered(node, port, batch);
-                return;
+            if self.any_ordered {
+                if self.region_active {
+                    if self.collecting[node] {
+                        self.collect(node, port, batch);
+                        return;
+                    }
+                } else if self.ordered[node] && batch.len() > 1 {
+                    self.push_ordered(node, port, batch);
+                    return;
+                }
             }
             match self.push_one(node, port, batch) {
                 Some((t, tp)) => (node, port) = (t, tp),
@@ -974,11 +1052,17 @@ impl Router {
         }
     }
 
-    /// Keeps Click's packet order across a split that merges again: one
-    /// packet at a time through this element.
+    /// Keeps Click's packet order across a split that merges again: at
+    /// the merge points where the elements allow it ([`Router::push_region`]),
+    /// otherwise one packet at a time through this element.
     #[cold]
     #[inline(never)]
     fn push_ordered(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        let region = self.region_of[node];
+        if region != u32::MAX && !self.tracing {
+            self.push_region(node, region as usize, port, batch);
+            return;
+        }
         let mut one = self.take_scratch();
         let mut rest = self.take_scratch();
         rest.append(batch);
@@ -990,6 +1074,153 @@ impl Router {
         }
         self.put_scratch(rest);
         self.put_scratch(one);
+    }
+
+    /// Click's order kept where a split's paths meet again: each packet
+    /// is tagged with its place in `batch`, the split element and the
+    /// paths after it run on whole batches, and each merge point (in
+    /// topological order) collects what reaches it until every path into
+    /// it has run; then it runs on its packets sorted back into the
+    /// split's order, a run of consecutive packets from one input at a
+    /// time. Every element of the region is one for one (the same packet
+    /// in and out, nothing made), so each packet reaches a merge point at
+    /// most once and its tag says where it goes: the packets each element
+    /// sees, and their order, are those of one packet at a time.
+    fn push_region(&mut self, node: usize, region: usize, port: usize, batch: &mut Batch) {
+        for (i, p) in batch.as_mut_slice().iter_mut().enumerate() {
+            p.set_order_tag(i as u16);
+        }
+        self.region_len = batch.len();
+        for &m in &self.regions[region].merges {
+            self.collecting[m] = true;
+        }
+        self.region_active = true;
+        if let Some((t, tp)) = self.push_one(node, port, batch) {
+            self.push(t, tp, batch);
+        }
+        let mut run = self.take_scratch();
+        let n = self.region_len;
+        for k in 0..self.regions[region].merges.len() {
+            let m = self.regions[region].merges[k];
+            self.collecting[m] = false;
+            let mut table = std::mem::take(&mut self.collected[m]);
+            let mut run_port = 0;
+            for slot in &mut table[..n] {
+                let Some((p_port, p)) = slot.take() else {
+                    continue;
+                };
+                if !run.is_empty() && (p_port != run_port || run.is_full()) {
+                    self.push_merged(m, run_port as usize, &mut run);
+                }
+                run_port = p_port;
+                let _ = run.push(p);
+            }
+            if !run.is_empty() {
+                self.push_merged(m, run_port as usize, &mut run);
+            }
+            self.collected[m] = table;
+            if !self.collected_extra.is_empty() {
+                self.push_extra(m, &mut run);
+            }
+        }
+        self.put_scratch(run);
+        self.region_active = false;
+        self.region_len = 0;
+    }
+
+    /// The packets of `collected_extra` that reached merge point `m`, sent
+    /// on in the order they arrived.
+    #[cold]
+    #[inline(never)]
+    fn push_extra(&mut self, m: usize, run: &mut Batch) {
+        let extra = std::mem::take(&mut self.collected_extra);
+        let mut keep = Vec::new();
+        for (node, port, p) in extra {
+            if node != m {
+                keep.push((node, port, p));
+                continue;
+            }
+            let _ = run.push(p);
+            self.push_merged(m, port as usize, run);
+        }
+        self.collected_extra = keep;
+    }
+
+    /// The global `order` handler: for each element whose split merges
+    /// again (Click's packet order must be kept after it), how it is kept:
+    /// batches sorted back at the merge points, or one packet at a time.
+    fn order_report(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        for (i, &o) in self.ordered.iter().enumerate() {
+            if !o {
+                continue;
+            }
+            let name = &self.graph.nodes[i].name;
+            match self.region_of[i] {
+                u32::MAX => {
+                    let _ = writeln!(s, "{name}: one packet at a time");
+                }
+                r => {
+                    let at: Vec<&str> = self.regions[r as usize]
+                        .merges
+                        .iter()
+                        .map(|&m| self.graph.nodes[m].name.as_str())
+                        .collect();
+                    let _ = writeln!(s, "{name}: batches, ordered at {}", at.join(" "));
+                }
+            }
+        }
+        s
+    }
+
+    /// Element `node` changed whether it is one for one (a handler
+    /// write): the regions are computed again.
+    #[cold]
+    fn refresh_regions(&mut self, node: usize) {
+        debug_assert!(!self.region_active, "handler writes come between pushes");
+        self.one_for_one[node] = self.elems[node].one_for_one();
+        if self.order_per_packet {
+            return;
+        }
+        let (region_of, regions) =
+            graph::order_regions(&self.graph, &self.ordered, &self.one_for_one, &self.refs);
+        for r in &regions {
+            for &m in &r.merges {
+                if self.collected[m].is_empty() {
+                    self.collected[m].resize_with(pronto_packet::BATCH_MAX, || None);
+                }
+            }
+        }
+        self.region_of = region_of;
+        self.regions = regions;
+    }
+
+    /// A merge point of a region runs on a run of its collected packets.
+    fn push_merged(&mut self, node: usize, port: usize, run: &mut Batch) {
+        if let Some((t, tp)) = self.push_one(node, port, run) {
+            self.push(t, tp, run);
+        }
+        debug_assert!(run.is_empty(), "a push leaves its batch empty");
+    }
+
+    /// A merge point of the running region keeps what reaches it for its
+    /// turn.
+    #[cold]
+    #[inline(never)]
+    fn collect(&mut self, node: usize, port: usize, batch: &mut Batch) {
+        let n = self.region_len;
+        let table = &mut self.collected[node];
+        for p in batch.drain() {
+            let t = p.order_tag() as usize;
+            match table.get_mut(t) {
+                Some(slot @ None) if t < n => *slot = Some((port as u16, p)),
+                _ => {
+                    debug_assert!(false, "a packet reached a merge point twice or untagged");
+                    self.collected_extra.push((node, port as u16, p))
+                }
+            }
+        }
     }
 
     fn take_scratch(&mut self) -> Box<Batch> {
@@ -2631,6 +2862,9 @@ impl Router {
         self.acct_switch(prev);
         if r.is_ok() {
             self.reschedule(node);
+            if self.elems[node].one_for_one() != self.one_for_one[node] {
+                self.refresh_regions(node);
+            }
             let reconf = self.elems[node]
                 .handlers()
                 .iter()
@@ -2685,6 +2919,7 @@ impl Router {
                 Ok(s)
             }
             "flatconfig" => Ok(self.flatconfig()),
+            "order" => Ok(self.order_report()),
             "trace" => Ok(match &self.trace {
                 None => "trace: off\n".to_string(),
                 Some(t) => {

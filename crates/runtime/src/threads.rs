@@ -582,6 +582,7 @@ impl Threads {
                 clock: opts.clock,
                 busy_poll: opts.busy_poll,
                 poll_window_ns: opts.poll_window_ns,
+                order_per_packet: opts.order_per_packet,
             };
             let built_tx = built_tx.clone();
             let done_tx = done_tx.clone();

@@ -11,6 +11,10 @@
 //! exactly the packets the pool has handed out, nothing may be made or
 //! freed outside an element's call, each connection's two ends must agree,
 //! and every allocation the pool refused must be charged to an element.
+//! Each configuration also runs a second time with Click's order kept one
+//! packet at a time (`order_per_packet`): the two runs must write the same
+//! dumps byte for byte and count the same packets everywhere (merge-point
+//! ordering changes how packets move, never which or in what order).
 //! `crates/runtime/tests/hostile_packets.rs` makes the same check for every
 //! element class on hostile traffic.
 
@@ -101,6 +105,10 @@ const STAGES: &[Stage] = &[
 
 const SINKS: &[&str] = &[
     "Discard",
+    // Two dumps every configuration declares: outputs sent to the same one
+    // merge there.
+    "dump0",
+    "dump1",
     "Counter -> Discard",
     "Queue(8) -> Unqueue -> Discard",
     "Queue(4) -> Idle",
@@ -245,6 +253,10 @@ fn config(s: &Shape, trace: &std::path::Path) -> String {
         }
     }
     let _ = writeln!(t, "m :: MarkIPHeader(14); src -> m;");
+    for d in ["dump0", "dump1"] {
+        let path = trace.with_file_name(format!("{d}.pcap"));
+        let _ = writeln!(t, "{d} :: ToDump({}); Idle -> {d};", path.display());
+    }
     // Open outputs, as (element, port), oldest first.
     let mut open: Vec<(String, usize)> = vec![("m".into(), 0)];
     // Stage entries that take more pushes (for merges), by creation order.
@@ -310,6 +322,15 @@ fn config(s: &Shape, trace: &std::path::Path) -> String {
 }
 
 fn build(text: &str, pool_limit: usize) -> Result<pronto_runtime::Router, String> {
+    build_with(text, pool_limit, false)
+}
+
+/// [`build`], Click's order kept one packet at a time if `per_packet`.
+fn build_with(
+    text: &str,
+    pool_limit: usize,
+    per_packet: bool,
+) -> Result<pronto_runtime::Router, String> {
     let mut sm = pronto_lang::SourceMap::new();
     let file = sm.add("conservation.click", text);
     let opts = pronto_lang::Options {
@@ -327,6 +348,7 @@ fn build(text: &str, pool_limit: usize) -> Result<pronto_runtime::Router, String
         clock: pronto_runtime::Clock::Simulated(1_600_000_000_000_000_000),
         pool_slots: pool_limit.min(256),
         pool_limit,
+        order_per_packet: per_packet,
         ..Default::default()
     };
     pronto_runtime::Router::build(&flat, &sm, &ropts).map_err(|e| render(&sm, &e))
@@ -376,7 +398,8 @@ fn check(s: &Shape) -> Result<(), TestCaseError> {
     // A pool limit below what the queues can hold is refused at set-up
     // (tested below); then the limit is raised to what they hold plus a
     // little, so that copies in flight still meet a full pool.
-    let mut router = match build(&text, s.pool_limit as usize) {
+    let mut limit = s.pool_limit as usize;
+    let mut router = match build(&text, limit) {
         Ok(r) => r,
         Err(e) if e.contains("more than the packet pool's limit") => {
             let need: usize = e
@@ -385,7 +408,8 @@ fn check(s: &Shape) -> Result<(), TestCaseError> {
                 .and_then(|t| t.split(' ').next())
                 .and_then(|n| n.parse().ok())
                 .expect("the error says how many packets");
-            build(&text, need + 1 + s.pool_limit as usize % 64)
+            limit = need + 1 + s.pool_limit as usize % 64;
+            build(&text, limit)
                 .map_err(|e| TestCaseError::fail(format!("refused:\n{e}\n{text}")))?
         }
         Err(e) => return Err(TestCaseError::fail(format!("refused:\n{e}\n{text}"))),
@@ -436,6 +460,32 @@ fn check(s: &Shape) -> Result<(), TestCaseError> {
         .map(|i| router.accounting(i).inputs.iter().sum::<u64>())
         .sum();
     prop_assert_eq!(total_out, total_in, "{}", text);
+
+    // The same configuration with Click's order kept one packet at a
+    // time: the same dumps, byte for byte, and the same counts.
+    let dumps = |dir: &std::path::Path| -> Vec<Vec<u8>> {
+        ["dump0", "dump1"]
+            .iter()
+            .map(|d| std::fs::read(dir.join(format!("{d}.pcap"))).expect("dump written"))
+            .collect()
+    };
+    let merged = dumps(&dir.0);
+    let mut again = build_with(&text, limit, true)
+        .map_err(|e| TestCaseError::fail(format!("refused per packet:\n{e}\n{text}")))?;
+    again
+        .run()
+        .map_err(|e| TestCaseError::fail(format!("run per packet: {e}\n{text}")))?;
+    let order = router.read_handler("order", "").expect("order handler");
+    prop_assert!(
+        merged == dumps(&dir.0),
+        "the dumps differ\n{}\n{}",
+        order,
+        text
+    );
+    for (i, name) in names.iter().enumerate() {
+        let (a, b) = (router.accounting(i), again.accounting(i));
+        prop_assert_eq!(&a, &b, "{}\n{}\n{}", name, order, text);
+    }
     Ok(())
 }
 

@@ -471,3 +471,48 @@ fn an_idle_router_polls_within_its_window_after_work_and_sleeps_after_it() {
     assert!(polls >= 1, "polls {polls}");
     assert!(sleeps >= 1, "sleeps {sleeps}");
 }
+
+/// The global `order` handler says how each split that merges again keeps
+/// Click's order: sorted back at its merge points when everything after it
+/// is one for one, else one packet at a time (an element that copies, one
+/// that names another's state, a counter that calls a handler); a handler
+/// write that changes an element's answer is followed.
+#[test]
+fn splits_that_merge_again_are_ordered_at_the_merge_points_where_they_can_be() {
+    let mut r = build(
+        "src :: InfiniteSource(LIMIT 64, BURST 32, STOP true) -> c :: Classifier(0/00, -);
+         c[0] -> a :: Counter -> d :: Discard;
+         c[1] -> b :: Counter -> d;
+         src2 :: InfiniteSource(LIMIT 64, BURST 32, STOP true) -> t :: Classifier(0/00, -);
+         t[0] -> Tee(1) -> e :: Discard;
+         t[1] -> e;",
+    )
+    .expect("builds");
+    assert_eq!(
+        r.read_handler("order", "").expect("order"),
+        "c: batches, ordered at d\nt: one packet at a time\n"
+    );
+    r.write_handler("a.count_call", "5 b.reset").expect("write");
+    assert_eq!(
+        r.read_handler("order", "").expect("order"),
+        "c: one packet at a time\nt: one packet at a time\n"
+    );
+    r.run().expect("runs");
+    assert_eq!(r.read_handler("d.count", "").expect("count").trim(), "64");
+
+    // ICMPRewriter reads the flows of the rewriter it names: a split
+    // reaching both cannot be reordered.
+    let mut r = build(
+        "rw :: IPRewriter(pattern 192.0.2.1 1024-65535 - - 0 1);
+         errs :: ICMPRewriter(rw);
+         src :: InfiniteSource(LIMIT 1, STOP true) -> MarkIPHeader(14)
+           -> s :: IPClassifier(icmp, -);
+         s[0] -> errs -> out :: Discard;
+         errs[1] -> out;
+         s[1] -> rw -> out;
+         rw[1] -> out;",
+    )
+    .expect("builds");
+    let order = r.read_handler("order", "").expect("order");
+    assert!(order.contains("s: one packet at a time\n"), "{order}");
+}

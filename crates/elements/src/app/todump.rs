@@ -210,6 +210,10 @@ impl ToDump {
 }
 
 impl Element for ToDump {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         self.write_batch(batch, out.now);
         if self.has_output {

@@ -368,6 +368,11 @@ fn civil(z: i64) -> (i64, u32, u32) {
 }
 
 impl Element for IDSMatcher {
+    /// Unless it prints its alerts on standard error.
+    fn one_for_one(&self) -> bool {
+        !matches!(self.sink, Sink::Stderr)
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         push_each(batch, out, |p, _| self.action(p, now));

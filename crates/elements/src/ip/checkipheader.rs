@@ -274,6 +274,10 @@ impl CheckIPHeader {
 }
 
 impl Element for CheckIPHeader {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let c = &mut self.check;
         push_each(batch, out, |p, _| c.action(p));

@@ -105,6 +105,10 @@ impl GetIPAddress {
 }
 
 impl Element for GetIPAddress {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         for p in batch.iter_mut() {
             let _ = self.action(p);

@@ -100,6 +100,10 @@ impl IPClassifier {
 }
 
 impl Element for IPClassifier {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut self.drops);
     }

@@ -74,6 +74,10 @@ impl IPFilter {
 }
 
 impl Element for IPFilter {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         crate::util::classify_and_route(&self.prog, batch, out, nh_offset, &mut self.drops);
     }

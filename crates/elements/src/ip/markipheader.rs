@@ -35,6 +35,10 @@ impl MarkIPHeader {
 }
 
 impl Element for MarkIPHeader {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let off = self.offset;
         for p in batch.iter_mut() {

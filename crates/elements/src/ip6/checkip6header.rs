@@ -111,6 +111,10 @@ impl CheckIP6Header {
 }
 
 impl Element for CheckIP6Header {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| {
             if self.check(p) {

@@ -56,6 +56,10 @@ impl Classifier {
 }
 
 impl Element for Classifier {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         crate::util::classify_and_route(&self.prog, batch, out, |_| 0, &mut self.drops);

@@ -138,6 +138,11 @@ impl Counter {
 }
 
 impl Element for Counter {
+    /// Unless it calls a handler at a count.
+    fn one_for_one(&self) -> bool {
+        self.count_call.is_none() && self.byte_count_call.is_none()
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let n = batch.len() as u64;

@@ -55,6 +55,10 @@ impl Discard {
 }
 
 impl Element for Discard {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, _out: &mut Out<'_>) {
         self.count += batch.len() as u64;
         batch.clear();

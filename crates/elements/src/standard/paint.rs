@@ -40,6 +40,10 @@ impl Paint {
 }
 
 impl Element for Paint {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let (anno, color) = (self.anno, self.color);

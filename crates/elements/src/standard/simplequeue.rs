@@ -171,6 +171,12 @@ pub const QUEUE_DOC: &str = "SimpleQueue([CAPACITY])\n\n\
      reset (write)            drop every queued packet";
 
 impl Element for SimpleQueue {
+    /// Tail drop only: the other policies send out packets of earlier
+    /// pushes when full.
+    fn one_for_one(&self) -> bool {
+        matches!(self.policy, Policy::TailDrop)
+    }
+
     /// Click's `SimpleQueue::take_state`: the old queue's packets, oldest
     /// first, up to this queue's capacity (the rest are freed).
     fn take_state(&mut self, old: &mut dyn Element, ctx: &crate::TakeCtx<'_>) -> Option<String> {

@@ -33,6 +33,10 @@ impl Strip {
 }
 
 impl Element for Strip {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let n = self.n;

@@ -42,6 +42,10 @@ impl Unstrip {
 }
 
 impl Element for Unstrip {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let n = self.n;

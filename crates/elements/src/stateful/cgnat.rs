@@ -895,6 +895,10 @@ impl Expiring for Cgnat {
 }
 
 impl Element for Cgnat {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     /// Hot-swap: the old NAT's mappings, port blocks and subscribers, when
     /// its address plan (inside and outside prefixes, ports, block size,
     /// quota) and its table sizes are the same, so that every mapping

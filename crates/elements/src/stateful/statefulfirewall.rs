@@ -1050,6 +1050,10 @@ impl StatefulFirewall {
 }
 
 impl Element for StatefulFirewall {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     /// Hot-swap: the old firewall's connections of each family whose table
     /// has the same size (the new rules and timeouts apply from now on; the
     /// counters start again from zero).

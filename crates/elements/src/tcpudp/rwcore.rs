@@ -3204,6 +3204,10 @@ impl CoreRewriter {
 }
 
 impl Element for CoreRewriter {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     /// Click's `IPRewriterBase::take_state`: the old rewriter's flows,
     /// when it is the same class with as many inputs.
     fn take_state(&mut self, old: &mut dyn Element, _ctx: &crate::TakeCtx<'_>) -> Option<String> {
