@@ -40,17 +40,21 @@ fn every_example_middlebox_is_measured_sandboxed_and_in_one_process() {
         lines.next(),
         Some(
             "n,middlebox,mean_frame,sandboxed_mpps,forwarded_mpps,no_buffer_mpps,\
-             one_process_mpps,of_one_process,line_rate_mpps"
+             one_process_mpps,of_one_process,line_rate_mpps,one_process_per_packet_mpps"
         )
     );
     let mut names = Vec::new();
     for l in lines {
         let f: Vec<&str> = l.split(',').collect();
-        assert_eq!(f.len(), 9, "{l}");
+        assert_eq!(f.len(), 10, "{l}");
         names.push(f[1].to_string());
         let num = |i: usize| -> f64 { f[i].parse().unwrap_or_else(|_| panic!("{i}: {l}")) };
         assert!(num(2) >= 128.0, "a frame under 128 B: {l}");
         assert!(num(6) > 0.0, "nothing through the one-process form: {l}");
+        assert!(
+            num(9) > 0.0,
+            "nothing through it with the order kept per packet: {l}"
+        );
         assert_eq!(f[8], "8.446", "{l}");
         assert!(num(3) > 0.0, "nothing taken by the sandboxed instance: {l}");
         assert!(

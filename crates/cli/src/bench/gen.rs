@@ -223,6 +223,11 @@ fn sink_config(o: &Opts, csv: Option<&Path>) -> Result<String, String> {
 
 /// Parses, checks and configures `text` (errors rendered Click's way).
 pub(super) fn build(text: &str) -> Result<Router, String> {
+    build_with(text, false)
+}
+
+/// [`build`], Click's order kept one packet at a time if `per_packet`.
+pub(super) fn build_with(text: &str, per_packet: bool) -> Result<Router, String> {
     let mut sm = SourceMap::new();
     let file = sm.add("<bench>".to_string(), text.to_string());
     let opts = pronto_lang::Options {
@@ -238,7 +243,11 @@ pub(super) fn build(text: &str) -> Result<Router, String> {
     };
     let (flat, _warnings) =
         pronto_lang::parse_flat(&sm, file, &opts).map_err(|e| render(&sm, &e))?;
-    Router::build(&flat, &sm, &RouterOptions::default()).map_err(|e| render(&sm, &e))
+    let ropts = RouterOptions {
+        order_per_packet: per_packet,
+        ..RouterOptions::default()
+    };
+    Router::build(&flat, &sm, &ropts).map_err(|e| render(&sm, &e))
 }
 
 fn read(r: &mut Router, h: &str) -> String {

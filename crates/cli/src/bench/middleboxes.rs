@@ -327,8 +327,8 @@ fn write_trace(path: &Path, frames: &[Vec<u8>], count: usize) -> Result<(), Stri
 /// Runs `text` in this process until its source stops it; returns the
 /// packets it read and the seconds the run took (the router built before
 /// the clock starts).
-fn one_process_run(text: &str) -> Result<(f64, f64), String> {
-    let mut r = super::gen::build(text)?;
+fn one_process_run(text: &str, per_packet: bool) -> Result<(f64, f64), String> {
+    let mut r = super::gen::build_with(text, per_packet)?;
     let t0 = Instant::now();
     r.run()?;
     let secs = t0.elapsed().as_secs_f64();
@@ -344,10 +344,11 @@ fn one_process_run(text: &str) -> Result<(f64, f64), String> {
 /// Packets per second in one process, steady state: the trace read whole
 /// (`long`) and its first third (`short`), the rate the difference between
 /// them (what a run costs once, such as tables and the pool growing as
-/// they are first touched, falls out).
-fn one_process_rate(long: &str, short: &str) -> Result<f64, String> {
-    let (n1, t1) = one_process_run(short)?;
-    let (n3, t3) = one_process_run(long)?;
+/// they are first touched, falls out). `per_packet`: Click's order kept
+/// one packet at a time (`pronto run --order per-packet`).
+fn one_process_rate(long: &str, short: &str, per_packet: bool) -> Result<f64, String> {
+    let (n1, t1) = one_process_run(short, per_packet)?;
+    let (n3, t3) = one_process_run(long, per_packet)?;
     if n3 <= n1 || t3 <= t1 {
         return Err(format!(
             "the whole trace ({n3} packets in {t3:.3} s) was not longer than its first third \
@@ -537,9 +538,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     crate::outln!("one process: the same configuration reading the trace from a file\n");
     crate::outln!(
         "| middlebox | mean frame | sandboxed Mpps | Gb/s | dropped at its port, Mpps | \
-         one process Mpps | of one process | line rate |"
+         one process Mpps | of one process | line rate | one process, order per packet, Mpps |"
     );
-    crate::outln!("|---|---:|---:|---:|---:|---:|---:|---|");
+    crate::outln!("|---|---:|---:|---:|---:|---:|---:|---|---:|");
     let mut csv = Csv::new(&[
         "n",
         "middlebox",
@@ -550,6 +551,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "one_process_mpps",
         "of_one_process",
         "line_rate_mpps",
+        "one_process_per_packet_mpps",
     ]);
     let mut notes = Vec::new();
     for (i, ex) in EXAMPLES.iter().enumerate() {
@@ -563,12 +565,16 @@ pub fn main(args: &[String]) -> Result<(), String> {
         };
         // Stamps are 1 µs apart: the first third ends after `packets` µs.
         let (long, short) = (conv(None)?, conv(Some(packets as f64 / 1e6))?);
-        let mut rates = Vec::new();
+        let (mut rates, mut per_packet) = (Vec::new(), Vec::new());
         for _ in 0..runs {
-            rates.push(one_process_rate(&long, &short).map_err(|e| format!("{}: {e}", ex.name))?);
+            let rate =
+                |pp| one_process_rate(&long, &short, pp).map_err(|e| format!("{}: {e}", ex.name));
+            rates.push(rate(false)?);
+            per_packet.push(rate(true)?);
         }
         let _ = std::fs::remove_file(&trace);
         let base = median(&mut rates);
+        let base_pp = median(&mut per_packet);
         let sb = match convert(ex.config, &Ends::Port, None) {
             Ok(config) => Some(sandboxed(&s, ex, &config, &frames, dur)?),
             Err(why) => {
@@ -580,7 +586,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         let cell = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
         let taken = sb.as_ref().map(|r| r.taken);
         crate::outln!(
-            "| {} | {mean:.0} B | {} | {} | {} | {:.2} | {} | {} |",
+            "| {} | {mean:.0} B | {} | {} | {} | {:.2} | {} | {} | {:.2} |",
             ex.name,
             cell(taken, &|v| format!("{:.2}", v / 1e6)),
             cell(taken, &|v| format!("{:.1}", gbps(v))),
@@ -597,7 +603,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 }
                 Some(r) if gbps(r.taken) >= 10.0 => "met".to_string(),
                 Some(_) => "not met".to_string(),
-            }
+            },
+            base_pp / 1e6
         );
         let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{:.4}", v / 1e6));
         csv.row(&[
@@ -610,6 +617,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
             format!("{:.4}", base / 1e6),
             taken.map_or(String::new(), |t| format!("{:.3}", t / base)),
             format!("{:.3}", line_rate / 1e6),
+            format!("{:.4}", base_pp / 1e6),
         ]);
     }
     for n in &notes {
@@ -633,6 +641,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
             ys: &[
                 "sandboxed_mpps:sandboxed, through the switch",
                 "one_process_mpps:in one process",
+                "one_process_per_packet_mpps:in one process, order kept per packet",
                 "line_rate_mpps:10 Gb/s line rate",
             ],
         },

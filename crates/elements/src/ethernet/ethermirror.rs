@@ -38,6 +38,10 @@ impl EtherMirror {
 }
 
 impl Element for EtherMirror {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| Self::action(p));
     }

@@ -86,6 +86,10 @@ impl HostEtherFilter {
 }
 
 impl Element for HostEtherFilter {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let out1 = out.noutputs() > 1;
         push_each(batch, out, |p, _| match self.action(p) {

@@ -79,6 +79,10 @@ impl VLANDecap {
 }
 
 impl Element for VLANDecap {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| self.action(p));
     }

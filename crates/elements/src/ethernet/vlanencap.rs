@@ -105,6 +105,10 @@ fn handler_keyword(name: &str) -> Option<(&'static str, Option<usize>)> {
 }
 
 impl Element for VLANEncap {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| self.action(p));
     }

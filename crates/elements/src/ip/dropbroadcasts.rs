@@ -41,6 +41,10 @@ impl DropBroadcasts {
 }
 
 impl Element for DropBroadcasts {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| match p.annotations().packet_type {
             PacketType::Broadcast | PacketType::Multicast => {

@@ -194,6 +194,10 @@ pub(crate) fn gw_options(
 }
 
 impl Element for IPGWOptions {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let now = out.now;
         let out1 = self.out1;

@@ -42,6 +42,10 @@ impl SetIPAddress {
 }
 
 impl Element for SetIPAddress {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         for p in batch.iter_mut() {
             p.anno_bytes_mut()[self.anno..self.anno + 4].copy_from_slice(&self.ip);

@@ -66,6 +66,10 @@ impl SetIPChecksum {
 }
 
 impl Element for SetIPChecksum {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| self.action(p));
     }

@@ -145,6 +145,10 @@ fn store_in_header(p: &mut Packet, target: Target, ipa: [u8; 4]) -> bool {
 }
 
 impl Element for StoreIPAddress {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let out1 = out.noutputs() > 1;
         push_each(batch, out, |p, _| match self.action(p) {

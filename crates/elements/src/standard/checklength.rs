@@ -44,6 +44,10 @@ impl CheckLength {
 }
 
 impl Element for CheckLength {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let (max, two) = (self.max as usize, self.two);
         let mut drops = 0;

@@ -28,6 +28,10 @@ impl Null {
 }
 
 impl Element for Null {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, _batch: &mut Batch, out: &mut Out<'_>) {
         out.pass(0);

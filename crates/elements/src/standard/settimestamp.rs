@@ -46,6 +46,10 @@ impl SetTimestamp {
 }
 
 impl Element for SetTimestamp {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let t = self.time.unwrap_or(out.now);

@@ -38,6 +38,10 @@ impl Truncate {
 }
 
 impl Element for Truncate {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         let n = self.n as usize;

@@ -110,6 +110,10 @@ impl CheckICMPHeader {
 }
 
 impl Element for CheckICMPHeader {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| self.action(p));
     }

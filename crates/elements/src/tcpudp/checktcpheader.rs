@@ -124,6 +124,10 @@ impl CheckTCPHeader {
 }
 
 impl Element for CheckTCPHeader {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| self.action(p));
     }
