@@ -787,6 +787,13 @@ impl<'a> Out<'a> {
         self.pass
     }
 
+    /// The port chosen by [`Out::pass`], cleared (between the runs of
+    /// [`Element::push_inputs`]).
+    #[inline]
+    pub(crate) fn take_pass(&mut self) -> Option<usize> {
+        self.pass.take()
+    }
+
     /// Asks the driver to stop (Click's `please_stop_driver`).
     pub fn stop(&mut self) {
         self.ctrl.stop_requests += 1;
@@ -1251,6 +1258,30 @@ pub trait Element: std::any::Any {
         false
     }
 
+    /// Pushes `batch`, whose packet `i` arrived on input `inputs[i]`: the
+    /// runtime's call at a point where the paths of a split meet again
+    /// ([`Element::one_for_one`]), the packets in the order they left the
+    /// split. What the element passes or emits reaches `out` as pushing
+    /// each run of packets from one input in turn would have sent it. The
+    /// default does that; an element whose per-packet work takes the input
+    /// as an argument does it in one pass.
+    fn push_inputs(&mut self, inputs: &[u16], batch: &mut Batch, out: &mut Out<'_>) {
+        let mut run = Batch::new();
+        let mut rest = batch.drain().zip(inputs.iter().copied()).peekable();
+        while let Some((p, port)) = rest.next() {
+            let _ = run.push(p);
+            if rest.peek().is_some_and(|&(_, next)| next == port) && !run.is_full() {
+                continue;
+            }
+            self.push(port as usize, &mut run, out);
+            match out.take_pass() {
+                Some(k) => run.drain().for_each(|p| out.emit(k, p)),
+                // Passed to no output: dropped, as the runtime drops it.
+                None => run.clear(),
+            }
+        }
+    }
+
     /// The object this element shares with elements that name it (see
     /// [`Shared`]); `None` for most elements.
     fn shared(&self) -> Option<Shared> {
@@ -1378,6 +1409,34 @@ mod tests {
         let mut p = pool.alloc().expect("pool has room");
         p.put_uninit(1)[0] = b;
         p
+    }
+
+    /// Passes each run to the output numbered as its input.
+    struct ByInput;
+
+    impl Element for ByInput {
+        fn push(&mut self, port: usize, _batch: &mut Batch, out: &mut Out<'_>) {
+            out.pass(port);
+        }
+    }
+
+    #[test]
+    fn push_inputs_by_default_pushes_each_run_of_one_input_in_turn() {
+        let pool = Pool::new(8).expect("pool");
+        let mut bufs = [Batch::new(), Batch::new()];
+        let mut spill = Spill::new();
+        let mut ctrl = Control::default();
+        let mut out = Out::with_spill(&mut bufs, &mut spill, &pool, 0, &mut ctrl);
+        let mut batch = Batch::new();
+        for b in 1..=5 {
+            assert!(batch.push(one(&pool, b)).is_ok());
+        }
+        ByInput.push_inputs(&[0, 1, 1, 0, 1], &mut batch, &mut out);
+        assert_eq!(out.passed(), None);
+        assert!(batch.is_empty());
+        let data = |b: &Batch| b.iter().map(|p| p.data()[0]).collect::<Vec<_>>();
+        assert_eq!(data(&bufs[0]), [1, 4]);
+        assert_eq!(data(&bufs[1]), [2, 3, 5]);
     }
 
     #[test]

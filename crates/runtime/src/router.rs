@@ -200,6 +200,8 @@ pub struct Router {
     /// The number of packets the running region's batch had (its tags are
     /// below it).
     region_len: usize,
+    /// The inputs of the packets a merge point runs on (reused).
+    region_ports: Vec<u16>,
     /// Spare batches, boxed so that taking one moves a pointer, not 2 KiB.
     #[allow(clippy::vec_box)]
     scratch: Vec<Box<Batch>>,
@@ -877,6 +879,7 @@ impl Router {
             collected,
             collected_extra: Vec::new(),
             region_len: 0,
+            region_ports: Vec::with_capacity(pronto_packet::BATCH_MAX),
             scratch: (0..4).map(|_| Box::new(Batch::new())).collect(),
             graph,
             any_ordered: ordered.iter().any(|&o| o),
@@ -1104,20 +1107,23 @@ impl Router {
             let m = self.regions[region].merges[k];
             self.collecting[m] = false;
             let mut table = std::mem::take(&mut self.collected[m]);
-            let mut run_port = 0;
+            let mut ports = std::mem::take(&mut self.region_ports);
             for slot in &mut table[..n] {
                 let Some((p_port, p)) = slot.take() else {
                     continue;
                 };
-                if !run.is_empty() && (p_port != run_port || run.is_full()) {
-                    self.push_merged(m, run_port as usize, &mut run);
+                if run.is_full() {
+                    self.push_merged(m, &ports, &mut run);
+                    ports.clear();
                 }
-                run_port = p_port;
+                ports.push(p_port);
                 let _ = run.push(p);
             }
             if !run.is_empty() {
-                self.push_merged(m, run_port as usize, &mut run);
+                self.push_merged(m, &ports, &mut run);
+                ports.clear();
             }
+            self.region_ports = ports;
             self.collected[m] = table;
             if !self.collected_extra.is_empty() {
                 self.push_extra(m, &mut run);
@@ -1141,7 +1147,7 @@ impl Router {
                 continue;
             }
             let _ = run.push(p);
-            self.push_merged(m, port as usize, run);
+            self.push_merged(m, &[port], run);
         }
         self.collected_extra = keep;
     }
@@ -1196,12 +1202,34 @@ impl Router {
         self.regions = regions;
     }
 
-    /// A merge point of a region runs on a run of its collected packets.
-    fn push_merged(&mut self, node: usize, port: usize, run: &mut Batch) {
-        if let Some((t, tp)) = self.push_one(node, port, run) {
-            self.push(t, tp, run);
+    /// A merge point of a region runs on its collected packets, in their
+    /// order, packet `i` from input `inputs[i]`: pushed whole when they
+    /// all came in on one input, else through
+    /// [`Element::push_inputs`](pronto_elements::Element::push_inputs).
+    fn push_merged(&mut self, node: usize, inputs: &[u16], batch: &mut Batch) {
+        let first = inputs.first().copied().unwrap_or(0);
+        if inputs.iter().all(|&i| i == first) {
+            if let Some((t, tp)) = self.push_one(node, first as usize, batch) {
+                self.push(t, tp, batch);
+            }
+        } else {
+            let mut ob = self.take_outbufs(node);
+            self.acct_switch(node);
+            let now = self.run_now;
+            let pass = {
+                let OutBufs { bufs, spill } = &mut *ob;
+                let mut out = Out::with_spill(bufs, spill, &self.pool, now, &mut self.ctrl);
+                self.elems[node].push_inputs(inputs, batch, &mut out);
+                out.passed()
+            };
+            if self.ctrl.pending {
+                self.after_call(node, first as usize, batch, &mut ob);
+                self.resume(node, first as usize, &mut ob);
+            }
+            self.forward(node, pass, batch, &mut ob);
+            self.outbufs[node] = Some(ob);
         }
-        debug_assert!(run.is_empty(), "a push leaves its batch empty");
+        debug_assert!(batch.is_empty(), "a push leaves its batch empty");
     }
 
     /// A merge point of the running region keeps what reaches it for its

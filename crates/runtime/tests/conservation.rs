@@ -85,6 +85,16 @@ const STAGES: &[Stage] = &[
     st("E :: DecIPTTL", 1, 2),
     st("E :: SetIPChecksum", 1, 1),
     st("E :: IPMirror", 1, 1),
+    // Two inputs pushed (the second through a Null): where a split's
+    // paths meet at them, they take packets from both inputs in one call
+    // (`Element::push_inputs`).
+    st("E :: Null -> X :: StatefulFirewall; E2 :: Null -> [1]X", 2, 3),
+    st(
+        "E :: Null -> X :: IPRewriter(pattern 198.51.100.1 1024-65535# - - 0 1, pass 1); \
+         E2 :: Null -> [1]X",
+        2,
+        2,
+    ),
     // Two inputs: schedulers pulling from two queues.
     st(
         "E :: Queue({Q}) -> [0]s :: RoundRobinSched -> X :: Unqueue(BURST {B}); E2 :: Queue({Q}) -> [1]s",
@@ -275,6 +285,7 @@ fn config(s: &Shape, trace: &std::path::Path) -> String {
             .replace("E2 ::", &format!("{e2} ::"))
             .replace("E ::", &format!("{e} ::"))
             .replace("X ::", &format!("{x} ::"))
+            .replace("[1]X", &format!("[1]{x}"))
             .replace("[0]s", &format!("[0]s{k}"))
             .replace("[1]s", &format!("[1]s{k}"))
             .replace("s ::", &format!("s{k} ::"));

@@ -940,6 +940,27 @@ impl Element for Cgnat {
         push_each(batch, out, |p, _| self.action(port, p, now));
     }
 
+    fn push_inputs(&mut self, inputs: &[u16], batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        self.last_now = now;
+        for (p, &port) in batch.iter().zip(inputs) {
+            let t = if port == 0 {
+                &self.inside
+            } else {
+                &self.outside
+            };
+            if let Some(k) = Self::hint_key(port as usize, p) {
+                t.prefetch(k);
+            }
+        }
+        let mut i = 0;
+        push_each(batch, out, |p, _| {
+            let port = inputs.get(i).copied().unwrap_or(0) as usize;
+            i += 1;
+            self.action(port, p, now)
+        });
+    }
+
     fn has_task(&self) -> bool {
         true
     }

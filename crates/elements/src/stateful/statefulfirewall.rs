@@ -987,15 +987,22 @@ impl StatefulFirewall {
     /// line of the table.
     fn warm(&self, port: usize, batch: &Batch) {
         for p in batch.iter() {
-            let Some(d) = p.network_data() else { continue };
-            let Some(&first) = d.first() else { continue };
-            if first >> 4 == 6 {
-                if let Some(k) = hint_key6(port, d) {
-                    self.v6.table.prefetch(k);
-                }
-            } else if let Some(k) = hint_key(port, d, first) {
-                self.v4.table.prefetch(k);
+            self.warm_one(port, p);
+        }
+    }
+
+    /// Prefetches the table entry packet `p` from input `port` will look
+    /// up.
+    #[inline]
+    fn warm_one(&self, port: usize, p: &Packet) {
+        let Some(d) = p.network_data() else { return };
+        let Some(&first) = d.first() else { return };
+        if first >> 4 == 6 {
+            if let Some(k) = hint_key6(port, d) {
+                self.v6.table.prefetch(k);
             }
+        } else if let Some(k) = hint_key(port, d, first) {
+            self.v4.table.prefetch(k);
         }
     }
 
@@ -1078,6 +1085,22 @@ impl Element for StatefulFirewall {
             self.warm(port, batch);
         }
         push_each(batch, out, |p, _| self.action(port, p, now));
+    }
+
+    fn push_inputs(&mut self, inputs: &[u16], batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        self.last_now = now;
+        if self.warm {
+            for (p, &port) in batch.iter().zip(inputs) {
+                self.warm_one(port as usize, p);
+            }
+        }
+        let mut i = 0;
+        push_each(batch, out, |p, _| {
+            let port = inputs.get(i).copied().unwrap_or(0) as usize;
+            i += 1;
+            self.action(port, p, now)
+        });
     }
 
     fn has_task(&self) -> bool {

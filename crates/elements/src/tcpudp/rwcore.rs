@@ -3234,6 +3234,20 @@ impl Element for CoreRewriter {
         });
     }
 
+    fn push_inputs(&mut self, inputs: &[u16], batch: &mut Batch, out: &mut Out<'_>) {
+        let now = out.now;
+        let mut core = self.core.get();
+        let mut ahead = [NO_ENTRY; BATCH_MAX];
+        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
+        let mut i = 0;
+        push_each(batch, out, |p, _| {
+            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
+            let port = inputs.get(i).copied().unwrap_or(0) as usize;
+            i += 1;
+            core.process_hinted(port, p, now, Some((generation, e)))
+        });
+    }
+
     fn has_task(&self) -> bool {
         true
     }
