@@ -3192,6 +3192,23 @@ impl CoreRewriter {
         }))
     }
 
+    /// Rewrites `batch`, packet `i` from input `input_of(i)`. Two passes:
+    /// every packet's entry first, then the rewrites.
+    #[inline]
+    fn rewrite(&mut self, batch: &mut Batch, out: &mut Out<'_>, input_of: impl Fn(usize) -> usize) {
+        let now = out.now;
+        let mut core = self.core.get();
+        let mut ahead = [NO_ENTRY; BATCH_MAX];
+        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
+        let mut i = 0;
+        push_each(batch, out, |p, _| {
+            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
+            let port = input_of(i);
+            i += 1;
+            core.process_hinted(port, p, now, Some((generation, e)))
+        });
+    }
+
     /// The table a `table`-like read handler prints.
     fn table_of(&self, name: &str) -> Option<usize> {
         match (self.flavor, name) {
@@ -3221,31 +3238,11 @@ impl Element for CoreRewriter {
     }
 
     fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
-        let now = out.now;
-        let mut core = self.core.get();
-        // Two passes: every packet's entry first, then the rewrites.
-        let mut ahead = [NO_ENTRY; BATCH_MAX];
-        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
-        let mut i = 0;
-        push_each(batch, out, |p, _| {
-            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
-            i += 1;
-            core.process_hinted(port, p, now, Some((generation, e)))
-        });
+        self.rewrite(batch, out, |_| port);
     }
 
     fn push_inputs(&mut self, inputs: &[u16], batch: &mut Batch, out: &mut Out<'_>) {
-        let now = out.now;
-        let mut core = self.core.get();
-        let mut ahead = [NO_ENTRY; BATCH_MAX];
-        let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
-        let mut i = 0;
-        push_each(batch, out, |p, _| {
-            let e = ahead.get(i).copied().unwrap_or(NO_ENTRY);
-            let port = inputs.get(i).copied().unwrap_or(0) as usize;
-            i += 1;
-            core.process_hinted(port, p, now, Some((generation, e)))
-        });
+        self.rewrite(batch, out, |i| inputs.get(i).copied().unwrap_or(0) as usize);
     }
 
     fn has_task(&self) -> bool {
