@@ -365,6 +365,32 @@ fn poll_window_is_an_option_of_run_read_back_by_the_idle_handler() {
     }
 }
 
+#[test]
+fn order_is_an_option_of_run_read_back_by_the_order_handler() {
+    let conf = "InfiniteSource(LIMIT 8, STOP true) -> c :: Classifier(0/00, -); \
+                c[0] -> d :: Discard; c[1] -> d;";
+    for (arg, how) in [
+        (None, "c: batches, ordered at d\n"),
+        (Some("--order=merge"), "c: batches, ordered at d\n"),
+        (Some("--order=per-packet"), "c: one packet at a time\n"),
+    ] {
+        let mut cmd = pronto();
+        cmd.arg("run");
+        cmd.args(arg);
+        let o = run(cmd.args(["-q", "-h", "order", "-e", conf]));
+        assert!(o.status.success(), "{arg:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), how, "{arg:?}");
+    }
+    let o = run(pronto().args(["run", "--order", "sideways", "-q", "-e", conf]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o)
+            .contains("--order: expected `per-packet` or `merge` (the default), found `sideways`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// The README's first command: the bundled firewall runs end to end, prints
 /// its report, and writes a pcap that tcpdump reads back.
 #[test]
