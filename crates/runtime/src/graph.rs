@@ -500,20 +500,36 @@ fn merging_nodes(g: &Graph) -> Vec<bool> {
 /// [`order_regions`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Region {
-    /// The elements where the split paths meet (two or more connections
-    /// into them from the region), in topological order.
+    /// The elements that collect what reaches them while the region's
+    /// batch runs: where the split paths meet (two or more connections
+    /// into them from the region), and the members of groups (elements
+    /// that share state); in topological order.
     pub(crate) merges: Vec<usize>,
+    /// The same, as the steps they run in: one merge point, or a group
+    /// whose members run in the packets' joint order.
+    pub(crate) steps: Vec<Vec<usize>>,
+}
+
+/// The root of `x`'s set (union-find, with path halving).
+fn root(parent: &mut [usize], mut x: usize) -> usize {
+    while parent[x] != x {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    x
 }
 
 /// For each ordered element (see [`ordered_nodes`]) whose split can be
 /// ordered where its paths meet again instead of one packet at a time:
 /// the element, every element downstream of it ([`Element::one_for_one`]
 /// in `one_for_one`: the same packet in and out, nothing made or held
-/// back), no printer among them, no cycle, and no state shared among them
-/// (`refs`: (element, element it looked up while configuring); an element
-/// of the region that another one of it names, or an outside one that two
-/// of it name, would see its packets in another order than Click's).
-/// Returns, per element, the index of the region it starts
+/// back), no printer among them, no cycle. Elements of the region that
+/// share state (`refs`: (element, element it looked up while
+/// configuring): one names the other, or both name the same one) would
+/// each see the other's effects in another order than Click's if one ran
+/// on the whole batch before the other: they collect too, and run as one
+/// group in the packets' joint order, so none of them may reach another
+/// and the splitting element may share nothing. Returns, per element, the index of the region it starts
 /// (`u32::MAX`: none), and the regions.
 ///
 /// [`Element::one_for_one`]: pronto_elements::Element::one_for_one
@@ -554,53 +570,116 @@ pub(crate) fn order_regions(
         {
             continue;
         }
-        // No state shared within the region.
-        let mut askers = vec![0u32; n];
-        let mut shared = false;
-        let mut seen: Vec<(usize, usize)> = Vec::new();
+        // State shared within the region: elements linked by a lookup (one
+        // names the other, or both name the same element outside) form a
+        // group, which runs as one step in the packets' joint order. The
+        // splitting element may share nothing (it runs first, whole).
+        let mut parent: Vec<usize> = (0..n).collect();
+        let mut linked = vec![false; n];
+        let mut first_asker = vec![usize::MAX; n];
+        let mut shares_split = false;
         for &(a, b) in refs {
-            if !inside[a] || a == b || seen.contains(&(a, b)) {
+            if !inside[a] || a == b {
                 continue;
             }
-            seen.push((a, b));
-            askers[b] += 1;
-            if inside[b] || askers[b] >= 2 {
-                shared = true;
+            let other = if inside[b] {
+                b
+            } else if first_asker[b] == usize::MAX {
+                first_asker[b] = a;
+                continue;
+            } else {
+                first_asker[b]
+            };
+            if a == s || other == s {
+                shares_split = true;
                 break;
             }
+            if a != other {
+                let (ra, rb) = (root(&mut parent, a), root(&mut parent, other));
+                parent[ra] = rb;
+                linked[a] = true;
+                linked[other] = true;
+            }
         }
-        if shared {
+        if shares_split {
             continue;
         }
-        // Connections into each element from the region, and a
-        // topological order (Kahn's); a cycle below `s` disqualifies.
+        let group: Vec<usize> = (0..n)
+            .map(|x| if linked[x] { root(&mut parent, x) } else { x })
+            .collect();
+        // No member of a group may reach another: a group runs at one
+        // point of the order.
+        let mut reach_bad = false;
+        for &x in members.iter().filter(|&&x| linked[x]) {
+            let mut seen = vec![false; n];
+            let mut stack: Vec<usize> = succ(x).collect();
+            while let Some(y) = stack.pop() {
+                if seen[y] {
+                    continue;
+                }
+                seen[y] = true;
+                if linked[y] && group[y] == group[x] {
+                    reach_bad = true;
+                    break;
+                }
+                stack.extend(succ(y));
+            }
+        }
+        if reach_bad {
+            continue;
+        }
+        // Connections into each element from the region: two or more make
+        // a merge point.
         let mut indeg = vec![0u32; n];
         for &x in &members {
             for t in succ(x) {
                 indeg[t] += 1;
             }
         }
-        let merges_at: Vec<bool> = (0..n).map(|x| x != s && indeg[x] >= 2).collect();
-        let mut ready = vec![s];
-        let mut topo = Vec::with_capacity(members.len());
-        while let Some(x) = ready.pop() {
-            topo.push(x);
+        let collects: Vec<bool> = (0..n)
+            .map(|x| x != s && (indeg[x] >= 2 || linked[x]))
+            .collect();
+        // A topological order of the region with each group as one node
+        // (Kahn's); a cycle below `s` disqualifies.
+        let mut of_group: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &x in &members {
+            of_group[group[x]].push(x);
+        }
+        let mut gindeg = vec![0u32; n];
+        for &x in &members {
             for t in succ(x) {
-                indeg[t] -= 1;
-                if indeg[t] == 0 {
-                    ready.push(t);
-                }
+                gindeg[group[t]] += 1;
             }
         }
-        if topo.len() != members.len() {
+        let mut ready = vec![group[s]];
+        let mut done = 0;
+        let mut steps = Vec::new();
+        while let Some(u) = ready.pop() {
+            done += of_group[u].len();
+            let step: Vec<usize> = of_group[u]
+                .iter()
+                .copied()
+                .filter(|&x| collects[x])
+                .collect();
+            for &x in &of_group[u] {
+                for t in succ(x) {
+                    let v = group[t];
+                    gindeg[v] -= 1;
+                    if gindeg[v] == 0 {
+                        ready.push(v);
+                    }
+                }
+            }
+            if !step.is_empty() {
+                steps.push(step);
+            }
+        }
+        if done != members.len() || steps.is_empty() {
             continue;
         }
-        let merges: Vec<usize> = topo.into_iter().filter(|&x| merges_at[x]).collect();
-        if merges.is_empty() {
-            continue;
-        }
+        let merges: Vec<usize> = steps.iter().flatten().copied().collect();
         region_of[s] = regions.len() as u32;
-        regions.push(Region { merges });
+        regions.push(Region { merges, steps });
     }
     (region_of, regions)
 }

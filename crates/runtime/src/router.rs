@@ -1103,8 +1103,12 @@ impl Router {
         }
         let mut run = self.take_scratch();
         let n = self.region_len;
-        for k in 0..self.regions[region].merges.len() {
-            let m = self.regions[region].merges[k];
+        for k in 0..self.regions[region].steps.len() {
+            if self.regions[region].steps[k].len() > 1 {
+                self.run_group(region, k, &mut run);
+                continue;
+            }
+            let m = self.regions[region].steps[k][0];
             self.collecting[m] = false;
             let mut table = std::mem::take(&mut self.collected[m]);
             let mut ports = std::mem::take(&mut self.region_ports);
@@ -1132,6 +1136,48 @@ impl Router {
         self.put_scratch(run);
         self.region_active = false;
         self.region_len = 0;
+    }
+
+    /// Step `k` of `region`, a group of elements that share state: their
+    /// collected packets in the packets' joint order, each run of
+    /// consecutive packets for one member pushed to it in turn (no member
+    /// reaches another, so their tables stay in place while they run).
+    #[cold]
+    #[inline(never)]
+    fn run_group(&mut self, region: usize, k: usize, run: &mut Batch) {
+        let n = self.region_len;
+        let step_len = self.regions[region].steps[k].len();
+        for j in 0..step_len {
+            self.collecting[self.regions[region].steps[k][j]] = false;
+        }
+        let mut ports = std::mem::take(&mut self.region_ports);
+        let mut cur = usize::MAX;
+        for t in 0..n {
+            for j in 0..step_len {
+                let m = self.regions[region].steps[k][j];
+                let Some((p_port, p)) = self.collected[m][t].take() else {
+                    continue;
+                };
+                if (m != cur || run.is_full()) && !run.is_empty() {
+                    self.push_merged(cur, &ports, run);
+                    ports.clear();
+                }
+                cur = m;
+                ports.push(p_port);
+                let _ = run.push(p);
+                break;
+            }
+        }
+        if !run.is_empty() {
+            self.push_merged(cur, &ports, run);
+            ports.clear();
+        }
+        self.region_ports = ports;
+        if !self.collected_extra.is_empty() {
+            for j in 0..step_len {
+                self.push_extra(self.regions[region].steps[k][j], run);
+            }
+        }
     }
 
     /// The packets of `collected_extra` that reached merge point `m`, sent
@@ -1168,10 +1214,16 @@ impl Router {
                     let _ = writeln!(s, "{name}: one packet at a time");
                 }
                 r => {
-                    let at: Vec<&str> = self.regions[r as usize]
-                        .merges
+                    // A group of elements that share state: joined by `+`.
+                    let at: Vec<String> = self.regions[r as usize]
+                        .steps
                         .iter()
-                        .map(|&m| self.graph.nodes[m].name.as_str())
+                        .map(|step| {
+                            step.iter()
+                                .map(|&m| self.graph.nodes[m].name.as_str())
+                                .collect::<Vec<_>>()
+                                .join("+")
+                        })
                         .collect();
                     let _ = writeln!(s, "{name}: batches, ordered at {}", at.join(" "));
                 }

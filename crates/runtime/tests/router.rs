@@ -500,19 +500,26 @@ fn splits_that_merge_again_are_ordered_at_the_merge_points_where_they_can_be() {
     r.run().expect("runs");
     assert_eq!(r.read_handler("d.count", "").expect("count").trim(), "64");
 
-    // ICMPRewriter reads the flows of the rewriter it names: a split
-    // reaching both cannot be reordered.
-    let mut r = build(
-        "rw :: IPRewriter(pattern 192.0.2.1 1024-65535 - - 0 1);
+    // ICMPRewriter reads the flows of the rewriter it names: on parallel
+    // paths, the two run as one group in the packets' joint order; where
+    // one reaches the other, the split goes one packet at a time.
+    let parallel = "rw :: IPRewriter(pattern 192.0.2.1 1024-65535 - - 0 1);
          errs :: ICMPRewriter(rw);
          src :: InfiniteSource(LIMIT 1, STOP true) -> MarkIPHeader(14)
            -> s :: IPClassifier(icmp, -);
          s[0] -> errs -> out :: Discard;
          errs[1] -> out;
          s[1] -> rw -> out;
-         rw[1] -> out;",
-    )
-    .expect("builds");
+         rw[1] -> out;";
+    let mut r = build(parallel).expect("builds");
+    let order = r.read_handler("order", "").expect("order");
+    assert_eq!(
+        order,
+        "rw: batches, ordered at out\nerrs: batches, ordered at out\n\
+         s: batches, ordered at rw+errs out\n"
+    );
+    let in_line = parallel.replace("rw[1] -> out;", "rw[1] -> errs;");
+    let mut r = build(&in_line).expect("builds");
     let order = r.read_handler("order", "").expect("order");
     assert!(order.contains("s: one packet at a time\n"), "{order}");
 }

@@ -429,6 +429,10 @@ impl ICMPRewriter {
 }
 
 impl Element for ICMPRewriter {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
         push_each(batch, out, |p, _| {
             let r = self.action(p);

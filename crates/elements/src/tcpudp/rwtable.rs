@@ -1184,18 +1184,36 @@ impl TableRewriter {
     }
 }
 
-impl Element for TableRewriter {
-    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+impl TableRewriter {
+    /// Rewrites `batch`, packet `i` from input `input_of(i)`.
+    #[inline]
+    fn rewrite(&mut self, batch: &mut Batch, out: &mut Out<'_>, input_of: impl Fn(usize) -> usize) {
         let now = out.now;
         let mut t = lock(&self.table);
         let drops = &mut self.drops;
+        let mut i = 0;
         push_each(batch, out, |p, _| {
-            let r = t.process(port, p, now);
+            let r = t.process(input_of(i), p, now);
+            i += 1;
             if r.is_none() {
                 *drops += 1;
             }
             r
         });
+    }
+}
+
+impl Element for TableRewriter {
+    fn one_for_one(&self) -> bool {
+        true
+    }
+
+    fn push(&mut self, port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        self.rewrite(batch, out, |_| port);
+    }
+
+    fn push_inputs(&mut self, inputs: &[u16], batch: &mut Batch, out: &mut Out<'_>) {
+        self.rewrite(batch, out, |i| inputs.get(i).copied().unwrap_or(0) as usize);
     }
 
     fn counters(&self, c: &mut crate::Counters) {
