@@ -40,6 +40,14 @@ fn the_demo_runs_three_sandboxed_middleboxes_and_cleans_up() {
         let (taken, through) = (counter("in="), counter("out="));
         assert!(through > 0 && through <= taken, "{row}");
     }
+    // The generator has a CPU of its own where there are two or more.
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("placement: the generator")
+                || l
+                    == "placement: one CPU, shared by the generator, the switch and the sandboxes"),
+        "{out}"
+    );
     // The shares are measured and judged (the verdict depends on the
     // machine, not asserted here).
     assert!(
