@@ -288,6 +288,33 @@ impl Pool {
         }
     }
 
+    /// Like [`Pool::alloc_frame`] for a frame of `len` bytes that is not a
+    /// slice of this process's memory: `fill` writes it into the packet's
+    /// `len` bytes (a frame in a switch port's shared slot, copied once,
+    /// straight into the packet). `None` past [`MAX_PACKET`] bytes or when
+    /// the pool is exhausted (`fill` is then not called).
+    #[inline]
+    pub fn alloc_frame_with(
+        &self,
+        len: usize,
+        timestamp_ns: i64,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Option<Packet> {
+        if len > MAX_PACKET {
+            return None;
+        }
+        let idx = self.inner.pop()?;
+        let slot = self.inner.slot(idx);
+        // SAFETY: as in `alloc_frame`.
+        let mut p = unsafe {
+            let h = slot.cast::<SlotHeader>().as_ptr();
+            (*h).frame(len, timestamp_ns);
+            Packet::from_slot(slot)
+        };
+        fill(p.data_mut());
+        Some(p)
+    }
+
     /// Allocates a packet holding a copy of `data` (truncated to
     /// [`MAX_PACKET`]; callers that care check the length first).
     #[inline]

@@ -160,6 +160,36 @@ fn alloc_frame_sets_length_timestamp_and_link_header() {
 }
 
 #[test]
+fn alloc_frame_with_is_alloc_frame_filled_by_the_caller() {
+    let pool = Pool::new(1).expect("pool");
+    let mut old = pool.alloc_from(&[7; 40]).expect("p");
+    old.set_paint_anno(9);
+    old.set_network_header(14, 20);
+    drop(old);
+    let p = pool
+        .alloc_frame_with(17, 5, |d| {
+            assert_eq!(d.len(), 17);
+            for (i, b) in d.iter_mut().enumerate() {
+                *b = i as u8 + 1;
+            }
+        })
+        .expect("frame");
+    let want: Vec<u8> = (1..=17).collect();
+    assert_eq!(p.data(), &want[..]);
+    assert_eq!(p.timestamp_ns(), 5);
+    assert_eq!(p.mac_header_offset(), Some(0));
+    assert_eq!(p.network_header_offset(), None);
+    assert_eq!(p.paint_anno(), 0);
+    // Too long, or the pool exhausted: no packet, and nothing filled.
+    let mut called = false;
+    assert!(pool
+        .alloc_frame_with(pronto_packet::MAX_PACKET + 1, 0, |_| called = true)
+        .is_none());
+    assert!(pool.alloc_frame_with(1, 0, |_| called = true).is_none());
+    assert!(!called);
+}
+
+#[test]
 fn small_copies_of_every_length_are_exact() {
     let pool = Pool::new(1).expect("pool");
     let src: Vec<u8> = (0..=255u8).collect();

@@ -48,7 +48,7 @@ pub mod table;
 
 pub use capture::{Capture, CaptureSpec, Captured, Direction};
 pub use layout::{Geometry, PeerBell, PortError, PortShm};
-pub use peer::Peer;
+pub use peer::{Frame, Peer};
 pub use police::RateLimit;
 pub use switch::{
     Config, Local, PortCounters, PortStats, Revived, Switch, SwitchError, SwitchHandle, ThreadInfo,

@@ -48,6 +48,73 @@ pub struct Peer {
     counters: PeerCounters,
 }
 
+/// A frame the switch delivered, still in its shared slot (see
+/// [`Peer::recv_frames`]). The switch may not write a slot it has handed
+/// over, but nothing stops a misbehaving one: the frame is only ever
+/// copied out, never read in place.
+pub struct Frame<'a> {
+    shm: &'a PortShm,
+    /// Byte offset of the frame in the region (checked against the
+    /// port's geometry: inside a slot, past its reserved bytes).
+    off: usize,
+    len: usize,
+}
+
+impl Frame<'_> {
+    /// The frame's length in bytes ([`MIN_FRAME`] to [`MAX_FRAME`] is not
+    /// checked here: the switch's descriptors are only bounds-checked).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a frame of no bytes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies the frame into the first [`Frame::len`] bytes of `dst`
+    /// (which must be at least that long).
+    #[inline]
+    pub fn copy_to(&self, dst: &mut [u8]) {
+        let copied = self.shm.region.read_bytes(self.off, &mut dst[..self.len]);
+        // The descriptor was checked against the geometry, and the region
+        // holds every slot of it (`PortShm` checks at attach).
+        debug_assert!(copied);
+    }
+}
+
+/// Pops up to `max` (at most 64) descriptors from `tx` into `descs`,
+/// checks each against the port's geometry (bad ones counted and
+/// skipped) and calls `f` with each good one's frame; returns how many
+/// were popped (their slots to lend back).
+fn pop_frames(
+    tx: &mut Consumer,
+    descs: &mut [Desc; BATCH],
+    shm: &PortShm,
+    counters: &mut PeerCounters,
+    max: usize,
+    mut f: impl FnMut(Frame<'_>),
+) -> usize {
+    let g = shm.geometry;
+    let k = tx.pop(&mut descs[..max.min(BATCH)]);
+    for d in &descs[..k] {
+        if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
+            .is_err()
+        {
+            counters.bad_desc += 1;
+            continue;
+        }
+        f(Frame {
+            shm,
+            off: g.slot_offset(d.slot) + d.off as usize,
+            len: d.len as usize,
+        });
+    }
+    k
+}
+
 impl Peer {
     /// The peer end of `shm`, lending its first `lend` slots (at most the
     /// ring capacity) to the switch for receiving and keeping the rest for
@@ -307,23 +374,36 @@ impl Peer {
 
     /// Like [`Peer::recv`], taking at most `max` (at most 64) frames.
     pub fn recv_max(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
-        let g = self.shm.geometry;
-        let max = max.min(BATCH);
-        let k = self.tx.pop(&mut self.descs[..max]);
-        for i in 0..k {
-            let d = self.descs[i];
-            if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
-                .is_err()
-            {
-                self.counters.bad_desc += 1;
-                continue;
-            }
-            let buf = &mut self.buf[..d.len as usize];
-            self.shm
-                .region
-                .read_bytes(g.slot_offset(d.slot) + d.off as usize, buf);
-            f(buf);
-        }
+        let buf = &mut self.buf;
+        let k = pop_frames(
+            &mut self.tx,
+            &mut self.descs,
+            &self.shm,
+            &mut self.counters,
+            max,
+            |frame| {
+                let b = &mut buf[..frame.len()];
+                frame.copy_to(b);
+                f(b)
+            },
+        );
+        self.relend(k)
+    }
+
+    /// Receives up to `max` (at most 64) frames, calling `f` with each one
+    /// still in its shared slot: `f` copies it once, straight to where it
+    /// is wanted (a pool packet), where [`Peer::recv_max`] copies it into a
+    /// buffer of the peer's first. Lends the slots back to the switch
+    /// after the last call. Returns how many arrived.
+    pub fn recv_frames(&mut self, max: usize, f: impl FnMut(Frame<'_>)) -> usize {
+        let k = pop_frames(
+            &mut self.tx,
+            &mut self.descs,
+            &self.shm,
+            &mut self.counters,
+            max,
+            f,
+        );
         self.relend(k)
     }
 

@@ -145,6 +145,52 @@ fn two_peers_exchange(threads: usize) {
 }
 
 #[test]
+fn frames_copied_straight_out_of_their_slots_are_the_frames_sent() {
+    let sw = SwitchHandle::spawn(Config {
+        learning: false,
+        ..Config::default()
+    })
+    .expect("switch");
+    let (a, b) = (port("a"), port("b"));
+    sw.attach(1, a.clone()).expect("attach a");
+    sw.attach(2, b.clone()).expect("attach b");
+    sw.add_static(mac(2), 2).expect("static");
+    let mut pa = Peer::new(a, 128).expect("peer a");
+    let mut pb = Peer::new(b, 128).expect("peer b");
+    // 100 frames of 60 to 1,459 bytes, sent in bursts of 10 and taken
+    // back 7 at a time (the switch's batches and the receiver's differ).
+    let mut want = Vec::new();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 2048];
+    for burst in 0..10u32 {
+        let frames: Vec<Vec<u8>> = (burst * 10..burst * 10 + 10)
+            .map(|seq| {
+                let len = frame(mac(2), mac(1), seq, &mut buf);
+                buf[..len].to_vec()
+            })
+            .collect();
+        let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        assert_eq!(pa.send(&refs), 10);
+        want.extend(frames);
+        wait_until("the burst", || {
+            pb.recv_frames(7, |f| {
+                let mut v = vec![0xee; f.len() + 3];
+                f.copy_to(&mut v);
+                // Only the frame's bytes are written.
+                assert_eq!(v[f.len()..], [0xee; 3]);
+                v.truncate(f.len());
+                got.push(v);
+            });
+            got.len() == want.len()
+        });
+    }
+    assert_eq!(got, want);
+    assert_eq!(pb.counters().received, 100);
+    assert_eq!(pb.counters().bad_desc, 0);
+    sw.stop().expect("stop");
+}
+
+#[test]
 fn two_switching_threads_deliver_into_one_port_at_once() {
     // The sink is served by thread 0, the senders by threads 1 and 0: both
     // threads copy into the sink's slots concurrently, under its lock.

@@ -9,7 +9,7 @@
 //! interface or on the switch.
 //!
 //! Receiving copies each frame out of the port's shared slot into a pool
-//! packet (the switch cannot change it afterwards); sending copies the
+//! packet, once (the switch cannot change it afterwards); sending copies the
 //! packet into one of the port's slots and publishes a batch at a time.
 //!
 //! In a sandboxed instance the daemon hands the interfaces' port memory
@@ -230,12 +230,14 @@ impl SwRx {
         let before = batch.len();
         let room = (before + max).min(pronto_packet::BATCH_MAX) - before;
         let stats = &mut self.stats;
-        port.peer.recv_max(room, |data| {
-            if data.len() > pronto_packet::MAX_PACKET {
+        // Each frame is copied once, from its slot straight into a pool
+        // packet (which the switch cannot change afterwards).
+        port.peer.recv_frames(room, |frame| {
+            if frame.len() > pronto_packet::MAX_PACKET {
                 stats.oversize += 1;
                 return;
             }
-            match pool.alloc_frame(data, now) {
+            match pool.alloc_frame_with(frame.len(), now, |d| frame.copy_to(d)) {
                 Some(p) => {
                     if batch.push(p).is_ok() {
                         stats.packets += 1;
