@@ -61,8 +61,8 @@ pub struct Frame<'a> {
 }
 
 impl Frame<'_> {
-    /// The frame's length in bytes ([`MIN_FRAME`] to [`MAX_FRAME`] is not
-    /// checked here: the switch's descriptors are only bounds-checked).
+    /// The frame's length in bytes: 1 to [`MAX_FRAME`] (checked; the
+    /// switch only sends frames of [`MIN_FRAME`] or more, which is not).
     #[inline]
     pub fn len(&self) -> usize {
         self.len
