@@ -232,10 +232,10 @@ impl PortStats {
     }
 
     /// Sets the port's rate limit (each direction on its own; see
-    /// [`crate::police`]); [`RateLimit::NONE`] lifts it. The receive side
+    /// [`crate::police`]); [`RateLimit::NONE`](crate::police::RateLimit::NONE) lifts it. The receive side
     /// takes it up within 64 rounds of its thread, the transmit side at
     /// its next delivery. Limits out of bounds are clamped (check them
-    /// with [`RateLimit::check`] first).
+    /// with [`RateLimit::check`](crate::police::RateLimit::check) first).
     pub fn set_rate_limit(&self, limit: crate::RateLimit) {
         self.limit_pps
             .store(limit.pps.unwrap_or(0), Ordering::Relaxed);
