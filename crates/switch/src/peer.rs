@@ -99,6 +99,13 @@ fn pop_frames(
 ) -> usize {
     let g = shm.geometry;
     let k = tx.pop(&mut descs[..max.min(BATCH)]);
+    // The switch wrote these frames on its CPU: ask for every frame's
+    // first line before copying the first (the region ignores an offset
+    // outside it; the descriptors are checked below).
+    for d in &descs[..k] {
+        shm.region
+            .prefetch(g.slot_offset(d.slot.min(g.slots)) + d.off as usize);
+    }
     for d in &descs[..k] {
         if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
             .is_err()
