@@ -188,6 +188,7 @@ fn run(secs: f64) -> Result<(), String> {
     let _ = m.switch().add_static(GEN_MAC, gen_id);
     let mut gen = Peer::new(gen_shm, 16).map_err(|e| e.to_string())?;
     let mut sink = Peer::new(sink_shm, 512).map_err(|e| e.to_string())?;
+    println!("{}", place.describe());
     println!("\ncreating 3 tenants' middleboxes, each in its own sandbox:");
     for b in &boxes {
         let spec = InstanceSpec {
@@ -240,7 +241,6 @@ fn run(secs: f64) -> Result<(), String> {
         "\ndriving traffic for {secs:.0} s: 64-byte frames, the same offered to each tenant, \
          more than the machine can carry (overload):"
     );
-    println!("{}", place.describe());
     if let Some(c) = place.generator {
         pronto_switch::pin_current_thread(c)
             .map_err(|e| format!("pinning the generator to CPU {c}: {e}"))?;
