@@ -79,8 +79,7 @@ impl Frame<'_> {
     #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) {
         let copied = self.shm.region.read_bytes(self.off, &mut dst[..self.len]);
-        // The descriptor was checked against the geometry, and the region
-        // holds every slot of it (`PortShm` checks at attach).
+        // `pop_frames` made the frame only for a range inside the region.
         debug_assert!(copied);
     }
 }
@@ -107,15 +106,20 @@ fn pop_frames(
             .prefetch(g.slot_offset(d.slot.min(g.slots)) + d.off as usize);
     }
     for d in &descs[..k] {
+        let off = g.slot_offset(d.slot) + d.off as usize;
+        // Inside the geometry, and so inside the region (`PortShm` maps
+        // every slot of it); the second test keeps `Frame::copy_to`
+        // infallible whatever the geometry claims.
         if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
             .is_err()
+            || off + d.len as usize > shm.region.len()
         {
             counters.bad_desc += 1;
             continue;
         }
         f(Frame {
             shm,
-            off: g.slot_offset(d.slot) + d.off as usize,
+            off,
             len: d.len as usize,
         });
     }
