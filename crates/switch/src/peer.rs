@@ -44,7 +44,9 @@ pub struct Peer {
     /// Frames written by [`Peer::queue`], not yet on the rx ring.
     staged: [Desc; BATCH],
     nstaged: usize,
-    buf: [u8; SLOT_STRIDE as usize],
+    /// Where [`Peer::recv_max`] copies each frame (made once; taken out
+    /// of the peer for the call and put back).
+    buf: Vec<u8>,
     counters: PeerCounters,
 }
 
@@ -79,51 +81,9 @@ impl Frame<'_> {
     #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) {
         let copied = self.shm.region.read_bytes(self.off, &mut dst[..self.len]);
-        // `pop_frames` made the frame only for a range inside the region.
+        // `recv_frames` made the frame only for a range inside the region.
         debug_assert!(copied);
     }
-}
-
-/// Pops up to `max` (at most 64) descriptors from `tx` into `descs`,
-/// checks each against the port's geometry (bad ones counted and
-/// skipped) and calls `f` with each good one's frame; returns how many
-/// were popped (their slots to lend back).
-fn pop_frames(
-    tx: &mut Consumer,
-    descs: &mut [Desc; BATCH],
-    shm: &PortShm,
-    counters: &mut PeerCounters,
-    max: usize,
-    mut f: impl FnMut(Frame<'_>),
-) -> usize {
-    let g = shm.geometry;
-    let k = tx.pop(&mut descs[..max.min(BATCH)]);
-    // The switch wrote these frames on its CPU: ask for every frame's
-    // first line before copying the first (the region ignores an offset
-    // outside it; the descriptors are checked below).
-    for d in &descs[..k] {
-        shm.region
-            .prefetch(g.slot_offset(d.slot.min(g.slots)) + d.off as usize);
-    }
-    for d in &descs[..k] {
-        let off = g.slot_offset(d.slot) + d.off as usize;
-        // Inside the geometry, and so inside the region (`PortShm` maps
-        // every slot of it); the second test keeps `Frame::copy_to`
-        // infallible whatever the geometry claims.
-        if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
-            .is_err()
-            || off + d.len as usize > shm.region.len()
-        {
-            counters.bad_desc += 1;
-            continue;
-        }
-        f(Frame {
-            shm,
-            off,
-            len: d.len as usize,
-        });
-    }
-    k
 }
 
 impl Peer {
@@ -155,7 +115,7 @@ impl Peer {
             descs: [Desc::default(); BATCH],
             staged: [Desc::default(); BATCH],
             nstaged: 0,
-            buf: [0; SLOT_STRIDE as usize],
+            buf: vec![0; SLOT_STRIDE as usize],
             counters: PeerCounters::default(),
             shm,
             to_switch,
@@ -385,20 +345,14 @@ impl Peer {
 
     /// Like [`Peer::recv`], taking at most `max` (at most 64) frames.
     pub fn recv_max(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
-        let buf = &mut self.buf;
-        let k = pop_frames(
-            &mut self.tx,
-            &mut self.descs,
-            &self.shm,
-            &mut self.counters,
-            max,
-            |frame| {
-                let b = &mut buf[..frame.len()];
-                frame.copy_to(b);
-                f(b)
-            },
-        );
-        self.relend(k)
+        let mut buf = std::mem::take(&mut self.buf);
+        let k = self.recv_frames(max, |frame| {
+            let b = &mut buf[..frame.len()];
+            frame.copy_to(b);
+            f(b)
+        });
+        self.buf = buf;
+        k
     }
 
     /// Receives up to `max` (at most 64) frames, calling `f` with each one
@@ -406,15 +360,35 @@ impl Peer {
     /// is wanted (a pool packet), where [`Peer::recv_max`] copies it into a
     /// buffer of the peer's first. Lends the slots back to the switch
     /// after the last call. Returns how many arrived.
-    pub fn recv_frames(&mut self, max: usize, f: impl FnMut(Frame<'_>)) -> usize {
-        let k = pop_frames(
-            &mut self.tx,
-            &mut self.descs,
-            &self.shm,
-            &mut self.counters,
-            max,
-            f,
-        );
+    pub fn recv_frames(&mut self, max: usize, mut f: impl FnMut(Frame<'_>)) -> usize {
+        let shm = &self.shm;
+        let g = shm.geometry;
+        let k = self.tx.pop(&mut self.descs[..max.min(BATCH)]);
+        // The switch wrote these frames on its CPU: ask for every frame's
+        // first line before copying the first (the region ignores an offset
+        // outside it; the descriptors are checked below).
+        for d in &self.descs[..k] {
+            shm.region
+                .prefetch(g.slot_offset(d.slot.min(g.slots)) + d.off as usize);
+        }
+        for d in &self.descs[..k] {
+            let off = g.slot_offset(d.slot) + d.off as usize;
+            // Inside the geometry, and so inside the region (`PortShm` maps
+            // every slot of it); the second test keeps `Frame::copy_to`
+            // infallible whatever the geometry claims.
+            if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
+                .is_err()
+                || off + d.len as usize > shm.region.len()
+            {
+                self.counters.bad_desc += 1;
+                continue;
+            }
+            f(Frame {
+                shm,
+                off,
+                len: d.len as usize,
+            });
+        }
         self.relend(k)
     }
 
