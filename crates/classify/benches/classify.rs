@@ -2,7 +2,7 @@
 //! IPClassifier on 64-byte packets.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use pronto_classify::Program;
+use pronto_classify::{Engine, Program};
 
 const FIREWALL: &[&str] = &[
     "deny src net 0.0.0.0/8 or src net 127.0.0.0/8",
@@ -16,6 +16,21 @@ const FIREWALL: &[&str] = &[
     "allow icmp type echo or icmp type echo-reply",
     "deny udp dst port 161",
     "allow src net 192.168.1.0/24 and tcp",
+    "deny all",
+];
+
+/// `c_firewall`'s rules (the shared benchmark's `bench/conf/c_firewall.click`).
+const C_FIREWALL: &[&str] = &[
+    "allow src net 10.0.0.0/16 and tcp dst port 22",
+    "deny tcp dst port 22",
+    "allow tcp dst port 80 or tcp dst port 443 or tcp dst port 8080",
+    "allow udp dst port 53 and dst net 8.0.0.0/8",
+    "deny udp dst port 53",
+    "allow udp dst port 123",
+    "deny dst net 1.0.0.0/8 or dst net 2.0.0.0/8",
+    "allow tcp dst port 25 and src net 10.128.0.0/9",
+    "allow udp and dst port > 5000",
+    "allow icmp",
     "deny all",
 ];
 
@@ -158,6 +173,33 @@ fn bench(c: &mut Criterion) {
             acc
         })
     });
+    // Both rule lists as `IPFilter` classifies them (the one-word index)
+    // and as the decision program alone, batch by batch as the element
+    // calls them, in one run.
+    for (name, rules) in [("firewall", FIREWALL), ("c_firewall", C_FIREWALL)] {
+        for (engine_name, engine) in [("auto", Engine::Auto), ("decision", Engine::Decision)] {
+            let p = Program::ip_filter_with(rules, engine).expect("compiles");
+            g.bench_function(format!("{name}_flows_{engine_name}"), |b| {
+                b.iter(|| {
+                    let mut acc = 0usize;
+                    for chunk in refs.chunks(32) {
+                        let out = &mut out[..chunk.len()];
+                        if p.prefers_batch() {
+                            p.classify_batch(black_box(chunk), out);
+                        } else {
+                            for (o, &(d, nh)) in out.iter_mut().zip(chunk) {
+                                *o = p.classify(black_box(d), nh);
+                            }
+                        }
+                        acc = out
+                            .iter()
+                            .fold(acc, |a, o| a.wrapping_add(o.map_or(7, |x| x)));
+                    }
+                    acc
+                })
+            });
+        }
+    }
     g.finish();
 }
 

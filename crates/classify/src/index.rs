@@ -21,6 +21,12 @@
 //! that matches a packet has an entry compatible with it, and entries are
 //! ordered like their rules.
 //!
+//! Lists of at most 64 entries also get a one-word form ([`Small`]): per
+//! field, a table indexed by the value's top bits gives its segment, whose
+//! row is a single `u64`; a packet's compatible entries are the AND of six
+//! such words. `Engine::Auto` uses it for short lists whose rules are all
+//! exact.
+//!
 //! The fields are only read from packets long enough for all of them (a
 //! 20-byte network header and 4 transport bytes); shorter packets, whose
 //! tests may take their "packet too short" outcomes, are classified by
@@ -471,6 +477,142 @@ pub(crate) struct Index {
     rules: Box<[(u32, u32)]>,
     /// The rules' programs (match → `TERM`, no match → `DROP`).
     nodes: Box<[Node]>,
+    /// The one-word form, when there are at most 64 entries.
+    small: Option<Small>,
+}
+
+/// Bit of a [`SmallField`] bucket entry: the bucket holds several segments
+/// (the low bits give the first), found by a short scan of the starts.
+const REFINE: u8 = 1 << 7;
+/// Most bits of a field value used to pick a bucket (64 Ki entries, 64
+/// KiB at most per field).
+const SMALL_BUCKET_BITS: u32 = 16;
+
+/// One field of the one-word index: the value's bucket gives its segment
+/// directly, and the segment the bit mask of entries compatible with it.
+/// A field no entry constrains has one bucket and one segment (all
+/// entries), so that every packet reads every field without a branch.
+#[derive(Clone, Debug)]
+struct SmallField {
+    bucket_shift: u32,
+    /// Per bucket: its segment, or [`REFINE`] with the first segment it
+    /// overlaps.
+    buckets: Box<[u8]>,
+    starts: Box<[u32]>,
+    /// Per segment: the compatible entries.
+    rows: Box<[u64]>,
+}
+
+impl SmallField {
+    /// A field no entry constrains.
+    fn any(nentries: usize) -> SmallField {
+        SmallField {
+            bucket_shift: 32,
+            buckets: Box::new([0]),
+            starts: Box::new([0]),
+            rows: Box::new([u64::MAX >> (64 - nentries.max(1))]),
+        }
+    }
+
+    /// The entries compatible with field value `v`.
+    #[inline(always)]
+    fn row(&self, v: u32) -> u64 {
+        let e = self
+            .buckets
+            .get((u64::from(v) >> self.bucket_shift) as usize)
+            .copied()
+            .unwrap_or(0);
+        let mut seg = usize::from(e & !REFINE);
+        if e & REFINE != 0 {
+            while self.starts.get(seg + 1).is_some_and(|&x| x <= v) {
+                seg += 1;
+            }
+        }
+        self.rows.get(seg).copied().unwrap_or(0)
+    }
+}
+
+/// The index for lists of at most 64 entries (an `IPFilter` of a few
+/// dozen rules): one 64-bit word of compatible entries per field value,
+/// each found with one table load (a second, short scan only in buckets
+/// where the rules' boundaries are finer than the table), so classifying
+/// a packet is six loads from fixed header offsets, six table lookups,
+/// five ANDs and a count of trailing zeros.
+#[derive(Clone, Debug)]
+struct Small {
+    /// In [`FIELDS`] order.
+    fields: [SmallField; NF],
+    /// Whether every entry is exact (no rule needs verifying).
+    exact: bool,
+}
+
+impl Small {
+    fn new(fields: &[FieldIndex], chunks: &[u64], entries: &[u32]) -> Option<Small> {
+        let mut out: [SmallField; NF] = std::array::from_fn(|_| SmallField::any(entries.len()));
+        for fi in fields {
+            let fd = &FIELDS[usize::from(fi.field)];
+            let bits = 32 - fd.max().leading_zeros();
+            let max_bits = bits.min(SMALL_BUCKET_BITS);
+            if fi.starts.len() > usize::from(!REFINE) {
+                return None;
+            }
+            // The fewest bucket bits under which no bucket holds two
+            // segments, else the most allowed.
+            let uniform = |b: u32| {
+                let shift = bits - b;
+                fi.starts[1..].iter().all(|&x| (x >> shift) << shift == x)
+            };
+            let b = (1..=max_bits).find(|&b| uniform(b)).unwrap_or(max_bits);
+            let shift = bits - b;
+            let nb = (u64::from(fd.max()) >> shift) + 1;
+            let buckets: Vec<u8> = (0..nb)
+                .map(|k| {
+                    let first = (k << shift) as u32;
+                    let last = first | ((1u64 << shift) - 1) as u32;
+                    let seg = fi.starts.partition_point(|&x| x <= first) - 1;
+                    let split = fi.starts.get(seg + 1).is_some_and(|&x| x <= last);
+                    seg as u8 | if split { REFINE } else { 0 }
+                })
+                .collect();
+            out[usize::from(fi.field)] = SmallField {
+                bucket_shift: shift,
+                buckets: buckets.into_boxed_slice(),
+                starts: fi.starts.clone(),
+                rows: fi.rows.iter().map(|&id| chunks[id as usize]).collect(),
+            };
+        }
+        Some(Small {
+            fields: out,
+            exact: entries.iter().all(|&e| e & VERIFY == 0),
+        })
+    }
+
+    /// The entries compatible with a packet long enough for every field
+    /// (`NEED_PRIMARY` network bytes, `NEED_TRANSPORT` transport bytes).
+    #[inline(always)]
+    fn entries(&self, ip: &[u8; NEED_PRIMARY], tr: &[u8; NEED_TRANSPORT]) -> u64 {
+        let be32 = |b: &[u8], o: usize| u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        // The fields of `FIELDS`, in its order.
+        let v = [
+            u32::from(ip[9]),
+            be32(ip, 12),
+            be32(ip, 16),
+            u32::from(u16::from_be_bytes([tr[0], tr[1]])),
+            u32::from(u16::from_be_bytes([tr[2], tr[3]])),
+            u32::from(u16::from_be_bytes([ip[6], ip[7]]) & 0x3FFF),
+        ];
+        let f = &self.fields;
+        (f[0].row(v[0]) & f[1].row(v[1]))
+            & (f[2].row(v[2]) & f[3].row(v[3]))
+            & (f[4].row(v[4]) & f[5].row(v[5]))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.fields
+            .iter()
+            .map(|f| f.buckets.len() + f.starts.len() * 4 + f.rows.len() * 8)
+            .sum()
+    }
 }
 
 /// Terminal for "the rule matched" in per-rule programs.
@@ -532,6 +674,11 @@ impl Index {
         // over its segments.
         fields.sort_by(|a, b| a.1.total_cmp(&b.1));
         let fields: Vec<FieldIndex> = fields.into_iter().map(|(f, _)| f).collect();
+        let small = if nchunks == 1 && cw == 1 {
+            Small::new(&fields, &chunks, &entries)
+        } else {
+            None
+        };
         Some(Index {
             fields: fields.into_boxed_slice(),
             nchunks,
@@ -540,7 +687,15 @@ impl Index {
             entries: entries.into_boxed_slice(),
             rules: rule_info.into_boxed_slice(),
             nodes: nodes.into_boxed_slice(),
+            small,
         })
+    }
+
+    /// Whether the index has its one-word form with every rule exact:
+    /// then it classifies in a handful of loads per packet, faster than a
+    /// decision program of more than a few steps.
+    pub(crate) fn is_small_exact(&self) -> bool {
+        self.small.as_ref().is_some_and(|s| s.exact)
     }
 
     /// Number of nodes in the per-rule programs.
@@ -558,6 +713,7 @@ impl Index {
             + self.entries.len() * 4
             + self.rules.len() * 8
             + self.nodes.len() * std::mem::size_of::<Node>()
+            + self.small.as_ref().map_or(0, Small::heap_bytes)
     }
 
     /// Whether rule `r`'s program matches the packet.
@@ -576,6 +732,21 @@ impl Index {
     /// the terminal (`TERM | output` or `DROP`).
     #[inline]
     pub(crate) fn classify(&self, sp: [&[u8]; 2]) -> u32 {
+        if let (Some(small), Some(ip), Some(tr)) = (
+            &self.small,
+            sp[0].first_chunk::<NEED_PRIMARY>(),
+            sp[1].first_chunk::<NEED_TRANSPORT>(),
+        ) {
+            let acc = small.entries(ip, tr);
+            if acc == 0 {
+                return DROP;
+            }
+            let info = self.entries[acc.trailing_zeros() as usize];
+            if info & VERIFY == 0 {
+                return self.rules[(info & !VERIFY) as usize].0;
+            }
+            // Some entry must be verified: the general scan below.
+        }
         if sp[0].len() < NEED_PRIMARY || sp[1].len() < NEED_TRANSPORT {
             return self.classify_linear(sp);
         }

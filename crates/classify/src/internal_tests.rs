@@ -161,6 +161,9 @@ proptest! {
             let want = interp(&rules, &sp);
             prop_assert_eq!(run(&dd::compile(&rules), true, &data, nh), want);
             prop_assert_eq!(run(&dd::compile_linear(&rules), true, &data, nh), want);
+            // As IPFilter classifies them (the one-word index).
+            let p = Program::ip_filter(set).expect("compiles");
+            prop_assert_eq!(p.classify(&data, nh), want);
         }
     }
 
@@ -317,6 +320,120 @@ fn batch_plan_in_use() {
         let want = (i < 60).then_some(usize::from(i % 3));
         assert_eq!(out[0], want);
         assert_eq!(p.classify(&v, 0), want);
+    }
+}
+
+/// Short exact lists classify with the one-word index and keep their
+/// decision program for the `program` text; lists with a test the index
+/// cannot describe (TCP flags), dual-stack lists and tiny programs do not.
+#[test]
+fn one_word_index_for_short_exact_lists() {
+    let c_firewall = [
+        "allow src net 10.0.0.0/16 and tcp dst port 22",
+        "deny tcp dst port 22",
+        "allow tcp dst port 80 or tcp dst port 443 or tcp dst port 8080",
+        "allow udp dst port 53 and dst net 8.0.0.0/8",
+        "deny udp dst port 53",
+        "allow udp dst port 123",
+        "deny dst net 1.0.0.0/8 or dst net 2.0.0.0/8",
+        "allow tcp dst port 25 and src net 10.128.0.0/9",
+        "allow udp and dst port > 5000",
+        "allow icmp",
+        "deny all",
+    ];
+    for set in [FIREWALL, &c_firewall[..]] {
+        let p = Program::ip_filter(set).expect("compiles");
+        assert!(p.small.is_some(), "{set:?}");
+        assert!(!p.is_indexed());
+        assert!(!p.prefers_batch());
+        assert!(p.program_text().contains("yes->"));
+        let d = Program::ip_filter_with(set, crate::Engine::Decision).expect("compiles");
+        assert!(d.small.is_none());
+        assert_eq!(p.program_text(), d.program_text());
+    }
+    let flags = Program::ip_filter(&["allow tcp opt syn and dst port 80", "allow udp", "deny all"])
+        .expect("compiles");
+    assert!(flags.small.is_none());
+    let dual = Program::ip_filter(&[
+        "allow src net 2001:db8::/32 and tcp dst port 22",
+        "allow udp dst port 53",
+        "deny all",
+    ])
+    .expect("compiles");
+    assert!(dual.small.is_none());
+    let tiny = Program::ip_filter(&["allow tcp", "deny all"]).expect("compiles");
+    assert!(tiny.small.is_none());
+    // The c_firewall list: a packet per rule, and one matching none of
+    // the first ten.
+    let p = Program::ip_filter(&c_firewall).expect("compiles");
+    let mk = |proto: u8, src: [u8; 4], dst: [u8; 4], dport: u16, frag: u16| {
+        let mut v = vec![0u8; 40];
+        v[0] = 0x45;
+        v[6..8].copy_from_slice(&frag.to_be_bytes());
+        v[9] = proto;
+        v[12..16].copy_from_slice(&src);
+        v[16..20].copy_from_slice(&dst);
+        v[22..24].copy_from_slice(&dport.to_be_bytes());
+        v
+    };
+    let cases = [
+        (mk(6, [10, 0, 9, 9], [5, 5, 5, 5], 22, 0), Some(0)),
+        (mk(6, [10, 1, 9, 9], [5, 5, 5, 5], 22, 0), None),
+        (mk(6, [10, 1, 9, 9], [5, 5, 5, 5], 8080, 0), Some(0)),
+        (mk(17, [10, 1, 9, 9], [8, 5, 5, 5], 53, 0), Some(0)),
+        (mk(17, [10, 1, 9, 9], [9, 5, 5, 5], 53, 0), None),
+        (mk(17, [10, 1, 9, 9], [9, 5, 5, 5], 123, 0), Some(0)),
+        (mk(6, [10, 1, 9, 9], [2, 5, 5, 5], 9999, 0), None),
+        (mk(6, [10, 200, 9, 9], [9, 5, 5, 5], 25, 0), Some(0)),
+        (mk(6, [10, 100, 9, 9], [9, 5, 5, 5], 25, 0), None),
+        (mk(17, [10, 1, 9, 9], [9, 5, 5, 5], 5001, 0), Some(0)),
+        (mk(17, [10, 1, 9, 9], [9, 5, 5, 5], 5000, 0), None),
+        // A later fragment has no ports.
+        (mk(17, [10, 1, 9, 9], [9, 5, 5, 5], 5001, 0x0010), None),
+        (mk(1, [10, 1, 9, 9], [9, 5, 5, 5], 0, 0), Some(0)),
+        (mk(1, [10, 1, 9, 9], [2, 5, 5, 5], 0, 0), None),
+        (mk(47, [10, 1, 9, 9], [9, 5, 5, 5], 0, 0), None),
+        // Too short for the transport fields: the rules' own programs.
+        (
+            mk(1, [10, 1, 9, 9], [9, 5, 5, 5], 0, 0)[..21].to_vec(),
+            Some(0),
+        ),
+    ];
+    let d = Program::ip_filter_with(&c_firewall, crate::Engine::Decision).expect("compiles");
+    for (i, (v, want)) in cases.iter().enumerate() {
+        assert_eq!(p.classify(v, 0), *want, "case {i}");
+        assert_eq!(d.classify(v, 0), *want, "case {i}");
+    }
+}
+
+/// One-test `Classifier` programs decide inline, as the walk does, on
+/// packets of every length (too short for the word included).
+#[test]
+fn one_test_classifiers_decide_inline_as_the_walk() {
+    let lists: [&[&str]; 5] = [
+        &["12/0800", "-"],
+        &["12/0800"],
+        &["!12/0800", "-"],
+        &["12/86dd%ffff", "12/0800"],
+        &["0/ff"],
+    ];
+    for (k, args) in lists.iter().enumerate() {
+        let p = Program::classifier(args).expect("compiles");
+        let walk = Program {
+            one: None,
+            ..p.clone()
+        };
+        assert_eq!(p.one.is_some(), k != 3, "{args:?}");
+        for len in 0..20 {
+            for fill in [0x00u8, 0x08, 0x86, 0xff] {
+                let mut v = vec![fill; len];
+                if len >= 14 {
+                    v[12] = 0x08;
+                    v[13] = fill;
+                }
+                assert_eq!(p.classify(&v, 0), walk.classify(&v, 0), "{args:?} {v:?}");
+            }
+        }
     }
 }
 
@@ -486,6 +603,7 @@ proptest! {
         let refs: Vec<&str> = rules.iter().map(String::as_str).collect();
         let ix = Program::ip_filter_with(&refs, crate::Engine::Index).expect("rules parse");
         prop_assert!(ix.is_indexed());
+        let auto = Program::ip_filter(&refs).expect("rules parse");
         let parsed = filter_rules(&refs);
         let lin = Program::from_compiled(dd::compile_linear(&parsed), 0, true);
         for (data, nh) in &pkts {
@@ -493,8 +611,10 @@ proptest! {
             let want = interp(&parsed, &sp);
             prop_assert_eq!(lin.classify(data, *nh), want);
             prop_assert_eq!(ix.classify(data, *nh), want, "rules {:?} packet {:?}", rules, data);
+            prop_assert_eq!(auto.classify(data, *nh), want, "rules {:?} packet {:?}", rules, data);
         }
         check_batch(&ix, &pkts)?;
+        check_batch(&auto, &pkts)?;
     }
 }
 

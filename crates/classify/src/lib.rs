@@ -107,6 +107,15 @@
 //! The results are those of the decision program on every packet; the
 //! per-packet cost grows with the rule count divided by 64, not with the
 //! rule count.
+//!
+//! A shorter IPv4 list that the index describes exactly (at most 64
+//! entries, tests on protocol, addresses, ports and fragments only, such as
+//! the usual firewall) is classified with the index's one-word form: per
+//! field one table load gives a 64-bit word of compatible entries, the six
+//! words are ANDed and the lowest set bit is the first matching rule, with
+//! no data-dependent branch. Its decision program is still compiled, for
+//! the `program` handler. A `Classifier` of one test (`12/0800, -`) is
+//! decided inline in [`Program::classify`].
 
 mod batch;
 mod clsparse;
@@ -139,9 +148,29 @@ pub struct Program {
     plan: Option<batch::Plan>,
     /// Rule-set index, used instead of the nodes for long IP rule lists.
     index: Option<Box<index::Index>>,
+    /// The one-word rule-set index of a short IP rule list whose rules
+    /// it describes exactly: packets are classified with it, the nodes
+    /// stay for the `program` text.
+    small: Option<Box<index::Index>>,
+    /// A `Classifier` program of one test whose outcomes are both
+    /// outputs or drops (`Classifier(12/0800, -)`): decided inline.
+    one: Option<OneTest>,
     /// Some test reads the link header (`ether host`): packets are
     /// classified with [`Program::classify_link`].
     link: bool,
+}
+
+/// The whole of a one-test `Classifier` program (see [`Program::classify`]).
+#[derive(Clone, Copy, Debug)]
+struct OneTest {
+    off: usize,
+    mask: u32,
+    value: u32,
+    /// Unsigned greater-than rather than equality.
+    gt: bool,
+    /// Outcome on a match and on a miss.
+    yes: Option<usize>,
+    no: Option<usize>,
 }
 
 /// Parsed rules: each expression and its output (`None`: drop).
@@ -151,7 +180,10 @@ type Rules = Vec<(Expr, Option<usize>)>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Engine {
     /// The rule-set index from [`INDEX_MIN_RULES`] rules on, the decision
-    /// program below.
+    /// program below; a short IPv4 list that the index describes exactly
+    /// in one 64-bit word per field value (protocol, addresses, ports and
+    /// fragment tests; at most 64 entries) classifies with that index
+    /// and keeps the decision program for its `program` text.
     #[default]
     Auto,
     /// Always the decision program (a shared decision diagram, or its
@@ -169,6 +201,11 @@ pub enum Engine {
 /// faster than the index; above it, its compile time grows quickly and it
 /// may fall back to a linear walk (see `benches/ipfilter_scale.rs`).
 pub const INDEX_MIN_RULES: usize = 64;
+
+/// Decision programs of at least this many tests are classified with the
+/// one-word rule-set index instead, where it describes the rules exactly
+/// (see [`Engine::Auto`]).
+const SMALL_MIN_NODES: usize = 3;
 
 /// A configuration error: which argument and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -323,12 +360,24 @@ impl Program {
                     dual: false,
                     plan: None,
                     index: Some(Box::new(ix)),
+                    small: None,
+                    one: None,
                     link: false,
                 };
             }
         }
         let mut p = Self::build(rules, noutputs, true);
         p.dual = dual;
+        // A short list whose rules the index describes exactly (protocol,
+        // addresses, ports, fragments) classifies in a handful of loads
+        // per packet with its one-word index, where the decision program
+        // walks a test per step (`benches/classify.rs`). Programs of one
+        // or two tests stay as they are.
+        if engine == Engine::Auto && !dual && !link && p.nodes.len() >= SMALL_MIN_NODES {
+            p.small = index::Index::new(rules)
+                .filter(index::Index::is_small_exact)
+                .map(Box::new);
+        }
         p
     }
 
@@ -345,6 +394,27 @@ impl Program {
         } else {
             None
         };
+        let one = match c.nodes.first() {
+            Some(n)
+                if !ip
+                    && c.nodes.len() == 1
+                    && c.root == 0
+                    && n.kind != KIND_SWITCH
+                    && n.space == expr::Space::Primary as u8
+                    && n.next[0] & TERM != 0
+                    && n.next[1] & TERM != 0 =>
+            {
+                Some(OneTest {
+                    off: n.off as usize,
+                    mask: n.mask,
+                    value: n.value,
+                    gt: n.kind == KIND_GT,
+                    yes: decode(n.next[0]),
+                    no: decode(n.next[1]),
+                })
+            }
+            _ => None,
+        };
         Program {
             nodes: c.nodes.into_boxed_slice(),
             cases: c.cases.into_boxed_slice(),
@@ -354,6 +424,8 @@ impl Program {
             dual: false,
             plan,
             index: None,
+            small: None,
+            one,
             link,
         }
     }
@@ -394,6 +466,7 @@ impl Program {
             + self.cases.len() * 8
             + plan
             + self.index.as_ref().map_or(0, |ix| ix.heap_bytes())
+            + self.small.as_ref().map_or(0, |ix| ix.heap_bytes())
     }
 
     /// Classify one packet. `data` holds the packet's bytes from its current
@@ -401,6 +474,16 @@ impl Program {
     /// for `Classifier` programs). Returns the output port or `None` (drop).
     #[inline]
     pub fn classify(&self, data: &[u8], nh: usize) -> Option<usize> {
+        // `Classifier(12/0800, -)` and its kind: one masked word, here,
+        // rather than a call into the general walk (a packet too short
+        // for the word takes the walk, which knows its outcome).
+        if let Some(t) = &self.one {
+            if let Some(&[a, b, c, d]) = data.get(t.off..t.off.wrapping_add(4)) {
+                let w = u32::from_be_bytes([a, b, c, d]) & t.mask;
+                let hit = if t.gt { w > t.value } else { w == t.value };
+                return if hit { t.yes } else { t.no };
+            }
+        }
         self.classify_one(data, nh)
     }
 
@@ -437,12 +520,12 @@ impl Program {
     /// calling [`classify`](Self::classify) per packet (the program has a
     /// batch plan: several data-dependent steps).
     pub fn prefers_batch(&self) -> bool {
-        self.plan.is_some()
+        self.plan.is_some() && self.small.is_none()
     }
 
     #[inline]
     fn classify_one(&self, data: &[u8], nh: usize) -> Option<usize> {
-        if let Some(ix) = &self.index {
+        if let Some(ix) = self.index.as_ref().or(self.small.as_ref()) {
             return decode(ix.classify(self.spaces(data, nh)));
         }
         if self.root & TERM != 0 {
@@ -493,7 +576,11 @@ impl Program {
         I: IntoIterator<Item = (&'a [u8], usize)>,
     {
         let mut it = pkts.into_iter();
-        let Some(plan) = &self.plan else {
+        let plan = match &self.plan {
+            Some(plan) if self.small.is_none() => Some(plan),
+            _ => None,
+        };
+        let Some(plan) = plan else {
             let mut k = 0;
             for (o, (data, nh)) in out.iter_mut().zip(&mut it) {
                 *o = self.classify(data, nh);
