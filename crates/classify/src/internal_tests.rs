@@ -351,6 +351,18 @@ fn one_word_index_for_short_exact_lists() {
         assert!(d.small.is_none());
         assert_eq!(p.program_text(), d.program_text());
     }
+    // Its tables stay within the one-word form's budget.
+    let p = Program::ip_filter(&c_firewall).expect("compiles");
+    let bytes = p.small.as_ref().expect("one-word index").heap_bytes();
+    assert!(bytes < 256 * 1024, "{bytes} bytes");
+    // Four fields of 64 Ki buckets each (addresses and ports) and the
+    // fragment bits are past it: the decision program.
+    let wide = Program::ip_filter(&[
+        "allow src net 10.0.0.0/24 and dst net 20.0.0.0/24 and tcp src port 1000 and dst port 22",
+        "deny all",
+    ])
+    .expect("compiles");
+    assert!(wide.small.is_none());
     let flags = Program::ip_filter(&["allow tcp opt syn and dst port 80", "allow udp", "deny all"])
         .expect("compiles");
     assert!(flags.small.is_none());
