@@ -557,6 +557,7 @@ struct Small {
 impl Small {
     fn new(fields: &[FieldIndex], chunks: &[u64], entries: &[u32]) -> Option<Small> {
         let mut out: [SmallField; NF] = std::array::from_fn(|_| SmallField::any(entries.len()));
+        let mut bytes = 0;
         for fi in fields {
             let fd = &FIELDS[usize::from(fi.field)];
             let bits = 32 - fd.max().leading_zeros();
@@ -573,6 +574,11 @@ impl Small {
             let b = (1..=max_bits).find(|&b| uniform(b)).unwrap_or(max_bits);
             let shift = bits - b;
             let nb = (u64::from(fd.max()) >> shift) + 1;
+            // Checked before a table is built.
+            bytes += nb as usize;
+            if bytes > SMALL_MAX_BYTES {
+                return None;
+            }
             let buckets: Vec<u8> = (0..nb)
                 .map(|k| {
                     let first = (k << shift) as u32;
@@ -588,9 +594,6 @@ impl Small {
                 starts: fi.starts.clone(),
                 rows: fi.rows.iter().map(|&id| chunks[id as usize]).collect(),
             };
-        }
-        if out.iter().map(|f| f.buckets.len()).sum::<usize>() > SMALL_MAX_BYTES {
-            return None;
         }
         Some(Small {
             fields: out,

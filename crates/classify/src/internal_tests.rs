@@ -323,25 +323,15 @@ fn batch_plan_in_use() {
     }
 }
 
+include!("../benches/rules/c_firewall.rs");
+
 /// Short exact lists classify with the one-word index and keep their
 /// decision program for the `program` text; lists with a test the index
 /// cannot describe (TCP flags), dual-stack lists and tiny programs do not.
 #[test]
 fn one_word_index_for_short_exact_lists() {
-    let c_firewall = [
-        "allow src net 10.0.0.0/16 and tcp dst port 22",
-        "deny tcp dst port 22",
-        "allow tcp dst port 80 or tcp dst port 443 or tcp dst port 8080",
-        "allow udp dst port 53 and dst net 8.0.0.0/8",
-        "deny udp dst port 53",
-        "allow udp dst port 123",
-        "deny dst net 1.0.0.0/8 or dst net 2.0.0.0/8",
-        "allow tcp dst port 25 and src net 10.128.0.0/9",
-        "allow udp and dst port > 5000",
-        "allow icmp",
-        "deny all",
-    ];
-    for set in [FIREWALL, &c_firewall[..]] {
+    let c_firewall = C_FIREWALL;
+    for set in [FIREWALL, c_firewall] {
         let p = Program::ip_filter(set).expect("compiles");
         assert!(p.small.is_some(), "{set:?}");
         assert!(!p.is_indexed());
@@ -352,7 +342,7 @@ fn one_word_index_for_short_exact_lists() {
         assert_eq!(p.program_text(), d.program_text());
     }
     // Its tables stay within the one-word form's budget.
-    let p = Program::ip_filter(&c_firewall).expect("compiles");
+    let p = Program::ip_filter(c_firewall).expect("compiles");
     let bytes = p.small.as_ref().expect("one-word index").heap_bytes();
     assert!(bytes < 256 * 1024, "{bytes} bytes");
     // Four fields of 64 Ki buckets each (addresses and ports) and the
@@ -377,7 +367,7 @@ fn one_word_index_for_short_exact_lists() {
     assert!(tiny.small.is_none());
     // The c_firewall list: a packet per rule, and one matching none of
     // the first ten.
-    let p = Program::ip_filter(&c_firewall).expect("compiles");
+    let p = Program::ip_filter(c_firewall).expect("compiles");
     let mk = |proto: u8, src: [u8; 4], dst: [u8; 4], dport: u16, frag: u16| {
         let mut v = vec![0u8; 40];
         v[0] = 0x45;
@@ -411,7 +401,7 @@ fn one_word_index_for_short_exact_lists() {
             Some(0),
         ),
     ];
-    let d = Program::ip_filter_with(&c_firewall, crate::Engine::Decision).expect("compiles");
+    let d = Program::ip_filter_with(c_firewall, crate::Engine::Decision).expect("compiles");
     for (i, (v, want)) in cases.iter().enumerate() {
         assert_eq!(p.classify(v, 0), *want, "case {i}");
         assert_eq!(d.classify(v, 0), *want, "case {i}");
