@@ -148,6 +148,10 @@ pub struct RxStats {
     pub nomem: u64,
     /// TCP segmentation-offload frames cut into segments.
     pub segmented: u64,
+    /// Packets made where the frame arrived, without a copy (a sandboxed
+    /// instance's switch port, whose slots are packets); part of
+    /// `packets`.
+    pub in_place: u64,
 }
 
 impl RxStats {

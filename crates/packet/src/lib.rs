@@ -14,6 +14,7 @@ pub mod cpu;
 pub mod mmap;
 mod packet;
 mod pool;
+mod portpool;
 pub mod table;
 pub mod wire;
 
@@ -23,3 +24,4 @@ pub use pool::{
     Account, Pool, PoolCounters, PoolError, BUFFER_SIZE, DEFAULT_HEADROOM, HEADER_SIZE, MAX_PACKET,
     SLOT_STRIDE,
 };
+pub use portpool::PortPool;

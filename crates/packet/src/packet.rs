@@ -156,6 +156,15 @@ impl SlotHeader {
         self.anno.timestamp_ns = timestamp_ns;
     }
 
+    /// Like [`SlotHeader::frame`] for a frame at `data_off` (a frame a
+    /// switch wrote into a port's slot, where it lies).
+    #[inline(always)]
+    pub(crate) fn frame_at(&mut self, data_off: usize, len: usize, timestamp_ns: i64) {
+        self.frame(len, timestamp_ns);
+        self.data_off = data_off as u16;
+        self.mac_off = data_off as u16;
+    }
+
     /// Makes the header that of a fresh packet; the pool pointer and index
     /// stay.
     #[inline(always)]

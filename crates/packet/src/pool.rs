@@ -54,28 +54,38 @@ pub enum PoolError {
 }
 
 pub(crate) struct PoolInner {
-    base: NonNull<u8>,
+    pub(crate) base: NonNull<u8>,
     /// Slots mapped and usable.
-    nslots: Cell<usize>,
+    pub(crate) nslots: Cell<usize>,
     /// Slots the reservation has room for: the pool never grows past it.
-    limit: Cell<usize>,
+    pub(crate) limit: Cell<usize>,
     /// Slots reserved at `base`.
-    reserved: usize,
+    pub(crate) reserved: usize,
     /// Bytes reserved at `base` (what is unmapped when the pool goes).
-    reserved_bytes: usize,
+    pub(crate) reserved_bytes: usize,
     /// Bytes from `base` mapped to the memfd (whole pages, so it may run a
     /// little past the last slot).
-    mapped: Cell<usize>,
-    free: UnsafeCell<Vec<u32>>,
+    pub(crate) mapped: Cell<usize>,
+    pub(crate) free: UnsafeCell<Vec<u32>>,
     /// Allocations refused because the pool was at its limit.
-    refused: Cell<u64>,
+    pub(crate) refused: Cell<u64>,
     /// Who frees and refusals are charged to now: an index into
     /// `accounts` (the last account when out of range).
-    owner: Cell<usize>,
+    pub(crate) owner: Cell<usize>,
     /// Per owner (for a router: per element, and one for the runtime).
     /// Never empty.
-    accounts: UnsafeCell<Vec<Account>>,
-    fd: rustix::fd::OwnedFd,
+    pub(crate) accounts: UnsafeCell<Vec<Account>>,
+    /// The memfd behind the region (`None` for a port pool, whose region
+    /// is the port's).
+    pub(crate) fd: Option<rustix::fd::OwnedFd>,
+    /// Packets of port pools charged to this pool, alive now: part of
+    /// what [`Pool::in_use`] counts.
+    pub(crate) ext: Cell<isize>,
+    /// The port pools charging this pool now (told when it goes).
+    pub(crate) chargers: UnsafeCell<Vec<*const PoolInner>>,
+    /// Set for a port pool ([`crate::PortPool`]): its slots' states and
+    /// the pool its packets are charged to.
+    pub(crate) port: Option<Box<crate::portpool::PortState>>,
 }
 
 /// What the pool did for one owner (see [`Pool::set_owner`]). Frees are
@@ -98,8 +108,12 @@ pub struct Account {
 /// A snapshot of a pool's counters (see [`Pool::counters`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolCounters {
-    /// Packets alive now.
+    /// Packets alive now (in this pool's slots and in the port slots
+    /// charged to it).
     pub in_use: usize,
+    /// Of them, packets in switch ports' slots charged to this pool
+    /// ([`crate::PortPool`]): they take none of this pool's slots.
+    pub in_ports: usize,
     /// Allocations refused, ever.
     pub refused: u64,
 }
@@ -156,7 +170,10 @@ impl Pool {
             refused: Cell::new(0),
             owner: Cell::new(0),
             accounts: UnsafeCell::new(vec![Account::default()]),
-            fd,
+            fd: Some(fd),
+            ext: Cell::new(0),
+            chargers: UnsafeCell::new(Vec::new()),
+            port: None,
         });
         if let Err(e) = inner.map_more(initial) {
             // SAFETY: the reservation made above; nothing refers to it.
@@ -195,7 +212,8 @@ impl Pool {
     /// Allocations, packets alive and refusals.
     pub fn counters(&self) -> PoolCounters {
         PoolCounters {
-            in_use: self.inner.nslots.get() - self.inner.free_len(),
+            in_use: self.in_use(),
+            in_ports: self.inner.ext.get().max(0) as usize,
             refused: self.inner.refused.get(),
         }
     }
@@ -223,7 +241,7 @@ impl Pool {
     /// Packets alive now (allocated and not yet freed).
     #[inline]
     pub fn in_use(&self) -> usize {
-        self.inner.nslots.get() - self.inner.free_len()
+        (self.inner.nslots.get() - self.inner.free_len()).wrapping_add_signed(self.inner.ext.get())
     }
 
     /// Counts `n` packets the element being charged sent to an output it
@@ -247,7 +265,11 @@ impl Pool {
     /// The memfd behind the pool, to share it with another process.
     pub fn memfd(&self) -> rustix::fd::BorrowedFd<'_> {
         use rustix::fd::AsFd;
-        self.inner.fd.as_fd()
+        self.inner
+            .fd
+            .as_ref()
+            .expect("a pool made by Pool::growable has its memfd")
+            .as_fd()
     }
 
     /// Allocates an empty packet (length 0, default headroom, cleared
@@ -402,6 +424,11 @@ impl Pool {
         Some(q)
     }
 
+    /// The pool's shared state (for a port pool charging it).
+    pub(crate) fn inner(&self) -> &PoolInner {
+        &self.inner
+    }
+
     /// True if `p` lives in this pool.
     #[inline]
     pub fn owns(&self, p: &Packet) -> bool {
@@ -423,7 +450,7 @@ impl Pool {
 
 impl PoolInner {
     #[inline]
-    fn free_len(&self) -> usize {
+    pub(crate) fn free_len(&self) -> usize {
         // SAFETY: the pool is single-threaded (not Sync) and no reference to
         // the free list outlives any method of PoolInner.
         unsafe { (*self.free.get()).len() }
@@ -437,7 +464,7 @@ impl PoolInner {
     /// Updates the account charged now (frees are charged batch by
     /// batch, so this is not per packet).
     #[inline(always)]
-    fn charge(&self, f: impl FnOnce(&mut Account)) {
+    pub(crate) fn charge(&self, f: impl FnOnce(&mut Account)) {
         // SAFETY: as in free_len; the reference lives for one counter
         // update.
         let a = unsafe { &mut *self.accounts.get() };
@@ -487,7 +514,9 @@ impl PoolInner {
             .next_multiple_of(PAGE)
             .min(self.reserved_bytes);
         if end > off {
-            rustix::fs::ftruncate(&self.fd, end as u64).map_err(|e| PoolError::Memfd(new, e))?;
+            // A port pool (no memfd of its own) never grows.
+            let fd = self.fd.as_ref().ok_or(PoolError::Size(new))?;
+            rustix::fs::ftruncate(fd, end as u64).map_err(|e| PoolError::Memfd(new, e))?;
             // SAFETY: [off, end) lies inside the reservation made when the
             // pool was made (end <= reserved_bytes) and past every mapped
             // page, so it holds no slot ever handed out: replacing that part
@@ -501,7 +530,7 @@ impl PoolInner {
                     rustix::mm::MapFlags::SHARED
                         | rustix::mm::MapFlags::FIXED
                         | rustix::mm::MapFlags::POPULATE,
-                    &self.fd,
+                    fd,
                     off as u64,
                 )
             }
@@ -530,6 +559,10 @@ impl PoolInner {
 
     #[inline]
     pub(crate) fn push(&self, idx: u32) {
+        if self.port.is_some() {
+            self.port_free(&[idx]);
+            return;
+        }
         debug_assert!((idx as usize) < self.nslots.get());
         self.charge(|a| a.freed += 1);
         // SAFETY: as in free_len. The vector's capacity is nslots and every
@@ -540,6 +573,10 @@ impl PoolInner {
     /// Returns several slots at once (one capacity check).
     #[inline]
     pub(crate) fn push_many(&self, idx: &[u32]) {
+        if self.port.is_some() {
+            self.port_free(idx);
+            return;
+        }
         self.charge(|a| a.freed += idx.len() as u64);
         // SAFETY: as in free_len; capacity is nslots and each index was
         // popped once, so this never reallocates.
@@ -547,7 +584,7 @@ impl PoolInner {
     }
 
     #[inline]
-    fn slot(&self, idx: u32) -> NonNull<u8> {
+    pub(crate) fn slot(&self, idx: u32) -> NonNull<u8> {
         debug_assert!((idx as usize) < self.reserved);
         // SAFETY: idx < nslots <= reserved, so the offset stays inside the
         // mapping.
@@ -561,6 +598,13 @@ impl Drop for Pool {
             // Packets are still alive and point into the region and at the
             // inner state: leak both rather than leave them dangling.
             return;
+        }
+        // Port pools charging this one charge themselves from now on.
+        // SAFETY: as in free_len; each charger is a live port pool (a port
+        // pool leaves this list before it goes).
+        for &c in unsafe { &*self.inner.chargers.get() } {
+            // SAFETY: as above: `c` is a live port pool on this thread.
+            unsafe { (*c).forget_charge(&self.inner) };
         }
         // SAFETY: every slot is back on the free list, so nothing refers to
         // the mapping; base and the reserved length are exactly what the

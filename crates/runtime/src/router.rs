@@ -3033,12 +3033,16 @@ impl Router {
             )),
             "pool" => {
                 let c = self.pool.counters();
+                // `in_use`: the pool's own slots (what its limit bounds);
+                // `in_port_slots`: packets living in a sandboxed
+                // instance's port slots, received there and not copied.
                 Ok(format!(
-                    "slots {}\nlimit {}\nin_use {}\nrefused {}\n",
+                    "slots {}\nlimit {}\nin_use {}\nrefused {}\nin_port_slots {}\n",
                     self.pool.capacity(),
                     self.pool.limit(),
-                    c.in_use,
-                    c.refused
+                    c.in_use - c.in_ports,
+                    c.refused,
+                    c.in_ports
                 ))
             }
             "timewarp" => Ok(match self.warp {

@@ -48,6 +48,12 @@ pub struct Peer {
     /// of the peer for the call and put back).
     buf: Vec<u8>,
     counters: PeerCounters,
+    /// Slots lent to the switch when the peer was made (`0..lent`).
+    lent: u32,
+    /// The slots are a packet pool's ([`Peer::hand_slots_over`]): slots
+    /// the switch hands back wait in `returned` for it.
+    pool_mode: bool,
+    returned: Vec<u32>,
 }
 
 /// A frame the switch delivered, still in its shared slot (see
@@ -56,6 +62,9 @@ pub struct Peer {
 /// copied out, never read in place.
 pub struct Frame<'a> {
     shm: &'a PortShm,
+    /// The slot, and the frame's byte offset in it.
+    slot: u32,
+    in_slot: usize,
     /// Byte offset of the frame in the region (checked against the
     /// port's geometry: inside a slot, past its reserved bytes).
     off: usize,
@@ -74,6 +83,19 @@ impl Frame<'_> {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The slot the frame lies in.
+    #[inline]
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    /// The frame's byte offset in its slot (checked: past the slot's
+    /// reserved bytes, the frame inside the slot).
+    #[inline]
+    pub fn offset_in_slot(&self) -> usize {
+        self.in_slot
     }
 
     /// Copies the frame into the first [`Frame::len`] bytes of `dst`
@@ -117,6 +139,9 @@ impl Peer {
             nstaged: 0,
             buf: vec![0; SLOT_STRIDE as usize],
             counters: PeerCounters::default(),
+            lent: lend,
+            pool_mode: false,
+            returned: Vec::new(),
             shm,
             to_switch,
             bell,
@@ -157,10 +182,15 @@ impl Peer {
         let slots = self.shm.geometry.slots;
         loop {
             let k = self.done.pop(&mut self.descs);
+            let back = if self.pool_mode {
+                &mut self.returned
+            } else {
+                &mut self.free
+            };
             for d in &self.descs[..k] {
                 // A switch returning a slot it was never given is refused.
-                if d.slot < slots && self.free.len() < self.free.capacity() {
-                    self.free.push(d.slot);
+                if d.slot < slots && back.len() < back.capacity() {
+                    back.push(d.slot);
                 }
             }
             if k < BATCH {
@@ -259,8 +289,13 @@ impl Peer {
         }
         self.nstaged = 0;
         let k = self.rx.push(&self.staged[..n]);
+        let back = if self.pool_mode {
+            &mut self.returned
+        } else {
+            &mut self.free
+        };
         for d in &self.staged[k..n] {
-            self.free.push(d.slot);
+            back.push(d.slot);
         }
         self.counters.no_room += (n - k) as u64;
         self.counters.sent += k as u64;
@@ -385,11 +420,149 @@ impl Peer {
             }
             f(Frame {
                 shm,
+                slot: d.slot,
+                in_slot: d.off as usize,
                 off,
                 len: d.len as usize,
             });
         }
         self.relend(k)
+    }
+
+    // ---- a port whose slots are a packet pool's --------------------------
+
+    /// Gives up this peer's slots to a packet pool (`pronto_packet::PortPool`):
+    /// from now on the slots `0..lent` ([`Peer::lent_at_start`]) are lent
+    /// and the rest the pool's; the peer no longer keeps free slots, lends
+    /// only what [`Peer::lend`] gives it, and keeps the slots the switch
+    /// hands back for [`Peer::take_returned`]. Returns the first
+    /// slot's offset in the region and the slots' total length (checked
+    /// against the region).
+    pub fn hand_slots_over(&mut self) -> Option<(usize, usize)> {
+        let g = self.shm.geometry;
+        let start = g.slot_offset(0);
+        let len = g.slots as usize * SLOT_STRIDE as usize;
+        if start + len > self.shm.region.len() {
+            return None;
+        }
+        self.pool_mode = true;
+        self.free.clear();
+        self.returned = Vec::with_capacity(g.slots as usize);
+        Some((start, len))
+    }
+
+    /// Slots `0..n` were lent to the switch when the peer was made.
+    pub fn lent_at_start(&self) -> u32 {
+        self.lent
+    }
+
+    /// Calls `f` with every slot the switch handed back since the last
+    /// call (after sending it, or never published: the rx ring was full);
+    /// only after [`Peer::hand_slots_over`].
+    pub fn take_returned(&mut self, mut f: impl FnMut(u32)) {
+        self.reclaim();
+        for s in self.returned.drain(..) {
+            f(s);
+        }
+    }
+
+    /// Receives up to `max` (at most 64) frames in place: calls `f` with
+    /// each checked frame (`Ok`) or with the slot of a descriptor that
+    /// failed the check (`Err`, counted in `bad_desc`; a slot outside the
+    /// port is not passed on). Lends nothing back: the caller lends
+    /// ([`Peer::lend`]). Returns how many descriptors arrived.
+    pub fn recv_in_place(
+        &mut self,
+        max: usize,
+        mut f: impl FnMut(Result<Frame<'_>, u32>),
+    ) -> usize {
+        let shm = &self.shm;
+        let g = shm.geometry;
+        let k = self.tx.pop(&mut self.descs[..max.min(BATCH)]);
+        for d in &self.descs[..k] {
+            shm.region
+                .prefetch(g.slot_offset(d.slot.min(g.slots)) + d.off as usize);
+        }
+        for d in &self.descs[..k] {
+            let off = g.slot_offset(d.slot) + d.off as usize;
+            if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
+                .is_err()
+                || off + d.len as usize > shm.region.len()
+            {
+                self.counters.bad_desc += 1;
+                if d.slot < g.slots {
+                    f(Err(d.slot));
+                }
+                continue;
+            }
+            f(Ok(Frame {
+                shm,
+                slot: d.slot,
+                in_slot: d.off as usize,
+                off,
+                len: d.len as usize,
+            }));
+        }
+        self.counters.received += k as u64;
+        k
+    }
+
+    /// Lends `slots` to the switch for receiving; returns how many the
+    /// fill ring took (the first ones).
+    pub fn lend(&mut self, slots: &[u32]) -> usize {
+        let mut total = 0;
+        for chunk in slots.chunks(BATCH) {
+            for (d, &s) in self.descs.iter_mut().zip(chunk) {
+                *d = Desc::new(s, RX_OFFSET, 0);
+            }
+            let k = self.fill.push(&self.descs[..chunk.len()]);
+            total += k;
+            if k < chunk.len() {
+                break;
+            }
+        }
+        total
+    }
+
+    /// Stages the frame of `len` bytes at byte `off` of `slot` (a slot the
+    /// caller owns and wrote) for the switch, like [`Peer::queue`] without
+    /// the copy. False, with nothing staged, for a length outside
+    /// `MIN_FRAME..=MAX_FRAME` (counted in `bad_length`) or a frame that
+    /// does not lie in the slot past its reserved bytes.
+    pub fn stage(&mut self, slot: u32, off: usize, len: usize) -> bool {
+        if !(MIN_FRAME as usize..=MAX_FRAME as usize).contains(&len) {
+            self.counters.bad_length += 1;
+            return false;
+        }
+        if slot >= self.shm.geometry.slots
+            || off < SLOT_RESERVED as usize
+            || off + len > SLOT_STRIDE as usize
+        {
+            return false;
+        }
+        self.staged[self.nstaged] = Desc::new(slot, off as u16, len as u16);
+        self.nstaged += 1;
+        if self.nstaged == BATCH {
+            self.flush();
+        }
+        true
+    }
+
+    /// Writes `frame` at [`RX_OFFSET`] of `slot` (a slot the caller owns),
+    /// to [`Peer::stage`] it; false if it does not fit.
+    pub fn write_slot(&mut self, slot: u32, frame: &[u8]) -> bool {
+        let g = self.shm.geometry;
+        slot < g.slots
+            && RX_OFFSET as usize + frame.len() <= SLOT_STRIDE as usize
+            && self
+                .shm
+                .region
+                .write_bytes(g.slot_offset(slot) + RX_OFFSET as usize, frame)
+    }
+
+    /// Room on the rx ring now (frames that can be handed to the switch).
+    pub fn send_room(&mut self) -> usize {
+        self.rx.room(self.shm.geometry.ring) as usize
     }
 
     /// Receives up to 64 frames without reading them (benchmarks); returns
@@ -412,7 +585,8 @@ impl Peer {
         let lent = self.fill.push(&self.descs[..n]);
         for i in lent..n {
             let s = self.descs[i].slot;
-            if self.free.len() < self.free.capacity() {
+            // A pool's slots stay lent in its books: never the peer's own.
+            if !self.pool_mode && self.free.len() < self.free.capacity() {
                 self.free.push(s);
             }
         }

@@ -179,12 +179,15 @@ fn sink_config(t: usize) -> String {
     )
 }
 
-/// A middlebox that holds every packet it gets, and makes more, until its
-/// pool (of `limit` packets) refuses.
+/// A middlebox that makes packets and holds them until its pool (of
+/// `limit` packets) refuses; what it receives it drops (counted). A
+/// sandboxed instance receives into its port's slots, which the pool's
+/// limit does not count: received packets in the queue would leave the
+/// pool short of its limit with the queue full.
 fn hog_config(limit: u64) -> String {
     format!(
-        "fd :: FromDevice(eth0) -> hq :: Queue({limit}) -> Discard(ACTIVE false);\n\
-         hog :: InfiniteSource(LENGTH 64, BURST 32) -> hq;"
+        "fd :: FromDevice(eth0) -> Discard;\n\
+         hog :: InfiniteSource(LENGTH 64, BURST 32) -> hq :: Queue({limit}) -> Discard(ACTIVE false);"
     )
 }
 

@@ -193,6 +193,9 @@ impl Element for FromDevice {
         // reached the element, so `drops` leaves them out.
         c.drop("socket_full", self.update_kernel_drops());
         c.count("count", self.count);
+        if self.dev.is_switch() {
+            c.count("in_place", s.in_place);
+        }
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

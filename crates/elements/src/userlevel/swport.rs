@@ -14,7 +14,15 @@
 //!
 //! In a sandboxed instance the daemon hands the interfaces' port memory
 //! over instead ([`give_port`]); the configuration then names only those
-//! interfaces.
+//! interfaces, and a port's slots are packets themselves (a
+//! [`PortPool`]): a frame the switch delivers becomes a packet where it
+//! lies, and a packet received on a port and sent out of the same port
+//! goes as its slot, with no copy either way. A frame is copied into the
+//! router's pool only when the port has no free slot to lend in its
+//! place (the configuration holds them: a queue), so the port keeps
+//! receiving; a packet of another pool is copied into a free slot to be
+//! sent. The switch is trusted not to write a slot it has handed over
+//! (docs/threat-model.md).
 //!
 //! The registry of open ports is process-wide, so a `FromDevice(eth0)`
 //! on one thread of `pronto run --threads N` and a `ToDevice(eth0)` on
@@ -29,7 +37,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use pronto_netdev::{RxDevice, RxStats, Sent, TxDevice};
-use pronto_packet::{Batch, Packet, Pool};
+use pronto_packet::{Batch, Packet, Pool, PortPool};
+use pronto_switch::layout::{MAX_FRAME, MIN_FRAME, RX_OFFSET};
 use pronto_switch::Peer;
 
 /// Where a process's interfaces attach, when they are switch ports.
@@ -85,6 +94,9 @@ pub fn ports_in_use() -> bool {
 /// One attached port, shared by the elements naming its interface.
 struct Port {
     peer: Peer,
+    /// The port's slots as packets (a port handed over by the daemon:
+    /// one router thread uses it).
+    zc: Option<PortPool>,
     /// Keeps the port attached; the switch detaches it when this closes
     /// (`None`: a port handed over by the daemon, which detaches it).
     _conn: Option<UnixStream>,
@@ -101,7 +113,17 @@ static GIVEN: Mutex<Option<HashMap<String, Arc<Mutex<Port>>>>> = Mutex::new(None
 /// those).
 pub fn give_port(ifname: &str, shm: pronto_switch::PortShm) -> Result<(), String> {
     let lent = lend(shm.geometry);
-    let peer = Peer::new(shm, lent).map_err(|e| format!("{ifname}: {e}"))?;
+    let region = shm.region.clone();
+    let mut peer = Peer::new(shm, lent).map_err(|e| format!("{ifname}: {e}"))?;
+    let zc = peer.hand_slots_over().and_then(|(off, _)| {
+        let g = peer.geometry();
+        PortPool::over_region(region, off, g.slots, peer.lent_at_start())
+    });
+    if zc.is_none() {
+        return Err(format!(
+            "{ifname}: the port's slots do not lie in its shared region"
+        ));
+    }
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
     let given = given.get_or_insert_with(HashMap::new);
     if given.contains_key(ifname) {
@@ -109,7 +131,11 @@ pub fn give_port(ifname: &str, shm: pronto_switch::PortShm) -> Result<(), String
     }
     given.insert(
         ifname.to_string(),
-        Arc::new(Mutex::new(Port { peer, _conn: None })),
+        Arc::new(Mutex::new(Port {
+            peer,
+            zc,
+            _conn: None,
+        })),
     );
     Ok(())
 }
@@ -193,6 +219,7 @@ fn port(ifname: &str) -> Result<Option<PortAndBell>, String> {
             let peer = Peer::new(a.shm, lent).map_err(|e| format!("{ifname}: {e}"))?;
             let p = Arc::new(Mutex::new(Port {
                 peer,
+                zc: None,
                 _conn: Some(a.conn),
             }));
             open.insert(ifname.to_string(), Arc::downgrade(&p));
@@ -230,9 +257,14 @@ impl SwRx {
         let before = batch.len();
         let room = (before + max).min(pronto_packet::BATCH_MAX) - before;
         let stats = &mut self.stats;
+        let Port { peer, zc, .. } = &mut *port;
+        if let Some(zc) = zc.as_ref().filter(|z| z.charge_to(pool)) {
+            recv_in_place(peer, zc, pool, batch, room, now, stats);
+            return batch.len() - before;
+        }
         // Each frame is copied once, from its slot straight into a pool
         // packet (which the switch cannot change afterwards).
-        port.peer.recv_frames(room, |frame| {
+        peer.recv_frames(room, |frame| {
             if frame.len() > pronto_packet::MAX_PACKET {
                 stats.oversize += 1;
                 return;
@@ -250,6 +282,139 @@ impl SwRx {
         });
         batch.len() - before
     }
+}
+
+/// Receives up to `room` frames of a port whose slots are packets: each
+/// frame stays where it lies and becomes a packet when the port has a
+/// free slot to lend the switch in its place; otherwise (the
+/// configuration holds every slot) it is copied into `pool`'s packet and
+/// its own slot is lent again, so the switch always has the same number
+/// of slots to write.
+fn recv_in_place(
+    peer: &mut Peer,
+    zc: &PortPool,
+    pool: &Pool,
+    batch: &mut Batch,
+    room: usize,
+    now: i64,
+    stats: &mut RxStats,
+) {
+    // Slots the switch has sent and handed back are free again.
+    peer.take_returned(|s| {
+        zc.returned(s);
+    });
+    let reserve = send_reserve(peer.geometry(), peer.lent_at_start());
+    let mut lend = [0u32; 64];
+    let mut n = 0;
+    peer.recv_in_place(room, |f| {
+        let frame = match f {
+            Ok(frame) => frame,
+            // A bad descriptor of a lent slot: lend the slot again.
+            Err(slot) => {
+                if zc.is_lent(slot) {
+                    lend[n] = slot;
+                    n += 1;
+                }
+                return;
+            }
+        };
+        let slot = frame.slot();
+        if !zc.is_lent(slot) {
+            // The switch wrote a slot it was not lent: never a packet.
+            stats.bad += 1;
+            return;
+        }
+        if frame.len() > pronto_packet::MAX_PACKET {
+            stats.oversize += 1;
+            lend[n] = slot;
+            n += 1;
+            return;
+        }
+        // Stay above the reserve: a packet of the router's pool sent out
+        // of this port needs a free slot to be copied into, so the
+        // configuration may hold only so many of the port's slots.
+        let other = if zc.free_slots() > reserve {
+            zc.lend()
+        } else {
+            None
+        };
+        if let Some(other) = other {
+            match zc.receive(slot, frame.offset_in_slot(), frame.len(), now) {
+                Some(p) => {
+                    lend[n] = other;
+                    n += 1;
+                    if batch.push(p).is_ok() {
+                        stats.packets += 1;
+                        stats.in_place += 1;
+                    } else {
+                        stats.nomem += 1;
+                    }
+                }
+                None => {
+                    // Outside the slot's buffer (checked by the peer
+                    // already): lend the slot again, keep the other.
+                    zc.unlend(other);
+                    stats.bad += 1;
+                    lend[n] = slot;
+                    n += 1;
+                }
+            }
+            return;
+        }
+        lend[n] = slot;
+        n += 1;
+        match pool.alloc_frame_with(frame.len(), now, |d| frame.copy_to(d)) {
+            Some(p) => {
+                if batch.push(p).is_ok() {
+                    stats.packets += 1;
+                } else {
+                    stats.nomem += 1;
+                }
+            }
+            None => stats.nomem += 1,
+        }
+    });
+    let k = peer.lend(&lend[..n]);
+    for &s in &lend[k..n] {
+        zc.unlend(s);
+    }
+}
+
+/// Free slots a port whose slots are packets keeps for copies out (of
+/// packets from the router's pool): a quarter of the slots it does not
+/// lend, at most 32 (a burst), at least 1; frames arriving when no more
+/// are free are copied in instead of held where they lie.
+fn send_reserve(g: pronto_switch::Geometry, lent: u32) -> usize {
+    ((g.slots.saturating_sub(lent) / 4) as usize).clamp(1, 32)
+}
+
+/// Copies `frame` into a free slot of a port whose slots are packets and
+/// stages it (flushing and taking back what the switch returned when no
+/// slot is free); false if none is, or the frame's length is not one the
+/// switch moves.
+fn copy_out(peer: &mut Peer, zc: &PortPool, frame: &[u8]) -> bool {
+    if !(MIN_FRAME as usize..=MAX_FRAME as usize).contains(&frame.len()) {
+        // Counted by the peer, as a copying port counts it.
+        return peer.stage(0, RX_OFFSET as usize, frame.len());
+    }
+    let slot = match zc.take_for_send() {
+        Some(s) => s,
+        None => {
+            peer.flush();
+            peer.take_returned(|s| {
+                zc.returned(s);
+            });
+            match zc.take_for_send() {
+                Some(s) => s,
+                None => return false,
+            }
+        }
+    };
+    if peer.write_slot(slot, frame) && peer.stage(slot, RX_OFFSET as usize, frame.len()) {
+        return true;
+    }
+    zc.returned(slot);
+    false
 }
 
 /// Where a `FromDevice` receives from.
@@ -352,6 +517,8 @@ pub enum TxBackend {
 pub struct SwTx {
     port: Arc<Mutex<Port>>,
     bell: OwnedFd,
+    /// Frames sent as they lay in the port's slots.
+    in_place: u64,
 }
 
 impl TxBackend {
@@ -362,7 +529,11 @@ impl TxBackend {
         open: impl FnOnce() -> Result<TxDevice, String>,
     ) -> Result<TxBackend, String> {
         match port(ifname)? {
-            Some((port, bell)) => Ok(TxBackend::Switch(SwTx { port, bell })),
+            Some((port, bell)) => Ok(TxBackend::Switch(SwTx {
+                port,
+                bell,
+                in_place: 0,
+            })),
             None => open().map(TxBackend::Dev),
         }
     }
@@ -378,12 +549,14 @@ impl TxBackend {
             TxBackend::Dev(d) => d.send(data),
             TxBackend::Switch(t) => {
                 let mut p = lock(&t.port);
-                if p.peer.queue(data) {
+                let Port { peer, zc, .. } = &mut *p;
+                let ok = match zc {
+                    Some(zc) => copy_out(peer, zc, data),
+                    None => peer.queue(data),
+                };
+                if ok {
                     Sent::Ok
-                } else if (pronto_switch::layout::MIN_FRAME as usize
-                    ..=pronto_switch::layout::MAX_FRAME as usize)
-                    .contains(&data.len())
-                {
+                } else if (MIN_FRAME as usize..=MAX_FRAME as usize).contains(&data.len()) {
                     Sent::Full
                 } else {
                     Sent::Failed
@@ -398,7 +571,16 @@ impl TxBackend {
     /// port is locked once for the batch, not once a frame: a locked
     /// instruction waits for the stores before it, so one per frame would
     /// make each frame's copy wait for the one before.
-    pub fn send_batch(&mut self, batch: &mut Batch, mut done: impl FnMut(Packet, bool)) {
+    ///
+    /// With `consume`, a packet that lives in the port's own slots (a
+    /// sandboxed instance's port) is sent as it lies, and `done` gets
+    /// `None` for it: the packet is gone to the switch.
+    pub fn send_batch(
+        &mut self,
+        batch: &mut Batch,
+        consume: bool,
+        mut done: impl FnMut(Option<Packet>, bool),
+    ) {
         match self {
             TxBackend::Dev(d) => {
                 for p in batch.drain() {
@@ -407,27 +589,63 @@ impl TxBackend {
                         d.flush();
                         r = d.send(p.data());
                     }
-                    done(p, r == Sent::Ok);
+                    done(Some(p), r == Sent::Ok);
                 }
                 d.flush();
             }
             TxBackend::Switch(t) => {
                 let mut port = lock(&t.port);
-                for p in batch.drain() {
-                    let mut ok = port.peer.queue(p.data());
-                    let len = p.data().len();
-                    if !ok
-                        && (pronto_switch::layout::MIN_FRAME as usize
-                            ..=pronto_switch::layout::MAX_FRAME as usize)
-                            .contains(&len)
-                    {
-                        port.peer.flush();
-                        ok = port.peer.queue(p.data());
+                let Port { peer, zc, .. } = &mut *port;
+                if let Some(zc) = zc {
+                    peer.take_returned(|s| {
+                        zc.returned(s);
+                    });
+                    for p in batch.drain() {
+                        let len = p.len();
+                        let p = if consume
+                            && (MIN_FRAME as usize..=MAX_FRAME as usize).contains(&len)
+                        {
+                            match zc.send(p) {
+                                Ok((slot, off, len)) => {
+                                    let ok = peer.stage(slot, off, len);
+                                    if ok {
+                                        t.in_place += 1;
+                                    } else {
+                                        zc.returned(slot);
+                                    }
+                                    done(None, ok);
+                                    continue;
+                                }
+                                Err(p) => p,
+                            }
+                        } else {
+                            p
+                        };
+                        let ok = copy_out(peer, zc, p.data());
+                        done(Some(p), ok);
                     }
-                    done(p, ok);
+                    peer.flush();
+                    return;
                 }
-                port.peer.flush();
+                for p in batch.drain() {
+                    let mut ok = peer.queue(p.data());
+                    let len = p.data().len();
+                    if !ok && (MIN_FRAME as usize..=MAX_FRAME as usize).contains(&len) {
+                        peer.flush();
+                        ok = peer.queue(p.data());
+                    }
+                    done(Some(p), ok);
+                }
+                peer.flush();
             }
+        }
+    }
+
+    /// Frames sent as they lay in the port's slots, without a copy.
+    pub fn sent_in_place(&self) -> u64 {
+        match self {
+            TxBackend::Dev(_) => 0,
+            TxBackend::Switch(t) => t.in_place,
         }
     }
 
@@ -443,7 +661,23 @@ impl TxBackend {
     pub fn room(&mut self, max: usize) -> usize {
         match self {
             TxBackend::Dev(d) => d.room(max),
-            TxBackend::Switch(t) => lock(&t.port).peer.free_slots().min(max),
+            TxBackend::Switch(t) => {
+                let mut p = lock(&t.port);
+                let Port { peer, zc, .. } = &mut *p;
+                match zc {
+                    // As a copying port: what its free slots take (the
+                    // reserve keeps some free while the configuration
+                    // holds the port's packets; one sent as it lies needs
+                    // none, and frees its slot once the switch is done).
+                    Some(zc) => {
+                        peer.take_returned(|s| {
+                            zc.returned(s);
+                        });
+                        peer.send_room().min(zc.free_slots()).min(max)
+                    }
+                    None => peer.free_slots().min(max),
+                }
+            }
         }
     }
 

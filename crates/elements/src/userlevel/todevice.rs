@@ -94,15 +94,17 @@ impl ToDevice {
 
     fn send_batch(&mut self, batch: &mut Batch, out: &mut Out<'_>) {
         let (count, drops, noutputs) = (&mut self.count, &mut self.drops, self.noutputs);
-        self.dev.send_batch(batch, |p, sent| {
+        // With no output to pass sent packets on, a packet in the port's
+        // own slots goes as it lies (`None` comes back for it).
+        self.dev.send_batch(batch, noutputs == 0, |p, sent| {
             if sent {
                 *count += 1;
-                if noutputs > 0 {
+                if let (true, Some(p)) = (noutputs > 0, p) {
                     out.emit(0, p);
                 }
             } else {
                 *drops += 1;
-                if noutputs > 1 {
+                if let (true, Some(p)) = (noutputs > 1, p) {
                     out.emit(1, p);
                 }
             }
@@ -155,6 +157,9 @@ impl Element for ToDevice {
     fn counters(&self, c: &mut crate::Counters) {
         c.drop("send_failed", self.drops);
         c.count("count", self.count);
+        if self.dev.is_switch() {
+            c.count("sent_in_place", self.dev.sent_in_place());
+        }
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
