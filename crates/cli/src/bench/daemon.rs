@@ -1162,7 +1162,16 @@ mod tests {
         up.recv().expect("the probe started");
         // The caller, renamed so that it can be looked for.
         let me = std::fs::write("/proc/thread-self/comm", "idle-caller");
-        let by = cpu_by_thread();
+        // Reading /proc/self/task while other tests' threads come and go
+        // can skip an entry: read until the probe is seen (a few times).
+        let mut by = cpu_by_thread();
+        for _ in 0..100 {
+            if by.contains_key("idle-probe") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            by = cpu_by_thread();
+        }
         drop(tx);
         let _ = probe.join();
         assert!(by.contains_key("idle-probe"), "{by:?}");
