@@ -32,6 +32,7 @@
 //! tests may take their "packet too short" outcomes, are classified by
 //! running the rules' own programs in order.
 
+use pronto_packet::table::HugeTable;
 use std::collections::HashMap;
 
 use crate::dd::{self, Node, DROP, TERM};
@@ -489,8 +490,10 @@ const REFINE: u8 = 1 << 7;
 const SMALL_BUCKET_BITS: u32 = 16;
 /// Most bytes of bucket tables one list's one-word form may take: a list
 /// that needs full tables for all four of addresses and ports (272 KiB)
-/// keeps the decision program. An 11-rule firewall takes 150-215 KiB (its
-/// ports and a /16 or longer net each need a full table). Tables in two
+/// keeps the decision program. An 11-rule firewall maps 150-215 KiB (its
+/// ports and a /16 or longer net each need a full table), of which the
+/// pages that are not all one field's commonest entry take memory
+/// (`c_firewall`'s rules: 32 KiB). Tables in two
 /// levels with equal blocks stored once took a tenth of that but cost one
 /// more dependent load a field, 1.5-2 ns a packet: no faster than the
 /// decision program on `c_firewall`'s rules.
@@ -503,20 +506,27 @@ const SMALL_MAX_BYTES: usize = 256 * 1024;
 #[derive(Clone, Debug)]
 struct SmallField {
     bucket_shift: u32,
-    /// Per bucket: its segment, or [`REFINE`] with the first segment it
-    /// overlaps.
-    buckets: Box<[u8]>,
+    /// Where the field's buckets start in [`Small::table`]: per bucket,
+    /// its segment, or [`REFINE`] with the first segment it overlaps,
+    /// stored XOR `zero`.
+    off: usize,
+    /// The field's most common bucket entry, stored as 0: the table's
+    /// pages that hold only it are never written, and so take no memory
+    /// (an 11-rule firewall's tables are mostly one segment: "none of the
+    /// rules' ports", "none of their nets").
+    zero: u8,
     starts: Box<[u32]>,
     /// Per segment: the compatible entries.
     rows: Box<[u64]>,
 }
 
 impl SmallField {
-    /// A field no entry constrains.
-    fn any(nentries: usize) -> SmallField {
+    /// A field no entry constrains (its one bucket at `off`, zero).
+    fn any(nentries: usize, off: usize) -> SmallField {
         SmallField {
             bucket_shift: 32,
-            buckets: Box::new([0]),
+            off,
+            zero: 0,
             starts: Box::new([0]),
             rows: Box::new([u64::MAX >> (64 - nentries.max(1))]),
         }
@@ -524,12 +534,12 @@ impl SmallField {
 
     /// The entries compatible with field value `v`.
     #[inline(always)]
-    fn row(&self, v: u32) -> u64 {
-        let e = self
-            .buckets
-            .get((u64::from(v) >> self.bucket_shift) as usize)
+    fn row(&self, table: &[u8], v: u32) -> u64 {
+        let e = table
+            .get(self.off + (u64::from(v) >> self.bucket_shift) as usize)
             .copied()
-            .unwrap_or(0);
+            .unwrap_or(self.zero)
+            ^ self.zero;
         let mut seg = usize::from(e & !REFINE);
         if e & REFINE != 0 {
             while self.starts.get(seg + 1).is_some_and(|&x| x <= v) {
@@ -546,17 +556,50 @@ impl SmallField {
 /// where the rules' boundaries are finer than the table), so classifying
 /// a packet is six loads from fixed header offsets, six table lookups,
 /// five ANDs and a count of trailing zeros.
-#[derive(Clone, Debug)]
 struct Small {
     /// In [`FIELDS`] order.
     fields: [SmallField; NF],
+    /// Every field's buckets, one after the other, in a mapping of their
+    /// own: zero pages are never written (see [`SmallField::zero`]).
+    table: HugeTable<u8>,
     /// Whether every entry is exact (no rule needs verifying).
     exact: bool,
 }
 
+impl Clone for Small {
+    /// A copy whose table is written only where it is not zero, as the
+    /// original's was.
+    fn clone(&self) -> Small {
+        let mut table = HugeTable::zeroed_sparse(self.table.len())
+            .unwrap_or_else(|e| panic!("cannot map a copy of a filter's tables: {e}"));
+        for (d, &v) in table.iter_mut().zip(self.table.iter()) {
+            if v != 0 {
+                *d = v;
+            }
+        }
+        Small {
+            fields: self.fields.clone(),
+            table,
+            exact: self.exact,
+        }
+    }
+}
+
+impl std::fmt::Debug for Small {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Small")
+            .field("fields", &self.fields)
+            .field("table_bytes", &self.table.len())
+            .field("exact", &self.exact)
+            .finish()
+    }
+}
+
 impl Small {
     fn new(fields: &[FieldIndex], chunks: &[u64], entries: &[u32]) -> Option<Small> {
-        let mut out: [SmallField; NF] = std::array::from_fn(|_| SmallField::any(entries.len()));
+        // Each constrained field's buckets, then one zero byte that every
+        // unconstrained field reads.
+        let mut built: Vec<(usize, u32, Vec<u8>)> = Vec::new();
         let mut bytes = 0;
         for fi in fields {
             let fd = &FIELDS[usize::from(fi.field)];
@@ -588,15 +631,39 @@ impl Small {
                     seg as u8 | if split { REFINE } else { 0 }
                 })
                 .collect();
-            out[usize::from(fi.field)] = SmallField {
+            built.push((usize::from(fi.field), shift, buckets));
+        }
+        let mut table = HugeTable::<u8>::zeroed_sparse(bytes + 1).ok()?;
+        let unconstrained = bytes;
+        let mut out: [SmallField; NF] =
+            std::array::from_fn(|_| SmallField::any(entries.len(), unconstrained));
+        let mut off = 0;
+        for (fi, (field, shift, buckets)) in fields.iter().zip(built) {
+            // The most common entry is stored as 0 (ties: the smallest).
+            let mut count = [0usize; 256];
+            for &e in &buckets {
+                count[usize::from(e)] += 1;
+            }
+            let zero = (0..=255u8)
+                .max_by_key(|&e| (count[usize::from(e)], std::cmp::Reverse(e)))
+                .unwrap_or(0);
+            for (d, &e) in table[off..off + buckets.len()].iter_mut().zip(&buckets) {
+                if e != zero {
+                    *d = e ^ zero;
+                }
+            }
+            out[field] = SmallField {
                 bucket_shift: shift,
-                buckets: buckets.into_boxed_slice(),
+                off,
+                zero,
                 starts: fi.starts.clone(),
                 rows: fi.rows.iter().map(|&id| chunks[id as usize]).collect(),
             };
+            off += buckets.len();
         }
         Some(Small {
             fields: out,
+            table,
             exact: entries.iter().all(|&e| e & VERIFY == 0),
         })
     }
@@ -615,17 +682,30 @@ impl Small {
             u32::from(u16::from_be_bytes([tr[2], tr[3]])),
             u32::from(u16::from_be_bytes([ip[6], ip[7]]) & 0x3FFF),
         ];
-        let f = &self.fields;
-        (f[0].row(v[0]) & f[1].row(v[1]))
-            & (f[2].row(v[2]) & f[3].row(v[3]))
-            & (f[4].row(v[4]) & f[5].row(v[5]))
+        let (f, t) = (&self.fields, &self.table[..]);
+        (f[0].row(t, v[0]) & f[1].row(t, v[1]))
+            & (f[2].row(t, v[2]) & f[3].row(t, v[3]))
+            & (f[4].row(t, v[4]) & f[5].row(t, v[5]))
     }
 
+    /// Bytes of its tables (the buckets' mapping counted whole, though
+    /// its zero pages take no memory).
     fn heap_bytes(&self) -> usize {
-        self.fields
-            .iter()
-            .map(|f| f.buckets.len() + f.starts.len() * 4 + f.rows.len() * 8)
-            .sum()
+        self.table.len()
+            + self
+                .fields
+                .iter()
+                .map(|f| f.starts.len() * 4 + f.rows.len() * 8)
+                .sum::<usize>()
+    }
+
+    /// Pages of the buckets' mapping that hold something other than
+    /// zeros: the ones that take memory.
+    #[cfg(test)]
+    fn written_pages(&self) -> (usize, usize) {
+        let pages = self.table.chunks(4096);
+        let n = pages.len();
+        (pages.filter(|p| p.iter().any(|&b| b != 0)).count(), n)
     }
 }
 
@@ -633,6 +713,12 @@ impl Small {
 const MATCHED: u32 = TERM;
 
 impl Index {
+    /// The one-word form's pages written and in all (tests).
+    #[cfg(test)]
+    pub(crate) fn small_written_pages(&self) -> Option<(usize, usize)> {
+        self.small.as_ref().map(Small::written_pages)
+    }
+
     /// Number of rules indexed.
     pub(crate) fn rules(&self) -> usize {
         self.rules.len()

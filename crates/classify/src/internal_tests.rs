@@ -343,8 +343,18 @@ fn one_word_index_for_short_exact_lists() {
     }
     // Its tables stay within the one-word form's budget.
     let p = Program::ip_filter(c_firewall).expect("compiles");
-    let bytes = p.small.as_ref().expect("one-word index").heap_bytes();
+    let ix = p.small.as_ref().expect("one-word index");
+    let bytes = ix.heap_bytes();
     assert!(bytes < 256 * 1024, "{bytes} bytes");
+    // Most of them are each field's commonest segment, stored as zeros in
+    // pages never written: they take no memory.
+    let (written, pages) = ix.small_written_pages().expect("one-word index");
+    eprintln!("c_firewall: {written} of {pages} pages written");
+    assert!(written * 4 <= pages, "{written} of {pages} pages written");
+    // A copy is as sparse, and classifies the same.
+    let q = p.clone();
+    let copy = q.small.as_ref().expect("one-word index");
+    assert_eq!(copy.small_written_pages(), Some((written, pages)));
     // Four fields of 64 Ki buckets each (addresses and ports) and the
     // fragment bits are past it: the decision program.
     let wide = Program::ip_filter(&[

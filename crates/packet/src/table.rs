@@ -51,6 +51,14 @@ impl<T: TableItem> HugeTable<T> {
     pub fn zeroed(len: usize) -> std::io::Result<HugeTable<T>> {
         Self::map(len, true)
     }
+
+    /// A table of `len` zeroed items in ordinary pages, not advised onto
+    /// huge pages (unless it spans two of them): a page that is never
+    /// written is never given memory (reading it maps the kernel's zero
+    /// page), so a table that is mostly zeros costs only its other pages.
+    pub fn zeroed_sparse(len: usize) -> std::io::Result<HugeTable<T>> {
+        Self::map(len, false)
+    }
 }
 
 impl<T: Copy> HugeTable<T> {
@@ -156,6 +164,10 @@ mod tests {
         assert_eq!(t[12345] + t[(1 << 22) - 1], 16);
         let e: HugeTable<u16> = HugeTable::zeroed(0).expect("empty");
         assert!(e.is_empty());
+        let mut s: HugeTable<u8> = HugeTable::zeroed_sparse(65_536).expect("map");
+        assert!(s.iter().all(|&v| v == 0));
+        s[40_000] = 3;
+        assert_eq!(s.iter().map(|&v| u32::from(v)).sum::<u32>(), 3);
     }
 
     #[test]
