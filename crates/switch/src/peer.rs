@@ -396,12 +396,26 @@ impl Peer {
     /// buffer of the peer's first. Lends the slots back to the switch
     /// after the last call. Returns how many arrived.
     pub fn recv_frames(&mut self, max: usize, mut f: impl FnMut(Frame<'_>)) -> usize {
+        let k = self.take_frames(max, |r| {
+            if let Ok(frame) = r {
+                f(frame)
+            }
+        });
+        self.relend(k)
+    }
+
+    /// Pops up to `max` (at most 64) descriptors from the tx ring and
+    /// calls `f` with each checked frame (`Ok`) or with the slot of a
+    /// descriptor that failed the check (`Err`, counted in `bad_desc`; a
+    /// slot outside the port is not passed on). The descriptors stay in
+    /// `descs[..k]`; returns `k`.
+    fn take_frames(&mut self, max: usize, mut f: impl FnMut(Result<Frame<'_>, u32>)) -> usize {
         let shm = &self.shm;
         let g = shm.geometry;
         let k = self.tx.pop(&mut self.descs[..max.min(BATCH)]);
         // The switch wrote these frames on its CPU: ask for every frame's
-        // first line before copying the first (the region ignores an offset
-        // outside it; the descriptors are checked below).
+        // first line before reading the first (the region ignores an
+        // offset outside it; the descriptors are checked below).
         for d in &self.descs[..k] {
             shm.region
                 .prefetch(g.slot_offset(d.slot.min(g.slots)) + d.off as usize);
@@ -416,17 +430,20 @@ impl Peer {
                 || off + d.len as usize > shm.region.len()
             {
                 self.counters.bad_desc += 1;
+                if d.slot < g.slots {
+                    f(Err(d.slot));
+                }
                 continue;
             }
-            f(Frame {
+            f(Ok(Frame {
                 shm,
                 slot: d.slot,
                 in_slot: d.off as usize,
                 off,
                 len: d.len as usize,
-            });
+            }));
         }
-        self.relend(k)
+        k
     }
 
     // ---- a port whose slots are a packet pool's --------------------------
@@ -471,38 +488,8 @@ impl Peer {
     /// failed the check (`Err`, counted in `bad_desc`; a slot outside the
     /// port is not passed on). Lends nothing back: the caller lends
     /// ([`Peer::lend`]). Returns how many descriptors arrived.
-    pub fn recv_in_place(
-        &mut self,
-        max: usize,
-        mut f: impl FnMut(Result<Frame<'_>, u32>),
-    ) -> usize {
-        let shm = &self.shm;
-        let g = shm.geometry;
-        let k = self.tx.pop(&mut self.descs[..max.min(BATCH)]);
-        for d in &self.descs[..k] {
-            shm.region
-                .prefetch(g.slot_offset(d.slot.min(g.slots)) + d.off as usize);
-        }
-        for d in &self.descs[..k] {
-            let off = g.slot_offset(d.slot) + d.off as usize;
-            if d.check(g.slots, SLOT_RESERVED as u32, SLOT_STRIDE, MAX_FRAME as u32)
-                .is_err()
-                || off + d.len as usize > shm.region.len()
-            {
-                self.counters.bad_desc += 1;
-                if d.slot < g.slots {
-                    f(Err(d.slot));
-                }
-                continue;
-            }
-            f(Ok(Frame {
-                shm,
-                slot: d.slot,
-                in_slot: d.off as usize,
-                off,
-                len: d.len as usize,
-            }));
-        }
+    pub fn recv_in_place(&mut self, max: usize, f: impl FnMut(Result<Frame<'_>, u32>)) -> usize {
+        let k = self.take_frames(max, f);
         self.counters.received += k as u64;
         k
     }

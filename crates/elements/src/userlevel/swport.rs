@@ -269,18 +269,31 @@ impl SwRx {
                 stats.oversize += 1;
                 return;
             }
-            match pool.alloc_frame_with(frame.len(), now, |d| frame.copy_to(d)) {
-                Some(p) => {
-                    if batch.push(p).is_ok() {
-                        stats.packets += 1;
-                    } else {
-                        stats.nomem += 1;
-                    }
-                }
-                None => stats.nomem += 1,
-            }
+            copy_in(&frame, pool, batch, now, stats);
         });
         batch.len() - before
+    }
+}
+
+/// Copies `frame` (at most `MAX_PACKET` bytes) into a packet of `pool`
+/// at the end of `batch`, counting it, or the allocation that failed.
+#[inline]
+fn copy_in(
+    frame: &pronto_switch::Frame<'_>,
+    pool: &Pool,
+    batch: &mut Batch,
+    now: i64,
+    stats: &mut RxStats,
+) {
+    match pool.alloc_frame_with(frame.len(), now, |d| frame.copy_to(d)) {
+        Some(p) => {
+            if batch.push(p).is_ok() {
+                stats.packets += 1;
+            } else {
+                stats.nomem += 1;
+            }
+        }
+        None => stats.nomem += 1,
     }
 }
 
@@ -363,16 +376,7 @@ fn recv_in_place(
         }
         lend[n] = slot;
         n += 1;
-        match pool.alloc_frame_with(frame.len(), now, |d| frame.copy_to(d)) {
-            Some(p) => {
-                if batch.push(p).is_ok() {
-                    stats.packets += 1;
-                } else {
-                    stats.nomem += 1;
-                }
-            }
-            None => stats.nomem += 1,
-        }
+        copy_in(&frame, pool, batch, now, stats);
     });
     let k = peer.lend(&lend[..n]);
     for &s in &lend[k..n] {
