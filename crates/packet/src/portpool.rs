@@ -242,12 +242,20 @@ impl PortPool {
     /// the owner thread).
     #[inline]
     pub fn lend(&self) -> Option<u32> {
+        self.take_free(LENT)
+    }
+
+    /// Pops a free slot and gives it state `to` (`None` if none is free or
+    /// off the owner thread).
+    #[inline]
+    fn take_free(&self, to: u8) -> Option<u32> {
         if !self.here() {
             return None;
         }
-        // SAFETY: as in `states`: one thread, no reference kept.
+        // SAFETY: on the owner thread (checked above), and no reference to
+        // the free list outlives this statement.
         let idx = unsafe { (*self.inner.free.get()).pop() }?;
-        self.set(idx, LENT);
+        self.set(idx, to);
         Some(idx)
     }
 
@@ -279,7 +287,7 @@ impl PortPool {
         match self.get(idx) {
             Some(s) if s == from => {
                 self.set(idx, FREE);
-                // SAFETY: as in `lend`; capacity is nslots and each slot is
+                // SAFETY: as in `take_free`; capacity is nslots and each slot is
                 // on the list at most once (its state was not FREE).
                 unsafe { (*self.inner.free.get()).push(idx) };
                 true
@@ -290,13 +298,7 @@ impl PortPool {
 
     /// A free slot to copy a frame into and send, or `None`.
     pub fn take_for_send(&self) -> Option<u32> {
-        if !self.here() {
-            return None;
-        }
-        // SAFETY: as in `lend`.
-        let idx = unsafe { (*self.inner.free.get()).pop() }?;
-        self.set(idx, SENT);
-        Some(idx)
+        self.take_free(SENT)
     }
 
     /// The frame of `len` bytes the switch wrote at byte `off` of lent slot
