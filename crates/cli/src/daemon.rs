@@ -40,10 +40,10 @@ pub struct DaemonArgs {
     /// do not take turns on one CPU.
     #[arg(long, value_name = "N")]
     switch_cpu: Option<String>,
-    /// Packet slots of each instance interface's switch port (default 256).
+    /// Packet slots of each instance interface's switch port (default 1024).
     #[arg(long, value_name = "N")]
     slots: Option<String>,
-    /// Ring size of each instance interface's switch port (default 128).
+    /// Ring size of each instance interface's switch port (default 512).
     #[arg(long, value_name = "N")]
     ring: Option<String>,
     /// Memory limit of instances that set none (default 32M).
@@ -119,7 +119,7 @@ pub fn default_options() -> Result<Options, String> {
                 .map_err(|e| format!("cannot find the pronto binary: {e}"))?,
             root_dir: std::env::temp_dir().join("pronto-sandbox-root"),
             use_cgroup: true,
-            geometry: Geometry::new(256, 128).map_err(|e| e.to_string())?,
+            geometry: Geometry::new(1024, 512).map_err(|e| e.to_string())?,
             switch_threads: 1,
             switch_cpu: None,
             default_memory: 32 << 20,
