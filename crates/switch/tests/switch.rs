@@ -205,6 +205,10 @@ fn two_switching_threads_deliver_into_one_port_at_once() {
     assert_eq!(sw.attach(3, b.clone()).expect("b"), 0);
     assert!(sw.add_static(mac(1), 1).expect("static"));
     const N: u32 = 40_000;
+    // The sink lends its slots before anyone sends: a frame the switch
+    // finds no lent slot for is dropped (and counted), and the senders'
+    // window below would then wait for it forever.
+    let mut ps = Peer::new(sink, 256).expect("sink peer");
     let got = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
     let senders: Vec<_> = [(a, 2u8), (b, 3u8)]
         .into_iter()
@@ -231,7 +235,6 @@ fn two_switching_threads_deliver_into_one_port_at_once() {
             })
         })
         .collect();
-    let mut ps = Peer::new(sink, 256).expect("sink peer");
     let mut next = [0u32; 2];
     let mut want = [0u8; 2048];
     let t0 = Instant::now();
