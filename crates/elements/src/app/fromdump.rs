@@ -28,6 +28,11 @@ pub struct Pcap {
 /// Reads packets from a tcpdump file.
 pub type FromDump = RecordSource<Pcap>;
 
+/// How far ahead of the record being read the trace is prefetched.
+const READ_AHEAD: usize = 4096;
+/// A cache line.
+const LINE: usize = 64;
+
 /// Reads plain records (caplen == len, not oversized) from `pos` into
 /// `batch`, up to `max`; returns how many, and (the position after them,
 /// the position of the last one).
@@ -53,7 +58,19 @@ fn plain_records<const SWAPPED: bool>(
         }
     };
     let scale = if nano { 1 } else { 1000 };
+    // The trace is read once, front to back, from a mapping of the file:
+    // every record is a cache miss unless it was asked for early. The
+    // processor's own prefetcher stops at each 4 KiB page, so the loop
+    // keeps the next `READ_AHEAD` bytes requested itself, a line at a
+    // time (`FromDump -> Discard` 1.3x faster, a route lookup after it
+    // 1.27x: docs/benchmarks.md).
+    let mut asked = pos & !(LINE - 1);
     while n < max {
+        let want = (pos + READ_AHEAD).min(data.len());
+        while asked < want {
+            pronto_packet::cpu::prefetch(&data[asked]);
+            asked += LINE;
+        }
         let Some(h) = data
             .get(pos..pos + pcap::RECORD_HEADER_LEN)
             .and_then(|h| <&[u8; 16]>::try_from(h).ok())
