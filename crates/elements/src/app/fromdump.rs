@@ -6,7 +6,7 @@
 //! The pcap record format plugs into the shared trace reader
 //! ([`super::recordfile`]).
 
-use pronto_packet::{Batch, Packet, Pool, BATCH_MAX, MAX_PACKET};
+use pronto_packet::{Batch, Packet, Pool, MAX_PACKET};
 
 use super::pcap;
 use super::recordfile::{self, Options, Record, RecordFormat, RecordSource, Step};
@@ -23,10 +23,20 @@ pub struct Pcap {
     extra_hdr: usize,
     minor: u16,
     linktype: i32,
+    /// Where the trace's read-ahead has reached (see `plain_records`).
+    asked: std::cell::Cell<usize>,
 }
 
 /// Reads packets from a tcpdump file.
 pub type FromDump = RecordSource<Pcap>;
+
+/// Packets per task run unless BURST says otherwise. A batch's packets
+/// (a header line and a data line each) stay in the first-level cache
+/// while every element of the path works on them: 256 (the most a batch
+/// holds) spilled to the second level and made `FromDump -> Strip ->
+/// CheckIPHeader -> IPFilter` 1.14x slower; 32 made route lookups 1.1x
+/// slower (fewer misses overlapping). docs/benchmarks.md.
+const DEFAULT_BURST: usize = 64;
 
 /// How far ahead of the record being read the trace is prefetched.
 const READ_AHEAD: usize = 4096;
@@ -38,14 +48,14 @@ const LINE: usize = 64;
 /// the position of the last one).
 #[inline(always)]
 fn plain_records<const SWAPPED: bool>(
+    fmt: &Pcap,
     data: &[u8],
     mut pos: usize,
-    nano: bool,
-    extra_hdr: usize,
     batch: &mut Batch,
     max: usize,
     pool: &pronto_packet::Pool,
 ) -> (usize, (usize, usize)) {
+    let (nano, extra_hdr, asked) = (fmt.nano, fmt.extra_hdr, &fmt.asked);
     let max = max.min(batch.room());
     let mut last = pos;
     let mut n = 0;
@@ -64,12 +74,17 @@ fn plain_records<const SWAPPED: bool>(
     // keeps the next `READ_AHEAD` bytes requested itself, a line at a
     // time (`FromDump -> Discard` 1.3x faster, a route lookup after it
     // 1.27x: docs/benchmarks.md).
-    let mut asked = pos & !(LINE - 1);
+    // What the last call asked for is not asked again (unless the file
+    // position moved outside the window: a seek).
+    let mut ahead = asked.get();
+    if ahead < pos || ahead > pos + READ_AHEAD + LINE {
+        ahead = pos & !(LINE - 1);
+    }
     while n < max {
         let want = (pos + READ_AHEAD).min(data.len());
-        while asked < want {
-            pronto_packet::cpu::prefetch(&data[asked]);
-            asked += LINE;
+        while ahead < want {
+            pronto_packet::cpu::prefetch(&data[ahead]);
+            ahead += LINE;
         }
         let Some(h) = data
             .get(pos..pos + pcap::RECORD_HEADER_LEN)
@@ -99,6 +114,7 @@ fn plain_records<const SWAPPED: bool>(
         pos = end;
         n += 1;
     }
+    asked.set(ahead);
     (n, (pos, last))
 }
 
@@ -212,9 +228,9 @@ impl RecordFormat for Pcap {
         // One copy of the loop per byte order, so the order is not tested
         // per field.
         if self.swapped {
-            plain_records::<true>(data, pos, self.nano, self.extra_hdr, batch, max, pool)
+            plain_records::<true>(self, data, pos, batch, max, pool)
         } else {
-            plain_records::<false>(data, pos, self.nano, self.extra_hdr, batch, max, pool)
+            plain_records::<false>(self, data, pos, batch, max, pool)
         }
     }
 }
@@ -253,7 +269,7 @@ impl FromDump {
              END_CALL    handler to call at the end (NAME.stop or NAME.active false)\n  \
              FILEPOS     file offset to start reading from\n  \
              MMAP        accepted; the file is always mapped\n  \
-             BURST       packets per task run (default 256)\n\
+             BURST       packets per task run (default 64, at most 256)\n\
              Handlers:\n  count (read), reset_counts (write), active (read/write), stop (write),\n  \
              encap (read), filename (read), filesize (read), filepos (read/write),\n  \
              packet_filepos (read), sampling_prob (read), extend_interval (write),\n  \
@@ -269,7 +285,7 @@ impl FromDump {
         let mut opts = Options::read(ctx, &mut a, timing)?;
         let filepos: u64 = a.read_or("FILEPOS", 0u64)?;
         let _mmap: bool = a.read_or("MMAP", true)?;
-        let burst: usize = a.read_or("BURST", BATCH_MAX)?;
+        let burst: usize = a.read_or("BURST", DEFAULT_BURST)?;
         a.finish()?;
         opts.set_burst(burst);
 
@@ -323,6 +339,7 @@ impl FromDump {
             extra_hdr,
             minor,
             linktype,
+            asked: std::cell::Cell::new(0),
         };
         Ok(Box::new(RecordSource::new(
             ctx, fmt, filename, map, pos, opts, force_ip,
@@ -457,10 +474,10 @@ mod tests {
                 assert_eq!(ctrl.stop_requests, 1);
                 break;
             }
-            assert_eq!(outs[0].len(), 256);
+            assert_eq!(outs[0].len(), DEFAULT_BURST);
         }
         assert_eq!(total, 1500);
-        assert_eq!(runs, 6);
+        assert_eq!(runs, 1500usize.div_ceil(DEFAULT_BURST));
         assert_eq!(e.read_handler("count").expect("count"), "1500");
         assert_eq!(
             e.read_handler("filesize").expect("size"),
