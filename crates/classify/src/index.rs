@@ -830,7 +830,7 @@ impl Index {
 
     /// Classifies a packet given its (network, transport) spaces; returns
     /// the terminal (`TERM | output` or `DROP`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn classify(&self, sp: [&[u8]; 2]) -> u32 {
         if let (Some(small), Some(ip), Some(tr)) = (
             &self.small,
@@ -847,6 +847,14 @@ impl Index {
             }
             // Some entry must be verified: the general scan below.
         }
+        self.classify_scan(sp)
+    }
+
+    /// The general scan (no one-word form, an entry to verify, or a
+    /// packet too short for the one-word form's fields): out of line, so
+    /// that the one-word path inlines into the loops that call it.
+    #[inline(never)]
+    fn classify_scan(&self, sp: [&[u8]; 2]) -> u32 {
         if sp[0].len() < NEED_PRIMARY || sp[1].len() < NEED_TRANSPORT {
             return self.classify_linear(sp);
         }

@@ -335,7 +335,8 @@ fn one_word_index_for_short_exact_lists() {
         let p = Program::ip_filter(set).expect("compiles");
         assert!(p.small.is_some(), "{set:?}");
         assert!(!p.is_indexed());
-        assert!(!p.prefers_batch());
+        // Classified a batch at a time (the one-word loop inlined).
+        assert!(p.prefers_batch());
         assert!(p.program_text().contains("yes->"));
         let d = Program::ip_filter_with(set, crate::Engine::Decision).expect("compiles");
         assert!(d.small.is_none());
@@ -416,6 +417,13 @@ fn one_word_index_for_short_exact_lists() {
         assert_eq!(p.classify(v, 0), *want, "case {i}");
         assert_eq!(d.classify(v, 0), *want, "case {i}");
     }
+    // As one batch (the one-word loop inlined; the short packet falls
+    // back to the rules' programs inside it): the same outputs.
+    let refs: Vec<(&[u8], usize)> = cases.iter().map(|(v, _)| (&v[..], 0)).collect();
+    let mut out = vec![Some(usize::MAX); refs.len()];
+    assert_eq!(p.classify_batch(&refs, &mut out), refs.len());
+    let want: Vec<Option<usize>> = cases.iter().map(|(_, w)| *w).collect();
+    assert_eq!(out, want);
 }
 
 /// One-test `Classifier` programs decide inline, as the walk does, on

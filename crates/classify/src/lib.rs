@@ -518,9 +518,10 @@ impl Program {
 
     /// True when [`classify_batch`](Self::classify_batch) is faster than
     /// calling [`classify`](Self::classify) per packet (the program has a
-    /// batch plan: several data-dependent steps).
+    /// batch plan: several data-dependent steps; or a one-word index,
+    /// whose loop over the batch is then inlined).
     pub fn prefers_batch(&self) -> bool {
-        self.plan.is_some() && self.small.is_none()
+        (self.plan.is_some() || self.small.is_some()) && !self.link
     }
 
     #[inline]
@@ -581,6 +582,18 @@ impl Program {
             _ => None,
         };
         let Some(plan) = plan else {
+            if let Some(ix) = &self.small {
+                // The one-word index (never dual-stack), its loop inlined
+                // here: the program's state is read once a batch, not once
+                // a packet, and the table loads of several packets overlap
+                // (c_firewall 1.06x against a call per packet).
+                let mut k = 0;
+                for (o, (data, nh)) in out.iter_mut().zip(&mut it) {
+                    *o = decode(ix.classify(self.spaces(data, nh)));
+                    k += 1;
+                }
+                return k;
+            }
             let mut k = 0;
             for (o, (data, nh)) in out.iter_mut().zip(&mut it) {
                 *o = self.classify(data, nh);
