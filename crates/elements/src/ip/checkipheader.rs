@@ -144,7 +144,9 @@ impl IpChecker {
     }
 
     /// Checks one packet: `Some(0)` if good, else output 1 or drop.
-    #[inline]
+    /// Inlined into the loop over a batch: `c1_dump_checkip` 1.06-1.08x
+    /// against a call a packet. The complaints stay out of line.
+    #[inline(always)]
     pub(crate) fn action(&mut self, p: &mut Packet) -> Option<usize> {
         let off = self.offset;
         let d = p.data();
