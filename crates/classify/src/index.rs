@@ -516,9 +516,15 @@ struct SmallField {
     /// rules' ports", "none of their nets").
     zero: u8,
     starts: Box<[u32]>,
-    /// Per segment: the compatible entries.
-    rows: Box<[u64]>,
+    /// Per segment: the compatible entries (at most [`SMALL_SEGMENTS`]
+    /// segments; kept inline, so that the bucket's entry indexes it
+    /// without a bounds check or a pointer to follow).
+    rows: [u64; SMALL_SEGMENTS],
 }
+
+/// Most segments of one field in the one-word form: a bucket entry's
+/// low seven bits name one.
+const SMALL_SEGMENTS: usize = REFINE as usize;
 
 impl SmallField {
     /// A field no entry constrains (its one bucket at `off`, zero).
@@ -528,7 +534,11 @@ impl SmallField {
             off,
             zero: 0,
             starts: Box::new([0]),
-            rows: Box::new([u64::MAX >> (64 - nentries.max(1))]),
+            rows: {
+                let mut rows = [0; SMALL_SEGMENTS];
+                rows[0] = u64::MAX >> (64 - nentries.max(1));
+                rows
+            },
         }
     }
 
@@ -546,7 +556,7 @@ impl SmallField {
                 seg += 1;
             }
         }
-        self.rows.get(seg).copied().unwrap_or(0)
+        self.rows[seg % SMALL_SEGMENTS]
     }
 }
 
@@ -564,7 +574,17 @@ struct Small {
     table: HugeTable<u8>,
     /// Whether every entry is exact (no rule needs verifying).
     exact: bool,
+    /// By the index of a packet's first compatible entry (64: none), what
+    /// the packet gets: its rule's terminal, [`DROP`] for none, or
+    /// [`SCAN`] where the rule must be verified. One load from a packet's
+    /// entry word to its output, with no branch (it was two dependent
+    /// loads, of the entry and then of its rule, and a test).
+    results: [u32; 65],
 }
+
+/// In [`Small::results`]: the entry's rule must be verified by the
+/// general scan (never a terminal: terminals have [`TERM`] set).
+const SCAN: u32 = 0;
 
 impl Clone for Small {
     /// A copy whose table is written only where it is not zero, as the
@@ -581,6 +601,7 @@ impl Clone for Small {
             fields: self.fields.clone(),
             table,
             exact: self.exact,
+            results: self.results,
         }
     }
 }
@@ -596,7 +617,15 @@ impl std::fmt::Debug for Small {
 }
 
 impl Small {
-    fn new(fields: &[FieldIndex], chunks: &[u64], entries: &[u32]) -> Option<Small> {
+    fn new(
+        fields: &[FieldIndex],
+        chunks: &[u64],
+        entries: &[u32],
+        rules: &[(u32, u32)],
+    ) -> Option<Small> {
+        if entries.len() > 64 {
+            return None;
+        }
         // Each constrained field's buckets, then one zero byte that every
         // unconstrained field reads.
         let mut built: Vec<(usize, u32, Vec<u8>)> = Vec::new();
@@ -605,7 +634,7 @@ impl Small {
             let fd = &FIELDS[usize::from(fi.field)];
             let bits = 32 - fd.max().leading_zeros();
             let max_bits = bits.min(SMALL_BUCKET_BITS);
-            if fi.starts.len() > usize::from(!REFINE) {
+            if fi.starts.len() > SMALL_SEGMENTS - 1 {
                 return None;
             }
             // The fewest bucket bits under which no bucket holds two
@@ -657,14 +686,29 @@ impl Small {
                 off,
                 zero,
                 starts: fi.starts.clone(),
-                rows: fi.rows.iter().map(|&id| chunks[id as usize]).collect(),
+                rows: {
+                    let mut rows = [0; SMALL_SEGMENTS];
+                    for (r, &id) in rows.iter_mut().zip(fi.rows.iter()) {
+                        *r = chunks[id as usize];
+                    }
+                    rows
+                },
             };
             off += buckets.len();
+        }
+        let mut results = [DROP; 65];
+        for (r, &e) in results.iter_mut().zip(entries) {
+            *r = if e & VERIFY != 0 {
+                SCAN
+            } else {
+                rules.get(e as usize)?.0
+            };
         }
         Some(Small {
             fields: out,
             table,
             exact: entries.iter().all(|&e| e & VERIFY == 0),
+            results,
         })
     }
 
@@ -695,7 +739,7 @@ impl Small {
             + self
                 .fields
                 .iter()
-                .map(|f| f.starts.len() * 4 + f.rows.len() * 8)
+                .map(|f| f.starts.len() * 4 + std::mem::size_of_val(&f.rows))
                 .sum::<usize>()
     }
 
@@ -775,7 +819,7 @@ impl Index {
         fields.sort_by(|a, b| a.1.total_cmp(&b.1));
         let fields: Vec<FieldIndex> = fields.into_iter().map(|(f, _)| f).collect();
         let small = if nchunks == 1 && cw == 1 {
-            Small::new(&fields, &chunks, &entries)
+            Small::new(&fields, &chunks, &entries, &rule_info)
         } else {
             None
         };
@@ -838,14 +882,11 @@ impl Index {
             sp[1].first_chunk::<NEED_TRANSPORT>(),
         ) {
             let acc = small.entries(ip, tr);
-            if acc == 0 {
-                return DROP;
+            let r = small.results[acc.trailing_zeros() as usize];
+            if r != SCAN {
+                return r;
             }
-            let info = self.entries[acc.trailing_zeros() as usize];
-            if info & VERIFY == 0 {
-                return self.rules[(info & !VERIFY) as usize].0;
-            }
-            // Some entry must be verified: the general scan below.
+            // The entry must be verified: the general scan below.
         }
         self.classify_scan(sp)
     }

@@ -702,6 +702,48 @@ fn index_firewall_rules_are_exact_and_agree() {
     }
 }
 
+/// The rule-set index's one-word form on a short list with rules it must
+/// verify (TCP flags, TTL): a packet whose first compatible entry is such
+/// a rule takes the general scan, one whose first is exact gets that
+/// rule's output straight from the entry word, one with none is dropped;
+/// every packet as the decision program classifies it.
+#[test]
+fn one_word_index_verifies_inexact_rules() {
+    let rules = [
+        "0 tcp opt syn and dst port 80",
+        "1 src net 10.0.0.0/8 and udp dst port 53",
+        "deny ip ttl < 3 and udp",
+        "2 udp",
+        "3 tcp dst port 443",
+    ];
+    let ix = Program::ip_filter_with(&rules, crate::Engine::Index).expect("compiles");
+    assert!(ix.is_indexed());
+    let d = Program::ip_filter_with(&rules, crate::Engine::Decision).expect("compiles");
+    let mk = |proto: u8, src: [u8; 4], ttl: u8, dport: u16, flags: u8| {
+        let mut v = vec![0u8; 40];
+        v[0] = 0x45;
+        v[8] = ttl;
+        v[9] = proto;
+        v[12..16].copy_from_slice(&src);
+        v[22..24].copy_from_slice(&dport.to_be_bytes());
+        v[33] = flags;
+        v
+    };
+    let cases = [
+        (mk(6, [1, 2, 3, 4], 64, 80, 0x02), Some(0)),
+        (mk(6, [1, 2, 3, 4], 64, 80, 0x10), None),
+        (mk(17, [10, 2, 3, 4], 1, 53, 0), Some(1)),
+        (mk(17, [11, 2, 3, 4], 1, 53, 0), None),
+        (mk(17, [11, 2, 3, 4], 64, 53, 0), Some(2)),
+        (mk(6, [1, 2, 3, 4], 64, 443, 0x02), Some(3)),
+        (mk(1, [1, 2, 3, 4], 64, 0, 0), None),
+    ];
+    for (i, (v, want)) in cases.iter().enumerate() {
+        assert_eq!(ix.classify(v, 0), *want, "case {i}");
+        assert_eq!(d.classify(v, 0), *want, "case {i}");
+    }
+}
+
 #[test]
 fn index_leaf_sets() {
     use crate::expr::Space;
