@@ -246,7 +246,32 @@ fn check_batch(p: &Program, pkts: &[(Vec<u8>, usize)]) -> Result<(), TestCaseErr
     for (i, &(d, nh)) in refs.iter().take(k).enumerate() {
         prop_assert_eq!(out[i], p.classify(d, nh), "packet {}", i);
     }
+    // The same verdicts in four bytes a packet.
+    let mut ports = vec![crate::Port::from(Some(7)); refs.len() + 1];
+    prop_assert_eq!(
+        p.classify_iter(refs.iter().copied(), &mut ports),
+        refs.len()
+    );
+    for (i, &(d, nh)) in refs.iter().enumerate() {
+        prop_assert_eq!(ports[i].get(), p.classify(d, nh), "packet {}", i);
+    }
+    prop_assert_eq!(ports[refs.len()].get(), Some(7));
     Ok(())
+}
+
+/// A four-byte verdict: an output as itself, a drop as `Port::DROP`,
+/// from a program's terminals and from `Option<usize>` alike.
+#[test]
+fn port_verdicts() {
+    use crate::{Port, Verdict};
+    assert_eq!(Port::terminal(dd::DROP), Port::DROP);
+    assert_eq!(Port::terminal(dd::DROP).get(), None);
+    assert_eq!(Port::terminal(TERM | 3).get(), Some(3));
+    assert_eq!(Port::terminal(TERM).get(), Some(0));
+    assert_eq!(Port::from(Some(5)).get(), Some(5));
+    assert_eq!(Port::from(None), Port::DROP);
+    assert_eq!(<Option<usize>>::terminal(TERM | 3), Some(3));
+    assert_eq!(<Option<usize>>::terminal(dd::DROP), None);
 }
 
 /// Mostly full-size packets, some truncated.

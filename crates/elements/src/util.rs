@@ -69,11 +69,12 @@ pub fn classify_and_route(
             r
         });
     } else if prog.prefers_batch() && batch.len() >= 8 {
-        let mut res = [None; pronto_packet::BATCH_MAX];
+        // Four bytes a packet (cleared a batch at a time).
+        let mut res = [pronto_classify::Port::DROP; pronto_packet::BATCH_MAX];
         prog.classify_iter(batch.iter().map(|p| (p.data(), nh(p))), &mut res);
         let mut res = res.iter();
         crate::push_each(batch, out, |_, _| {
-            let r = res.next().copied().flatten();
+            let r = res.next().and_then(|r| r.get());
             *drops += r.is_none() as u64;
             r
         });
