@@ -492,6 +492,29 @@ fn sandboxed(
     result
 }
 
+/// The examples `--only` names (a comma-separated list), in the table's
+/// order; all of them without it.
+fn pick(only: Option<&str>) -> Result<Vec<&'static Example>, String> {
+    let Some(only) = only else {
+        return Ok(EXAMPLES.iter().collect());
+    };
+    let names: Vec<&str> = only.split(',').map(str::trim).collect();
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !EXAMPLES.iter().any(|ex| ex.name == **n))
+    {
+        let all: Vec<&str> = EXAMPLES.iter().map(|ex| ex.name).collect();
+        return Err(format!(
+            "--only: no example middlebox `{bad}`; give some of {}, separated by commas",
+            all.join(", ")
+        ));
+    }
+    Ok(EXAMPLES
+        .iter()
+        .filter(|ex| names.contains(&ex.name))
+        .collect())
+}
+
 /// Runs `pronto bench middleboxes`.
 pub fn main(args: &[String]) -> Result<(), String> {
     let c = Common::for_sandboxes(args)?;
@@ -504,6 +527,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         ));
     }
     let packets: usize = c.opt("--packets")?.unwrap_or(1_000_000).max(1000);
+    let examples = pick(c.opt::<String>("--only")?.as_deref())?;
     let line_rate = 10e9 / ((size as f64 + 20.0) * 8.0);
     let work = std::env::temp_dir().join(format!("pronto-bench-mb-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
@@ -554,7 +578,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "one_process_per_packet_mpps",
     ]);
     let mut notes = Vec::new();
-    for (i, ex) in EXAMPLES.iter().enumerate() {
+    for (i, ex) in examples.into_iter().enumerate() {
         let frames = Arc::new(frames(ex.trace, size - 4).map_err(|e| format!("{}: {e}", ex.name))?);
         let mean = frames.iter().map(|f| f.len() as f64 + 4.0).sum::<f64>() / frames.len() as f64;
         let trace = work.join(format!("{}.pcap", ex.name));
@@ -660,6 +684,22 @@ impl Drop for RemoveDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_picks_examples_in_table_order() {
+        let names = |o| pick(o).map(|v| v.iter().map(|ex| ex.name).collect::<Vec<_>>());
+        assert_eq!(names(None).map(|v| v.len()), Ok(EXAMPLES.len()));
+        assert_eq!(names(Some("nat, cgnat")), Ok(vec!["nat", "cgnat"]));
+        assert_eq!(names(Some("cgnat,firewall")), Ok(vec!["firewall", "cgnat"]));
+        assert_eq!(
+            names(Some("cgnat,natt")),
+            Err(
+                "--only: no example middlebox `natt`; give some of firewall, \
+                 stateful-firewall, nat, cgnat, lb, router, ids, separated by commas"
+                    .to_string()
+            )
+        );
+    }
 
     #[test]
     fn every_example_converts_and_the_sandboxed_form_reads_and_writes_eth0() {

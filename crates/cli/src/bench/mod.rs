@@ -108,7 +108,8 @@ Options by subcommand (the defaults in brackets):
   middleboxes            --duration SECONDS [2] per middlebox, --size BYTES [128]
                          (on the wire), --runs N [3] one-process runs,
                          --packets N [1000000] per one-process run,
-                         --print-config: both forms of each example, then stop
+                         --print-config: both forms of each example, then stop,
+                         --only NAME[,NAME]: those examples alone
   flood                  --duration SECONDS [3] per phase, --share F [0.3],
                          --limit RATE [the quiet tenant's rate, in pps],
                          --size BYTES [64], --slots N [256] and --ring N [128]:
