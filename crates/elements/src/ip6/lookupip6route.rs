@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use pronto_lang::args::{format_ip6, mask6_len, parse_i64, parse_ip6, parse_ip6_prefix};
-use pronto_packet::{Batch, BATCH_MAX};
+use pronto_packet::{Batch, Packet, BATCH_MAX};
 
 use crate::ip6::route6_table::{mask128, Lpm6, MAX_VALUE};
 use crate::util::cfg_err;
@@ -280,33 +280,55 @@ fn route_err_text(e: RouteErr) -> &'static str {
     }
 }
 
+/// Below this many packets a batch is looked up packet by packet.
+const BATCH_WALK_MIN: usize = 8;
+
+/// The output for a packet whose lookup gave route key `k` (0: none): the
+/// route's gateway, when it has one, set as the destination annotation; a
+/// packet with no route is counted in `drops` and dropped.
+#[inline(always)]
+fn route_to(p: &mut Packet, k: u32, routes: &[Option<Route6>], drops: &mut u64) -> Option<usize> {
+    match k.checked_sub(1).and_then(|s| routes.get(s as usize)) {
+        Some(Some(r)) => {
+            if r.gw != [0; 16] {
+                p.set_dst_ip6_anno(r.gw);
+            }
+            Some(r.port as usize)
+        }
+        _ => {
+            *drops += 1;
+            None
+        }
+    }
+}
+
 impl Element for LookupIP6Route {
     fn push(&mut self, _port: usize, batch: &mut Batch, out: &mut Out<'_>) {
+        let routes = &self.routes;
+        let drops = &mut self.drops;
+        let n = batch.len().min(BATCH_MAX);
+        // A few packets (one at a time where the runtime keeps Click's
+        // order) are looked up one by one: the batch walk's lane arrays
+        // cost more to set up than its overlapped reads save there.
+        if n < BATCH_WALK_MIN {
+            let table = &self.table;
+            push_each(batch, out, |p, _| {
+                let k = table.lookup(u128::from_be_bytes(p.dst_ip6_anno()));
+                route_to(p, k, routes, drops)
+            });
+            return;
+        }
         let mut addrs = [0u128; BATCH_MAX];
         let mut keys = [0u32; BATCH_MAX];
-        let n = batch.len().min(BATCH_MAX);
         for (a, p) in addrs.iter_mut().zip(batch.iter()) {
             *a = u128::from_be_bytes(p.dst_ip6_anno());
         }
         self.table.lookup_many(&addrs[..n], &mut keys[..n]);
-        let routes = &self.routes;
-        let drops = &mut self.drops;
         let mut i = 0;
         push_each(batch, out, |p, _| {
             let k = keys[i];
             i += 1;
-            match k.checked_sub(1).and_then(|s| routes.get(s as usize)) {
-                Some(Some(r)) => {
-                    if r.gw != [0; 16] {
-                        p.set_dst_ip6_anno(r.gw);
-                    }
-                    Some(r.port as usize)
-                }
-                _ => {
-                    *drops += 1;
-                    None
-                }
-            }
+            route_to(p, k, routes, drops)
         });
     }
 
@@ -399,6 +421,55 @@ mod tests {
             nout,
         )
         .expect("configured")
+    }
+
+    /// Eight packets or more walk the table as a batch, fewer are looked
+    /// up one at a time: both route alike (outputs, gateways, drops).
+    #[test]
+    fn batch_walk_and_one_at_a_time_route_alike() {
+        let pool = Pool::new(256).expect("pool");
+        let dsts: Vec<String> = (0..30u32)
+            .map(|i| match i % 5 {
+                0 => format!("2001:db8:{:x}::1", 5 + i),
+                1 => format!("2001:db8:1::{:x}", i),
+                2 => "2001:db8:1:2::5".to_string(),
+                3 => format!("::ffff:10.0.0.{i}"),
+                _ => format!("3000::{:x}", i), // no route once ::/0 is gone
+            })
+            .collect();
+        let mk = |d: &str| {
+            let mut p = pkt(&pool, &[0x60, 0, 0, 0]);
+            p.set_dst_ip6_anno(a(d));
+            p
+        };
+        let annos = |o: &[Vec<Packet>]| -> Vec<Vec<String>> {
+            o.iter()
+                .map(|v| v.iter().map(|p| format_ip6(&p.dst_ip6_anno())).collect())
+                .collect()
+        };
+        let (mut whole, mut each) = (lookup(ROUTES, 4), lookup(ROUTES, 4));
+        whole.write_handler("remove", "::/0").expect("removed");
+        each.write_handler("remove", "::/0").expect("removed");
+        let got = push(
+            whole.as_mut(),
+            &pool,
+            dsts.iter().map(|d| mk(d)).collect(),
+            4,
+        );
+        let mut one: Vec<Vec<Packet>> = (0..4).map(|_| Vec::new()).collect();
+        for d in &dsts {
+            for (k, v) in push(each.as_mut(), &pool, vec![mk(d)], 4)
+                .into_iter()
+                .enumerate()
+            {
+                one[k].extend(v);
+            }
+        }
+        assert_eq!(annos(&got), annos(&one));
+        assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), [6, 6, 6, 6]);
+        assert_eq!(annos(&got)[1][0], "fe80::1");
+        assert_eq!(read(whole.as_ref(), "drops"), "6");
+        assert_eq!(read(each.as_ref(), "drops"), "6");
     }
 
     #[test]

@@ -3198,6 +3198,18 @@ impl CoreRewriter {
     fn rewrite(&mut self, batch: &mut Batch, out: &mut Out<'_>, input_of: impl Fn(usize) -> usize) {
         let now = out.now;
         let mut core = self.core.get();
+        if batch.len() < 8 {
+            // A few packets (one at a time where the runtime keeps Click's
+            // order): each looks its entry up itself, without the batch
+            // pass and its array.
+            let mut i = 0;
+            push_each(batch, out, |p, _| {
+                let port = input_of(i);
+                i += 1;
+                core.process_hinted(port, p, now, None)
+            });
+            return;
+        }
         let mut ahead = [NO_ENTRY; BATCH_MAX];
         let generation = core.lookup_batch(batch.as_slice(), &mut ahead);
         let mut i = 0;
