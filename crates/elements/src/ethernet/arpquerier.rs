@@ -13,13 +13,20 @@ use crate::{
 
 /// Encapsulates IP packets in Ethernet headers found via ARP.
 pub struct ArpQuerier {
-    name: String,
     table: ArpState,
     /// The table of the ARPTable named by TABLE, used instead of `table`.
     shared: Option<crate::ethernet::arptable::SharedArpState>,
     /// Packets this querier parked in (or took out of) the shared table,
     /// net ([`Element::lent`]).
     lent: i64,
+    /// Everything but the table: a call borrows the table and this apart
+    /// (no table moved out and back, no empty one made per call).
+    q: Querier,
+}
+
+/// The querier's addresses, settings and counts.
+struct Querier {
+    name: String,
     my_ip: u32,
     my_eth: [u8; 6],
     bcast: u32,
@@ -135,23 +142,36 @@ impl ArpQuerier {
         };
         let table = ArpState::new(limits);
         Ok(Box::new(ArpQuerier {
-            name: ctx.name.to_string(),
             table,
             shared,
             lent: 0,
-            my_ip,
-            my_eth: eth.0,
-            bcast,
-            poll_timeout: interval_ns(poll),
-            broadcast_poll,
-            queries: 0,
-            responses: 0,
-            drops: 0,
-            zero_warned: false,
-            alloc_warned: false,
+            q: Querier {
+                name: ctx.name.to_string(),
+                my_ip,
+                my_eth: eth.0,
+                bcast,
+                poll_timeout: interval_ns(poll),
+                broadcast_poll,
+                queries: 0,
+                responses: 0,
+                drops: 0,
+                zero_warned: false,
+                alloc_warned: false,
+            },
         }))
     }
 
+    fn stats(&self) -> String {
+        let table_drops = self.table.drops();
+        format!(
+            "{} packets killed\n{} ARP queries sent\n",
+            self.q.drops as u64 + table_drops as u64,
+            self.q.queries
+        )
+    }
+}
+
+impl Querier {
     /// Emits an ARP query for `want`, with the annotations `m` of the packet
     /// that asks; `dhost` is the known address for a renewal.
     fn send_query(&mut self, want: u32, m: AnnoModel, dhost: Option<[u8; 6]>, out: &mut Out<'_>) {
@@ -288,15 +308,6 @@ impl ArpQuerier {
             self.handle_ip(state, q, true, out);
         }
     }
-
-    fn stats(&self) -> String {
-        let table_drops = self.table.drops();
-        format!(
-            "{} packets killed\n{} ARP queries sent\n",
-            self.drops as u64 + table_drops as u64,
-            self.queries
-        )
-    }
 }
 
 /// The annotations a query copies from the packet it asks for.
@@ -325,13 +336,16 @@ impl Element for ArpQuerier {
         if self.shared.is_some() || old.shared.is_some() {
             return None;
         }
-        if old.my_ip != self.my_ip || old.my_eth != self.my_eth || old.bcast != self.bcast {
+        if old.q.my_ip != self.q.my_ip
+            || old.q.my_eth != self.q.my_eth
+            || old.q.bcast != self.q.bcast
+        {
             return None;
         }
         let n = self.table.take_from(&mut old.table, ctx.pool);
-        self.queries = old.queries;
-        self.responses = old.responses;
-        self.drops = old.drops;
+        self.q.queries = old.q.queries;
+        self.q.responses = old.q.responses;
+        self.q.drops = old.q.drops;
         Some(format!("{n} ARP entries"))
     }
 
@@ -342,28 +356,25 @@ impl Element for ArpQuerier {
             state.tick(out.now);
             for p in batch.drain() {
                 if port == 0 {
-                    self.handle_ip(&mut state, p, false, out);
+                    self.q.handle_ip(&mut state, p, false, out);
                 } else {
-                    self.handle_response(&mut state, &p, out);
+                    self.q.handle_response(&mut state, &p, out);
                 }
             }
             self.lent += i64::from(state.length()) - i64::from(before);
             return;
         }
-        // The table moves out while the packets go through, then back
-        // (an empty table allocates nothing).
-        let mut state = std::mem::take(&mut self.table);
+        let state = &mut self.table;
         state.tick(out.now);
         if port == 0 {
             for p in batch.drain() {
-                self.handle_ip(&mut state, p, false, out);
+                self.q.handle_ip(state, p, false, out);
             }
         } else {
             for p in batch.drain() {
-                self.handle_response(&mut state, &p, out);
+                self.q.handle_response(state, &p, out);
             }
         }
-        self.table = state;
     }
 
     fn held(&self) -> usize {
@@ -375,14 +386,14 @@ impl Element for ArpQuerier {
     }
 
     fn counters(&self, c: &mut crate::Counters) {
-        c.drop("invalid", u64::from(self.drops));
+        c.drop("invalid", u64::from(self.q.drops));
         if self.shared.is_none() {
             // Packets that waited in the querier's own table for a reply that
             // did not come (a shared table's element reports its own).
             c.drop("unresolved", u64::from(self.table.drops()));
         }
-        c.count("queries", u64::from(self.queries));
-        c.count("responses", u64::from(self.responses));
+        c.count("queries", u64::from(self.q.queries));
+        c.count("responses", u64::from(self.q.responses));
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -421,11 +432,11 @@ impl Element for ArpQuerier {
             "stats" => self.stats(),
             "count" => self.table.count().to_string(),
             "length" => self.table.length().to_string(),
-            "queries" => self.queries.to_string(),
-            "responses" => self.responses.to_string(),
-            "drops" => self.drops.to_string(),
-            "broadcast" => Ip4(self.bcast.to_be_bytes()).to_string(),
-            "ipaddr" => Ip4(self.my_ip.to_be_bytes()).to_string(),
+            "queries" => self.q.queries.to_string(),
+            "responses" => self.q.responses.to_string(),
+            "drops" => self.q.drops.to_string(),
+            "broadcast" => Ip4(self.q.bcast.to_be_bytes()).to_string(),
+            "ipaddr" => Ip4(self.q.my_ip.to_be_bytes()).to_string(),
             _ => return Err(HandlerError::NoSuchHandler(name.into())),
         })
     }
@@ -436,9 +447,9 @@ impl Element for ArpQuerier {
                 let a: Ip4 = crate::util::parse_value(name, value.trim())?;
                 let a = u32::from_be_bytes(a.0);
                 if name == "broadcast" {
-                    self.bcast = a;
+                    self.q.bcast = a;
                 } else {
-                    self.my_ip = a;
+                    self.q.my_ip = a;
                 }
                 Ok(())
             }
@@ -453,9 +464,9 @@ impl Element for ArpQuerier {
                 None => self.table.write(name, value),
             },
             "clear" => {
-                self.queries = 0;
-                self.drops = 0;
-                self.responses = 0;
+                self.q.queries = 0;
+                self.q.drops = 0;
+                self.q.responses = 0;
                 match self.shared.clone() {
                     Some(s) => {
                         let mut s = s.borrow_mut();
