@@ -8,6 +8,14 @@ Usage (from the repository root, after `cargo build --release`):
     python3 bench/run.py                       # all configs, 5 runs each
     python3 bench/run.py --runs 3 a_inf_discard c_firewall
     python3 bench/run.py --baseline /path/to/click   # adds a column for it
+    python3 bench/run.py --runs 25 --baseline /tmp/pronto-old --baseline-is-pronto c_firewall
+                                               # an A/B of two pronto builds
+
+The two binaries alternate run by run, so that the machine's noise hits
+both; each pair of runs gives one ratio, and the table quotes the median
+of those paired ratios with their quartiles (on a shared machine whose
+speed drifts by tens of percent, a few percent is only visible that way,
+over 20 or more runs).
 
 Data (about 460 MB of pcaps, and 600 MB for IPv6) is generated once into
 bench-work/ by gen_bench.py, gen_bench6.py and route_confs.py; nothing
@@ -83,12 +91,22 @@ def run_once(binary, args, conf, work):
     return packets / seconds / 1e6, wall
 
 
+def quartiles(v):
+    """(p25, median, p75) of `v`, by the inclusive method (any length)."""
+    if len(v) == 1:
+        return (v[0], v[0], v[0])
+    q = statistics.quantiles(v, n=4, method="inclusive")
+    return (q[0], statistics.median(v), q[2])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("configs", nargs="*", default=ORDER)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--pronto", default=os.path.join(ROOT, "target", "release", "pronto"))
     ap.add_argument("--baseline", help="another Click-compatible binary to measure alongside")
+    ap.add_argument("--baseline-is-pronto", action="store_true",
+                    help="the baseline is a pronto binary (run as `BASELINE run CONF`)")
     ap.add_argument("--work", default=os.path.join(ROOT, "bench-work"))
     ap.add_argument("--packets", type=int, default=3_000_000)
     ap.add_argument("--csv", help="also write the results as CSV here")
@@ -110,14 +128,15 @@ def main():
             p.append(m)
             pw.append(w)
             if a.baseline:
-                m, w = run_once(a.baseline, [], conf, a.work)
+                m, w = run_once(a.baseline, ["run"] if a.baseline_is_pronto else [], conf, a.work)
                 b.append(m)
                 bw.append(w)
         pm, pwm = statistics.median(p), statistics.median(pw)
         bm = statistics.median(b) if b else None
         bwm = statistics.median(bw) if bw else None
         click, fast = REFERENCE.get(conf, (None, None))
-        rows.append((conf, pm, bm, click, fast, pwm, bwm))
+        paired = quartiles([x / y for x, y in zip(p, b)]) if b else None
+        rows.append((conf, pm, bm, click, fast, pwm, bwm, paired))
         print(f"{conf}: pronto {pm:.2f} Mpps ({pwm:.2f} s whole run)"
               + (f", baseline {bm:.2f} Mpps ({bwm:.2f} s)" if bm else ""), file=sys.stderr)
     fmt = lambda v: f"{v:.2f}" if v is not None else "—"
@@ -125,16 +144,18 @@ def main():
     head = "| config | pronto Mpps |"
     rule = "|---|---|"
     if a.baseline:
-        head += " baseline Mpps | pronto / baseline | whole-run time, pronto / baseline |"
-        rule += "---|---|---|"
+        head += (" baseline Mpps | pronto / baseline | paired ratios, p25 / median / p75 |"
+                 " whole-run time, pronto / baseline |")
+        rule += "---|---|---|---|"
     head += " FastClick ref. Mpps | pronto / FastClick ref. |"
     rule += "---|---|"
     print(head)
     print(rule)
-    for conf, pm, bm, click, fast, pwm, bwm in rows:
+    for conf, pm, bm, click, fast, pwm, bwm, paired in rows:
         line = f"| {conf} | {fmt(pm)} |"
         if a.baseline:
-            line += f" {fmt(bm)} | {ratio(pm, bm)} | {fmt(pwm)} s / {fmt(bwm)} s |"
+            q = " / ".join(f"{v:.3f}" for v in paired) if paired else "—"
+            line += f" {fmt(bm)} | {ratio(pm, bm)} | {q} | {fmt(pwm)} s / {fmt(bwm)} s |"
         line += f" {fmt(fast)} | {ratio(pm, fast)} |"
         print(line)
     measured = {r[0]: r[1] for r in rows}
@@ -149,8 +170,9 @@ def main():
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["config", "pronto_mpps", "baseline_mpps", "click_ref", "fastclick_ref",
-                        "pronto_wall_s", "baseline_wall_s"])
-            w.writerows(rows)
+                        "pronto_wall_s", "baseline_wall_s", "ratio_p25", "ratio_median",
+                        "ratio_p75"])
+            w.writerows(r[:7] + (r[7] if r[7] else ("", "", "")) for r in rows)
 
 if __name__ == "__main__":
     main()
