@@ -1409,7 +1409,7 @@ mod tests {
     /// destination annotations, the same packets counted without a route.
     #[test]
     fn batch_walk_and_one_at_a_time_route_alike() {
-        use crate::standard::test_support::{configure, drop_counters, pkt, push};
+        use crate::standard::test_support::{configure, drop_counters, pkt, push, push_one_by_one};
         use pronto_packet::Pool;
         const ROUTES: &str = "10.0.0.0/27 0, 10.0.0.0/24 1, 10.0.1.0/24 2, \
                               10.2.0.0/16 10.0.1.254 2, 172.16.0.0/12 10.0.0.254 1, 172.17.0.0/16 3";
@@ -1445,15 +1445,12 @@ mod tests {
                 4,
             );
             let mut each = configure(&[], class, ROUTES, 1, 4).expect("ok");
-            let mut one: Vec<Vec<Packet>> = (0..4).map(|_| Vec::new()).collect();
-            for &a in &dsts {
-                for (k, v) in push(each.as_mut(), &pool, vec![mk(a)], 4)
-                    .into_iter()
-                    .enumerate()
-                {
-                    one[k].extend(v);
-                }
-            }
+            let one = push_one_by_one(
+                each.as_mut(),
+                &pool,
+                dsts.iter().map(|&a| mk(a)).collect(),
+                4,
+            );
             assert_eq!(annos(&got), annos(&one));
             assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), [7, 7, 16, 2]);
             assert_eq!(annos(&got)[2][..2], [[10, 0, 1, 1], [10, 0, 1, 254]]);

@@ -402,7 +402,7 @@ impl Element for LookupIP6Route {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standard::test_support::{config_err, configure, pkt, push, read};
+    use crate::standard::test_support::{config_err, configure, pkt, push, push_one_by_one, read};
     use pronto_packet::Pool;
 
     fn a(s: &str) -> [u8; 16] {
@@ -456,15 +456,12 @@ mod tests {
             dsts.iter().map(|d| mk(d)).collect(),
             4,
         );
-        let mut one: Vec<Vec<Packet>> = (0..4).map(|_| Vec::new()).collect();
-        for d in &dsts {
-            for (k, v) in push(each.as_mut(), &pool, vec![mk(d)], 4)
-                .into_iter()
-                .enumerate()
-            {
-                one[k].extend(v);
-            }
-        }
+        let one = push_one_by_one(
+            each.as_mut(),
+            &pool,
+            dsts.iter().map(|d| mk(d)).collect(),
+            4,
+        );
         assert_eq!(annos(&got), annos(&one));
         assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), [6, 6, 6, 6]);
         assert_eq!(annos(&got)[1][0], "fe80::1");

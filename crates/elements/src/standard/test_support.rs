@@ -111,6 +111,24 @@ pub fn push(e: &mut dyn Element, pool: &Pool, pkts: Vec<Packet>, nout: usize) ->
     push_at(e, pool, 0, pkts, nout, 0, &mut ctrl)
 }
 
+/// Pushes `pkts` into input 0 one packet per call (a batch of one each,
+/// as the runtime does where it keeps Click's order); the outputs of all
+/// the calls, in order.
+pub fn push_one_by_one(
+    e: &mut dyn Element,
+    pool: &Pool,
+    pkts: Vec<Packet>,
+    nout: usize,
+) -> Outputs {
+    let mut outs: Outputs = (0..nout).map(|_| Vec::new()).collect();
+    for p in pkts {
+        for (k, v) in push(e, pool, vec![p], nout).into_iter().enumerate() {
+            outs[k].extend(v);
+        }
+    }
+    outs
+}
+
 /// Pulls up to `max` packets from output `port`.
 pub fn pull(
     e: &mut dyn Element,
