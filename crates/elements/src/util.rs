@@ -44,6 +44,14 @@ pub fn cfg_err(msg: impl Into<String>) -> ConfigError {
     ConfigError::new(msg)
 }
 
+/// Below this many packets an element that can walk a whole batch (a
+/// classifier's lock step, a route table's level-by-level lookup, a
+/// rewriter's look-ahead) takes the packets one at a time instead: the
+/// walk's per-call set-up (lane state, result arrays) costs more than its
+/// overlapped reads save on a handful, and where the runtime keeps Click's
+/// order batches are about one packet.
+pub const BATCH_WALK_MIN: usize = 8;
+
 /// Classifies every packet of `batch` with `prog` and routes it to the
 /// output the program names; unmatched packets are dropped and counted in
 /// `drops`. `nh` gives a packet's network-header offset (0 for
@@ -68,7 +76,7 @@ pub fn classify_and_route(
             *drops += r.is_none() as u64;
             r
         });
-    } else if prog.prefers_batch() && batch.len() >= 8 {
+    } else if prog.prefers_batch() && batch.len() >= BATCH_WALK_MIN {
         // Four bytes a packet (cleared a batch at a time).
         let mut res = [pronto_classify::Port::DROP; pronto_packet::BATCH_MAX];
         prog.classify_iter(batch.iter().map(|p| (p.data(), nh(p))), &mut res);

@@ -1215,7 +1215,7 @@ impl<T: RouteTable> RouteCore<T> {
     #[inline]
     pub fn push(&mut self, batch: &mut Batch, out: &mut Out<'_>) {
         let n = batch.len();
-        if n < BATCH_WALK_MIN {
+        if n < crate::util::BATCH_WALK_MIN {
             let table = &self.table;
             let mut miss = Miss {
                 no_route: &mut self.no_route,
@@ -1360,10 +1360,6 @@ impl<T: RouteTable> RouteCore<T> {
         r.map_err(HandlerError::BadValue)
     }
 }
-
-/// Below this many packets [`RouteCore::push`] looks each packet up on
-/// its own.
-const BATCH_WALK_MIN: usize = 8;
 
 /// What [`route_to`] updates for a packet with no route.
 struct Miss<'a> {

@@ -280,9 +280,6 @@ fn route_err_text(e: RouteErr) -> &'static str {
     }
 }
 
-/// Below this many packets a batch is looked up packet by packet.
-const BATCH_WALK_MIN: usize = 8;
-
 /// The output for a packet whose lookup gave route key `k` (0: none): the
 /// route's gateway, when it has one, set as the destination annotation; a
 /// packet with no route is counted in `drops` and dropped.
@@ -310,7 +307,7 @@ impl Element for LookupIP6Route {
         // A few packets (one at a time where the runtime keeps Click's
         // order) are looked up one by one: the batch walk's lane arrays
         // cost more to set up than its overlapped reads save there.
-        if n < BATCH_WALK_MIN {
+        if n < crate::util::BATCH_WALK_MIN {
             let table = &self.table;
             push_each(batch, out, |p, _| {
                 let k = table.lookup(u128::from_be_bytes(p.dst_ip6_anno()));

@@ -3198,7 +3198,7 @@ impl CoreRewriter {
     fn rewrite(&mut self, batch: &mut Batch, out: &mut Out<'_>, input_of: impl Fn(usize) -> usize) {
         let now = out.now;
         let mut core = self.core.get();
-        if batch.len() < 8 {
+        if batch.len() < crate::util::BATCH_WALK_MIN {
             // A few packets (one at a time where the runtime keeps Click's
             // order): each looks its entry up itself, without the batch
             // pass and its array.
